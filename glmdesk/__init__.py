@@ -1,0 +1,3 @@
+"""glmdesk: a desktop chat application for ChatGLM-family language models."""
+
+__version__ = "0.1.0"

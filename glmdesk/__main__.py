@@ -1,0 +1,5 @@
+"""Allow ``python -m glmdesk``."""
+
+from glmdesk.cli import main
+
+raise SystemExit(main())

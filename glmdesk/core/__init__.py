@@ -1,0 +1,1 @@
+"""Plain data and history: imports neither torch nor Qt."""

@@ -1,0 +1,71 @@
+"""Structured errors that reach the user.
+
+The engine raises :class:`GlmdeskError` with a machine-readable ``kind`` and its
+parameters; the UI words the sentence in the user's language from those two
+(see ``glmdesk/ui/messages.py``). ``message`` is the English sentence used by the
+terminal front end and in logs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Every error kind the engine may report. The UI has a sentence for each.
+ERROR_KINDS = (
+    "model_not_found",  # path: str
+    "not_a_model",  # path: str
+    "corrupt_weights",  # path: str, file: str, detail: str
+    "offline",  # model: str
+    "unsupported_checkpoint",  # path: str, reason: str
+    "remote_code_required",  # path: str
+    "quantization_unavailable",  # quantization: str, reason: str
+    "precision_unavailable",  # precision: str, reason: str
+    "out_of_memory",  # device: str, stage: str
+    "prompt_too_long",  # tokens: int, limit: int
+    "invalid_setting",  # name: str, value: str, reason: str
+    "load_cancelled",
+    "generation_failed",  # detail: str
+    "load_failed",  # detail: str
+)
+
+
+@dataclass(frozen=True)
+class ErrorInfo:
+    """A user-facing error as plain values.
+
+    Attributes:
+        kind: One of :data:`ERROR_KINDS`.
+        message: The English sentence.
+        params: Parameters the UI uses to word the sentence (strings and numbers).
+    """
+
+    kind: str
+    message: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+class GlmdeskError(Exception):
+    """An error with a sentence for the user.
+
+    Args:
+        kind: One of :data:`ERROR_KINDS`.
+        message: The English sentence shown by the terminal front end.
+        **params: Values the UI needs to word the sentence in another language.
+
+    Raises:
+        ValueError: if ``kind`` is not one of :data:`ERROR_KINDS`.
+    """
+
+    def __init__(self, kind: str, message: str, **params: Any) -> None:
+        if kind not in ERROR_KINDS:
+            raise ValueError(f"unknown error kind {kind!r}")
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.params = params
+
+    @property
+    def info(self) -> ErrorInfo:
+        """This error as a frozen :class:`ErrorInfo`."""
+        return ErrorInfo(self.kind, self.message, dict(self.params))

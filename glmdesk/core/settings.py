@@ -1,0 +1,198 @@
+"""Frozen, validated settings that cross threads as whole values.
+
+A widget never edits a field of a settings object that the engine reads: it
+builds a new one (``dataclasses.replace``) and swaps the reference. Every
+constructor validates in ``__post_init__`` and raises :class:`ValueError` with
+a sentence a user can act on.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import dataclass
+
+QUANTIZATIONS = ("none", "8bit", "4bit")
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+DEVICES = ("auto", "cpu", "cuda")
+CACHE_STRATEGIES = ("full", "sliding_window", "dynamic", "quantized")
+
+
+def _finite(name: str, value: float) -> None:
+    if not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, not {value!r}.")
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """Decoding parameters read by the decode loop before every token.
+
+    Attributes:
+        temperature: Softmax temperature; ``0`` means greedy (argmax). Range 0-2.
+        top_p: Nucleus sampling mass (Holtzman et al. 2019). ``1`` is off; ``0``
+            keeps only the most likely token.
+        top_k: Keep the k most likely tokens; ``0`` is off.
+        min_p: Drop tokens below ``min_p`` x the top probability; ``0`` is off.
+        repetition_penalty: CTRL penalty (Keskar et al. 2019) on every token already
+            in the prompt or answer; ``1.0`` is off. Values below 1.0 would reward
+            repetition and are refused.
+        max_new_tokens: Upper bound on generated tokens, in tokens.
+        seed: Seed for the sampler's random generator; ``None`` draws a fresh one.
+
+    Raises:
+        ValueError: when a value is out of its range, with the reason.
+    """
+
+    temperature: float = 0.7
+    top_p: float = 0.9
+    top_k: int = 0
+    min_p: float = 0.0
+    repetition_penalty: float = 1.0
+    max_new_tokens: int = 512
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("temperature", "top_p", "min_p", "repetition_penalty"):
+            _finite(name, getattr(self, name))
+        if not 0.0 <= self.temperature <= 2.0:
+            raise ValueError(
+                f"Temperature must be between 0 and 2 (0 means greedy), not {self.temperature}."
+            )
+        if not 0.0 <= self.top_p <= 1.0:
+            raise ValueError(f"Top-p must be between 0 and 1, not {self.top_p}.")
+        if not 0.0 <= self.min_p <= 1.0:
+            raise ValueError(f"Min-p must be between 0 and 1, not {self.min_p}.")
+        if int(self.top_k) != self.top_k or self.top_k < 0:
+            raise ValueError(f"Top-k must be a whole number, 0 or more (0 is off), not {self.top_k}.")
+        if self.repetition_penalty < 1.0:
+            raise ValueError(
+                "Repetition penalty must be at least 1.0 (1.0 is off); values below 1.0 "
+                f"would make the model repeat itself, so {self.repetition_penalty} is refused."
+            )
+        if self.repetition_penalty > 10.0:
+            raise ValueError(f"Repetition penalty must be at most 10, not {self.repetition_penalty}.")
+        if int(self.max_new_tokens) != self.max_new_tokens or self.max_new_tokens < 1:
+            raise ValueError(f"Max new tokens must be 1 or more, not {self.max_new_tokens}.")
+        if self.seed is not None and (int(self.seed) != self.seed or not 0 <= self.seed < 2**63):
+            raise ValueError(f"Seed must be a whole number from 0 to 2^63-1, not {self.seed}.")
+
+    @property
+    def greedy(self) -> bool:
+        """True when decoding is argmax (temperature 0)."""
+        return self.temperature == 0.0
+
+
+@dataclass(frozen=True)
+class CacheSettings:
+    """KV-cache strategy for one answer.
+
+    Attributes:
+        strategy: ``full``, ``sliding_window`` (attention sinks + recent window,
+            StreamingLLM, Xiao et al. 2023, arXiv:2309.17453), ``dynamic`` (full until
+            the projected KV size exceeds the budget, then the window) or
+            ``quantized`` (transformers' quantized KV cache, when its backend is there).
+        window: Recent tokens kept by the window strategies, in tokens.
+        sinks: Initial "attention sink" tokens kept, in tokens; ``0`` is a plain window.
+        budget_mib: KV memory budget for ``dynamic``, in MiB; ``None`` reads free GPU
+            memory minus a margin (or uses 1024 MiB on the CPU).
+        prefill_chunk: Prompt tokens per prefill forward, in tokens (bounds activation
+            memory for long prompts).
+
+    Raises:
+        ValueError: for an unknown strategy or a size out of range.
+    """
+
+    strategy: str = "full"
+    window: int = 4096
+    sinks: int = 4
+    budget_mib: float | None = None
+    prefill_chunk: int = 2048
+
+    def __post_init__(self) -> None:
+        if self.strategy not in CACHE_STRATEGIES:
+            raise ValueError(
+                f"Unknown KV-cache strategy {self.strategy!r}; choose one of {', '.join(CACHE_STRATEGIES)}."
+            )
+        if self.window < 16:
+            raise ValueError(f"The window must hold at least 16 tokens, not {self.window}.")
+        if not 0 <= self.sinks < self.window:
+            raise ValueError(f"Attention sinks must be 0 or more and fewer than the window, not {self.sinks}.")
+        if self.budget_mib is not None and not self.budget_mib > 0:
+            raise ValueError(f"The KV-cache budget must be above 0 MiB, not {self.budget_mib}.")
+        if self.prefill_chunk < 1:
+            raise ValueError(f"The prefill chunk must be at least 1 token, not {self.prefill_chunk}.")
+
+
+@dataclass(frozen=True)
+class LoadSettings:
+    """What model to load and how.
+
+    Attributes:
+        model: A local folder (Hugging Face layout or original ChatGLM), a ``.gguf``
+            file, a hub id, or ``None`` for the embedded default (SmolLM2-135M-Instruct).
+        quantization: ``none``, ``8bit`` (bitsandbytes LLM.int8) or ``4bit``
+            (bitsandbytes NF4 with double quantization).
+        precision: ``auto`` (bf16 on GPUs that support it, else fp16; fp32 on CPU),
+            ``fp32``, ``bf16`` or ``fp16``.
+        device: ``auto`` (CUDA when available), ``cpu`` or ``cuda``.
+        trust_remote_code: Run the Python code shipped in this model's folder. Off by
+            default; the UI asks per folder.
+
+    Raises:
+        ValueError: for unknown choices.
+    """
+
+    model: str | None = None
+    quantization: str = "none"
+    precision: str = "auto"
+    device: str = "auto"
+    trust_remote_code: bool = False
+
+    def __post_init__(self) -> None:
+        if self.quantization not in QUANTIZATIONS:
+            raise ValueError(f"Unknown quantization {self.quantization!r}; choose one of {QUANTIZATIONS}.")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"Unknown precision {self.precision!r}; choose one of {PRECISIONS}.")
+        if self.device not in DEVICES:
+            raise ValueError(f"Unknown device {self.device!r}; choose one of {DEVICES}.")
+
+
+#: Published demo defaults per model family (model cards and official demos).
+FAMILY_DEFAULTS: dict[str, SamplingParams] = {
+    # THUDM/ChatGLM2-6B web_demo.py: top_p 0.8, temperature 0.95.
+    "chatglm2": SamplingParams(temperature=0.95, top_p=0.8, max_new_tokens=2048),
+    # THUDM/ChatGLM3 basic_demo: top_p 0.8, temperature 0.8 (0.6 in cli_demo).
+    "chatglm3": SamplingParams(temperature=0.8, top_p=0.8, max_new_tokens=2048),
+    # THUDM/GLM-4 basic_demo: temperature 0.6, top_p 0.8.
+    "glm4": SamplingParams(temperature=0.6, top_p=0.8, max_new_tokens=2048),
+    # SmolLM2-135M-Instruct model card: temperature 0.2, top_p 0.9.
+    "generic": SamplingParams(temperature=0.2, top_p=0.9, max_new_tokens=512),
+}
+
+
+class ParamsBox:
+    """Holds the current :class:`SamplingParams`; swapped whole from any thread.
+
+    The decode loop calls :meth:`get` before every token, so a value set mid-answer
+    applies from the next token. Replacing a reference is atomic in CPython; the
+    lock only orders concurrent writers.
+    """
+
+    def __init__(self, params: SamplingParams | None = None) -> None:
+        self._params = params or SamplingParams()
+        self._lock = threading.Lock()
+
+    def get(self) -> SamplingParams:
+        """Return the current parameters."""
+        return self._params
+
+    def set(self, params: SamplingParams) -> None:
+        """Replace the parameters.
+
+        Raises:
+            TypeError: if ``params`` is not a :class:`SamplingParams`.
+        """
+        if not isinstance(params, SamplingParams):
+            raise TypeError("ParamsBox.set takes a SamplingParams")
+        with self._lock:
+            self._params = params

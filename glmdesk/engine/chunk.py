@@ -1,0 +1,64 @@
+"""The values the decode loop yields."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from glmdesk.core.errors import ErrorInfo
+
+FINISH_REASONS = ("stop", "length", "cancelled", "error")
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    """What the KV cache holds after a step.
+
+    Attributes:
+        strategy: ``full``, ``sliding_window``, ``dynamic`` or ``quantized``.
+        state: ``full`` or ``windowed`` (the dynamic strategy switches once).
+        kv_bytes: Bytes of key and value tensors actually held, in bytes.
+        tokens_held: Positions whose keys/values are held, in tokens.
+        tokens_seen: Positions processed since the answer started, prompt included.
+        evicted: Positions dropped from the cache so far, in tokens.
+    """
+
+    strategy: str = "full"
+    state: str = "full"
+    kv_bytes: int = 0
+    tokens_held: int = 0
+    tokens_seen: int = 0
+    evicted: int = 0
+
+
+@dataclass(frozen=True)
+class GenerationChunk:
+    """One step of a streamed answer (mlx-lm's ``GenerationResponse`` shape).
+
+    Attributes:
+        text: New complete characters since the previous chunk (may be empty while a
+            multi-byte character is held back).
+        token_ids: Token ids generated in this step (stop tokens excluded).
+        prompt_tokens: Tokens in the fitted prompt, in tokens.
+        n_generated: Tokens generated so far (stop token excluded), in tokens.
+        ttft_s: Time from the request to the first generated token, in s.
+        tokens_per_s: Decode speed after the first token, in tokens/s (0 until two
+            tokens exist).
+        finish_reason: ``None`` while streaming, then one of :data:`FINISH_REASONS`.
+        error: Set when ``finish_reason == "error"``.
+        cache: KV-cache accounting after this step.
+        dropped_messages: Indices (into the request's message list) of messages left
+            out of the prompt to fit the context window.
+        memory_mib: Memory used on the model's device when the chunk was made, in MiB.
+    """
+
+    text: str = ""
+    token_ids: tuple[int, ...] = ()
+    prompt_tokens: int = 0
+    n_generated: int = 0
+    ttft_s: float = 0.0
+    tokens_per_s: float = 0.0
+    finish_reason: str | None = None
+    error: ErrorInfo | None = None
+    cache: CacheStats = CacheStats()
+    dropped_messages: tuple[int, ...] = ()
+    memory_mib: float = 0.0

@@ -1,0 +1,104 @@
+"""Prompt formats: turn a conversation into token ids for one model family.
+
+Each format is a small class behind :class:`PromptFormat`; :func:`prompt_format_for`
+(in ``glmdesk.engine.loader``) chooses one. The ChatGLM2/ChatGLM3 formats live in
+``glmdesk.engine.chatglm``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+
+from glmdesk.core.messages import ChatMessage
+
+
+class PromptFormat(ABC):
+    """Builds prompt ids and knows how a reply ends.
+
+    Attributes:
+        name: Short name shown to the user (``chat-template``, ``chatglm2``, ...).
+        stop_ids: Token ids that end a reply; never shown.
+    """
+
+    name: str = "base"
+    stop_ids: frozenset[int] = frozenset()
+
+    @abstractmethod
+    def encode(self, messages: Sequence[ChatMessage]) -> list[int]:
+        """Return the prompt ids for ``messages``, ending where the reply begins.
+
+        Args:
+            messages: Optional system messages first, then user/assistant turns
+                ending with a user message.
+
+        Returns:
+            Token ids, shape ``[n_prompt]``. Message text is always encoded as plain
+            text: special tokens typed by the user never become special ids.
+        """
+
+    def reply_filter(self) -> Callable[[str], str]:
+        """Return a fresh streaming filter for the shown reply text.
+
+        The decode loop passes every text delta through it and shows what it
+        returns (e.g. ChatGLM3 drops the empty metadata line). Default: identity.
+        """
+        return lambda text: text
+
+
+class ChatTemplateFormat(PromptFormat):
+    """The tokenizer's own Jinja chat template (Hugging Face ``apply_chat_template``).
+
+    User text is encoded with ``split_special_tokens=True`` so that typed special
+    tokens (``<|im_start|>``...) stay plain text.
+
+    Args:
+        tokenizer: A transformers tokenizer with a ``chat_template``.
+        stop_ids: Ids that end a reply (generation config eos list plus the template's
+            end-of-turn token).
+
+    Raises:
+        ValueError: if the tokenizer has no chat template.
+    """
+
+    name = "chat-template"
+
+    def __init__(self, tokenizer, stop_ids: frozenset[int]) -> None:
+        if not getattr(tokenizer, "chat_template", None):
+            raise ValueError("this tokenizer has no chat template")
+        self.tokenizer = tokenizer
+        self.stop_ids = frozenset(stop_ids)
+
+    def encode(self, messages: Sequence[ChatMessage]) -> list[int]:
+        text = self.tokenizer.apply_chat_template(
+            [{"role": m.role, "content": m.content} for m in messages],
+            tokenize=False,
+            add_generation_prompt=True,
+        )
+        # The template is trusted; message contents are not. Render with placeholders
+        # would be exact, but the template only concatenates, so encoding each
+        # message's content separately and splicing is equivalent and keeps typed
+        # special tokens as text.
+        return _encode_template_safely(self.tokenizer, text, messages)
+
+
+def _encode_template_safely(tokenizer, text: str, messages: Sequence[ChatMessage]) -> list[int]:
+    """Encode a rendered template so only the template's own special tokens are special.
+
+    The rendered ``text`` is split at each message content (in order); the
+    template parts are encoded with special tokens recognised, the contents with
+    ``split_special_tokens=True``.
+    """
+    ids: list[int] = []
+    pos = 0
+    for message in messages:
+        if not message.content:
+            continue
+        at = text.find(message.content, pos)
+        if at < 0:  # the template changed the content (e.g. stripped it): fall back
+            continue
+        ids += tokenizer.encode(text[pos:at], add_special_tokens=False)
+        ids += tokenizer.encode(message.content, add_special_tokens=False, split_special_tokens=True)
+        pos = at + len(message.content)
+    ids += tokenizer.encode(text[pos:], add_special_tokens=False)
+    return ids
