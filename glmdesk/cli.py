@@ -1,0 +1,210 @@
+"""Entry points: ``glmdesk`` opens the window; ``glmdesk chat`` streams in a terminal;
+``glmdesk convert`` converts an original ChatGLM checkpoint."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+import time
+
+from glmdesk.core.errors import GlmdeskError
+from glmdesk.core.messages import ChatMessage
+from glmdesk.core.settings import FAMILY_DEFAULTS, CacheSettings, LoadSettings, ParamsBox, SamplingParams
+
+
+def _chat_parser(sub) -> None:
+    p = sub.add_parser("chat", help="chat in the terminal (streams the answer)")
+    p.add_argument("--model", help="model folder, .gguf file or hub id (default: the embedded model)")
+    p.add_argument("--quantization", choices=["none", "8bit", "4bit"], default="none")
+    p.add_argument("--precision", choices=["auto", "fp32", "bf16", "fp16"], default="auto")
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    p.add_argument("--trust-remote-code", action="store_true", help="run the model folder's own code")
+    p.add_argument("--temperature", type=float)
+    p.add_argument("--top-p", type=float)
+    p.add_argument("--top-k", type=int)
+    p.add_argument("--min-p", type=float)
+    p.add_argument("--repetition-penalty", type=float)
+    p.add_argument("--max-new-tokens", type=int)
+    p.add_argument("--seed", type=int)
+    p.add_argument("--system", help="system prompt")
+    p.add_argument("--kv-cache", choices=["full", "sliding_window", "dynamic", "quantized"], default="full")
+    p.add_argument("--window", type=int, default=4096, help="sliding window size, in tokens")
+    p.add_argument("--sinks", type=int, default=4, help="attention sink tokens kept by the window")
+    p.add_argument("--prompt", help="answer this one message and exit")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``glmdesk`` argument parser."""
+    parser = argparse.ArgumentParser(prog="glmdesk", description="Chat with ChatGLM-family models locally.")
+    parser.add_argument("--install-desktop-entry", action="store_true", help="add glmdesk to the app menu")
+    parser.add_argument("--uninstall-desktop-entry", action="store_true", help="remove it from the app menu")
+    parser.add_argument("--self-test", action="store_true", help="load the embedded model, answer once, exit")
+    sub = parser.add_subparsers(dest="command")
+    _chat_parser(sub)
+    conv = sub.add_parser("convert", help="convert an original ChatGLM2/3 or GLM-4 checkpoint")
+    conv.add_argument("src", help="original checkpoint folder")
+    conv.add_argument("dst", nargs="?", help="output folder (default: next to the source, suffix -hf)")
+    return parser
+
+
+def _sampling(args, family: str) -> SamplingParams:
+    base = FAMILY_DEFAULTS.get(family.split("-")[0], FAMILY_DEFAULTS["generic"])
+    values = {
+        "temperature": args.temperature,
+        "top_p": args.top_p,
+        "top_k": args.top_k,
+        "min_p": args.min_p,
+        "repetition_penalty": args.repetition_penalty,
+        "max_new_tokens": args.max_new_tokens,
+        "seed": args.seed,
+    }
+    from dataclasses import replace
+
+    return replace(base, **{k: v for k, v in values.items() if v is not None})
+
+
+def _progress(p) -> None:
+    total = f" {p.done}/{p.total}" if p.total else ""
+    print(f"\r[{p.stage}{total}]        ", end="", file=sys.stderr, flush=True)
+
+
+def _stream_one(loaded, messages, box, cache, stop) -> str | None:
+    """Print one streamed answer; return its text (``None`` after an error)."""
+    from glmdesk.engine.generate import stream_chat
+
+    parts: list[str] = []
+    last = None
+    for chunk in stream_chat(loaded, messages, box, cache, stop):
+        if chunk.text:
+            print(chunk.text, end="", flush=True)
+            parts.append(chunk.text)
+        last = chunk
+    print()
+    if last is not None and last.dropped_messages:
+        print(f"({len(last.dropped_messages)} earlier messages left the context window)", file=sys.stderr)
+    if last is not None and last.finish_reason == "error":
+        print(f"error: {last.error.message}", file=sys.stderr)
+        return None
+    if last is not None:
+        note = " (stopped)" if last.finish_reason == "cancelled" else ""
+        print(
+            f"[{last.n_generated} tokens, TTFT {last.ttft_s:.2f} s, {last.tokens_per_s:.1f} tokens/s{note}]",
+            file=sys.stderr,
+        )
+    return "".join(parts)
+
+
+def chat(args) -> int:
+    """Run ``glmdesk chat``: one answer with ``--prompt``, else an interactive loop."""
+    from glmdesk.engine.loader import load_model
+
+    try:
+        settings = LoadSettings(args.model, args.quantization, args.precision, args.device, args.trust_remote_code)
+        cache = CacheSettings(args.kv_cache, window=args.window, sinks=args.sinks)
+        t0 = time.perf_counter()
+        loaded = load_model(settings, progress=_progress)
+        print(file=sys.stderr)
+        box = ParamsBox(_sampling(args, loaded.info.family))
+    except (GlmdeskError, ValueError) as exc:
+        print(f"\nerror: {exc}", file=sys.stderr)
+        return 2
+    print(f"{loaded.info.describe()} (loaded in {time.perf_counter() - t0:.1f} s)", file=sys.stderr)
+    for note in loaded.info.notes:
+        print(f"note: {note}", file=sys.stderr)
+    system = [ChatMessage("system", args.system)] if args.system else []
+    if args.prompt is not None:
+        if not args.prompt.strip():
+            print("error: the prompt is empty.", file=sys.stderr)
+            return 2
+        text = _stream_one(loaded, system + [ChatMessage("user", args.prompt)], box, cache, threading.Event())
+        return 0 if text is not None else 1
+    return _interactive(loaded, system, box, cache)
+
+
+def _interactive(loaded, system, box, cache) -> int:
+    print("Type a message. /clear starts over, /exit leaves, Ctrl+C stops an answer.", file=sys.stderr)
+    history: list[ChatMessage] = []
+    stop = threading.Event()
+    previous = signal.getsignal(signal.SIGINT)
+
+    def on_sigint(signum, frame):
+        stop.set()
+
+    while True:
+        try:
+            line = input("> ")
+        except (EOFError, KeyboardInterrupt):
+            print(file=sys.stderr)
+            return 0
+        if line.strip() == "/exit":
+            return 0
+        if line.strip() == "/clear":
+            history.clear()
+            print("(new conversation)", file=sys.stderr)
+            continue
+        if not line.strip():
+            continue
+        history.append(ChatMessage("user", line))
+        stop.clear()
+        signal.signal(signal.SIGINT, on_sigint)
+        try:
+            text = _stream_one(loaded, system + history, box, cache, stop)
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        if text is None:
+            history.pop()
+        else:
+            history.append(ChatMessage("assistant", text))
+
+
+def convert(args) -> int:
+    """Run ``glmdesk convert SRC [DST]``."""
+    from pathlib import Path
+
+    from glmdesk.engine import chatglm
+
+    src = Path(args.src)
+    dst = Path(args.dst) if args.dst else src.with_name(src.name + "-hf")
+    try:
+        out = chatglm.convert_checkpoint(src, dst, progress=lambda d, t: _progress(_P("converting", d, t)))
+    except GlmdeskError as exc:
+        print(f"\nerror: {exc.message}", file=sys.stderr)
+        return 2
+    print(f"\nconverted {src} -> {out}", file=sys.stderr)
+    return 0
+
+
+class _P:
+    def __init__(self, stage: str, done: int, total: int) -> None:
+        self.stage, self.done, self.total = stage, done, total
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``glmdesk`` console entry point."""
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser().parse_args(argv)
+    if args.command == "chat":
+        return chat(args)
+    if args.command == "convert":
+        return convert(args)
+    if args.install_desktop_entry or args.uninstall_desktop_entry:
+        from glmdesk import desktop_entry
+
+        return desktop_entry.main(install=args.install_desktop_entry)
+    if args.self_test:
+        from glmdesk import selftest
+
+        return selftest.run()
+    return gui_main(argv)
+
+
+def gui_main(argv: list[str] | None = None) -> int:
+    """Open the window (``glmdesk`` with no verb)."""
+    try:
+        from glmdesk.ui.app import run_app
+    except ImportError as exc:
+        print(f"The window is not available ({exc}); use: glmdesk chat", file=sys.stderr)
+        return 2
+    return run_app([sys.argv[0], *(argv or [])])

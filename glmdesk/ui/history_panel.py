@@ -1,0 +1,555 @@
+"""The history panel: conversations newest first, search, rename, delete, export.
+
+The panel runs on the GUI thread, which owns the :class:`~glmdesk.core.history.History`
+database; it never blocks on the model. The list loads 100 conversations at a time
+(``fetchMore`` as the user scrolls), so opening it costs the same with 10 or
+10,000 conversations. Deleting moves a conversation to the bin with an Undo bar
+for 10 s; it is purged when the bar expires, on the next delete, or when the next
+panel is created. The window calls :meth:`HistoryPanel.refresh` after it saves a
+message (the order changes).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from datetime import datetime
+from pathlib import Path
+
+from PySide6.QtCore import (
+    QAbstractListModel,
+    QModelIndex,
+    QPersistentModelIndex,
+    QSize,
+    Qt,
+    QTimer,
+    Signal,
+)
+from PySide6.QtGui import (
+    QAbstractTextDocumentLayout,
+    QAction,
+    QGuiApplication,
+    QKeySequence,
+    QPalette,
+    QTextDocument,
+)
+from PySide6.QtWidgets import (
+    QApplication,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListView,
+    QMessageBox,
+    QPushButton,
+    QStackedWidget,
+    QStyle,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from glmdesk.core.history import History
+from glmdesk.core.history_types import Conversation, SearchHit
+
+ID_ROLE = Qt.ItemDataRole.UserRole
+MESSAGE_ROLE = Qt.ItemDataRole.UserRole + 1
+HTML_ROLE = Qt.ItemDataRole.UserRole + 2
+PAGE = 100
+UNDO_MS = 10_000
+SEARCH_DELAY_MS = 150
+_Index = QModelIndex | QPersistentModelIndex
+
+
+class ConversationListModel(QAbstractListModel):
+    """Live conversations, newest first, loaded a page at a time (keyset paging)."""
+
+    conversation_renamed = Signal(int, str)
+
+    def __init__(self, history: History, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._history = history
+        self._rows: list[Conversation] = []
+        self._exhausted = False
+        self.reload()
+
+    def reload(self) -> None:
+        """Forget the loaded rows and load the first page again."""
+        self.beginResetModel()
+        self._rows = self._history.list_conversations(PAGE)
+        self._exhausted = len(self._rows) < PAGE
+        self.endResetModel()
+
+    def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008 - Qt signature
+        return 0 if parent.isValid() else len(self._rows)
+
+    def canFetchMore(self, parent: _Index = QModelIndex()) -> bool:  # noqa: B008
+        return not parent.isValid() and not self._exhausted
+
+    def fetchMore(self, parent: _Index = QModelIndex()) -> None:  # noqa: B008
+        if parent.isValid() or self._exhausted:
+            return
+        last = self._rows[-1] if self._rows else None
+        page = self._history.list_conversations(PAGE, after=(last.updated, last.id) if last else None)
+        self._exhausted = len(page) < PAGE
+        if page:
+            self.beginInsertRows(QModelIndex(), len(self._rows), len(self._rows) + len(page) - 1)
+            self._rows.extend(page)
+            self.endInsertRows()
+
+    def row_of(self, conversation_id: int) -> int:
+        """Row of a conversation, loading further pages until found; -1 if it is not live."""
+        while True:
+            for row, conv in enumerate(self._rows):
+                if conv.id == conversation_id:
+                    return row
+            if self._exhausted:
+                return -1
+            self.fetchMore()
+
+    def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole) -> object:
+        if not index.isValid():
+            return None
+        conv = self._rows[index.row()]
+        if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.EditRole):
+            return conv.title or (self.tr("Untitled") if role == Qt.ItemDataRole.DisplayRole else "")
+        if role == Qt.ItemDataRole.ToolTipRole:
+            when = datetime.fromtimestamp(conv.updated).strftime("%Y-%m-%d %H:%M")
+            model = conv.model or self.tr("no model")
+            return self.tr("{title}\nUpdated {when} · {model}").format(
+                title=conv.title, when=when, model=model
+            )
+        if role == ID_ROLE:
+            return conv.id
+        return None
+
+    def flags(self, index: _Index) -> Qt.ItemFlag:
+        return super().flags(index) | Qt.ItemFlag.ItemIsEditable
+
+    def setData(self, index: _Index, value: object, role: int = Qt.ItemDataRole.EditRole) -> bool:
+        if role != Qt.ItemDataRole.EditRole or not index.isValid() or not str(value).strip():
+            return False
+        conv = self._rows[index.row()]
+        self._history.rename_conversation(conv.id, str(value).strip())
+        self._rows[index.row()] = self._history.get_conversation(conv.id)
+        self.dataChanged.emit(index, index)
+        self.conversation_renamed.emit(conv.id, self._rows[index.row()].title)
+        return True
+
+
+class SearchResultModel(QAbstractListModel):
+    """Search hits with the matches highlighted (HTML in :data:`HTML_ROLE`)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._hits: list[SearchHit] = []
+
+    def set_hits(self, hits: list[SearchHit]) -> None:
+        """Replace the results."""
+        self.beginResetModel()
+        self._hits = hits
+        self.endResetModel()
+
+    def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(self._hits)
+
+    def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole) -> object:
+        if not index.isValid():
+            return None
+        hit = self._hits[index.row()]
+        if role == Qt.ItemDataRole.DisplayRole:
+            return f"{hit.conversation_title}\n{hit.snippet}"
+        if role == ID_ROLE:
+            return hit.conversation_id
+        if role == MESSAGE_ROLE:
+            return hit.message_id
+        if role == HTML_ROLE:
+            parts, pos = [], 0
+            for start, end in hit.spans:
+                parts.append(html.escape(hit.snippet[pos:start]))
+                parts.append(
+                    f'<span style="background-color:#ffd54f;color:#000">{html.escape(hit.snippet[start:end])}</span>'
+                )
+                pos = end
+            parts.append(html.escape(hit.snippet[pos:]))
+            title = html.escape(hit.conversation_title or self.tr("Untitled"))
+            return f"<b>{title}</b><br>{''.join(parts)}"
+        return None
+
+
+class _HtmlDelegate(QStyledItemDelegate):
+    """Paints :data:`HTML_ROLE` rich text (the highlighted snippet)."""
+
+    def _document(self, option: QStyleOptionViewItem, index: _Index) -> QTextDocument:
+        doc = QTextDocument()
+        doc.setDefaultFont(option.font)
+        doc.setHtml(str(index.data(HTML_ROLE)))
+        width = option.rect.width()
+        if width <= 0 and isinstance(option.widget, QListView):
+            width = option.widget.viewport().width()
+        doc.setTextWidth(max(width, 100))
+        return doc
+
+    def paint(self, painter, option: QStyleOptionViewItem, index: _Index) -> None:  # noqa: ANN001
+        opt = QStyleOptionViewItem(option)
+        self.initStyleOption(opt, index)
+        doc = self._document(opt, index)
+        opt.text = ""
+        style = opt.widget.style() if opt.widget else QApplication.style()
+        style.drawControl(QStyle.ControlElement.CE_ItemViewItem, opt, painter, opt.widget)
+        context = QAbstractTextDocumentLayout.PaintContext()
+        if opt.state & QStyle.StateFlag.State_Selected:
+            context.palette.setColor(
+                QPalette.ColorRole.Text, opt.palette.color(QPalette.ColorRole.HighlightedText)
+            )
+        painter.save()
+        painter.translate(opt.rect.topLeft())
+        painter.setClipRect(opt.rect.translated(-opt.rect.topLeft()))
+        doc.documentLayout().draw(painter, context)
+        painter.restore()
+
+    def sizeHint(self, option: QStyleOptionViewItem, index: _Index) -> QSize:
+        doc = self._document(option, index)
+        return QSize(int(doc.idealWidth()), int(doc.size().height()))
+
+
+class HistoryPanel(QWidget):
+    """Saved conversations: list, search, rename, delete with undo, duplicate, export, import.
+
+    Args:
+        history: The database, owned by the GUI thread.
+        parent: Parent widget.
+
+    Signals:
+        conversation_selected(int): The user picked a conversation (id).
+        conversation_created(int), conversation_renamed(int, str),
+        conversation_deleted(int) (moved to the bin), conversation_restored(int)
+        (undo), conversation_duplicated(int, int) (source, copy),
+        conversation_imported(int), conversation_exported(int, str) (id, path),
+        conversation_copied(int) (Markdown on the clipboard).
+        search_finished(int): Results shown (count).
+        search_result_selected(int, int): A hit was picked (conversation, message);
+            ``conversation_selected`` follows.
+    """
+
+    conversation_selected = Signal(int)
+    conversation_created = Signal(int)
+    conversation_renamed = Signal(int, str)
+    conversation_deleted = Signal(int)
+    conversation_restored = Signal(int)
+    conversation_duplicated = Signal(int, int)
+    conversation_imported = Signal(int)
+    conversation_exported = Signal(int, str)
+    conversation_copied = Signal(int)
+    search_finished = Signal(int)
+    search_result_selected = Signal(int, int)
+
+    def __init__(self, history: History, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._history = history
+        self._pending_delete: int | None = None
+        self._quiet = False
+        history.purge_deleted()  # deletions not undone before the last exit are final
+
+        self.search_box = QLineEdit(
+            placeholderText=self.tr("Search all conversations"), clearButtonEnabled=True
+        )
+        new_button = QPushButton(self.tr("New"), toolTip=self.tr("Start a new conversation"))
+        import_button = QPushButton(self.tr("Import…"), toolTip=self.tr("Import a conversation from JSON"))
+        self.model = ConversationListModel(history, self)
+        self.list_view = QListView(uniformItemSizes=True, editTriggers=QListView.EditTrigger.EditKeyPressed)
+        self.list_view.setModel(self.model)
+        self.results = SearchResultModel(self)
+        self.results_view = QListView(wordWrap=True)
+        self.results_view.setModel(self.results)
+        self.results_view.setItemDelegate(_HtmlDelegate(self.results_view))
+        self.stack = QStackedWidget()
+        self.stack.addWidget(self.list_view)
+        self.stack.addWidget(self.results_view)
+        self.undo_label = QLabel()
+        self.undo_button = QPushButton(self.tr("Undo"))
+        self.undo_bar = QWidget()
+        bar = QHBoxLayout(self.undo_bar)
+        bar.setContentsMargins(0, 0, 0, 0)
+        bar.addWidget(self.undo_label, 1)
+        bar.addWidget(self.undo_button)
+        self.undo_bar.hide()
+
+        top = QHBoxLayout()
+        top.addWidget(self.search_box, 1)
+        top.addWidget(new_button)
+        top.addWidget(import_button)
+        layout = QVBoxLayout(self)
+        layout.addLayout(top)
+        layout.addWidget(self.stack, 1)
+        layout.addWidget(self.undo_bar)
+
+        self._undo_timer = QTimer(self, singleShot=True, interval=UNDO_MS)
+        self._search_timer = QTimer(self, singleShot=True, interval=SEARCH_DELAY_MS)
+        self._undo_timer.timeout.connect(self._purge_pending)
+        self._search_timer.timeout.connect(self._run_search)
+        self.search_box.textChanged.connect(lambda _text: self._search_timer.start())
+        self.search_box.returnPressed.connect(self._run_search)
+        self.undo_button.clicked.connect(self.undo_delete)
+        new_button.clicked.connect(self.new_conversation)
+        import_button.clicked.connect(self._ask_import)
+        self.model.conversation_renamed.connect(self.conversation_renamed)
+        self.list_view.selectionModel().currentChanged.connect(self._on_current_changed)
+        self.results_view.selectionModel().currentChanged.connect(self._on_hit_changed)
+        self._add_actions()
+
+    def _add_actions(self) -> None:
+        entries = [
+            (self.tr("Rename"), QKeySequence(Qt.Key.Key_F2), self._ask_rename),
+            (self.tr("Duplicate"), None, lambda: self._with_current(self.duplicate_conversation)),
+            (self.tr("Copy as Markdown"), None, lambda: self._with_current(self.copy_markdown)),
+            (self.tr("Export as Markdown…"), None, lambda: self._ask_export("markdown")),
+            (self.tr("Export as JSON…"), None, lambda: self._ask_export("json")),
+            (
+                self.tr("Delete"),
+                QKeySequence(QKeySequence.StandardKey.Delete),
+                lambda: self._with_current(self.delete_conversation),
+            ),
+        ]
+        for text, shortcut, slot in entries:
+            action = QAction(text, self.list_view)
+            if shortcut is not None:
+                action.setShortcut(shortcut)
+                action.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)
+            action.triggered.connect(slot)
+            self.list_view.addAction(action)
+        self.list_view.setContextMenuPolicy(Qt.ContextMenuPolicy.ActionsContextMenu)
+
+    # -- list ------------------------------------------------------------------------
+    def current_conversation_id(self) -> int | None:
+        """Id of the highlighted conversation, or ``None``."""
+        index = self.list_view.currentIndex()
+        return index.data(ID_ROLE) if index.isValid() else None
+
+    def refresh(self) -> None:
+        """Reload the list (after a message was saved), keeping the highlighted conversation."""
+        current = self.current_conversation_id()
+        self._quiet = True
+        try:
+            self.model.reload()
+            if current is not None:
+                self._set_current(self.model.row_of(current))
+        finally:
+            self._quiet = False
+
+    def select_conversation(self, conversation_id: int) -> bool:
+        """Highlight a conversation (emits ``conversation_selected``); False if it is not live."""
+        self._show_list()
+        row = self.model.row_of(conversation_id)
+        self._set_current(row)
+        return row >= 0
+
+    def _set_current(self, row: int) -> None:
+        if row < 0:
+            self.list_view.selectionModel().clearCurrentIndex()
+            self.list_view.clearSelection()
+            return
+        index = self.model.index(row)
+        self.list_view.setCurrentIndex(index)
+        self.list_view.scrollTo(index)
+
+    def _on_current_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:
+        if current.isValid() and not self._quiet:
+            self.conversation_selected.emit(current.data(ID_ROLE))
+
+    def _with_current(self, action) -> None:  # noqa: ANN001
+        cid = self.current_conversation_id()
+        if cid is not None:
+            action(cid)
+
+    # -- operations (no dialogs: the window and tests call these) ------------------------
+    def new_conversation(self) -> int:
+        """Create an empty conversation and select it; return its id."""
+        cid = self._history.create_conversation()
+        self.refresh()
+        self.conversation_created.emit(cid)
+        self.select_conversation(cid)
+        return cid
+
+    def rename_conversation(self, conversation_id: int, title: str) -> None:
+        """Rename a conversation.
+
+        Raises:
+            KeyError: for an unknown id.
+        """
+        self._history.rename_conversation(conversation_id, title)
+        self.refresh()
+        self.conversation_renamed.emit(conversation_id, self._history.get_conversation(conversation_id).title)
+
+    def delete_conversation(self, conversation_id: int) -> None:
+        """Move a conversation to the bin and offer Undo for 10 s (purging an earlier pending one).
+
+        The window should stop a stream into this conversation and save its partial
+        answer (with its own message id) when ``conversation_deleted`` arrives.
+
+        Raises:
+            KeyError: for an unknown id.
+        """
+        self._purge_pending()
+        self._history.delete_conversation(conversation_id)
+        self._pending_delete = conversation_id
+        title = self._history.get_conversation(conversation_id).title or self.tr("Untitled")
+        self.undo_label.setText(self.tr("Deleted “{title}”.").format(title=title))
+        self.undo_bar.show()
+        self._undo_timer.start()
+        if self.current_conversation_id() == conversation_id:
+            self._set_current(-1)
+        self.refresh()
+        self._refresh_results()
+        self.conversation_deleted.emit(conversation_id)
+
+    def undo_delete(self) -> None:
+        """Restore the conversation deleted last, if its Undo bar is still shown."""
+        cid, self._pending_delete = self._pending_delete, None
+        self._undo_timer.stop()
+        self.undo_bar.hide()
+        if cid is None:
+            return
+        self._history.restore_conversation(cid)
+        self.refresh()
+        self._refresh_results()
+        self.conversation_restored.emit(cid)
+
+    def _purge_pending(self) -> None:
+        cid, self._pending_delete = self._pending_delete, None
+        self._undo_timer.stop()
+        self.undo_bar.hide()
+        if cid is not None:
+            self._history.purge_deleted(cid)
+
+    def duplicate_conversation(self, conversation_id: int) -> int:
+        """Copy a conversation (titled "… (copy)"), select the copy and return its id."""
+        title = self._history.get_conversation(conversation_id).title or self.tr("Untitled")
+        new_id = self._history.duplicate_conversation(
+            conversation_id, self.tr("{title} (copy)").format(title=title)
+        )
+        self.refresh()
+        self.conversation_duplicated.emit(conversation_id, new_id)
+        self.select_conversation(new_id)
+        return new_id
+
+    def markdown_labels(self) -> dict[str, str]:
+        """Translated headings for Markdown export."""
+        return {
+            "system": self.tr("System"),
+            "user": self.tr("User"),
+            "assistant": self.tr("Assistant"),
+            "untitled": self.tr("Untitled"),
+            "partial": self.tr("(unfinished)"),
+            "cancelled": self.tr("(stopped)"),
+            "error": self.tr("(failed)"),
+        }
+
+    def copy_markdown(self, conversation_id: int) -> None:
+        """Put the whole conversation on the clipboard as Markdown."""
+        QGuiApplication.clipboard().setText(
+            self._history.export_markdown(conversation_id, self.markdown_labels())
+        )
+        self.conversation_copied.emit(conversation_id)
+
+    def export_conversation(self, conversation_id: int, path: str | Path, fmt: str) -> None:
+        """Write a conversation to ``path`` as ``"markdown"`` or ``"json"`` (UTF-8).
+
+        Raises:
+            ValueError: for another format.
+            OSError: when the file cannot be written.
+        """
+        if fmt == "markdown":
+            text = self._history.export_markdown(conversation_id, self.markdown_labels())
+        elif fmt == "json":
+            text = self._history.export_json(conversation_id)
+        else:
+            raise ValueError(f"unknown export format {fmt!r}")
+        Path(path).write_text(text, encoding="utf-8")
+        self.conversation_exported.emit(conversation_id, str(path))
+
+    def import_conversation(self, path: str | Path) -> int:
+        """Import a JSON export, select it and return its id.
+
+        Raises:
+            OSError: when the file cannot be read.
+            ValueError: when it is not a glmdesk conversation (UnicodeDecodeError included).
+        """
+        cid = self._history.import_json(Path(path).read_text(encoding="utf-8"))
+        self.refresh()
+        self.conversation_imported.emit(cid)
+        self.select_conversation(cid)
+        return cid
+
+    # -- dialogs ---------------------------------------------------------------------------
+    def _ask_rename(self) -> None:
+        index = self.list_view.currentIndex()
+        if index.isValid():
+            self._show_list()
+            self.list_view.edit(index)
+
+    def _ask_export(self, fmt: str) -> None:
+        cid = self.current_conversation_id()
+        if cid is None:
+            return
+        title = self._history.get_conversation(cid).title or self.tr("conversation")
+        stem = re.sub(r'[\\/:*?"<>|\s]+', "_", title).strip("_")[:60] or "conversation"
+        suffix, kind = (
+            (".md", self.tr("Markdown (*.md)")) if fmt == "markdown" else (".json", self.tr("JSON (*.json)"))
+        )
+        path, _ = QFileDialog.getSaveFileName(self, self.tr("Export conversation"), stem + suffix, kind)
+        if path:
+            try:
+                self.export_conversation(cid, path, fmt)
+            except OSError as exc:
+                QMessageBox.warning(
+                    self,
+                    self.tr("Export failed"),
+                    self.tr("Could not write {path}: {error}").format(path=path, error=exc.strerror or exc),
+                )
+
+    def _ask_import(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(
+            self, self.tr("Import conversation"), "", self.tr("JSON (*.json)")
+        )
+        if path:
+            try:
+                self.import_conversation(path)
+            except (OSError, ValueError) as exc:
+                QMessageBox.warning(
+                    self,
+                    self.tr("Import failed"),
+                    self.tr("Could not import {path}: {error}").format(path=path, error=exc),
+                )
+
+    # -- search ------------------------------------------------------------------------------
+    def search(self, text: str) -> None:
+        """Show the results for ``text`` now (an empty text shows the list)."""
+        self.search_box.blockSignals(True)
+        self.search_box.setText(text)
+        self.search_box.blockSignals(False)
+        self._run_search()
+
+    def _run_search(self) -> None:
+        self._search_timer.stop()
+        if not self.search_box.text().strip():
+            self._show_list()
+            self.search_finished.emit(0)
+            return
+        self._refresh_results()
+        self.stack.setCurrentWidget(self.results_view)
+        self.search_finished.emit(self.results.rowCount())
+
+    def _refresh_results(self) -> None:
+        text = self.search_box.text().strip()
+        self.results.set_hits(self._history.search(text) if text else [])
+
+    def _show_list(self) -> None:
+        self.stack.setCurrentWidget(self.list_view)
+
+    def _on_hit_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:
+        if current.isValid():
+            cid, mid = current.data(ID_ROLE), current.data(MESSAGE_ROLE)
+            self.search_result_selected.emit(cid, mid)
+            self.conversation_selected.emit(cid)

@@ -1,0 +1,55 @@
+"""Incremental detokenization emits whole characters only (issue 2)."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from glmdesk.engine.detokenizer import IncrementalDetokenizer
+
+SAMPLES = [
+    "你好，世界！今天天气很好。",
+    "Emoji: 🎉👍🏽👨‍👩‍👧‍👦 and flags 🇫🇷🇨🇳.",
+    "混合 text with 中文, emoji 😀 and code `x = 1`.\n新的一行",
+]
+
+
+def stream(tokenizer, ids):
+    detok = IncrementalDetokenizer(lambda x: tokenizer.decode(x, skip_special_tokens=True))
+    parts = [detok.push(i) for i in ids]
+    parts.append(detok.flush())
+    return parts
+
+
+def test_cjk_and_emoji_are_split_over_tokens_and_held_back(embedded):
+    tok = embedded.tokenizer
+    for text in SAMPLES:
+        ids = tok.encode(text, add_special_tokens=False)
+        # The tokenizer really splits characters: some single ids decode to U+FFFD.
+        parts = stream(tok, ids)
+        assert "".join(parts) == tok.decode(ids, skip_special_tokens=True) == text
+        assert all("\ufffd" not in p for p in parts)
+    emoji_ids = tok.encode("🎉", add_special_tokens=False)
+    assert len(emoji_ids) > 1 and "\ufffd" in tok.decode(emoji_ids[:1])
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_random_token_sequences_concatenate_to_decode(embedded, data):
+    tok = embedded.tokenizer
+    vocab = len(tok)
+    ids = data.draw(st.lists(st.integers(0, vocab - 1), min_size=1, max_size=40))
+    parts = stream(tok, ids)
+    assert "".join(parts) == tok.decode(ids, skip_special_tokens=True)
+    # Only the final flush may carry U+FFFD (an invalid sequence the model produced).
+    assert all("\ufffd" not in p for p in parts[:-1] if not tok.decode([i for i in ids]).count("\ufffd"))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(alphabet=st.sampled_from(list("你好世界中文字 abc😀🎉\n，。")), min_size=1, max_size=30))
+def test_valid_text_never_shows_replacement(embedded, text):
+    tok = embedded.tokenizer
+    ids = tok.encode(text, add_special_tokens=False)
+    parts = stream(tok, ids)
+    assert "".join(parts) == text
+    assert all("\ufffd" not in p for p in parts)
