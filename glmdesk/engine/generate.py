@@ -103,6 +103,17 @@ def _stream(
     shown = loaded.prompt_format.reply_filter()
     stats = CacheStats(cache_settings.strategy)
 
+    def tail() -> str:
+        """Text still held by the detokenizer and the reply filter at the end."""
+        text = shown(detok.flush())
+        return text + getattr(shown, "flush", lambda: "")()
+
+    def safe_tail() -> str:
+        try:
+            return tail()
+        except Exception:  # the error path must always yield its final chunk
+            return ""
+
     def chunk(text: str = "", ids: tuple[int, ...] = (), finish: str | None = None, error=None):
         rate = 0.0
         if len(generated) > 1:
@@ -141,8 +152,7 @@ def _stream(
         stats = strategy.stats()
         while True:
             if stop.is_set():
-                tail = shown(detok.flush())
-                yield chunk(tail, finish="cancelled")
+                yield chunk(tail(), finish="cancelled")
                 return
             p = params.get()
             if n_seen >= capacity:  # max_new_tokens raised mid-answer: grow
@@ -154,7 +164,7 @@ def _stream(
                 first_at = time.perf_counter()
                 ttft = first_at - start
             if token in loaded.prompt_format.stop_ids:
-                yield chunk(shown(detok.flush()), finish="stop")
+                yield chunk(tail(), finish="stop")
                 return
             generated.append(token)
             seen[0, n_seen] = token
@@ -163,13 +173,16 @@ def _stream(
             if len(generated) >= p.max_new_tokens or (
                 strategy.name == "full" and n_seen >= info.context_length
             ):
-                yield chunk(text + shown(detok.flush()), (token,), finish="length")
+                yield chunk(text + tail(), (token,), finish="length")
+                return
+            if getattr(shown, "stopped", False):  # the format saw its end marker in text
+                yield chunk(text + tail(), (token,), finish="stop")
                 return
             yield chunk(text, (token,))
             logits = strategy.step(token)
             stats = strategy.stats()
     except GlmdeskError as exc:
-        yield chunk(shown(detok.flush()), finish="error", error=exc.info)
+        yield chunk(safe_tail(), finish="error", error=exc.info)
     except torch.OutOfMemoryError:
         if strategy is not None:
             strategy.release()
@@ -177,11 +190,11 @@ def _stream(
         gc.collect()
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
-        yield chunk(shown(detok.flush()), finish="error", error=_oom_error(info.device).info)
+        yield chunk(safe_tail(), finish="error", error=_oom_error(info.device).info)
     except Exception as exc:  # never leave the caller waiting
         err = GlmdeskError("generation_failed", f"The answer failed: {exc.__class__.__name__}: {exc}",
                            detail=f"{exc.__class__.__name__}: {exc}")
-        yield chunk(shown(detok.flush()), finish="error", error=err.info)
+        yield chunk(safe_tail(), finish="error", error=err.info)
     finally:
         if strategy is not None:
             strategy.release()

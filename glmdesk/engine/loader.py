@@ -413,7 +413,7 @@ def _prepare_folder(
         _check_folder(folder)
         return "generic-hf", folder, None, None, 0
     family = chatglm.detect_family(folder)
-    if chatglm.is_original_checkpoint(family) or family == "glm4-hf":
+    if chatglm.is_original_checkpoint(family) or family in ("glm4-hf", "chatglm-v1"):
         if settings.trust_remote_code:
             _check_folder(folder)
             return family, folder, None, None, 0

@@ -1,0 +1,588 @@
+"""Streaming conversion of THUDM ChatGLM2/3 and GLM-4 checkpoints to ``GlmForCausalLM``.
+
+transformers' built-in ``GlmForCausalLM`` (model_type ``glm``) is the same network
+as THUDM's ``ChatGLMForConditionalGeneration`` (RMSNorm, SwiGLU, grouped-query
+attention, rotary embedding on the first half of each head with interleaved
+pairs). Only names differ, and the fused ``query_key_value`` projection is split
+along dim 0 into ``q_proj`` / ``k_proj`` / ``v_proj`` with sizes
+``[heads * head_dim, groups * head_dim, groups * head_dim]``.
+
+The conversion reads one input shard at a time and writes each output tensor as
+soon as it is read, in a safetensors file whose header is computed from the
+tensor shapes beforehand. Peak memory is about one input shard's pages (the
+input is memory-mapped) plus one tensor, never the model. The output goes to a
+temporary sibling folder renamed into place at the end, so a cancelled or
+crashed conversion never leaves a half folder behind.
+
+Rotary table precision (ChatGLM2): THUDM's ``RotaryEmbedding.forward_impl``
+computes ``cos``/``sin`` in fp32 and then rounds the table to the checkpoint's
+``torch_dtype`` (fp16), even when the model runs in fp32. transformers'
+``GlmRotaryEmbedding`` computes the table in fp32 and casts it to the
+activations' dtype. We keep transformers' behaviour deliberately: in fp16/bf16 it
+rounds the table exactly as THUDM does (the same fp32 angles cast to the same
+half type), and in fp32 it is the exact table rather than an fp16-rounded one, so
+fp32 runs on the CPU are more accurate than THUDM's, never less, and long
+prompts do not accumulate the half-precision error. Nothing is stored for it:
+``transformer.rotary_pos_emb.inv_freq`` is dropped.
+
+Sources: THUDM/chatglm2-6b, chatglm3-6b and glm-4-9b-chat ``modeling_chatglm.py``
+(``SelfAttention``, ``RotaryEmbedding``, ``apply_rotary_pos_emb``) and
+``configuration_chatglm.py``; transformers ``models/glm/modeling_glm.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from glmdesk.core.errors import GlmdeskError
+from glmdesk.engine.chatglm.detect import detect_family, is_original_checkpoint, read_config, rope_ratio
+from glmdesk.engine.chatglm.safetensors_io import ShardReader, open_shard, write_safetensors
+
+#: Bumped when the output of the conversion changes; part of the cache key.
+CONVERTER_VERSION = 1
+#: Written into every converted folder; its presence marks a complete conversion.
+MARKER_FILE = "glmdesk_conversion.json"
+#: Files copied next to the converted weights when present.
+TOKENIZER_FILES = ("tokenizer.model", "tokenizer.json")
+
+STOP_IDS_BY_FAMILY = {
+    "chatglm2": [2],
+    "chatglm2-32k": [2],
+    "chatglm3": [2, 64795, 64797],
+    "chatglm3-32k": [2, 64795, 64797],
+    "glm4": [151329, 151336, 151338],
+}
+
+# THUDM configuration_chatglm.py defaults, for fields a config leaves out.
+_DEFAULTS: dict[str, Any] = {
+    "num_layers": 28,
+    "padded_vocab_size": 65024,
+    "hidden_size": 4096,
+    "ffn_hidden_size": 13696,
+    "kv_channels": 128,
+    "num_attention_heads": 32,
+    "seq_length": 2048,
+    "layernorm_epsilon": 1e-5,
+    "rmsnorm": True,
+    "apply_residual_connection_post_layernorm": False,
+    "post_layer_norm": True,
+    "add_bias_linear": False,
+    "add_qkv_bias": False,
+    "multi_query_attention": False,
+    "multi_query_group_num": 1,
+    "original_rope": True,
+}
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class Dims:
+    """Network sizes read from a THUDM config.
+
+    Attributes:
+        vocab: Embedding rows (``padded_vocab_size``).
+        hidden: Model width.
+        ffn: SwiGLU inner width (``ffn_hidden_size``).
+        layers: Number of decoder layers.
+        heads: Query heads.
+        groups: Key/value heads (``multi_query_group_num``).
+        head_dim: Per-head width (``kv_channels``).
+        qkv_bias: Whether ``query_key_value`` has a bias.
+    """
+
+    vocab: int
+    hidden: int
+    ffn: int
+    layers: int
+    heads: int
+    groups: int
+    head_dim: int
+    qkv_bias: bool
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> Dims:
+        """Read the sizes, filling THUDM's defaults."""
+
+        def get(key: str) -> Any:
+            value = config.get(key)
+            return _DEFAULTS[key] if value is None else value
+
+        heads = int(get("num_attention_heads"))
+        return cls(
+            vocab=int(get("padded_vocab_size")),
+            hidden=int(get("hidden_size")),
+            ffn=int(get("ffn_hidden_size")),
+            layers=int(get("num_layers")),
+            heads=heads,
+            groups=int(get("multi_query_group_num")) if get("multi_query_attention") else heads,
+            head_dim=int(get("kv_channels")),
+            qkv_bias=bool(get("add_qkv_bias") or get("add_bias_linear")),
+        )
+
+    def expected_shapes(self) -> dict[str, tuple[int, ...]]:
+        """Every tensor of the converted model: name -> shape."""
+        q, kv = self.heads * self.head_dim, self.groups * self.head_dim
+        shapes: dict[str, tuple[int, ...]] = {
+            "model.embed_tokens.weight": (self.vocab, self.hidden),
+            "model.norm.weight": (self.hidden,),
+            "lm_head.weight": (self.vocab, self.hidden),
+        }
+        for n in range(self.layers):
+            p = f"model.layers.{n}."
+            shapes[p + "input_layernorm.weight"] = (self.hidden,)
+            shapes[p + "post_attention_layernorm.weight"] = (self.hidden,)
+            shapes[p + "self_attn.q_proj.weight"] = (q, self.hidden)
+            shapes[p + "self_attn.k_proj.weight"] = (kv, self.hidden)
+            shapes[p + "self_attn.v_proj.weight"] = (kv, self.hidden)
+            if self.qkv_bias:
+                shapes[p + "self_attn.q_proj.bias"] = (q,)
+                shapes[p + "self_attn.k_proj.bias"] = (kv,)
+                shapes[p + "self_attn.v_proj.bias"] = (kv,)
+            shapes[p + "self_attn.o_proj.weight"] = (self.hidden, q)
+            shapes[p + "mlp.gate_up_proj.weight"] = (2 * self.ffn, self.hidden)
+            shapes[p + "mlp.down_proj.weight"] = (self.hidden, self.ffn)
+        return shapes
+
+
+# -- refusals --------------------------------------------------------------------
+
+
+def _refuse(src: Path, reason: str) -> GlmdeskError:
+    return GlmdeskError(
+        "unsupported_checkpoint", f"glmdesk cannot convert {src}: {reason}", path=str(src), reason=reason
+    )
+
+
+def check_convertible(src: Path, config: dict[str, Any], family: str) -> None:
+    """Raise if the folder is a layout the converter cannot map exactly.
+
+    Raises:
+        GlmdeskError: ``unsupported_checkpoint`` for ChatGLM-6B v1, int4/int8
+            pre-quantized THUDM folders, P-tuning prefix checkpoints, GLM-4V, a
+            folder already in Hugging Face format, or an unusual THUDM layout.
+    """
+    if family == "chatglm-v1":
+        raise _refuse(
+            src,
+            "it is a first-generation ChatGLM-6B checkpoint, a different network "
+            "(2D positions, GeLU, LayerNorm) that glmdesk does not run.",
+        )
+    if not is_original_checkpoint(family):
+        raise _refuse(
+            src, f"it is not a THUDM ChatGLM2/3 or GLM-4 folder (detected {family}); it loads as it is."
+        )
+    if config.get("quantization_bit"):
+        raise _refuse(
+            src,
+            f"it is pre-quantized by THUDM to int{config['quantization_bit']}, which only THUDM's own "
+            "code can run; use the full-precision checkpoint and glmdesk's 4-bit or 8-bit loading.",
+        )
+    if config.get("pre_seq_len"):
+        raise _refuse(
+            src,
+            "it is a P-tuning v2 prefix checkpoint (pre_seq_len is set); merge or drop the prefix "
+            "encoder and use the base model's weights.",
+        )
+    if config.get("vision_config"):
+        raise _refuse(src, "it is a GLM-4V vision-language checkpoint; glmdesk runs text models only.")
+    layout = {k: config.get(k, _DEFAULTS[k]) for k in _DEFAULTS}
+    unusual = []
+    if not layout["rmsnorm"]:
+        unusual.append("LayerNorm instead of RMSNorm")
+    if layout["apply_residual_connection_post_layernorm"]:
+        unusual.append("post-norm residuals")
+    if not layout["post_layer_norm"]:
+        unusual.append("no final norm")
+    if layout["add_bias_linear"]:
+        unusual.append("biases on every linear layer")
+    if not layout["multi_query_attention"]:
+        unusual.append("no grouped-query attention")
+    if not layout["original_rope"]:
+        unusual.append("a non-original rotary embedding")
+    if unusual:
+        raise _refuse(
+            src,
+            "its config describes a layout no released ChatGLM2/3 or GLM-4 has: " + ", ".join(unusual) + ".",
+        )
+
+
+# -- config ------------------------------------------------------------------------
+
+
+def glm_config(config: dict[str, Any], family: str, dtype: str) -> dict[str, Any]:
+    """The ``config.json`` of the converted ``GlmForCausalLM`` folder.
+
+    Args:
+        config: The THUDM config.
+        family: Detected family (decides the rope scaling and eos list).
+        dtype: Weight dtype name (``"float16"``, ``"bfloat16"``, ``"float32"``).
+
+    Returns:
+        A JSON-ready dict. ``rope_theta = 10000 * rope_ratio`` (ChatGLM3 long
+        context and GLM-4); ChatGLM2-6B-32K divides positions by ``rope_ratio``
+        instead, which is linear rope scaling with that factor.
+    """
+    dims = Dims.from_config(config)
+    ratio = rope_ratio(config)
+    if family == "chatglm2-32k":
+        rope = {"rope_type": "linear", "factor": ratio, "rope_theta": 10000.0, "partial_rotary_factor": 0.5}
+    else:
+        rope = {"rope_type": "default", "rope_theta": 10000.0 * ratio, "partial_rotary_factor": 0.5}
+    eos = STOP_IDS_BY_FAMILY[family]
+    return {
+        "architectures": ["GlmForCausalLM"],
+        "model_type": "glm",
+        "vocab_size": dims.vocab,
+        "hidden_size": dims.hidden,
+        "intermediate_size": dims.ffn,
+        "num_hidden_layers": dims.layers,
+        "num_attention_heads": dims.heads,
+        "num_key_value_heads": dims.groups,
+        "head_dim": dims.head_dim,
+        "hidden_act": "silu",
+        "attention_dropout": 0.0,
+        "max_position_embeddings": int(config.get("seq_length") or _DEFAULTS["seq_length"]),
+        "rms_norm_eps": float(config.get("layernorm_epsilon") or _DEFAULTS["layernorm_epsilon"]),
+        "attention_bias": dims.qkv_bias,
+        "tie_word_embeddings": False,
+        "rope_parameters": rope,
+        "pad_token_id": 151329 if family == "glm4" else 0,
+        "eos_token_id": eos,
+        "bos_token_id": None,
+        "use_cache": True,
+        "dtype": dtype,
+    }
+
+
+# -- key mapping ---------------------------------------------------------------------
+
+_LAYER = re.compile(r"^transformer\.encoder\.layers\.(\d+)\.(.+)$")
+_RENAMES = {
+    "input_layernorm.weight": "input_layernorm.weight",
+    "post_attention_layernorm.weight": "post_attention_layernorm.weight",
+    "self_attention.dense.weight": "self_attn.o_proj.weight",
+    "mlp.dense_h_to_4h.weight": "mlp.gate_up_proj.weight",
+    "mlp.dense_4h_to_h.weight": "mlp.down_proj.weight",
+}
+_TOP = {
+    "transformer.embedding.word_embeddings.weight": "model.embed_tokens.weight",
+    "transformer.encoder.final_layernorm.weight": "model.norm.weight",
+    "transformer.output_layer.weight": "lm_head.weight",
+}
+_DROPPED = ("transformer.rotary_pos_emb.inv_freq",)
+
+#: (target name, slice start, slice length along dim 0, or None for the whole tensor)
+Target = tuple[str, int | None, int | None]
+
+
+def map_key(name: str, dims: Dims, src: Path) -> list[Target]:
+    """Targets of one THUDM tensor.
+
+    Returns:
+        ``[]`` for dropped tensors, else ``(new_name, start, length)`` triples;
+        ``start``/``length`` slice dim 0 (``None``: the whole tensor).
+
+    Raises:
+        GlmdeskError: ``unsupported_checkpoint`` for a prefix encoder, quantization
+            scales or any tensor name THUDM's ChatGLM2/3/GLM-4 never had.
+    """
+    if name in _DROPPED:
+        return []
+    if name in _TOP:
+        return [(_TOP[name], None, None)]
+    if name.startswith("transformer.prefix_encoder."):
+        raise _refuse(src, "it is a P-tuning v2 prefix checkpoint (it holds prefix_encoder weights).")
+    match = _LAYER.match(name)
+    if match:
+        n, rest = int(match.group(1)), match.group(2)
+        base = f"model.layers.{n}."
+        if rest in _RENAMES:
+            return [(base + _RENAMES[rest], None, None)]
+        if rest in ("self_attention.query_key_value.weight", "self_attention.query_key_value.bias"):
+            kind = rest.rsplit(".", 1)[1]
+            q, kv = dims.heads * dims.head_dim, dims.groups * dims.head_dim
+            return [
+                (f"{base}self_attn.q_proj.{kind}", 0, q),
+                (f"{base}self_attn.k_proj.{kind}", q, kv),
+                (f"{base}self_attn.v_proj.{kind}", q + kv, kv),
+            ]
+        if rest.endswith("weight_scale"):
+            raise _refuse(src, "it holds THUDM quantization scales (a pre-quantized int4/int8 checkpoint).")
+    raise _refuse(src, f"it holds a tensor glmdesk does not know how to map: {name}.")
+
+
+# -- source shards ---------------------------------------------------------------------
+
+
+def weight_files(src: Path) -> list[Path]:
+    """The weight shards of a THUDM folder, safetensors preferred, in index order.
+
+    Raises:
+        GlmdeskError: ``not_a_model`` if there are none; ``corrupt_weights`` if an
+            index names a missing shard or is not JSON.
+    """
+    for index_name, single, pattern in (
+        ("model.safetensors.index.json", "model.safetensors", "*.safetensors"),
+        ("pytorch_model.bin.index.json", "pytorch_model.bin", "pytorch_model*.bin"),
+    ):
+        index = src / index_name
+        if index.exists():
+            try:
+                weight_map = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                raise GlmdeskError(
+                    "corrupt_weights",
+                    f"The weight index {index} could not be read ({exc}).",
+                    path=str(src),
+                    file=index_name,
+                    detail=str(exc),
+                ) from exc
+            files = sorted(set(weight_map.values()))
+            for f in files:
+                if not (src / f).is_file():
+                    raise GlmdeskError(
+                        "corrupt_weights",
+                        f"The weight file {f} listed in {index_name} is missing from {src}.",
+                        path=str(src),
+                        file=f,
+                        detail="missing",
+                    )
+            return [src / f for f in files]
+        if (src / single).is_file():
+            return [src / single]
+        found = sorted(p for p in src.glob(pattern) if p.is_file())
+        if found:
+            return found
+    raise GlmdeskError(
+        "not_a_model", f"The folder {src} holds no weight files (.safetensors or .bin).", path=str(src)
+    )
+
+
+# -- conversion -------------------------------------------------------------------------
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def _check_cancel(cancel: threading.Event | None) -> None:
+    if cancel is not None and cancel.is_set():
+        raise GlmdeskError("load_cancelled", "The conversion was cancelled.")
+
+
+def _planned(reader: ShardReader, dims: Dims, src: Path, expected: dict[str, tuple[int, ...]]):
+    """Plan one shard's output entries: (name, dtype, shape, source key, start, length)."""
+    plan = []
+    for key in reader.keys():
+        shape = tuple(reader.shape(key))
+        targets = map_key(key, dims, src)
+        split_rows = sum(length or 0 for _t, _s, length in targets)
+        for target, start, length in targets:
+            out_shape = shape if start is None else (length, *shape[1:])
+            want = expected.get(target)
+            if want is None or out_shape != want or (start is not None and split_rows != shape[0]):
+                raise GlmdeskError(
+                    "corrupt_weights",
+                    f"The tensor {key} in {reader.path.name} has shape {list(shape)}, which does not "
+                    f"match config.json (expected {list(want) if want else 'no such tensor'} for {target}).",
+                    path=str(src),
+                    file=reader.path.name,
+                    detail=f"shape {list(shape)} for {key}",
+                )
+            plan.append((target, reader.dtype(key), out_shape, key, start, length))
+    return plan
+
+
+def _tensors(reader: ShardReader, plan) -> Iterator[torch.Tensor]:
+    last_key, last = None, None
+    for _target, _dtype, _shape, key, start, length in plan:
+        if key != last_key:
+            last_key, last = key, None  # drop the previous tensor before reading
+            last = reader.tensor(key)
+        yield last if start is None else last.narrow(0, start, length)
+    del last
+
+
+def convert_checkpoint(
+    src: str | Path,
+    dst: str | Path,
+    progress: Progress | None = None,
+    cancel: threading.Event | None = None,
+) -> Path:
+    """Convert a THUDM ChatGLM2/3 or GLM-4 folder into a ``GlmForCausalLM`` folder.
+
+    Writes ``config.json`` (model_type ``glm``), ``model.safetensors`` or
+    ``model-0000i-of-0000n.safetensors`` shards with
+    ``model.safetensors.index.json``, ``generation_config.json`` (eos list), the
+    tokenizer files found (``tokenizer.model``, ``tokenizer.json``) and
+    :data:`MARKER_FILE`. One output shard per input shard; tensors keep their dtype.
+
+    Args:
+        src: The original folder.
+        dst: The folder to create; must not exist or be empty.
+        progress: Called as ``progress(done_bytes, total_bytes)`` (input bytes on
+            disk) after each tensor; from the calling thread.
+        cancel: Checked between tensors; when set, the partial output is removed.
+
+    Returns:
+        ``dst`` as a :class:`~pathlib.Path`.
+
+    Raises:
+        GlmdeskError: ``unsupported_checkpoint`` (see :func:`check_convertible`),
+            ``corrupt_weights`` (unreadable shard, wrong shape, missing tensor),
+            ``not_a_model`` / ``model_not_found`` (see :func:`detect_family`),
+            ``invalid_setting`` if ``dst`` exists and is not empty,
+            ``load_cancelled`` when ``cancel`` was set.
+    """
+    src = Path(src).expanduser().resolve()
+    dst = Path(dst).expanduser().absolute()
+    family = detect_family(src)
+    config = read_config(src) if (src / "config.json").exists() else {}
+    check_convertible(src, config, family)
+    if dst.exists() and (not dst.is_dir() or any(dst.iterdir())):
+        raise GlmdeskError(
+            "invalid_setting",
+            f"The destination {dst} already exists and is not empty; choose a new folder.",
+            name="dst",
+            value=str(dst),
+            reason="exists",
+        )
+    dims = Dims.from_config(config)
+    expected = dims.expected_shapes()
+    files = weight_files(src)
+    total = sum(f.stat().st_size for f in files)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dst.parent / f".{dst.name}.partial-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir()
+    try:
+        written = _convert_shards(src, tmp, files, dims, expected, total, progress, cancel)
+        _write_metadata(src, tmp, config, family, written)
+        _check_cancel(cancel)
+        if dst.exists():
+            dst.rmdir()  # empty (checked above)
+        os.rename(tmp, dst)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    if progress is not None:
+        progress(total, total)
+    return dst
+
+
+def _convert_shards(
+    src: Path,
+    tmp: Path,
+    files: list[Path],
+    dims: Dims,
+    expected: dict[str, tuple[int, ...]],
+    total: int,
+    progress: Progress | None,
+    cancel: threading.Event | None,
+) -> list[tuple[str, list[tuple[str, str, tuple[int, ...]]]]]:
+    done_files = 0
+    written: list[tuple[str, list[tuple[str, str, tuple[int, ...]]]]] = []
+    seen: set[str] = set()
+    for i, file in enumerate(files):
+        _check_cancel(cancel)
+        with open_shard(file, src) as reader:
+            plan = _planned(reader, dims, src, expected)
+            dup = seen.intersection(t for t, *_ in plan)
+            if dup:
+                raise GlmdeskError(
+                    "corrupt_weights",
+                    f"The tensor {sorted(dup)[0]} appears in more than one shard of {src}.",
+                    path=str(src),
+                    file=file.name,
+                    detail="duplicate tensor",
+                )
+            seen.update(t for t, *_ in plan)
+            if not plan:
+                done_files += file.stat().st_size
+                continue
+            size = file.stat().st_size
+            part = f"part-{i:05d}.safetensors"
+
+            def on_tensor(nbytes: int, _base=done_files, _size=size) -> None:
+                _check_cancel(cancel)
+                if progress is not None:
+                    progress(min(_base + nbytes, _base + _size), total)
+
+            entries = [(t, d, s) for t, d, s, *_ in plan]
+            write_safetensors(tmp / part, entries, _tensors(reader, plan), on_tensor)
+            written.append((part, entries))
+            done_files += size
+    missing = sorted(set(expected) - seen)
+    if missing:
+        raise GlmdeskError(
+            "corrupt_weights",
+            f"The checkpoint in {src} lacks {len(missing)} tensor(s) its config.json calls for, "
+            f"e.g. {missing[0]}; the download may be incomplete.",
+            path=str(src),
+            file="",
+            detail=f"missing {missing[0]}",
+        )
+    return written
+
+
+def _write_metadata(src: Path, tmp: Path, config: dict[str, Any], family: str, written) -> str:
+    n = len(written)
+    weight_map: dict[str, str] = {}
+    total_size = 0
+    dtypes: dict[str, int] = {}
+    for k, (part, entries) in enumerate(written, start=1):
+        name = "model.safetensors" if n == 1 else f"model-{k:05d}-of-{n:05d}.safetensors"
+        os.rename(tmp / part, tmp / name)
+        for target, dtype, shape in entries:
+            weight_map[target] = name
+            numel = 1
+            for d in shape:
+                numel *= d
+            nbytes = numel * _DTYPE_SIZES[dtype]
+            total_size += nbytes
+            dtypes[dtype] = dtypes.get(dtype, 0) + nbytes
+    if n > 1:
+        index = {"metadata": {"total_size": total_size}, "weight_map": dict(sorted(weight_map.items()))}
+        (tmp / "model.safetensors.index.json").write_text(json.dumps(index, indent=2), encoding="utf-8")
+    dtype = _DTYPE_NAMES[max(dtypes, key=dtypes.get)] if dtypes else "float32"
+    cfg = glm_config(config, family, dtype)
+    (tmp / "config.json").write_text(json.dumps(cfg, indent=2), encoding="utf-8")
+    gen = {"eos_token_id": cfg["eos_token_id"], "pad_token_id": cfg["pad_token_id"], "do_sample": False}
+    (tmp / "generation_config.json").write_text(json.dumps(gen, indent=2), encoding="utf-8")
+    for name in TOKENIZER_FILES:
+        if (src / name).is_file():
+            shutil.copy2(src / name, tmp / name)
+    marker = {
+        "converter_version": CONVERTER_VERSION,
+        "family": family,
+        "source": str(src),
+        "source_weights": [part for part, _ in written],
+    }
+    (tmp / MARKER_FILE).write_text(json.dumps(marker, indent=2), encoding="utf-8")
+    return dtype
+
+
+_DTYPE_SIZES = {
+    "F64": 8,
+    "F32": 4,
+    "F16": 2,
+    "BF16": 2,
+    "I64": 8,
+    "I32": 4,
+    "I16": 2,
+    "I8": 1,
+    "U8": 1,
+    "BOOL": 1,
+}
+_DTYPE_NAMES = {"F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16"}

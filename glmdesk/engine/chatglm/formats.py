@@ -1,0 +1,317 @@
+"""ChatGLM2, ChatGLM3 and GLM-4 prompt formats, built directly as token ids.
+
+Role tags are special ids added here; message text always goes through the
+tokenizer's plain-text ``encode``, so a user typing ``<|user|>`` or ``[Round 2]``
+gets ordinary text pieces, never a role switch.
+
+Sources: THUDM/chatglm2-6b ``tokenization_chatglm.py::build_prompt`` and
+``modeling_chatglm.py::process_response``; THUDM/chatglm3-6b
+``tokenization_chatglm.py::build_single_message`` / ``build_chat_input``; THUDM
+glm-4-9b-chat ``tokenization_chatglm.py::apply_chat_template`` and its
+``generation_config.json``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from glmdesk.core.messages import ChatMessage
+from glmdesk.engine.prompt import PromptFormat
+
+#: GLM-4 ids (tiktoken vocabulary of 151329 ranks, special tokens after it).
+GLM4_SPECIAL_IDS = {
+    "<|endoftext|>": 151329,
+    "[MASK]": 151330,
+    "[gMASK]": 151331,
+    "[sMASK]": 151332,
+    "<sop>": 151333,
+    "<eop>": 151334,
+    "<|system|>": 151335,
+    "<|user|>": 151336,
+    "<|assistant|>": 151337,
+    "<|observation|>": 151338,
+}
+#: GLM-4-9B-chat's eos list (generation_config.json): endoftext, user, observation.
+GLM4_STOP_IDS = frozenset({151329, 151336, 151338})
+
+
+class TextEncoder(Protocol):
+    """What the formats need from a tokenizer: plain-text ``encode``."""
+
+    def encode(self, text: str) -> list[int]: ...
+
+
+class StreamFilter:
+    """A stateful reply filter: ``filter(delta) -> shown text``; ``flush()`` at the end.
+
+    The decode loop calls the object once per text delta (deltas may split the
+    reply anywhere). :meth:`flush` returns text still held back when the reply
+    ends; callers that ignore it lose at most a held-back trailing fragment.
+    """
+
+    def __call__(self, delta: str) -> str:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def flush(self) -> str:
+        """Return the text held back so far (end of the reply)."""
+        return ""
+
+
+class LeadingMetadataFilter(StreamFilter):
+    """Drop ChatGLM3/GLM-4's empty metadata line and the whitespace after it.
+
+    A ChatGLM3 reply is ``metadata + "\\n" + content``. For a plain answer the
+    metadata is empty: the reply starts with ``"\\n"``, which is removed together
+    with the content's leading whitespace (THUDM's ``process_response`` strips the
+    content). A reply that starts with anything else (a tool name line) passes
+    through unchanged. Only leading spaces/newlines are ever held back.
+    """
+
+    def __init__(self) -> None:
+        self._state = "metadata"  # -> "content_start" -> "pass"
+        self._held = ""
+
+    def __call__(self, delta: str) -> str:
+        if self._state == "pass":
+            return delta
+        if self._state == "metadata":
+            self._held += delta
+            rest = self._held.lstrip(" ")
+            if not rest:
+                return ""
+            if rest[0] != "\n":
+                self._state = "pass"
+                out, self._held = self._held, ""
+                return out
+            self._held = ""
+            self._state = "content_start"
+            delta = rest[1:]
+        stripped = delta.lstrip()
+        if not stripped:
+            return ""
+        self._state = "pass"
+        return stripped
+
+    def flush(self) -> str:
+        out, self._held = "", ""
+        return out
+
+
+class ChatGLM2ReplyFilter(StreamFilter):
+    """Strip the reply's leading whitespace and hide any ``[Round`` continuation.
+
+    ChatGLM2 ends a reply with eos, but a model that runs on writes the next
+    round header itself (``"[Round 3]\\n\\n问："``). From the first ``"[Round"``
+    in the reply on, nothing is shown; a trailing fragment that could start it
+    (``"["``, ``"[Ro"``) is held back until it is decided (or :meth:`flush`).
+    """
+
+    MARKER = "[Round"
+
+    def __init__(self) -> None:
+        self._started = False
+        self._held = ""
+        self._stopped = False
+
+    @property
+    def stopped(self) -> bool:
+        """True once the reply wrote a round header (the loop may stop there)."""
+        return self._stopped
+
+    def __call__(self, delta: str) -> str:
+        if self._stopped:
+            return ""
+        text = self._held + delta
+        self._held = ""
+        if not self._started:
+            text = text.lstrip()
+            if not text:
+                return ""
+            self._started = True
+        cut = text.find(self.MARKER)
+        if cut >= 0:
+            self._stopped = True
+            return text[:cut]
+        for k in range(min(len(self.MARKER) - 1, len(text)), 0, -1):
+            if self.MARKER.startswith(text[-k:]):
+                self._held = text[-k:]
+                return text[:-k]
+        return text
+
+    def flush(self) -> str:
+        out, self._held = ("" if self._stopped else self._held), ""
+        return out
+
+
+def _split_rounds(messages: Sequence[ChatMessage]) -> tuple[str, list[tuple[str, str | None]]]:
+    """Return ``(system text, [(question, answer or None), ...])``.
+
+    System messages are joined with blank lines. Consecutive user messages are
+    joined with a newline into one question; an assistant message with no
+    question before it becomes a round with an empty question.
+    """
+    system = "\n\n".join(m.content for m in messages if m.role == "system")
+    rounds: list[tuple[str, str | None]] = []
+    for m in messages:
+        if m.role == "user":
+            if rounds and rounds[-1][1] is None:
+                rounds[-1] = (rounds[-1][0] + "\n" + m.content, None)
+            else:
+                rounds.append((m.content, None))
+        elif m.role == "assistant":
+            if rounds and rounds[-1][1] is None:
+                rounds[-1] = (rounds[-1][0], m.content)
+            else:
+                rounds.append(("", m.content))
+    return system, rounds
+
+
+class ChatGLM2Format(PromptFormat):
+    """ChatGLM2-6B (and -32K) rounds: ``[gMASK] sop "[Round 1]\\n\\n问：q\\n\\n答：a\\n\\n" ...``.
+
+    The whole round text is encoded as one string, as THUDM's ``build_prompt``
+    does (sentencepiece may merge pieces across message boundaries, so encoding
+    per message would give ids the model never saw). Round headers and message
+    text are therefore indistinguishable at the id level; what keeps a typed
+    ``"[Round 2]"`` harmless is that no special id can come from it.
+
+    System prompt: ChatGLM2 has no system role. The system text is prepended to
+    the first question that is kept, separated by a blank line
+    (``"{system}\\n\\n{question}"``), so it survives when the context fitter drops
+    older rounds (the fitter keeps system messages).
+
+    A last round whose answer is missing is the open question; the reply is
+    stopped by eos (id 2 in the real model).
+
+    Args:
+        tokenizer: A :class:`~glmdesk.engine.chatglm.tokenizer.ChatGLMTokenizer`.
+    """
+
+    name = "chatglm2"
+
+    def __init__(self, tokenizer) -> None:
+        self.tokenizer = tokenizer
+        self.prefix = [tokenizer.special_id("[gMASK]"), tokenizer.special_id("sop")]
+        self.stop_ids = frozenset({tokenizer.eos_token_id})
+
+    def build_text(self, messages: Sequence[ChatMessage]) -> str:
+        """Return the prompt text after ``[gMASK] sop`` (for display and tests)."""
+        system, rounds = _split_rounds(messages)
+        if not rounds or rounds[-1][1] is not None:
+            rounds.append(("", None))
+        if system:
+            q, a = rounds[0]
+            rounds[0] = (f"{system}\n\n{q}" if q else system, a)
+        parts = []
+        for i, (q, a) in enumerate(rounds, start=1):
+            if a is None:
+                parts.append(f"[Round {i}]\n\n问：{q}\n\n答：")
+            else:
+                parts.append(f"[Round {i}]\n\n问：{q}\n\n答：{a}\n\n")
+        return "".join(parts)
+
+    def encode(self, messages: Sequence[ChatMessage]) -> list[int]:
+        return self.prefix + self.tokenizer.encode(self.build_text(messages))
+
+    def reply_filter(self) -> Callable[[str], str]:
+        """A fresh :class:`ChatGLM2ReplyFilter`."""
+        return ChatGLM2ReplyFilter()
+
+
+class RoleTokenFormat(PromptFormat):
+    """``[gMASK] sop`` then per message ``<|role|>`` + enc(metadata + "\\n") + enc(content).
+
+    Shared by ChatGLM3 and GLM-4: they differ only in the tokenizer and the ids.
+    The prompt ends with ``<|assistant|>``; the reply starts with its metadata line.
+
+    Args:
+        encode: Plain-text encoder (never returns special ids).
+        special_ids: Ids of ``[gMASK]``, ``sop``, ``<|system|>``, ``<|user|>``,
+            ``<|assistant|>`` under the keys ``gmask``, ``sop``, ``system``,
+            ``user``, ``assistant``.
+        stop_ids: Ids that end a reply.
+    """
+
+    name = "role-tokens"
+
+    def __init__(self, encode: Callable[[str], list[int]], special_ids: dict[str, int], stop_ids) -> None:
+        self._encode = encode
+        self.ids = dict(special_ids)
+        self.stop_ids = frozenset(stop_ids)
+        self._newline = encode("\n")
+
+    def encode_message(self, role: str, content: str, metadata: str = "") -> list[int]:
+        """Ids of one message: role id, ``metadata + "\\n"``, content."""
+        head = self._newline if not metadata else self._encode(metadata + "\n")
+        return [self.ids[role], *head, *self._encode(content)]
+
+    def encode(self, messages: Sequence[ChatMessage]) -> list[int]:
+        ids = [self.ids["gmask"], self.ids["sop"]]
+        for m in messages:
+            ids += self.encode_message(m.role, m.content)
+        ids.append(self.ids["assistant"])
+        return ids
+
+    def reply_filter(self) -> Callable[[str], str]:
+        """A fresh :class:`LeadingMetadataFilter`."""
+        return LeadingMetadataFilter()
+
+
+class ChatGLM3Format(RoleTokenFormat):
+    """ChatGLM3-6B (-32K, -128K): role tokens, stop on eos, ``<|user|>``, ``<|observation|>``.
+
+    System messages use the native ``<|system|>`` role. Assistant history is
+    written with empty metadata (the shown text, the metadata line stripped).
+
+    Args:
+        tokenizer: A :class:`~glmdesk.engine.chatglm.tokenizer.ChatGLMTokenizer`.
+    """
+
+    name = "chatglm3"
+
+    def __init__(self, tokenizer) -> None:
+        s = tokenizer.special_id
+        super().__init__(
+            tokenizer.encode,
+            {
+                "gmask": s("[gMASK]"),
+                "sop": s("sop"),
+                "system": s("<|system|>"),
+                "user": s("<|user|>"),
+                "assistant": s("<|assistant|>"),
+            },
+            {tokenizer.eos_token_id, s("<|user|>"), s("<|observation|>")},
+        )
+        self.tokenizer = tokenizer
+
+
+class GLM4Format(RoleTokenFormat):
+    """GLM-4-9B-chat from an original folder: ChatGLM3's layout on GLM-4's vocabulary.
+
+    Args:
+        encode: Plain-text encoder of the GLM-4 tokenizer.
+        special_ids: Token name -> id (defaults to :data:`GLM4_SPECIAL_IDS`).
+        extra_stop_ids: Added to :data:`GLM4_STOP_IDS` (from generation_config).
+    """
+
+    name = "glm4"
+
+    def __init__(
+        self,
+        encode: Callable[[str], list[int]],
+        special_ids: dict[str, int] | None = None,
+        extra_stop_ids: frozenset[int] = frozenset(),
+    ) -> None:
+        ids = special_ids or GLM4_SPECIAL_IDS
+        super().__init__(
+            encode,
+            {
+                "gmask": ids["[gMASK]"],
+                "sop": ids["<sop>"],
+                "system": ids["<|system|>"],
+                "user": ids["<|user|>"],
+                "assistant": ids["<|assistant|>"],
+            },
+            GLM4_STOP_IDS | {ids["<|endoftext|>"], ids["<|user|>"], ids["<|observation|>"]} | extra_stop_ids,
+        )

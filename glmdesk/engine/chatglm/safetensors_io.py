@@ -1,0 +1,182 @@
+"""Read one weight shard lazily and write a safetensors file tensor by tensor.
+
+``safetensors.torch.save_file`` serializes every tensor to ``bytes`` before
+writing, which doubles the memory of a shard. Here the header is built from the
+planned shapes first, then each tensor's bytes are written straight from its
+storage and released, so writing costs one tensor of memory.
+
+File format (https://github.com/huggingface/safetensors): 8-byte little-endian
+header length ``N``, ``N`` bytes of JSON (``{name: {dtype, shape, data_offsets}}``
+plus ``__metadata__``), padded with spaces to a multiple of 8, then the raw
+little-endian tensor data.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import struct
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import SafetensorError, safe_open
+
+from glmdesk.core.errors import GlmdeskError
+
+_TORCH_TO_ST = {
+    torch.float64: "F64",
+    torch.float32: "F32",
+    torch.float16: "F16",
+    torch.bfloat16: "BF16",
+    torch.int64: "I64",
+    torch.int32: "I32",
+    torch.int16: "I16",
+    torch.int8: "I8",
+    torch.uint8: "U8",
+    torch.bool: "BOOL",
+}
+_ST_SIZES = {
+    "F64": 8,
+    "F32": 4,
+    "F16": 2,
+    "BF16": 2,
+    "I64": 8,
+    "I32": 4,
+    "I16": 2,
+    "I8": 1,
+    "U8": 1,
+    "BOOL": 1,
+}
+
+
+class ShardReader:
+    """Uniform lazy access to one ``.safetensors`` or ``.bin`` shard.
+
+    Attributes:
+        path: The shard file.
+    """
+
+    def __init__(self, path: Path, handle: Any, tensors: dict[str, torch.Tensor] | None) -> None:
+        self.path = path
+        self._handle = handle  # safe_open handle, or None for .bin
+        self._tensors = tensors  # mmapped state dict for .bin
+
+    def keys(self) -> list[str]:
+        """Tensor names in file order (safetensors: sorted by name)."""
+        if self._tensors is not None:
+            return [k for k, v in self._tensors.items() if isinstance(v, torch.Tensor)]
+        return list(self._handle.keys())
+
+    def shape(self, key: str) -> list[int]:
+        """Shape without reading the data."""
+        if self._tensors is not None:
+            return list(self._tensors[key].shape)
+        return list(self._handle.get_slice(key).get_shape())
+
+    def dtype(self, key: str) -> str:
+        """safetensors dtype code (``"F16"``, ``"BF16"``...)."""
+        if self._tensors is not None:
+            return _TORCH_TO_ST[self._tensors[key].dtype]
+        return str(self._handle.get_slice(key).get_dtype())
+
+    def tensor(self, key: str) -> torch.Tensor:
+        """The tensor's data (a memory-mapped view for ``.bin``)."""
+        if self._tensors is not None:
+            return self._tensors[key]
+        return self._handle.get_tensor(key)
+
+
+def _corrupt(src: Path, file: Path, exc: BaseException) -> GlmdeskError:
+    return GlmdeskError(
+        "corrupt_weights",
+        f"The weight file {file.name} in {src} could not be read ({exc}); it may be damaged or incomplete.",
+        path=str(src),
+        file=file.name,
+        detail=str(exc),
+    )
+
+
+@contextmanager
+def open_shard(file: Path, src: Path) -> Iterator[ShardReader]:
+    """Open one shard lazily: ``safe_open`` or ``torch.load(weights_only=True, mmap=True)``.
+
+    Raises:
+        GlmdeskError: ``corrupt_weights`` when the file cannot be parsed.
+    """
+    if file.suffix == ".safetensors":
+        try:
+            handle = safe_open(str(file), framework="pt", device="cpu")
+        except (SafetensorError, OSError, ValueError) as exc:
+            raise _corrupt(src, file, exc) from exc
+        try:
+            yield ShardReader(file, handle, None)
+        finally:
+            del handle
+        return
+    try:
+        try:
+            state = torch.load(file, map_location="cpu", weights_only=True, mmap=True)
+        except RuntimeError as exc:
+            if "mmap" not in str(exc).lower() and "zip" not in str(exc).lower():
+                raise
+            # A legacy (pre-zip) pickle cannot be memory-mapped: read it whole.
+            state = torch.load(file, map_location="cpu", weights_only=True)
+    except (RuntimeError, OSError, EOFError, ValueError, pickle.UnpicklingError) as exc:
+        raise _corrupt(src, file, exc) from exc
+    if not isinstance(state, dict):
+        raise _corrupt(src, file, ValueError("not a state dict"))
+    try:
+        yield ShardReader(file, None, state)
+    finally:
+        state.clear()
+        del state
+
+
+def write_safetensors(
+    path: Path,
+    entries: Sequence[tuple[str, str, tuple[int, ...]]],
+    tensors: Iterable[torch.Tensor],
+    on_tensor: Callable[[int], None] | None = None,
+) -> None:
+    """Write a safetensors file, streaming the tensors in ``entries`` order.
+
+    Args:
+        path: Output file.
+        entries: ``(name, dtype code, shape)`` of every tensor, in write order.
+        tensors: The tensors, same order; each must match its entry.
+        on_tensor: Called with the data bytes written so far after each tensor.
+
+    Raises:
+        ValueError: if a tensor does not match its entry or the counts differ.
+    """
+    header: dict[str, Any] = {"__metadata__": {"format": "pt"}}
+    offset = 0
+    for name, dtype, shape in entries:
+        numel = 1
+        for d in shape:
+            numel *= d
+        size = numel * _ST_SIZES[dtype]
+        header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [offset, offset + size]}
+        offset += size
+    raw = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    raw += b" " * (-len(raw) % 8)
+    done = 0
+    with path.open("wb") as f:
+        f.write(struct.pack("<Q", len(raw)))
+        f.write(raw)
+        it = iter(tensors)
+        for name, dtype, shape in entries:
+            t = next(it)
+            if tuple(t.shape) != tuple(shape) or _TORCH_TO_ST[t.dtype] != dtype:
+                raise ValueError(f"tensor {name}: {tuple(t.shape)} {t.dtype} does not match {shape} {dtype}")
+            t = t.contiguous()
+            f.write(t.reshape(-1).view(torch.uint8).numpy().data)
+            done += t.numel() * t.element_size()
+            del t
+            if on_tensor is not None:
+                on_tensor(done)
+        if next(it, None) is not None:
+            raise ValueError("more tensors than entries")

@@ -1,0 +1,38 @@
+"""``glmdesk chat`` in a terminal (issue 2)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+def glmdesk(*args, input_text=None, timeout=240):
+    return subprocess.run(
+        [sys.executable, "-m", "glmdesk", *args],
+        input=input_text,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def test_chat_prompt_streams_one_answer(embedded_folder):
+    out = glmdesk("chat", "--prompt", "What is the capital of France?", "--temperature", "0")
+    assert out.returncode == 0, out.stderr
+    assert "Paris" in out.stdout
+    assert "tokens/s" in out.stderr and "SmolLM2" in out.stderr
+
+
+def test_chat_interactive_clear_and_exit(embedded_folder):
+    script = "What is the capital of France?\n/clear\n/exit\n"
+    out = glmdesk("chat", "--temperature", "0", "--max-new-tokens", "16", input_text=script)
+    assert out.returncode == 0, out.stderr
+    assert "Paris" in out.stdout and "new conversation" in out.stderr
+
+
+def test_bad_values_are_sentences_not_tracebacks(embedded_folder):
+    out = glmdesk("chat", "--prompt", "hi", "--repetition-penalty", "0.5")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "Repetition penalty must be at least 1.0" in out.stderr
+    out = glmdesk("chat", "--prompt", "hi", "--model", "/no/such/folder")
+    assert out.returncode == 2 and "Traceback" not in out.stderr and "/no/such/folder" in out.stderr

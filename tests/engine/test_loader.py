@@ -1,0 +1,131 @@
+"""Loading: sources, device/precision choices, bitsandbytes, broken folders (issues 2, 7)."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+import torch
+
+from glmdesk.core.errors import GlmdeskError
+from glmdesk.core.messages import ChatMessage
+from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
+from glmdesk.engine.generate import stream_chat
+from glmdesk.engine.loader import choose_device_and_dtype, load_model, option_availability
+from glmdesk.engine.sources import converted_gguf_folder, embedded_gguf_path, resolve_source
+
+PARIS = [ChatMessage("user", "What is the capital of France?")]
+
+
+def answer(loaded, max_new_tokens=24) -> str:
+    box = ParamsBox(SamplingParams(temperature=0.0, max_new_tokens=max_new_tokens))
+    chunks = list(stream_chat(loaded, PARIS, box))
+    assert chunks[-1].finish_reason in ("stop", "length"), chunks[-1].error
+    return "".join(c.text for c in chunks)
+
+
+def test_embedded_model_is_found_through_its_package():
+    path = embedded_gguf_path()
+    assert path.name == "SmolLM2-135M-Instruct.Q4_1.gguf" and path.is_file()
+    assert resolve_source(None).kind == "embedded"
+
+
+def test_embedded_info(embedded):
+    info = embedded.info
+    assert info.device == "cpu" and info.dtype == "fp32" and info.quantization == "none"
+    assert 300 < info.footprint_mib < 1000
+    assert info.context_length == 8192
+    # SmolLM2-135M: 30 layers x 3 KV heads x 64 head dim x 2 (K and V) x 4 bytes.
+    assert info.kv_bytes_per_token == 2 * 30 * 3 * 64 * 4
+    assert "SmolLM2" in info.describe()
+
+
+def test_conversion_is_cached_and_keyed_by_the_file(embedded_folder, tmp_path, monkeypatch):
+    assert (embedded_folder / "model.safetensors").is_file()
+    assert (embedded_folder / "chat_template.jinja").is_file() or "chat_template" in (
+        embedded_folder / "tokenizer_config.json"
+    ).read_text()
+    again = converted_gguf_folder(embedded_gguf_path())
+    assert again == embedded_folder  # no second conversion
+    copy = tmp_path / "copy.gguf"
+    shutil.copy(embedded_gguf_path(), copy)
+    monkeypatch.setenv("GLMDESK_MODEL_CACHE", str(tmp_path / "models"))
+    # A different file gets a different key (no conversion needed to check the key).
+    from glmdesk.engine.sources import _file_key
+
+    assert _file_key(copy) != _file_key(embedded_gguf_path())
+
+
+def test_fp16_on_cpu_runs_in_fp32_with_a_note():
+    device, dtype, notes = choose_device_and_dtype(LoadSettings(precision="fp16", device="cpu"))
+    assert (device, dtype) == ("cpu", "fp32")
+    assert notes and "fp32" in notes[0]
+
+
+def test_fp16_on_cpu_loads_and_answers(embedded_folder):
+    loaded = load_model(LoadSettings(precision="fp16"))
+    assert loaded.info.dtype == "fp32" and loaded.info.notes
+    assert "Paris" in answer(loaded)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only case")
+def test_options_without_cuda_say_why():
+    options = option_availability()
+    assert options["device:cuda"] and "CPU" in options["device:cuda"]
+    assert options["precision:fp16"] and options["quantization:8bit"] is None
+
+
+@pytest.mark.parametrize("quantization", ["8bit", "4bit"])
+def test_bitsandbytes_quantized_embedded_model_answers(embedded_folder, quantization):
+    loaded = load_model(LoadSettings(quantization=quantization))
+    assert loaded.info.quantization == quantization
+    assert loaded.info.footprint_mib < 513
+    assert "Paris" in answer(loaded)
+
+
+def test_missing_folder_is_a_sentence(tmp_path):
+    with pytest.raises(GlmdeskError) as err:
+        load_model(LoadSettings(model=str(tmp_path / "nowhere" / "model")))
+    assert err.value.kind == "model_not_found"
+
+
+def test_folder_without_config_is_not_a_model(tmp_path):
+    (tmp_path / "readme.txt").write_text("hi")
+    with pytest.raises(GlmdeskError) as err:
+        load_model(LoadSettings(model=str(tmp_path)))
+    assert err.value.kind == "not_a_model" and "config.json" in err.value.message
+
+
+def test_truncated_weights_name_the_file(embedded_folder, tmp_path):
+    broken = tmp_path / "broken"
+    shutil.copytree(embedded_folder, broken)
+    weights = broken / "model.safetensors"
+    data = weights.read_bytes()
+    weights.write_bytes(data[: len(data) // 2])
+    with pytest.raises(GlmdeskError) as err:
+        load_model(LoadSettings(model=str(broken)))
+    assert err.value.kind == "corrupt_weights"
+    assert "model.safetensors" in err.value.message
+
+
+def test_folder_loads_like_the_embedded_model(embedded_folder):
+    loaded = load_model(LoadSettings(model=str(embedded_folder)))
+    assert loaded.info.source_kind == "folder" and "Paris" in answer(loaded)
+
+
+def test_hub_id_offline_is_a_sentence(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(GlmdeskError) as err:
+        load_model(LoadSettings(model="someone/no-such-model-here"))
+    assert err.value.kind in ("offline", "load_failed")
+    assert "someone/no-such-model-here" in err.value.message
+
+
+def test_cancel_stops_loading():
+    import threading
+
+    cancel = threading.Event()
+    cancel.set()
+    with pytest.raises(GlmdeskError) as err:
+        load_model(LoadSettings(), cancel=cancel)
+    assert err.value.kind == "load_cancelled"
