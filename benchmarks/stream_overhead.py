@@ -27,8 +27,8 @@ def ours(loaded, n: int) -> tuple[float, float]:
     """Return (decode tokens/s, TTFT s) of our stream for exactly ``n`` tokens."""
     box = ParamsBox(SamplingParams(temperature=0.0, max_new_tokens=n))
     last = None
-    for last in stream_chat(loaded, PROMPT, box):
-        pass
+    for chunk in stream_chat(loaded, PROMPT, box):
+        last = chunk
     assert last is not None and last.n_generated == n, last
     return last.tokens_per_s, last.ttft_s
 

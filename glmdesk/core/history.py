@@ -369,6 +369,18 @@ class History:
                 (now, message_id),
             )
 
+    def delete_message(self, message_id: int) -> None:
+        """Remove one message for good (Regenerate replaces the newest answer; an answer
+        stopped before its first token leaves nothing). Committed.
+
+        Raises:
+            KeyError: for an unknown message.
+        """
+        with self.transaction():
+            cur = self._conn.execute("DELETE FROM messages WHERE id = ?", (message_id,))
+            if cur.rowcount == 0:
+                raise KeyError(f"no message {message_id}")
+
     def get_message(self, message_id: int) -> StoredMessage:
         """Return one message.
 

@@ -24,6 +24,7 @@ from glmdesk.engine.chunk import CacheStats, GenerationChunk
 from glmdesk.engine.context import fit_prompt
 from glmdesk.engine.detokenizer import IncrementalDetokenizer
 from glmdesk.engine.loader import LoadedModel
+from glmdesk.engine.prompt import encodable
 from glmdesk.engine.sampling import next_token
 
 
@@ -137,7 +138,7 @@ def _stream(
         seed = p.seed if p.seed is not None else int.from_bytes(os.urandom(8), "little") >> 1
         generator = torch.Generator().manual_seed(seed)
         limit = info.context_length - answer_budget(p, info.context_length)
-        fitted = fit_prompt(loaded.prompt_format, messages, limit)
+        fitted = fit_prompt(loaded.prompt_format, encodable(messages), limit)
         n_prompt, dropped = len(fitted.ids), fitted.dropped
         if stop.is_set():
             yield chunk(finish="cancelled")

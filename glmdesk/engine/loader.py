@@ -22,6 +22,7 @@ from glmdesk.core import paths
 from glmdesk.core.errors import GlmdeskError
 from glmdesk.core.settings import LoadSettings
 from glmdesk.engine import sources
+from glmdesk.engine.cache import kv_bytes_per_token
 from glmdesk.engine.prompt import ChatTemplateFormat, PromptFormat
 
 
@@ -230,14 +231,6 @@ def _stop_ids(model, tokenizer) -> frozenset[int]:
         if name in vocab:
             ids.add(int(vocab[name]))
     return frozenset(ids)
-
-
-def kv_bytes_per_token(config, dtype: torch.dtype) -> int:
-    """Projected KV-cache bytes per token: 2 x layers x kv heads x head dim x bytes."""
-    layers = config.num_hidden_layers
-    heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
-    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
-    return 2 * layers * heads * head_dim * torch.empty((), dtype=dtype).element_size()
 
 
 def _quantization_config(quantization: str, dtype: torch.dtype):

@@ -7,10 +7,25 @@ Each format is a small class behind :class:`PromptFormat`; :func:`prompt_format_
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 
 from glmdesk.core.messages import ChatMessage
+
+_SURROGATE = re.compile("[\\ud800-\\udfff]")
+
+
+def encodable(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
+    """Messages with lone surrogates (pasted from broken UTF-16) replaced by U+FFFD.
+
+    Tokenizers cannot encode a lone surrogate; every other character, NUL and
+    control characters included, is passed through unchanged.
+    """
+    return [
+        ChatMessage(m.role, _SURROGATE.sub("\ufffd", m.content)) if _SURROGATE.search(m.content) else m
+        for m in messages
+    ]
 
 
 class PromptFormat(ABC):

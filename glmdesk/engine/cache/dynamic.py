@@ -1,0 +1,114 @@
+"""The dynamic strategy: full while the projected KV size fits a budget, then the window.
+
+Projected bytes for ``t`` tokens = ``t x kv_bytes_per_token`` (2 x layers x kv
+heads x head dim x bytes per element). When the next forward would take the cache
+past the budget, the held keys/values are moved into a sink + window ring
+(StreamingLLM, arXiv:2309.17453) and the answer goes on: the conversation is not
+lost, only its middle is evicted from then on.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from glmdesk.core.settings import CacheSettings
+from glmdesk.engine.cache.base import CacheStrategy, kv_bytes_per_token, model_dtype, run_model, tensor_bytes
+from glmdesk.engine.cache.full import context_limit
+from glmdesk.engine.cache.layers import GrowingLayer, SinkWindowLayer, make_cache
+from glmdesk.engine.cache.window import RingBook, check_mask_support, mask_for
+from glmdesk.engine.chunk import CacheStats
+
+#: Budget on the CPU when the settings give none, in MiB.
+CPU_BUDGET_MIB = 1024
+#: Memory left free on a GPU when the budget is read from it: the larger of this
+#: share of the card and :data:`GPU_MARGIN_MIB`.
+GPU_MARGIN_SHARE = 0.10
+GPU_MARGIN_MIB = 512
+
+
+def kv_budget_bytes(settings: CacheSettings, device: torch.device) -> int:
+    """KV memory budget, in bytes.
+
+    ``settings.budget_mib`` when set; on CUDA, free memory (``torch.cuda.mem_get_info``)
+    minus a margin (10 % of the card, at least 512 MiB); else :data:`CPU_BUDGET_MIB`.
+    """
+    if settings.budget_mib is not None:
+        return int(settings.budget_mib * 2**20)
+    if device.type == "cuda":
+        free, total = torch.cuda.mem_get_info(device)
+        margin = max(int(total * GPU_MARGIN_SHARE), GPU_MARGIN_MIB * 2**20)
+        return max(free - margin, 0)
+    return CPU_BUDGET_MIB * 2**20
+
+
+class DynamicCacheStrategy(CacheStrategy):
+    """Full cache until ``budget // kv_bytes_per_token`` tokens, then sink + window.
+
+    The window after the switch is ``settings.window``, shrunk when needed so that
+    ``sinks + window`` fits the budget (never below 16 tokens).
+
+    Args:
+        model: A transformers causal LM.
+        settings: ``budget_mib``, ``sinks``, ``window``, ``prefill_chunk``.
+
+    Attributes:
+        switch_tokens: Most tokens held in the full state (the predicted switch
+            point), in tokens.
+        switched_at: ``tokens_seen`` when the switch happened, or ``None``.
+    """
+
+    name = "dynamic"
+
+    def __init__(self, model, settings: CacheSettings) -> None:
+        super().__init__(model, settings)
+        check_mask_support(model)
+        self.per_token = kv_bytes_per_token(model.config, model_dtype(model))
+        self.budget = kv_budget_bytes(settings, self.device)
+        self.switch_tokens = self.budget // self.per_token
+        self.sinks = settings.sinks
+        self.window = max(16, min(settings.window, self.switch_tokens - self.sinks))
+        self.layers_count = model.config.get_text_config(decoder=True).num_hidden_layers
+        limit = context_limit(model.config)
+        cap = self.switch_tokens if limit is None else min(limit, self.switch_tokens)
+        self.cache = make_cache([GrowingLayer(max_tokens=max(cap, 1)) for _ in range(self.layers_count)])
+        self.book: RingBook | None = None
+        self.switched_at: int | None = None
+
+    @property
+    def state(self) -> str:
+        """``full`` or ``windowed``."""
+        return "full" if self.book is None else "windowed"
+
+    def _switch(self, seen: int) -> None:
+        book = RingBook(self.sinks, self.window, self.device)
+        src, dst = book.load_plan(seen)
+        layers = []
+        for old in self.cache.layers:
+            layer = SinkWindowLayer(self.sinks, self.window, book.plan)
+            if seen:
+                layer.load(old.keys[:, :, :seen], old.values[:, :, :seen], src, dst)
+            layers.append(layer)
+        self.cache = make_cache(layers)
+        self.book = book
+        self.switched_at = seen
+
+    def _forward(self, input_ids: torch.Tensor, start: int) -> torch.Tensor:
+        n = input_ids.shape[1]
+        if self.book is None and start + n > self.switch_tokens:
+            head = self.switch_tokens - start
+            if head > 0:  # fill the full state exactly up to the switch point
+                run_model(self.model, self.cache, input_ids[:, :head], start)
+                input_ids, start, n = input_ids[:, head:], start + head, n - head
+            self._switch(start)
+        if self.book is None:
+            return run_model(self.model, self.cache, input_ids, start)
+        allowed = self.book.prepare(start, n)
+        mask = None if allowed is None else mask_for(self.model, allowed)
+        return run_model(self.model, self.cache, input_ids, start, mask)
+
+    def stats(self) -> CacheStats:
+        if self.cache is None:
+            return CacheStats(self.name, self.state, 0, 0, self.tokens_seen, 0)
+        size = sum(tensor_bytes(layer.keys, layer.values) for layer in self.cache.layers)
+        held = self.cache.layers[0].length if self.book is None else self.book.held
+        return CacheStats(self.name, self.state, size, held, self.tokens_seen, self.tokens_seen - held)

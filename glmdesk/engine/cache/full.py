@@ -1,0 +1,64 @@
+"""The full strategy: every token's keys and values are kept."""
+
+from __future__ import annotations
+
+import torch
+
+from glmdesk.core.settings import CacheSettings
+from glmdesk.engine.cache.base import CacheStrategy, run_model, tensor_bytes
+from glmdesk.engine.cache.layers import GrowingLayer, make_cache
+from glmdesk.engine.chunk import CacheStats
+
+
+def context_limit(config) -> int | None:
+    """The model's context window in tokens, when its config states one."""
+    text = config.get_text_config(decoder=True) if hasattr(config, "get_text_config") else config
+    for name in ("max_position_embeddings", "seq_length", "max_sequence_length"):
+        value = getattr(text, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+class FullCacheStrategy(CacheStrategy):
+    """Every token's keys and values are kept; memory grows with the conversation.
+
+    Storage is one buffer per layer that doubles when full (capped at the context
+    window), so appending a token copies only that token: no per-token
+    ``torch.cat`` of the whole cache. Bytes held per token:
+    :func:`~glmdesk.engine.cache.base.kv_bytes_per_token`; the reported bytes are
+    the allocated buffers (up to 2x the tokens held).
+
+    Args:
+        model: A transformers causal LM.
+        settings: Cache settings (``prefill_chunk`` is used).
+        static: Preallocate ``max_tokens`` and return the whole buffer each step
+            (static shapes for CUDA graphs). Not yet run on a GPU.
+        max_tokens: Most tokens held (default: the model's context window).
+        initial_tokens: First allocation per layer, in tokens.
+    """
+
+    name = "full"
+
+    def __init__(
+        self,
+        model,
+        settings: CacheSettings,
+        static: bool = False,
+        max_tokens: int | None = None,
+        initial_tokens: int = 256,
+    ) -> None:
+        super().__init__(model, settings)
+        layers = model.config.get_text_config(decoder=True).num_hidden_layers
+        limit = max_tokens or context_limit(model.config)
+        self.cache = make_cache([GrowingLayer(limit, initial_tokens, static) for _ in range(layers)])
+
+    def _forward(self, input_ids: torch.Tensor, start: int) -> torch.Tensor:
+        return run_model(self.model, self.cache, input_ids, start)
+
+    def stats(self) -> CacheStats:
+        if self.cache is None:
+            return CacheStats(self.name, "full", 0, 0, self.tokens_seen, 0)
+        size = sum(tensor_bytes(layer.keys, layer.values) for layer in self.cache.layers)
+        held = self.cache.layers[0].length
+        return CacheStats(self.name, "full", size, held, self.tokens_seen, 0)

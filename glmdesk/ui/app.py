@@ -1,0 +1,82 @@
+"""Start the desktop app: ``run_app(sys.argv)``."""
+
+from __future__ import annotations
+
+import sys
+
+from PySide6.QtCore import QCoreApplication
+from PySide6.QtGui import QIcon
+from PySide6.QtWidgets import QApplication
+
+from glmdesk import __version__
+from glmdesk.core.history import History
+from glmdesk.resources import resource_path
+from glmdesk.ui.history_controller import HistoryController
+from glmdesk.ui.history_panel import HistoryPanel
+from glmdesk.ui.i18n import LANGUAGE_KEY, install_translators
+from glmdesk.ui.main_window import MainWindow
+from glmdesk.ui.settings_store import APPLICATION, ORGANIZATION, SettingsStore
+from glmdesk.ui.worker import preload_engine
+
+
+def _app_icon() -> QIcon:
+    """The window icon from the PNG set in ``resources/icons``."""
+    icon = QIcon()
+    try:
+        folder = resource_path("icons")
+    except FileNotFoundError:
+        return icon
+    for png in sorted(folder.glob("glmdesk-*.png")):
+        icon.addFile(str(png))
+    return icon
+
+
+def open_history(window: MainWindow) -> HistoryController | None:
+    """Open the history database, put its panel in the window and start saving.
+
+    A database that cannot be opened (a newer schema, a damaged file) is shown as a
+    sentence; chatting still works, without saving.
+    """
+    try:
+        history = History()
+    except Exception as exc:  # sqlite3 errors, SchemaTooNewError, permissions
+        window.notice.show_error(
+            QCoreApplication.translate("app", "The chat history could not be opened ({detail}); "
+                                       "this session will not be saved.").format(detail=exc)
+        )
+        return None
+    panel = HistoryPanel(history)
+    window.set_history_panel(panel)
+    return HistoryController(window, history, panel)
+
+
+def run_app(argv: list[str]) -> int:
+    """Create the application and the window, start loading the last model, run.
+
+    Args:
+        argv: Command-line arguments for Qt (``sys.argv``).
+
+    Returns:
+        The exit status of the Qt event loop.
+    """
+    QCoreApplication.setOrganizationName(ORGANIZATION)
+    QCoreApplication.setApplicationName(APPLICATION)
+    QCoreApplication.setApplicationVersion(__version__)
+    app = QApplication.instance() or QApplication(argv)
+    app.setApplicationDisplayName("glmdesk")
+    app.setDesktopFileName("glmdesk")
+    app.setWindowIcon(_app_icon())
+    language = SettingsStore().qsettings.value(LANGUAGE_KEY)
+    install_translators(app, str(language) if language else None)
+    preload_engine()  # before the window: importing torch would stall its event loop
+    window = MainWindow()
+    controller = open_history(window)  # noqa: F841 (parented to the window)
+    window.show()
+    window.start()
+    status = app.exec()
+    window.close()  # idempotent: the thread is already down if the user closed the window
+    return status
+
+
+if __name__ == "__main__":
+    raise SystemExit(run_app(sys.argv))

@@ -1,0 +1,157 @@
+"""The conversation: a scrolling column of :class:`MessageWidget`, streaming with a repaint throttle.
+
+Streamed text is buffered; a single-shot timer re-renders the streaming message
+at most every :data:`REPAINT_INTERVAL_MS` (about 30 times a second), however
+fast chunks arrive, so a fast model never starves the event loop (superqt
+``qthrottled`` is the model for this). The view follows the end while the user
+is at the bottom and stays put when they have scrolled up.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, QTimer, Signal, Slot
+from PySide6.QtWidgets import QFrame, QScrollArea, QVBoxLayout, QWidget
+
+from glmdesk.ui.message_widget import MessageWidget
+from glmdesk.ui.text_safety import clean_text
+
+REPAINT_INTERVAL_MS = 33
+_BOTTOM_SLACK_PX = 8
+
+
+class ChatView(QScrollArea):
+    """Shows messages; one of them may be streaming.
+
+    Signals:
+        message_copied(str): A message's copy button was used.
+    """
+
+    message_copied = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("chat_view")
+        self.setWidgetResizable(True)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self._container = QWidget()
+        self._layout = QVBoxLayout(self._container)
+        self._layout.setContentsMargins(12, 12, 12, 12)
+        self._layout.setSpacing(10)
+        self._layout.addStretch(1)
+        self.setWidget(self._container)
+
+        self._messages: list[MessageWidget] = []
+        self._streaming: MessageWidget | None = None
+        self._stream_text = ""
+        self._dirty = False
+        self.render_count = 0  # re-renders of the streaming message (tests, benchmark)
+        self._follow = True
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(REPAINT_INTERVAL_MS)
+        self._timer.timeout.connect(self._flush)
+        bar = self.verticalScrollBar()
+        bar.valueChanged.connect(self._on_scrolled)
+        bar.rangeChanged.connect(self._on_range_changed)
+
+    # Messages ---------------------------------------------------------------
+    def messages(self) -> list[MessageWidget]:
+        """The message widgets, oldest first."""
+        return list(self._messages)
+
+    def add_message(self, role: str, text: str = "") -> MessageWidget:
+        """Append a finished message and return its widget."""
+        widget = MessageWidget(role, clean_text(text))
+        widget.copied.connect(self.message_copied)
+        self._layout.insertWidget(self._layout.count() - 1, widget)
+        self._messages.append(widget)
+        self._follow = True
+        return widget
+
+    def remove_last(self) -> None:
+        """Remove the newest message (regenerate)."""
+        if not self._messages:
+            return
+        widget = self._messages.pop()
+        if widget is self._streaming:
+            self._streaming = None
+            self._timer.stop()
+        self._layout.removeWidget(widget)
+        widget.deleteLater()
+
+    def clear(self) -> None:
+        """Remove every message."""
+        self._timer.stop()
+        self._streaming = None
+        while self._messages:
+            self.remove_last()
+        self._follow = True
+
+    # Streaming --------------------------------------------------------------
+    def begin_stream(self) -> MessageWidget:
+        """Append an empty assistant message that :meth:`append_text` fills."""
+        self.finish_stream()
+        widget = self.add_message("assistant", "")
+        widget.set_streaming(True)
+        self._streaming = widget
+        self._stream_text = ""
+        self._dirty = False
+        return widget
+
+    def streaming_message(self) -> MessageWidget | None:
+        """The message being streamed, if any."""
+        return self._streaming
+
+    def stream_text(self) -> str:
+        """All text received for the streaming message (rendered or not yet)."""
+        return self._stream_text
+
+    def append_text(self, text: str) -> None:
+        """Add streamed text; it is shown at the next throttled repaint."""
+        if self._streaming is None or not text:
+            return
+        self._stream_text += clean_text(text)
+        self._dirty = True
+        if not self._timer.isActive():
+            self._timer.start()
+
+    def finish_stream(self) -> MessageWidget | None:
+        """Show all buffered text now and end the streaming state; returns the message."""
+        widget = self._streaming
+        if widget is None:
+            return None
+        self._timer.stop()
+        self._flush()
+        widget.set_streaming(False)
+        self._streaming = None
+        return widget
+
+    @Slot()
+    def _flush(self) -> None:
+        if self._streaming is None or not self._dirty:
+            return
+        self._dirty = False
+        self._streaming.set_text(self._stream_text)
+        self.render_count += 1
+
+    # Following the end ------------------------------------------------------
+    def is_following(self) -> bool:
+        """True when new text scrolls the view to the end."""
+        return self._follow
+
+    @Slot(int)
+    def _on_scrolled(self, value: int) -> None:
+        bar = self.verticalScrollBar()
+        self._follow = value >= bar.maximum() - _BOTTOM_SLACK_PX
+
+    @Slot(int, int)
+    def _on_range_changed(self, _minimum: int, maximum: int) -> None:
+        if self._follow:
+            self.verticalScrollBar().setValue(maximum)
+
+    def scroll_to_end(self) -> None:
+        """Jump to the newest message and follow it again."""
+        self._follow = True
+        bar = self.verticalScrollBar()
+        bar.setValue(bar.maximum())

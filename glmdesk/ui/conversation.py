@@ -1,0 +1,91 @@
+"""The open conversation as plain values: messages plus what produced each answer.
+
+The window keeps one :class:`ChatState`; the history panel (wired by the window's
+owner) saves from the window's ``message_added`` signal. No Qt here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from glmdesk.core.errors import ErrorInfo
+from glmdesk.core.messages import ChatMessage
+from glmdesk.core.settings import SamplingParams
+from glmdesk.ui.text_safety import without_lone_surrogates
+
+
+@dataclass(frozen=True)
+class AnswerRecord:
+    """What produced one assistant message.
+
+    Attributes:
+        finish_reason: ``stop``, ``length``, ``cancelled`` or ``error``.
+        model: Name of the model that wrote it.
+        params: Sampling parameters in force when it finished.
+        ttft_s: Time to first token, in s.
+        tokens_per_s: Decode speed after the first token, in tokens/s.
+        n_tokens: Tokens generated, in tokens.
+        prompt_tokens: Tokens in the fitted prompt, in tokens.
+        dropped_messages: Indices into :attr:`ChatState.messages` of messages left out
+            of the prompt to fit the context window.
+        error: The error that ended it, if any.
+    """
+
+    finish_reason: str
+    model: str = ""
+    params: SamplingParams | None = None
+    ttft_s: float = 0.0
+    tokens_per_s: float = 0.0
+    n_tokens: int = 0
+    prompt_tokens: int = 0
+    dropped_messages: tuple[int, ...] = ()
+    error: ErrorInfo | None = None
+
+
+class ChatState:
+    """User and assistant messages in order, each assistant message with its record."""
+
+    def __init__(self) -> None:
+        self.messages: list[ChatMessage] = []
+        self.records: list[AnswerRecord | None] = []
+
+    def __len__(self) -> int:
+        return len(self.messages)
+
+    def add(self, message: ChatMessage, record: AnswerRecord | None = None) -> int:
+        """Append a message; return its index."""
+        self.messages.append(message)
+        self.records.append(record)
+        return len(self.messages) - 1
+
+    def pop(self) -> ChatMessage:
+        """Remove and return the newest message.
+
+        Raises:
+            IndexError: when there are no messages.
+        """
+        self.records.pop()
+        return self.messages.pop()
+
+    def clear(self) -> None:
+        """Remove every message."""
+        self.messages.clear()
+        self.records.clear()
+
+    def last_role(self) -> str | None:
+        """Role of the newest message, or ``None``."""
+        return self.messages[-1].role if self.messages else None
+
+    def request(self, system_prompt: str) -> tuple[tuple[ChatMessage, ...], int]:
+        """The messages to send: the system prompt (when not blank) and the conversation.
+
+        Lone surrogates (from a clipboard) become U+FFFD in what is sent, since
+        tokenizers refuse them; the stored messages keep the exact text.
+
+        Returns:
+            ``(messages, offset)``: ``offset`` is 1 when a system message leads, so
+            ``request index - offset`` is the index into :attr:`messages`.
+        """
+        head = (ChatMessage("system", system_prompt),) if system_prompt.strip() else ()
+        body = tuple(ChatMessage(m.role, without_lone_surrogates(m.content)) for m in self.messages)
+        return head + body, len(head)

@@ -1,0 +1,133 @@
+"""Read-only Markdown for untrusted model output: no resources, links only on click.
+
+Rendering uses Qt's own Markdown importer (md4c, GitHub dialect) with raw HTML
+turned off. :meth:`MarkdownView.loadResource` returns nothing, so images and
+style sheets named by the text are never fetched from disk or network. A link
+opens in the system browser only when clicked and only for ``http``/``https``.
+The view has no scroll bars: it grows to its document's height inside the chat
+view's scroll area.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QSize, Qt, QUrl, Signal, Slot
+from PySide6.QtGui import (
+    QDesktopServices,
+    QGuiApplication,
+    QPalette,
+    QTextBlockFormat,
+    QTextCursor,
+    QTextDocument,
+)
+from PySide6.QtWidgets import QFrame, QSizePolicy, QTextBrowser
+
+from glmdesk.ui.code_highlighter import CodeHighlighter, is_code_block
+
+_FEATURES = QTextDocument.MarkdownFeature.MarkdownDialectGitHub | QTextDocument.MarkdownFeature.MarkdownNoHTML
+SAFE_SCHEMES = ("http", "https")
+
+
+def is_dark(palette: QPalette) -> bool:
+    """True when the palette's window colour is dark (system dark mode)."""
+    return palette.color(QPalette.ColorRole.Window).lightness() < 128
+
+
+class MarkdownView(QTextBrowser):
+    """Shows one message's Markdown; selectable, never loads anything.
+
+    Signals:
+        link_refused(QUrl): A clicked link was not http/https and was not opened.
+        link_opened(QUrl): A clicked http/https link was handed to the system browser.
+    """
+
+    link_refused = Signal(QUrl)
+    link_opened = Signal(QUrl)
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.setOpenLinks(False)
+        self.setOpenExternalLinks(False)
+        self.setReadOnly(True)
+        self.setUndoRedoEnabled(False)
+        self.setTextInteractionFlags(
+            Qt.TextInteractionFlag.TextSelectableByMouse
+            | Qt.TextInteractionFlag.TextSelectableByKeyboard
+            | Qt.TextInteractionFlag.LinksAccessibleByMouse
+        )
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.viewport().setAutoFillBackground(False)
+        self.setStyleSheet("QTextBrowser { background: transparent; }")
+        self.document().setDocumentMargin(2)
+        self._highlighter = CodeHighlighter(self.document(), is_dark(QGuiApplication.palette()))
+        self._markdown = ""
+        self.anchorClicked.connect(self._on_anchor_clicked)
+        self.document().documentLayout().documentSizeChanged.connect(self._fit_height)
+        self.blocked_resources: list[QUrl] = []
+
+    # Untrusted text: nothing is ever loaded.
+    def loadResource(self, kind: int, name: QUrl):  # noqa: N802 (Qt override)
+        """Refuse every resource (images, style sheets) the text names; records the URL."""
+        self.blocked_resources.append(QUrl(name))
+        return None
+
+    def markdown(self) -> str:
+        """The Markdown source last shown."""
+        return self._markdown
+
+    def set_markdown(self, text: str) -> None:
+        """Render ``text`` (Markdown) and resize to fit."""
+        if text == self._markdown and text:
+            return
+        self._markdown = text
+        self.document().setMarkdown(text, _FEATURES)
+        self._decorate_code_blocks()
+        self._fit_height()
+
+    def _decorate_code_blocks(self) -> None:
+        palette = QGuiApplication.palette()  # our own palette's Base is transparent
+        dark = is_dark(palette)
+        base = palette.color(QPalette.ColorRole.Base)
+        background = base.lighter(140) if dark else base.darker(105)
+        block = self.document().begin()
+        fmt = QTextBlockFormat()
+        fmt.setBackground(background)
+        while block.isValid():
+            if is_code_block(block):
+                QTextCursor(block).mergeBlockFormat(fmt)
+            block = block.next()
+
+    @Slot()
+    def _fit_height(self) -> None:
+        height = int(self.document().size().height() + 0.999) + 2 * self.frameWidth()
+        if height != self.height():
+            self.setFixedHeight(max(height, self.fontMetrics().height()))
+
+    def sizeHint(self) -> QSize:  # noqa: N802 (Qt override)
+        return QSize(200, self.height())
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        super().resizeEvent(event)
+        if event.oldSize().width() != event.size().width():
+            self._fit_height()
+
+    def wheelEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        event.ignore()  # let the chat view's scroll area scroll
+
+    def changeEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        super().changeEvent(event)
+        if event.type() == event.Type.PaletteChange:
+            self._highlighter.set_dark(is_dark(QGuiApplication.palette()))
+            text, self._markdown = self._markdown, ""
+            self.set_markdown(text)
+
+    @Slot(QUrl)
+    def _on_anchor_clicked(self, url: QUrl) -> None:
+        if url.scheme().lower() in SAFE_SCHEMES and url.isValid() and url.host():
+            QDesktopServices.openUrl(url)
+            self.link_opened.emit(url)
+        else:
+            self.link_refused.emit(url)

@@ -1,0 +1,205 @@
+"""Live memory gauge: used / total, split into weights, KV cache and other, with a one-minute plot.
+
+Readings come from :class:`glmdesk.engine.memory.MemoryProbe` (NVML on NVIDIA
+machines, this process's memory otherwise) every :data:`POLL_INTERVAL_MS`. NVML is
+initialised once on a plain background thread, so the first poll does not wait
+for it; afterwards one poll costs well under a millisecond on the GUI thread.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+
+from PySide6.QtCore import QPointF, QRectF, QSize, Qt, QTimer, Slot
+from PySide6.QtGui import QColor, QPainter, QPainterPath, QPalette, QPen
+from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
+
+from glmdesk.engine.memory import MemoryProbe, MemoryReading
+
+POLL_INTERVAL_MS = 500
+HISTORY_SECONDS = 60
+WEIGHTS_COLOUR = QColor("#4e79a7")
+KV_COLOUR = QColor("#f28e2b")
+OTHER_COLOUR = QColor("#9c9c9c")
+
+
+def _mib_text(mib: float) -> str:
+    if mib >= 1024:
+        return f"{mib / 1024:.1f} GiB"
+    return f"{mib:.0f} MiB"
+
+
+class _Plot(QWidget):
+    """Stacked area plot of the last minute: weights, KV cache, other."""
+
+    def __init__(self, gauge: MemoryGauge) -> None:
+        super().__init__(gauge)
+        self._gauge = gauge
+        self.setMinimumHeight(48)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+
+    def sizeHint(self) -> QSize:  # noqa: N802 (Qt override)
+        return QSize(200, 56)
+
+    def paintEvent(self, _event) -> None:  # noqa: N802 (Qt override)
+        samples = self._gauge.history
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        rect = QRectF(self.rect()).adjusted(0.5, 0.5, -0.5, -0.5)
+        palette = self.palette()
+        painter.fillRect(rect, palette.color(QPalette.ColorRole.Base))
+        painter.setPen(QPen(palette.color(QPalette.ColorRole.Mid), 1))
+        painter.drawRect(rect)
+        if not samples:
+            return
+        top = max(max(s.used_mib, s.weights_mib + s.kv_mib) for s in samples) * 1.1 or 1.0
+        if samples[-1].source == "gpu":
+            top = max(samples[-1].total_mib, 1.0)
+        capacity = HISTORY_SECONDS * 1000 // POLL_INTERVAL_MS
+        step = rect.width() / max(capacity - 1, 1)
+        x0 = rect.right() - step * (len(samples) - 1)
+
+        def y(value: float) -> float:
+            return rect.bottom() - min(value / top, 1.0) * rect.height()
+
+        # Stacked bands, bottom to top: weights, KV cache, other (up to "used").
+        bands = (
+            (lambda s: 0.0, lambda s: s.weights_mib, WEIGHTS_COLOUR),
+            (lambda s: s.weights_mib, lambda s: s.weights_mib + s.kv_mib, KV_COLOUR),
+            (
+                lambda s: s.weights_mib + s.kv_mib,
+                lambda s: max(s.used_mib, s.weights_mib + s.kv_mib),
+                OTHER_COLOUR,
+            ),
+        )
+        xs = [x0 + i * step for i in range(len(samples))]
+        for low, high, colour in bands:
+            path = QPainterPath(QPointF(xs[0], y(low(samples[0]))))
+            for x, sample in zip(xs, samples, strict=True):
+                path.lineTo(QPointF(x, y(high(sample))))
+            for x, sample in zip(reversed(xs), reversed(samples), strict=True):
+                path.lineTo(QPointF(x, y(low(sample))))
+            path.closeSubpath()
+            painter.fillPath(path, colour)
+
+
+class MemoryGauge(QWidget):
+    """Shows memory use on the model's device, refreshed about twice a second.
+
+    Args:
+        probe: Where readings come from (tests pass their own).
+        parent: Parent widget.
+    """
+
+    def __init__(self, probe: MemoryProbe | None = None, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("memory_gauge")
+        self.probe = probe or MemoryProbe()
+        self.history: deque[MemoryReading] = deque(maxlen=HISTORY_SECONDS * 1000 // POLL_INTERVAL_MS)
+        self.last_poll_ms = 0.0
+        self.max_poll_ms = 0.0
+        self.reading: MemoryReading | None = None
+        self._weights_bytes = 0
+        self._kv_bytes = 0
+
+        self.title_label = QLabel()
+        self.title_label.setObjectName("memory_title")
+        font = self.title_label.font()
+        font.setBold(True)
+        self.title_label.setFont(font)
+        self.amount_label = QLabel()
+        self.amount_label.setWordWrap(True)
+        self.split_label = QLabel()
+        self.split_label.setWordWrap(True)
+        self.split_label.setTextFormat(Qt.TextFormat.RichText)
+        self.plot = _Plot(self)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(8, 4, 8, 4)
+        layout.setSpacing(2)
+        layout.addWidget(self.title_label)
+        layout.addWidget(self.amount_label)
+        layout.addWidget(self.split_label)
+        layout.addWidget(self.plot)
+
+        self._init_thread = threading.Thread(target=self.probe.initialise, name="nvml-init", daemon=True)
+        self._init_thread.start()
+        self.timer = QTimer(self)
+        self.timer.setInterval(POLL_INTERVAL_MS)
+        self.timer.timeout.connect(self.poll)
+        self.timer.start()
+        self.poll()
+
+    def set_weights_bytes(self, value: int) -> None:
+        """Bytes of the loaded model's weights (0 when none is loaded)."""
+        self._weights_bytes = max(0, int(value))
+
+    def set_kv_bytes(self, value: int) -> None:
+        """Bytes the KV cache holds now (from the last chunk)."""
+        self._kv_bytes = max(0, int(value))
+
+    def source_text(self) -> str:
+        """What the gauge is showing, in words (``CPU, no GPU found`` without NVIDIA)."""
+        reading = self.reading
+        if reading is None or reading.fallback == "probing":
+            return self.tr("CPU (looking for a GPU)")
+        if reading.source == "gpu":
+            return self.tr("GPU: {device}").format(device=reading.device)
+        return self.tr("CPU, no GPU found")
+
+    def _fallback_tooltip(self, fallback: str | None) -> str:
+        if fallback == "pynvml_missing":
+            return self.tr("nvidia-ml-py is not installed, so GPU memory cannot be read.")
+        if fallback == "library_not_found":
+            return self.tr("The NVIDIA driver's NVML library was not found.")
+        if fallback == "driver_error":
+            return self.tr("The NVIDIA driver did not answer.")
+        if fallback == "no_device":
+            return self.tr("No NVIDIA GPU was found.")
+        return ""
+
+    @Slot()
+    def poll(self) -> None:
+        """Take one reading and repaint; never raises."""
+        started = time.perf_counter()
+        try:
+            reading = self.probe.read(self._weights_bytes, self._kv_bytes)
+        except Exception:  # MemoryProbe never raises; a substitute probe might
+            return
+        self.reading = reading
+        self.history.append(reading)
+        if reading.source == "gpu":
+            amount = self.tr("{used} of {total} used on the GPU").format(
+                used=_mib_text(reading.used_mib), total=_mib_text(reading.total_mib)
+            )
+        else:
+            amount = self.tr("This process uses {used} of {total} RAM").format(
+                used=_mib_text(reading.used_mib), total=_mib_text(reading.total_mib)
+            )
+        self.title_label.setText(self.source_text())
+        self.title_label.setToolTip(self._fallback_tooltip(reading.fallback))
+        self.amount_label.setText(amount)
+        self.split_label.setText(
+            self.tr(
+                '<span style="color:{wc}">&#9632;</span>&nbsp;weights&nbsp;{weights} '
+                '<span style="color:{kc}">&#9632;</span>&nbsp;KV&nbsp;cache&nbsp;{kv} '
+                '<span style="color:{oc}">&#9632;</span>&nbsp;other&nbsp;{other}'
+            ).format(
+                wc=WEIGHTS_COLOUR.name(),
+                kc=KV_COLOUR.name(),
+                oc=OTHER_COLOUR.name(),
+                weights=_mib_text(reading.weights_mib),
+                kv=_mib_text(reading.kv_mib),
+                other=_mib_text(reading.other_mib),
+            )
+        )
+        self.plot.update()
+        self.last_poll_ms = (time.perf_counter() - started) * 1000
+        self.max_poll_ms = max(self.max_poll_ms, self.last_poll_ms)
+
+    def stop(self) -> None:
+        """Stop polling and release NVML."""
+        self.timer.stop()
+        self._init_thread.join(timeout=2.0)
+        self.probe.close()

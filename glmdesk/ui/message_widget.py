@@ -1,0 +1,130 @@
+"""One chat message: who wrote it, its Markdown, its statistics and a copy button."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtGui import QGuiApplication, QPalette
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton, QVBoxLayout, QWidget
+
+from glmdesk.ui.markdown_view import MarkdownView, is_dark
+
+
+class MessageWidget(QFrame):
+    """A message bubble in the chat view.
+
+    Args:
+        role: ``user``, ``assistant`` or ``system``.
+        text: Initial Markdown.
+        parent: Parent widget.
+
+    Signals:
+        copied(str): The copy button put this message's text on the clipboard.
+    """
+
+    copied = Signal(str)
+
+    def __init__(self, role: str, text: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.role = role
+        self.setObjectName(f"message_{role}")
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.setAutoFillBackground(True)
+        self._text = ""
+        self._streaming = False
+
+        self.author_label = QLabel(self._author(role))
+        font = self.author_label.font()
+        font.setBold(True)
+        self.author_label.setFont(font)
+        self.state_label = QLabel()
+        self.state_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+        self.stats_label = QLabel()
+        self.stats_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+        self.stats_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.stats_label.setWordWrap(True)
+        self.stats_label.hide()
+        self.copy_button = QToolButton()
+        self.copy_button.setText(self.tr("Copy"))
+        self.copy_button.setToolTip(self.tr("Copy this message as Markdown"))
+        self.copy_button.setAutoRaise(True)
+        self.copy_button.clicked.connect(self.copy_to_clipboard)
+
+        header = QHBoxLayout()
+        header.setContentsMargins(0, 0, 0, 0)
+        header.addWidget(self.author_label)
+        header.addWidget(self.state_label)
+        header.addStretch(1)
+        header.addWidget(self.copy_button)
+
+        self.view = MarkdownView()
+        self.note_label = QLabel()
+        self.note_label.setWordWrap(True)
+        self.note_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+        self.note_label.hide()
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(10, 6, 10, 6)
+        layout.setSpacing(2)
+        layout.addLayout(header)
+        layout.addWidget(self.view)
+        layout.addWidget(self.stats_label)
+        layout.addWidget(self.note_label)
+        self._apply_colours()
+        self.set_text(text)
+
+    def _author(self, role: str) -> str:
+        if role == "user":
+            return self.tr("You")
+        if role == "system":
+            return self.tr("System")
+        return self.tr("Assistant")
+
+    def _apply_colours(self) -> None:
+        palette = self.palette()
+        base = QGuiApplication.palette().color(QPalette.ColorRole.Base)
+        dark = is_dark(QGuiApplication.palette())
+        if self.role == "user":
+            colour = base.lighter(125) if dark else base.darker(104)
+        else:
+            colour = base
+        palette.setColor(QPalette.ColorRole.Window, colour)
+        self.setPalette(palette)
+
+    def text(self) -> str:
+        """The message's Markdown source (what Copy copies)."""
+        return self._text
+
+    def set_text(self, text: str) -> None:
+        """Show ``text`` (Markdown) now."""
+        self._text = text
+        self.view.set_markdown(text)
+
+    def set_streaming(self, streaming: bool) -> None:
+        """Show or clear the "writing..." state next to the author."""
+        self._streaming = streaming
+        self.state_label.setText(self.tr("writing...") if streaming else "")
+
+    def is_streaming(self) -> bool:
+        """True while the answer is being written."""
+        return self._streaming
+
+    def set_stats(self, text: str) -> None:
+        """Show statistics (TTFT, tokens/s, finish reason) under the message; empty hides them."""
+        self.stats_label.setText(text)
+        self.stats_label.setVisible(bool(text))
+
+    def set_note(self, text: str) -> None:
+        """Show a note under the message (an error sentence, dropped context); empty hides it."""
+        self.note_label.setText(text)
+        self.note_label.setVisible(bool(text))
+
+    @Slot()
+    def copy_to_clipboard(self) -> None:
+        """Put the message's Markdown on the clipboard."""
+        QGuiApplication.clipboard().setText(self._text)
+        self.copied.emit(self._text)
+
+    def changeEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        super().changeEvent(event)
+        if event.type() == event.Type.ApplicationPaletteChange:
+            self._apply_colours()

@@ -1,0 +1,93 @@
+"""User-facing sentences for engine errors, worded here from ``ErrorInfo.kind`` and params.
+
+The engine's English ``message`` is only a fallback (an unknown kind or missing
+parameters). Each sentence goes through :func:`QCoreApplication.translate` with
+named ``{placeholders}`` filled afterwards, so a translation can reorder them.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QCoreApplication
+
+from glmdesk.core.errors import ErrorInfo
+
+_CONTEXT = "ErrorMessages"
+
+
+def _template(kind: str, params: dict) -> str | None:
+    # One literal per call so that lupdate finds every source string.
+    if kind == "model_not_found":
+        return QCoreApplication.translate(_CONTEXT, "The model {path} was not found.")
+    if kind == "not_a_model":
+        return QCoreApplication.translate(
+            _CONTEXT, "{path} is not a chat model: choose a model folder or a .gguf file."
+        )
+    if kind == "corrupt_weights":
+        return QCoreApplication.translate(
+            _CONTEXT, "The weight file {file} in {path} is damaged or incomplete; download it again."
+        )
+    if kind == "offline":
+        return QCoreApplication.translate(
+            _CONTEXT,
+            "The model {model} could not be downloaded: there is no connection, or no such model on the hub.",
+        )
+    if kind == "unsupported_checkpoint":
+        return QCoreApplication.translate(_CONTEXT, "{path} cannot be used: {reason}")
+    if kind == "remote_code_required":
+        return QCoreApplication.translate(
+            _CONTEXT,
+            "{path} needs its own Python code to run; allow it for this folder in Open model "
+            "only if you trust where it came from.",
+        )
+    if kind == "quantization_unavailable":
+        return QCoreApplication.translate(
+            _CONTEXT, "{quantization} quantization is unavailable here: {reason}"
+        )
+    if kind == "precision_unavailable":
+        return QCoreApplication.translate(_CONTEXT, "{precision} is unavailable here: {reason}")
+    if kind == "out_of_memory":
+        if params.get("stage") == "load":
+            return QCoreApplication.translate(
+                _CONTEXT,
+                "There is not enough memory on {device} to load this model; try 4-bit quantization "
+                "or a smaller model.",
+            )
+        return QCoreApplication.translate(
+            _CONTEXT,
+            "{device} ran out of memory while answering. The answer so far is kept. Try a new chat "
+            "(shorter context), the sliding-window KV cache, or 4-bit quantization.",
+        )
+    if kind == "prompt_too_long":
+        return QCoreApplication.translate(
+            _CONTEXT,
+            "Your message is {tokens} tokens long, but only {limit} tokens fit in this model's "
+            "context window. Shorten it or send it in parts.",
+        )
+    if kind == "invalid_setting":
+        return QCoreApplication.translate(_CONTEXT, "The setting {name} cannot be {value}: {reason}")
+    if kind == "load_cancelled":
+        return QCoreApplication.translate(_CONTEXT, "Loading was cancelled.")
+    if kind == "generation_failed":
+        return QCoreApplication.translate(_CONTEXT, "The answer failed: {detail}")
+    if kind == "load_failed":
+        return QCoreApplication.translate(_CONTEXT, "The model could not be loaded: {detail}")
+    return None
+
+
+def error_sentence(info: ErrorInfo) -> str:
+    """Return one plain sentence for ``info`` in the user's language.
+
+    Args:
+        info: The engine's error (kind from ``glmdesk.core.errors.ERROR_KINDS``).
+
+    Returns:
+        The translated sentence, or the engine's English ``message`` when the
+        kind is unknown or a parameter is missing.
+    """
+    template = _template(info.kind, info.params)
+    if template is None:
+        return info.message
+    try:
+        return template.format(**info.params)
+    except (KeyError, IndexError, ValueError):
+        return info.message or template

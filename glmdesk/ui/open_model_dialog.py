@@ -1,0 +1,219 @@
+"""Choose a model: a folder, a ``.gguf`` file or a hub id, and how to load it.
+
+Quantization, precision and device choices that cannot work on this machine are
+disabled and their reasons are shown (from ``loader.option_availability()``, which
+the worker computes off the GUI thread). Running a folder's own Python code is an
+explicit choice naming that folder, off by default, and cleared whenever the
+model changes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import Slot
+from PySide6.QtGui import QPalette
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from glmdesk.core.settings import DEVICES, PRECISIONS, QUANTIZATIONS, LoadSettings
+
+
+class OpenModelDialog(QDialog):
+    """Asks for a model and load options.
+
+    Args:
+        current: The settings to start from (the model loaded now).
+        availability: ``{"quantization:4bit": None or reason, ...}``.
+        parent: Parent widget.
+    """
+
+    def __init__(
+        self,
+        current: LoadSettings | None = None,
+        availability: dict[str, str | None] | None = None,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.setObjectName("open_model_dialog")
+        self.setWindowTitle(self.tr("Open model"))
+        self.setMinimumWidth(520)
+        current = current or LoadSettings()
+        self._availability = availability or {}
+
+        self.model_edit = QLineEdit(current.model or "")
+        self.model_edit.setPlaceholderText(self.tr("Empty: the embedded default model"))
+        self.model_edit.setToolTip(
+            self.tr("A model folder, a .gguf file, or a hub id such as THUDM/chatglm3-6b")
+        )
+        folder_button = QPushButton(self.tr("Folder..."))
+        file_button = QPushButton(self.tr(".gguf file..."))
+        embedded_button = QPushButton(self.tr("Embedded"))
+        embedded_button.setToolTip(self.tr("SmolLM2-135M-Instruct, shipped with glmdesk"))
+        row = QHBoxLayout()
+        row.addWidget(self.model_edit, 1)
+        row.addWidget(folder_button)
+        row.addWidget(file_button)
+        row.addWidget(embedded_button)
+
+        self.quantization_combo = self._combo(
+            "quantization",
+            QUANTIZATIONS,
+            current.quantization,
+            {
+                "none": self.tr("None"),
+                "8bit": self.tr("8-bit (bitsandbytes LLM.int8)"),
+                "4bit": self.tr("4-bit NF4 (bitsandbytes)"),
+            },
+        )
+        self.precision_combo = self._combo(
+            "precision",
+            PRECISIONS,
+            current.precision,
+            {
+                "auto": self.tr("Automatic"),
+                "fp32": "fp32",
+                "bf16": "bf16",
+                "fp16": "fp16",
+            },
+        )
+        self.device_combo = self._combo(
+            "device",
+            DEVICES,
+            current.device,
+            {
+                "auto": self.tr("Automatic"),
+                "cpu": self.tr("CPU"),
+                "cuda": self.tr("GPU (CUDA)"),
+            },
+        )
+        self.reasons_label = QLabel(self._reasons_text())
+        self.reasons_label.setWordWrap(True)
+        self.reasons_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+        self.reasons_label.setVisible(bool(self.reasons_label.text()))
+
+        self.trust_check = QCheckBox()
+        self.trust_check.setChecked(False)
+        self._trusted_folder = current.model if current.trust_remote_code else None
+        self.trust_note = QLabel(
+            self.tr(
+                "Only for folders you trust: the model's own code runs with your permissions. "
+                "ChatGLM2/3 and GLM-4 run without it."
+            )
+        )
+        self.trust_note.setWordWrap(True)
+        self.trust_note.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+
+        form = QFormLayout()
+        form.addRow(self.tr("Model"), row)
+        form.addRow(self.tr("Quantization"), self.quantization_combo)
+        form.addRow(self.tr("Precision"), self.precision_combo)
+        form.addRow(self.tr("Device"), self.device_combo)
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Open | QDialogButtonBox.StandardButton.Cancel
+        )
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(self.reasons_label)
+        layout.addWidget(self.trust_check)
+        layout.addWidget(self.trust_note)
+        layout.addWidget(
+            QLabel(
+                self.tr(
+                    "The model, precision and quantization apply when loading finishes; "
+                    "the current model stays in use until then."
+                )
+            )
+        )
+        layout.addWidget(buttons)
+
+        folder_button.clicked.connect(self._choose_folder)
+        file_button.clicked.connect(self._choose_file)
+        embedded_button.clicked.connect(self.model_edit.clear)
+        self.model_edit.textChanged.connect(self._update_trust)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        self._update_trust()
+        if self._trusted_folder and self._trusted_folder == current.model:
+            self.trust_check.setChecked(True)
+
+    def _combo(self, group: str, keys, current: str, names: dict[str, str]) -> QComboBox:
+        combo = QComboBox()
+        model = None
+        for key in keys:
+            combo.addItem(names.get(key, key), key)
+        model = combo.model()
+        for row in range(combo.count()):
+            reason = self._availability.get(f"{group}:{combo.itemData(row)}")
+            if reason:
+                model.item(row).setEnabled(False)
+                model.item(row).setToolTip(reason)
+        index = combo.findData(current)
+        if index < 0 or not model.item(index).isEnabled():
+            index = 0
+        combo.setCurrentIndex(index)
+        return combo
+
+    def _reasons_text(self) -> str:
+        lines = []
+        for key, reason in sorted(self._availability.items()):
+            if reason:
+                option = key.split(":", 1)[1]
+                lines.append(self.tr("{option}: {reason}").format(option=option, reason=reason))
+        return "\n".join(lines)
+
+    @Slot()
+    def _choose_folder(self) -> None:
+        folder = QFileDialog.getExistingDirectory(
+            self, self.tr("Choose a model folder"), self.model_edit.text()
+        )
+        if folder:
+            self.model_edit.setText(folder)
+
+    @Slot()
+    def _choose_file(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(
+            self, self.tr("Choose a GGUF file"), self.model_edit.text(), self.tr("GGUF models (*.gguf)")
+        )
+        if path:
+            self.model_edit.setText(path)
+
+    @Slot()
+    def _update_trust(self) -> None:
+        text = self.model_edit.text().strip()
+        is_folder = bool(text) and Path(text).expanduser().is_dir()
+        self.trust_check.setChecked(False)  # a new folder is never trusted by default
+        self.trust_check.setEnabled(is_folder)
+        name = Path(text).expanduser().name if is_folder else ""
+        if is_folder:
+            self.trust_check.setText(
+                self.tr("Run the Python code shipped in the folder \u201c{folder}\u201d").format(folder=name)
+            )
+        else:
+            self.trust_check.setText(
+                self.tr("Run the Python code shipped in a model folder (choose a folder first)")
+            )
+        self.trust_check.setToolTip(str(Path(text).expanduser()) if is_folder else "")
+
+    def load_settings(self) -> LoadSettings:
+        """The choices as :class:`LoadSettings`."""
+        text = self.model_edit.text().strip()
+        return LoadSettings(
+            model=text or None,
+            quantization=self.quantization_combo.currentData(),
+            precision=self.precision_combo.currentData(),
+            device=self.device_combo.currentData(),
+            trust_remote_code=self.trust_check.isEnabled() and self.trust_check.isChecked(),
+        )

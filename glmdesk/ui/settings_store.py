@@ -1,0 +1,165 @@
+"""Everything the window remembers, in QSettings, behind one small class.
+
+QSettings stays in ``ui/``. Keys carry a schema version (``schema_version``);
+values written by an older schema are migrated or dropped, values from a newer
+one are left alone and defaults are used. Every value read back is validated by
+the frozen settings dataclasses; an invalid one falls back to the default.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from PySide6.QtCore import QByteArray, QSettings
+
+from glmdesk.core.settings import CacheSettings, LoadSettings, SamplingParams
+
+SCHEMA_VERSION = 1
+ORGANIZATION = "glmdesk"
+APPLICATION = "glmdesk"
+
+
+def _to_bool(value) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    return bool(value)
+
+
+def _opt_float(value) -> float | None:
+    if value in (None, "", "None"):
+        return None
+    return float(value)
+
+
+def _opt_int(value) -> int | None:
+    if value in (None, "", "None"):
+        return None
+    return int(value)
+
+
+class SettingsStore:
+    """Typed access to the app's QSettings.
+
+    Args:
+        settings: A QSettings to use; default: the user scope ``glmdesk/glmdesk`` in
+            ``QSettings.defaultFormat()``.
+    """
+
+    def __init__(self, settings: QSettings | None = None) -> None:
+        # QSettings(org, app) would ignore setDefaultFormat(); name the format so that
+        # tests (and portable installs) can redirect it with QSettings.setPath.
+        self.qsettings = settings or QSettings(
+            QSettings.defaultFormat(), QSettings.Scope.UserScope, ORGANIZATION, APPLICATION
+        )
+        self._migrate()
+
+    def _migrate(self) -> None:
+        raw = self.qsettings.value("schema_version")
+        try:
+            version = int(raw) if raw is not None else 0
+        except (TypeError, ValueError):
+            version = 0
+        if version > SCHEMA_VERSION:
+            self.read_only = True  # written by a newer glmdesk: do not clobber it
+            return
+        self.read_only = False
+        if version < SCHEMA_VERSION:
+            if version != 0 or self.qsettings.allKeys():
+                self.qsettings.clear()  # no older schema was ever released
+            self.qsettings.setValue("schema_version", SCHEMA_VERSION)
+
+    def _set(self, key: str, value) -> None:
+        if not self.read_only:
+            self.qsettings.setValue(key, value)
+
+    # Sampling ---------------------------------------------------------------
+    def sampling(self) -> SamplingParams | None:
+        """The saved sampling parameters, or ``None`` when none (or invalid) are saved."""
+        s = self.qsettings
+        if s.value("sampling/temperature") is None:
+            return None
+        try:
+            return SamplingParams(
+                temperature=float(s.value("sampling/temperature")),
+                top_p=float(s.value("sampling/top_p")),
+                top_k=int(s.value("sampling/top_k")),
+                min_p=float(s.value("sampling/min_p")),
+                repetition_penalty=float(s.value("sampling/repetition_penalty")),
+                max_new_tokens=int(s.value("sampling/max_new_tokens")),
+                seed=_opt_int(s.value("sampling/seed")),
+            )
+        except (TypeError, ValueError):
+            return None
+
+    def save_sampling(self, params: SamplingParams) -> None:
+        """Remember ``params``."""
+        for key, value in asdict(params).items():
+            self._set(f"sampling/{key}", "" if value is None else value)
+
+    # System prompt ----------------------------------------------------------
+    def system_prompt(self) -> str:
+        """The saved system prompt (empty when none)."""
+        return str(self.qsettings.value("chat/system_prompt", "") or "")
+
+    def save_system_prompt(self, text: str) -> None:
+        """Remember the system prompt."""
+        self._set("chat/system_prompt", text)
+
+    # KV cache ---------------------------------------------------------------
+    def cache_settings(self) -> CacheSettings:
+        """The saved KV-cache settings, or the defaults."""
+        s = self.qsettings
+        try:
+            return CacheSettings(
+                strategy=str(s.value("cache/strategy", "full")),
+                window=int(s.value("cache/window", 4096)),
+                sinks=int(s.value("cache/sinks", 4)),
+                budget_mib=_opt_float(s.value("cache/budget_mib", "")),
+            )
+        except (TypeError, ValueError):
+            return CacheSettings()
+
+    def save_cache_settings(self, cache: CacheSettings) -> None:
+        """Remember the KV-cache settings."""
+        self._set("cache/strategy", cache.strategy)
+        self._set("cache/window", cache.window)
+        self._set("cache/sinks", cache.sinks)
+        self._set("cache/budget_mib", "" if cache.budget_mib is None else cache.budget_mib)
+
+    # Model ------------------------------------------------------------------
+    def last_model(self) -> LoadSettings:
+        """The last model loaded successfully, or the embedded default."""
+        s = self.qsettings
+        try:
+            model = s.value("model/path", "") or None
+            return LoadSettings(
+                model=str(model) if model else None,
+                quantization=str(s.value("model/quantization", "none")),
+                precision=str(s.value("model/precision", "auto")),
+                device=str(s.value("model/device", "auto")),
+                trust_remote_code=_to_bool(s.value("model/trust_remote_code", False)),
+            )
+        except (TypeError, ValueError):
+            return LoadSettings()
+
+    def save_last_model(self, load: LoadSettings) -> None:
+        """Remember the model that loaded (trust in its own code only for that folder)."""
+        self._set("model/path", load.model or "")
+        self._set("model/quantization", load.quantization)
+        self._set("model/precision", load.precision)
+        self._set("model/device", load.device)
+        self._set("model/trust_remote_code", bool(load.trust_remote_code and load.model))
+
+    # Window -----------------------------------------------------------------
+    def bytes_value(self, key: str) -> QByteArray | None:
+        """A saved byte array (window geometry, splitter state), or ``None``."""
+        value = self.qsettings.value(f"window/{key}")
+        return value if isinstance(value, QByteArray) and not value.isEmpty() else None
+
+    def save_bytes(self, key: str, value: QByteArray) -> None:
+        """Remember a byte array under ``window/<key>``."""
+        self._set(f"window/{key}", value)
+
+    def sync(self) -> None:
+        """Write to disk now."""
+        self.qsettings.sync()

@@ -1,0 +1,418 @@
+"""Sampling, system prompt and KV-cache controls; each says when its change applies.
+
+Sampling controls build a new frozen :class:`SamplingParams` on every change and
+emit it; the window swaps it into the engine's :class:`ParamsBox`, so a slider
+moved mid-answer applies from the next token. The system prompt and the KV-cache
+strategy apply from the next message; model and quantization on reload (Open model).
+A value the engine would refuse (repetition penalty below 1.0, a seed out of range)
+is refused here with the reason, and the previous value stays in force.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtGui import QPalette, QRegularExpressionValidator
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QFrame,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
+    QScrollArea,
+    QSlider,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from glmdesk.core.settings import CACHE_STRATEGIES, CacheSettings, SamplingParams
+
+SEED_MAX = 2**63 - 1
+
+
+def _caption(text: str) -> QLabel:
+    label = QLabel(text)
+    label.setWordWrap(True)
+    label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+    font = label.font()
+    font.setPointSizeF(max(6.0, font.pointSizeF() * 0.9))
+    label.setFont(font)
+    return label
+
+
+class _SliderSpin(QWidget):
+    """A slider and a spin box showing one float value (the spin box is the source of truth)."""
+
+    def __init__(self, minimum: float, maximum: float, step: float, decimals: int, slider_min=None) -> None:
+        super().__init__()
+        self.scale = round(1 / step)
+        self.spin = QDoubleSpinBox()
+        self.spin.setRange(minimum, maximum)
+        self.spin.setSingleStep(step)
+        self.spin.setDecimals(decimals)
+        self.spin.setKeyboardTracking(False)
+        self.slider = QSlider(Qt.Orientation.Horizontal)
+        low = minimum if slider_min is None else slider_min
+        self.slider.setRange(round(low * self.scale), round(maximum * self.scale))
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.slider, 1)
+        layout.addWidget(self.spin)
+        self.slider.valueChanged.connect(self._slider_moved)
+        self.spin.valueChanged.connect(self._spin_changed)
+
+    @Slot(int)
+    def _slider_moved(self, value: int) -> None:
+        self.spin.setValue(value / self.scale)
+
+    @Slot(float)
+    def _spin_changed(self, value: float) -> None:
+        self.slider.blockSignals(True)
+        self.slider.setValue(round(value * self.scale))
+        self.slider.blockSignals(False)
+
+    def value(self) -> float:
+        return round(self.spin.value(), self.spin.decimals())
+
+    def set_value(self, value: float) -> None:
+        self.spin.setValue(value)
+
+
+class Sidebar(QScrollArea):
+    """The settings pane on the right of the chat.
+
+    Signals:
+        params_changed(SamplingParams): New valid sampling parameters (apply from the next token).
+        system_prompt_changed(str): The system prompt changed (applies from the next message).
+        cache_settings_changed(CacheSettings): New KV-cache settings (from the next message).
+        setting_refused(str): A value was refused; the argument is the reason shown.
+    """
+
+    params_changed = Signal(object)
+    system_prompt_changed = Signal(str)
+    cache_settings_changed = Signal(object)
+    setting_refused = Signal(str)
+
+    def __init__(self, params: SamplingParams | None = None, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("sidebar")
+        self.setWidgetResizable(True)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self._params = params or SamplingParams()
+        self._cache = CacheSettings()
+        self._defaults = SamplingParams()
+        self._updating = False
+
+        body = QWidget()
+        column = QVBoxLayout(body)
+        column.setContentsMargins(8, 8, 8, 8)
+        column.addWidget(self._build_sampling())
+        column.addWidget(self._build_system_prompt())
+        column.addWidget(self._build_cache())
+        column.addWidget(self._build_model_note())
+        column.addStretch(1)
+        self.setWidget(body)
+        scrollbar = self.verticalScrollBar().sizeHint().width()
+        self.setMinimumWidth(body.minimumSizeHint().width() + scrollbar + 2)
+        self.set_params(self._params, emit=False)
+        self.set_cache_availability({"full": None})
+
+    # Building ---------------------------------------------------------------
+    def _build_sampling(self) -> QGroupBox:
+        box = QGroupBox(self.tr("Sampling"))
+        form = QFormLayout(box)
+        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        self.temperature = _SliderSpin(0.0, 2.0, 0.01, 2)
+        self.temperature.setToolTip(self.tr("0 means greedy: always the most likely token."))
+        self.top_p = _SliderSpin(0.0, 1.0, 0.01, 2)
+        self.top_p.setToolTip(
+            self.tr("Keep the smallest set of tokens whose probability adds up to this; 1 is off.")
+        )
+        self.top_k = QSpinBox()
+        self.top_k.setRange(0, 1000)
+        self.top_k.setSpecialValueText(self.tr("off"))
+        self.top_k.setKeyboardTracking(False)
+        self.top_k.setToolTip(self.tr("Keep only the k most likely tokens; 0 is off."))
+        self.min_p = QDoubleSpinBox()
+        self.min_p.setRange(0.0, 1.0)
+        self.min_p.setSingleStep(0.01)
+        self.min_p.setKeyboardTracking(False)
+        self.min_p.setSpecialValueText(self.tr("off"))
+        self.min_p.setToolTip(
+            self.tr("Drop tokens less likely than this times the most likely one; 0 is off.")
+        )
+        # The spin box accepts 0-2 so that a value below 1.0 can be refused with its reason.
+        self.repetition_penalty = _SliderSpin(0.0, 2.0, 0.01, 2, slider_min=1.0)
+        self.repetition_penalty.setToolTip(self.tr("1.0 is off; higher values discourage repeating tokens."))
+        self.max_new_tokens = QSpinBox()
+        self.max_new_tokens.setRange(1, 32768)
+        self.max_new_tokens.setKeyboardTracking(False)
+        self.max_new_tokens.setSuffix(self.tr(" tokens"))
+        self.seed = QLineEdit()
+        self.seed.setPlaceholderText(self.tr("random"))
+        self.seed.setValidator(QRegularExpressionValidator(r"\d{0,19}"))
+        self.seed.setToolTip(
+            self.tr("Empty: a new random seed for every answer. Read when an answer starts.")
+        )
+        self.reset_button = QPushButton(self.tr("Model defaults"))
+        self.reset_button.setToolTip(self.tr("Use the model family's published demo settings"))
+        self.refused_label = QLabel()
+        self.refused_label.setWordWrap(True)
+        self.refused_label.setObjectName("refused_label")
+        self.refused_label.setStyleSheet("color: #d9534f;")
+        self.refused_label.hide()
+
+        form.addRow(self.tr("Temperature"), self.temperature)
+        form.addRow(self.tr("Top-p"), self.top_p)
+        form.addRow(self.tr("Top-k"), self.top_k)
+        form.addRow(self.tr("Min-p"), self.min_p)
+        form.addRow(self.tr("Repetition penalty"), self.repetition_penalty)
+        form.addRow(self.tr("Max new tokens"), self.max_new_tokens)
+        form.addRow(self.tr("Seed"), self.seed)
+        form.addRow(self.refused_label)
+        form.addRow(
+            _caption(
+                self.tr(
+                    "Applies from the next token, also to an answer being written. The seed applies from the next message."
+                )
+            )
+        )
+        form.addRow(self.reset_button)
+
+        for spin in (self.temperature.spin, self.top_p.spin, self.repetition_penalty.spin, self.min_p):
+            spin.valueChanged.connect(self._on_sampling_edited)
+        for spin in (self.top_k, self.max_new_tokens):
+            spin.valueChanged.connect(self._on_sampling_edited)
+        self.seed.editingFinished.connect(self._on_sampling_edited)
+        self.reset_button.clicked.connect(self.reset_to_defaults)
+        return box
+
+    def _build_system_prompt(self) -> QGroupBox:
+        box = QGroupBox(self.tr("System prompt"))
+        column = QVBoxLayout(box)
+        self.system_prompt_edit = QPlainTextEdit()
+        self.system_prompt_edit.setPlaceholderText(self.tr("Optional instructions for the model"))
+        self.system_prompt_edit.setMaximumHeight(110)
+        column.addWidget(self.system_prompt_edit)
+        column.addWidget(_caption(self.tr("Applies from the next message.")))
+        self.system_prompt_edit.textChanged.connect(self._on_system_prompt_edited)
+        return box
+
+    def _build_cache(self) -> QGroupBox:
+        box = QGroupBox(self.tr("KV cache"))
+        form = QFormLayout(box)
+        self.cache_combo = QComboBox()
+        names = {
+            "full": self.tr("Full (grows with the conversation)"),
+            "sliding_window": self.tr("Sliding window with attention sinks"),
+            "dynamic": self.tr("Dynamic (full, then window within a budget)"),
+            "quantized": self.tr("Quantized"),
+        }
+        for key in CACHE_STRATEGIES:
+            self.cache_combo.addItem(names.get(key, key), key)
+        self.window_spin = QSpinBox()
+        self.window_spin.setRange(16, 1 << 20)
+        self.window_spin.setSingleStep(256)
+        self.window_spin.setSuffix(self.tr(" tokens"))
+        self.window_spin.setKeyboardTracking(False)
+        self.sinks_spin = QSpinBox()
+        self.sinks_spin.setRange(0, 64)
+        self.sinks_spin.setSuffix(self.tr(" tokens"))
+        self.sinks_spin.setKeyboardTracking(False)
+        self.budget_spin = QSpinBox()
+        self.budget_spin.setRange(0, 1 << 20)
+        self.budget_spin.setSingleStep(256)
+        self.budget_spin.setSuffix(self.tr(" MiB"))
+        self.budget_spin.setSpecialValueText(self.tr("automatic"))
+        self.budget_spin.setKeyboardTracking(False)
+        self.cache_reason = _caption("")
+        self.cache_reason.hide()
+        form.addRow(self.tr("Strategy"), self.cache_combo)
+        form.addRow(self.tr("Window"), self.window_spin)
+        form.addRow(self.tr("Sinks"), self.sinks_spin)
+        form.addRow(self.tr("Budget"), self.budget_spin)
+        form.addRow(self.cache_reason)
+        form.addRow(_caption(self.tr("Applies from the next message.")))
+        self.cache_combo.currentIndexChanged.connect(self._on_cache_edited)
+        for spin in (self.window_spin, self.sinks_spin, self.budget_spin):
+            spin.valueChanged.connect(self._on_cache_edited)
+        return box
+
+    def _build_model_note(self) -> QGroupBox:
+        box = QGroupBox(self.tr("Model"))
+        column = QVBoxLayout(box)
+        column.addWidget(
+            _caption(
+                self.tr(
+                    "Model, precision and quantization apply when a model is loaded: File > Open model (Ctrl+O)."
+                )
+            )
+        )
+        return box
+
+    # Sampling ---------------------------------------------------------------
+    def params(self) -> SamplingParams:
+        """The sampling parameters in force (the last valid ones)."""
+        return self._params
+
+    def set_params(self, params: SamplingParams, emit: bool = True) -> None:
+        """Show ``params`` in the controls and make them the ones in force."""
+        self._updating = True
+        try:
+            self.temperature.set_value(params.temperature)
+            self.top_p.set_value(params.top_p)
+            self.top_k.setValue(params.top_k)
+            self.min_p.setValue(params.min_p)
+            self.repetition_penalty.set_value(params.repetition_penalty)
+            self.max_new_tokens.setValue(params.max_new_tokens)
+            self.seed.setText("" if params.seed is None else str(params.seed))
+        finally:
+            self._updating = False
+        self._params = params
+        self._show_refused("")
+        if emit:
+            self.params_changed.emit(params)
+
+    def set_defaults(self, params: SamplingParams) -> None:
+        """The model family's defaults, used by the Model defaults button."""
+        self._defaults = params
+
+    @Slot()
+    def reset_to_defaults(self) -> None:
+        """Show and apply the model family's defaults."""
+        self.set_params(self._defaults)
+
+    def _show_refused(self, reason: str) -> None:
+        self.refused_label.setText(reason)
+        self.refused_label.setVisible(bool(reason))
+        if reason:
+            self.setting_refused.emit(reason)
+
+    @Slot()
+    def _on_sampling_edited(self) -> None:
+        if self._updating:
+            return
+        penalty = self.repetition_penalty.value()
+        if penalty < 1.0:
+            self._show_refused(
+                self.tr(
+                    "Repetition penalty {value} is refused: below 1.0 it would reward repetition. "
+                    "{kept} stays in force (1.0 is off)."
+                ).format(value=f"{penalty:.2f}", kept=f"{self._params.repetition_penalty:.2f}")
+            )
+            return
+        seed_text = self.seed.text().strip()
+        seed = int(seed_text) if seed_text else None
+        if seed is not None and seed > SEED_MAX:
+            self._show_refused(self.tr("The seed must be at most {maximum}.").format(maximum=SEED_MAX))
+            return
+        try:
+            params = SamplingParams(
+                temperature=self.temperature.value(),
+                top_p=self.top_p.value(),
+                top_k=self.top_k.value(),
+                min_p=round(self.min_p.value(), 2),
+                repetition_penalty=penalty,
+                max_new_tokens=self.max_new_tokens.value(),
+                seed=seed,
+            )
+        except ValueError as exc:  # every range is bounded above; kept as a safety net
+            self._show_refused(str(exc))
+            return
+        self._show_refused("")
+        if params != self._params:
+            self._params = params
+            self.params_changed.emit(params)
+
+    # System prompt ----------------------------------------------------------
+    def system_prompt(self) -> str:
+        """The system prompt text."""
+        return self.system_prompt_edit.toPlainText()
+
+    def set_system_prompt(self, text: str) -> None:
+        """Show ``text`` as the system prompt."""
+        self.system_prompt_edit.setPlainText(text)
+
+    @Slot()
+    def _on_system_prompt_edited(self) -> None:
+        self.system_prompt_changed.emit(self.system_prompt())
+
+    # KV cache ---------------------------------------------------------------
+    def cache_settings(self) -> CacheSettings:
+        """The KV-cache settings in force."""
+        return self._cache
+
+    def set_cache_settings(self, cache: CacheSettings) -> None:
+        """Show ``cache`` in the controls (without emitting)."""
+        self._updating = True
+        try:
+            index = self.cache_combo.findData(cache.strategy)
+            self.cache_combo.setCurrentIndex(max(index, 0))
+            self.window_spin.setValue(cache.window)
+            self.sinks_spin.setValue(cache.sinks)
+            self.budget_spin.setValue(0 if cache.budget_mib is None else int(cache.budget_mib))
+        finally:
+            self._updating = False
+        self._cache = cache
+        self._update_cache_controls()
+
+    def set_cache_availability(self, availability: dict[str, str | None]) -> None:
+        """Enable the strategies the engine accepts; the others show their reason.
+
+        Args:
+            availability: ``{strategy: None or reason}``; a strategy missing from it is
+                unavailable.
+        """
+        model = self.cache_combo.model()
+        for row in range(self.cache_combo.count()):
+            key = self.cache_combo.itemData(row)
+            reason = availability.get(key, self.tr("Not available in this build."))
+            item = model.item(row)
+            item.setEnabled(reason is None)
+            item.setToolTip(reason or "")
+        current = self.cache_combo.currentData()
+        if availability.get(current, "missing") is not None:
+            self.cache_combo.setCurrentIndex(self.cache_combo.findData("full"))
+        self._update_cache_controls()
+
+    def _update_cache_controls(self) -> None:
+        strategy = self.cache_combo.currentData()
+        windowed = strategy in ("sliding_window", "dynamic")
+        self.window_spin.setEnabled(windowed)
+        self.sinks_spin.setEnabled(windowed)
+        self.budget_spin.setEnabled(strategy == "dynamic")
+
+    @Slot()
+    def _on_cache_edited(self) -> None:
+        self._update_cache_controls()
+        if self._updating:
+            return
+        budget = self.budget_spin.value()
+        try:
+            cache = replace(
+                self._cache,
+                strategy=self.cache_combo.currentData(),
+                window=self.window_spin.value(),
+                sinks=self.sinks_spin.value(),
+                budget_mib=float(budget) if budget else None,
+            )
+        except ValueError:
+            self.cache_reason.setText(
+                self.tr(
+                    "Attention sinks must be fewer than the window; the previous KV-cache settings stay in force."
+                )
+            )
+            self.cache_reason.show()
+            return
+        self.cache_reason.hide()
+        if cache != self._cache:
+            self._cache = cache
+            self.cache_settings_changed.emit(cache)

@@ -1,0 +1,59 @@
+"""The status bar: model, device and precision, context used, last TTFT and tokens/s."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QLabel, QStatusBar, QWidget
+
+from glmdesk.ui.load_indicator import LoadIndicator
+
+
+class StatusBar(QStatusBar):
+    """Permanent facts about the model and the last answer, plus the load indicator."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("status_bar")
+        self.model_label = QLabel(self.tr("No model loaded"))
+        self.device_label = QLabel()
+        self.context_label = QLabel()
+        self.speed_label = QLabel()
+        self.load_indicator = LoadIndicator()
+        self.addWidget(self.load_indicator)
+        for label in (self.model_label, self.device_label, self.context_label, self.speed_label):
+            self.addPermanentWidget(label)
+        self._context_length = 0
+
+    def show_model(self, info) -> None:
+        """Show a loaded model (:class:`glmdesk.engine.loader.ModelInfo`)."""
+        self.model_label.setText(self.tr("{name} \u00b7 {family}").format(name=info.name, family=info.family))
+        self.model_label.setToolTip(info.location)
+        if info.quantization and info.quantization != "none":
+            text = self.tr("{device}, {dtype}, {quantization}").format(
+                device=info.device, dtype=info.dtype, quantization=info.quantization
+            )
+        else:
+            text = self.tr("{device}, {dtype}").format(device=info.device, dtype=info.dtype)
+        self.device_label.setText(text)
+        self.device_label.setToolTip("\n".join(info.notes))
+        self._context_length = info.context_length
+        self.show_context(0)
+        self.speed_label.setText("")
+
+    def show_no_model(self) -> None:
+        """Show that no model is loaded."""
+        self.model_label.setText(self.tr("No model loaded"))
+        self.device_label.setText("")
+        self.context_label.setText("")
+        self.speed_label.setText("")
+
+    def show_context(self, used: int) -> None:
+        """Show ``used`` of the model's context length, in tokens."""
+        self.context_label.setText(
+            self.tr("context {used} / {length}").format(used=used, length=self._context_length)
+        )
+
+    def show_speed(self, ttft_s: float, tokens_per_s: float) -> None:
+        """Show the last answer's time to first token (s) and decode speed (tokens/s)."""
+        self.speed_label.setText(
+            self.tr("TTFT {ttft} s, {rate} tokens/s").format(ttft=f"{ttft_s:.2f}", rate=f"{tokens_per_s:.1f}")
+        )

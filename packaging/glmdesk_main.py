@@ -1,0 +1,23 @@
+"""Entry script of the frozen app: PyInstaller starts here, then ``glmdesk.cli.main``."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+
+
+def _main() -> int:
+    multiprocessing.freeze_support()  # a child process of the frozen app must not start the app
+    # A windowed Windows executable has no console: sys.stdout and sys.stderr are None,
+    # and libraries that write progress (tqdm, logging) would fail.
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115 - lives as long as the app
+    from glmdesk.cli import main
+
+    return main()
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main())

@@ -1,0 +1,698 @@
+<?xml version="1.0" encoding="utf-8"?>
+<!DOCTYPE TS>
+<TS version="2.1" language="zh_CN" sourcelanguage="en">
+<context>
+    <name>ConversationListModel</name>
+    <message>
+        <source>Untitled</source>
+        <translation>未命名对话</translation>
+    </message>
+    <message>
+        <source>no model</source>
+        <translation>无模型</translation>
+    </message>
+    <message>
+        <source>{title}
+Updated {when} · {model}</source>
+        <translation>{title}
+更新于 {when} · {model}</translation>
+    </message>
+</context>
+<context>
+    <name>HistoryPanel</name>
+    <message>
+        <source>Search all conversations</source>
+        <translation>搜索所有对话</translation>
+    </message>
+    <message>
+        <source>New</source>
+        <translation>新建</translation>
+    </message>
+    <message>
+        <source>Start a new conversation</source>
+        <translation>开始新对话</translation>
+    </message>
+    <message>
+        <source>Import…</source>
+        <translation>导入…</translation>
+    </message>
+    <message>
+        <source>Import a conversation from JSON</source>
+        <translation>从 JSON 文件导入对话</translation>
+    </message>
+    <message>
+        <source>Undo</source>
+        <translation>撤销</translation>
+    </message>
+    <message>
+        <source>Rename</source>
+        <translation>重命名</translation>
+    </message>
+    <message>
+        <source>Duplicate</source>
+        <translation>创建副本</translation>
+    </message>
+    <message>
+        <source>Copy as Markdown</source>
+        <translation>复制为 Markdown</translation>
+    </message>
+    <message>
+        <source>Export as Markdown…</source>
+        <translation>导出为 Markdown…</translation>
+    </message>
+    <message>
+        <source>Export as JSON…</source>
+        <translation>导出为 JSON…</translation>
+    </message>
+    <message>
+        <source>Delete</source>
+        <translation>删除</translation>
+    </message>
+    <message>
+        <source>Untitled</source>
+        <translation>未命名对话</translation>
+    </message>
+    <message>
+        <source>Deleted “{title}”.</source>
+        <translation>已删除“{title}”。</translation>
+    </message>
+    <message>
+        <source>{title} (copy)</source>
+        <translation>{title}（副本）</translation>
+    </message>
+    <message>
+        <source>System</source>
+        <translation>系统</translation>
+    </message>
+    <message>
+        <source>User</source>
+        <translation>用户</translation>
+    </message>
+    <message>
+        <source>Assistant</source>
+        <translation>助手</translation>
+    </message>
+    <message>
+        <source>(unfinished)</source>
+        <translation>（未完成）</translation>
+    </message>
+    <message>
+        <source>(stopped)</source>
+        <translation>（已停止）</translation>
+    </message>
+    <message>
+        <source>(failed)</source>
+        <translation>（失败）</translation>
+    </message>
+    <message>
+        <source>conversation</source>
+        <translation>对话</translation>
+    </message>
+    <message>
+        <source>Markdown (*.md)</source>
+        <translation>Markdown 文件 (*.md)</translation>
+    </message>
+    <message>
+        <source>JSON (*.json)</source>
+        <translation>JSON 文件 (*.json)</translation>
+    </message>
+    <message>
+        <source>Export conversation</source>
+        <translation>导出对话</translation>
+    </message>
+    <message>
+        <source>Export failed</source>
+        <translation>导出失败</translation>
+    </message>
+    <message>
+        <source>Could not write {path}: {error}</source>
+        <translation>无法写入 {path}：{error}</translation>
+    </message>
+    <message>
+        <source>Import conversation</source>
+        <translation>导入对话</translation>
+    </message>
+    <message>
+        <source>Import failed</source>
+        <translation>导入失败</translation>
+    </message>
+    <message>
+        <source>Could not import {path}: {error}</source>
+        <translation>无法导入 {path}：{error}</translation>
+    </message>
+</context>
+<context>
+    <name>InputBox</name>
+    <message>
+        <source>Type a message. Enter sends, Shift+Enter adds a line, Esc stops the answer.</source>
+        <translation>输入消息。Enter 发送，Shift+Enter 换行，Esc 停止回答。</translation>
+    </message>
+    <message>
+        <source>Send</source>
+        <translation>发送</translation>
+    </message>
+    <message>
+        <source>Send the message (Enter)</source>
+        <translation>发送消息（Enter）</translation>
+    </message>
+    <message>
+        <source>Stop</source>
+        <translation>停止</translation>
+    </message>
+    <message>
+        <source>Stop the answer (Esc); the text so far is kept</source>
+        <translation>停止回答（Esc），已生成的内容会保留</translation>
+    </message>
+</context>
+<context>
+    <name>LoadIndicator</name>
+    <message>
+        <source>Cancel</source>
+        <translation>取消</translation>
+    </message>
+    <message>
+        <source>Stop loading; the previous model stays in use</source>
+        <translation>停止加载，继续使用之前的模型</translation>
+    </message>
+    <message>
+        <source>Finding the model</source>
+        <translation>正在查找模型</translation>
+    </message>
+    <message>
+        <source>Converting (first use only)</source>
+        <translation>正在转换（仅首次使用）</translation>
+    </message>
+    <message>
+        <source>Checking weight files</source>
+        <translation>正在检查权重文件</translation>
+    </message>
+    <message>
+        <source>Loading weights</source>
+        <translation>正在加载权重</translation>
+    </message>
+    <message>
+        <source>Preparing</source>
+        <translation>正在准备</translation>
+    </message>
+    <message>
+        <source>Ready</source>
+        <translation>就绪</translation>
+    </message>
+    <message>
+        <source>Loading {name}...</source>
+        <translation>正在加载 {name}…</translation>
+    </message>
+    <message>
+        <source>{stage}: {done} of {total}</source>
+        <translation>{stage}：{done}/{total}</translation>
+    </message>
+    <message>
+        <source>Cancelling...</source>
+        <translation>正在取消…</translation>
+    </message>
+</context>
+<context>
+    <name>MainWindow</name>
+    <message>
+        <source>glmdesk</source>
+        <translation>glmdesk</translation>
+    </message>
+    <message>
+        <source>&amp;Open model...</source>
+        <translation>打开模型(&amp;O)…</translation>
+    </message>
+    <message>
+        <source>&amp;New chat</source>
+        <translation>新建对话(&amp;N)</translation>
+    </message>
+    <message>
+        <source>&amp;Quit</source>
+        <translation>退出(&amp;Q)</translation>
+    </message>
+    <message>
+        <source>&amp;Stop answer</source>
+        <translation>停止回答(&amp;S)</translation>
+    </message>
+    <message>
+        <source>&amp;Regenerate last answer</source>
+        <translation>重新生成上一个回答(&amp;R)</translation>
+    </message>
+    <message>
+        <source>&amp;Copy last answer</source>
+        <translation>复制上一个回答(&amp;C)</translation>
+    </message>
+    <message>
+        <source>Show &amp;settings</source>
+        <translation>显示设置(&amp;S)</translation>
+    </message>
+    <message>
+        <source>&amp;File</source>
+        <translation>文件(&amp;F)</translation>
+    </message>
+    <message>
+        <source>&amp;Chat</source>
+        <translation>对话(&amp;C)</translation>
+    </message>
+    <message>
+        <source>&amp;View</source>
+        <translation>视图(&amp;V)</translation>
+    </message>
+    <message>
+        <source>the embedded model</source>
+        <translation>内置模型</translation>
+    </message>
+    <message>
+        <source>{model} - glmdesk</source>
+        <translation>{model} - glmdesk</translation>
+    </message>
+    <message>
+        <source>{error} {model} stays in use.</source>
+        <translation>{error}继续使用 {model}。</translation>
+    </message>
+    <message>
+        <source>{error} The embedded model is loaded instead.</source>
+        <translation>{error}已改为加载内置模型。</translation>
+    </message>
+    <message>
+        <source>Wait until the model has loaded, then send your message again.</source>
+        <translation>请等待模型加载完成后再发送消息。</translation>
+    </message>
+    <message>
+        <source>Stopped before the first token.</source>
+        <translation>在生成第一个 token 之前已停止。</translation>
+    </message>
+    <message>
+        <source>max tokens reached</source>
+        <translation>已达到最大 token 数</translation>
+    </message>
+    <message>
+        <source>stopped</source>
+        <translation>已停止</translation>
+    </message>
+    <message>
+        <source>failed</source>
+        <translation>失败</translation>
+    </message>
+    <message>
+        <source>{tokens} tokens, {rate} tokens/s, first token after {ttft} s</source>
+        <translation>{tokens} 个 token，{rate} token/秒，首 token 延迟 {ttft} 秒</translation>
+    </message>
+    <message>
+        <source>{stats} ({reason})</source>
+        <translation>{stats}（{reason}）</translation>
+    </message>
+    <message>
+        <source>Left out of the model&apos;s context: the conversation is longer than the context window.</source>
+        <translation>未放入模型上下文：对话长度超出了上下文窗口。</translation>
+    </message>
+    <message>
+        <source>{count} earlier messages were left out of the context.</source>
+        <translation>有 {count} 条较早的消息未放入上下文。</translation>
+    </message>
+    <message>
+        <source>Answer copied.</source>
+        <translation>已复制回答。</translation>
+    </message>
+    <message>
+        <source>Message copied.</source>
+        <translation>已复制消息。</translation>
+    </message>
+</context>
+<context>
+    <name>MemoryGauge</name>
+    <message>
+        <source>CPU (looking for a GPU)</source>
+        <translation>CPU（正在查找 GPU）</translation>
+    </message>
+    <message>
+        <source>GPU: {device}</source>
+        <translation>GPU：{device}</translation>
+    </message>
+    <message>
+        <source>CPU, no GPU found</source>
+        <translation>CPU，未找到 GPU</translation>
+    </message>
+    <message>
+        <source>nvidia-ml-py is not installed, so GPU memory cannot be read.</source>
+        <translation>未安装 nvidia-ml-py，无法读取显存用量。</translation>
+    </message>
+    <message>
+        <source>The NVIDIA driver&apos;s NVML library was not found.</source>
+        <translation>未找到 NVIDIA 驱动的 NVML 库。</translation>
+    </message>
+    <message>
+        <source>The NVIDIA driver did not answer.</source>
+        <translation>NVIDIA 驱动没有响应。</translation>
+    </message>
+    <message>
+        <source>No NVIDIA GPU was found.</source>
+        <translation>未找到 NVIDIA GPU。</translation>
+    </message>
+    <message>
+        <source>{used} of {total} used on the GPU</source>
+        <translation>GPU 显存已用 {used}，共 {total}</translation>
+    </message>
+    <message>
+        <source>This process uses {used} of {total} RAM</source>
+        <translation>本进程占用内存 {used}，共 {total}</translation>
+    </message>
+    <message>
+        <source>&lt;span style=&quot;color:{wc}&quot;&gt;&amp;#9632;&lt;/span&gt;&amp;nbsp;weights&amp;nbsp;{weights} &lt;span style=&quot;color:{kc}&quot;&gt;&amp;#9632;&lt;/span&gt;&amp;nbsp;KV&amp;nbsp;cache&amp;nbsp;{kv} &lt;span style=&quot;color:{oc}&quot;&gt;&amp;#9632;&lt;/span&gt;&amp;nbsp;other&amp;nbsp;{other}</source>
+        <translation>&lt;span style=&quot;color:{wc}&quot;&gt;&amp;#9632;&lt;/span&gt;&amp;nbsp;权重&amp;nbsp;{weights} &lt;span style=&quot;color:{kc}&quot;&gt;&amp;#9632;&lt;/span&gt;&amp;nbsp;KV&amp;nbsp;缓存&amp;nbsp;{kv} &lt;span style=&quot;color:{oc}&quot;&gt;&amp;#9632;&lt;/span&gt;&amp;nbsp;其他&amp;nbsp;{other}</translation>
+    </message>
+</context>
+<context>
+    <name>MessageWidget</name>
+    <message>
+        <source>Copy</source>
+        <translation>复制</translation>
+    </message>
+    <message>
+        <source>Copy this message as Markdown</source>
+        <translation>以 Markdown 格式复制此消息</translation>
+    </message>
+    <message>
+        <source>You</source>
+        <translation>你</translation>
+    </message>
+    <message>
+        <source>System</source>
+        <translation>系统</translation>
+    </message>
+    <message>
+        <source>Assistant</source>
+        <translation>助手</translation>
+    </message>
+    <message>
+        <source>writing...</source>
+        <translation>生成中…</translation>
+    </message>
+</context>
+<context>
+    <name>NoticeBar</name>
+    <message>
+        <source>Dismiss</source>
+        <translation>关闭</translation>
+    </message>
+</context>
+<context>
+    <name>OpenModelDialog</name>
+    <message>
+        <source>Open model</source>
+        <translation>打开模型</translation>
+    </message>
+    <message>
+        <source>Empty: the embedded default model</source>
+        <translation>留空：使用内置的默认模型</translation>
+    </message>
+    <message>
+        <source>A model folder, a .gguf file, or a hub id such as THUDM/chatglm3-6b</source>
+        <translation>模型文件夹、.gguf 文件，或 Hub 模型 ID（如 THUDM/chatglm3-6b）</translation>
+    </message>
+    <message>
+        <source>Folder...</source>
+        <translation>文件夹…</translation>
+    </message>
+    <message>
+        <source>.gguf file...</source>
+        <translation>.gguf 文件…</translation>
+    </message>
+    <message>
+        <source>Embedded</source>
+        <translation>内置模型</translation>
+    </message>
+    <message>
+        <source>SmolLM2-135M-Instruct, shipped with glmdesk</source>
+        <translation>SmolLM2-135M-Instruct，随 glmdesk 一起提供</translation>
+    </message>
+    <message>
+        <source>None</source>
+        <translation>无</translation>
+    </message>
+    <message>
+        <source>8-bit (bitsandbytes LLM.int8)</source>
+        <translation>8 位（bitsandbytes LLM.int8）</translation>
+    </message>
+    <message>
+        <source>4-bit NF4 (bitsandbytes)</source>
+        <translation>4 位 NF4（bitsandbytes）</translation>
+    </message>
+    <message>
+        <source>Automatic</source>
+        <translation>自动</translation>
+    </message>
+    <message>
+        <source>CPU</source>
+        <translation>CPU</translation>
+    </message>
+    <message>
+        <source>GPU (CUDA)</source>
+        <translation>GPU（CUDA）</translation>
+    </message>
+    <message>
+        <source>Only for folders you trust: the model&apos;s own code runs with your permissions. ChatGLM2/3 and GLM-4 run without it.</source>
+        <translation>仅用于你信任的文件夹：模型自带的代码将以你的权限运行。ChatGLM2/3 和 GLM-4 无需此项即可运行。</translation>
+    </message>
+    <message>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>Quantization</source>
+        <translation>量化</translation>
+    </message>
+    <message>
+        <source>Precision</source>
+        <translation>精度</translation>
+    </message>
+    <message>
+        <source>Device</source>
+        <translation>设备</translation>
+    </message>
+    <message>
+        <source>The model, precision and quantization apply when loading finishes; the current model stays in use until then.</source>
+        <translation>模型、精度和量化设置在加载完成后生效；在此之前继续使用当前模型。</translation>
+    </message>
+    <message>
+        <source>{option}: {reason}</source>
+        <translation>{option}：{reason}</translation>
+    </message>
+    <message>
+        <source>Choose a model folder</source>
+        <translation>选择模型文件夹</translation>
+    </message>
+    <message>
+        <source>Choose a GGUF file</source>
+        <translation>选择 GGUF 文件</translation>
+    </message>
+    <message>
+        <source>GGUF models (*.gguf)</source>
+        <translation>GGUF 模型 (*.gguf)</translation>
+    </message>
+    <message>
+        <source>Run the Python code shipped in the folder “{folder}”</source>
+        <translation>运行文件夹“{folder}”中自带的 Python 代码</translation>
+    </message>
+    <message>
+        <source>Run the Python code shipped in a model folder (choose a folder first)</source>
+        <translation>运行模型文件夹中自带的 Python 代码（请先选择文件夹）</translation>
+    </message>
+</context>
+<context>
+    <name>SearchResultModel</name>
+    <message>
+        <source>Untitled</source>
+        <translation>未命名对话</translation>
+    </message>
+</context>
+<context>
+    <name>Sidebar</name>
+    <message>
+        <source>Sampling</source>
+        <translation>采样</translation>
+    </message>
+    <message>
+        <source>0 means greedy: always the most likely token.</source>
+        <translation>0 表示贪心解码：总是选择概率最高的 token。</translation>
+    </message>
+    <message>
+        <source>Keep the smallest set of tokens whose probability adds up to this; 1 is off.</source>
+        <translation>只保留累计概率达到该值的最小 token 集合；1 表示关闭。</translation>
+    </message>
+    <message>
+        <source>off</source>
+        <translation>关闭</translation>
+    </message>
+    <message>
+        <source>Keep only the k most likely tokens; 0 is off.</source>
+        <translation>只保留概率最高的 k 个 token；0 表示关闭。</translation>
+    </message>
+    <message>
+        <source>Drop tokens less likely than this times the most likely one; 0 is off.</source>
+        <translation>丢弃概率低于“最高概率 × 该值”的 token；0 表示关闭。</translation>
+    </message>
+    <message>
+        <source>1.0 is off; higher values discourage repeating tokens.</source>
+        <translation>1.0 表示关闭；数值越大，越抑制重复的 token。</translation>
+    </message>
+    <message>
+        <source> tokens</source>
+        <translation> 个 token</translation>
+    </message>
+    <message>
+        <source>random</source>
+        <translation>随机</translation>
+    </message>
+    <message>
+        <source>Empty: a new random seed for every answer. Read when an answer starts.</source>
+        <translation>留空：每次回答使用新的随机种子。在回答开始时读取。</translation>
+    </message>
+    <message>
+        <source>Model defaults</source>
+        <translation>模型默认值</translation>
+    </message>
+    <message>
+        <source>Use the model family&apos;s published demo settings</source>
+        <translation>使用该模型系列官方演示的设置</translation>
+    </message>
+    <message>
+        <source>Temperature</source>
+        <translation>温度</translation>
+    </message>
+    <message>
+        <source>Top-p</source>
+        <translation>Top-p</translation>
+    </message>
+    <message>
+        <source>Top-k</source>
+        <translation>Top-k</translation>
+    </message>
+    <message>
+        <source>Min-p</source>
+        <translation>Min-p</translation>
+    </message>
+    <message>
+        <source>Repetition penalty</source>
+        <translation>重复惩罚</translation>
+    </message>
+    <message>
+        <source>Max new tokens</source>
+        <translation>最大新 token 数</translation>
+    </message>
+    <message>
+        <source>Seed</source>
+        <translation>随机种子</translation>
+    </message>
+    <message>
+        <source>Applies from the next token, also to an answer being written. The seed applies from the next message.</source>
+        <translation>从下一个 token 起生效，对正在生成的回答同样有效。随机种子从下一条消息起生效。</translation>
+    </message>
+    <message>
+        <source>System prompt</source>
+        <translation>系统提示词</translation>
+    </message>
+    <message>
+        <source>Optional instructions for the model</source>
+        <translation>给模型的指令（可选）</translation>
+    </message>
+    <message>
+        <source>Applies from the next message.</source>
+        <translation>从下一条消息起生效。</translation>
+    </message>
+    <message>
+        <source>KV cache</source>
+        <translation>KV 缓存</translation>
+    </message>
+    <message>
+        <source>Full (grows with the conversation)</source>
+        <translation>完整（随对话增长）</translation>
+    </message>
+    <message>
+        <source>Sliding window with attention sinks</source>
+        <translation>滑动窗口 + 注意力汇聚 token</translation>
+    </message>
+    <message>
+        <source>Dynamic (full, then window within a budget)</source>
+        <translation>动态（先完整保留，接近预算时改用窗口）</translation>
+    </message>
+    <message>
+        <source>Quantized</source>
+        <translation>量化</translation>
+    </message>
+    <message>
+        <source> MiB</source>
+        <translation> MiB</translation>
+    </message>
+    <message>
+        <source>automatic</source>
+        <translation>自动</translation>
+    </message>
+    <message>
+        <source>Strategy</source>
+        <translation>策略</translation>
+    </message>
+    <message>
+        <source>Window</source>
+        <translation>窗口大小</translation>
+    </message>
+    <message>
+        <source>Sinks</source>
+        <translation>汇聚 token</translation>
+    </message>
+    <message>
+        <source>Budget</source>
+        <translation>内存预算</translation>
+    </message>
+    <message>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>Model, precision and quantization apply when a model is loaded: File &gt; Open model (Ctrl+O).</source>
+        <translation>模型、精度和量化在加载模型时生效：文件 &gt; 打开模型（Ctrl+O）。</translation>
+    </message>
+    <message>
+        <source>Repetition penalty {value} is refused: below 1.0 it would reward repetition. {kept} stays in force (1.0 is off).</source>
+        <translation>重复惩罚 {value} 无效：低于 1.0 会鼓励重复。继续使用 {kept}（1.0 表示关闭）。</translation>
+    </message>
+    <message>
+        <source>The seed must be at most {maximum}.</source>
+        <translation>随机种子不能大于 {maximum}。</translation>
+    </message>
+    <message>
+        <source>Not available in this build.</source>
+        <translation>此版本不支持。</translation>
+    </message>
+    <message>
+        <source>Attention sinks must be fewer than the window; the previous KV-cache settings stay in force.</source>
+        <translation>注意力汇聚 token 数必须小于窗口大小；继续使用之前的 KV 缓存设置。</translation>
+    </message>
+</context>
+<context>
+    <name>StatusBar</name>
+    <message>
+        <source>No model loaded</source>
+        <translation>未加载模型</translation>
+    </message>
+    <message>
+        <source>{name} · {family}</source>
+        <translation>{name} · {family}</translation>
+    </message>
+    <message>
+        <source>{device}, {dtype}, {quantization}</source>
+        <translation>{device}，{dtype}，{quantization}</translation>
+    </message>
+    <message>
+        <source>{device}, {dtype}</source>
+        <translation>{device}，{dtype}</translation>
+    </message>
+    <message>
+        <source>context {used} / {length}</source>
+        <translation>上下文 {used} / {length}</translation>
+    </message>
+    <message>
+        <source>TTFT {ttft} s, {rate} tokens/s</source>
+        <translation>首 token 延迟 {ttft} 秒，{rate} token/秒</translation>
+    </message>
+</context>
+</TS>
