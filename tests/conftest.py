@@ -8,6 +8,8 @@ import tempfile
 import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# Tests never reach a model hub.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # One converted copy of the embedded model for the whole run (and later runs).
 os.environ.setdefault("GLMDESK_MODEL_CACHE", os.path.join(tempfile.gettempdir(), "glmdesk-test-models"))
 

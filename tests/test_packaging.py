@@ -109,7 +109,8 @@ def test_icns_holds_the_macos_sizes():
         assert png_size(elements[kind])[:2] == (size, size), kind
 
 
-def test_icon_script_renders_the_set(tmp_path):
+def test_icon_script_renders_the_set(tmp_path, qapp):
+    """(``qapp``: the test run's QApplication, so the script does not make a bare one.)"""
     sys.path.insert(0, str(ROOT / "packaging"))
     try:
         import make_icons

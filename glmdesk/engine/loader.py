@@ -233,6 +233,24 @@ def _stop_ids(model, tokenizer) -> frozenset[int]:
     return frozenset(ids)
 
 
+def _check_hub_reachable(repo_id: str) -> None:
+    """Refuse a hub id at once when the hub is switched off and the model is not cached.
+
+    Raises:
+        GlmdeskError: ``offline``.
+    """
+    from huggingface_hub import constants, try_to_load_from_cache
+
+    cached = try_to_load_from_cache(repo_id, "config.json")
+    if constants.HF_HUB_OFFLINE and not isinstance(cached, str):
+        raise GlmdeskError(
+            "offline",
+            f"The model {repo_id} is not on this computer and downloading is switched off "
+            "(offline mode). Open a local folder or .gguf file instead.",
+            model=repo_id,
+        )
+
+
 def _quantization_config(quantization: str, dtype: torch.dtype):
     from transformers import BitsAndBytesConfig
 
@@ -305,6 +323,7 @@ def load_model(
     else:
         folder = source.location
         family = "hub"
+        _check_hub_reachable(source.location)
 
     report("loading")
     from transformers import AutoModelForCausalLM, AutoTokenizer

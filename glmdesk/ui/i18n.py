@@ -106,6 +106,19 @@ def translations_folder() -> Path:
         return Path(__file__).resolve().parents[2] / "resources" / "translations"
 
 
+def qt_translations_folders() -> list[Path]:
+    """Where Qt's own ``qtbase_<lang>.qm`` may be: Qt's configured folder, then PySide6's own.
+
+    The second covers bundles whose Qt prefix is not configured (PyInstaller copies the
+    files to ``PySide6/Qt/translations``).
+    """
+    import PySide6
+
+    folders = [Path(QLibraryInfo.path(QLibraryInfo.LibraryPath.TranslationsPath))]
+    folders.append(Path(PySide6.__file__).resolve().parent / "Qt" / "translations")
+    return folders
+
+
 def _remove_ours(app: QCoreApplication) -> None:
     """Uninstall translators a previous call installed (tests switch languages)."""
     for translator in app.findChildren(QTranslator):
@@ -146,7 +159,8 @@ def install_translators(app: QCoreApplication, language: str | None = None) -> s
     if code == SOURCE_LANGUAGE:
         return code
     # Qt's own strings first; ours are installed last and so are asked first.
-    qt_folder = QLibraryInfo.path(QLibraryInfo.LibraryPath.TranslationsPath)
-    _load(app, f"qtbase_{code}", qt_folder)
+    for folder in qt_translations_folders():
+        if _load(app, f"qtbase_{code}", str(folder)):
+            break
     _load(app, f"glmdesk_{code}", str(translations_folder()))
     return code

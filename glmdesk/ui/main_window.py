@@ -384,6 +384,7 @@ class MainWindow(QMainWindow):
             self.chat_view.append_text(chunk.text)
         self.gauge.set_kv_bytes(chunk.cache.kv_bytes)
         self.status.show_context(chunk.prompt_tokens + chunk.n_generated)
+        self.status.show_cache(chunk.cache)
         self.chunk_shown.emit(request_id, chunk)
 
     @Slot(int, object)

@@ -17,9 +17,17 @@ class StatusBar(QStatusBar):
         self.device_label = QLabel()
         self.context_label = QLabel()
         self.speed_label = QLabel()
+        self.cache_label = QLabel()
+        self.cache_label.setObjectName("cache_label")
         self.load_indicator = LoadIndicator()
         self.addWidget(self.load_indicator)
-        for label in (self.model_label, self.device_label, self.context_label, self.speed_label):
+        for label in (
+            self.model_label,
+            self.device_label,
+            self.context_label,
+            self.cache_label,
+            self.speed_label,
+        ):
             self.addPermanentWidget(label)
         self._context_length = 0
 
@@ -50,6 +58,21 @@ class StatusBar(QStatusBar):
         """Show ``used`` of the model's context length, in tokens."""
         self.context_label.setText(
             self.tr("context {used} / {length}").format(used=used, length=self._context_length)
+        )
+
+    def show_cache(self, stats) -> None:
+        """Show the KV cache's state when it has evicted tokens or switched to the window.
+
+        Args:
+            stats: :class:`glmdesk.engine.chunk.CacheStats` of the newest chunk.
+        """
+        if stats.evicted <= 0 and stats.state != "windowed":
+            self.cache_label.setText("")
+            return
+        self.cache_label.setText(
+            self.tr("KV cache: {held} of {seen} tokens held, {evicted} evicted").format(
+                held=stats.tokens_held, seen=stats.tokens_seen, evicted=stats.evicted
+            )
         )
 
     def show_speed(self, ttft_s: float, tokens_per_s: float) -> None:

@@ -691,8 +691,19 @@ Updated {when} · {model}</source>
         <translation>上下文 {used} / {length}</translation>
     </message>
     <message>
+        <source>KV cache: {held} of {seen} tokens held, {evicted} evicted</source>
+        <translation>KV 缓存：保留 {held} / {seen} 个 token，已淘汰 {evicted} 个</translation>
+    </message>
+    <message>
         <source>TTFT {ttft} s, {rate} tokens/s</source>
         <translation>首 token 延迟 {ttft} 秒，{rate} token/秒</translation>
+    </message>
+</context>
+<context>
+    <name>app</name>
+    <message>
+        <source>The chat history could not be opened ({detail}); this session will not be saved.</source>
+        <translation>无法打开聊天记录（{detail}），本次会话不会被保存。</translation>
     </message>
 </context>
 </TS>

@@ -146,3 +146,14 @@ def test_closing_mid_answer_saves_the_partial_answer(qtbot, make_window, shared_
     assert [m.role for m in stored] == ["user", "assistant"]
     assert stored[-1].complete and stored[-1].finish_reason == "cancelled" and stored[-1].text
     history.close()
+
+
+def test_status_bar_says_when_the_window_cache_evicts(qtbot, window):
+    from glmdesk.core.settings import CacheSettings
+
+    window.sidebar.set_cache_settings(CacheSettings("sliding_window", window=32, sinks=4))
+    window.sidebar.set_params(replace(window.sidebar.params(), max_new_tokens=40))
+    final = send(qtbot, window, "Write a long story about a lighthouse keeper.")
+    assert final.cache.strategy == "sliding_window" and final.cache.evicted > 0
+    assert final.cache.tokens_held == 36
+    assert "evicted" in window.status.cache_label.text()

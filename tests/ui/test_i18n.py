@@ -200,10 +200,18 @@ def _untranslated(texts: list[tuple[str, str]]) -> dict[str, str]:
 
 
 def _build_window():
-    """The window as ``glmdesk/ui/app.py`` builds it, without loading a model."""
+    """The window as ``glmdesk/ui/app.py`` builds it (history panel included), no model loaded.
+
+    Returns:
+        ``(window, history)``; the caller closes both.
+    """
+    from glmdesk.ui.app import open_history
     from glmdesk.ui.main_window import MainWindow
 
-    return MainWindow()
+    window = MainWindow()
+    controller = open_history(window)
+    assert controller is not None, window.notice.text()
+    return window, controller.history
 
 
 def _fill_window(window) -> None:
@@ -221,6 +229,9 @@ def _fill_window(window) -> None:
     window.status.show_model(info)
     window.status.show_context(120)
     window.status.show_speed(0.42, 12.5)
+    window.status.show_cache(
+        SimpleNamespace(evicted=512, state="windowed", tokens_held=4096, tokens_seen=4608)
+    )
     window.status.load_indicator.start("chatglm3-6b")
     window.status.load_indicator.update_progress("loading", 1, 3)
     window.chat_view.add_message("user", "你好")
@@ -228,23 +239,19 @@ def _fill_window(window) -> None:
 
 
 def test_visible_strings_are_translated(qtbot, chinese) -> None:
-    from glmdesk.core.history import History
-    from glmdesk.ui.history_panel import HistoryPanel
     from glmdesk.ui.open_model_dialog import OpenModelDialog
 
-    window = _build_window()
+    window, history = _build_window()
     qtbot.addWidget(window)
-    with History() as history:
-        panel = HistoryPanel(history)
-        window.set_history_panel(panel)
+    try:
         _fill_window(window)
         window.show()
         dialog = OpenModelDialog(window.store.last_model(), {}, window)
         qtbot.addWidget(dialog)
         texts = _visible_texts(window) + _visible_texts(dialog)
-        for menu in window.menuBar().findChildren(QMenu):
-            texts.append(("QMenu.title", _plain(menu.title())))
+    finally:
         window.close()
+        history.close()
     assert any(CJK.search(t) for _, t in texts)
     offenders = _untranslated(texts)
     unexpected = {t: w for t, w in offenders.items() if t not in KNOWN_UNWRAPPED}
