@@ -47,7 +47,7 @@ import torch
 
 from glmdesk.core.errors import GlmdeskError
 from glmdesk.engine.chatglm.detect import detect_family, is_original_checkpoint, read_config, rope_ratio
-from glmdesk.engine.chatglm.safetensors_io import ShardReader, open_shard, write_safetensors
+from glmdesk.engine.chatglm.safetensors_io import ST_SIZES, ShardReader, open_shard, write_safetensors
 
 #: Bumped when the output of the conversion changes; part of the cache key.
 CONVERTER_VERSION = 1
@@ -549,7 +549,7 @@ def _write_metadata(src: Path, tmp: Path, config: dict[str, Any], family: str, w
             numel = 1
             for d in shape:
                 numel *= d
-            nbytes = numel * _DTYPE_SIZES[dtype]
+            nbytes = numel * ST_SIZES[dtype]
             total_size += nbytes
             dtypes[dtype] = dtypes.get(dtype, 0) + nbytes
     if n > 1:
@@ -573,16 +573,4 @@ def _write_metadata(src: Path, tmp: Path, config: dict[str, Any], family: str, w
     return dtype
 
 
-_DTYPE_SIZES = {
-    "F64": 8,
-    "F32": 4,
-    "F16": 2,
-    "BF16": 2,
-    "I64": 8,
-    "I32": 4,
-    "I16": 2,
-    "I8": 1,
-    "U8": 1,
-    "BOOL": 1,
-}
 _DTYPE_NAMES = {"F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16"}

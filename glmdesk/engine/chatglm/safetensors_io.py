@@ -38,7 +38,7 @@ _TORCH_TO_ST = {
     torch.uint8: "U8",
     torch.bool: "BOOL",
 }
-_ST_SIZES = {
+ST_SIZES = {
     "F64": 8,
     "F32": 4,
     "F16": 2,
@@ -158,7 +158,7 @@ def write_safetensors(
         numel = 1
         for d in shape:
             numel *= d
-        size = numel * _ST_SIZES[dtype]
+        size = numel * ST_SIZES[dtype]
         header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [offset, offset + size]}
         offset += size
     raw = json.dumps(header, separators=(",", ":")).encode("utf-8")
