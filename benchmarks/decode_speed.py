@@ -207,15 +207,81 @@ def decode_tokens(model, ids: torch.Tensor, new: int) -> list[int]:
     return out
 
 
-def llama_cpp_row() -> None:
+def llama_cpp_row(pairs: int = 3, new: int = 200) -> None:
+    """Our decode loop (fp32 transformers weights) against llama.cpp (the Q4_1 GGUF itself).
+
+    Same prompt ids, ``new`` greedy tokens each (end-of-sequence ignored by both),
+    alternating runs; decode tokens/s after the first token.
+    """
     print("\n## 3. llama.cpp on the same GGUF")
     if importlib.util.find_spec("llama_cpp") is None:
         print(
             "skipped: llama-cpp-python is not installed (pip install 'glmdesk[llamacpp]'; compiles ~10 min)"
         )
         return
+    import llama_cpp
+
+    from glmdesk.core.messages import ChatMessage
+    from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
+    from glmdesk.engine.generate import stream_chat
+    from glmdesk.engine.loader import load_model
+
+    loaded = load_model(LoadSettings())
+    messages = [ChatMessage("user", "Write a long story about a lighthouse keeper and a storm.")]
+    prompt = loaded.prompt_format.encode(messages)
+
+    class NoStop:
+        name = loaded.prompt_format.name
+        stop_ids = frozenset()
+
+        def encode(self, msgs):
+            return prompt
+
+        def reply_filter(self):
+            return lambda text: text
+
+    loaded.prompt_format = NoStop()
+    threads = torch.get_num_threads()
+    llm = llama_cpp.Llama(
+        model_path=str(embedded_gguf_path()), n_ctx=1024, n_threads=threads, verbose=False, seed=0
+    )
+
+    def ours() -> float:
+        last = None
+        for chunk in stream_chat(
+            loaded, messages, ParamsBox(SamplingParams(temperature=0.0, max_new_tokens=new))
+        ):
+            last = chunk
+        return last.tokens_per_s
+
+    def theirs() -> float:
+        llm.reset()
+        first = None
+        count = 0
+        for _token in llm.generate(prompt, top_k=1, top_p=1.0, temp=0.0, repeat_penalty=1.0, reset=True):
+            count += 1
+            if count == 1:
+                first = time.perf_counter()
+            if count == new:
+                break
+        return (count - 1) / (time.perf_counter() - first)
+
+    ours(), theirs()  # warm-up
+    rows = []
+    for i in range(pairs):
+        if i % 2 == 0:
+            a = ours()
+            b = theirs()
+        else:
+            b = theirs()
+            a = ours()
+        rows.append((a, b))
+        print(f"pair {i + 1}: glmdesk {a:6.2f} tokens/s   llama.cpp {b:6.2f} tokens/s   ratio {a / b:.3f}")
+    a = sorted(r[0] for r in rows)[len(rows) // 2]
+    b = sorted(r[1] for r in rows)[len(rows) // 2]
     print(
-        f"llama-cpp-python found; comparison not implemented in this script yet ({embedded_gguf_path().name})"
+        f"median: glmdesk {a:.2f} tokens/s (fp32 weights), llama.cpp {b:.2f} tokens/s (Q4_1 GGUF), "
+        f"{threads} threads, {new} greedy tokens; ratio {a / b:.3f} (goal >= 0.5)"
     )
 
 
@@ -225,7 +291,11 @@ def main() -> None:
     parser.add_argument("--compile", action="store_true", help="also measure torch.compile (minutes)")
     parser.add_argument("--skip-contexts", action="store_true", help="skip the 256/2K/8K table")
     parser.add_argument("--skip-options", action="store_true", help="skip the CPU-options table")
+    parser.add_argument("--only-llama-cpp", action="store_true", help="only the llama.cpp comparison")
     args = parser.parse_args()
+    if args.only_llama_cpp:
+        llama_cpp_row()
+        return
     folder = embedded_model_folder()
     tokenizer = AutoTokenizer.from_pretrained(folder)
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
