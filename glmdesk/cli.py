@@ -112,7 +112,7 @@ def chat(args) -> int:
         return 2
     print(f"{loaded.info.describe()} (loaded in {time.perf_counter() - t0:.1f} s)", file=sys.stderr)
     for note in loaded.info.notes:
-        print(f"note: {note}", file=sys.stderr)
+        print(f"note: {note.message}", file=sys.stderr)
     system = [ChatMessage("system", args.system)] if args.system else []
     if args.prompt is not None:
         if not args.prompt.strip():

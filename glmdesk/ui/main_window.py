@@ -22,7 +22,7 @@ from glmdesk.ui.chat_view import ChatView
 from glmdesk.ui.conversation import AnswerRecord, ChatState
 from glmdesk.ui.input_box import InputBox
 from glmdesk.ui.memory_gauge import MemoryGauge
-from glmdesk.ui.messages import error_sentence
+from glmdesk.ui.messages import error_sentence, note_sentence
 from glmdesk.ui.notice_bar import NoticeBar
 from glmdesk.ui.open_model_dialog import OpenModelDialog
 from glmdesk.ui.settings_store import SettingsStore
@@ -108,6 +108,8 @@ class MainWindow(QMainWindow):
         self._build(probe)
         self.sidebar.set_system_prompt(self.store.system_prompt())
         self.sidebar.set_cache_settings(self.store.cache_settings())
+        self.sidebar.set_language(self.store.language())
+        self.sidebar.language_changed.connect(self._on_language_changed)
         self._build_actions()
         self._restore_geometry()
 
@@ -302,7 +304,7 @@ class MainWindow(QMainWindow):
             finally:
                 self._applying_defaults = False
         if info.notes and self.notice.kind != "error":  # keep a load error visible (fallback model)
-            self.notice.show_info(" ".join(info.notes))
+            self.notice.show_info(" ".join(note_sentence(note) for note in info.notes))
         self.setWindowTitle(self.tr("{model} - glmdesk").format(model=info.name))
         self._update_actions()
         self.model_ready.emit(info)
@@ -555,6 +557,10 @@ class MainWindow(QMainWindow):
     @Slot(object)
     def _on_cache_settings_changed(self, cache) -> None:
         self.store.save_cache_settings(cache)
+
+    @Slot(str)
+    def _on_language_changed(self, code: str) -> None:
+        self.store.save_language(code)
 
     # Closing ----------------------------------------------------------------------
     def closeEvent(self, event) -> None:  # noqa: N802 (Qt override)

@@ -7,70 +7,70 @@ named ``{placeholders}`` filled afterwards, so a translation can reorder them.
 
 from __future__ import annotations
 
+import re
+
 from PySide6.QtCore import QCoreApplication
 
 from glmdesk.core.errors import ErrorInfo
-
-_CONTEXT = "ErrorMessages"
 
 
 def _template(kind: str, params: dict) -> str | None:
     # One literal per call so that lupdate finds every source string.
     if kind == "model_not_found":
-        return QCoreApplication.translate(_CONTEXT, "The model {path} was not found.")
+        return QCoreApplication.translate("ErrorMessages", "The model {path} was not found.")
     if kind == "not_a_model":
         return QCoreApplication.translate(
-            _CONTEXT, "{path} is not a chat model: choose a model folder or a .gguf file."
+            "ErrorMessages", "{path} is not a chat model: choose a model folder or a .gguf file."
         )
     if kind == "corrupt_weights":
         return QCoreApplication.translate(
-            _CONTEXT, "The weight file {file} in {path} is damaged or incomplete; download it again."
+            "ErrorMessages", "The weight file {file} in {path} is damaged or incomplete; download it again."
         )
     if kind == "offline":
         return QCoreApplication.translate(
-            _CONTEXT,
+            "ErrorMessages",
             "The model {model} could not be downloaded: there is no connection, or no such model on the hub.",
         )
     if kind == "unsupported_checkpoint":
-        return QCoreApplication.translate(_CONTEXT, "{path} cannot be used: {reason}")
+        return QCoreApplication.translate("ErrorMessages", "{path} cannot be used: {reason}")
     if kind == "remote_code_required":
         return QCoreApplication.translate(
-            _CONTEXT,
+            "ErrorMessages",
             "{path} needs its own Python code to run; allow it for this folder in Open model "
             "only if you trust where it came from.",
         )
     if kind == "quantization_unavailable":
         return QCoreApplication.translate(
-            _CONTEXT, "{quantization} quantization is unavailable here: {reason}"
+            "ErrorMessages", "{quantization} quantization is unavailable here: {reason}"
         )
     if kind == "precision_unavailable":
-        return QCoreApplication.translate(_CONTEXT, "{precision} is unavailable here: {reason}")
+        return QCoreApplication.translate("ErrorMessages", "{precision} is unavailable here: {reason}")
     if kind == "out_of_memory":
         if params.get("stage") == "load":
             return QCoreApplication.translate(
-                _CONTEXT,
+                "ErrorMessages",
                 "There is not enough memory on {device} to load this model; try 4-bit quantization "
                 "or a smaller model.",
             )
         return QCoreApplication.translate(
-            _CONTEXT,
+            "ErrorMessages",
             "{device} ran out of memory while answering. The answer so far is kept. Try a new chat "
             "(shorter context), the sliding-window KV cache, or 4-bit quantization.",
         )
     if kind == "prompt_too_long":
         return QCoreApplication.translate(
-            _CONTEXT,
+            "ErrorMessages",
             "Your message is {tokens} tokens long, but only {limit} tokens fit in this model's "
             "context window. Shorten it or send it in parts.",
         )
     if kind == "invalid_setting":
-        return QCoreApplication.translate(_CONTEXT, "The setting {name} cannot be {value}: {reason}")
+        return QCoreApplication.translate("ErrorMessages", "The setting {name} cannot be {value}: {reason}")
     if kind == "load_cancelled":
-        return QCoreApplication.translate(_CONTEXT, "Loading was cancelled.")
+        return QCoreApplication.translate("ErrorMessages", "Loading was cancelled.")
     if kind == "generation_failed":
-        return QCoreApplication.translate(_CONTEXT, "The answer failed: {detail}")
+        return QCoreApplication.translate("ErrorMessages", "The answer failed: {detail}")
     if kind == "load_failed":
-        return QCoreApplication.translate(_CONTEXT, "The model could not be loaded: {detail}")
+        return QCoreApplication.translate("ErrorMessages", "The model could not be loaded: {detail}")
     return None
 
 
@@ -91,3 +91,45 @@ def error_sentence(info: ErrorInfo) -> str:
         return template.format(**info.params)
     except (KeyError, IndexError, ValueError):
         return info.message or template
+
+
+def note_sentence(note: ErrorInfo) -> str:
+    """One sentence for a load note (``ModelInfo.notes``) in the user's language.
+
+    Args:
+        note: ``kind`` is ``fp16_on_cpu`` or ``bnb_on_cpu`` (params: ``quantization``).
+
+    Returns:
+        The translated sentence, or the engine's English ``message`` for other kinds.
+    """
+    if note.kind == "fp16_on_cpu":
+        return QCoreApplication.translate(
+            "LoadNotes", "fp16 is not supported for CPU inference; using fp32 instead."
+        )
+    if note.kind == "bnb_on_cpu":
+        return QCoreApplication.translate(
+            "LoadNotes", "{quantization} runs on bitsandbytes' CPU backend here, which is slow."
+        ).format(quantization=note.params.get("quantization", ""))
+    return note.message
+
+
+def option_reason(key: str, reason: str) -> str:
+    """Why a load option is unavailable (``loader.option_availability()``), translated.
+
+    Args:
+        key: ``device:cuda``, ``precision:fp16``, ``precision:bf16``, ``quantization:8bit``...
+        reason: The engine's English sentence (kept, in parentheses, for bitsandbytes
+            errors whose detail comes from the library).
+    """
+    if key == "device:cuda":
+        return QCoreApplication.translate("LoadNotes", "No CUDA GPU was found; glmdesk runs on the CPU.")
+    if key == "precision:fp16":
+        return QCoreApplication.translate("LoadNotes", "fp16 needs a GPU; on the CPU glmdesk uses fp32.")
+    if key == "precision:bf16":
+        return QCoreApplication.translate("LoadNotes", "This GPU has no bf16 support; use fp16.")
+    detail = re.search(r"\((.+)\)\.?$", reason)
+    if key.startswith("quantization:") and detail:
+        return QCoreApplication.translate("LoadNotes", "bitsandbytes cannot be used here ({detail}).").format(
+            detail=detail.group(1)
+        )
+    return reason

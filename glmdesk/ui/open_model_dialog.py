@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from glmdesk.core.settings import DEVICES, PRECISIONS, QUANTIZATIONS, LoadSettings
+from glmdesk.ui.messages import option_reason
 
 
 class OpenModelDialog(QDialog):
@@ -156,10 +157,11 @@ class OpenModelDialog(QDialog):
             combo.addItem(names.get(key, key), key)
         model = combo.model()
         for row in range(combo.count()):
-            reason = self._availability.get(f"{group}:{combo.itemData(row)}")
+            key = f"{group}:{combo.itemData(row)}"
+            reason = self._availability.get(key)
             if reason:
                 model.item(row).setEnabled(False)
-                model.item(row).setToolTip(reason)
+                model.item(row).setToolTip(option_reason(key, reason))
         index = combo.findData(current)
         if index < 0 or not model.item(index).isEnabled():
             index = 0
@@ -171,7 +173,9 @@ class OpenModelDialog(QDialog):
         for key, reason in sorted(self._availability.items()):
             if reason:
                 option = key.split(":", 1)[1]
-                lines.append(self.tr("{option}: {reason}").format(option=option, reason=reason))
+                lines.append(
+                    self.tr("{option}: {reason}").format(option=option, reason=option_reason(key, reason))
+                )
         return "\n".join(lines)
 
     @Slot()

@@ -13,6 +13,7 @@ from dataclasses import asdict
 from PySide6.QtCore import QByteArray, QSettings
 
 from glmdesk.core.settings import CacheSettings, LoadSettings, SamplingParams
+from glmdesk.ui.i18n import LANGUAGE_CODES, LANGUAGE_KEY, SYSTEM_LANGUAGE
 
 SCHEMA_VERSION = 1
 ORGANIZATION = "glmdesk"
@@ -151,6 +152,15 @@ class SettingsStore:
         self._set("model/trust_remote_code", bool(load.trust_remote_code and load.model))
 
     # Window -----------------------------------------------------------------
+    def language(self) -> str:
+        """Interface language: ``system`` (default) or one of ``LANGUAGE_CODES``; read at start."""
+        value = str(self.qsettings.value(LANGUAGE_KEY, SYSTEM_LANGUAGE) or SYSTEM_LANGUAGE)
+        return value if value in LANGUAGE_CODES else SYSTEM_LANGUAGE
+
+    def save_language(self, code: str) -> None:
+        """Remember the interface language (applies at the next start)."""
+        self._set(LANGUAGE_KEY, code)
+
     def bytes_value(self, key: str) -> QByteArray | None:
         """A saved byte array (window geometry, splitter state), or ``None``."""
         value = self.qsettings.value(f"window/{key}")

@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
 )
 
 from glmdesk.core.settings import CACHE_STRATEGIES, CacheSettings, SamplingParams
+from glmdesk.ui.i18n import LANGUAGES, SYSTEM_LANGUAGE
 
 SEED_MAX = 2**63 - 1
 
@@ -99,6 +100,7 @@ class Sidebar(QScrollArea):
     system_prompt_changed = Signal(str)
     cache_settings_changed = Signal(object)
     setting_refused = Signal(str)
+    language_changed = Signal(str)
 
     def __init__(self, params: SamplingParams | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -118,6 +120,7 @@ class Sidebar(QScrollArea):
         column.addWidget(self._build_system_prompt())
         column.addWidget(self._build_cache())
         column.addWidget(self._build_model_note())
+        column.addWidget(self._build_language())
         column.addStretch(1)
         self.setWidget(body)
         scrollbar = self.verticalScrollBar().sizeHint().width()
@@ -416,3 +419,26 @@ class Sidebar(QScrollArea):
         if cache != self._cache:
             self._cache = cache
             self.cache_settings_changed.emit(cache)
+
+    def _build_language(self) -> QGroupBox:
+        box = QGroupBox(self.tr("Interface"))
+        form = QFormLayout(box)
+        self.language_combo = QComboBox()
+        self.language_combo.setObjectName("language_combo")
+        self.language_combo.addItem(self.tr("System language"), SYSTEM_LANGUAGE)
+        for code, name in LANGUAGES:
+            self.language_combo.addItem(name, code)  # native names, never translated
+        form.addRow(self.tr("Language"), self.language_combo)
+        form.addRow(_caption(self.tr("Takes effect after restarting glmdesk.")))
+        self.language_combo.currentIndexChanged.connect(self._on_language_edited)
+        return box
+
+    def set_language(self, code: str) -> None:
+        """Show the remembered interface language (``system``, ``en`` or ``zh_CN``)."""
+        self.language_combo.blockSignals(True)
+        self.language_combo.setCurrentIndex(max(self.language_combo.findData(code), 0))
+        self.language_combo.blockSignals(False)
+
+    @Slot()
+    def _on_language_edited(self) -> None:
+        self.language_changed.emit(self.language_combo.currentData())

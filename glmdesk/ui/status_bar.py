@@ -5,6 +5,7 @@ from __future__ import annotations
 from PySide6.QtWidgets import QLabel, QStatusBar, QWidget
 
 from glmdesk.ui.load_indicator import LoadIndicator
+from glmdesk.ui.messages import note_sentence
 
 
 class StatusBar(QStatusBar):
@@ -33,7 +34,10 @@ class StatusBar(QStatusBar):
 
     def show_model(self, info) -> None:
         """Show a loaded model (:class:`glmdesk.engine.loader.ModelInfo`)."""
-        self.model_label.setText(self.tr("{name} \u00b7 {family}").format(name=info.name, family=info.family))
+        name = info.name
+        if getattr(info, "source_kind", "") == "embedded":
+            name = self.tr("{name} (embedded)").format(name=info.name)
+        self.model_label.setText(self.tr("{name} \u00b7 {family}").format(name=name, family=info.family))
         self.model_label.setToolTip(info.location)
         if info.quantization and info.quantization != "none":
             text = self.tr("{device}, {dtype}, {quantization}").format(
@@ -42,7 +46,7 @@ class StatusBar(QStatusBar):
         else:
             text = self.tr("{device}, {dtype}").format(device=info.device, dtype=info.dtype)
         self.device_label.setText(text)
-        self.device_label.setToolTip("\n".join(info.notes))
+        self.device_label.setToolTip("\n".join(note_sentence(note) for note in info.notes))
         self._context_length = info.context_length
         self.show_context(0)
         self.speed_label.setText("")

@@ -19,6 +19,69 @@ Updated {when} · {model}</source>
     </message>
 </context>
 <context>
+    <name>ErrorMessages</name>
+    <message>
+        <source>The model {path} was not found.</source>
+        <translation>找不到模型 {path}。</translation>
+    </message>
+    <message>
+        <source>{path} is not a chat model: choose a model folder or a .gguf file.</source>
+        <translation>{path} 不是对话模型：请选择模型文件夹或 .gguf 文件。</translation>
+    </message>
+    <message>
+        <source>The weight file {file} in {path} is damaged or incomplete; download it again.</source>
+        <translation>{path} 中的权重文件 {file} 已损坏或不完整，请重新下载。</translation>
+    </message>
+    <message>
+        <source>The model {model} could not be downloaded: there is no connection, or no such model on the hub.</source>
+        <translation>无法下载模型 {model}：没有网络连接，或 Hub 上没有这个模型。</translation>
+    </message>
+    <message>
+        <source>{path} cannot be used: {reason}</source>
+        <translation>无法使用 {path}：{reason}</translation>
+    </message>
+    <message>
+        <source>{path} needs its own Python code to run; allow it for this folder in Open model only if you trust where it came from.</source>
+        <translation>{path} 需要运行其自带的 Python 代码；仅当你信任它的来源时，才在“打开模型”中为该文件夹允许运行。</translation>
+    </message>
+    <message>
+        <source>{quantization} quantization is unavailable here: {reason}</source>
+        <translation>当前无法使用 {quantization} 量化：{reason}</translation>
+    </message>
+    <message>
+        <source>{precision} is unavailable here: {reason}</source>
+        <translation>当前无法使用 {precision}：{reason}</translation>
+    </message>
+    <message>
+        <source>There is not enough memory on {device} to load this model; try 4-bit quantization or a smaller model.</source>
+        <translation>{device} 内存不足，无法加载此模型；请尝试 4 位量化或更小的模型。</translation>
+    </message>
+    <message>
+        <source>{device} ran out of memory while answering. The answer so far is kept. Try a new chat (shorter context), the sliding-window KV cache, or 4-bit quantization.</source>
+        <translation>{device} 在生成回答时内存不足，已生成的内容已保留。请尝试新建对话（缩短上下文）、改用滑动窗口 KV 缓存，或使用 4 位量化。</translation>
+    </message>
+    <message>
+        <source>Your message is {tokens} tokens long, but only {limit} tokens fit in this model&apos;s context window. Shorten it or send it in parts.</source>
+        <translation>你的消息长 {tokens} 个 token，但该模型的上下文窗口只能容纳 {limit} 个 token。请缩短消息或分段发送。</translation>
+    </message>
+    <message>
+        <source>The setting {name} cannot be {value}: {reason}</source>
+        <translation>设置项 {name} 不能为 {value}：{reason}</translation>
+    </message>
+    <message>
+        <source>Loading was cancelled.</source>
+        <translation>已取消加载。</translation>
+    </message>
+    <message>
+        <source>The answer failed: {detail}</source>
+        <translation>生成回答失败：{detail}</translation>
+    </message>
+    <message>
+        <source>The model could not be loaded: {detail}</source>
+        <translation>无法加载模型：{detail}</translation>
+    </message>
+</context>
+<context>
     <name>HistoryPanel</name>
     <message>
         <source>Search all conversations</source>
@@ -209,6 +272,33 @@ Updated {when} · {model}</source>
     <message>
         <source>Cancelling...</source>
         <translation>正在取消…</translation>
+    </message>
+</context>
+<context>
+    <name>LoadNotes</name>
+    <message>
+        <source>fp16 is not supported for CPU inference; using fp32 instead.</source>
+        <translation>CPU 推理不支持 fp16，已改用 fp32。</translation>
+    </message>
+    <message>
+        <source>{quantization} runs on bitsandbytes&apos; CPU backend here, which is slow.</source>
+        <translation>{quantization} 在此使用 bitsandbytes 的 CPU 后端运行，速度较慢。</translation>
+    </message>
+    <message>
+        <source>No CUDA GPU was found; glmdesk runs on the CPU.</source>
+        <translation>未找到 CUDA GPU，glmdesk 将在 CPU 上运行。</translation>
+    </message>
+    <message>
+        <source>fp16 needs a GPU; on the CPU glmdesk uses fp32.</source>
+        <translation>fp16 需要 GPU；在 CPU 上 glmdesk 使用 fp32。</translation>
+    </message>
+    <message>
+        <source>This GPU has no bf16 support; use fp16.</source>
+        <translation>此 GPU 不支持 bf16，请使用 fp16。</translation>
+    </message>
+    <message>
+        <source>bitsandbytes cannot be used here ({detail}).</source>
+        <translation>此处无法使用 bitsandbytes（{detail}）。</translation>
     </message>
 </context>
 <context>
@@ -667,12 +757,32 @@ Updated {when} · {model}</source>
         <source>Attention sinks must be fewer than the window; the previous KV-cache settings stay in force.</source>
         <translation>注意力汇聚 token 数必须小于窗口大小；继续使用之前的 KV 缓存设置。</translation>
     </message>
+    <message>
+        <source>Interface</source>
+        <translation>界面</translation>
+    </message>
+    <message>
+        <source>System language</source>
+        <translation>跟随系统</translation>
+    </message>
+    <message>
+        <source>Language</source>
+        <translation>语言</translation>
+    </message>
+    <message>
+        <source>Takes effect after restarting glmdesk.</source>
+        <translation>重启 glmdesk 后生效。</translation>
+    </message>
 </context>
 <context>
     <name>StatusBar</name>
     <message>
         <source>No model loaded</source>
         <translation>未加载模型</translation>
+    </message>
+    <message>
+        <source>{name} (embedded)</source>
+        <translation>{name}（内置）</translation>
     </message>
     <message>
         <source>{name} · {family}</source>

@@ -59,7 +59,7 @@ def test_conversion_is_cached_and_keyed_by_the_file(embedded_folder, tmp_path, m
 def test_fp16_on_cpu_runs_in_fp32_with_a_note():
     device, dtype, notes = choose_device_and_dtype(LoadSettings(precision="fp16", device="cpu"))
     assert (device, dtype) == ("cpu", "fp32")
-    assert notes and "fp32" in notes[0]
+    assert notes and notes[0].kind == "fp16_on_cpu" and "fp32" in notes[0].message
 
 
 def test_fp16_on_cpu_loads_and_answers(embedded_folder):

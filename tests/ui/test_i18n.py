@@ -57,10 +57,8 @@ SAMPLE_WORDS = {"chatglm3-6b", "models/chatglm3-6b", "float32", "cpu"}
 # Visible strings that are not wrapped for translation, reported to the window's
 # owners (issue 9). Only these may make test_visible_strings_are_translated xfail.
 KNOWN_UNWRAPPED: set[str] = set()
-# Error kinds whose sentence is not translated yet, reported to messages.py's owner:
-# lupdate cannot read the context of QCoreApplication.translate(_CONTEXT, ...) when it
-# is a variable, so none of messages.py's sentences reach the .ts file.
-KNOWN_UNTRANSLATED_ERRORS: set[str] = set(ERROR_KINDS)
+# Error kinds whose sentence is not translated yet (none: every kind has one).
+KNOWN_UNTRANSLATED_ERRORS: set[str] = set()
 
 
 def _script():
@@ -334,7 +332,16 @@ def test_every_error_kind_has_a_chinese_sentence(chinese) -> None:
             if not CJK.search(sentence) or "{" in sentence or sentence == "ENGLISH FALLBACK":
                 missing.append(kind)
                 break
-    unexpected = sorted(set(missing) - KNOWN_UNTRANSLATED_ERRORS)
-    assert not unexpected, f"error kinds without a Chinese sentence: {unexpected}"
-    if missing:
-        pytest.xfail(f"reported to messages.py's owner (issue 9): {missing}")
+    assert not missing, f"error kinds without a Chinese sentence: {missing}"
+
+
+def test_load_notes_and_option_reasons_are_chinese(chinese) -> None:
+    from glmdesk.ui.messages import note_sentence, option_reason
+
+    for note in (
+        ErrorInfo("fp16_on_cpu", "ENGLISH"),
+        ErrorInfo("bnb_on_cpu", "ENGLISH", {"quantization": "4bit"}),
+    ):
+        assert CJK.search(note_sentence(note)) and "{" not in note_sentence(note)
+    for key in ("device:cuda", "precision:fp16", "precision:bf16", "quantization:4bit"):
+        assert CJK.search(option_reason(key, "bitsandbytes cannot be used here (ImportError: x)."))
