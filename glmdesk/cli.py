@@ -103,6 +103,10 @@ def chat(args) -> int:
     try:
         settings = LoadSettings(args.model, args.quantization, args.precision, args.device, args.trust_remote_code)
         cache = CacheSettings(args.kv_cache, window=args.window, sinks=args.sinks)
+        _sampling(args, "generic")  # refuse bad values before a long load
+        if args.prompt is not None and not args.prompt.strip():
+            print("error: the prompt is empty.", file=sys.stderr)
+            return 2
         t0 = time.perf_counter()
         loaded = load_model(settings, progress=_progress)
         print(file=sys.stderr)
@@ -115,9 +119,6 @@ def chat(args) -> int:
         print(f"note: {note.message}", file=sys.stderr)
     system = [ChatMessage("system", args.system)] if args.system else []
     if args.prompt is not None:
-        if not args.prompt.strip():
-            print("error: the prompt is empty.", file=sys.stderr)
-            return 2
         text = _stream_one(loaded, system + [ChatMessage("user", args.prompt)], box, cache, threading.Event())
         return 0 if text is not None else 1
     return _interactive(loaded, system, box, cache)

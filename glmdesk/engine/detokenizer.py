@@ -58,12 +58,20 @@ class IncrementalDetokenizer:
         self._prefix, self._read = self._read, len(self.ids)
         return new
 
-    def flush(self) -> str:
+    def flush(self, drop_incomplete: bool = False) -> str:
         """Return whatever is still held back (at the end of an answer).
 
-        A genuinely invalid byte sequence is emitted as U+FFFD here.
+        Args:
+            drop_incomplete: Drop a trailing incomplete character (U+FFFD run at the
+                end) instead of showing it: for an answer cut off by the token limit
+                or by Stop in the middle of a multi-byte character.
+
+        A genuinely invalid byte sequence the model ended on is emitted as U+FFFD
+        unless ``drop_incomplete`` is set.
         """
         full = self._decode(self.ids)
+        if drop_incomplete:
+            full = full.rstrip(REPLACEMENT)
         new = full[self._emitted :]
         self._emitted += len(new)
         self._prefix = self._read = len(self.ids)

@@ -104,9 +104,13 @@ def _stream(
     shown = loaded.prompt_format.reply_filter()
     stats = CacheStats(cache_settings.strategy)
 
-    def tail() -> str:
-        """Text still held by the detokenizer and the reply filter at the end."""
-        text = shown(detok.flush())
+    def tail(cut_off: bool = True) -> str:
+        """Text still held by the detokenizer and the reply filter at the end.
+
+        ``cut_off``: the answer ends before the model finished it (length, Stop, error),
+        so a character left incomplete is dropped rather than shown as U+FFFD.
+        """
+        text = shown(detok.flush(drop_incomplete=cut_off))
         return text + getattr(shown, "flush", lambda: "")()
 
     def safe_tail() -> str:
@@ -165,7 +169,7 @@ def _stream(
                 first_at = time.perf_counter()
                 ttft = first_at - start
             if token in loaded.prompt_format.stop_ids:
-                yield chunk(tail(), finish="stop")
+                yield chunk(tail(cut_off=False), finish="stop")
                 return
             generated.append(token)
             seen[0, n_seen] = token

@@ -295,6 +295,9 @@ def load_model(
             progress(LoadProgress(stage, done, total))
 
     report("resolving")
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # glmdesk reports its own stages
     source = sources.resolve_source(settings.model)
     device, precision, notes = choose_device_and_dtype(settings)
     dtype = DTYPES[precision]

@@ -104,9 +104,27 @@ def resolve_source(model: str | None) -> ModelSource:
 
 
 def _file_key(path: Path) -> str:
-    st = path.stat()
-    raw = f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}"
-    return hashlib.sha256(raw.encode()).hexdigest()[:16]
+    """Key of a GGUF file's content: its name, size and the SHA-256 of its first, middle
+    and last MiB. Not its location, so the same file installed in another place (a new
+    virtualenv, a moved bundle) reuses the converted copy; any change of size or of
+    those bytes (the header, tensor table and data ends) converts again."""
+    size = path.stat().st_size
+    digest = hashlib.sha256(f"{path.name}|{size}".encode())
+    chunk = 1 << 20
+    with open(path, "rb") as fh:
+        for offset in sorted({0, max(0, size // 2 - chunk // 2), max(0, size - chunk)}):
+            fh.seek(offset)
+            digest.update(fh.read(chunk))
+    return digest.hexdigest()[:16]
+
+
+def _prune_old_copies(target: Path) -> None:
+    """Remove earlier converted copies of the same file name (and leftovers of
+    interrupted conversions) next to ``target``."""
+    stem = target.name.rsplit("-", 1)[0]
+    for other in target.parent.glob(f"{stem}-*"):
+        if other != target and other.is_dir():
+            shutil.rmtree(other, ignore_errors=True)
 
 
 _convert_lock = threading.Lock()
@@ -119,8 +137,9 @@ def converted_gguf_folder(
     """Return a Hugging Face folder (safetensors, tokenizer, chat template) for a GGUF file.
 
     Converts on first use (transformers' GGUF loader dequantizes to fp32) into
-    ``cache_dir()/gguf/<stem>-<key>``; ``key`` hashes path, size and mtime, so a
-    changed file is converted again. The folder is written to a temporary name
+    ``cache_dir()/gguf/<stem>-<key>``; ``key`` hashes the file's name, size and
+    sampled content (:func:`_file_key`), so a changed file is converted again and
+    the older copy removed. The folder is written to a temporary name
     and renamed, so an interrupted conversion never leaves a half folder.
 
     Args:
@@ -162,6 +181,7 @@ def converted_gguf_folder(
             model.save_pretrained(tmp)
             tokenizer.save_pretrained(tmp)
             os.replace(tmp, target)
+            _prune_old_copies(target)
         finally:
             if tmp.exists():
                 shutil.rmtree(tmp, ignore_errors=True)

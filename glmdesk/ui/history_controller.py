@@ -55,6 +55,7 @@ class HistoryController(QObject):
         if panel is not None:
             panel.conversation_selected.connect(self.open_conversation)
             panel.conversation_deleted.connect(self._on_conversation_deleted)
+            panel.new_chat_requested.connect(window.new_chat)
 
     def _model_name(self) -> str | None:
         info = getattr(self.window, "model_info", None)

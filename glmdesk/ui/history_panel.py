@@ -235,6 +235,7 @@ class HistoryPanel(QWidget):
 
     conversation_selected = Signal(int)
     conversation_created = Signal(int)
+    new_chat_requested = Signal()
     conversation_renamed = Signal(int, str)
     conversation_deleted = Signal(int)
     conversation_restored = Signal(int)
@@ -292,7 +293,8 @@ class HistoryPanel(QWidget):
         self.search_box.textChanged.connect(lambda _text: self._search_timer.start())
         self.search_box.returnPressed.connect(self._run_search)
         self.undo_button.clicked.connect(self.undo_delete)
-        new_button.clicked.connect(self.new_conversation)
+        # A new chat is saved when its first message is sent, never as an empty row.
+        new_button.clicked.connect(self.new_chat_requested)
         import_button.clicked.connect(self._ask_import)
         self.model.conversation_renamed.connect(self.conversation_renamed)
         self.list_view.selectionModel().currentChanged.connect(self._on_current_changed)

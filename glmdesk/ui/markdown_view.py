@@ -10,6 +10,8 @@ view's scroll area.
 
 from __future__ import annotations
 
+import re
+
 from PySide6.QtCore import QSize, Qt, QUrl, Signal, Slot
 from PySide6.QtGui import (
     QDesktopServices,
@@ -25,6 +27,50 @@ from glmdesk.ui.code_highlighter import CodeHighlighter, is_code_block
 
 _FEATURES = QTextDocument.MarkdownFeature.MarkdownDialectGitHub | QTextDocument.MarkdownFeature.MarkdownNoHTML
 SAFE_SCHEMES = ("http", "https")
+
+
+_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+_BLOCK_START = re.compile(r"^\s{0,3}([-*+]\s|\d+[.)]\s|#{1,6}\s|>|\||$)")
+
+
+def keep_line_breaks(text: str) -> str:
+    """Make every single newline of a model's answer a visible line break.
+
+    Markdown joins consecutive lines into one paragraph; chat models write poems,
+    addresses and lists of lines with plain newlines, and users expect to see them
+    (GitHub's "breaks" option does the same). A hard break (two trailing spaces) is
+    added to lines followed by another paragraph line, never inside fenced code
+    blocks or before lines that start a list, heading, quote or table.
+
+    Args:
+        text: Markdown as the model wrote it.
+
+    Returns:
+        The same Markdown with hard line breaks added.
+    """
+    lines = text.split("\n")
+    out = []
+    fence = None
+    for i, line in enumerate(lines):
+        match = _FENCE.match(line)
+        if match:
+            marker = match.group(1)[0]
+            fence = None if fence == marker else (fence or marker)
+            out.append(line)
+            continue
+        nxt = lines[i + 1] if i + 1 < len(lines) else None
+        if (
+            fence is None
+            and line.strip()
+            and nxt is not None
+            and not _BLOCK_START.match(nxt)
+            and not _FENCE.match(nxt)
+            and not line.endswith("  ")
+            and not line.lstrip().startswith("|")
+        ):
+            line += "  "
+        out.append(line)
+    return "\n".join(out)
 
 
 def is_dark(palette: QPalette) -> bool:
@@ -83,7 +129,7 @@ class MarkdownView(QTextBrowser):
         if text == self._markdown and text:
             return
         self._markdown = text
-        self.document().setMarkdown(text, _FEATURES)
+        self.document().setMarkdown(keep_line_breaks(text), _FEATURES)
         self._decorate_code_blocks()
         self._fit_height()
 

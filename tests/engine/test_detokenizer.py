@@ -53,3 +53,25 @@ def test_valid_text_never_shows_replacement(embedded, text):
     parts = stream(tok, ids)
     assert "".join(parts) == text
     assert all("\ufffd" not in p for p in parts)
+
+
+def test_cut_off_answer_drops_an_incomplete_character(embedded):
+    """An answer cut by the token limit halfway through an emoji shows no U+FFFD."""
+    tok = embedded.tokenizer
+    ids = tok.encode("星星🌟", add_special_tokens=False)
+    detok = IncrementalDetokenizer(lambda x: tok.decode(x, skip_special_tokens=True))
+    parts = [detok.push(i) for i in ids[:-1]]  # the emoji's last byte never comes
+    parts.append(detok.flush(drop_incomplete=True))
+    assert "".join(parts) == "星星"
+
+
+def test_stream_cut_by_max_tokens_shows_no_replacement(embedded):
+    from glmdesk.core.messages import ChatMessage
+    from glmdesk.core.settings import ParamsBox, SamplingParams
+    from glmdesk.engine.generate import stream_chat
+
+    messages = [ChatMessage("user", "用中文写一句话，并加一个表情符号 🎉")]
+    for n in range(20, 26):
+        chunks = list(stream_chat(embedded, messages, ParamsBox(SamplingParams(temperature=0, max_new_tokens=n))))
+        assert chunks[-1].finish_reason in ("length", "stop")
+        assert all("\ufffd" not in c.text for c in chunks)

@@ -47,12 +47,17 @@ def test_conversion_is_cached_and_keyed_by_the_file(embedded_folder, tmp_path, m
     ).read_text()
     again = converted_gguf_folder(embedded_gguf_path())
     assert again == embedded_folder  # no second conversion
-    copy = tmp_path / "copy.gguf"
-    shutil.copy(embedded_gguf_path(), copy)
-    monkeypatch.setenv("GLMDESK_MODEL_CACHE", str(tmp_path / "models"))
-    # A different file gets a different key (no conversion needed to check the key).
     from glmdesk.engine.sources import _file_key
 
+    # The same file elsewhere (another install) reuses the copy; a changed file does not.
+    folder = tmp_path / "elsewhere"
+    folder.mkdir()
+    copy = folder / embedded_gguf_path().name
+    shutil.copy(embedded_gguf_path(), copy)
+    assert _file_key(copy) == _file_key(embedded_gguf_path())
+    with open(copy, "r+b") as fh:
+        fh.seek(-10, 2)
+        fh.write(b"0123456789")
     assert _file_key(copy) != _file_key(embedded_gguf_path())
 
 
