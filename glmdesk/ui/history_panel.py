@@ -261,6 +261,9 @@ class HistoryPanel(QWidget):
         self.model = ConversationListModel(history, self)
         self.list_view = QListView(uniformItemSizes=True, editTriggers=QListView.EditTrigger.EditKeyPressed)
         self.list_view.setModel(self.model)
+        # Long titles are elided instead of scrolling the pane sideways.
+        self.list_view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.list_view.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.results = SearchResultModel(self)
         self.results_view = QListView(wordWrap=True)
         self.results_view.setModel(self.results)
@@ -277,12 +280,12 @@ class HistoryPanel(QWidget):
         bar.addWidget(self.undo_button)
         self.undo_bar.hide()
 
-        top = QHBoxLayout()
-        top.addWidget(self.search_box, 1)
-        top.addWidget(new_button)
-        top.addWidget(import_button)
+        buttons = QHBoxLayout()
+        buttons.addWidget(new_button, 1)
+        buttons.addWidget(import_button, 1)
         layout = QVBoxLayout(self)
-        layout.addLayout(top)
+        layout.addLayout(buttons)
+        layout.addWidget(self.search_box)  # its own row: room for the placeholder
         layout.addWidget(self.stack, 1)
         layout.addWidget(self.undo_bar)
 
