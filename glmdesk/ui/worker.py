@@ -205,6 +205,9 @@ def preload_engine() -> None:
         "transformers.models.llama.modeling_llama",
         "transformers.models.glm.modeling_glm",
         "transformers.models.glm4.modeling_glm4",
+        "transformers.models.auto.tokenization_auto",
+        "transformers.convert_slow_tokenizer",
+        "sentencepiece",
     ):
         try:
             importlib.import_module(name)
