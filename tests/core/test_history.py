@@ -111,7 +111,6 @@ def test_round_trip_in_a_new_process(db: Path, history: History) -> None:
 
 CRASH_CHILD = """
 import sys
-import time
 from glmdesk.core.history import History
 
 def answer(n):
@@ -127,7 +126,6 @@ mid = h.begin_assistant_message(cid, model="smol")
 for n in range(1, 100000):
     h.checkpoint_partial(mid, answer(n))
     print(n, flush=True)            # after the commit: the parent knows n landed
-    time.sleep(0.05)                # a token stream, roughly
 """
 
 
@@ -159,10 +157,11 @@ def test_sigkill_mid_answer_keeps_every_finished_message(db: Path) -> None:
             ("assistant", msgs[3].text, "partial"),
         ]
         assert msgs[0].finish_reason is None and msgs[1].finish_reason == "stop"
-        landed = [
-            n for n in range(last, last + 3) if msgs[3].text == "".join(f"word{i} 词{i} " for i in range(n))
-        ]
-        assert landed, f"partial answer {msgs[3].text[-40:]!r} is not a checkpoint >= {last}"
+        # The child checkpoints as fast as it can, so it may be further on than the last
+        # line read: the text must be exactly one whole checkpoint at or after it.
+        n = msgs[3].text.count("word")
+        assert n >= last, f"partial answer lost checkpoints: {n} < {last}"
+        assert msgs[3].text == "".join(f"word{i} 词{i} " for i in range(n)), "a torn checkpoint"
         assert h.partial_messages() == [msgs[3]]
         assert h.search("词1")[0].message_id == msgs[3].id
         h.finish_assistant_message(msgs[3].id, msgs[3].text, "error")  # recovered later
