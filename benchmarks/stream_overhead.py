@@ -51,9 +51,7 @@ def library(loaded, ids: torch.Tensor, n: int) -> float:
 
     streamer = FirstToken(loaded.tokenizer)
     with torch.inference_mode():
-        loaded.model.generate(
-            ids, max_new_tokens=n, min_new_tokens=n, do_sample=False, streamer=streamer
-        )
+        loaded.model.generate(ids, max_new_tokens=n, min_new_tokens=n, do_sample=False, streamer=streamer)
     end = time.perf_counter()
     return (n - 1) / (end - streamer.first)
 
@@ -86,18 +84,26 @@ def main() -> None:
             o, ttft = ours(loaded, args.tokens)
         pre = bare_prefill(loaded, ids)
         rows.append((o, g, ttft, pre))
-        print(f"pair {i + 1}: ours {o:6.2f} tok/s  generate {g:6.2f} tok/s  ratio {o / g:5.3f}  "
-              f"TTFT {ttft * 1000:6.1f} ms  bare prefill {pre * 1000:6.1f} ms")
+        print(
+            f"pair {i + 1}: ours {o:6.2f} tok/s  generate {g:6.2f} tok/s  ratio {o / g:5.3f}  "
+            f"TTFT {ttft * 1000:6.1f} ms  bare prefill {pre * 1000:6.1f} ms"
+        )
     o = statistics.median(r[0] for r in rows)
     g = statistics.median(r[1] for r in rows)
     ttft = statistics.median(r[2] for r in rows)
     pre = statistics.median(r[3] for r in rows)
-    print(f"\nmodel: {loaded.info.describe()}; prompt {ids.shape[1]} tokens; {args.tokens} new tokens; "
-          f"torch threads {torch.get_num_threads()}")
-    print(f"median decode: ours {o:.2f} tokens/s, generate {g:.2f} tokens/s, ratio ours/generate {o / g:.3f} "
-          "(goal >= 1.0)")
-    print(f"median TTFT {ttft * 1000:.1f} ms vs bare prefill forward {pre * 1000:.1f} ms "
-          f"(ratio {ttft / pre:.2f})")
+    print(
+        f"\nmodel: {loaded.info.describe()}; prompt {ids.shape[1]} tokens; {args.tokens} new tokens; "
+        f"torch threads {torch.get_num_threads()}"
+    )
+    print(
+        f"median decode: ours {o:.2f} tokens/s, generate {g:.2f} tokens/s, ratio ours/generate {o / g:.3f} "
+        "(goal >= 1.0)"
+    )
+    print(
+        f"median TTFT {ttft * 1000:.1f} ms vs bare prefill forward {pre * 1000:.1f} ms "
+        f"(ratio {ttft / pre:.2f})"
+    )
 
 
 class _NoStop:

@@ -101,7 +101,9 @@ def chat(args) -> int:
     from glmdesk.engine.loader import load_model
 
     try:
-        settings = LoadSettings(args.model, args.quantization, args.precision, args.device, args.trust_remote_code)
+        settings = LoadSettings(
+            args.model, args.quantization, args.precision, args.device, args.trust_remote_code
+        )
         cache = CacheSettings(args.kv_cache, window=args.window, sinks=args.sinks)
         _sampling(args, "generic")  # refuse bad values before a long load
         if args.prompt is not None and not args.prompt.strip():
@@ -165,21 +167,19 @@ def convert(args) -> int:
     from pathlib import Path
 
     from glmdesk.engine import chatglm
+    from glmdesk.engine.loader import LoadProgress
 
     src = Path(args.src)
     dst = Path(args.dst) if args.dst else src.with_name(src.name + "-hf")
     try:
-        out = chatglm.convert_checkpoint(src, dst, progress=lambda d, t: _progress(_P("converting", d, t)))
+        out = chatglm.convert_checkpoint(
+            src, dst, progress=lambda d, t: _progress(LoadProgress("converting", d, t))
+        )
     except GlmdeskError as exc:
         print(f"\nerror: {exc.message}", file=sys.stderr)
         return 2
     print(f"\nconverted {src} -> {out}", file=sys.stderr)
     return 0
-
-
-class _P:
-    def __init__(self, stage: str, done: int, total: int) -> None:
-        self.stage, self.done, self.total = stage, done, total
 
 
 def main(argv: list[str] | None = None) -> int:

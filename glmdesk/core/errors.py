@@ -69,3 +69,16 @@ class GlmdeskError(Exception):
     def info(self) -> ErrorInfo:
         """This error as a frozen :class:`ErrorInfo`."""
         return ErrorInfo(self.kind, self.message, dict(self.params))
+
+
+def corrupt_weights(file, sentence: str, detail: object) -> GlmdeskError:
+    """A ``corrupt_weights`` error naming ``file`` and its folder.
+
+    Args:
+        file: The damaged file (a :class:`pathlib.Path`).
+        sentence: The English sentence.
+        detail: What the reader reported (an exception or text).
+    """
+    return GlmdeskError(
+        "corrupt_weights", sentence, path=str(file.parent), file=file.name, detail=str(detail)
+    )

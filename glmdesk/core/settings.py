@@ -55,9 +55,7 @@ class SamplingParams:
         for name in ("temperature", "top_p", "min_p", "repetition_penalty"):
             _finite(name, getattr(self, name))
         if not 0.0 <= self.temperature <= 2.0:
-            raise ValueError(
-                f"Temperature must be between 0 and 2 (0 means greedy), not {self.temperature}."
-            )
+            raise ValueError(f"Temperature must be between 0 and 2 (0 means greedy), not {self.temperature}.")
         if not 0.0 <= self.top_p <= 1.0:
             raise ValueError(f"Top-p must be between 0 and 1, not {self.top_p}.")
         if not 0.0 <= self.min_p <= 1.0:
@@ -116,7 +114,9 @@ class CacheSettings:
         if self.window < 16:
             raise ValueError(f"The window must hold at least 16 tokens, not {self.window}.")
         if not 0 <= self.sinks < self.window:
-            raise ValueError(f"Attention sinks must be 0 or more and fewer than the window, not {self.sinks}.")
+            raise ValueError(
+                f"Attention sinks must be 0 or more and fewer than the window, not {self.sinks}."
+            )
         if self.budget_mib is not None and not self.budget_mib > 0:
             raise ValueError(f"The KV-cache budget must be above 0 MiB, not {self.budget_mib}.")
         if self.prefill_chunk < 1:

@@ -197,8 +197,11 @@ def _stream(
             torch.cuda.empty_cache()
         yield chunk(safe_tail(), finish="error", error=_oom_error(info.device).info)
     except Exception as exc:  # never leave the caller waiting
-        err = GlmdeskError("generation_failed", f"The answer failed: {exc.__class__.__name__}: {exc}",
-                           detail=f"{exc.__class__.__name__}: {exc}")
+        err = GlmdeskError(
+            "generation_failed",
+            f"The answer failed: {exc.__class__.__name__}: {exc}",
+            detail=f"{exc.__class__.__name__}: {exc}",
+        )
         yield chunk(safe_tail(), finish="error", error=err.info)
     finally:
         if strategy is not None:

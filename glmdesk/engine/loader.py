@@ -19,9 +19,9 @@ from pathlib import Path
 import torch
 
 from glmdesk.core import paths
-from glmdesk.core.errors import ErrorInfo, GlmdeskError
+from glmdesk.core.errors import ErrorInfo, GlmdeskError, corrupt_weights
 from glmdesk.core.settings import LoadSettings
-from glmdesk.engine import sources
+from glmdesk.engine import chatglm, sources
 from glmdesk.engine.cache import kv_bytes_per_token
 from glmdesk.engine.prompt import ChatTemplateFormat, PromptFormat
 
@@ -207,12 +207,8 @@ def _check_safetensors(file: Path) -> None:
         if 8 + header_len + end > size:
             raise ValueError(f"{size} bytes on disk, {8 + header_len + end} expected")
     except (ValueError, KeyError, TypeError, OSError) as exc:
-        raise GlmdeskError(
-            "corrupt_weights",
-            f"The weight file {file.name} in {file.parent} is damaged or incomplete ({exc}).",
-            path=str(file.parent),
-            file=file.name,
-            detail=str(exc),
+        raise corrupt_weights(
+            file, f"The weight file {file.name} in {file.parent} is damaged or incomplete ({exc}).", exc
         ) from exc
 
 
@@ -424,18 +420,9 @@ def _prepare_folder(
     """
     if not (folder / "config.json").is_file():
         _check_folder(folder)  # raises with the reason
-    try:
-        from glmdesk.engine import chatglm
-    except ImportError:  # pragma: no cover - the package ships chatglm
-        chatglm = None
-    if chatglm is None:
-        _check_folder(folder)
-        return "generic-hf", folder, None, None, 0
     family = chatglm.detect_family(folder)
-    if chatglm.is_original_checkpoint(family) or family in ("glm4-hf", "chatglm-v1"):
-        if settings.trust_remote_code:
-            _check_folder(folder)
-            return family, folder, None, None, 0
+    needs_conversion = chatglm.is_original_checkpoint(family) or family in ("glm4-hf", "chatglm-v1")
+    if needs_conversion and not settings.trust_remote_code:
         prepared = chatglm.prepare_checkpoint(
             folder,
             paths.cache_dir(),
@@ -443,12 +430,6 @@ def _prepare_folder(
             cancel=cancel,
         )
         _check_folder(prepared.hf_folder)
-        return (
-            family,
-            prepared.hf_folder,
-            prepared.tokenizer,
-            prepared.prompt_format,
-            prepared.context_length,
-        )
+        return family, prepared.hf_folder, prepared.tokenizer, prepared.prompt_format, prepared.context_length
     _check_folder(folder)
     return family, folder, None, None, 0

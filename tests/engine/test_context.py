@@ -14,7 +14,10 @@ from glmdesk.engine.generate import stream_chat
 def conversation(rounds: int) -> list[ChatMessage]:
     msgs = [ChatMessage("system", "You are terse.")]
     for i in range(rounds):
-        msgs += [ChatMessage("user", f"Question {i}: " + "words " * 40), ChatMessage("assistant", f"Answer {i}.")]
+        msgs += [
+            ChatMessage("user", f"Question {i}: " + "words " * 40),
+            ChatMessage("assistant", f"Answer {i}."),
+        ]
     return msgs + [ChatMessage("user", "Newest question?")]
 
 

@@ -72,6 +72,8 @@ def test_stream_cut_by_max_tokens_shows_no_replacement(embedded):
 
     messages = [ChatMessage("user", "用中文写一句话，并加一个表情符号 🎉")]
     for n in range(20, 26):
-        chunks = list(stream_chat(embedded, messages, ParamsBox(SamplingParams(temperature=0, max_new_tokens=n))))
+        chunks = list(
+            stream_chat(embedded, messages, ParamsBox(SamplingParams(temperature=0, max_new_tokens=n)))
+        )
         assert chunks[-1].finish_reason in ("length", "stop")
         assert all("\ufffd" not in c.text for c in chunks)

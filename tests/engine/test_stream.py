@@ -135,7 +135,9 @@ def test_temperature_zero_with_sampling_settings_is_greedy(embedded):
 
 def test_repetition_penalty_reaches_decoding(embedded):
     """A repetitive greedy answer changes with penalty 1.6 and not with 1.0."""
-    messages = [ChatMessage("user", "Say 'yes yes yes yes yes yes yes yes yes yes yes yes yes yes' and keep going.")]
+    messages = [
+        ChatMessage("user", "Say 'yes yes yes yes yes yes yes yes yes yes yes yes yes yes' and keep going.")
+    ]
     base = text_of(run(embedded, messages, SamplingParams(temperature=0.0, max_new_tokens=30)))
     same = text_of(
         run(embedded, messages, SamplingParams(temperature=0.0, repetition_penalty=1.0, max_new_tokens=30))

@@ -24,7 +24,7 @@ from typing import Any
 import torch
 from safetensors import SafetensorError, safe_open
 
-from glmdesk.core.errors import GlmdeskError
+from glmdesk.core.errors import GlmdeskError, corrupt_weights
 
 _TORCH_TO_ST = {
     torch.float64: "F64",
@@ -90,12 +90,10 @@ class ShardReader:
 
 
 def _corrupt(src: Path, file: Path, exc: BaseException) -> GlmdeskError:
-    return GlmdeskError(
-        "corrupt_weights",
+    return corrupt_weights(
+        file,
         f"The weight file {file.name} in {src} could not be read ({exc}); it may be damaged or incomplete.",
-        path=str(src),
-        file=file.name,
-        detail=str(exc),
+        exc,
     )
 
 

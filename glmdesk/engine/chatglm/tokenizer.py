@@ -21,7 +21,7 @@ from pathlib import Path
 
 import sentencepiece as spm
 
-from glmdesk.core.errors import GlmdeskError
+from glmdesk.core.errors import corrupt_weights
 
 #: Special tokens in id order, starting at the sentencepiece vocabulary size.
 SPECIAL_TOKENS = (
@@ -77,12 +77,8 @@ class ChatGLMTokenizer:
         try:
             self.sp = spm.SentencePieceProcessor(model_file=str(path))
         except (OSError, RuntimeError) as exc:
-            raise GlmdeskError(
-                "corrupt_weights",
-                f"The tokenizer file {path} could not be read as a sentencepiece model ({exc}).",
-                path=str(path.parent),
-                file=path.name,
-                detail=str(exc),
+            raise corrupt_weights(
+                path, f"The tokenizer file {path} could not be read as a sentencepiece model ({exc}).", exc
             ) from exc
         self.model_file = path
         self.n_words: int = self.sp.vocab_size()
