@@ -7,12 +7,13 @@ Issue 10's benchmark, CPU parts:
    transformers' ``DynamicCache`` (``torch.cat`` per token); ratio 8K / 256
    (goal >= 0.8). One 8K prefill is shared: each context starts from a copy of
    its first L tokens. The two caches alternate token by token.
-2. CPU options: thread count, int8 dynamic quantization of the linear layers
-   (``torch.ao.quantization.quantize_dynamic``; tokens/s and perplexity on
-   ``benchmarks/data/public_domain.txt``), ``torch.compile`` of the model
-   (``--compile``; slow to compile on two cores).
+2. CPU options: precision bf16, weight-only int8 / int4 linear layers
+   (:mod:`glmdesk.engine.weight_only`, torch's own kernels), one thread against
+   the default, ``torch.compile`` of the model (``--compile``; minutes to compile
+   on two cores): tokens/s, perplexity on ``benchmarks/data/public_domain.txt`` and
+   how many greedy tokens match fp32.
 3. llama.cpp on the same GGUF file, when ``llama-cpp-python`` is installed
-   (otherwise skipped, with a line saying so).
+   (otherwise skipped, with a line saying so), against ours in fp32 and int4-wo.
 
 GPU parts of the issue (ChatGLM3-6B-shaped bf16/NF4/INT8 table) are not here.
 
@@ -34,8 +35,10 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache
 
 from glmdesk.core.settings import CacheSettings
-from glmdesk.engine.cache import FullCacheStrategy
+from glmdesk.engine.cache import FullCacheStrategy, kv_bytes_per_token
+from glmdesk.engine.cache.base import model_dtype
 from glmdesk.engine.sources import embedded_gguf_path, embedded_model_folder
+from glmdesk.engine.weight_only import quantize_linears
 
 TEXT = Path(__file__).parent / "data" / "public_domain.txt"
 CONTEXTS = (256, 2048, 8192)
@@ -47,12 +50,17 @@ def long_ids(tokenizer, n: int) -> torch.Tensor:
     return ids.repeat(n // ids.numel() + 1)[:n].unsqueeze(0)
 
 
-def ours_from(prefilled: FullCacheStrategy, length: int) -> FullCacheStrategy:
-    """A fresh full strategy holding the first ``length`` tokens of ``prefilled``."""
+def ours_from(prefilled: FullCacheStrategy, length: int, headroom: int) -> FullCacheStrategy:
+    """A fresh full strategy holding the first ``length`` tokens of ``prefilled``.
+
+    Its buffers have room for ``headroom`` more tokens: the table measures steady
+    decoding, not the one doubling a real chat pays when it crosses a power of two
+    (amortised: one copy of the held tokens per doubling).
+    """
     strategy = FullCacheStrategy(prefilled.model, prefilled.settings)
     for new, old in zip(strategy.cache.layers, prefilled.cache.layers, strict=True):
         new.lazy_initialization(old.keys, old.values)
-        new.reserve(length)
+        new.reserve(length + headroom)
         new.keys[:, :, :length].copy_(old.keys[:, :, :length])
         new.values[:, :, :length].copy_(old.values[:, :, :length])
         new.length = length
@@ -87,7 +95,7 @@ def context_table(model, tokenizer, new: int) -> None:
     print(f"8K prefill in chunks of 512: {time.perf_counter() - started:.1f} s")
     speeds = {}
     for length in CONTEXTS:
-        ours = ours_from(prefilled, length)
+        ours = ours_from(prefilled, length, new + 1)
         theirs = dynamic_from(prefilled, length)
         token_ours = token_theirs = 13  # "." for both, then greedy
         spent = [0.0, 0.0]
@@ -114,6 +122,18 @@ def context_table(model, tokenizer, new: int) -> None:
     print(
         f"ratio {hi} / {lo}: ours {speeds[hi][0] / speeds[lo][0]:.2f}, "
         f"DynamicCache {speeds[hi][1] / speeds[lo][1]:.2f} (goal >= 0.8)"
+    )
+    # A decode step reads every weight once and every held key and value once: on a
+    # memory-bound CPU its time is at least (weights + KV) / bandwidth.
+    weights = sum(
+        m.weight.numel() * m.weight.element_size() for m in model.modules() if isinstance(m, torch.nn.Linear)
+    )
+    kv = kv_bytes_per_token(model.config, model_dtype(model))
+    bound = (weights + kv * lo) / (weights + kv * hi)
+    print(
+        f"memory-traffic bound on that ratio: (weights {weights / 2**20:.0f} MiB + KV at {lo}) / "
+        f"(weights + KV at {hi}, {kv * hi / 2**20:.0f} MiB) = {bound:.2f}; "
+        f"ours reaches {speeds[hi][0] / speeds[lo][0] / bound:.0%} of it"
     )
 
 
@@ -143,57 +163,69 @@ def alternate(variants: dict, ids: torch.Tensor, new: int, rounds: int) -> dict:
     return {name: total / rounds for name, total in totals.items()}
 
 
+def variant_model(model, precision: str, scheme: str | None):
+    """A copy of ``model`` in ``precision`` with ``scheme`` weight-only layers (or as is)."""
+    if precision == "fp32" and scheme is None:
+        return model
+    variant = copy.deepcopy(model).to(torch.bfloat16 if precision == "bf16" else torch.float32)
+    if scheme is not None:
+        quantize_linears(variant, scheme)
+    return variant
+
+
 def cpu_options(model, tokenizer, new: int, compile_too: bool) -> None:
     print(f"\n## 2. CPU options at 256 tokens of context ({new} greedy tokens, 2 alternating rounds)")
     ids = long_ids(tokenizer, 256)
     threads = torch.get_num_threads()
 
-    def with_threads(n):
+    def run_with(variant, n_threads=threads):
         def run(ids, new):
-            torch.set_num_threads(n)
+            torch.set_num_threads(n_threads)
             try:
-                return decode_speed(model, ids, new)
+                return decode_speed(variant, ids, new)
             finally:
                 torch.set_num_threads(threads)
 
         return run
 
-    variants = {f"fp32, {threads} threads (default)": with_threads(threads)}
+    models = {
+        f"fp32, {threads} threads (default)": model,
+        "bf16 (precision bf16)": variant_model(model, "bf16", None),
+        "int8 weight-only (quantization int8-wo)": variant_model(model, "fp32", "int8-wo"),
+        "int4 weight-only, groups of 32 (int4-wo)": variant_model(model, "fp32", "int4-wo"),
+        "bf16 + int4-wo": variant_model(model, "bf16", "int4-wo"),
+    }
+    variants = {name: run_with(m) for name, m in models.items()}
     if threads > 1:
-        variants["fp32, 1 thread"] = with_threads(1)
-    quantized = None
-    try:
-        from torch.ao.quantization import quantize_dynamic
-
-        quantized = quantize_dynamic(copy.deepcopy(model), {torch.nn.Linear}, dtype=torch.qint8)
-        variants["int8 dynamic (torch.ao)"] = lambda ids, new: decode_speed(quantized, ids, new)
-    except Exception as exc:  # deprecated in recent torch; report, do not fail
-        print(f"int8 dynamic quantization unavailable: {exc}")
-    compiled = None
+        variants["fp32, 1 thread"] = run_with(model, 1)
     if compile_too:
         compiled = copy.deepcopy(model)
         compiled.forward = torch.compile(compiled.forward, dynamic=True)
         started = time.perf_counter()
         decode_speed(compiled, ids, 2)
         print(f"torch.compile warm-up: {time.perf_counter() - started:.0f} s")
-        variants["fp32, torch.compile"] = lambda ids, new: decode_speed(compiled, ids, new)
+        variants["fp32, torch.compile"] = run_with(compiled)
+        models["fp32, torch.compile"] = compiled
     speeds = alternate(variants, ids, new, rounds=2)
     base = next(iter(speeds.values()))
-    print("| variant | tokens/s | vs default |")
-    print("|---|---:|---:|")
-    for name, speed in speeds.items():
-        print(f"| {name} | {speed:.1f} | {speed / base:.2f} |")
     text = long_ids(tokenizer, 1024)
-    ppl = perplexity(model, text)
-    print(f"perplexity on 1,024 tokens of the benchmark text: fp32 {ppl:.3f}", end="")
-    if quantized is not None:
-        q = perplexity(quantized, text)
-        print(f", int8 dynamic {q:.3f} ({q / ppl - 1:+.1%})")
-        greedy = [decode_tokens(m, ids[:, :64], 32) for m in (model, quantized)]
-        same = sum(a == b for a, b in zip(*greedy, strict=True))
-        print(f"greedy int8 vs fp32: {same}/32 identical tokens")
-    else:
-        print()
+    prompt = ids[:, :64]
+    reference = decode_tokens(model, prompt, 32)
+    base_ppl = perplexity(model, text)
+    print("| variant | tokens/s | vs default | perplexity (1,024 tokens) | greedy vs fp32 (32 tokens) |")
+    print("|---|---:|---:|---:|---:|")
+    for name, speed in speeds.items():
+        variant = models.get(name)
+        if variant is None or (variant is model and name != next(iter(models))):
+            print(f"| {name} | {speed:.1f} | {speed / base:.2f} | same weights | same weights |")
+            continue
+        ppl = perplexity(variant, text)
+        tokens = decode_tokens(variant, prompt, 32)
+        same = next((i for i, (a, b) in enumerate(zip(tokens, reference, strict=True)) if a != b), 32)
+        print(
+            f"| {name} | {speed:.1f} | {speed / base:.2f} | {ppl:.3f} ({ppl / base_ppl - 1:+.1%}) | "
+            f"{same} before the first difference |"
+        )
 
 
 @torch.inference_mode()
@@ -208,10 +240,12 @@ def decode_tokens(model, ids: torch.Tensor, new: int) -> list[int]:
 
 
 def llama_cpp_row(pairs: int = 3, new: int = 200) -> None:
-    """Our decode loop (fp32 transformers weights) against llama.cpp (the Q4_1 GGUF itself).
+    """Our decode loop against llama.cpp on the same Q4_1 GGUF file.
 
-    Same prompt ids, ``new`` greedy tokens each (end-of-sequence ignored by both),
-    alternating runs; decode tokens/s after the first token.
+    Ours runs twice: the default load (fp32 weights dequantized from the GGUF) and
+    ``int4-wo`` (the same Q4_1 grid in torch's int4 kernel). Same prompt ids, ``new``
+    greedy tokens each (end-of-sequence ignored by all), alternating runs; decode
+    tokens/s after the first token.
     """
     print("\n## 3. llama.cpp on the same GGUF")
     if importlib.util.find_spec("llama_cpp") is None:
@@ -226,12 +260,12 @@ def llama_cpp_row(pairs: int = 3, new: int = 200) -> None:
     from glmdesk.engine.generate import stream_chat
     from glmdesk.engine.loader import load_model
 
-    loaded = load_model(LoadSettings())
     messages = [ChatMessage("user", "Write a long story about a lighthouse keeper and a storm.")]
-    prompt = loaded.prompt_format.encode(messages)
+    loads = {"fp32": load_model(LoadSettings()), "int4-wo": load_model(LoadSettings(quantization="int4-wo"))}
+    prompt = loads["fp32"].prompt_format.encode(messages)
 
     class NoStop:
-        name = loaded.prompt_format.name
+        name = loads["fp32"].prompt_format.name
         stop_ids = frozenset()
 
         def encode(self, msgs):
@@ -240,13 +274,14 @@ def llama_cpp_row(pairs: int = 3, new: int = 200) -> None:
         def reply_filter(self):
             return lambda text: text
 
-    loaded.prompt_format = NoStop()
+    for loaded in loads.values():
+        loaded.prompt_format = NoStop()
     threads = torch.get_num_threads()
     llm = llama_cpp.Llama(
         model_path=str(embedded_gguf_path()), n_ctx=1024, n_threads=threads, verbose=False, seed=0
     )
 
-    def ours() -> float:
+    def ours(loaded) -> float:
         last = None
         for chunk in stream_chat(
             loaded, messages, ParamsBox(SamplingParams(temperature=0.0, max_new_tokens=new))
@@ -266,23 +301,20 @@ def llama_cpp_row(pairs: int = 3, new: int = 200) -> None:
                 break
         return (count - 1) / (time.perf_counter() - first)
 
-    ours(), theirs()  # warm-up
-    rows = []
+    runs = {"llama.cpp": theirs, **{name: (lambda lm=lm: ours(lm)) for name, lm in loads.items()}}
+    for run in runs.values():
+        run()  # warm-up
+    rows: dict[str, list[float]] = {name: [] for name in runs}
     for i in range(pairs):
-        if i % 2 == 0:
-            a = ours()
-            b = theirs()
-        else:
-            b = theirs()
-            a = ours()
-        rows.append((a, b))
-        print(f"pair {i + 1}: glmdesk {a:6.2f} tokens/s   llama.cpp {b:6.2f} tokens/s   ratio {a / b:.3f}")
-    a = sorted(r[0] for r in rows)[len(rows) // 2]
-    b = sorted(r[1] for r in rows)[len(rows) // 2]
-    print(
-        f"median: glmdesk {a:.2f} tokens/s (fp32 weights), llama.cpp {b:.2f} tokens/s (Q4_1 GGUF), "
-        f"{threads} threads, {new} greedy tokens; ratio {a / b:.3f} (goal >= 0.5)"
-    )
+        order = list(runs) if i % 2 == 0 else list(reversed(runs))
+        for name in order:
+            rows[name].append(runs[name]())
+        print(f"round {i + 1}: " + "   ".join(f"{name} {rows[name][-1]:6.2f}" for name in runs) + " tokens/s")
+    median = {name: sorted(values)[len(values) // 2] for name, values in rows.items()}
+    base = median["llama.cpp"]
+    print(f"median, {threads} threads, {new} greedy tokens: llama.cpp (Q4_1 GGUF) {base:.2f} tokens/s")
+    for name in loads:
+        print(f"  glmdesk {name}: {median[name]:.2f} tokens/s, ratio {median[name] / base:.3f} (goal >= 0.5)")
 
 
 def main() -> None:

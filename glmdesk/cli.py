@@ -11,15 +11,25 @@ import time
 
 from glmdesk.core.errors import GlmdeskError
 from glmdesk.core.messages import ChatMessage
-from glmdesk.core.settings import FAMILY_DEFAULTS, CacheSettings, LoadSettings, ParamsBox, SamplingParams
+from glmdesk.core.settings import (
+    DEVICES,
+    FAMILY_DEFAULTS,
+    PRECISIONS,
+    QUANTIZATIONS,
+    CacheSettings,
+    LoadSettings,
+    ParamsBox,
+    SamplingParams,
+)
 
 
 def _chat_parser(sub) -> None:
     p = sub.add_parser("chat", help="chat in the terminal (streams the answer)")
     p.add_argument("--model", help="model folder, .gguf file or hub id (default: the embedded model)")
-    p.add_argument("--quantization", choices=["none", "8bit", "4bit"], default="none")
-    p.add_argument("--precision", choices=["auto", "fp32", "bf16", "fp16"], default="auto")
-    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    p.add_argument("--quantization", choices=QUANTIZATIONS, default="none")
+    p.add_argument("--precision", choices=PRECISIONS, default="auto")
+    p.add_argument("--device", choices=DEVICES, default="auto")
+    p.add_argument("--threads", type=int, default=0, help="CPU threads (0: one per physical core)")
     p.add_argument("--trust-remote-code", action="store_true", help="run the model folder's own code")
     p.add_argument("--temperature", type=float)
     p.add_argument("--top-p", type=float)
@@ -102,7 +112,12 @@ def chat(args) -> int:
 
     try:
         settings = LoadSettings(
-            args.model, args.quantization, args.precision, args.device, args.trust_remote_code
+            args.model,
+            args.quantization,
+            args.precision,
+            args.device,
+            args.trust_remote_code,
+            threads=args.threads,
         )
         cache = CacheSettings(args.kv_cache, window=args.window, sinks=args.sinks)
         _sampling(args, "generic")  # refuse bad values before a long load

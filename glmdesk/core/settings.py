@@ -12,7 +12,9 @@ import math
 import threading
 from dataclasses import dataclass
 
-QUANTIZATIONS = ("none", "8bit", "4bit")
+QUANTIZATIONS = ("none", "8bit", "4bit", "int8-wo", "int4-wo")
+#: Quantizations done by bitsandbytes (the rest are torch weight-only CPU kernels).
+BNB_QUANTIZATIONS = ("8bit", "4bit")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 DEVICES = ("auto", "cpu", "cuda")
 CACHE_STRATEGIES = ("full", "sliding_window", "dynamic", "quantized")
@@ -130,13 +132,17 @@ class LoadSettings:
     Attributes:
         model: A local folder (Hugging Face layout or original ChatGLM), a ``.gguf``
             file, a hub id, or ``None`` for the embedded default (SmolLM2-135M-Instruct).
-        quantization: ``none``, ``8bit`` (bitsandbytes LLM.int8) or ``4bit``
-            (bitsandbytes NF4 with double quantization).
+        quantization: ``none``, ``8bit`` (bitsandbytes LLM.int8), ``4bit``
+            (bitsandbytes NF4 with double quantization), ``int8-wo`` or ``int4-wo``
+            (weight-only int8 / int4 in groups of 32 on torch's CPU kernels,
+            :mod:`glmdesk.engine.weight_only`).
         precision: ``auto`` (bf16 on GPUs that support it, else fp16; fp32 on CPU),
             ``fp32``, ``bf16`` or ``fp16``.
         device: ``auto`` (CUDA when available), ``cpu`` or ``cuda``.
         trust_remote_code: Run the Python code shipped in this model's folder. Off by
             default; the UI asks per folder.
+        threads: CPU threads for torch's kernels; 0 keeps torch's default (one per
+            physical core).
 
     Raises:
         ValueError: for unknown choices.
@@ -147,8 +153,13 @@ class LoadSettings:
     precision: str = "auto"
     device: str = "auto"
     trust_remote_code: bool = False
+    threads: int = 0
 
     def __post_init__(self) -> None:
+        if not isinstance(self.threads, int) or not 0 <= self.threads <= 1024:
+            raise ValueError(
+                f"CPU threads must be a whole number from 0 (automatic) to 1024, not {self.threads!r}."
+            )
         if self.quantization not in QUANTIZATIONS:
             raise ValueError(f"Unknown quantization {self.quantization!r}; choose one of {QUANTIZATIONS}.")
         if self.precision not in PRECISIONS:

@@ -5,7 +5,10 @@ support it, else fp16; fp32 on the CPU. fp16 asked for on the CPU runs in fp32
 with a note (CPU matmuls in half precision are missing or very slow in torch).
 Quantization: bitsandbytes 8-bit (LLM.int8, Dettmers et al. 2022) or 4-bit NF4
 with double quantization (QLoRA, Dettmers et al. 2023); a GGUF file is quantized
-through its converted safetensors copy.
+through its converted safetensors copy. On the CPU, weight-only int8 / int4
+(:mod:`glmdesk.engine.weight_only`) replace the linear layers after loading.
+Threads: ``LoadSettings.threads`` is applied on the loading thread, which is the
+thread that decodes (OpenMP counts threads per calling thread).
 """
 
 from __future__ import annotations
@@ -20,8 +23,8 @@ import torch
 
 from glmdesk.core import paths
 from glmdesk.core.errors import ErrorInfo, GlmdeskError, corrupt_weights
-from glmdesk.core.settings import LoadSettings
-from glmdesk.engine import chatglm, sources
+from glmdesk.core.settings import BNB_QUANTIZATIONS, LoadSettings
+from glmdesk.engine import chatglm, sources, weight_only
 from glmdesk.engine.cache import kv_bytes_per_token
 from glmdesk.engine.prompt import ChatTemplateFormat, PromptFormat
 
@@ -52,11 +55,13 @@ class ModelInfo:
         location: File, folder or hub id.
         device: ``cpu`` or ``cuda:N``.
         dtype: ``fp32``, ``bf16`` or ``fp16`` (compute dtype).
-        quantization: ``none``, ``8bit`` or ``4bit``.
+        quantization: ``none``, ``8bit``, ``4bit``, ``int8-wo`` or ``int4-wo``.
         footprint_mib: Memory of weights and buffers, in MiB.
         context_length: Maximum positions the model was trained for, in tokens.
         kv_bytes_per_token: 2 x layers x kv heads x head dim x bytes, in bytes.
         prompt_format: Name of the prompt format.
+        threads: CPU threads torch's kernels use on the loading thread (the one
+            that decodes; OpenMP's count is per thread).
         notes: Choices made for the user (e.g. fp16 -> fp32 on CPU), as kinds
             (``fp16_on_cpu``, ``bnb_on_cpu``) with an English ``message``.
     """
@@ -72,6 +77,7 @@ class ModelInfo:
     context_length: int
     kv_bytes_per_token: int
     prompt_format: str
+    threads: int = 0
     notes: tuple[ErrorInfo, ...] = ()
 
     def describe(self) -> str:
@@ -80,7 +86,7 @@ class ModelInfo:
         name = f"{self.name} (embedded)" if self.source_kind == "embedded" else self.name
         return (
             f"{name} [{self.family}] on {self.device}, {self.dtype}{quant}, "
-            f"{self.footprint_mib:.0f} MiB, context {self.context_length} tokens"
+            f"{self.footprint_mib:.0f} MiB, context {self.context_length} tokens, {self.threads} threads"
         )
 
 
@@ -112,6 +118,9 @@ class LoadedModel:
             torch.cuda.empty_cache()
 
 
+#: torch's own thread count before glmdesk changes it (one per physical core).
+DEFAULT_THREADS = torch.get_num_threads()
+
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
@@ -139,6 +148,10 @@ def option_availability() -> dict[str, str | None]:
         "precision:fp16": None if cuda else "fp16 needs a GPU; on the CPU glmdesk uses fp32.",
         "precision:bf16": None,
     }
+    for scheme, bits in weight_only.SCHEMES.items():
+        out[f"quantization:{scheme}"] = (
+            None if weight_only.kernels_available(bits) else f"This torch build has no {bits}-bit CPU kernel."
+        )
     if cuda and not torch.cuda.is_bf16_supported():
         out["precision:bf16"] = "This GPU has no bf16 support; use fp16."
     return out
@@ -297,7 +310,16 @@ def load_model(
     source = sources.resolve_source(settings.model)
     device, precision, notes = choose_device_and_dtype(settings)
     dtype = DTYPES[precision]
-    if settings.quantization != "none":
+    if settings.quantization in weight_only.SCHEMES:
+        if device != "cpu":
+            raise GlmdeskError(
+                "quantization_unavailable",
+                f"{settings.quantization} quantization is unavailable: it runs on the CPU only; "
+                "on a GPU choose 8-bit or 4-bit NF4.",
+                quantization=settings.quantization,
+                reason="cpu_only",
+            )
+    elif settings.quantization != "none":
         reason = _bnb_reason()
         if reason:
             raise GlmdeskError(
@@ -336,7 +358,7 @@ def load_model(
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     kwargs: dict = {"dtype": dtype, "trust_remote_code": settings.trust_remote_code}
-    if settings.quantization != "none":
+    if settings.quantization in BNB_QUANTIZATIONS:
         kwargs["quantization_config"] = _quantization_config(settings.quantization, dtype)
         kwargs["device_map"] = {"": device}
     try:
@@ -372,9 +394,13 @@ def load_model(
         raise GlmdeskError("load_failed", f"The model could not be loaded: {text}", detail=text) from exc
     except Exception as exc:  # transformers raises many types for broken folders
         raise GlmdeskError("load_failed", f"The model could not be loaded: {exc}", detail=str(exc)) from exc
-    if settings.quantization == "none":
+    if settings.quantization not in BNB_QUANTIZATIONS:
         model.to(device)
     model.eval()
+    if settings.quantization in weight_only.SCHEMES:
+        report("quantizing")
+        weight_only.quantize_linears(model, settings.quantization)
+    torch.set_num_threads(settings.threads or DEFAULT_THREADS)
     report("preparing")
 
     if prompt_format is None:
@@ -404,6 +430,7 @@ def load_model(
         context_length=context_length,
         kv_bytes_per_token=kv_bytes_per_token(model.config, dtype),
         prompt_format=prompt_format.name,
+        threads=torch.get_num_threads(),
         notes=tuple(notes),
     )
     report("ready", 1, 1)

@@ -40,6 +40,7 @@ class LoadIndicator(QWidget):
             "converting": self.tr("Converting (first use only)"),
             "checking": self.tr("Checking weight files"),
             "loading": self.tr("Loading weights"),
+            "quantizing": self.tr("Quantizing weights"),
             "preparing": self.tr("Preparing"),
             "ready": self.tr("Ready"),
         }

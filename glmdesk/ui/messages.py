@@ -39,6 +39,11 @@ def _template(kind: str, params: dict) -> str | None:
             "{path} needs its own Python code to run; allow it for this folder in Open model "
             "only if you trust where it came from.",
         )
+    if kind == "quantization_unavailable" and params.get("reason") == "cpu_only":
+        return QCoreApplication.translate(
+            "ErrorMessages",
+            "{quantization} runs on the CPU only; choose the CPU device, or 8-bit or 4-bit NF4 on a GPU.",
+        )
     if kind == "quantization_unavailable":
         return QCoreApplication.translate(
             "ErrorMessages", "{quantization} quantization is unavailable here: {reason}"
@@ -127,6 +132,8 @@ def option_reason(key: str, reason: str) -> str:
         return QCoreApplication.translate("LoadNotes", "fp16 needs a GPU; on the CPU glmdesk uses fp32.")
     if key == "precision:bf16":
         return QCoreApplication.translate("LoadNotes", "This GPU has no bf16 support; use fp16.")
+    if key in ("quantization:int8-wo", "quantization:int4-wo"):
+        return QCoreApplication.translate("LoadNotes", "This torch build has no CPU kernel for it.")
     detail = re.search(r"\((.+)\)\.?$", reason)
     if key.startswith("quantization:") and detail:
         return QCoreApplication.translate("LoadNotes", "bitsandbytes cannot be used here ({detail}).").format(

@@ -9,6 +9,7 @@ model changes.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from PySide6.QtCore import Slot
@@ -24,6 +25,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
+    QSpinBox,
     QVBoxLayout,
     QWidget,
 )
@@ -77,6 +79,8 @@ class OpenModelDialog(QDialog):
                 "none": self.tr("None"),
                 "8bit": self.tr("8-bit (bitsandbytes LLM.int8)"),
                 "4bit": self.tr("4-bit NF4 (bitsandbytes)"),
+                "int8-wo": self.tr("int8 weight-only (CPU)"),
+                "int4-wo": self.tr("int4 weight-only, groups of 32 (CPU)"),
             },
         )
         self.precision_combo = self._combo(
@@ -100,6 +104,11 @@ class OpenModelDialog(QDialog):
                 "cuda": self.tr("GPU (CUDA)"),
             },
         )
+        self.threads_spin = QSpinBox()
+        self.threads_spin.setRange(0, max(64, os.cpu_count() or 1))
+        self.threads_spin.setSpecialValueText(self.tr("Automatic (one per core)"))
+        self.threads_spin.setValue(current.threads)
+        self.threads_spin.setToolTip(self.tr("Threads for the CPU's matrix kernels"))
         self.reasons_label = QLabel(self._reasons_text())
         self.reasons_label.setWordWrap(True)
         self.reasons_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
@@ -122,6 +131,7 @@ class OpenModelDialog(QDialog):
         form.addRow(self.tr("Quantization"), self.quantization_combo)
         form.addRow(self.tr("Precision"), self.precision_combo)
         form.addRow(self.tr("Device"), self.device_combo)
+        form.addRow(self.tr("CPU threads"), self.threads_spin)
         buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Open | QDialogButtonBox.StandardButton.Cancel
         )
@@ -133,7 +143,7 @@ class OpenModelDialog(QDialog):
         layout.addWidget(
             QLabel(
                 self.tr(
-                    "The model, precision and quantization apply when loading finishes; "
+                    "The model, precision, quantization and threads apply when loading finishes; "
                     "the current model stays in use until then."
                 )
             )
@@ -220,4 +230,5 @@ class OpenModelDialog(QDialog):
             precision=self.precision_combo.currentData(),
             device=self.device_combo.currentData(),
             trust_remote_code=self.trust_check.isEnabled() and self.trust_check.isChecked(),
+            threads=self.threads_spin.value(),
         )

@@ -139,6 +139,7 @@ class SettingsStore:
                 precision=str(s.value("model/precision", "auto")),
                 device=str(s.value("model/device", "auto")),
                 trust_remote_code=_to_bool(s.value("model/trust_remote_code", False)),
+                threads=int(s.value("model/threads", 0)),
             )
         except (TypeError, ValueError):
             return LoadSettings()
@@ -149,6 +150,7 @@ class SettingsStore:
         self._set("model/quantization", load.quantization)
         self._set("model/precision", load.precision)
         self._set("model/device", load.device)
+        self._set("model/threads", load.threads)
         self._set("model/trust_remote_code", bool(load.trust_remote_code and load.model))
 
     # Window -----------------------------------------------------------------

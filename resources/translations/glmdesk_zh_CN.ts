@@ -45,6 +45,10 @@ Updated {when} · {model}</source>
         <translation>{path} 需要运行其自带的 Python 代码；仅当你信任它的来源时，才在“打开模型”中为该文件夹允许运行。</translation>
     </message>
     <message>
+        <source>{quantization} runs on the CPU only; choose the CPU device, or 8-bit or 4-bit NF4 on a GPU.</source>
+        <translation>{quantization} 只能在 CPU 上运行；请选择 CPU 设备，或在 GPU 上使用 8 位或 4 位 NF4。</translation>
+    </message>
+    <message>
         <source>{quantization} quantization is unavailable here: {reason}</source>
         <translation>当前无法使用 {quantization} 量化：{reason}</translation>
     </message>
@@ -254,6 +258,10 @@ Updated {when} · {model}</source>
         <translation>正在加载权重</translation>
     </message>
     <message>
+        <source>Quantizing weights</source>
+        <translation>正在量化权重</translation>
+    </message>
+    <message>
         <source>Preparing</source>
         <translation>正在准备</translation>
     </message>
@@ -295,6 +303,10 @@ Updated {when} · {model}</source>
     <message>
         <source>This GPU has no bf16 support; use fp16.</source>
         <translation>此 GPU 不支持 bf16，请使用 fp16。</translation>
+    </message>
+    <message>
+        <source>This torch build has no CPU kernel for it.</source>
+        <translation>当前 torch 版本没有对应的 CPU 内核。</translation>
     </message>
     <message>
         <source>bitsandbytes cannot be used here ({detail}).</source>
@@ -528,6 +540,14 @@ Updated {when} · {model}</source>
         <translation>4 位 NF4（bitsandbytes）</translation>
     </message>
     <message>
+        <source>int8 weight-only (CPU)</source>
+        <translation>int8 仅权重量化（CPU）</translation>
+    </message>
+    <message>
+        <source>int4 weight-only, groups of 32 (CPU)</source>
+        <translation>int4 仅权重量化，每组 32（CPU）</translation>
+    </message>
+    <message>
         <source>Automatic</source>
         <translation>自动</translation>
     </message>
@@ -538,6 +558,14 @@ Updated {when} · {model}</source>
     <message>
         <source>GPU (CUDA)</source>
         <translation>GPU（CUDA）</translation>
+    </message>
+    <message>
+        <source>Automatic (one per core)</source>
+        <translation>自动（每个核心一个）</translation>
+    </message>
+    <message>
+        <source>Threads for the CPU&apos;s matrix kernels</source>
+        <translation>CPU 矩阵运算使用的线程数</translation>
     </message>
     <message>
         <source>Only for folders you trust: the model&apos;s own code runs with your permissions. ChatGLM2/3 and GLM-4 run without it.</source>
@@ -560,8 +588,12 @@ Updated {when} · {model}</source>
         <translation>设备</translation>
     </message>
     <message>
-        <source>The model, precision and quantization apply when loading finishes; the current model stays in use until then.</source>
-        <translation>模型、精度和量化设置在加载完成后生效；在此之前继续使用当前模型。</translation>
+        <source>CPU threads</source>
+        <translation>CPU 线程数</translation>
+    </message>
+    <message>
+        <source>The model, precision, quantization and threads apply when loading finishes; the current model stays in use until then.</source>
+        <translation>模型、精度、量化和线程数设置在加载完成后生效；在此之前继续使用当前模型。</translation>
     </message>
     <message>
         <source>{option}: {reason}</source>

@@ -111,3 +111,25 @@ def test_open_dialog_disables_impossible_choices(qtbot, tmp_path) -> None:
     assert dialog.load_settings().trust_remote_code
     dialog.model_edit.setText(str(folder) + "-other")
     assert not dialog.trust_check.isChecked() and not dialog.load_settings().trust_remote_code
+
+
+def test_cpu_speed_options_load_answer_and_are_remembered(qtbot, window) -> None:
+    """Issue 10: int4 weight-only and the thread count, chosen in Open model."""
+    dialog = OpenModelDialog(window.store.last_model(), {})
+    qtbot.addWidget(dialog)
+    combo = dialog.quantization_combo
+    assert combo.findData("int8-wo") >= 0
+    combo.setCurrentIndex(combo.findData("int4-wo"))
+    assert dialog.threads_spin.value() == 0 and dialog.threads_spin.text() == "Automatic (one per core)"
+    dialog.threads_spin.setValue(1)
+    chosen = dialog.load_settings()
+    with qtbot.waitSignal(window.model_ready, timeout=LOAD_MS) as ready:
+        window.load_model(chosen)
+    assert ready.args[0].quantization == "int4-wo" and ready.args[0].threads == 1
+    assert window.status.device_label.text() == "cpu, fp32, int4-wo"
+    remembered = window.store.last_model()
+    assert remembered.quantization == "int4-wo" and remembered.threads == 1
+    with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_MS) as finished:
+        window.send_message("What is the capital of France?")
+    assert finished.args[1].finish_reason in ("stop", "length")
+    assert window.chat_view.messages()[-1].text().strip()

@@ -29,6 +29,7 @@ class _BufferLayer(CacheLayerMixin):
 
     is_sliding = False
     is_compileable = False
+    zero_fill = False
 
     def __init__(self, max_tokens: int | None = None, initial_tokens: int = 256) -> None:
         super().__init__()
@@ -55,8 +56,11 @@ class _BufferLayer(CacheLayerMixin):
         size = max(tokens, 2 * self.capacity, self.initial_tokens)
         if self.max_tokens is not None:
             size = min(size, max(self.max_tokens, tokens))
-        keys = self.keys.new_zeros((*self.keys.shape[:2], size, self.keys.shape[-1]))
-        values = self.values.new_zeros((*self.values.shape[:2], size, self.values.shape[-1]))
+        # Slots past ``length`` are never read unless the whole buffer is returned
+        # (static shapes), where the mask hides them: they must then be finite.
+        alloc = self.keys.new_zeros if self.zero_fill else self.keys.new_empty
+        keys = alloc((*self.keys.shape[:2], size, self.keys.shape[-1]))
+        values = alloc((*self.values.shape[:2], size, self.values.shape[-1]))
         keys[:, :, : self.length].copy_(self.keys[:, :, : self.length])
         values[:, :, : self.length].copy_(self.values[:, :, : self.length])
         self.keys, self.values = keys, values
@@ -94,6 +98,7 @@ class GrowingLayer(_BufferLayer):
         super().__init__(max_tokens, initial_tokens)
         self.static = static
         self.is_compileable = static
+        self.zero_fill = static
 
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
         """Write ``[b, h, n, d]`` states after the held ones; return the keys/values to attend."""
