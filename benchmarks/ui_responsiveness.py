@@ -56,15 +56,15 @@ def main() -> int:
     app = QApplication(sys.argv)
 
     from glmdesk.core.messages import ChatMessage
-    from glmdesk.core.settings import CacheSettings, ParamsBox, SamplingParams
+    from glmdesk.core.settings import CacheSettings, LoadSettings, ParamsBox, SamplingParams
     from glmdesk.engine.sources import embedded_model_folder
     from glmdesk.ui.main_window import MainWindow
     from glmdesk.ui.worker import preload_engine
 
-    started = time.perf_counter()
-    preload_engine()  # as run_app does, before the window is shown
-    import_s = time.perf_counter() - started
     embedded_model_folder()  # convert once, outside the measured load
+    started = time.perf_counter()
+    preload_engine(LoadSettings())  # as run_app does, before the window is shown
+    import_s = time.perf_counter() - started
 
     class Heartbeat(QObject):
         """Records intervals between 10 ms ticks (GUI thread)."""
@@ -151,9 +151,20 @@ def main() -> int:
                 if chunk.token_ids:
                     times.append(time.perf_counter())
 
+        # The heartbeat runs here too (it is the instrument, not the product), with the
+        # GUI event loop turning while the plain thread decodes.
         thread = threading.Thread(target=run)
+        loop = QEventLoop()
+        poll = QTimer()
+        poll.setInterval(50)
+        poll.timeout.connect(lambda: None if thread.is_alive() else loop.quit())
+        heartbeat.start()
         thread.start()
+        poll.start()
+        loop.exec()
+        poll.stop()
         thread.join()
+        heartbeat.stop()
         return (len(times) - 1) / (times[-1] - times[0]), len(times)
 
     def window_run() -> tuple[float, int, list[float], int]:
@@ -198,7 +209,7 @@ def main() -> int:
     print(
         f"heartbeat {HEARTBEAT_MS} ms; machine: {os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.1f}"
     )
-    print(f"engine import before the window (as run_app does): {import_s:.1f} s")
+    print(f"engine import and tokenizer before the window (as run_app does): {import_s:.1f} s")
     print(f"model load through the window: {load_s:.1f} s")
     load_longest, load_p99 = report("while loading", load_gaps)
     stream_longest, stream_p99 = report(f"while streaming x{args.rounds}", stream_gaps)
@@ -217,7 +228,9 @@ def main() -> int:
     )
     print(f"end-to-end / bare (medians): {ratio:.3f}")
     longest = max(load_longest, stream_longest)
-    p99 = max(load_p99, stream_p99)
+    # A load of the embedded model takes well under a second: with ~40 ticks its
+    # "p99" is its single worst tick. The goal is read over every tick recorded.
+    _, p99 = report("all ticks", load_gaps + stream_gaps)
     print("rounds alternate bare / window; other processes on a shared machine move single rounds a lot")
     print(
         f"goals: longest gap {longest:.1f} <= 50 ms: {'yes' if longest <= 50 else 'NO'}; "

@@ -237,10 +237,16 @@ def _stop_ids(model, tokenizer) -> frozenset[int]:
             ids.update(int(i) for i in eos)
     if getattr(tokenizer, "eos_token_id", None) is not None:
         ids.add(int(tokenizer.eos_token_id))
-    vocab = tokenizer.get_vocab() if hasattr(tokenizer, "get_vocab") else {}
+    # One lookup per name: get_vocab() builds the whole vocabulary as a dict in Rust,
+    # holding the GIL (~30 ms for 49K tokens) while the window waits.
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    lookup = getattr(backend, "token_to_id", None)
+    if lookup is None:
+        lookup = (tokenizer.get_vocab() if hasattr(tokenizer, "get_vocab") else {}).get
     for name in ("<|im_end|>", "<|eot_id|>", "<|end|>", "<|endoftext|>", "<|user|>", "<|observation|>"):
-        if name in vocab:
-            ids.add(int(vocab[name]))
+        token_id = lookup(name)
+        if token_id is not None:
+            ids.add(int(token_id))
     return frozenset(ids)
 
 
@@ -273,6 +279,86 @@ def _quantization_config(quantization: str, dtype: torch.dtype):
         bnb_4bit_use_double_quant=True,
         bnb_4bit_compute_dtype=dtype,
     )
+
+
+_prebuilt: dict[tuple[str, bool], tuple[tuple, object]] = {}
+_prebuilt_lock = threading.Lock()
+_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
+
+
+def _tokenizer_stamp(folder: Path) -> tuple:
+    """``(name, size, mtime_ns)`` of the files a tokenizer is built from (missing: -1)."""
+    stamp = []
+    for name in _TOKENIZER_FILES:
+        try:
+            st = (folder / name).stat()
+            stamp.append((name, st.st_size, st.st_mtime_ns))
+        except OSError:
+            stamp.append((name, -1, -1))
+    return tuple(stamp)
+
+
+def _ready_folder(settings: LoadSettings) -> Path | None:
+    """The Hugging Face folder ``settings`` loads from, when it is on disk already.
+
+    ``None`` for hub ids, a GGUF file not converted yet, original ChatGLM folders
+    (their tokenizer is glmdesk's own) and anything unreadable: nothing is
+    converted or downloaded here.
+    """
+    try:
+        source = sources.resolve_source(settings.model)
+        if source.kind in ("embedded", "gguf"):
+            return sources.converted_gguf_folder_if_ready(source.location)
+        if source.kind == "folder":
+            folder = Path(source.location)
+            if (folder / "tokenizer.json").is_file() and (folder / "config.json").is_file():
+                family = chatglm.detect_family(folder)
+                if not chatglm.is_original_checkpoint(family) and family not in ("glm4-hf", "chatglm-v1"):
+                    return folder
+    except (GlmdeskError, OSError, ValueError):
+        pass
+    return None
+
+
+def prebuild_tokenizer(settings: LoadSettings):
+    """Build the tokenizer of the model ``settings`` names now, for :func:`load_model` to take.
+
+    Building a fast tokenizer is one native call that holds the GIL (~100 ms for
+    the embedded model's 49K-token BPE); on the worker thread it stalls the
+    window's event loop. The app calls this before its window appears, for the
+    model it is about to load; :func:`load_model` takes the tokenizer when its
+    files have not changed since (size and modification time), else builds anew.
+
+    Args:
+        settings: The load about to happen.
+
+    Returns:
+        The tokenizer built, or ``None`` when the model is not ready on disk (not
+        converted yet, a hub id, an original ChatGLM folder) or its tokenizer
+        failed to build (:func:`load_model` then reports why).
+    """
+    folder = _ready_folder(settings)
+    if folder is None:
+        return None
+    stamp = _tokenizer_stamp(folder)
+    try:
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=settings.trust_remote_code)
+    except Exception:  # a broken folder: the real load says why
+        return None
+    with _prebuilt_lock:
+        _prebuilt[(str(folder), settings.trust_remote_code)] = (stamp, tokenizer)
+    return tokenizer
+
+
+def _take_prebuilt(folder: Path | str, trust_remote_code: bool):
+    """The tokenizer :func:`prebuild_tokenizer` made for ``folder``, if still current (once)."""
+    with _prebuilt_lock:
+        entry = _prebuilt.pop((str(folder), trust_remote_code), None)
+    if entry is None or not isinstance(folder, Path) or entry[0] != _tokenizer_stamp(folder):
+        return None
+    return entry[1]
 
 
 def load_model(
@@ -362,6 +448,8 @@ def load_model(
         kwargs["quantization_config"] = _quantization_config(settings.quantization, dtype)
         kwargs["device_map"] = {"": device}
     try:
+        if tokenizer is None:
+            tokenizer = _take_prebuilt(folder, settings.trust_remote_code)
         if tokenizer is None:
             tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=settings.trust_remote_code)
         model = AutoModelForCausalLM.from_pretrained(folder, **kwargs)

@@ -128,6 +128,20 @@ def _prune_old_copies(target: Path) -> None:
 _convert_lock = threading.Lock()
 
 
+def _converted_target(gguf_path: Path) -> Path:
+    return paths.cache_dir() / "gguf" / f"{gguf_path.stem}-{_file_key(gguf_path)}"
+
+
+def converted_gguf_folder_if_ready(gguf_path: str | Path) -> Path | None:
+    """The converted folder of a GGUF file when it exists already, else ``None`` (never converts).
+
+    Raises:
+        OSError: when the GGUF file cannot be read.
+    """
+    target = _converted_target(Path(gguf_path))
+    return target if (target / "config.json").is_file() else None
+
+
 def converted_gguf_folder(
     gguf_path: str | Path,
     progress: Callable[[str, int, int], None] | None = None,
@@ -148,7 +162,7 @@ def converted_gguf_folder(
         GlmdeskError: ``corrupt_weights`` when the file cannot be read as GGUF.
     """
     gguf_path = Path(gguf_path)
-    target = paths.cache_dir() / "gguf" / f"{gguf_path.stem}-{_file_key(gguf_path)}"
+    target = _converted_target(gguf_path)
     if (target / "config.json").is_file():
         return target
     with _convert_lock:

@@ -68,7 +68,8 @@ def run_app(argv: list[str]) -> int:
     app.setDesktopFileName("glmdesk")
     app.setWindowIcon(_app_icon())
     install_translators(app, SettingsStore().language())  # before any widget is built
-    preload_engine()  # before the window: importing torch would stall its event loop
+    # Before the window: importing torch and building the tokenizer would stall its event loop.
+    preload_engine(SettingsStore().last_model())
     window = MainWindow()
     controller = open_history(window)  # noqa: F841 (parented to the window)
     window.show()

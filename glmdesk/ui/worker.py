@@ -180,12 +180,17 @@ class Worker(QObject):
             model.close()
 
 
-def preload_engine() -> None:
+def preload_engine(first_load: LoadSettings | None = None) -> None:
     """Import torch, transformers and the engine modules on the calling thread.
 
     Call before the window appears (a few seconds on two cores, once per process).
     Without it the worker imports them on first load, and the event loop sees
     GIL stalls of up to a few hundred milliseconds meanwhile.
+
+    Args:
+        first_load: The model the window will load first; its tokenizer is built
+            here too when its files are on disk (one ~100 ms native call that holds
+            the GIL; see :func:`glmdesk.engine.loader.prebuild_tokenizer`).
     """
     import importlib
 
@@ -213,6 +218,8 @@ def preload_engine() -> None:
             importlib.import_module(name)
         except Exception:
             pass
+    if first_load is not None:
+        glmdesk.engine.loader.prebuild_tokenizer(first_load)
 
 
 def start_thread(worker: Worker) -> QThread:

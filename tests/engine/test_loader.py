@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import pytest
@@ -10,6 +11,7 @@ import torch
 from glmdesk.core.errors import GlmdeskError
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
+from glmdesk.engine import sources
 from glmdesk.engine.generate import stream_chat
 from glmdesk.engine.loader import choose_device_and_dtype, load_model, option_availability
 from glmdesk.engine.sources import converted_gguf_folder, embedded_gguf_path, resolve_source
@@ -141,3 +143,44 @@ def test_cancel_stops_loading():
     with pytest.raises(GlmdeskError) as err:
         load_model(LoadSettings(), cancel=cancel)
     assert err.value.kind == "load_cancelled"
+
+
+def _folder_copy(embedded_folder, tmp_path):
+    """A model folder like the embedded one: small files copied, the weights linked."""
+    folder = tmp_path / "copy"
+    folder.mkdir()
+    for item in embedded_folder.iterdir():
+        if item.suffix == ".safetensors":
+            (folder / item.name).symlink_to(item)
+        else:
+            shutil.copy2(item, folder / item.name)
+    return folder
+
+
+def test_prebuilt_tokenizer_is_used_once_and_only_while_its_files_are_unchanged(embedded_folder, tmp_path):
+    from glmdesk.engine.loader import prebuild_tokenizer
+
+    folder = _folder_copy(embedded_folder, tmp_path)
+    settings = LoadSettings(model=str(folder))
+    built = prebuild_tokenizer(settings)
+    assert built is not None
+    loaded = load_model(settings)
+    assert loaded.tokenizer is built
+    assert "Paris" in answer(loaded)
+    assert load_model(settings).tokenizer is not built  # taken once
+    # An edited tokenizer file after the prebuild: the load builds a new one.
+    built = prebuild_tokenizer(settings)
+    stat = (folder / "tokenizer.json").stat()
+    os.utime(folder / "tokenizer.json", ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    assert load_model(settings).tokenizer is not built
+
+
+def test_prebuild_never_converts_or_downloads(tmp_path):
+    from glmdesk.engine.loader import prebuild_tokenizer
+
+    fake = tmp_path / "new.gguf"
+    fake.write_bytes(b"GGUF" + os.urandom(4096))
+    assert prebuild_tokenizer(LoadSettings(model=str(fake))) is None
+    assert not sources._converted_target(fake).exists()  # not converted on the way
+    assert prebuild_tokenizer(LoadSettings(model="someone/some-model")) is None
+    assert prebuild_tokenizer(LoadSettings(model=str(tmp_path / "missing"))) is None
