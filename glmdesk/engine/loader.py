@@ -13,6 +13,7 @@ thread that decodes (OpenMP counts threads per calling thread).
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import threading
 from collections.abc import Callable
@@ -132,15 +133,28 @@ def _bnb_reason() -> str | None:
     return None
 
 
+def _bnb_missing_reason() -> str | None:
+    """Whether bitsandbytes is installed, without importing it.
+
+    Importing bitsandbytes takes ~2 s here (it imports torch._dynamo and scans
+    entry points); the window asks for the options at start, on the thread that
+    is about to load the model. A package that is installed but broken is found
+    when it is chosen: :func:`load_model` imports it and says why it failed.
+    """
+    if importlib.util.find_spec("bitsandbytes") is None:
+        return "bitsandbytes cannot be used here (it is not installed)."
+    return None
+
+
 def option_availability() -> dict[str, str | None]:
-    """Which load options work on this machine.
+    """Which load options work on this machine (quickly: nothing heavy is imported).
 
     Returns:
         ``{"quantization:8bit": None, "precision:fp16": "reason", ...}``: ``None``
         when the option works, else the sentence saying why not.
     """
     cuda = torch.cuda.is_available()
-    bnb = _bnb_reason()
+    bnb = _bnb_missing_reason()
     out: dict[str, str | None] = {
         "device:cuda": None if cuda else "No CUDA GPU was found; glmdesk runs on the CPU.",
         "quantization:8bit": bnb,
