@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import sys
 
-from PySide6.QtCore import QCoreApplication
-from PySide6.QtGui import QIcon
-from PySide6.QtWidgets import QApplication
+from PySide6.QtCore import QCoreApplication, QSize, Qt
+from PySide6.QtGui import QIcon, QPixmap
+from PySide6.QtWidgets import QApplication, QSplashScreen
 
 from glmdesk import __version__
 from glmdesk.core.history import History
@@ -29,6 +29,27 @@ def _app_icon() -> QIcon:
     for png in sorted(folder.glob("glmdesk-*.png")):
         icon.addFile(str(png))
     return icon
+
+
+def startup_splash(icon: QIcon) -> QSplashScreen:
+    """A splash with the icon and "Starting glmdesk...", shown while the engine imports.
+
+    Importing torch and transformers takes several seconds on a small machine;
+    without it nothing appears between the double-click and the window.
+    """
+    size = 256
+    pixmap = icon.pixmap(QSize(size, size))
+    if pixmap.isNull():
+        pixmap = QPixmap(size, size)
+        pixmap.fill(Qt.GlobalColor.darkGray)
+    splash = QSplashScreen(pixmap)
+    splash.setObjectName("startup_splash")
+    splash.showMessage(
+        QCoreApplication.translate("app", "Starting glmdesk..."),
+        Qt.AlignmentFlag.AlignBottom | Qt.AlignmentFlag.AlignHCenter,
+        Qt.GlobalColor.white,
+    )
+    return splash
 
 
 def open_history(window: MainWindow) -> HistoryController | None:
@@ -68,11 +89,15 @@ def run_app(argv: list[str]) -> int:
     app.setDesktopFileName("glmdesk")
     app.setWindowIcon(_app_icon())
     install_translators(app, SettingsStore().language())  # before any widget is built
+    splash = startup_splash(app.windowIcon())
+    splash.show()
+    app.processEvents()  # paint it before the blocking imports
     # Before the window: importing torch and building the tokenizer would stall its event loop.
     preload_engine(SettingsStore().last_model())
     window = MainWindow()
     controller = open_history(window)  # noqa: F841 (parented to the window)
     window.show()
+    splash.finish(window)
     window.start()
     status = app.exec()
     window.close()  # idempotent: the thread is already down if the user closed the window

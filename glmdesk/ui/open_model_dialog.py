@@ -140,14 +140,14 @@ class OpenModelDialog(QDialog):
         layout.addWidget(self.reasons_label)
         layout.addWidget(self.trust_check)
         layout.addWidget(self.trust_note)
-        layout.addWidget(
-            QLabel(
-                self.tr(
-                    "The model, precision, quantization and threads apply when loading finishes; "
-                    "the current model stays in use until then."
-                )
+        applies = QLabel(
+            self.tr(
+                "The model, precision, quantization and threads apply when loading finishes; "
+                "the current model stays in use until then."
             )
         )
+        applies.setWordWrap(True)
+        layout.addWidget(applies)
         layout.addWidget(buttons)
 
         folder_button.clicked.connect(self._choose_folder)

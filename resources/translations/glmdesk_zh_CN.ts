@@ -844,6 +844,10 @@ Updated {when} · {model}</source>
 <context>
     <name>app</name>
     <message>
+        <source>Starting glmdesk...</source>
+        <translation>正在启动 glmdesk…</translation>
+    </message>
+    <message>
         <source>The chat history could not be opened ({detail}); this session will not be saved.</source>
         <translation>无法打开聊天记录（{detail}），本次会话不会被保存。</translation>
     </message>

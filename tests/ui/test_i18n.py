@@ -345,3 +345,26 @@ def test_load_notes_and_option_reasons_are_chinese(chinese) -> None:
         assert CJK.search(note_sentence(note)) and "{" not in note_sentence(note)
     for key in ("device:cuda", "precision:fp16", "precision:bf16", "quantization:4bit"):
         assert CJK.search(option_reason(key, "bitsandbytes cannot be used here (ImportError: x)."))
+    for key in ("quantization:int8-wo", "quantization:int4-wo"):
+        assert CJK.search(option_reason(key, "This torch build has no 4-bit CPU kernel."))
+
+
+def test_weight_only_on_a_gpu_is_refused_in_chinese(chinese) -> None:
+    from glmdesk.ui.messages import error_sentence
+
+    sentence = error_sentence(
+        ErrorInfo("quantization_unavailable", "ENGLISH", {"quantization": "int4-wo", "reason": "cpu_only"})
+    )
+    assert CJK.search(sentence) and "int4-wo" in sentence and "cpu_only" not in sentence
+
+
+def test_startup_splash_says_what_is_happening(qtbot, chinese) -> None:
+    from PySide6.QtGui import QIcon
+
+    from glmdesk.ui.app import _app_icon, startup_splash
+
+    splash = startup_splash(_app_icon())
+    qtbot.addWidget(splash)
+    assert splash.message() == "正在启动 glmdesk…"
+    assert not splash.pixmap().isNull()
+    assert not startup_splash(QIcon()).pixmap().isNull()  # no icon files: a plain splash
