@@ -264,22 +264,44 @@ def _stop_ids(model, tokenizer) -> frozenset[int]:
     return frozenset(ids)
 
 
+#: Seconds one look-up of a hub id may take before the hub counts as unreachable.
+HUB_PROBE_TIMEOUT_S = 10.0
+
+
 def _check_hub_reachable(repo_id: str) -> None:
-    """Refuse a hub id at once when the hub is switched off and the model is not cached.
+    """Refuse a hub id at once when it cannot be downloaded and is not cached.
+
+    With the hub switched off (``HF_HUB_OFFLINE``) nothing is tried. Otherwise one
+    metadata request with a :data:`HUB_PROBE_TIMEOUT_S` timeout comes first: without
+    it, a machine with no connection waits through transformers' download retries
+    (about 50 s measured) before the same answer.
 
     Raises:
-        GlmdeskError: ``offline``.
+        GlmdeskError: ``offline`` (no connection, or offline mode) or
+            ``model_not_found`` (the hub has no such model, or it is private).
     """
-    from huggingface_hub import constants, try_to_load_from_cache
+    from huggingface_hub import HfApi, constants, try_to_load_from_cache
+    from huggingface_hub.errors import RepositoryNotFoundError
 
-    cached = try_to_load_from_cache(repo_id, "config.json")
-    if constants.HF_HUB_OFFLINE and not isinstance(cached, str):
+    if isinstance(try_to_load_from_cache(repo_id, "config.json"), str):
+        return
+    if constants.HF_HUB_OFFLINE:
         raise GlmdeskError(
             "offline",
             f"The model {repo_id} is not on this computer and downloading is switched off "
             "(offline mode). Open a local folder or .gguf file instead.",
             model=repo_id,
         )
+    try:
+        HfApi().model_info(repo_id, timeout=HUB_PROBE_TIMEOUT_S)
+    except RepositoryNotFoundError as exc:
+        raise GlmdeskError("model_not_found", f"The model {repo_id} was not found.", path=repo_id) from exc
+    except Exception as exc:  # httpx connection errors and timeouts, OSError
+        raise GlmdeskError(
+            "offline",
+            f"The model {repo_id} could not be downloaded: there is no connection ({exc}).",
+            model=repo_id,
+        ) from exc
 
 
 def _quantization_config(quantization: str, dtype: torch.dtype):

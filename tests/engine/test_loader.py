@@ -135,6 +135,24 @@ def test_hub_id_offline_is_a_sentence(monkeypatch):
     assert time.perf_counter() - start < 5
 
 
+def test_hub_id_without_a_connection_is_a_sentence_within_the_probe_timeout(monkeypatch):
+    """Online mode, but no connection (this machine; CI alike): one probe, no download retries."""
+    import time
+
+    from huggingface_hub import constants
+
+    from glmdesk.engine.loader import HUB_PROBE_TIMEOUT_S
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    start = time.perf_counter()
+    with pytest.raises(GlmdeskError) as err:
+        load_model(LoadSettings(model="someone/no-such-model-here"))
+    # No network: offline; with a network, the hub says there is no such model.
+    assert err.value.kind in ("offline", "model_not_found")
+    assert "someone/no-such-model-here" in err.value.message
+    assert time.perf_counter() - start < HUB_PROBE_TIMEOUT_S + 5
+
+
 def test_cancel_stops_loading():
     import threading
 

@@ -415,6 +415,38 @@ def _tensors(reader: ShardReader, plan) -> Iterator[torch.Tensor]:
     del last
 
 
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists but belongs to someone else (EPERM), or unknown on this OS
+        return True
+    return True
+
+
+def remove_stale_partials(dst: Path) -> int:
+    """Delete ``.NAME.partial-PID-*`` folders next to ``dst`` whose process is gone.
+
+    A conversion removes its own partial folder when it fails or is cancelled; one
+    killed outright (power loss, ``kill -9``) leaves it behind, up to the size of
+    the model. The next conversion to the same place calls this first.
+
+    Returns:
+        How many folders were removed.
+    """
+    removed = 0
+    for partial in dst.parent.glob(f".{dst.name}.partial-*"):
+        try:
+            pid = int(partial.name.rsplit(".partial-", 1)[1].split("-", 1)[0])
+        except (IndexError, ValueError):
+            continue
+        if pid != os.getpid() and not _process_alive(pid) and partial.is_dir():
+            shutil.rmtree(partial, ignore_errors=True)
+            removed += 1
+    return removed
+
+
 def convert_checkpoint(
     src: str | Path,
     dst: str | Path,
@@ -464,6 +496,7 @@ def convert_checkpoint(
     files = weight_files(src)
     total = sum(f.stat().st_size for f in files)
     dst.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_partials(dst)
     tmp = dst.parent / f".{dst.name}.partial-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     tmp.mkdir()
     try:

@@ -131,6 +131,34 @@ def test_cancel_leaves_nothing(make_checkpoint, tmp_path):
     assert list(out.iterdir()) == []
 
 
+def test_a_killed_conversion_leaves_nothing_behind_the_next_one(make_checkpoint, tmp_path):
+    import subprocess
+    import sys
+
+    src, *_ = make_checkpoint("chatglm3")
+    dst = tmp_path / "conv" / "model"
+    # A conversion killed outright (kill -9 at its first progress report) keeps its partial folder.
+    script = (
+        "import os, signal, sys\n"
+        "from glmdesk.engine.chatglm import convert_checkpoint\n"
+        "convert_checkpoint(sys.argv[1], sys.argv[2], progress=lambda d, t: os.kill(os.getpid(), signal.SIGKILL))\n"
+    )
+    killed = subprocess.run([sys.executable, "-c", script, str(src), str(dst)], timeout=300)
+    assert killed.returncode == -9
+    left = list(dst.parent.glob(".model.partial-*"))
+    assert len(left) == 1
+    # A partial folder of a process still running is not touched.
+    alive = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    try:
+        busy = dst.parent / f".model.partial-{alive.pid}-00000000"
+        busy.mkdir()
+        convert_checkpoint(src, dst)
+        assert (dst / "config.json").is_file()
+        assert not left[0].exists() and busy.is_dir()
+    finally:
+        alive.communicate(b"", timeout=60)
+
+
 def test_refuses_non_empty_destination(make_checkpoint, tmp_path):
     src, *_ = make_checkpoint("chatglm3")
     (tmp_path / "out").mkdir()
