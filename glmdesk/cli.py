@@ -108,8 +108,7 @@ def _stream_one(loaded, messages, box, cache, stop) -> str | None:
 
 def chat(args) -> int:
     """Run ``glmdesk chat``: one answer with ``--prompt``, else an interactive loop."""
-    from glmdesk.engine.loader import load_model
-
+    loading = False
     try:
         settings = LoadSettings(
             args.model,
@@ -124,12 +123,15 @@ def chat(args) -> int:
         if args.prompt is not None and not args.prompt.strip():
             print("error: the prompt is empty.", file=sys.stderr)
             return 2
+        from glmdesk.engine.loader import load_model  # after the cheap checks: torch takes seconds
+
         t0 = time.perf_counter()
+        loading = True
         loaded = load_model(settings, progress=_progress)
         print(file=sys.stderr)
         box = ParamsBox(_sampling(args, loaded.info.family))
     except (GlmdeskError, ValueError) as exc:
-        print(f"\nerror: {exc}", file=sys.stderr)
+        print(f"{chr(10) if loading else ''}error: {exc}", file=sys.stderr)
         return 2
     print(f"{loaded.info.describe()} (loaded in {time.perf_counter() - t0:.1f} s)", file=sys.stderr)
     for note in loaded.info.notes:
