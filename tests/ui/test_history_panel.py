@@ -125,8 +125,9 @@ def test_searches_with_highlights(qtbot, panel: HistoryPanel, history: History) 
     with qtbot.waitSignal(panel.search_finished, timeout=TIMEOUT_MS) as blocker:
         qtbot.keyClicks(panel.search_box, "WHISK")  # keyClicks takes ASCII only
     assert blocker.args == [2]
-    panel.search("量子")  # two characters: LIKE fallback
-    assert panel.results.rowCount() == 2
+    with qtbot.waitSignal(panel.search_finished, timeout=TIMEOUT_MS) as blocker:
+        panel.search("量子")  # two characters: LIKE fallback
+    assert blocker.args == [2] and panel.results.rowCount() == 2
     with qtbot.waitSignals([panel.search_result_selected, panel.conversation_selected], timeout=TIMEOUT_MS):
         panel.results_view.setCurrentIndex(panel.results.index(0))
     assert panel.results.index(0).data(ID_ROLE) == zh
@@ -134,6 +135,32 @@ def test_searches_with_highlights(qtbot, panel: HistoryPanel, history: History) 
     with qtbot.waitSignal(panel.search_finished, timeout=TIMEOUT_MS) as blocker:
         panel.search("")
     assert blocker.args == [0] and panel.stack.currentWidget() is panel.list_view
+
+
+def test_only_the_newest_search_is_shown(qtbot, panel: HistoryPanel, history: History) -> None:
+    """Searches run off the window's thread; a slower, older one never replaces a newer one."""
+    _add(history, "fruit", "apples and pears", "pears are sweet")
+    _add(history, "tools", "a hammer", "and nails")
+    finished: list[int] = []
+    panel.search_finished.connect(finished.append)
+    with qtbot.waitSignal(panel.search_finished, timeout=TIMEOUT_MS) as blocker:
+        panel.search("pears")  # 2 hits, never shown
+        panel.search("ha")  # typed on before the first finished
+        panel.search("nails")
+    assert blocker.args == [1]
+    qtbot.waitUntil(lambda: panel._search_pool.activeThreadCount() == 0, timeout=TIMEOUT_MS)
+    QCoreApplication.processEvents()  # late results of the older searches arrive (and are dropped)
+    assert finished == [1]  # the two older searches were not announced
+    hits = [panel.results.index(row).data(HTML_ROLE) for row in range(panel.results.rowCount())]
+    assert len(hits) == 1 and "nails" in hits[0]
+    # Clearing the box while a search runs shows the list, not late results.
+    panel.search("pears")
+    with qtbot.waitSignal(panel.search_finished, timeout=TIMEOUT_MS) as blocker:
+        panel.search("")
+    assert blocker.args == [0]
+    qtbot.waitUntil(lambda: panel._search_pool.activeThreadCount() == 0, timeout=TIMEOUT_MS)
+    QCoreApplication.processEvents()
+    assert panel.stack.currentWidget() is panel.list_view
 
 
 def test_duplicate_export_import_copy(qtbot, panel: HistoryPanel, history: History, tmp_path: Path) -> None:
