@@ -587,7 +587,10 @@ class HistoryPanel(QWidget):
                 conn.close()
         except sqlite3.Error:
             hits = []
-        self._search_done.emit(generation, hits)
+        try:
+            self._search_done.emit(generation, hits)
+        except RuntimeError:  # the panel was deleted meanwhile (window closing)
+            pass
 
     def _on_search_done(self, generation: int, hits: list) -> None:
         if generation != self._search_generation:
