@@ -15,6 +15,8 @@ from dataclasses import dataclass
 QUANTIZATIONS = ("none", "8bit", "4bit", "int8-wo", "int4-wo")
 #: Quantizations done by bitsandbytes (the rest are torch weight-only CPU kernels).
 BNB_QUANTIZATIONS = ("8bit", "4bit")
+#: Weight-only quantizations on torch's CPU kernels (:mod:`glmdesk.engine.weight_only`).
+CPU_ONLY_QUANTIZATIONS = ("int8-wo", "int4-wo")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 DEVICES = ("auto", "cpu", "cuda")
 CACHE_STRATEGIES = ("full", "sliding_window", "dynamic", "quantized")

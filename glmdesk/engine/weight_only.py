@@ -24,8 +24,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-#: Weight-only schemes: name -> bits.
+from glmdesk.core.settings import CPU_ONLY_QUANTIZATIONS
+
+#: Weight-only schemes: name -> bits (the names of ``CPU_ONLY_QUANTIZATIONS``).
 SCHEMES = {"int8-wo": 8, "int4-wo": 4}
+assert tuple(SCHEMES) == CPU_ONLY_QUANTIZATIONS
 #: Input channels per int4 group (GGUF Q4_0/Q4_1 blocks are 32 wide too).
 GROUP_SIZE = 32
 

@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from glmdesk.core.settings import DEVICES, PRECISIONS, QUANTIZATIONS, LoadSettings
+from glmdesk.core.settings import CPU_ONLY_QUANTIZATIONS, DEVICES, PRECISIONS, QUANTIZATIONS, LoadSettings
 from glmdesk.ui.messages import option_reason
 
 
@@ -156,6 +156,8 @@ class OpenModelDialog(QDialog):
         self.model_edit.textChanged.connect(self._update_trust)
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
+        self.device_combo.currentIndexChanged.connect(self._update_cpu_only)
+        self._update_cpu_only()
         self._update_trust()
         if self._trusted_folder and self._trusted_folder == current.model:
             self.trust_check.setChecked(True)
@@ -177,6 +179,32 @@ class OpenModelDialog(QDialog):
             index = 0
         combo.setCurrentIndex(index)
         return combo
+
+    def _runs_on_gpu(self) -> bool:
+        """Whether the device choice means CUDA (``auto`` does when a GPU was found)."""
+        device = self.device_combo.currentData()
+        gpu_found = "device:cuda" in self._availability and not self._availability["device:cuda"]
+        return device == "cuda" or (device == "auto" and gpu_found)
+
+    @Slot()
+    def _update_cpu_only(self) -> None:
+        """Grey out the CPU-only quantizations (weight-only int8/int4) while the device is a GPU."""
+        combo = self.quantization_combo
+        model = combo.model()
+        on_gpu = self._runs_on_gpu()
+        for key in CPU_ONLY_QUANTIZATIONS:
+            row = combo.findData(key)
+            if row < 0 or self._availability.get(f"quantization:{key}"):
+                continue  # absent, or unavailable for its own reason (kept)
+            item = model.item(row)
+            item.setEnabled(not on_gpu)
+            item.setToolTip(
+                self.tr("Runs on the CPU only: choose the CPU device, or 8-bit or 4-bit NF4 on a GPU.")
+                if on_gpu
+                else ""
+            )
+        if on_gpu and combo.currentData() in CPU_ONLY_QUANTIZATIONS:
+            combo.setCurrentIndex(combo.findData("none"))
 
     def _reasons_text(self) -> str:
         lines = []

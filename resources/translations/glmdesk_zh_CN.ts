@@ -596,6 +596,10 @@ Updated {when} · {model}</source>
         <translation>模型、精度、量化和线程数设置在加载完成后生效；在此之前继续使用当前模型。</translation>
     </message>
     <message>
+        <source>Runs on the CPU only: choose the CPU device, or 8-bit or 4-bit NF4 on a GPU.</source>
+        <translation>只能在 CPU 上运行：请选择 CPU 设备，或在 GPU 上使用 8 位或 4 位 NF4。</translation>
+    </message>
+    <message>
         <source>{option}: {reason}</source>
         <translation>{option}：{reason}</translation>
     </message>

@@ -133,3 +133,23 @@ def test_cpu_speed_options_load_answer_and_are_remembered(qtbot, window) -> None
         window.send_message("What is the capital of France?")
     assert finished.args[1].finish_reason in ("stop", "length")
     assert window.chat_view.messages()[-1].text().strip()
+
+
+def test_cpu_only_quantizations_are_greyed_out_for_a_gpu(qtbot) -> None:
+    gpu_found = {"device:cuda": None}
+    dialog = OpenModelDialog(LoadSettings(quantization="int4-wo", device="cpu"), gpu_found)
+    qtbot.addWidget(dialog)
+    combo = dialog.quantization_combo
+    item = combo.model().item(combo.findData("int4-wo"))
+    assert item.isEnabled() and combo.currentData() == "int4-wo"
+    dialog.device_combo.setCurrentIndex(dialog.device_combo.findData("cuda"))
+    assert not item.isEnabled() and "CPU only" in item.toolTip()
+    assert combo.currentData() == "none"  # the choice that cannot run is not kept
+    dialog.device_combo.setCurrentIndex(dialog.device_combo.findData("cpu"))
+    assert item.isEnabled()
+    # "Automatic" means the GPU on a machine with one, the CPU on a machine without.
+    dialog.device_combo.setCurrentIndex(dialog.device_combo.findData("auto"))
+    assert not item.isEnabled()
+    cpu_machine = OpenModelDialog(LoadSettings(quantization="int8-wo"), {"device:cuda": "No CUDA GPU."})
+    qtbot.addWidget(cpu_machine)
+    assert cpu_machine.quantization_combo.currentData() == "int8-wo"
