@@ -576,7 +576,7 @@ class HistoryPanel(QWidget):
         """Runs on the search thread: its own read-only connection, results by queued signal.
 
         A one- or two-character term scans every message (``LIKE``); on 200,000
-        messages that is 100-160 ms, which the window's thread would otherwise spend
+        messages that is 60-160 ms, which the window's thread would otherwise spend
         frozen. sqlite3 releases the GIL while the query runs.
         """
         try:
