@@ -334,6 +334,11 @@ def _tokenizer_stamp(folder: Path) -> tuple:
     return tuple(stamp)
 
 
+def _needs_conversion(family: str) -> bool:
+    """Whether a folder of ``family`` is converted into the cache before loading (ChatGLM)."""
+    return chatglm.is_original_checkpoint(family) or family in ("glm4-hf", "chatglm-v1")
+
+
 def _ready_folder(settings: LoadSettings) -> Path | None:
     """The Hugging Face folder ``settings`` loads from, when it is on disk already.
 
@@ -349,7 +354,7 @@ def _ready_folder(settings: LoadSettings) -> Path | None:
             folder = Path(source.location)
             if (folder / "tokenizer.json").is_file() and (folder / "config.json").is_file():
                 family = chatglm.detect_family(folder)
-                if not chatglm.is_original_checkpoint(family) and family not in ("glm4-hf", "chatglm-v1"):
+                if not _needs_conversion(family):
                     return folder
     except (GlmdeskError, OSError, ValueError):
         pass
@@ -572,8 +577,7 @@ def _prepare_folder(
     if not (folder / "config.json").is_file():
         _check_folder(folder)  # raises with the reason
     family = chatglm.detect_family(folder)
-    needs_conversion = chatglm.is_original_checkpoint(family) or family in ("glm4-hf", "chatglm-v1")
-    if needs_conversion and not settings.trust_remote_code:
+    if _needs_conversion(family) and not settings.trust_remote_code:
         prepared = chatglm.prepare_checkpoint(
             folder,
             paths.cache_dir(),

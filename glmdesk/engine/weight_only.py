@@ -26,9 +26,8 @@ from torch import nn
 
 from glmdesk.core.settings import CPU_ONLY_QUANTIZATIONS
 
-#: Weight-only schemes: name -> bits (the names of ``CPU_ONLY_QUANTIZATIONS``).
-SCHEMES = {"int8-wo": 8, "int4-wo": 4}
-assert tuple(SCHEMES) == CPU_ONLY_QUANTIZATIONS
+#: Weight-only schemes: name (``int8-wo``, ``int4-wo``) -> bits.
+SCHEMES = dict(zip(CPU_ONLY_QUANTIZATIONS, (8, 4), strict=True))
 #: Input channels per int4 group (GGUF Q4_0/Q4_1 blocks are 32 wide too).
 GROUP_SIZE = 32
 

@@ -12,6 +12,7 @@ import re
 from PySide6.QtCore import QCoreApplication
 
 from glmdesk.core.errors import ErrorInfo
+from glmdesk.core.settings import CPU_ONLY_QUANTIZATIONS
 
 
 def _template(kind: str, params: dict) -> str | None:
@@ -132,7 +133,7 @@ def option_reason(key: str, reason: str) -> str:
         return QCoreApplication.translate("LoadNotes", "fp16 needs a GPU; on the CPU glmdesk uses fp32.")
     if key == "precision:bf16":
         return QCoreApplication.translate("LoadNotes", "This GPU has no bf16 support; use fp16.")
-    if key in ("quantization:int8-wo", "quantization:int4-wo"):
+    if key.startswith("quantization:") and key.split(":", 1)[1] in CPU_ONLY_QUANTIZATIONS:
         return QCoreApplication.translate("LoadNotes", "This torch build has no CPU kernel for it.")
     detail = re.search(r"\((.+)\)\.?$", reason)
     if key.startswith("quantization:") and detail:

@@ -66,6 +66,15 @@ class _BufferLayer(CacheLayerMixin):
         self.keys, self.values = keys, values
         self.reallocations += 1
 
+    def _append(self, key_states: torch.Tensor, value_states: torch.Tensor) -> int:
+        """Copy ``[b, h, n, d]`` states into the slots after the held ones (room already
+        reserved); return the new length."""
+        end = self.length + key_states.shape[-2]
+        self.keys[:, :, self.length : end].copy_(key_states)
+        self.values[:, :, self.length : end].copy_(value_states)
+        self.length = end
+        return end
+
     def get_seq_length(self) -> int:
         return self.length
 
@@ -106,15 +115,12 @@ class GrowingLayer(_BufferLayer):
             self.lazy_initialization(key_states, value_states)
             if self.static:
                 self.reserve(self.max_tokens)
-        n = key_states.shape[-2]
-        end = self.length + n
+        end = self.length + key_states.shape[-2]
         if end > self.capacity:
             if self.static:
                 raise RuntimeError(f"static KV cache full: {end} tokens > {self.capacity}")
             self.reserve(end)
-        self.keys[:, :, self.length : end].copy_(key_states)
-        self.values[:, :, self.length : end].copy_(value_states)
-        self.length = end
+        self._append(key_states, value_states)
         if self.static:
             return self.keys, self.values
         return self.keys[:, :, :end], self.values[:, :, :end]
@@ -173,13 +179,9 @@ class SinkWindowLayer(_BufferLayer):
         if not self.is_initialized:
             self.lazy_initialization(key_states, value_states)
         plan = self.plan
-        n = key_states.shape[-2]
         if plan.mode == "append":
-            end = self.length + n
-            self.reserve(end)
-            self.keys[:, :, self.length : end].copy_(key_states)
-            self.values[:, :, self.length : end].copy_(value_states)
-            self.length = end
+            self.reserve(self.length + key_states.shape[-2])
+            end = self._append(key_states, value_states)
             return self.keys[:, :, :end], self.values[:, :, :end]
         if plan.mode == "ring":
             self.keys[:, :, plan.slot : plan.slot + 1].copy_(key_states)
