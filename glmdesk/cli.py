@@ -30,6 +30,12 @@ def _chat_parser(sub) -> None:
     p.add_argument("--precision", choices=PRECISIONS, default="auto")
     p.add_argument("--device", choices=DEVICES, default="auto")
     p.add_argument("--threads", type=int, default=0, help="CPU threads (0: one per physical core)")
+    p.add_argument(
+        "--no-fused-decode",
+        dest="fused_decode",
+        action="store_false",
+        help="decode with transformers' forward instead of the fused CPU step",
+    )
     p.add_argument("--trust-remote-code", action="store_true", help="run the model folder's own code")
     p.add_argument("--temperature", type=float)
     p.add_argument("--top-p", type=float)
@@ -117,6 +123,7 @@ def chat(args) -> int:
             args.device,
             args.trust_remote_code,
             threads=args.threads,
+            fused_decode=args.fused_decode,
         )
         cache = CacheSettings(args.kv_cache, window=args.window, sinks=args.sinks)
         _sampling(args, "generic")  # refuse bad values before a long load

@@ -145,6 +145,10 @@ class LoadSettings:
             default; the UI asks per folder.
         threads: CPU threads for torch's kernels; 0 keeps torch's default (one per
             physical core).
+        fused_decode: On the CPU, join each layer's Q/K/V and gate/up projections
+            and decode with glmdesk's fused step (Llama and GLM architectures,
+            :mod:`glmdesk.engine.decode_step`); same logits, fewer operations per
+            token. Off: transformers' forward for every token.
 
     Raises:
         ValueError: for unknown choices.
@@ -156,6 +160,7 @@ class LoadSettings:
     device: str = "auto"
     trust_remote_code: bool = False
     threads: int = 0
+    fused_decode: bool = True
 
     def __post_init__(self) -> None:
         if not isinstance(self.threads, int) or not 0 <= self.threads <= 1024:

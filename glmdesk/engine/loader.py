@@ -25,7 +25,7 @@ import torch
 from glmdesk.core import paths
 from glmdesk.core.errors import ErrorInfo, GlmdeskError, corrupt_weights
 from glmdesk.core.settings import BNB_QUANTIZATIONS, LoadSettings
-from glmdesk.engine import chatglm, sources, weight_only
+from glmdesk.engine import chatglm, decode_step, sources, weight_only
 from glmdesk.engine.cache import kv_bytes_per_token
 from glmdesk.engine.prompt import ChatTemplateFormat, PromptFormat
 
@@ -63,6 +63,9 @@ class ModelInfo:
         prompt_format: Name of the prompt format.
         threads: CPU threads torch's kernels use on the loading thread (the one
             that decodes; OpenMP's count is per thread).
+        fused_decode: Whether tokens are decoded by the fused step
+            (:mod:`glmdesk.engine.decode_step`); off when not asked for or the model
+            is not supported.
         notes: Choices made for the user (e.g. fp16 -> fp32 on CPU), as kinds
             (``fp16_on_cpu``, ``bnb_on_cpu``) with an English ``message``.
     """
@@ -79,11 +82,13 @@ class ModelInfo:
     kv_bytes_per_token: int
     prompt_format: str
     threads: int = 0
+    fused_decode: bool = False
     notes: tuple[ErrorInfo, ...] = ()
 
     def describe(self) -> str:
         """One line for a terminal or the status bar."""
         quant = "" if self.quantization == "none" else f", {self.quantization}"
+        quant += ", fused decode" if self.fused_decode else ""
         name = f"{self.name} (embedded)" if self.source_kind == "embedded" else self.name
         return (
             f"{name} [{self.family}] on {self.device}, {self.dtype}{quant}, "
@@ -526,9 +531,14 @@ def load_model(
     if settings.quantization not in BNB_QUANTIZATIONS:
         model.to(device)
     model.eval()
+    fused = settings.fused_decode and decode_step.unsupported_reason(model) is None
+    if fused:  # before quantization, which then quantizes the fused layers
+        decode_step.fuse_projections(model)
     if settings.quantization in weight_only.SCHEMES:
         report("quantizing")
         weight_only.quantize_linears(model, settings.quantization)
+    if fused:
+        decode_step.attach(model)
     torch.set_num_threads(settings.threads or DEFAULT_THREADS)
     report("preparing")
 
@@ -560,6 +570,7 @@ def load_model(
         kv_bytes_per_token=kv_bytes_per_token(model.config, dtype),
         prompt_format=prompt_format.name,
         threads=torch.get_num_threads(),
+        fused_decode=fused,
         notes=tuple(notes),
     )
     report("ready", 1, 1)

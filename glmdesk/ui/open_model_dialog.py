@@ -109,6 +109,15 @@ class OpenModelDialog(QDialog):
         self.threads_spin.setSpecialValueText(self.tr("Automatic (one per core)"))
         self.threads_spin.setValue(current.threads)
         self.threads_spin.setToolTip(self.tr("Threads for the CPU's matrix kernels"))
+        self.fused_check = QCheckBox(self.tr("Fused decode step"))
+        self.fused_check.setChecked(current.fused_decode)
+        self.fused_check.setToolTip(
+            self.tr(
+                "On the CPU, run each layer's query/key/value and gate/up projections as one "
+                "and decode without transformers' per-layer overhead (Llama and GLM models; "
+                "same answers, faster)"
+            )
+        )
         self.reasons_label = QLabel(self._reasons_text())
         self.reasons_label.setWordWrap(True)
         self.reasons_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
@@ -132,6 +141,7 @@ class OpenModelDialog(QDialog):
         form.addRow(self.tr("Precision"), self.precision_combo)
         form.addRow(self.tr("Device"), self.device_combo)
         form.addRow(self.tr("CPU threads"), self.threads_spin)
+        form.addRow("", self.fused_check)
         buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Open | QDialogButtonBox.StandardButton.Cancel
         )
@@ -259,4 +269,5 @@ class OpenModelDialog(QDialog):
             device=self.device_combo.currentData(),
             trust_remote_code=self.trust_check.isEnabled() and self.trust_check.isChecked(),
             threads=self.threads_spin.value(),
+            fused_decode=self.fused_check.isChecked(),
         )

@@ -140,6 +140,7 @@ class SettingsStore:
                 device=str(s.value("model/device", "auto")),
                 trust_remote_code=_to_bool(s.value("model/trust_remote_code", False)),
                 threads=int(s.value("model/threads", 0)),
+                fused_decode=_to_bool(s.value("model/fused_decode", True)),
             )
         except (TypeError, ValueError):
             return LoadSettings()
@@ -151,6 +152,7 @@ class SettingsStore:
         self._set("model/precision", load.precision)
         self._set("model/device", load.device)
         self._set("model/threads", load.threads)
+        self._set("model/fused_decode", load.fused_decode)
         self._set("model/trust_remote_code", bool(load.trust_remote_code and load.model))
 
     # Window -----------------------------------------------------------------

@@ -568,6 +568,14 @@ Updated {when} · {model}</source>
         <translation>CPU 矩阵运算使用的线程数</translation>
     </message>
     <message>
+        <source>Fused decode step</source>
+        <translation>融合解码步骤</translation>
+    </message>
+    <message>
+        <source>On the CPU, run each layer&apos;s query/key/value and gate/up projections as one and decode without transformers&apos; per-layer overhead (Llama and GLM models; same answers, faster)</source>
+        <translation>在 CPU 上把每层的查询、键、值投影以及门控、上投影各合并为一次计算，并跳过框架的逐层开销进行解码（适用于 Llama 和 GLM 架构的模型；回答不变，速度更快）</translation>
+    </message>
+    <message>
         <source>Only for folders you trust: the model&apos;s own code runs with your permissions. ChatGLM2/3 and GLM-4 run without it.</source>
         <translation>仅用于你信任的文件夹：模型自带的代码将以你的权限运行。ChatGLM2/3 和 GLM-4 无需此项即可运行。</translation>
     </message>

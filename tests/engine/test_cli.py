@@ -20,14 +20,17 @@ def test_chat_prompt_streams_one_answer(embedded_folder):
     out = glmdesk("chat", "--prompt", "What is the capital of France?", "--temperature", "0")
     assert out.returncode == 0, out.stderr
     assert "Paris" in out.stdout
-    assert "tokens/s" in out.stderr and "SmolLM2" in out.stderr
+    assert "tokens/s" in out.stderr and "SmolLM2" in out.stderr and "fused decode" in out.stderr
 
 
 def test_chat_interactive_clear_and_exit(embedded_folder):
     script = "What is the capital of France?\n/clear\n/exit\n"
-    out = glmdesk("chat", "--temperature", "0", "--max-new-tokens", "16", input_text=script)
+    out = glmdesk(
+        "chat", "--temperature", "0", "--max-new-tokens", "16", "--no-fused-decode", input_text=script
+    )
     assert out.returncode == 0, out.stderr
     assert "Paris" in out.stdout and "new conversation" in out.stderr
+    assert "SmolLM2" in out.stderr and "fused decode" not in out.stderr
 
 
 def test_bad_values_are_sentences_not_tracebacks(embedded_folder):

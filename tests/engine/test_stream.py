@@ -154,7 +154,8 @@ def test_out_of_memory_keeps_partial_answer(embedded, monkeypatch):
     """torch.OutOfMemoryError from inside the model's forward (simulated on the CPU):
     the partial answer is kept, the sentence says what to change, the next answer works."""
     calls = {"n": 0}
-    layer = embedded.model.model.layers[0]
+    # A module both the fused decode step and transformers' forward call once per token.
+    layer = embedded.model.model.layers[0].mlp.down_proj
     original = layer.forward
 
     def failing_forward(*args, **kwargs):

@@ -45,7 +45,7 @@ CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 ALLOWED_WORDS = set(
     """
     glmdesk english chatglm chatglm2 chatglm3 chatglm2/3 glm-4 hub thudm/chatglm3-6b smollm2-135m-instruct
-    hugging face python nvidia nvml nvidia-ml-py bitsandbytes llm.int8 cuda markdown json gguf md qt
+    hugging face llama glm python nvidia nvml nvidia-ml-py bitsandbytes llm.int8 cuda markdown json gguf md qt
     top-p top-k min-p token kv ttft gpu cpu ram nf4 int8 int4 fp16 bf16 fp32 8-bit 4-bit id k
     mib gib kib ms s
     enter shift+enter ctrl+enter esc ctrl+o ctrl+n ctrl+r ctrl+b ctrl+q ctrl+shift+c f2 ctrl shift alt

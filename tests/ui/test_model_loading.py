@@ -122,13 +122,20 @@ def test_cpu_speed_options_load_answer_and_are_remembered(qtbot, window) -> None
     combo.setCurrentIndex(combo.findData("int4-wo"))
     assert dialog.threads_spin.value() == 0 and dialog.threads_spin.text() == "Automatic (one per core)"
     dialog.threads_spin.setValue(1)
+    assert dialog.fused_check.isChecked()  # on by default
+    dialog.fused_check.setChecked(False)
     chosen = dialog.load_settings()
     with qtbot.waitSignal(window.model_ready, timeout=LOAD_MS) as ready:
         window.load_model(chosen)
-    assert ready.args[0].quantization == "int4-wo" and ready.args[0].threads == 1
+    info = ready.args[0]
+    assert info.quantization == "int4-wo" and info.threads == 1 and not info.fused_decode
     assert window.status.device_label.text() == "cpu, fp32, int4-wo"
     remembered = window.store.last_model()
     assert remembered.quantization == "int4-wo" and remembered.threads == 1
+    assert not remembered.fused_decode
+    reopened = OpenModelDialog(remembered, {})
+    qtbot.addWidget(reopened)
+    assert not reopened.fused_check.isChecked()
     with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_MS) as finished:
         window.send_message("What is the capital of France?")
     assert finished.args[1].finish_reason in ("stop", "length")

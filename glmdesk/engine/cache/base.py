@@ -13,6 +13,7 @@ import torch
 
 from glmdesk.core.settings import CacheSettings
 from glmdesk.engine.chunk import CacheStats
+from glmdesk.engine.decode_step import step_for
 
 
 def kv_shape(config) -> tuple[int, int, int]:
@@ -75,7 +76,8 @@ def run_model(
 
     ``logits_to_keep=1`` skips the vocabulary projection for every other position
     (a 2K-token prefill of a 49K-vocabulary model would otherwise make 400 MB of
-    logits).
+    logits). A single token without an explicit mask goes through the model's
+    :class:`~glmdesk.engine.decode_step.FusedDecodeStep` when it has one.
 
     Args:
         model: A transformers causal LM.
@@ -89,6 +91,9 @@ def run_model(
         Logits of the last position, shape ``[vocab]``, float32.
     """
     n = input_ids.shape[1]
+    step = step_for(model)
+    if step is not None and step.accepts(cache, n, attention_mask):
+        return step(cache, input_ids, start)
     positions = torch.arange(start, start + n, device=input_ids.device).unsqueeze(0)
     out = model(
         input_ids=input_ids,
