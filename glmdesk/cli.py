@@ -36,6 +36,11 @@ def _chat_parser(sub) -> None:
         action="store_false",
         help="decode with transformers' forward instead of the fused CPU step",
     )
+    p.add_argument(
+        "--compile-decode",
+        action="store_true",
+        help="compile the fused step with torch.compile while loading (needs a C++ compiler)",
+    )
     p.add_argument("--trust-remote-code", action="store_true", help="run the model folder's own code")
     p.add_argument("--temperature", type=float)
     p.add_argument("--top-p", type=float)
@@ -124,6 +129,7 @@ def chat(args) -> int:
             args.trust_remote_code,
             threads=args.threads,
             fused_decode=args.fused_decode,
+            compile_decode=args.compile_decode,
         )
         cache = CacheSettings(args.kv_cache, window=args.window, sinks=args.sinks)
         _sampling(args, "generic")  # refuse bad values before a long load

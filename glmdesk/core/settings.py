@@ -149,6 +149,10 @@ class LoadSettings:
             and decode with glmdesk's fused step (Llama and GLM architectures,
             :mod:`glmdesk.engine.decode_step`); same logits, fewer operations per
             token. Off: transformers' forward for every token.
+        compile_decode: Compile the fused step with ``torch.compile`` while loading
+            (Llama-layout models, full KV cache; needs a C++ compiler; about a
+            minute the first time, :mod:`glmdesk.engine.compiled_step`). Needs
+            ``fused_decode``.
 
     Raises:
         ValueError: for unknown choices.
@@ -161,12 +165,15 @@ class LoadSettings:
     trust_remote_code: bool = False
     threads: int = 0
     fused_decode: bool = True
+    compile_decode: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.threads, int) or not 0 <= self.threads <= 1024:
             raise ValueError(
                 f"CPU threads must be a whole number from 0 (automatic) to 1024, not {self.threads!r}."
             )
+        if self.compile_decode and not self.fused_decode:
+            raise ValueError("The compiled decode step needs the fused decode step; turn that on too.")
         if self.quantization not in QUANTIZATIONS:
             raise ValueError(f"Unknown quantization {self.quantization!r}; choose one of {QUANTIZATIONS}.")
         if self.precision not in PRECISIONS:

@@ -66,6 +66,8 @@ class ModelInfo:
         fused_decode: Whether tokens are decoded by the fused step
             (:mod:`glmdesk.engine.decode_step`); off when not asked for or the model
             is not supported.
+        compiled_decode: Whether that step runs compiled
+            (:mod:`glmdesk.engine.compiled_step`).
         notes: Choices made for the user (e.g. fp16 -> fp32 on CPU), as kinds
             (``fp16_on_cpu``, ``bnb_on_cpu``) with an English ``message``.
     """
@@ -83,12 +85,15 @@ class ModelInfo:
     prompt_format: str
     threads: int = 0
     fused_decode: bool = False
+    compiled_decode: bool = False
     notes: tuple[ErrorInfo, ...] = ()
 
     def describe(self) -> str:
         """One line for a terminal or the status bar."""
         quant = "" if self.quantization == "none" else f", {self.quantization}"
-        quant += ", fused decode" if self.fused_decode else ""
+        quant += (
+            ", compiled decode" if self.compiled_decode else ", fused decode" if self.fused_decode else ""
+        )
         name = f"{self.name} (embedded)" if self.source_kind == "embedded" else self.name
         return (
             f"{name} [{self.family}] on {self.device}, {self.dtype}{quant}, "
@@ -537,8 +542,11 @@ def load_model(
     if settings.quantization in weight_only.SCHEMES:
         report("quantizing")
         weight_only.quantize_linears(model, settings.quantization)
+    compiled = False
     if fused:
         decode_step.attach(model)
+    if settings.compile_decode:
+        compiled = _compile_decode(model, report, notes)
     torch.set_num_threads(settings.threads or DEFAULT_THREADS)
     report("preparing")
 
@@ -571,10 +579,33 @@ def load_model(
         prompt_format=prompt_format.name,
         threads=torch.get_num_threads(),
         fused_decode=fused,
+        compiled_decode=compiled,
         notes=tuple(notes),
     )
     report("ready", 1, 1)
     return LoadedModel(model, tokenizer, prompt_format, info)
+
+
+def _compile_decode(model, report, notes: list[ErrorInfo]) -> bool:
+    """Compile the fused decode step now; on failure keep the eager one and add a note."""
+    from glmdesk.engine import compiled_step
+
+    reason = compiled_step.compile_unsupported_reason(model)
+    if reason is None:
+        report("compiling")
+        try:
+            compiled_step.compile_decode_step(model, paths.cache_dir() / "inductor")
+            return True
+        except Exception as exc:  # no C++ compiler, an operation Inductor cannot compile
+            reason = f"{exc.__class__.__name__}: {exc}".splitlines()[0][:300]
+    notes.append(
+        ErrorInfo(
+            "compile_unavailable",
+            f"The decode step was not compiled ({reason}); tokens are decoded without it.",
+            {"reason": reason},
+        )
+    )
+    return False
 
 
 def _prepare_folder(

@@ -103,7 +103,8 @@ def note_sentence(note: ErrorInfo) -> str:
     """One sentence for a load note (``ModelInfo.notes``) in the user's language.
 
     Args:
-        note: ``kind`` is ``fp16_on_cpu`` or ``bnb_on_cpu`` (params: ``quantization``).
+        note: ``kind`` is ``fp16_on_cpu``, ``bnb_on_cpu`` (params: ``quantization``) or
+            ``compile_unavailable`` (params: ``reason``, the library's words).
 
     Returns:
         The translated sentence, or the engine's English ``message`` for other kinds.
@@ -116,6 +117,10 @@ def note_sentence(note: ErrorInfo) -> str:
         return QCoreApplication.translate(
             "LoadNotes", "{quantization} runs on bitsandbytes' CPU backend here, which is slow."
         ).format(quantization=note.params.get("quantization", ""))
+    if note.kind == "compile_unavailable":
+        return QCoreApplication.translate(
+            "LoadNotes", "The decode step was not compiled ({reason}); tokens are decoded without it."
+        ).format(reason=note.params.get("reason", ""))
     return note.message
 
 

@@ -118,6 +118,16 @@ class OpenModelDialog(QDialog):
                 "same answers, faster)"
             )
         )
+        self.compile_check = QCheckBox(self.tr("Compile the decode step"))
+        self.compile_check.setChecked(current.compile_decode and current.fused_decode)
+        self.compile_check.setEnabled(current.fused_decode)
+        self.compile_check.setToolTip(
+            self.tr(
+                "torch.compile of the fused step (Llama models on the CPU, full KV cache): faster "
+                "tokens, but each load takes about 30 s longer (a minute the first time) and needs a C++ compiler"
+            )
+        )
+        self.fused_check.toggled.connect(self._on_fused_toggled)
         self.reasons_label = QLabel(self._reasons_text())
         self.reasons_label.setWordWrap(True)
         self.reasons_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
@@ -142,6 +152,7 @@ class OpenModelDialog(QDialog):
         form.addRow(self.tr("Device"), self.device_combo)
         form.addRow(self.tr("CPU threads"), self.threads_spin)
         form.addRow("", self.fused_check)
+        form.addRow("", self.compile_check)
         buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Open | QDialogButtonBox.StandardButton.Cancel
         )
@@ -259,6 +270,11 @@ class OpenModelDialog(QDialog):
             )
         self.trust_check.setToolTip(str(Path(text).expanduser()) if is_folder else "")
 
+    def _on_fused_toggled(self, on: bool) -> None:
+        self.compile_check.setEnabled(on)
+        if not on:
+            self.compile_check.setChecked(False)
+
     def load_settings(self) -> LoadSettings:
         """The choices as :class:`LoadSettings`."""
         text = self.model_edit.text().strip()
@@ -270,4 +286,5 @@ class OpenModelDialog(QDialog):
             trust_remote_code=self.trust_check.isEnabled() and self.trust_check.isChecked(),
             threads=self.threads_spin.value(),
             fused_decode=self.fused_check.isChecked(),
+            compile_decode=self.fused_check.isChecked() and self.compile_check.isChecked(),
         )

@@ -141,6 +141,7 @@ class SettingsStore:
                 trust_remote_code=_to_bool(s.value("model/trust_remote_code", False)),
                 threads=int(s.value("model/threads", 0)),
                 fused_decode=_to_bool(s.value("model/fused_decode", True)),
+                compile_decode=_to_bool(s.value("model/compile_decode", False)),
             )
         except (TypeError, ValueError):
             return LoadSettings()
@@ -153,6 +154,7 @@ class SettingsStore:
         self._set("model/device", load.device)
         self._set("model/threads", load.threads)
         self._set("model/fused_decode", load.fused_decode)
+        self._set("model/compile_decode", load.compile_decode)
         self._set("model/trust_remote_code", bool(load.trust_remote_code and load.model))
 
     # Window -----------------------------------------------------------------

@@ -266,6 +266,10 @@ Updated {when} · {model}</source>
         <translation>正在准备</translation>
     </message>
     <message>
+        <source>Compiling the decode step (about a minute the first time)</source>
+        <translation>正在编译解码步骤（首次约需一分钟）</translation>
+    </message>
+    <message>
         <source>Ready</source>
         <translation>就绪</translation>
     </message>
@@ -291,6 +295,10 @@ Updated {when} · {model}</source>
     <message>
         <source>{quantization} runs on bitsandbytes&apos; CPU backend here, which is slow.</source>
         <translation>{quantization} 在此使用 bitsandbytes 的 CPU 后端运行，速度较慢。</translation>
+    </message>
+    <message>
+        <source>The decode step was not compiled ({reason}); tokens are decoded without it.</source>
+        <translation>解码步骤未能编译（{reason}）；将不经编译进行解码。</translation>
     </message>
     <message>
         <source>No CUDA GPU was found; glmdesk runs on the CPU.</source>
@@ -574,6 +582,14 @@ Updated {when} · {model}</source>
     <message>
         <source>On the CPU, run each layer&apos;s query/key/value and gate/up projections as one and decode without transformers&apos; per-layer overhead (Llama and GLM models; same answers, faster)</source>
         <translation>在 CPU 上把每层的查询、键、值投影以及门控、上投影各合并为一次计算，并跳过框架的逐层开销进行解码（适用于 Llama 和 GLM 架构的模型；回答不变，速度更快）</translation>
+    </message>
+    <message>
+        <source>Compile the decode step</source>
+        <translation>编译解码步骤</translation>
+    </message>
+    <message>
+        <source>torch.compile of the fused step (Llama models on the CPU, full KV cache): faster tokens, but each load takes about 30 s longer (a minute the first time) and needs a C++ compiler</source>
+        <translation>用 torch.compile 编译融合解码步骤（CPU 上的 Llama 模型，完整 KV 缓存）：生成更快，但每次加载约多用 30 秒（首次约一分钟），且需要 C++ 编译器</translation>
     </message>
     <message>
         <source>Only for folders you trust: the model&apos;s own code runs with your permissions. ChatGLM2/3 and GLM-4 run without it.</source>

@@ -45,7 +45,7 @@ CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 ALLOWED_WORDS = set(
     """
     glmdesk english chatglm chatglm2 chatglm3 chatglm2/3 glm-4 hub thudm/chatglm3-6b smollm2-135m-instruct
-    hugging face llama glm python nvidia nvml nvidia-ml-py bitsandbytes llm.int8 cuda markdown json gguf md qt
+    hugging face llama glm torch.compile c python nvidia nvml nvidia-ml-py bitsandbytes llm.int8 cuda markdown json gguf md qt
     top-p top-k min-p token kv ttft gpu cpu ram nf4 int8 int4 fp16 bf16 fp32 8-bit 4-bit id k
     mib gib kib ms s
     enter shift+enter ctrl+enter esc ctrl+o ctrl+n ctrl+r ctrl+b ctrl+q ctrl+shift+c f2 ctrl shift alt
@@ -341,6 +341,7 @@ def test_load_notes_and_option_reasons_are_chinese(chinese) -> None:
     for note in (
         ErrorInfo("fp16_on_cpu", "ENGLISH"),
         ErrorInfo("bnb_on_cpu", "ENGLISH", {"quantization": "4bit"}),
+        ErrorInfo("compile_unavailable", "ENGLISH", {"reason": "InvalidCxxCompiler"}),
     ):
         assert CJK.search(note_sentence(note)) and "{" not in note_sentence(note)
     for key in ("device:cuda", "precision:fp16", "precision:bf16", "quantization:4bit"):

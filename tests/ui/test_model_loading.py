@@ -123,7 +123,10 @@ def test_cpu_speed_options_load_answer_and_are_remembered(qtbot, window) -> None
     assert dialog.threads_spin.value() == 0 and dialog.threads_spin.text() == "Automatic (one per core)"
     dialog.threads_spin.setValue(1)
     assert dialog.fused_check.isChecked()  # on by default
-    dialog.fused_check.setChecked(False)
+    assert dialog.compile_check.isEnabled() and not dialog.compile_check.isChecked()
+    dialog.compile_check.setChecked(True)
+    dialog.fused_check.setChecked(False)  # compiling needs the fused step: off and greyed too
+    assert not dialog.compile_check.isEnabled() and not dialog.compile_check.isChecked()
     chosen = dialog.load_settings()
     with qtbot.waitSignal(window.model_ready, timeout=LOAD_MS) as ready:
         window.load_model(chosen)

@@ -28,3 +28,12 @@ def test_fused_step_matches_transformers_on_glm(make_checkpoint, monkeypatch, tm
         a = step_logits(fused.model, settings, ids[:, :12], ids[0, 12:])
         b = step_logits(plain.model, settings, ids[:, :12], ids[0, 12:])
         assert (a - b).abs().max() < 1e-4 * max(1.0, b.abs().max().item())
+
+
+def test_glm_keeps_the_eager_fused_step_when_compile_is_asked(make_checkpoint, monkeypatch, tmp_path):
+    monkeypatch.setenv("GLMDESK_MODEL_CACHE", str(tmp_path / "models"))
+    src, *_ = make_checkpoint("chatglm3", n_shards=1)
+    loaded = load_model(LoadSettings(model=str(src), compile_decode=True))
+    assert loaded.info.fused_decode and not loaded.info.compiled_decode
+    (note,) = loaded.info.notes
+    assert note.kind == "compile_unavailable" and "glm" in note.params["reason"]

@@ -1,0 +1,178 @@
+"""The fused decode step compiled with ``torch.compile`` (opt-in, CPU, full KV cache).
+
+Eager PyTorch spends about as long dispatching the fused step's small operations
+(norms, rotary, casts, residual adds; ~30 per layer) as the matrix kernels take.
+``torch.compile`` (TorchInductor) fuses those into generated C++ loops and calls
+the matrix and attention kernels directly, so one token is one compiled call.
+Costs: a C++ compiler must be installed, and the first compile of a model takes
+about a minute on two cores (tracing alone ~15 s on later starts; the generated
+code is cached in glmdesk's cache folder, ``TORCHINDUCTOR_CACHE_DIR``).
+
+Only the full cache's growing buffers (:class:`~glmdesk.engine.cache.layers.GrowingLayer`)
+take the compiled path: the token's key and value are written into the buffer in
+the compiled graph, and attention reads the held slots. Every other cache layer,
+and any token the compiled call fails on, goes through the eager
+:class:`~glmdesk.engine.decode_step.FusedDecodeStep`.
+
+Reference: PyTorch's "torch.compile" tutorial and gpt-fast's compiled decode
+step (``decode_one_token``), which this follows with dynamic shapes instead of a
+static cache.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from glmdesk.engine.cache.layers import GrowingLayer
+from glmdesk.engine.decode_step import ATTRIBUTE, FusedDecodeStep, step_for
+
+log = logging.getLogger(__name__)
+
+
+class CompiledDecodeStep:
+    """A :class:`FusedDecodeStep` whose layer loop runs under ``torch.compile``.
+
+    Args:
+        step: The eager fused step (Llama layout; GLM models keep the eager step).
+
+    Raises:
+        ValueError: for a step that rotates with the model's own function (GLM).
+    """
+
+    def __init__(self, step: FusedDecodeStep) -> None:
+        if step.apply_rotary is not None:
+            raise ValueError("the compiled decode step supports the Llama rotary layout only")
+        self.eager = step
+        self.failure: str | None = None
+        self._sizes = (
+            step.heads,
+            step.kv_heads,
+            step.head_dim,
+            step.hidden,
+            step.intermediate,
+            step.heads != step.kv_heads,
+        )
+        self._compiled = torch.compile(self._layers, dynamic=True, fullgraph=True)
+
+    def accepts(self, cache, n_tokens: int, attention_mask) -> bool:
+        """As :meth:`FusedDecodeStep.accepts`."""
+        return self.eager.accepts(cache, n_tokens, attention_mask)
+
+    def _layers(self, x, cos, sin, keys: list, values: list, position: int) -> torch.Tensor:
+        """The decoder on one token ``x`` ([1, 1, hidden]) at ``position``; writes its key
+        and value into slot ``position`` of each ``[1, kv_heads, capacity, head_dim]``
+        buffer and attends over slots ``0..position``. Returns logits ``[vocab]``.
+
+        The model's sizes come from one tuple attribute (TorchDynamo keeps its items
+        constant; only ``position`` and the buffer capacity are dynamic).
+        """
+        s = self.eager
+        heads, kv_heads, dim, hidden, inter, gqa = self._sizes
+        q_end, k_end, half = heads * dim, (heads + kv_heads) * dim, dim // 2
+        for layer, layer_keys, layer_values in zip(s.layers, keys, values, strict=True):
+            qkv = layer.qkv(F.rms_norm(x, (hidden,), *layer.norm1))
+            qk = qkv[..., :k_end].view(1, heads + kv_heads, 1, dim)
+            qk = qk * cos + torch.cat((-qk[..., half:], qk[..., :half]), dim=-1) * sin
+            layer_keys.narrow(2, position, 1).copy_(qk[:, heads:])
+            layer_values.narrow(2, position, 1).copy_(qkv[..., k_end:].view(1, kv_heads, 1, dim))
+            attended = F.scaled_dot_product_attention(
+                qk[:, :heads],
+                layer_keys.narrow(2, 0, position + 1),
+                layer_values.narrow(2, 0, position + 1),
+                scale=s.scaling,
+                enable_gqa=gqa,
+            )
+            x = x + layer.o_proj(attended.view(1, 1, q_end))
+            gate_up = layer.gate_up(F.rms_norm(x, (hidden,), *layer.norm2))
+            x = x + layer.down_proj(F.silu(gate_up[..., :inter]) * gate_up[..., inter:])
+        return s.lm_head(F.rms_norm(x, (hidden,), *s.final_norm))[0, -1].float()
+
+    def _compilable(self, cache) -> bool:
+        layers = cache.layers
+        return (
+            self.failure is None
+            and all(type(layer) is GrowingLayer and layer.is_initialized for layer in layers)
+            # Sizes 0 and 1 would be specialised into the graph (a second compile).
+            and layers[0].length >= 2
+        )
+
+    def __call__(self, cache, input_ids: torch.Tensor, position: int) -> torch.Tensor:
+        """As :meth:`FusedDecodeStep.__call__` (logits ``[vocab]``, float32)."""
+        if not self._compilable(cache):
+            return self.eager(cache, input_ids, position)
+        layers = cache.layers
+        held = layers[0].length
+        for layer in layers:
+            layer.reserve(held + 1)
+        x = self.eager.embed(input_ids)
+        cos, sin = self.eager.rotary(x, torch.tensor([[position]], device=input_ids.device))
+        try:
+            logits = self._compiled(
+                x, cos, sin, [layer.keys for layer in layers], [layer.values for layer in layers], held
+            )
+        except Exception as exc:  # a compile error: decode eagerly from now on
+            self.failure = f"{exc.__class__.__name__}: {exc}"
+            log.warning("compiled decode step failed, decoding eagerly: %s", self.failure)
+            return self.eager(cache, input_ids, position)
+        for layer in layers:
+            layer.length = held + 1
+        return logits
+
+
+def compile_unsupported_reason(model) -> str | None:
+    """Why ``model``'s fused step cannot be compiled (``None`` when it can)."""
+    step = step_for(model)
+    if step is None:
+        return "the fused decode step is off"
+    if isinstance(step, CompiledDecodeStep):
+        return None
+    if step.apply_rotary is not None:
+        return f"{model.config.model_type} models decode with the eager fused step"
+    return None
+
+
+def compile_decode_step(model, cache_dir: Path | None = None) -> CompiledDecodeStep:
+    """Compile ``model``'s fused step and compile it now, on a short warm-up answer.
+
+    Args:
+        model: A model with a fused step attached (:func:`~glmdesk.engine.decode_step.attach`).
+        cache_dir: Where TorchInductor keeps generated code across runs (sets
+            ``TORCHINDUCTOR_CACHE_DIR`` unless the user set it).
+
+    Returns:
+        The compiled step, attached to the model in place of the eager one.
+
+    Raises:
+        ValueError: when the model's step cannot be compiled (see
+            :func:`compile_unsupported_reason`).
+        RuntimeError: when compiling fails (no C++ compiler, an unsupported operation);
+            the eager step stays attached.
+    """
+    from glmdesk.core.settings import CacheSettings
+    from glmdesk.engine.cache import FullCacheStrategy
+
+    reason = compile_unsupported_reason(model)
+    if reason is not None:
+        raise ValueError(f"cannot compile the decode step: {reason}")
+    if cache_dir is not None:
+        os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(cache_dir))
+    step = step_for(model)
+    compiled = step if isinstance(step, CompiledDecodeStep) else CompiledDecodeStep(step)
+    warm_up = FullCacheStrategy(model, CacheSettings(), initial_tokens=16)
+    try:
+        with torch.inference_mode():
+            warm_up.prefill(torch.zeros((1, 3), dtype=torch.long, device=model.device))
+            for _ in range(2):  # the second call checks that the graph is reused
+                compiled(warm_up.cache, torch.zeros((1, 1), dtype=torch.long), warm_up.tokens_seen)
+                warm_up.tokens_seen += 1
+    finally:
+        warm_up.release()
+    if compiled.failure is not None:
+        raise RuntimeError(compiled.failure)
+    setattr(model, ATTRIBUTE, compiled)
+    return compiled
