@@ -7,13 +7,17 @@ Issue 10's benchmark, CPU parts:
    transformers' ``DynamicCache`` (``torch.cat`` per token); ratio 8K / 256
    (goal >= 0.8). One 8K prefill is shared: each context starts from a copy of
    its first L tokens. The two caches alternate token by token.
-2. CPU options: precision bf16, weight-only int8 / int4 linear layers
-   (:mod:`glmdesk.engine.weight_only`, torch's own kernels), one thread against
-   the default, ``torch.compile`` of the model (``--compile``; minutes to compile
-   on two cores): tokens/s, perplexity on ``benchmarks/data/public_domain.txt`` and
-   how many greedy tokens match fp32.
+   A third column runs the app's default, the fused decode step
+   (:mod:`glmdesk.engine.decode_step`), on the same buffers.
+2. CPU options: transformers' forward against the fused step and the compiled
+   step (:mod:`glmdesk.engine.compiled_step`, ``--compile``: about a minute per
+   compiled variant on two cores), precision bf16, weight-only int8 / int4 linear
+   layers (:mod:`glmdesk.engine.weight_only`, torch's own kernels), one thread
+   against the default: tokens/s, perplexity on
+   ``benchmarks/data/public_domain.txt`` and how many greedy tokens match fp32.
 3. llama.cpp on the same GGUF file, when ``llama-cpp-python`` is installed
-   (otherwise skipped, with a line saying so), against ours in fp32 and int4-wo.
+   (otherwise skipped, with a line saying so), against ours in fp32 and int4-wo
+   (and compiled with ``--compile``).
 
 GPU parts of the issue (ChatGLM3-6B-shaped bf16/NF4/INT8 table) are not here.
 
@@ -37,6 +41,8 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache
 from glmdesk.core.settings import CacheSettings
 from glmdesk.engine.cache import FullCacheStrategy, kv_bytes_per_token
 from glmdesk.engine.cache.base import model_dtype
+from glmdesk.engine.compiled_step import compile_decode_step
+from glmdesk.engine.decode_step import attach, fuse_projections
 from glmdesk.engine.sources import embedded_gguf_path, embedded_model_folder
 from glmdesk.engine.weight_only import quantize_linears
 
@@ -50,14 +56,15 @@ def long_ids(tokenizer, n: int) -> torch.Tensor:
     return ids.repeat(n // ids.numel() + 1)[:n].unsqueeze(0)
 
 
-def ours_from(prefilled: FullCacheStrategy, length: int, headroom: int) -> FullCacheStrategy:
-    """A fresh full strategy holding the first ``length`` tokens of ``prefilled``.
+def ours_from(prefilled: FullCacheStrategy, length: int, headroom: int, model=None) -> FullCacheStrategy:
+    """A fresh full strategy (for ``model``, default the prefilled one's) holding the
+    first ``length`` tokens of ``prefilled``.
 
     Its buffers have room for ``headroom`` more tokens: the table measures steady
     decoding, not the one doubling a real chat pays when it crosses a power of two
     (amortised: one copy of the held tokens per doubling).
     """
-    strategy = FullCacheStrategy(prefilled.model, prefilled.settings)
+    strategy = FullCacheStrategy(model or prefilled.model, prefilled.settings)
     for new, old in zip(strategy.cache.layers, prefilled.cache.layers, strict=True):
         new.lazy_initialization(old.keys, old.values)
         new.reserve(length + headroom)
@@ -93,35 +100,40 @@ def context_table(model, tokenizer, new: int) -> None:
     prefilled = FullCacheStrategy(model, CacheSettings(prefill_chunk=512))
     prefilled.prefill(long_ids(tokenizer, max(CONTEXTS)))
     print(f"8K prefill in chunks of 512: {time.perf_counter() - started:.1f} s")
+    fused = variant_model(model, "fp32", None, "fused")
     speeds = {}
     for length in CONTEXTS:
         ours = ours_from(prefilled, length, new + 1)
         theirs = dynamic_from(prefilled, length)
-        token_ours = token_theirs = 13  # "." for both, then greedy
-        spent = [0.0, 0.0]
+        ours_fused = ours_from(prefilled, length, new + 1, fused)
+        tokens = [13, 13, 13]  # "." for all, then greedy
+        spent = [0.0, 0.0, 0.0]
         for i in range(new):
-            for k in (0, 1) if i % 2 else (1, 0):
+            for k in (0, 1, 2) if i % 2 else (2, 1, 0):
                 t0 = time.perf_counter()
                 if k == 0:
-                    token_ours = int(ours.step(token_ours).argmax())
+                    logits = ours.step(tokens[0])
+                elif k == 1:
+                    logits = dynamic_step(model, theirs, tokens[1], length + i)
                 else:
-                    token_theirs = int(dynamic_step(model, theirs, token_theirs, length + i).argmax())
+                    logits = ours_fused.step(tokens[2])
+                tokens[k] = int(logits.argmax())
                 spent[k] += time.perf_counter() - t0
-        speeds[length] = (new / spent[0], new / spent[1])
-        del ours, theirs
+        speeds[length] = tuple(new / t for t in spent)
+        del ours, theirs, ours_fused
     prefilled.release()
     print(
-        "| context | ours (doubling buffers) tok/s | transformers DynamicCache (torch.cat) tok/s | ours / theirs |"
+        "| context | ours (doubling buffers) tok/s | transformers DynamicCache (torch.cat) tok/s "
+        "| ours / theirs | ours + fused step (app default) tok/s |"
     )
-    print(
-        "|--------:|------------------------------:|--------------------------------------------:|--------------:|"
-    )
-    for length, (a, b) in speeds.items():
-        print(f"| {length:7d} | {a:29.1f} | {b:43.1f} | {a / b:13.2f} |")
+    print("|--------:|---:|---:|---:|---:|")
+    for length, (a, b, c) in speeds.items():
+        print(f"| {length:7d} | {a:.1f} | {b:.1f} | {a / b:.2f} | {c:.1f} |")
     lo, hi = CONTEXTS[0], CONTEXTS[-1]
     print(
         f"ratio {hi} / {lo}: ours {speeds[hi][0] / speeds[lo][0]:.2f}, "
-        f"DynamicCache {speeds[hi][1] / speeds[lo][1]:.2f} (goal >= 0.8)"
+        f"DynamicCache {speeds[hi][1] / speeds[lo][1]:.2f}, "
+        f"ours + fused step {speeds[hi][2] / speeds[lo][2]:.2f} (goal >= 0.8)"
     )
     # A decode step reads every weight once and every held key and value once: on a
     # memory-bound CPU its time is at least (weights + KV) / bandwidth.
@@ -163,13 +175,25 @@ def alternate(variants: dict, ids: torch.Tensor, new: int, rounds: int) -> dict:
     return {name: total / rounds for name, total in totals.items()}
 
 
-def variant_model(model, precision: str, scheme: str | None):
-    """A copy of ``model`` in ``precision`` with ``scheme`` weight-only layers (or as is)."""
-    if precision == "fp32" and scheme is None:
+def variant_model(model, precision: str, scheme: str | None, step: str = "transformers"):
+    """A copy of ``model`` in ``precision`` with ``scheme`` weight-only layers (or as is),
+    decoding with ``step``: ``transformers`` (its forward), ``fused`` or ``compiled``."""
+    if precision == "fp32" and scheme is None and step == "transformers":
         return model
     variant = copy.deepcopy(model).to(torch.bfloat16 if precision == "bf16" else torch.float32)
+    if step != "transformers":
+        fuse_projections(variant)
     if scheme is not None:
         quantize_linears(variant, scheme)
+    if step != "transformers":
+        attach(variant)
+    if step == "compiled":
+        started = time.perf_counter()
+        compile_decode_step(variant)
+        print(
+            f"compiled the decode step ({precision}, {scheme or 'no quantization'}) in "
+            f"{time.perf_counter() - started:.0f} s"
+        )
     return variant
 
 
@@ -188,24 +212,21 @@ def cpu_options(model, tokenizer, new: int, compile_too: bool) -> None:
 
         return run
 
+    fused = variant_model(model, "fp32", None, "fused")
     models = {
-        f"fp32, {threads} threads (default)": model,
-        "bf16 (precision bf16)": variant_model(model, "bf16", None),
-        "int8 weight-only (quantization int8-wo)": variant_model(model, "fp32", "int8-wo"),
-        "int4 weight-only, groups of 32 (int4-wo)": variant_model(model, "fp32", "int4-wo"),
-        "bf16 + int4-wo": variant_model(model, "bf16", "int4-wo"),
+        f"fp32, transformers' forward, {threads} threads": model,
+        "fp32, fused step (default)": fused,
+        "bf16, fused step": variant_model(model, "bf16", None, "fused"),
+        "int8-wo, fused step": variant_model(model, "fp32", "int8-wo", "fused"),
+        "int4-wo (groups of 32), fused step": variant_model(model, "fp32", "int4-wo", "fused"),
+        "int4-wo, transformers' forward": variant_model(model, "fp32", "int4-wo"),
     }
+    if compile_too:
+        models["fp32, compiled step"] = variant_model(model, "fp32", None, "compiled")
+        models["int4-wo, compiled step"] = variant_model(model, "fp32", "int4-wo", "compiled")
     variants = {name: run_with(m) for name, m in models.items()}
     if threads > 1:
-        variants["fp32, 1 thread"] = run_with(model, 1)
-    if compile_too:
-        compiled = copy.deepcopy(model)
-        compiled.forward = torch.compile(compiled.forward, dynamic=True)
-        started = time.perf_counter()
-        decode_speed(compiled, ids, 2)
-        print(f"torch.compile warm-up: {time.perf_counter() - started:.0f} s")
-        variants["fp32, torch.compile"] = run_with(compiled)
-        models["fp32, torch.compile"] = compiled
+        variants["fp32, fused step, 1 thread"] = run_with(fused, 1)
     speeds = alternate(variants, ids, new, rounds=2)
     base = next(iter(speeds.values()))
     text = long_ids(tokenizer, 1024)
@@ -216,7 +237,7 @@ def cpu_options(model, tokenizer, new: int, compile_too: bool) -> None:
     print("|---|---:|---:|---:|---:|")
     for name, speed in speeds.items():
         variant = models.get(name)
-        if variant is None or (variant is model and name != next(iter(models))):
+        if variant is None:
             print(f"| {name} | {speed:.1f} | {speed / base:.2f} | same weights | same weights |")
             continue
         ppl = perplexity(variant, text)
@@ -239,7 +260,7 @@ def decode_tokens(model, ids: torch.Tensor, new: int) -> list[int]:
     return out
 
 
-def llama_cpp_row(pairs: int = 3, new: int = 200) -> None:
+def llama_cpp_row(pairs: int = 3, new: int = 200, compile_too: bool = False) -> None:
     """Our decode loop against llama.cpp on the same Q4_1 GGUF file.
 
     Ours runs twice: the default load (fp32 weights dequantized from the GGUF) and
@@ -261,11 +282,19 @@ def llama_cpp_row(pairs: int = 3, new: int = 200) -> None:
     from glmdesk.engine.loader import load_model
 
     messages = [ChatMessage("user", "Write a long story about a lighthouse keeper and a storm.")]
-    loads = {"fp32": load_model(LoadSettings()), "int4-wo": load_model(LoadSettings(quantization="int4-wo"))}
-    prompt = loads["fp32"].prompt_format.encode(messages)
+    loads = {
+        "fp32, transformers' forward": load_model(LoadSettings(fused_decode=False)),
+        "fp32, fused step": load_model(LoadSettings()),
+        "int4-wo, fused step": load_model(LoadSettings(quantization="int4-wo")),
+    }
+    if compile_too:
+        loads["int4-wo, compiled step"] = load_model(
+            LoadSettings(quantization="int4-wo", compile_decode=True)
+        )
+    prompt = loads["fp32, fused step"].prompt_format.encode(messages)
 
     class NoStop:
-        name = loads["fp32"].prompt_format.name
+        name = loads["fp32, fused step"].prompt_format.name
         stop_ids = frozenset()
 
         def encode(self, msgs):
@@ -320,13 +349,15 @@ def llama_cpp_row(pairs: int = 3, new: int = 200) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--new", type=int, default=32, help="tokens decoded per measurement")
-    parser.add_argument("--compile", action="store_true", help="also measure torch.compile (minutes)")
+    parser.add_argument(
+        "--compile", action="store_true", help="also measure the compiled decode step (a minute per variant)"
+    )
     parser.add_argument("--skip-contexts", action="store_true", help="skip the 256/2K/8K table")
     parser.add_argument("--skip-options", action="store_true", help="skip the CPU-options table")
     parser.add_argument("--only-llama-cpp", action="store_true", help="only the llama.cpp comparison")
     args = parser.parse_args()
     if args.only_llama_cpp:
-        llama_cpp_row()
+        llama_cpp_row(compile_too=args.compile)
         return
     folder = embedded_model_folder()
     tokenizer = AutoTokenizer.from_pretrained(folder)
@@ -336,7 +367,7 @@ def main() -> None:
         context_table(model, tokenizer, args.new)
     if not args.skip_options:
         cpu_options(model, tokenizer, args.new, args.compile)
-    llama_cpp_row()
+    llama_cpp_row(compile_too=args.compile)
 
 
 if __name__ == "__main__":

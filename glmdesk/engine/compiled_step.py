@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import os
+import types
 from pathlib import Path
 
 import torch
@@ -32,6 +33,21 @@ from glmdesk.engine.cache.layers import GrowingLayer
 from glmdesk.engine.decode_step import ATTRIBUTE, FusedDecodeStep, step_for
 
 log = logging.getLogger(__name__)
+
+
+def _own_function(method):
+    """``method`` bound to a copy of its function with its own code object.
+
+    TorchDynamo keeps compiled graphs, and counts recompiles (8 at most), per code
+    object: with a copy per step, a model's graphs are freed with its step and a
+    session that loads many models never reaches the limit (past it, Dynamo would
+    silently run the step uncompiled).
+    """
+    func = method.__func__
+    copy = types.FunctionType(
+        func.__code__.replace(), func.__globals__, func.__name__, func.__defaults__, func.__closure__
+    )
+    return types.MethodType(copy, method.__self__)
 
 
 class CompiledDecodeStep:
@@ -57,7 +73,7 @@ class CompiledDecodeStep:
             step.intermediate,
             step.heads != step.kv_heads,
         )
-        self._compiled = torch.compile(self._layers, dynamic=True, fullgraph=True)
+        self._compiled = torch.compile(_own_function(self._layers), dynamic=True, fullgraph=True)
 
     def accepts(self, cache, n_tokens: int, attention_mask) -> bool:
         """As :meth:`FusedDecodeStep.accepts`."""

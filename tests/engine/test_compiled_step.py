@@ -96,3 +96,15 @@ def test_failed_compile_keeps_the_eager_step_with_a_note(embedded_folder, monkey
 def test_compile_needs_the_fused_step():
     with pytest.raises(ValueError, match="fused decode step"):
         LoadSettings(compile_decode=True, fused_decode=False)
+
+
+def test_each_step_compiles_its_own_code_object():
+    """Dynamo's graphs and recompile limit (8) are per code object: loading a ninth model
+    must not fall back to the uncompiled step, and a closed model's graphs must go."""
+    model = tiny_llama()
+    decode_step.fuse_projections(model)
+    eager = decode_step.attach(model)
+    one, two = compiled_step.CompiledDecodeStep(eager), compiled_step.CompiledDecodeStep(eager)
+    a, b = compiled_step._own_function(one._layers), compiled_step._own_function(two._layers)
+    assert a.__self__ is one and a.__func__.__code__ is not b.__func__.__code__
+    assert a.__func__.__code__ is not compiled_step.CompiledDecodeStep._layers.__code__
