@@ -41,6 +41,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=2, help="window/bare pairs to stream (default 2)")
     parser.add_argument("--tokens", type=int, default=256, help="tokens per answer (default 256)")
+    parser.add_argument("--quantization", default="none", help="load option, e.g. int4-wo")
+    parser.add_argument(
+        "--compile-decode", action="store_true", help="compile the decode step while loading (GUI gaps then)"
+    )
     args = parser.parse_args()
 
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -63,7 +67,8 @@ def main() -> int:
 
     embedded_model_folder()  # convert once, outside the measured load
     started = time.perf_counter()
-    preload_engine(LoadSettings())  # as run_app does, before the window is shown
+    load = LoadSettings(quantization=args.quantization, compile_decode=args.compile_decode)
+    preload_engine(load)  # as run_app does, before the window is shown
     import_s = time.perf_counter() - started
 
     class Heartbeat(QObject):
@@ -120,6 +125,7 @@ def main() -> int:
 
     heartbeat = Heartbeat()
     window = MainWindow()
+    window.store.save_last_model(load)  # the model window.start() opens
     window.resize(1200, 800)
     window.show()
     recorder = Recorder()
