@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
+import sys
 import types
 from pathlib import Path
 
@@ -138,6 +140,24 @@ class CompiledDecodeStep:
         for layer in layers:
             layer.length = held + 1
         return logits
+
+
+#: C++ compilers TorchInductor's CPU backend can call (``CXX`` overrides).
+COMPILERS = ("g++", "c++", "clang++", "cl")
+
+
+def compiler_missing_reason() -> str | None:
+    """Why ``torch.compile`` cannot build code on this machine (``None`` when it can).
+
+    Checked before compiling, so a load does not spend a minute tracing to fail at
+    the first C++ build: the packaged app (PyInstaller) lacks Python's build tools,
+    and Inductor needs a C++ compiler on ``PATH`` (or named by ``CXX``).
+    """
+    if getattr(sys, "frozen", False):
+        return "the packaged app cannot compile (no Python build tools)"
+    if not (os.environ.get("CXX") or any(shutil.which(name) for name in COMPILERS)):
+        return "no C++ compiler was found (g++, clang++ or cl)"
+    return None
 
 
 def compile_unsupported_reason(model) -> str | None:

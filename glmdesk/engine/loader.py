@@ -178,6 +178,9 @@ def option_availability() -> dict[str, str | None]:
         )
     if cuda and not torch.cuda.is_bf16_supported():
         out["precision:bf16"] = "This GPU has no bf16 support; use fp16."
+    from glmdesk.engine.compiled_step import compiler_missing_reason
+
+    out["decode:compile"] = compiler_missing_reason()
     return out
 
 
@@ -590,7 +593,7 @@ def _compile_decode(model, report, notes: list[ErrorInfo]) -> bool:
     """Compile the fused decode step now; on failure keep the eager one and add a note."""
     from glmdesk.engine import compiled_step
 
-    reason = compiled_step.compile_unsupported_reason(model)
+    reason = compiled_step.compiler_missing_reason() or compiled_step.compile_unsupported_reason(model)
     if reason is None:
         report("compiling")
         try:

@@ -138,6 +138,12 @@ def option_reason(key: str, reason: str) -> str:
         return QCoreApplication.translate("LoadNotes", "fp16 needs a GPU; on the CPU glmdesk uses fp32.")
     if key == "precision:bf16":
         return QCoreApplication.translate("LoadNotes", "This GPU has no bf16 support; use fp16.")
+    if key == "decode:compile" and "packaged" in reason:
+        return QCoreApplication.translate(
+            "LoadNotes", "The packaged app cannot compile; run glmdesk from Python to use it."
+        )
+    if key == "decode:compile":
+        return QCoreApplication.translate("LoadNotes", "No C++ compiler was found (g++, clang++ or cl).")
     if key.startswith("quantization:") and key.split(":", 1)[1] in CPU_ONLY_QUANTIZATIONS:
         return QCoreApplication.translate("LoadNotes", "This torch build has no CPU kernel for it.")
     detail = re.search(r"\((.+)\)\.?$", reason)

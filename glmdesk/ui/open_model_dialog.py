@@ -119,10 +119,15 @@ class OpenModelDialog(QDialog):
             )
         )
         self.compile_check = QCheckBox(self.tr("Compile the decode step"))
-        self.compile_check.setChecked(current.compile_decode and current.fused_decode)
-        self.compile_check.setEnabled(current.fused_decode)
+        self._compile_reason = self._availability.get("decode:compile")
+        self.compile_check.setChecked(
+            current.compile_decode and current.fused_decode and not self._compile_reason
+        )
+        self.compile_check.setEnabled(current.fused_decode and not self._compile_reason)
         self.compile_check.setToolTip(
-            self.tr(
+            option_reason("decode:compile", self._compile_reason)
+            if self._compile_reason
+            else self.tr(
                 "torch.compile of the fused step (Llama models on the CPU, full KV cache): faster "
                 "tokens, but each load takes about 30 s longer (a minute the first time) and needs a C++ compiler"
             )
@@ -231,7 +236,9 @@ class OpenModelDialog(QDialog):
         lines = []
         for key, reason in sorted(self._availability.items()):
             if reason:
-                option = key.split(":", 1)[1]
+                option = (
+                    self.tr("Compile the decode step") if key == "decode:compile" else key.split(":", 1)[1]
+                )
                 lines.append(
                     self.tr("{option}: {reason}").format(option=option, reason=option_reason(key, reason))
                 )
@@ -271,7 +278,7 @@ class OpenModelDialog(QDialog):
         self.trust_check.setToolTip(str(Path(text).expanduser()) if is_folder else "")
 
     def _on_fused_toggled(self, on: bool) -> None:
-        self.compile_check.setEnabled(on)
+        self.compile_check.setEnabled(on and not self._compile_reason)
         if not on:
             self.compile_check.setChecked(False)
 

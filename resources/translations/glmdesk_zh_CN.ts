@@ -313,6 +313,14 @@ Updated {when} · {model}</source>
         <translation>此 GPU 不支持 bf16，请使用 fp16。</translation>
     </message>
     <message>
+        <source>The packaged app cannot compile; run glmdesk from Python to use it.</source>
+        <translation>打包版应用无法编译；如需使用，请从 Python 运行 glmdesk。</translation>
+    </message>
+    <message>
+        <source>No C++ compiler was found (g++, clang++ or cl).</source>
+        <translation>未找到 C++ 编译器（g++、clang++ 或 cl）。</translation>
+    </message>
+    <message>
         <source>This torch build has no CPU kernel for it.</source>
         <translation>当前 torch 版本没有对应的 CPU 内核。</translation>
     </message>

@@ -31,11 +31,17 @@ def tiny_llama(seed: int = 0) -> LlamaForCausalLM:
     return LlamaForCausalLM(config).eval()
 
 
+needs_compiler = pytest.mark.skipif(
+    compiled_step.compiler_missing_reason() is not None, reason="no C++ compiler for TorchInductor"
+)
+
+
 @pytest.fixture(autouse=True)
 def inductor_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
 
 
+@needs_compiler
 def test_compiled_step_matches_transformers_and_runs_compiled(tmp_path, monkeypatch):
     reference = tiny_llama()
     model = tiny_llama()
@@ -59,6 +65,7 @@ def test_compiled_step_matches_transformers_and_runs_compiled(tmp_path, monkeypa
     assert (got - want).abs().max() < 1e-4 and eager_calls
 
 
+@needs_compiler
 def test_compiled_step_crosses_a_buffer_doubling(tmp_path):
     model = tiny_llama(1)
     reference = tiny_llama(1)
@@ -108,3 +115,24 @@ def test_each_step_compiles_its_own_code_object():
     a, b = compiled_step._own_function(one._layers), compiled_step._own_function(two._layers)
     assert a.__self__ is one and a.__func__.__code__ is not b.__func__.__code__
     assert a.__func__.__code__ is not compiled_step.CompiledDecodeStep._layers.__code__
+
+
+@pytest.mark.parametrize("frozen", [False, True])
+def test_no_compiler_is_known_before_a_minute_of_tracing(embedded_folder, monkeypatch, frozen):
+    """No C++ compiler (or the packaged app): the load says so at once and never starts
+    Dynamo; Open model greys the option out with the same reason."""
+    import sys
+
+    from glmdesk.engine.loader import option_availability
+
+    if frozen:
+        monkeypatch.setattr(sys, "frozen", True, raising=False)
+    else:
+        monkeypatch.delenv("CXX", raising=False)
+        monkeypatch.setattr(compiled_step.shutil, "which", lambda name: None)
+    reason = compiled_step.compiler_missing_reason()
+    assert reason and ("packaged" in reason if frozen else "C++ compiler" in reason)
+    assert option_availability()["decode:compile"] == reason
+    monkeypatch.setattr(compiled_step, "compile_decode_step", lambda *a: pytest.fail("compiled anyway"))
+    loaded = load_model(LoadSettings(compile_decode=True))
+    assert not loaded.info.compiled_decode and loaded.info.notes[0].params["reason"] == reason

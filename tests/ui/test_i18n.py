@@ -45,7 +45,7 @@ CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 ALLOWED_WORDS = set(
     """
     glmdesk english chatglm chatglm2 chatglm3 chatglm2/3 glm-4 hub thudm/chatglm3-6b smollm2-135m-instruct
-    hugging face llama glm torch.compile c python nvidia nvml nvidia-ml-py bitsandbytes llm.int8 cuda markdown json gguf md qt
+    hugging face llama glm torch.compile c g clang cl python nvidia nvml nvidia-ml-py bitsandbytes llm.int8 cuda markdown json gguf md qt
     top-p top-k min-p token kv ttft gpu cpu ram nf4 int8 int4 fp16 bf16 fp32 8-bit 4-bit id k
     mib gib kib ms s
     enter shift+enter ctrl+enter esc ctrl+o ctrl+n ctrl+r ctrl+b ctrl+q ctrl+shift+c f2 ctrl shift alt
@@ -348,6 +348,8 @@ def test_load_notes_and_option_reasons_are_chinese(chinese) -> None:
         assert CJK.search(option_reason(key, "bitsandbytes cannot be used here (ImportError: x)."))
     for key in ("quantization:int8-wo", "quantization:int4-wo"):
         assert CJK.search(option_reason(key, "This torch build has no 4-bit CPU kernel."))
+    for reason in ("the packaged app cannot compile (no Python build tools)", "no C++ compiler was found"):
+        assert CJK.search(option_reason("decode:compile", reason))
 
 
 def test_weight_only_on_a_gpu_is_refused_in_chinese(chinese) -> None:

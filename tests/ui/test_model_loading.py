@@ -163,3 +163,18 @@ def test_cpu_only_quantizations_are_greyed_out_for_a_gpu(qtbot) -> None:
     cpu_machine = OpenModelDialog(LoadSettings(quantization="int8-wo"), {"device:cuda": "No CUDA GPU."})
     qtbot.addWidget(cpu_machine)
     assert cpu_machine.quantization_combo.currentData() == "int8-wo"
+
+
+def test_compile_option_is_greyed_with_the_reason_when_no_compiler(qtbot) -> None:
+    from glmdesk.core.settings import LoadSettings
+
+    reason = "no C++ compiler was found (g++, clang++ or cl)"
+    dialog = OpenModelDialog(LoadSettings(compile_decode=True), {"decode:compile": reason})
+    qtbot.addWidget(dialog)
+    assert not dialog.compile_check.isEnabled() and not dialog.compile_check.isChecked()
+    assert "C++ compiler" in dialog.compile_check.toolTip()
+    assert "Compile the decode step: No C++ compiler" in dialog.reasons_label.text()
+    dialog.fused_check.setChecked(False)
+    dialog.fused_check.setChecked(True)
+    assert not dialog.compile_check.isEnabled()
+    assert not dialog.load_settings().compile_decode
