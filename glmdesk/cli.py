@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import signal
 import sys
 import threading
@@ -133,6 +134,14 @@ def chat(args) -> int:
         )
         cache = CacheSettings(args.kv_cache, window=args.window, sinks=args.sinks)
         _sampling(args, "generic")  # refuse bad values before a long load
+        if settings.compile_decode and cache.strategy in ("sliding_window", "quantized"):
+            # The compiled step writes the full cache's buffers only: no minute of compiling for nothing.
+            print(
+                f"note: the compiled decode step runs with the full and dynamic KV caches only; "
+                f"--kv-cache {cache.strategy} decodes with the fused step, uncompiled.",
+                file=sys.stderr,
+            )
+            settings = dataclasses.replace(settings, compile_decode=False)
         if args.prompt is not None and not args.prompt.strip():
             print("error: the prompt is empty.", file=sys.stderr)
             return 2

@@ -150,8 +150,8 @@ class LoadSettings:
             :mod:`glmdesk.engine.decode_step`); same logits, fewer operations per
             token. Off: transformers' forward for every token.
         compile_decode: Compile the fused step with ``torch.compile`` while loading
-            (Llama-layout models, full KV cache; needs a C++ compiler; about a
-            minute the first time, :mod:`glmdesk.engine.compiled_step`). Needs
+            (Llama-layout models, full KV cache; needs a C++ compiler; one to two
+            minutes the first time, :mod:`glmdesk.engine.compiled_step`). Needs
             ``fused_decode``.
 
     Raises:

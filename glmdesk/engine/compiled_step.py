@@ -5,7 +5,7 @@ Eager PyTorch spends about as long dispatching the fused step's small operations
 ``torch.compile`` (TorchInductor) fuses those into generated C++ loops and calls
 the matrix and attention kernels directly, so one token is one compiled call.
 Costs: a C++ compiler must be installed, and the first compile of a model takes
-about a minute on two cores (tracing alone ~15 s on later starts; the generated
+one to two minutes on two cores (tracing alone ~30 s on later starts; the generated
 code is cached in glmdesk's cache folder, ``TORCHINDUCTOR_CACHE_DIR``).
 
 Only the full cache's growing buffers (:class:`~glmdesk.engine.cache.layers.GrowingLayer`)
@@ -172,13 +172,27 @@ def compile_unsupported_reason(model) -> str | None:
     return None
 
 
+def _use_cache_dir(cache_dir: Path) -> None:
+    """Point Inductor's code cache at ``cache_dir`` unless the user chose one.
+
+    Importing transformers already sets ``TORCHINDUCTOR_CACHE_DIR`` to torch's default
+    (a folder under the temporary directory, emptied on reboot), so a value equal to
+    that default is replaced; any other value was set by the user and is kept.
+    """
+    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
+    current = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    if current is None or os.path.abspath(current) == os.path.abspath(default_cache_dir()):
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(cache_dir)
+
+
 def compile_decode_step(model, cache_dir: Path | None = None) -> CompiledDecodeStep:
     """Compile ``model``'s fused step and compile it now, on a short warm-up answer.
 
     Args:
         model: A model with a fused step attached (:func:`~glmdesk.engine.decode_step.attach`).
         cache_dir: Where TorchInductor keeps generated code across runs (sets
-            ``TORCHINDUCTOR_CACHE_DIR`` unless the user set it).
+            ``TORCHINDUCTOR_CACHE_DIR`` unless the user set it; see :func:`_use_cache_dir`).
 
     Returns:
         The compiled step, attached to the model in place of the eager one.
@@ -196,7 +210,7 @@ def compile_decode_step(model, cache_dir: Path | None = None) -> CompiledDecodeS
     if reason is not None:
         raise ValueError(f"cannot compile the decode step: {reason}")
     if cache_dir is not None:
-        os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(cache_dir))
+        _use_cache_dir(cache_dir)
     step = step_for(model)
     compiled = step if isinstance(step, CompiledDecodeStep) else CompiledDecodeStep(step)
     warm_up = FullCacheStrategy(model, CacheSettings(), initial_tokens=16)

@@ -143,6 +143,9 @@ def unsupported_reason(model) -> str | None:
         return f"model type {config.model_type!r} (supported: {', '.join(SUPPORTED_MODEL_TYPES)})"
     if getattr(config, "hidden_act", "silu") != "silu":
         return f"activation {config.hidden_act!r}"
+    attention = getattr(config, "_attn_implementation", None) or "sdpa"
+    if attention != "sdpa":  # the step always calls scaled_dot_product_attention
+        return f"attention implementation {attention!r} (the fused step uses sdpa)"
     if model.device.type != "cpu":
         return "runs on the CPU only (a GPU decodes with transformers' forward)"
     inner = _text_model(model)

@@ -27,6 +27,9 @@ from glmdesk.engine.loader import LoadedModel
 from glmdesk.engine.prompt import encodable
 from glmdesk.engine.sampling import next_token
 
+#: Token slots reserved for the answer at first, in tokens (the buffer doubles after).
+INITIAL_ANSWER_SLOTS = 4096
+
 
 def answer_budget(params: SamplingParams, context_length: int) -> int:
     """Tokens reserved for the answer when fitting the prompt: ``max_new_tokens``,
@@ -149,7 +152,9 @@ def _stream(
             return
         device = loaded.model.device
         strategy = make_cache_strategy(loaded.model, cache_settings)
-        capacity = n_prompt + max(p.max_new_tokens, 1) + 1
+        # Room for the answer, grown by doubling below: a huge max_new_tokens must not
+        # allocate its whole buffer up front.
+        capacity = n_prompt + min(max(p.max_new_tokens, 1), INITIAL_ANSWER_SLOTS) + 1
         seen = torch.empty((1, capacity), dtype=torch.long, device=device)
         seen[0, :n_prompt] = torch.tensor(fitted.ids, dtype=torch.long)
         n_seen = n_prompt

@@ -69,7 +69,8 @@ class ModelInfo:
         compiled_decode: Whether that step runs compiled
             (:mod:`glmdesk.engine.compiled_step`).
         notes: Choices made for the user (e.g. fp16 -> fp32 on CPU), as kinds
-            (``fp16_on_cpu``, ``bnb_on_cpu``) with an English ``message``.
+            (``fp16_on_cpu``, ``bnb_on_cpu``, ``compile_unavailable``) with an English
+            ``message``.
     """
 
     name: str
@@ -97,7 +98,7 @@ class ModelInfo:
         name = f"{self.name} (embedded)" if self.source_kind == "embedded" else self.name
         return (
             f"{name} [{self.family}] on {self.device}, {self.dtype}{quant}, "
-            f"{self.footprint_mib:.0f} MiB, context {self.context_length} tokens, {self.threads} threads"
+            f"{self.footprint_mib:.0f} MiB, context {self.context_length} tokens, {self.threads} thread{'s' if self.threads != 1 else ''}"
         )
 
 
@@ -545,12 +546,12 @@ def load_model(
     if settings.quantization in weight_only.SCHEMES:
         report("quantizing")
         weight_only.quantize_linears(model, settings.quantization)
+    torch.set_num_threads(settings.threads or DEFAULT_THREADS)  # before compiling: Inductor reads it
     compiled = False
     if fused:
         decode_step.attach(model)
     if settings.compile_decode:
         compiled = _compile_decode(model, report, notes)
-    torch.set_num_threads(settings.threads or DEFAULT_THREADS)
     report("preparing")
 
     if prompt_format is None:

@@ -42,7 +42,7 @@ class LoadIndicator(QWidget):
             "loading": self.tr("Loading weights"),
             "quantizing": self.tr("Quantizing weights"),
             "preparing": self.tr("Preparing"),
-            "compiling": self.tr("Compiling the decode step (about a minute the first time)"),
+            "compiling": self.tr("Compiling the decode step (1-2 minutes the first time)"),
             "ready": self.tr("Ready"),
         }
         return names.get(stage, stage)

@@ -129,7 +129,7 @@ class OpenModelDialog(QDialog):
             if self._compile_reason
             else self.tr(
                 "torch.compile of the fused step (Llama models on the CPU, full KV cache): faster "
-                "tokens, but each load takes about 30 s longer (a minute the first time) and needs a C++ compiler"
+                "tokens, but each load takes about 30 s longer (1-2 minutes the first time) and needs a C++ compiler"
             )
         )
         self.fused_check.toggled.connect(self._on_fused_toggled)
@@ -277,6 +277,7 @@ class OpenModelDialog(QDialog):
             )
         self.trust_check.setToolTip(str(Path(text).expanduser()) if is_folder else "")
 
+    @Slot(bool)
     def _on_fused_toggled(self, on: bool) -> None:
         self.compile_check.setEnabled(on and not self._compile_reason)
         if not on:
@@ -293,5 +294,7 @@ class OpenModelDialog(QDialog):
             trust_remote_code=self.trust_check.isEnabled() and self.trust_check.isChecked(),
             threads=self.threads_spin.value(),
             fused_decode=self.fused_check.isChecked(),
-            compile_decode=self.fused_check.isChecked() and self.compile_check.isChecked(),
+            compile_decode=self.fused_check.isChecked()
+            and self.compile_check.isEnabled()
+            and self.compile_check.isChecked(),
         )

@@ -266,8 +266,8 @@ Updated {when} · {model}</source>
         <translation>正在准备</translation>
     </message>
     <message>
-        <source>Compiling the decode step (about a minute the first time)</source>
-        <translation>正在编译解码步骤（首次约需一分钟）</translation>
+        <source>Compiling the decode step (1-2 minutes the first time)</source>
+        <translation>正在编译解码步骤（首次约需 1-2 分钟）</translation>
     </message>
     <message>
         <source>Ready</source>
@@ -596,8 +596,8 @@ Updated {when} · {model}</source>
         <translation>编译解码步骤</translation>
     </message>
     <message>
-        <source>torch.compile of the fused step (Llama models on the CPU, full KV cache): faster tokens, but each load takes about 30 s longer (a minute the first time) and needs a C++ compiler</source>
-        <translation>用 torch.compile 编译融合解码步骤（CPU 上的 Llama 模型，完整 KV 缓存）：生成更快，但每次加载约多用 30 秒（首次约一分钟），且需要 C++ 编译器</translation>
+        <source>torch.compile of the fused step (Llama models on the CPU, full KV cache): faster tokens, but each load takes about 30 s longer (1-2 minutes the first time) and needs a C++ compiler</source>
+        <translation>用 torch.compile 编译融合解码步骤（CPU 上的 Llama 模型，完整 KV 缓存）：生成更快，但每次加载约多用 30 秒（首次约需 1-2 分钟），且需要 C++ 编译器</translation>
     </message>
     <message>
         <source>Only for folders you trust: the model&apos;s own code runs with your permissions. ChatGLM2/3 and GLM-4 run without it.</source>

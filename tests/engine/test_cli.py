@@ -33,6 +33,24 @@ def test_chat_interactive_clear_and_exit(embedded_folder):
     assert "SmolLM2" in out.stderr and "fused decode" not in out.stderr
 
 
+def test_compile_is_skipped_for_caches_it_cannot_serve(embedded_folder):
+    out = glmdesk(
+        "chat",
+        "--prompt",
+        "What is the capital of France?",
+        "--temperature",
+        "0",
+        "--compile-decode",
+        "--kv-cache",
+        "sliding_window",
+        "--window",
+        "64",
+    )
+    assert out.returncode == 0, out.stderr
+    assert "full and dynamic KV caches only" in out.stderr and "fused decode" in out.stderr
+    assert ", compiled decode" not in out.stderr and "Paris" in out.stdout
+
+
 def test_bad_values_are_sentences_not_tracebacks(embedded_folder):
     out = glmdesk("chat", "--prompt", "hi", "--repetition-penalty", "0.5")
     assert out.returncode == 2 and "Traceback" not in out.stderr

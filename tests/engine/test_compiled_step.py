@@ -66,12 +66,17 @@ def test_compiled_step_matches_transformers_and_runs_compiled(tmp_path, monkeypa
 
 
 @needs_compiler
-def test_compiled_step_crosses_a_buffer_doubling(tmp_path):
+def test_compiled_step_crosses_a_buffer_doubling(tmp_path, monkeypatch):
+    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
+    # As after importing transformers: torch's default cache folder (emptied on reboot) is set.
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", default_cache_dir())
     model = tiny_llama(1)
     reference = tiny_llama(1)
     decode_step.fuse_projections(model)
     decode_step.attach(model)
-    compiled_step.compile_decode_step(model, tmp_path / "inductor")
+    compiled_step.compile_decode_step(model, tmp_path / "glmdesk-cache")
+    assert any((tmp_path / "glmdesk-cache").iterdir())  # the generated code is kept in ours
     ids = torch.randint(0, 256, (1, 300))
     strategy = make_cache_strategy(model, CacheSettings())
     ref = make_cache_strategy(reference, CacheSettings())

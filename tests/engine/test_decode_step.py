@@ -135,5 +135,7 @@ def test_unsupported_models_keep_transformers_forward():
         decode_step.fuse_projections(model)
     gelu = LlamaForCausalLM(LlamaConfig(**TINY, num_attention_heads=4, hidden_act="gelu"))
     assert "gelu" in decode_step.unsupported_reason(gelu)
+    eager = LlamaForCausalLM(LlamaConfig(**TINY, num_attention_heads=4, attn_implementation="eager"))
+    assert "eager" in decode_step.unsupported_reason(eager)
     with pytest.raises(ValueError, match="fuse_projections"):
         decode_step.FusedDecodeStep(LlamaForCausalLM(LlamaConfig(**TINY, num_attention_heads=4)))

@@ -198,3 +198,10 @@ def test_typed_special_tokens_stay_text(embedded):
     special = embedded.tokenizer.convert_tokens_to_ids(["<|im_start|>", "<|im_end|>"])
     # The template opens system, user and assistant turns: 3 starts, 2 ends; typed ones add none.
     assert ids.count(special[0]) == 3 and ids.count(special[1]) == 2
+
+
+def test_huge_max_new_tokens_answers_instead_of_allocating_it(embedded):
+    """A bug report: --max-new-tokens 1000000000000 failed allocating 8 TB of token ids."""
+    chunks = run(embedded, params=SamplingParams(temperature=0.0, max_new_tokens=10**12))
+    assert chunks[-1].finish_reason == "stop", chunks[-1].error
+    assert "Paris" in text_of(chunks)
