@@ -29,7 +29,6 @@ import types
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
 from glmdesk.engine.cache.layers import GrowingLayer
 from glmdesk.engine.decode_step import ATTRIBUTE, FusedDecodeStep, step_for
@@ -67,14 +66,6 @@ class CompiledDecodeStep:
             raise ValueError("the compiled decode step supports the Llama rotary layout only")
         self.eager = step
         self.failure: str | None = None
-        self._sizes = (
-            step.heads,
-            step.kv_heads,
-            step.head_dim,
-            step.hidden,
-            step.intermediate,
-            step.heads != step.kv_heads,
-        )
         self._compiled = torch.compile(_own_function(self._layers), dynamic=True, fullgraph=True)
 
     def accepts(self, cache, n_tokens: int, attention_mask) -> bool:
@@ -82,33 +73,19 @@ class CompiledDecodeStep:
         return self.eager.accepts(cache, n_tokens, attention_mask)
 
     def _layers(self, x, cos, sin, keys: list, values: list, position: int) -> torch.Tensor:
-        """The decoder on one token ``x`` ([1, 1, hidden]) at ``position``; writes its key
-        and value into slot ``position`` of each ``[1, kv_heads, capacity, head_dim]``
-        buffer and attends over slots ``0..position``. Returns logits ``[vocab]``.
-
-        The model's sizes come from one tuple attribute (TorchDynamo keeps its items
-        constant; only ``position`` and the buffer capacity are dynamic).
+        """:meth:`FusedDecodeStep.run_layers` with the full cache's buffers: the token's key
+        and value go to slot ``position`` of each ``[1, kv_heads, capacity, head_dim]``
+        buffer, and attention reads slots ``0..position``. Returns logits ``[vocab]``.
+        Only ``position`` and the buffer capacity are dynamic in the graph.
         """
-        s = self.eager
-        heads, kv_heads, dim, hidden, inter, gqa = self._sizes
-        q_end, k_end, half = heads * dim, (heads + kv_heads) * dim, dim // 2
-        for layer, layer_keys, layer_values in zip(s.layers, keys, values, strict=True):
-            qkv = layer.qkv(F.rms_norm(x, (hidden,), *layer.norm1))
-            qk = qkv[..., :k_end].view(1, heads + kv_heads, 1, dim)
-            qk = qk * cos + torch.cat((-qk[..., half:], qk[..., :half]), dim=-1) * sin
-            layer_keys.narrow(2, position, 1).copy_(qk[:, heads:])
-            layer_values.narrow(2, position, 1).copy_(qkv[..., k_end:].view(1, kv_heads, 1, dim))
-            attended = F.scaled_dot_product_attention(
-                qk[:, :heads],
-                layer_keys.narrow(2, 0, position + 1),
-                layer_values.narrow(2, 0, position + 1),
-                scale=s.scaling,
-                enable_gqa=gqa,
-            )
-            x = x + layer.o_proj(attended.view(1, 1, q_end))
-            gate_up = layer.gate_up(F.rms_norm(x, (hidden,), *layer.norm2))
-            x = x + layer.down_proj(F.silu(gate_up[..., :inter]) * gate_up[..., inter:])
-        return s.lm_head(F.rms_norm(x, (hidden,), *s.final_norm))[0, -1].float()
+
+        def store(index: int, key: torch.Tensor, value: torch.Tensor):
+            layer_keys, layer_values = keys[index], values[index]
+            layer_keys.narrow(2, position, 1).copy_(key)
+            layer_values.narrow(2, position, 1).copy_(value)
+            return layer_keys.narrow(2, 0, position + 1), layer_values.narrow(2, 0, position + 1)
+
+        return self.eager.run_layers(x, cos, sin, store)
 
     def _compilable(self, cache) -> bool:
         layers = cache.layers

@@ -236,6 +236,14 @@ class FusedDecodeStep:
         self.final_norm = (inner.norm.weight, inner.norm.variance_epsilon)
         self.lm_head = model.lm_head
         self.layers = [_Layer(layer) for layer in inner.layers]
+        self.sizes = (
+            self.heads,
+            self.kv_heads,
+            self.head_dim,
+            self.hidden,
+            self.intermediate,
+            self.heads != self.kv_heads,
+        )
         # Llama rotates halves of the whole head (GPT-NeoX layout): done here on the
         # queries and keys together. GLM rotates interleaved pairs of part of the
         # head: its own function is called.
@@ -264,14 +272,31 @@ class FusedDecodeStep:
         Returns:
             Logits, shape ``[vocab]``, float32.
         """
-        heads, kv_heads, dim = self.heads, self.kv_heads, self.head_dim
-        q_end, k_end = heads * dim, (heads + kv_heads) * dim
-        half = dim // 2
         x = self.embed(input_ids)  # [1, 1, hidden]
         # [1, 1, rotary dim]; broadcasts over [1, heads, 1, head_dim].
         cos, sin = self.rotary(x, torch.tensor([[position]], device=input_ids.device))
-        for layer, cache_layer in zip(self.layers, cache.layers, strict=True):
-            qkv = layer.qkv(F.rms_norm(x, (self.hidden,), *layer.norm1))
+        layers = cache.layers
+        return self.run_layers(x, cos, sin, lambda index, k, v: layers[index].update(k, v))
+
+    def run_layers(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, store) -> torch.Tensor:
+        """The decoder layers, final norm and output projection on one token.
+
+        Args:
+            x: The token's embedding, ``[1, 1, hidden]``.
+            cos: Rotary cosines for its position, ``[1, 1, rotary dim]``.
+            sin: Rotary sines, same shape.
+            store: ``store(layer index, key, value)`` keeps the token's key and value
+                (``[1, kv_heads, 1, head_dim]``, rotary applied) and returns the keys
+                and values to attend to, ``[1, kv_heads, held, head_dim]``, all visible.
+
+        Returns:
+            Logits, shape ``[vocab]``, float32.
+        """
+        # One tuple of plain ints: under torch.compile Dynamo keeps its items constant.
+        heads, kv_heads, dim, hidden, inter, gqa = self.sizes
+        q_end, k_end, half = heads * dim, (heads + kv_heads) * dim, dim // 2
+        for index, layer in enumerate(self.layers):
+            qkv = layer.qkv(F.rms_norm(x, (hidden,), *layer.norm1))
             v = qkv[..., k_end:].view(1, kv_heads, 1, dim)
             if self.apply_rotary is None:  # queries and keys rotated together
                 qk = qkv[..., :k_end].view(1, heads + kv_heads, 1, dim)
@@ -281,15 +306,12 @@ class FusedDecodeStep:
                 q = qkv[..., :q_end].view(1, heads, 1, dim)
                 k = qkv[..., q_end:k_end].view(1, kv_heads, 1, dim)
                 q, k = self.apply_rotary(q, k, cos, sin)
-            keys, values = cache_layer.update(k, v)
-            attended = F.scaled_dot_product_attention(
-                q, keys, values, scale=self.scaling, enable_gqa=heads != kv_heads
-            )
+            keys, values = store(index, k, v)
+            attended = F.scaled_dot_product_attention(q, keys, values, scale=self.scaling, enable_gqa=gqa)
             x = x + layer.o_proj(attended.view(1, 1, q_end))
-            gate_up = layer.gate_up(F.rms_norm(x, (self.hidden,), *layer.norm2))
-            gated = F.silu(gate_up[..., : self.intermediate]) * gate_up[..., self.intermediate :]
-            x = x + layer.down_proj(gated)
-        return self.lm_head(F.rms_norm(x, (self.hidden,), *self.final_norm))[0, -1].float()
+            gate_up = layer.gate_up(F.rms_norm(x, (hidden,), *layer.norm2))
+            x = x + layer.down_proj(F.silu(gate_up[..., :inter]) * gate_up[..., inter:])
+        return self.lm_head(F.rms_norm(x, (hidden,), *self.final_norm))[0, -1].float()
 
 
 def attach(model) -> FusedDecodeStep:
