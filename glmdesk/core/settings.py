@@ -20,6 +20,8 @@ CPU_ONLY_QUANTIZATIONS = ("int8-wo", "int4-wo")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 DEVICES = ("auto", "cpu", "cuda")
 CACHE_STRATEGIES = ("full", "sliding_window", "dynamic", "quantized")
+#: Backends: ``auto`` picks one from the model (see ``glmdesk.engine.backends``).
+ENGINES = ("auto", "transformers", "llamacpp", "remote")
 
 
 def _finite(name: str, value: float) -> None:
@@ -153,6 +155,7 @@ class LoadSettings:
             (Llama-layout models, full KV cache; needs a C++ compiler; one to two
             minutes the first time, :mod:`glmdesk.engine.compiled_step`). Needs
             ``fused_decode``.
+        engine: The backend: ``auto``, ``transformers``, ``llamacpp`` or ``remote``.
 
     Raises:
         ValueError: for unknown choices.
@@ -166,8 +169,11 @@ class LoadSettings:
     threads: int = 0
     fused_decode: bool = True
     compile_decode: bool = False
+    engine: str = "auto"
 
     def __post_init__(self) -> None:
+        if self.engine not in ENGINES:
+            raise ValueError(f"Unknown engine {self.engine!r}; choose one of {', '.join(ENGINES)}.")
         if not isinstance(self.threads, int) or not 0 <= self.threads <= 1024:
             raise ValueError(
                 f"CPU threads must be a whole number from 0 (automatic) to 1024, not {self.threads!r}."

@@ -48,7 +48,6 @@ class GenerationChunk:
         cache: KV-cache accounting after this step.
         dropped_messages: Indices (into the request's message list) of messages left
             out of the prompt to fit the context window.
-        memory_mib: Memory used on the model's device when the chunk was made, in MiB.
     """
 
     text: str = ""
@@ -61,4 +60,3 @@ class GenerationChunk:
     error: ErrorInfo | None = None
     cache: CacheStats = CacheStats()
     dropped_messages: tuple[int, ...] = ()
-    memory_mib: float = 0.0

@@ -1,51 +1,67 @@
-"""Our decode loop: prefill once, then one token per step with the KV cache.
+"""The text layer of the decode loop: prompt fitting, detokenizing, timings, errors.
 
-Not ``model.generate``: every step reads the *current* sampling parameters from
-a :class:`~glmdesk.core.settings.ParamsBox`, checks a stop
-:class:`threading.Event`, and yields a :class:`GenerationChunk` of whole
-characters (mlx-lm ``stream_generate`` is the model for this shape).
+Not ``model.generate``: token generation (:func:`glmdesk.engine.decoding.generate_tokens`)
+reads the *current* sampling parameters from a :class:`~glmdesk.core.settings.ParamsBox`
+before every token and checks a stop :class:`threading.Event`; this layer turns its
+ids into :class:`GenerationChunk` values of whole characters (mlx-lm splits
+``generate_step`` from ``stream_generate`` the same way). Any backend that offers a
+:class:`TextModel` (a prompt format, a detokenizer and a logits source) streams
+through :func:`stream_answer`.
 """
 
 from __future__ import annotations
 
 import gc
-import os
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Protocol
 
 import torch
 
 from glmdesk.core.errors import GlmdeskError
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import CacheSettings, ParamsBox, SamplingParams
-from glmdesk.engine.cache import make_cache_strategy
 from glmdesk.engine.chunk import CacheStats, GenerationChunk
 from glmdesk.engine.context import fit_prompt
+from glmdesk.engine.decoding import LogitsSource, Sampler, answer_seed, generate_tokens
 from glmdesk.engine.detokenizer import IncrementalDetokenizer
-from glmdesk.engine.loader import LoadedModel
-from glmdesk.engine.prompt import encodable
-from glmdesk.engine.sampling import next_token
+from glmdesk.engine.prompt import PromptFormat, encodable
 
-#: Token slots reserved for the answer at first, in tokens (the buffer doubles after).
-INITIAL_ANSWER_SLOTS = 4096
+
+class TextModel(Protocol):
+    """What :func:`stream_answer` needs from a loaded model.
+
+    Attributes:
+        prompt_format: How conversations become ids; its ``stop_ids`` end replies.
+        context_length: The context window, in tokens.
+        device: ``cpu`` or ``cuda:N`` (named in out-of-memory sentences).
+        lock: Held for the whole answer: one answer at a time per model.
+    """
+
+    prompt_format: PromptFormat
+    context_length: int
+    device: str
+    lock: threading.Lock
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """Ids to text, special tokens skipped."""
+
+    def open_source(self, cache: CacheSettings) -> LogitsSource:
+        """A logits source with a fresh KV cache of the chosen strategy.
+
+        Raises:
+            GlmdeskError: ``invalid_setting`` when the strategy cannot run here.
+        """
+
+    def logits_processors(self) -> Sequence[Callable]:
+        """Processors applied after the user's sampling chain on every token."""
 
 
 def answer_budget(params: SamplingParams, context_length: int) -> int:
     """Tokens reserved for the answer when fitting the prompt: ``max_new_tokens``,
     but never more than half the context window, in tokens."""
     return min(params.max_new_tokens, context_length // 2)
-
-
-def _memory_mib(device: str) -> float:
-    if device.startswith("cuda"):
-        return torch.cuda.memory_allocated(device) / 2**20
-    try:
-        import psutil
-
-        return psutil.Process().memory_info().rss / 2**20
-    except Exception:  # psutil is a dependency; never fail a chunk for it
-        return 0.0
 
 
 def _oom_error(device: str) -> GlmdeskError:
@@ -58,8 +74,59 @@ def _oom_error(device: str) -> GlmdeskError:
     )
 
 
-def stream_chat(
-    loaded: LoadedModel,
+class _Answer:
+    """The text side of one answer: detokenizer, reply filter, timings, chunk building."""
+
+    def __init__(self, model: TextModel, cache: CacheSettings) -> None:
+        self.start = time.perf_counter()
+        self.detok = IncrementalDetokenizer(model.decode)
+        self.shown = model.prompt_format.reply_filter()
+        self.stats = CacheStats(cache.strategy)
+        self.n_prompt = 0
+        self.dropped: tuple[int, ...] = ()
+        self.n_generated = 0
+        self.ttft = 0.0
+        self.first_at = 0.0
+
+    def push(self, token: int) -> str:
+        """The shown text a new token completes."""
+        self.n_generated += 1
+        return self.shown(self.detok.push(token))
+
+    def tail(self, cut_off: bool = True) -> str:
+        """Text still held by the detokenizer and the reply filter at the end.
+
+        ``cut_off``: the answer ends before the model finished it (length, Stop, error),
+        so a character left incomplete is dropped rather than shown as U+FFFD.
+        """
+        return self.shown(self.detok.flush(drop_incomplete=cut_off)) + self.shown.flush()
+
+    def safe_tail(self) -> str:
+        try:
+            return self.tail()
+        except Exception:  # the error path must always yield its final chunk
+            return ""
+
+    def chunk(self, text: str = "", ids: tuple[int, ...] = (), finish: str | None = None, error=None):
+        rate = 0.0
+        if self.n_generated > 1:
+            rate = (self.n_generated - 1) / max(time.perf_counter() - self.first_at, 1e-9)
+        return GenerationChunk(
+            text=text,
+            token_ids=ids,
+            prompt_tokens=self.n_prompt,
+            n_generated=self.n_generated,
+            ttft_s=self.ttft,
+            tokens_per_s=rate,
+            finish_reason=finish,
+            error=error,
+            cache=self.stats,
+            dropped_messages=self.dropped,
+        )
+
+
+def stream_answer(
+    model: TextModel,
     messages: Sequence[ChatMessage],
     params: ParamsBox,
     cache: CacheSettings | None = None,
@@ -68,7 +135,7 @@ def stream_chat(
     """Stream one answer to ``messages``.
 
     Args:
-        loaded: The model, tokenizer and prompt format.
+        model: The loaded model (a :class:`TextModel`).
         messages: System messages, then turns ending with the user message to answer.
         params: Read before every token; replace its value to change sampling
             mid-answer (applies from the next token). ``seed`` is read once.
@@ -84,130 +151,77 @@ def stream_chat(
     """
     cache = cache or CacheSettings()
     stop = stop or threading.Event()
-    with loaded._lock:  # one answer at a time per model
-        yield from _stream(loaded, list(messages), params, cache, stop)
+    with model.lock:  # one answer at a time per model
+        yield from _stream(model, list(messages), params, cache, stop)
 
 
 def _stream(
-    loaded: LoadedModel,
+    model: TextModel,
     messages: list[ChatMessage],
     params: ParamsBox,
-    cache_settings: CacheSettings,
+    cache: CacheSettings,
     stop: threading.Event,
 ) -> Iterator[GenerationChunk]:
-    info = loaded.info
-    start = time.perf_counter()
-    n_prompt = 0
-    dropped: tuple[int, ...] = ()
-    generated: list[int] = []
-    ttft = 0.0
-    first_at = 0.0
-    strategy = None
-    detok = IncrementalDetokenizer(loaded.decode)
-    shown = loaded.prompt_format.reply_filter()
-    stats = CacheStats(cache_settings.strategy)
-
-    def tail(cut_off: bool = True) -> str:
-        """Text still held by the detokenizer and the reply filter at the end.
-
-        ``cut_off``: the answer ends before the model finished it (length, Stop, error),
-        so a character left incomplete is dropped rather than shown as U+FFFD.
-        """
-        text = shown(detok.flush(drop_incomplete=cut_off))
-        return text + getattr(shown, "flush", lambda: "")()
-
-    def safe_tail() -> str:
-        try:
-            return tail()
-        except Exception:  # the error path must always yield its final chunk
-            return ""
-
-    def chunk(text: str = "", ids: tuple[int, ...] = (), finish: str | None = None, error=None):
-        rate = 0.0
-        if len(generated) > 1:
-            rate = (len(generated) - 1) / max(time.perf_counter() - first_at, 1e-9)
-        return GenerationChunk(
-            text=text,
-            token_ids=ids,
-            prompt_tokens=n_prompt,
-            n_generated=len(generated),
-            ttft_s=ttft,
-            tokens_per_s=rate,
-            finish_reason=finish,
-            error=error,
-            cache=stats,
-            dropped_messages=dropped,
-            memory_mib=_memory_mib(info.device),
-        )
-
+    answer = _Answer(model, cache)
+    source = None
     try:
         p = params.get()
-        seed = p.seed if p.seed is not None else int.from_bytes(os.urandom(8), "little") >> 1
-        generator = torch.Generator().manual_seed(seed)
-        limit = info.context_length - answer_budget(p, info.context_length)
-        fitted = fit_prompt(loaded.prompt_format, encodable(messages), limit)
-        n_prompt, dropped = len(fitted.ids), fitted.dropped
+        sampler = Sampler(torch.Generator().manual_seed(answer_seed(p)), model.logits_processors())
+        limit = model.context_length - answer_budget(p, model.context_length)
+        fitted = fit_prompt(model.prompt_format, encodable(messages), limit)
+        answer.n_prompt, answer.dropped = len(fitted.ids), fitted.dropped
         if stop.is_set():
-            yield chunk(finish="cancelled")
+            yield answer.chunk(finish="cancelled")
             return
-        device = loaded.model.device
-        strategy = make_cache_strategy(loaded.model, cache_settings)
-        # Room for the answer, grown by doubling below: a huge max_new_tokens must not
-        # allocate its whole buffer up front.
-        capacity = n_prompt + min(max(p.max_new_tokens, 1), INITIAL_ANSWER_SLOTS) + 1
-        seen = torch.empty((1, capacity), dtype=torch.long, device=device)
-        seen[0, :n_prompt] = torch.tensor(fitted.ids, dtype=torch.long)
-        n_seen = n_prompt
-        logits = strategy.prefill(seen[:, :n_prompt])
-        stats = strategy.stats()
-        while True:
-            if stop.is_set():
-                yield chunk(tail(), finish="cancelled")
+        source = model.open_source(cache)
+        steps = generate_tokens(
+            source, fitted.ids, params, model.prompt_format.stop_ids, stop, model.context_length, sampler
+        )
+        for step in steps:
+            if step.first:
+                answer.first_at = time.perf_counter()
+                answer.ttft = answer.first_at - answer.start
+            answer.stats = source.stats()
+            if step.token is None:
+                yield answer.chunk(answer.tail(cut_off=step.finish_reason != "stop"), finish=step.finish_reason)
                 return
-            p = params.get()
-            if n_seen >= capacity:  # max_new_tokens raised mid-answer: grow
-                grown = torch.empty((1, capacity * 2), dtype=torch.long, device=device)
-                grown[:, :capacity] = seen
-                seen, capacity = grown, capacity * 2
-            token = next_token(logits, seen[:, :n_seen], p, generator)
-            if not generated:
-                first_at = time.perf_counter()
-                ttft = first_at - start
-            if token in loaded.prompt_format.stop_ids:
-                yield chunk(tail(cut_off=False), finish="stop")
+            text = answer.push(step.token)
+            ids = (step.token,)
+            if step.finish_reason is not None:
+                yield answer.chunk(text + answer.tail(), ids, finish=step.finish_reason)
                 return
-            generated.append(token)
-            seen[0, n_seen] = token
-            n_seen += 1
-            text = shown(detok.push(token))
-            if len(generated) >= p.max_new_tokens or (
-                strategy.name == "full" and n_seen >= info.context_length
-            ):
-                yield chunk(text + tail(), (token,), finish="length")
+            if answer.shown.stopped:  # the format saw its end marker in the text
+                yield answer.chunk(text + answer.tail(), ids, finish="stop")
                 return
-            if getattr(shown, "stopped", False):  # the format saw its end marker in text
-                yield chunk(text + tail(), (token,), finish="stop")
-                return
-            yield chunk(text, (token,))
-            logits = strategy.step(token)
-            stats = strategy.stats()
+            yield answer.chunk(text, ids)
     except GlmdeskError as exc:
-        yield chunk(safe_tail(), finish="error", error=exc.info)
+        yield answer.chunk(answer.safe_tail(), finish="error", error=exc.info)
     except torch.OutOfMemoryError:
-        if strategy is not None:
-            strategy.release()
-        strategy = None
+        if source is not None:
+            source.release()
+        source = None
         gc.collect()
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
-        yield chunk(safe_tail(), finish="error", error=_oom_error(info.device).info)
+        yield answer.chunk(answer.safe_tail(), finish="error", error=_oom_error(model.device).info)
     except Exception as exc:  # never leave the caller waiting
         err = GlmdeskError(
             "generation_failed",
             f"The answer failed: {exc.__class__.__name__}: {exc}",
             detail=f"{exc.__class__.__name__}: {exc}",
         )
-        yield chunk(safe_tail(), finish="error", error=err.info)
+        yield answer.chunk(answer.safe_tail(), finish="error", error=err.info)
     finally:
-        if strategy is not None:
-            strategy.release()
+        if source is not None:
+            source.release()
+
+
+def stream_chat(
+    loaded: TextModel,
+    messages: Sequence[ChatMessage],
+    params: ParamsBox,
+    cache: CacheSettings | None = None,
+    stop: threading.Event | None = None,
+) -> Iterator[GenerationChunk]:
+    """:func:`stream_answer` under its older name (the CLI, benchmarks and tests use it)."""
+    return stream_answer(loaded, messages, params, cache, stop)

@@ -24,82 +24,11 @@ import torch
 
 from glmdesk.core import paths
 from glmdesk.core.errors import ErrorInfo, GlmdeskError, corrupt_weights
-from glmdesk.core.settings import BNB_QUANTIZATIONS, LoadSettings
+from glmdesk.core.settings import BNB_QUANTIZATIONS, CacheSettings, LoadSettings
 from glmdesk.engine import chatglm, decode_step, sources, weight_only
 from glmdesk.engine.cache import kv_bytes_per_token
+from glmdesk.engine.info import LoadProgress, ModelInfo
 from glmdesk.engine.prompt import ChatTemplateFormat, PromptFormat
-
-
-@dataclass(frozen=True)
-class LoadProgress:
-    """A loading stage for the progress indicator.
-
-    Attributes:
-        stage: ``resolving``, ``converting``, ``checking``, ``loading``, ``ready``.
-        done: Units done in this stage (tensors, files or bytes; 0 when unknown).
-        total: Units in this stage (0 when unknown).
-    """
-
-    stage: str
-    done: int = 0
-    total: int = 0
-
-
-@dataclass(frozen=True)
-class ModelInfo:
-    """What was loaded, in plain words and numbers.
-
-    Attributes:
-        name: Short model name.
-        family: Detected checkpoint family (``chatglm3``, ``generic-hf``, ``gguf``...).
-        source_kind: ``embedded``, ``gguf``, ``folder`` or ``hub``.
-        location: File, folder or hub id.
-        device: ``cpu`` or ``cuda:N``.
-        dtype: ``fp32``, ``bf16`` or ``fp16`` (compute dtype).
-        quantization: ``none``, ``8bit``, ``4bit``, ``int8-wo`` or ``int4-wo``.
-        footprint_mib: Memory of weights and buffers, in MiB.
-        context_length: Maximum positions the model was trained for, in tokens.
-        kv_bytes_per_token: 2 x layers x kv heads x head dim x bytes, in bytes.
-        prompt_format: Name of the prompt format.
-        threads: CPU threads torch's kernels use on the loading thread (the one
-            that decodes; OpenMP's count is per thread).
-        fused_decode: Whether tokens are decoded by the fused step
-            (:mod:`glmdesk.engine.decode_step`); off when not asked for or the model
-            is not supported.
-        compiled_decode: Whether that step runs compiled
-            (:mod:`glmdesk.engine.compiled_step`).
-        notes: Choices made for the user (e.g. fp16 -> fp32 on CPU), as kinds
-            (``fp16_on_cpu``, ``bnb_on_cpu``, ``compile_unavailable``) with an English
-            ``message``.
-    """
-
-    name: str
-    family: str
-    source_kind: str
-    location: str
-    device: str
-    dtype: str
-    quantization: str
-    footprint_mib: float
-    context_length: int
-    kv_bytes_per_token: int
-    prompt_format: str
-    threads: int = 0
-    fused_decode: bool = False
-    compiled_decode: bool = False
-    notes: tuple[ErrorInfo, ...] = ()
-
-    def describe(self) -> str:
-        """One line for a terminal or the status bar."""
-        quant = "" if self.quantization == "none" else f", {self.quantization}"
-        quant += (
-            ", compiled decode" if self.compiled_decode else ", fused decode" if self.fused_decode else ""
-        )
-        name = f"{self.name} (embedded)" if self.source_kind == "embedded" else self.name
-        return (
-            f"{name} [{self.family}] on {self.device}, {self.dtype}{quant}, "
-            f"{self.footprint_mib:.0f} MiB, context {self.context_length} tokens, {self.threads} thread{'s' if self.threads != 1 else ''}"
-        )
 
 
 @dataclass
@@ -117,11 +46,35 @@ class LoadedModel:
     tokenizer: object
     prompt_format: PromptFormat
     info: ModelInfo
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def context_length(self) -> int:
+        """The context window, in tokens."""
+        return self.info.context_length
+
+    @property
+    def device(self) -> str:
+        """``cpu`` or ``cuda:N``."""
+        return self.info.device
 
     def decode(self, ids) -> str:
         """Decode ids to text, skipping special tokens."""
         return self.tokenizer.decode(list(ids), skip_special_tokens=True)
+
+    def open_source(self, cache: CacheSettings):
+        """A fresh KV-cache strategy (:mod:`glmdesk.engine.cache`) for one answer.
+
+        Raises:
+            GlmdeskError: ``invalid_setting`` when the strategy cannot run here.
+        """
+        from glmdesk.engine.cache import make_cache_strategy
+
+        return make_cache_strategy(self.model, cache)
+
+    def logits_processors(self) -> tuple:
+        """Processors applied after the sampling chain on every token (none yet)."""
+        return ()
 
     def close(self) -> None:
         """Release the weights (and cached CUDA blocks)."""

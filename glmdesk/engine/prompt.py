@@ -8,7 +8,7 @@ Each format is a small class behind :class:`PromptFormat`; :func:`prompt_format_
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.text import without_lone_surrogates
@@ -18,6 +18,28 @@ def encodable(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
     """Messages the tokenizer can encode: lone surrogates (pasted from broken UTF-16)
     become U+FFFD, surrogate pairs are joined; everything else is unchanged."""
     return [ChatMessage(m.role, without_lone_surrogates(m.content)) for m in messages]
+
+
+class ReplyFilter:
+    """A stateful filter of the shown reply text: ``filter(delta) -> shown text``.
+
+    The decode loop calls the object once per text delta (deltas may split the
+    reply anywhere), reads :attr:`stopped` after each call (the format saw its own
+    end marker in the text, e.g. ChatGLM2's next ``[Round``), and calls :meth:`flush`
+    once at the end. This base class shows every delta as it is.
+    """
+
+    @property
+    def stopped(self) -> bool:
+        """True once the reply's end marker was seen in the text."""
+        return False
+
+    def __call__(self, delta: str) -> str:
+        return delta
+
+    def flush(self) -> str:
+        """Return the text held back so far (end of the reply)."""
+        return ""
 
 
 class PromptFormat(ABC):
@@ -44,13 +66,10 @@ class PromptFormat(ABC):
             text: special tokens typed by the user never become special ids.
         """
 
-    def reply_filter(self) -> Callable[[str], str]:
-        """Return a fresh streaming filter for the shown reply text.
-
-        The decode loop passes every text delta through it and shows what it
-        returns (e.g. ChatGLM3 drops the empty metadata line). Default: identity.
-        """
-        return lambda text: text
+    def reply_filter(self) -> ReplyFilter:
+        """Return a fresh :class:`ReplyFilter` for the shown reply text (e.g. ChatGLM3
+        drops the empty metadata line). Default: every delta shown as it is."""
+        return ReplyFilter()
 
 
 class ChatTemplateFormat(PromptFormat):

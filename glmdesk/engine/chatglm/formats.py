@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from glmdesk.core.messages import ChatMessage
-from glmdesk.engine.prompt import PromptFormat
+from glmdesk.engine.prompt import PromptFormat, ReplyFilter
 
 #: GLM-4 ids (tiktoken vocabulary of 151329 ranks, special tokens after it).
 GLM4_SPECIAL_IDS = {
@@ -42,23 +42,7 @@ class TextEncoder(Protocol):
     def encode(self, text: str) -> list[int]: ...
 
 
-class StreamFilter:
-    """A stateful reply filter: ``filter(delta) -> shown text``; ``flush()`` at the end.
-
-    The decode loop calls the object once per text delta (deltas may split the
-    reply anywhere). :meth:`flush` returns text still held back when the reply
-    ends; callers that ignore it lose at most a held-back trailing fragment.
-    """
-
-    def __call__(self, delta: str) -> str:  # pragma: no cover - interface
-        raise NotImplementedError
-
-    def flush(self) -> str:
-        """Return the text held back so far (end of the reply)."""
-        return ""
-
-
-class LeadingMetadataFilter(StreamFilter):
+class LeadingMetadataFilter(ReplyFilter):
     """Drop ChatGLM3/GLM-4's empty metadata line and the whitespace after it.
 
     A ChatGLM3 reply is ``metadata + "\\n" + content``. For a plain answer the
@@ -98,7 +82,7 @@ class LeadingMetadataFilter(StreamFilter):
         return out
 
 
-class ChatGLM2ReplyFilter(StreamFilter):
+class ChatGLM2ReplyFilter(ReplyFilter):
     """Strip the reply's leading whitespace and hide any ``[Round`` continuation.
 
     ChatGLM2 ends a reply with eos, but a model that runs on writes the next
@@ -214,7 +198,7 @@ class ChatGLM2Format(PromptFormat):
     def encode(self, messages: Sequence[ChatMessage]) -> list[int]:
         return self.prefix + self.tokenizer.encode(self.build_text(messages))
 
-    def reply_filter(self) -> Callable[[str], str]:
+    def reply_filter(self) -> ReplyFilter:
         """A fresh :class:`ChatGLM2ReplyFilter`."""
         return ChatGLM2ReplyFilter()
 
@@ -253,7 +237,7 @@ class RoleTokenFormat(PromptFormat):
         ids.append(self.ids["assistant"])
         return ids
 
-    def reply_filter(self) -> Callable[[str], str]:
+    def reply_filter(self) -> ReplyFilter:
         """A fresh :class:`LeadingMetadataFilter`."""
         return LeadingMetadataFilter()
 

@@ -1,0 +1,128 @@
+"""The one interface everything above the engine uses to answer: :class:`Backend`.
+
+A backend loads a model (settings, progress callback, cancel event -> :class:`ModelInfo`),
+streams answers as :class:`GenerationChunk` values (never raising), says what it can
+do as typed :class:`Capabilities`, and closes. Implementations live beside this
+module: ``transformers`` (HF folders, converted ChatGLM, bitsandbytes), ``llamacpp``
+(GGUF files on llama-cpp-python) and ``remote`` (OpenAI-compatible servers).
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from glmdesk.core.errors import ErrorInfo
+from glmdesk.core.messages import ChatMessage
+from glmdesk.core.settings import CacheSettings, LoadSettings, ParamsBox
+from glmdesk.engine.chunk import GenerationChunk
+from glmdesk.engine.info import LoadProgress, ModelInfo
+
+#: Every sampling field of :class:`~glmdesk.core.settings.SamplingParams`.
+SAMPLING_FIELDS = ("temperature", "top_p", "top_k", "min_p", "repetition_penalty", "max_new_tokens", "seed")
+#: Memory probes: a CUDA device (NVML and torch), process RAM, a remote server, none.
+MEMORY_PROBES = ("cuda", "cpu", "remote", "none")
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a loaded backend can do, as data the UI words in its own language.
+
+    Attributes:
+        engine: ``transformers``, ``llamacpp`` or ``remote``.
+        live_sampling: Sampling fields read before every token (a change applies from
+            the next token).
+        per_answer_sampling: Sampling fields read once when an answer starts.
+        kv_strategies: ``{strategy: None or ErrorInfo}`` for every KV-cache strategy;
+            an unavailable one carries the typed reason (``invalid_setting``...).
+        quantizations: ``{quantization: None or ErrorInfo}`` for this backend.
+        precisions: ``{precision: None or ErrorInfo}`` for this backend.
+        memory_probe: One of :data:`MEMORY_PROBES`.
+        device: ``cpu``, ``cuda:N`` or the server's URL.
+        context_length: The context window, in tokens.
+        stop_ids: Ids that end a reply (empty when the backend does not expose ids).
+        tool_calls: Whether the model's prompt format has tool calls.
+    """
+
+    engine: str
+    live_sampling: frozenset[str] = frozenset(SAMPLING_FIELDS) - {"seed"}
+    per_answer_sampling: frozenset[str] = frozenset({"seed"})
+    kv_strategies: Mapping[str, ErrorInfo | None] = field(default_factory=dict)
+    quantizations: Mapping[str, ErrorInfo | None] = field(default_factory=dict)
+    precisions: Mapping[str, ErrorInfo | None] = field(default_factory=dict)
+    memory_probe: str = "none"
+    device: str = "cpu"
+    context_length: int = 0
+    stop_ids: frozenset[int] = frozenset()
+    tool_calls: bool = False
+
+    def __post_init__(self) -> None:
+        if self.memory_probe not in MEMORY_PROBES:
+            raise ValueError(f"unknown memory probe {self.memory_probe!r}; expected one of {MEMORY_PROBES}")
+
+
+ProgressCallback = Callable[[LoadProgress], None]
+
+
+class Backend(ABC):
+    """One way of answering. Created unloaded; :meth:`load` once, then
+    :meth:`stream` any number of times (one at a time), then :meth:`close`.
+
+    Attributes:
+        name: The engine's name (``transformers``, ``llamacpp``, ``remote``).
+    """
+
+    name = "base"
+
+    @abstractmethod
+    def load(
+        self,
+        settings: LoadSettings,
+        progress: ProgressCallback | None = None,
+        cancel: threading.Event | None = None,
+    ) -> ModelInfo:
+        """Load the model ``settings`` names.
+
+        Args:
+            settings: What to load and how.
+            progress: Called with each :class:`LoadProgress`, from this thread.
+            cancel: Set it to abandon loading between stages.
+
+        Returns:
+            What was loaded.
+
+        Raises:
+            GlmdeskError: with a sentence (``model_not_found``, ``load_cancelled``...).
+        """
+
+    @property
+    @abstractmethod
+    def info(self) -> ModelInfo:
+        """What is loaded.
+
+        Raises:
+            RuntimeError: before :meth:`load` succeeded.
+        """
+
+    @abstractmethod
+    def stream(
+        self,
+        messages: Sequence[ChatMessage],
+        params: ParamsBox,
+        cache: CacheSettings | None = None,
+        stop: threading.Event | None = None,
+    ) -> Iterator[GenerationChunk]:
+        """Stream one answer (see :func:`glmdesk.engine.generate.stream_answer`).
+
+        Never raises: a failure ends the stream with ``finish_reason="error"``.
+        """
+
+    @abstractmethod
+    def capabilities(self) -> Capabilities:
+        """What this loaded model can do."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the model (weights, caches, connections). Idempotent."""

@@ -1,0 +1,81 @@
+"""What a load reports: its stages, and what was loaded (plain values, no torch)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from glmdesk.core.errors import ErrorInfo
+
+
+@dataclass(frozen=True)
+class LoadProgress:
+    """A loading stage for the progress indicator.
+
+    Attributes:
+        stage: ``resolving``, ``converting``, ``checking``, ``loading``, ``ready``.
+        done: Units done in this stage (tensors, files or bytes; 0 when unknown).
+        total: Units in this stage (0 when unknown).
+    """
+
+    stage: str
+    done: int = 0
+    total: int = 0
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What was loaded, in plain words and numbers.
+
+    Attributes:
+        name: Short model name.
+        family: Detected checkpoint family (``chatglm3``, ``generic-hf``, ``gguf``...).
+        source_kind: ``embedded``, ``gguf``, ``folder`` or ``hub``.
+        location: File, folder or hub id.
+        device: ``cpu`` or ``cuda:N``.
+        dtype: ``fp32``, ``bf16`` or ``fp16`` (compute dtype).
+        quantization: ``none``, ``8bit``, ``4bit``, ``int8-wo`` or ``int4-wo``.
+        footprint_mib: Memory of weights and buffers, in MiB.
+        context_length: Maximum positions the model was trained for, in tokens.
+        kv_bytes_per_token: 2 x layers x kv heads x head dim x bytes, in bytes.
+        prompt_format: Name of the prompt format.
+        threads: CPU threads torch's kernels use on the loading thread (the one
+            that decodes; OpenMP's count is per thread).
+        fused_decode: Whether tokens are decoded by the fused step
+            (:mod:`glmdesk.engine.decode_step`); off when not asked for or the model
+            is not supported.
+        compiled_decode: Whether that step runs compiled
+            (:mod:`glmdesk.engine.compiled_step`).
+        engine: The backend that runs it: ``transformers``, ``llamacpp`` or ``remote``.
+        notes: Choices made for the user (e.g. fp16 -> fp32 on CPU), as kinds
+            (``fp16_on_cpu``, ``bnb_on_cpu``, ``compile_unavailable``) with an English
+            ``message``.
+    """
+
+    name: str
+    family: str
+    source_kind: str
+    location: str
+    device: str
+    dtype: str
+    quantization: str
+    footprint_mib: float
+    context_length: int
+    kv_bytes_per_token: int
+    prompt_format: str
+    threads: int = 0
+    fused_decode: bool = False
+    compiled_decode: bool = False
+    engine: str = "transformers"
+    notes: tuple[ErrorInfo, ...] = ()
+
+    def describe(self) -> str:
+        """One line for a terminal or the status bar."""
+        quant = "" if self.quantization == "none" else f", {self.quantization}"
+        quant += (
+            ", compiled decode" if self.compiled_decode else ", fused decode" if self.fused_decode else ""
+        )
+        name = f"{self.name} (embedded)" if self.source_kind == "embedded" else self.name
+        return (
+            f"{name} [{self.family}] on {self.device}, {self.dtype}{quant}, "
+            f"{self.footprint_mib:.0f} MiB, context {self.context_length} tokens, {self.threads} thread{'s' if self.threads != 1 else ''}"
+        )
