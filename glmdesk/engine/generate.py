@@ -183,7 +183,9 @@ def _stream(
                 answer.ttft = answer.first_at - answer.start
             answer.stats = source.stats()
             if step.token is None:
-                yield answer.chunk(answer.tail(cut_off=step.finish_reason != "stop"), finish=step.finish_reason)
+                yield answer.chunk(
+                    answer.tail(cut_off=step.finish_reason != "stop"), finish=step.finish_reason
+                )
                 return
             text = answer.push(step.token)
             ids = (step.token,)

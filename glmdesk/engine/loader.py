@@ -13,7 +13,6 @@ thread that decodes (OpenMP counts threads per calling thread).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import threading
 from collections.abc import Callable
@@ -95,47 +94,6 @@ def _bnb_reason() -> str | None:
     except Exception as exc:  # ImportError, or a broken native library
         return f"bitsandbytes cannot be used here ({exc.__class__.__name__}: {exc})."
     return None
-
-
-def _bnb_missing_reason() -> str | None:
-    """Whether bitsandbytes is installed, without importing it.
-
-    Importing bitsandbytes takes ~2 s here (it imports torch._dynamo and scans
-    entry points); the window asks for the options at start, on the thread that
-    is about to load the model. A package that is installed but broken is found
-    when it is chosen: :func:`load_model` imports it and says why it failed.
-    """
-    if importlib.util.find_spec("bitsandbytes") is None:
-        return "bitsandbytes cannot be used here (it is not installed)."
-    return None
-
-
-def option_availability() -> dict[str, str | None]:
-    """Which load options work on this machine (quickly: nothing heavy is imported).
-
-    Returns:
-        ``{"quantization:8bit": None, "precision:fp16": "reason", ...}``: ``None``
-        when the option works, else the sentence saying why not.
-    """
-    cuda = torch.cuda.is_available()
-    bnb = _bnb_missing_reason()
-    out: dict[str, str | None] = {
-        "device:cuda": None if cuda else "No CUDA GPU was found; glmdesk runs on the CPU.",
-        "quantization:8bit": bnb,
-        "quantization:4bit": bnb,
-        "precision:fp16": None if cuda else "fp16 needs a GPU; on the CPU glmdesk uses fp32.",
-        "precision:bf16": None,
-    }
-    for scheme, bits in weight_only.SCHEMES.items():
-        out[f"quantization:{scheme}"] = (
-            None if weight_only.kernels_available(bits) else f"This torch build has no {bits}-bit CPU kernel."
-        )
-    if cuda and not torch.cuda.is_bf16_supported():
-        out["precision:bf16"] = "This GPU has no bf16 support; use fp16."
-    from glmdesk.engine.compiled_step import compiler_missing_reason
-
-    out["decode:compile"] = compiler_missing_reason()
-    return out
 
 
 def choose_device_and_dtype(settings: LoadSettings) -> tuple[str, str, list[ErrorInfo]]:

@@ -128,7 +128,7 @@ def test_no_compiler_is_known_before_a_minute_of_tracing(embedded_folder, monkey
     Dynamo; Open model greys the option out with the same reason."""
     import sys
 
-    from glmdesk.engine.loader import option_availability
+    from glmdesk.engine.options import option_availability
 
     if frozen:
         monkeypatch.setattr(sys, "frozen", True, raising=False)
@@ -137,7 +137,9 @@ def test_no_compiler_is_known_before_a_minute_of_tracing(embedded_folder, monkey
         monkeypatch.setattr(compiled_step.shutil, "which", lambda name: None)
     reason = compiled_step.compiler_missing_reason()
     assert reason and ("packaged" in reason if frozen else "C++ compiler" in reason)
-    assert option_availability()["decode:compile"] == reason
+    option = option_availability()["decode:compile"]
+    assert option.kind == "option_unavailable" and option.message == reason
+    assert option.params["reason"] == ("frozen_app" if frozen else "no_compiler")
     monkeypatch.setattr(compiled_step, "compile_decode_step", lambda *a: pytest.fail("compiled anyway"))
     loaded = load_model(LoadSettings(compile_decode=True))
     assert not loaded.info.compiled_decode and loaded.info.notes[0].params["reason"] == reason

@@ -13,7 +13,8 @@ from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
 from glmdesk.engine import sources
 from glmdesk.engine.generate import stream_chat
-from glmdesk.engine.loader import choose_device_and_dtype, load_model, option_availability
+from glmdesk.engine.loader import choose_device_and_dtype, load_model
+from glmdesk.engine.options import option_availability
 from glmdesk.engine.sources import converted_gguf_folder, embedded_gguf_path, resolve_source
 
 PARIS = [ChatMessage("user", "What is the capital of France?")]
@@ -78,7 +79,8 @@ def test_fp16_on_cpu_loads_and_answers(embedded_folder):
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only case")
 def test_options_without_cuda_say_why():
     options = option_availability()
-    assert options["device:cuda"] and "CPU" in options["device:cuda"]
+    assert options["device:cuda"].params == {"option": "device:cuda", "reason": "no_cuda"}
+    assert "CPU" in options["device:cuda"].message
     assert options["precision:fp16"] and options["quantization:8bit"] is None
 
 
