@@ -74,6 +74,8 @@ def _template(kind: str, params: dict) -> str | None:
         return QCoreApplication.translate("ErrorMessages", "The answer failed: {detail}")
     if kind == "load_failed":
         return QCoreApplication.translate("ErrorMessages", "The model could not be loaded: {detail}")
+    if kind == "option_unavailable":
+        return QCoreApplication.translate("ErrorMessages", "{option} cannot be used on this computer.")
     return None
 
 
