@@ -32,6 +32,10 @@ class ChatSession(QObject):
     Args:
         params: The live sampling parameters (the sidebar swaps its value).
         backend: A loaded backend to use at first (tests); it is not closed by the session.
+        factory: ``factory(LoadSettings) -> Backend`` for loads (default: the engine's
+            :func:`~glmdesk.engine.backends.create_backend`).
+        options: ``options() -> {key: None or ErrorInfo}`` for Open model (default: the
+            engine's :func:`~glmdesk.engine.options.option_availability`).
 
     Signals:
         options_checked(dict): ``{option key: None or ErrorInfo}`` (Open model).
@@ -75,7 +79,9 @@ class ChatSession(QObject):
     _release_requested = Signal(object)
     _generation_requested = Signal(int, object, object, object, object)
 
-    def __init__(self, params: ParamsBox, backend=None, parent: QObject | None = None) -> None:
+    def __init__(
+        self, params: ParamsBox, backend=None, parent: QObject | None = None, factory=None, options=None
+    ) -> None:
         super().__init__(parent)
         self.params_box = params
         self.state = ChatState()
@@ -98,7 +104,7 @@ class ChatSession(QObject):
         self._closed = False
         self._events: list[threading.Event] = []
 
-        self.worker = Worker(params)
+        self.worker = Worker(params, factory, options)
         self.thread = start_thread(self.worker)
         self._options_requested.connect(self.worker.check_options, _QUEUED)
         self._announce_requested.connect(self.worker.announce, _QUEUED)

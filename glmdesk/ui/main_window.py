@@ -51,6 +51,7 @@ class MainWindow(QMainWindow):
         model: An already loaded transformers model to answer with (tests).
         backend: An already loaded :class:`~glmdesk.engine.backends.Backend` (tests);
             otherwise :meth:`start` loads the last model or the embedded default.
+        factory, options: Passed to :class:`ChatSession` (tests).
 
     Signals (forwarded from the session, see :class:`ChatSession`):
         message_added(int, ChatMessage, AnswerRecord | None), last_answer_removed(),
@@ -69,7 +70,13 @@ class MainWindow(QMainWindow):
     load_error_shown = Signal(str)
 
     def __init__(
-        self, store: SettingsStore | None = None, probe: MemoryProbe | None = None, model=None, backend=None
+        self,
+        store: SettingsStore | None = None,
+        probe: MemoryProbe | None = None,
+        model=None,
+        backend=None,
+        factory=None,
+        options=None,
     ) -> None:
         super().__init__()
         self.setObjectName("main_window")
@@ -92,7 +99,7 @@ class MainWindow(QMainWindow):
             from glmdesk.engine.backends.transformers import TransformersBackend
 
             backend = TransformersBackend(model)
-        self.session = ChatSession(self.params_box, backend, self)
+        self.session = ChatSession(self.params_box, backend, self, factory, options)
         # A window destroyed without being closed (dropped by its owner) must still end
         # the thread first: a QThread destroyed while running aborts the process.
         self.destroyed.connect(functools.partial(_shutdown_on_destroy, self.session))

@@ -42,6 +42,10 @@ class Worker(QObject):
 
     Args:
         params: The box the decode loop reads sampling parameters from before every token.
+        factory: ``factory(LoadSettings) -> Backend`` (unloaded); default
+            :func:`glmdesk.engine.backends.create_backend`.
+        options: ``options() -> {key: None or ErrorInfo}``; default
+            :func:`glmdesk.engine.options.option_availability` (imports torch).
 
     Signals:
         options_checked(dict): ``{option key: None or ErrorInfo}`` for the Open model dialog.
@@ -61,17 +65,21 @@ class Worker(QObject):
     generation_finished = Signal(int, object)
     error_occurred = Signal(object)
 
-    def __init__(self, params) -> None:
+    def __init__(self, params, factory=None, options=None) -> None:
         super().__init__()
         self.params = params
+        self._factory = factory
+        self._options = options
 
     @Slot()
     def check_options(self) -> None:
         """Emit :attr:`options_checked` with what this machine can load."""
         try:
-            from glmdesk.engine.options import option_availability
+            if self._options is None:
+                from glmdesk.engine.options import option_availability
 
-            self.options_checked.emit(option_availability())
+                self._options = option_availability
+            self.options_checked.emit(self._options())
         except Exception as exc:  # a broken CUDA or bitsandbytes install
             self.error_occurred.emit(_failure("load_failed", "The load options could not be read", exc))
 
@@ -86,11 +94,13 @@ class Worker(QObject):
     @Slot(int, object, object)
     def load(self, load_id: int, settings: LoadSettings, cancel: threading.Event) -> None:
         """Create and load a backend for ``settings``; emit it, or why not."""
-        from glmdesk.engine.backends import create_backend
-
         backend = None
         try:
-            backend = create_backend(settings)
+            if self._factory is None:
+                from glmdesk.engine.backends import create_backend
+
+                self._factory = create_backend
+            backend = self._factory(settings)
             info = backend.load(
                 settings, progress=lambda p: self.load_progressed.emit(load_id, p), cancel=cancel
             )
