@@ -54,7 +54,7 @@ class FullCacheStrategy(CacheStrategy):
         self.cache = make_cache([GrowingLayer(limit, initial_tokens, static) for _ in range(layers)])
 
     def _forward(self, input_ids: torch.Tensor, start: int) -> torch.Tensor:
-        return run_model(self.model, self.cache, input_ids, start)
+        return run_model(self.model, self.cache, input_ids, start, step=self.decode_step)
 
     def stats(self) -> CacheStats:
         if self.cache is None:

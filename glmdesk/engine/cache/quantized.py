@@ -89,7 +89,7 @@ class QuantizedCacheStrategy(CacheStrategy):
         self.cache = QuantizedCache(self.backend, model.config)
 
     def _forward(self, input_ids: torch.Tensor, start: int) -> torch.Tensor:
-        return run_model(self.model, self.cache, input_ids, start)
+        return run_model(self.model, self.cache, input_ids, start, step=self.decode_step)
 
     def stats(self) -> CacheStats:
         if self.cache is None:
