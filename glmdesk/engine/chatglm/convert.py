@@ -47,6 +47,7 @@ import torch
 
 from glmdesk.core.errors import GlmdeskError
 from glmdesk.engine.chatglm.detect import detect_family, is_original_checkpoint, read_config, rope_ratio
+from glmdesk.engine.chatglm.formats import STOP_IDS_BY_FAMILY
 from glmdesk.engine.chatglm.safetensors_io import ST_SIZES, ShardReader, open_shard, write_safetensors
 
 #: Bumped when the output of the conversion changes; part of the cache key.
@@ -55,14 +56,6 @@ CONVERTER_VERSION = 1
 MARKER_FILE = "glmdesk_conversion.json"
 #: Files copied next to the converted weights when present.
 TOKENIZER_FILES = ("tokenizer.model", "tokenizer.json")
-
-STOP_IDS_BY_FAMILY = {
-    "chatglm2": [2],
-    "chatglm2-32k": [2],
-    "chatglm3": [2, 64795, 64797],
-    "chatglm3-32k": [2, 64795, 64797],
-    "glm4": [151329, 151336, 151338],
-}
 
 # THUDM configuration_chatglm.py defaults, for fields a config leaves out.
 _DEFAULTS: dict[str, Any] = {
@@ -240,7 +233,7 @@ def glm_config(config: dict[str, Any], family: str, dtype: str) -> dict[str, Any
         rope = {"rope_type": "linear", "factor": ratio, "rope_theta": 10000.0, "partial_rotary_factor": 0.5}
     else:
         rope = {"rope_type": "default", "rope_theta": 10000.0 * ratio, "partial_rotary_factor": 0.5}
-    eos = STOP_IDS_BY_FAMILY[family]
+    eos, pad = _declared_stop_ids(config, family, dims.vocab)
     return {
         "architectures": ["GlmForCausalLM"],
         "model_type": "glm",
@@ -258,12 +251,26 @@ def glm_config(config: dict[str, Any], family: str, dtype: str) -> dict[str, Any
         "attention_bias": dims.qkv_bias,
         "tie_word_embeddings": False,
         "rope_parameters": rope,
-        "pad_token_id": 151329 if family == "glm4" else 0,
+        "pad_token_id": pad,
         "eos_token_id": eos,
         "bos_token_id": None,
         "use_cache": True,
         "dtype": dtype,
     }
+
+
+def _declared_stop_ids(config: dict[str, Any], family: str, vocab: int) -> tuple[list[int], int]:
+    """``(eos ids, pad id)`` for the converted config: the family's stop ids
+    (:data:`~glmdesk.engine.chatglm.formats.STOP_IDS_BY_FAMILY`) and the eos ids the
+    THUDM config declares, each kept only when it is inside the vocabulary (a GLM-4
+    layout with a small vocabulary declares its own)."""
+    declared = config.get("eos_token_id")
+    declared = [declared] if isinstance(declared, int) else list(declared or [])
+    eos = sorted({int(i) for i in (*STOP_IDS_BY_FAMILY[family], *declared) if 0 <= int(i) < vocab})
+    pad = config.get("pad_token_id")
+    if not isinstance(pad, int) or not 0 <= pad < vocab:
+        pad = STOP_IDS_BY_FAMILY[family][0] if family == "glm4" and vocab > 151329 else 0
+    return eos, pad
 
 
 # -- key mapping ---------------------------------------------------------------------

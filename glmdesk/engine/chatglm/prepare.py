@@ -21,7 +21,6 @@ from glmdesk.core.errors import GlmdeskError
 from glmdesk.engine.chatglm.convert import (
     CONVERTER_VERSION,
     MARKER_FILE,
-    STOP_IDS_BY_FAMILY,
     Progress,
     convert_checkpoint,
 )
@@ -151,7 +150,7 @@ def prepare_checkpoint(
     if family == "glm4":
         config = read_config(src)
         tokenizer = load_glm4_tokenizer(src)
-        fmt = GLM4Format(tokenizer.encode, tokenizer.special_ids, frozenset(STOP_IDS_BY_FAMILY["glm4"]))
+        fmt = GLM4Format(tokenizer.encode, tokenizer.special_ids, frozenset(_generation_eos(src)))
         hf = _ensure_converted(src, Path(cache_root), progress, cancel)
         return PreparedCheckpoint(hf, family, tokenizer, fmt, fmt.stop_ids, _seq_length(config))
     if family == "glm4-hf":
