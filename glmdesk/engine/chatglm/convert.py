@@ -49,6 +49,8 @@ from glmdesk.core.errors import GlmdeskError
 from glmdesk.engine.chatglm.detect import detect_family, is_original_checkpoint, read_config, rope_ratio
 from glmdesk.engine.chatglm.formats import STOP_IDS_BY_FAMILY
 from glmdesk.engine.chatglm.safetensors_io import ST_SIZES, ShardReader, open_shard, write_safetensors
+from glmdesk.engine.file_checks import check_no_lfs_pointers
+from glmdesk.engine.gguf_header import read_gguf_header
 
 #: Bumped when the output of the conversion changes; part of the cache key.
 CONVERTER_VERSION = 1
@@ -156,6 +158,28 @@ def _refuse(src: Path, reason: str) -> GlmdeskError:
     return GlmdeskError(
         "unsupported_checkpoint", f"glmdesk cannot convert {src}: {reason}", path=str(src), reason=reason
     )
+
+
+def _gguf_needs_no_conversion(src: Path) -> GlmdeskError:
+    """A GGUF file given to the converter: its header is read first, so a file that is
+    not GGUF at all gets the magic-bytes sentence (``not_gguf``) or ``lfs_pointer``."""
+    header = read_gguf_header(src)
+    return _refuse(
+        src,
+        f"it is a GGUF file ({header.architecture}, {', '.join(header.quantization_types)}), not a THUDM "
+        "folder; glmdesk opens a GGUF file as it is, with no conversion.",
+    )
+
+
+def check_folder_files(src: Path) -> None:
+    """Check every file of an original folder before anything reads it.
+
+    Raises:
+        GlmdeskError: ``lfs_pointer`` naming the first git-lfs pointer (a shard,
+            ``tokenizer.model``, an index) and ``git lfs pull``.
+    """
+    if src.is_dir():
+        check_no_lfs_pointers(sorted(f for f in src.iterdir() if f.is_file() and not f.name.startswith(".")))
 
 
 def check_convertible(src: Path, config: dict[str, Any], family: str) -> None:
@@ -488,6 +512,9 @@ def convert_checkpoint(
     src = Path(src).expanduser().resolve()
     dst = Path(dst).expanduser().absolute()
     family = detect_family(src)
+    if family == "gguf" and src.is_file():
+        raise _gguf_needs_no_conversion(src)
+    check_folder_files(src)
     config = read_config(src) if (src / "config.json").exists() else {}
     check_convertible(src, config, family)
     if dst.exists() and (not dst.is_dir() or any(dst.iterdir())):

@@ -22,9 +22,11 @@ from glmdesk.engine.chatglm.convert import (
     CONVERTER_VERSION,
     MARKER_FILE,
     Progress,
+    check_folder_files,
     convert_checkpoint,
 )
 from glmdesk.engine.chatglm.detect import (
+    ORIGINAL_FAMILIES,
     SENTENCEPIECE_FAMILIES,
     detect_family,
     read_config,
@@ -138,6 +140,8 @@ def prepare_checkpoint(
     """
     src = Path(path).expanduser()
     family = detect_family(src)
+    if family in ORIGINAL_FAMILIES:
+        check_folder_files(src)  # a git-lfs pointer is named before any reader sees it
     if family in SENTENCEPIECE_FAMILIES:
         config = read_config(src)
         # Read the tokenizer before converting: a bad tokenizer fails in a second.
