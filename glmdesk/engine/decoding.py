@@ -60,9 +60,11 @@ class Sampler:
 
     Args:
         generator: The answer's seeded CPU random generator.
-        extra: Processors applied after the user's chain on every token (e.g. a
-            constraint that keeps byte-level output valid UTF-8), each
-            ``(ids [1, n], scores [1, vocab]) -> scores``.
+        extra: Constraints applied on every token before the user's chain (e.g. the
+            guard that keeps byte-level output valid UTF-8), each
+            ``(ids [1, n], scores [1, vocab]) -> scores`` setting what may not come
+            to ``-inf``. Before the chain, so top-k / top-p / min-p choose among the
+            allowed tokens and can never be left with none.
     """
 
     def __init__(self, generator: torch.Generator, extra: Sequence[Callable] = ()) -> None:
@@ -75,9 +77,10 @@ class Sampler:
         """Choose one id from ``logits`` ``[vocab]`` after ``seen_ids`` ``[1, n]``."""
         if params is not self._params:
             self._params, self._chain = params, build_processors(params)
-        scores = self._chain(seen_ids, logits.unsqueeze(0).float())
+        scores = logits.unsqueeze(0).float()
         for processor in self.extra:
             scores = processor(seen_ids, scores)
+        scores = self._chain(seen_ids, scores)
         if params.greedy:
             return int(torch.argmax(scores, dim=-1))
         probs = torch.softmax(scores, dim=-1).cpu()

@@ -55,7 +55,8 @@ class TextModel(Protocol):
         """
 
     def logits_processors(self) -> Sequence[Callable]:
-        """Processors applied after the user's sampling chain on every token."""
+        """Fresh constraints for one answer, applied before the user's sampling chain
+        on every token (see :class:`~glmdesk.engine.decoding.Sampler`)."""
 
 
 def answer_budget(params: SamplingParams, context_length: int) -> int:

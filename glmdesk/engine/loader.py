@@ -69,8 +69,13 @@ class LoadedModel:
         return make_cache_strategy(self.model, cache, self.step)
 
     def logits_processors(self) -> tuple:
-        """Processors applied after the sampling chain on every token (none yet)."""
-        return ()
+        """Fresh processors for one answer, applied before the user's sampling chain:
+        for a byte-level vocabulary, the UTF-8 guard (:mod:`glmdesk.engine.utf8_guard`;
+        its masks are built once per tokenizer)."""
+        from glmdesk.engine.utf8_guard import guard_for
+
+        guard = guard_for(self.tokenizer)
+        return () if guard is None else (guard.processor(),)
 
     def close(self) -> None:
         """Release the weights (and cached CUDA blocks)."""

@@ -20,6 +20,7 @@ from glmdesk.core import paths
 from glmdesk.core.errors import GlmdeskError, corrupt_weights
 from glmdesk.core.settings import LoadSettings
 from glmdesk.engine import chatglm, sources
+from glmdesk.engine.file_checks import check_no_lfs_pointers
 from glmdesk.engine.prompt import PromptFormat
 
 Report = Callable[..., None]
@@ -103,8 +104,8 @@ def _check_folder(folder: Path) -> None:
     """Refuse a folder that is not a model, or whose weight files are truncated.
 
     Raises:
-        GlmdeskError: ``model_not_found``, ``not_a_model`` or ``corrupt_weights``
-            naming the file.
+        GlmdeskError: ``model_not_found``, ``not_a_model``, ``lfs_pointer`` or
+            ``corrupt_weights`` naming the file.
     """
     if not folder.is_dir():
         raise GlmdeskError("model_not_found", f"The model folder {folder} does not exist.", path=str(folder))
@@ -117,6 +118,8 @@ def _check_folder(folder: Path) -> None:
         raise GlmdeskError(
             "not_a_model", f"{folder} has no weight files (.safetensors or .bin).", path=str(folder)
         )
+    # A folder cloned without git-lfs: name the pointer before any reader sees it.
+    check_no_lfs_pointers(sorted(f for f in folder.iterdir() if f.is_file() and not f.name.startswith(".")))
     for file in folder.glob("*.safetensors"):
         _check_safetensors(file)
 

@@ -76,6 +76,24 @@ def _template(kind: str, params: dict) -> str | None:
         return QCoreApplication.translate("ErrorMessages", "The model could not be loaded: {detail}")
     if kind == "option_unavailable":
         return QCoreApplication.translate("ErrorMessages", "{option} cannot be used on this computer.")
+    if kind == "not_gguf":
+        return QCoreApplication.translate(
+            "ErrorMessages",
+            '{file} in {path} is not a GGUF file: a GGUF file starts with the bytes "GGUF", this one '
+            'starts with "{head}". Choose the .gguf file itself.',
+        )
+    if kind == "gguf_unsupported":
+        return QCoreApplication.translate(
+            "ErrorMessages",
+            "{file} holds a model of architecture {architecture}, which the {engine} engine cannot run "
+            "from a GGUF file; open it with the llama.cpp engine, or open the model's original folder.",
+        )
+    if kind == "lfs_pointer":
+        return QCoreApplication.translate(
+            "ErrorMessages",
+            "{file} in {path} is a Git LFS pointer, not the file itself (the folder was cloned without "
+            "git-lfs): run git lfs pull in that folder, or download the file again.",
+        )
     return None
 
 

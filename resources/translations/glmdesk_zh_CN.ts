@@ -88,6 +88,18 @@ Updated {when} · {model}</source>
         <source>{option} cannot be used on this computer.</source>
         <translation>此电脑无法使用 {option}。</translation>
     </message>
+    <message>
+        <source>{file} in {path} is not a GGUF file: a GGUF file starts with the bytes &quot;GGUF&quot;, this one starts with &quot;{head}&quot;. Choose the .gguf file itself.</source>
+        <translation>{path} 中的 {file} 不是 GGUF 文件：GGUF 文件以字节“GGUF”开头，而它以“{head}”开头。请选择 .gguf 文件本身。</translation>
+    </message>
+    <message>
+        <source>{file} holds a model of architecture {architecture}, which the {engine} engine cannot run from a GGUF file; open it with the llama.cpp engine, or open the model&apos;s original folder.</source>
+        <translation>{file} 中的模型架构是 {architecture}，{engine} 引擎无法从 GGUF 文件运行它；请用 llama.cpp 引擎打开，或打开该模型的原始文件夹。</translation>
+    </message>
+    <message>
+        <source>{file} in {path} is a Git LFS pointer, not the file itself (the folder was cloned without git-lfs): run git lfs pull in that folder, or download the file again.</source>
+        <translation>{path} 中的 {file} 是 Git LFS 指针文件，而不是文件本身（该文件夹克隆时没有使用 git-lfs）：请在该文件夹中运行 git lfs pull，或重新下载该文件。</translation>
+    </message>
 </context>
 <context>
     <name>HistoryPanel</name>

@@ -57,6 +57,7 @@ class TransformersBackend(Backend):
         from glmdesk.engine.loader import load_model
 
         loaded = load_model(settings, progress=progress, cancel=cancel)
+        loaded.logits_processors()  # builds the UTF-8 guard's masks now, not at the first answer
         if self._loaded is not None and self._owns:
             self._loaded.close()
         self._loaded, self._owns, self._capabilities = loaded, True, None
