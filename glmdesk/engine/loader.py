@@ -26,8 +26,10 @@ from glmdesk.core import paths
 from glmdesk.core.errors import ErrorInfo, GlmdeskError, corrupt_weights
 from glmdesk.core.settings import BNB_QUANTIZATIONS, CacheSettings, LoadSettings
 from glmdesk.engine import chatglm, decode_step, sources, weight_only
-from glmdesk.engine.cache import kv_bytes_per_token
+from glmdesk.engine.cache import kv_budget_bytes, kv_bytes_per_token
 from glmdesk.engine.info import LoadProgress, ModelInfo
+from glmdesk.engine.kv_pool import KVPool
+from glmdesk.engine.threads import ThreadTuner
 from glmdesk.engine.prompt import ChatTemplateFormat, PromptFormat
 
 
@@ -40,6 +42,9 @@ class LoadedModel:
         tokenizer: Its tokenizer (transformers or :class:`ChatGLMTokenizer`).
         prompt_format: How conversations become ids.
         info: What was loaded.
+        kv_pool: The conversations' kept KV caches (cleared by :meth:`close`).
+        tuner: Adapts the CPU thread count to measured decode steps (``None`` when
+            the threads setting fixes the count, or on a GPU).
     """
 
     model: object
@@ -47,6 +52,20 @@ class LoadedModel:
     prompt_format: PromptFormat
     info: ModelInfo
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    kv_pool: KVPool = field(init=False, repr=False)
+    tuner: ThreadTuner | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self.kv_pool = KVPool(self._pool_budget)
+
+    def _pool_budget(self, settings: CacheSettings, held: int) -> int:
+        """The kept caches' budget: the dynamic strategy's (free GPU memory read now
+        does not count what the pool holds already), in bytes."""
+        device = torch.device(self.device)
+        budget = kv_budget_bytes(settings, device)
+        if settings.budget_mib is None and device.type == "cuda":
+            budget += held
+        return budget
 
     @property
     def context_length(self) -> int:
@@ -70,14 +89,17 @@ class LoadedModel:
         """
         from glmdesk.engine.cache import make_cache_strategy
 
-        return make_cache_strategy(self.model, cache)
+        strategy = make_cache_strategy(self.model, cache)
+        strategy.tuner = self.tuner
+        return strategy
 
     def logits_processors(self) -> tuple:
         """Processors applied after the sampling chain on every token (none yet)."""
         return ()
 
     def close(self) -> None:
-        """Release the weights (and cached CUDA blocks)."""
+        """Release the kept KV caches and the weights (and cached CUDA blocks)."""
+        self.kv_pool.clear()
         self.model = None
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
@@ -540,7 +562,9 @@ def load_model(
         notes=tuple(notes),
     )
     report("ready", 1, 1)
-    return LoadedModel(model, tokenizer, prompt_format, info)
+    # threads 0: adapt the count to measured decode steps (a busy core slows a fixed count).
+    tuner = ThreadTuner(max_threads=DEFAULT_THREADS) if settings.threads == 0 and device == "cpu" else None
+    return LoadedModel(model, tokenizer, prompt_format, info, tuner=tuner)
 
 
 def _compile_decode(model, report, notes: list[ErrorInfo]) -> bool:

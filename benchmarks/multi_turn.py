@@ -1,0 +1,99 @@
+"""Time to first token over a 20-turn chat, with the conversation's KV cache kept and without.
+
+A fixed chat (passages of ``data/public_domain.txt``, about 250 tokens per
+question, greedy answers of up to 40 tokens) grows to about 6,000 tokens. Each
+turn is answered twice, alternating which goes first: with a conversation key
+(the kept cache prefills only the new tokens) and without one (the whole prompt
+is prefilled, as before issue 21). Both answers must be the same ids. Prints TTFT
+per turn and the turn-20 / turn-1 ratio of each (goal with reuse: <= 1.5).
+
+    python benchmarks/multi_turn.py [--turns 20] [--kv-cache full] [--quantization none]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from glmdesk.core.messages import ChatMessage
+from glmdesk.core.settings import CacheSettings, LoadSettings, ParamsBox, SamplingParams
+from glmdesk.engine.generate import stream_chat
+from glmdesk.engine.loader import load_model
+
+TEXT = (Path(__file__).parent / "data" / "public_domain.txt").read_text()
+PASSAGE_CHARS = 1100  # about 250 tokens of this text
+
+
+def question(turn: int) -> str:
+    """The fixed question of ``turn`` (0-based): a passage and a request."""
+    start = (turn * 2 * PASSAGE_CHARS) % (len(TEXT) - PASSAGE_CHARS)
+    passage = TEXT[start : start + PASSAGE_CHARS]
+    return f"Passage {turn + 1}:\n{passage}\n\nIn one sentence, what does passage {turn + 1} say?"
+
+
+def answer(loaded, messages, box, cache, key):
+    """``(ids, text, ttft_s, prompt_tokens, reused_tokens)`` of one streamed answer."""
+    ids, text, final = [], [], None
+    for chunk in stream_chat(loaded, messages, box, cache, conversation=key):
+        ids.extend(chunk.token_ids)
+        text.append(chunk.text)
+        final = chunk
+    if final.error is not None:
+        raise RuntimeError(final.error.message)
+    return ids, "".join(text), final.ttft_s, final.prompt_tokens, final.reused_tokens
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=20)
+    parser.add_argument("--tokens", type=int, default=40, help="max new tokens per answer")
+    parser.add_argument("--kv-cache", default="full", help="full, sliding_window, dynamic or quantized")
+    parser.add_argument("--quantization", default="none")
+    args = parser.parse_args()
+
+    loaded = load_model(LoadSettings(quantization=args.quantization))
+    cache = CacheSettings(strategy=args.kv_cache)
+    box = ParamsBox(SamplingParams(temperature=0.0, max_new_tokens=args.tokens))
+    print(
+        f"model {loaded.info.name}, {loaded.info.dtype}, quantization {args.quantization}, "
+        f"KV cache {args.kv_cache}, threads {loaded.info.threads}"
+    )
+    print(
+        f"{'turn':>4} {'prompt':>6} {'reused':>6} {'TTFT reuse s':>12} {'TTFT fresh s':>12} {'ratio':>6} same"
+    )
+    messages: list[ChatMessage] = []
+    rows = []
+    all_same = True
+    started = time.perf_counter()
+    for turn in range(args.turns):
+        messages.append(ChatMessage("user", question(turn)))
+        runs = {}
+        order = ("reuse", "fresh") if turn % 2 == 0 else ("fresh", "reuse")
+        for kind in order:
+            runs[kind] = answer(loaded, messages, box, cache, "bench" if kind == "reuse" else None)
+        kept, fresh = runs["reuse"], runs["fresh"]
+        same = kept[0] == fresh[0]
+        all_same &= same
+        rows.append((kept[2], fresh[2]))
+        print(
+            f"{turn + 1:>4} {kept[3]:>6} {kept[4]:>6} {kept[2]:>12.3f} {fresh[2]:>12.3f} "
+            f"{fresh[2] / kept[2]:>6.2f} {'yes' if same else 'NO'}",
+            flush=True,
+        )
+        messages.append(ChatMessage("assistant", kept[1]))
+    first, last = rows[0], rows[-1]
+    print(
+        f"turn {args.turns} / turn 1 TTFT: with reuse {last[0] / first[0]:.2f} (goal <= 1.5), "
+        f"without {last[1] / first[1]:.2f}; turn {args.turns} without / with reuse {last[1] / last[0]:.1f}x"
+    )
+    print(
+        f"greedy answers equal on every turn: {'yes' if all_same else 'NO'}; "
+        f"{time.perf_counter() - started:.0f} s"
+    )
+    return 0 if all_same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
