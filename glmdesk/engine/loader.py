@@ -29,8 +29,8 @@ from glmdesk.engine import chatglm, decode_step, sources, weight_only
 from glmdesk.engine.cache import kv_budget_bytes, kv_bytes_per_token
 from glmdesk.engine.info import LoadProgress, ModelInfo
 from glmdesk.engine.kv_pool import KVPool
-from glmdesk.engine.threads import ThreadTuner
 from glmdesk.engine.prompt import ChatTemplateFormat, PromptFormat
+from glmdesk.engine.threads import ThreadTuner
 
 
 @dataclass

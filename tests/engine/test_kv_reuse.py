@@ -155,7 +155,7 @@ def test_multi_turn_answers_with_reuse_equal_answers_without(embedded, name):
     without = chat(embedded, settings, None)
     assert [t[0] for t in with_reuse] == [t[0] for t in without]
     assert with_reuse[0][2].reused_tokens == 0
-    for ids, _, final in with_reuse[1:]:
+    for _, _, final in with_reuse[1:]:
         assert 0 < final.reused_tokens < final.prompt_tokens
     assert all(t[2].reused_tokens == 0 for t in without)
     assert key in embedded.kv_pool.keys()
