@@ -114,6 +114,7 @@ class ThreadTuner:
         self._steps = 0
         self._since_probe = 0
         self._probe_end = clock()
+        self._last_record = self._probe_end
         self._plan: list[int] = []  # counts still to measure in this probe
         self._trying: int | None = None  # count being measured now
         self._times: list[float] = []
@@ -132,11 +133,20 @@ class ThreadTuner:
         return _Timed(self)
 
     def record(self, seconds: float) -> None:
-        """Take one decode step's duration (in s); may change the count for the next step."""
+        """Take one decode step's duration (in s); may change the count for the next step.
+
+        An idle gap longer than :attr:`stale_s` before the step (between answers)
+        voids a probe in flight (the load may have changed) and probes again soon.
+        """
         self._steps += 1
+        now = self.clock()
+        if now - seconds - self._last_record > self.stale_s:
+            self._trying, self._plan = None, []
+            self._probe_end = now - 2 * self.stale_s
+        self._last_record = now
         if self._trying is None:
             self._since_probe += 1
-            stale = self.clock() - self._probe_end > self.stale_s and self._since_probe > self.warmup
+            stale = now - self._probe_end > self.stale_s and self._since_probe > self.warmup
             if self._since_probe >= self.interval or stale:
                 self._start_probe()
             return
