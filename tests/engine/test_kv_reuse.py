@@ -241,3 +241,18 @@ def test_pool_reports_bytes_and_unload_clears_it(embedded):
     chat(loaded, CacheSettings(), "c", QUESTIONS[:1])
     loaded.close()
     assert len(loaded.kv_pool) == 0 and loaded.kv_pool.total_bytes() == 0
+
+
+def test_backend_keeps_a_cache_per_conversation_key(embedded):
+    from glmdesk.engine.backends.transformers import TransformersBackend
+
+    backend = TransformersBackend(embedded)  # shares the session's model, does not close it
+    messages = [ChatMessage("user", "Name a colour.")]
+    list(backend.stream(messages, GREEDY, conversation="serve"))
+    assert backend.kept_kv_bytes() > 0
+    again = list(backend.stream(messages, GREEDY, conversation="serve"))
+    assert again[-1].reused_tokens == again[-1].prompt_tokens - 1
+    backend.forget_conversation("serve")
+    assert "serve" not in embedded.kv_pool.keys()
+    assert list(backend.stream(messages, GREEDY, conversation="serve"))[-1].reused_tokens == 0
+    backend.forget_conversation("serve")
