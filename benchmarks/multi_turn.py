@@ -34,15 +34,22 @@ def question(turn: int) -> str:
 
 
 def answer(loaded, messages, box, cache, key):
-    """``(ids, text, ttft_s, prompt_tokens, reused_tokens)`` of one streamed answer."""
+    """``(ids, text, ttft_s, prompt_tokens, reused_tokens, cpu_s)`` of one streamed answer.
+
+    ``cpu_s``: CPU seconds this process used until the first token (all its threads),
+    a figure other processes on a shared machine disturb less than the wall-clock TTFT.
+    """
     ids, text, final = [], [], None
+    cpu_start, cpu_s = time.process_time(), None
     for chunk in stream_chat(loaded, messages, box, cache, conversation=key):
+        if cpu_s is None and (chunk.token_ids or chunk.finish_reason):
+            cpu_s = time.process_time() - cpu_start
         ids.extend(chunk.token_ids)
         text.append(chunk.text)
         final = chunk
     if final.error is not None:
         raise RuntimeError(final.error.message)
-    return ids, "".join(text), final.ttft_s, final.prompt_tokens, final.reused_tokens
+    return ids, "".join(text), final.ttft_s, final.prompt_tokens, final.reused_tokens, cpu_s
 
 
 def main() -> int:
@@ -61,7 +68,8 @@ def main() -> int:
         f"KV cache {args.kv_cache}, threads {loaded.info.threads}"
     )
     print(
-        f"{'turn':>4} {'prompt':>6} {'reused':>6} {'TTFT reuse s':>12} {'TTFT fresh s':>12} {'ratio':>6} same"
+        f"{'turn':>4} {'prompt':>6} {'reused':>6} {'TTFT reuse s':>12} {'TTFT fresh s':>12} {'ratio':>6} "
+        f"{'CPU reuse s':>11} {'CPU fresh s':>11} same"
     )
     messages: list[ChatMessage] = []
     rows = []
@@ -76,10 +84,10 @@ def main() -> int:
         kept, fresh = runs["reuse"], runs["fresh"]
         same = kept[0] == fresh[0]
         all_same &= same
-        rows.append((kept[2], fresh[2]))
+        rows.append((kept[2], fresh[2], kept[5], fresh[5]))
         print(
             f"{turn + 1:>4} {kept[3]:>6} {kept[4]:>6} {kept[2]:>12.3f} {fresh[2]:>12.3f} "
-            f"{fresh[2] / kept[2]:>6.2f} {'yes' if same else 'NO'}",
+            f"{fresh[2] / kept[2]:>6.2f} {kept[5]:>11.3f} {fresh[5]:>11.3f} {'yes' if same else 'NO'}",
             flush=True,
         )
         messages.append(ChatMessage("assistant", kept[1]))
@@ -87,6 +95,10 @@ def main() -> int:
     print(
         f"turn {args.turns} / turn 1 TTFT: with reuse {last[0] / first[0]:.2f} (goal <= 1.5), "
         f"without {last[1] / first[1]:.2f}; turn {args.turns} without / with reuse {last[1] / last[0]:.1f}x"
+    )
+    print(
+        f"turn {args.turns} / turn 1 CPU seconds to first token: with reuse {last[2] / first[2]:.2f}, "
+        f"without {last[3] / first[3]:.2f}"
     )
     print(
         f"greedy answers equal on every turn: {'yes' if all_same else 'NO'}; "

@@ -256,3 +256,25 @@ def test_backend_keeps_a_cache_per_conversation_key(embedded):
     assert "serve" not in embedded.kv_pool.keys()
     assert list(backend.stream(messages, GREEDY, conversation="serve"))[-1].reused_tokens == 0
     backend.forget_conversation("serve")
+
+
+def test_pool_drops_the_least_recently_used_past_its_budget(embedded_model, text_ids):
+    from glmdesk.engine.kv_pool import KVPool
+
+    def kept_cache(n: int):
+        strategy = make_cache_strategy(embedded_model, CacheSettings())
+        strategy.prefill(torch.tensor([text_ids[:n]]))
+        return strategy
+
+    size = kept_cache(5).stats().kv_bytes  # one first allocation (256 tokens), ~11 MiB
+    pool = KVPool(lambda compat, held: int(2.5 * size))
+    caches = {key: kept_cache(5) for key in "abc"}
+    pool.put("a", caches["a"], "s")
+    pool.put("b", caches["b"], "s")
+    pool.put("a", pool.take("a", "s"), "s")  # "a" used again: "b" is now the oldest
+    pool.put("c", caches["c"], "s")
+    assert pool.keys() == ["a", "c"] and pool.total_bytes() == 2 * size
+    assert caches["b"].cache is None  # released
+    alone = KVPool(lambda compat, held: size // 2)
+    alone.put("big", kept_cache(5), "s")  # the newest stays even alone over the budget
+    assert alone.keys() == ["big"]
