@@ -213,7 +213,7 @@ class CacheStrategy(ABC):
         common = min(common_prefix(self.ids, prompt_ids), len(prompt_ids) - 1)
         keep = self._keepable(max(common, 0)) if self._exact else 0
         if keep == 0:
-            if self.tokens_seen:
+            if self.tokens_seen or self.cache is None:
                 self.cache = self._fresh_cache()
         elif keep < self.tokens_seen:
             self._truncate(keep)
