@@ -58,9 +58,10 @@ def main() -> int:
     parser.add_argument("--tokens", type=int, default=40, help="max new tokens per answer")
     parser.add_argument("--kv-cache", default="full", help="full, sliding_window, dynamic or quantized")
     parser.add_argument("--quantization", default="none")
+    parser.add_argument("--threads", type=int, default=0, help="CPU threads (0: automatic)")
     args = parser.parse_args()
 
-    loaded = load_model(LoadSettings(quantization=args.quantization))
+    loaded = load_model(LoadSettings(quantization=args.quantization, threads=args.threads))
     cache = CacheSettings(strategy=args.kv_cache)
     box = ParamsBox(SamplingParams(temperature=0.0, max_new_tokens=args.tokens))
     print(
