@@ -52,6 +52,19 @@ def answer(loaded, messages, box, cache, key):
     return ids, "".join(text), final.ttft_s, final.prompt_tokens, final.reused_tokens, cpu_s
 
 
+def prefill_flops(model, start: int, end: int) -> float:
+    """FLOPs to prefill positions ``start..end-1`` after ``start`` cached ones: the decoder
+    layers' weights (2 per parameter per token) plus attention's QK^T and AV
+    (4 x layers x heads x head dim per key), the lm_head for the last token only."""
+    config = model.config
+    heads, layers = config.num_attention_heads, config.num_hidden_layers
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // heads
+    weights = sum(p.numel() for p in model.model.layers.parameters())
+    n = end - start
+    keys = n * (start + end + 1) / 2  # each new token attends to every earlier position
+    return 2 * weights * n + 4 * layers * heads * head_dim * keys + 2 * model.lm_head.weight.numel()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=20)
@@ -86,7 +99,7 @@ def main() -> int:
         kept, fresh = runs["reuse"], runs["fresh"]
         same = kept[0] == fresh[0]
         all_same &= same
-        rows.append((kept[2], fresh[2], kept[5], fresh[5]))
+        rows.append((kept[2], fresh[2], kept[5], fresh[5], prefill_flops(loaded.model, kept[4], kept[3])))
         print(
             f"{turn + 1:>4} {kept[3]:>6} {kept[4]:>6} {kept[2]:>12.3f} {fresh[2]:>12.3f} "
             f"{fresh[2] / kept[2]:>6.2f} {kept[5]:>11.3f} {fresh[5]:>11.3f} {'yes' if same else 'NO'}",
@@ -100,7 +113,8 @@ def main() -> int:
     )
     print(
         f"turn {args.turns} / turn 1 CPU seconds to first token: with reuse {last[2] / first[2]:.2f}, "
-        f"without {last[3] / first[3]:.2f}"
+        f"without {last[3] / first[3]:.2f}; the prefill FLOPs of the new tokens (attention over "
+        f"the kept context included) grow {last[4] / first[4]:.2f}x"
     )
     print(
         f"greedy answers equal on every turn: {'yes' if all_same else 'NO'}; "
