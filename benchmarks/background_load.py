@@ -59,7 +59,8 @@ def measure(policies: list[str], rounds: int, tokens: int, suffix: str = "") -> 
     import torch
 
     from glmdesk.core.settings import LoadSettings
-    from glmdesk.engine.loader import DEFAULT_THREADS, load_model
+    from glmdesk.engine.acceleration import DEFAULT_THREADS
+    from glmdesk.engine.loader import load_model
     from glmdesk.engine.threads import ThreadTuner
 
     loaded = load_model(LoadSettings())

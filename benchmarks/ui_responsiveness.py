@@ -62,8 +62,8 @@ def main() -> int:
     from glmdesk.core.messages import ChatMessage
     from glmdesk.core.settings import CacheSettings, LoadSettings, ParamsBox, SamplingParams
     from glmdesk.engine.sources import embedded_model_folder
+    from glmdesk.engine.warmup import preload_engine
     from glmdesk.ui.main_window import MainWindow
-    from glmdesk.ui.worker import preload_engine
 
     embedded_model_folder()  # convert once, outside the measured load
     started = time.perf_counter()
@@ -142,7 +142,7 @@ def main() -> int:
 
     params = SamplingParams(temperature=0.0, top_p=1.0, max_new_tokens=args.tokens)
     window.sidebar.set_params(params)
-    loaded = window.worker._model  # the same model object the window streams from
+    loaded = window.session.backend.loaded  # the same model object the window streams from
 
     def bare_run() -> tuple[float, int]:
         times: list[float] = []

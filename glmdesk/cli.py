@@ -215,7 +215,7 @@ def convert(args) -> int:
     from pathlib import Path
 
     from glmdesk.engine import chatglm
-    from glmdesk.engine.loader import LoadProgress
+    from glmdesk.engine.info import LoadProgress
 
     src = Path(args.src)
     dst = Path(args.dst) if args.dst else src.with_name(src.name + "-hf")

@@ -27,6 +27,7 @@ ERROR_KINDS = (
     "load_cancelled",
     "generation_failed",  # detail: str
     "load_failed",  # detail: str
+    "option_unavailable",  # option: str, reason: str (glmdesk.engine.options.OPTION_REASONS)
 )
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from pathlib import Path
 
 from glmdesk.core.history_types import SearchHit, clean_text
 
@@ -118,3 +119,27 @@ def search(
         snippet, spans = make_snippet(text, terms)
         hits.append(SearchHit(conv_id, title, message_id, role, snippet, spans))
     return hits
+
+
+def search_file(path: Path, query: str, *, limit: int = 50) -> list[SearchHit]:
+    """:func:`search` on a read-only connection of its own to the history file ``path``.
+
+    For a search thread: the GUI thread keeps the writable connection, and sqlite3
+    releases the GIL while the query runs. A file that cannot be read gives no hits.
+
+    Args:
+        path: The history database file.
+        query: User text.
+        limit: Most hits returned.
+
+    Returns:
+        Hits, newest message first (empty when the file cannot be read).
+    """
+    try:
+        conn = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, timeout=5.0)
+        try:
+            return search(conn, query, limit=limit)
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return []

@@ -165,7 +165,11 @@ def converted_gguf_folder(
     target = _converted_target(gguf_path)
     if (target / "config.json").is_file():
         return target
-    with _convert_lock:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # One conversion at a time across processes too (two windows started at once).
+    from filelock import FileLock
+
+    with _convert_lock, FileLock(target.parent / f"{gguf_path.stem}.lock"):
         if (target / "config.json").is_file():
             return target
         if progress:
@@ -183,7 +187,6 @@ def converted_gguf_folder(
         model.hf_quantizer = None
         if hasattr(model.config, "quantization_config"):
             del model.config.quantization_config
-        target.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
         try:
             model.save_pretrained(tmp)

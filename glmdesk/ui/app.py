@@ -10,13 +10,13 @@ from PySide6.QtWidgets import QApplication, QSplashScreen
 
 from glmdesk import __version__
 from glmdesk.core.history import History
+from glmdesk.engine.warmup import preload_engine
 from glmdesk.resources import resource_path
 from glmdesk.ui.history_controller import HistoryController
 from glmdesk.ui.history_panel import HistoryPanel
 from glmdesk.ui.i18n import install_translators
 from glmdesk.ui.main_window import MainWindow
 from glmdesk.ui.settings_store import APPLICATION, ORGANIZATION, SettingsStore
-from glmdesk.ui.worker import preload_engine
 
 
 def _app_icon() -> QIcon:
@@ -69,7 +69,7 @@ def open_history(window: MainWindow) -> HistoryController | None:
         return None
     panel = HistoryPanel(history)
     window.set_history_panel(panel)
-    return HistoryController(window, history, panel)
+    return HistoryController(window.session, history, panel, window)
 
 
 def run_app(argv: list[str]) -> int:

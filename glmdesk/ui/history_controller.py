@@ -1,5 +1,7 @@
 """Saves the open conversation as it happens; opens conversations picked in the panel.
 
+It listens to the :class:`~glmdesk.ui.chat_session.ChatSession`, never to the window.
+
 A plain QObject on the GUI thread, the only owner of the :class:`History`
 database (the worker never touches it). The flow for one answer:
 
@@ -29,36 +31,37 @@ CHECKPOINT_S = 2.0
 
 
 class HistoryController(QObject):
-    """Connects a :class:`MainWindow` and a :class:`HistoryPanel` to a :class:`History`.
+    """Connects a :class:`ChatSession` and a :class:`HistoryPanel` to a :class:`History`.
 
     Args:
-        window: The main window (its signals drive saving).
+        session: The chat session (its signals drive saving; it shows what is opened).
         history: The open database.
         panel: The history panel, or ``None``.
+        parent: The owning QObject (the window).
     """
 
-    def __init__(self, window, history: History, panel=None) -> None:
-        super().__init__(window)
-        self.window = window
+    def __init__(self, session, history: History, panel=None, parent: QObject | None = None) -> None:
+        super().__init__(parent or session)
+        self.session = session
         self.history = history
         self.panel = panel
         self.conversation_id: int | None = None
         self._message_id: int | None = None  # the assistant message being written
         self._parts: list[str] = []
         self._last_checkpoint = 0.0
-        window.message_added.connect(self._on_message_added)
-        window.answer_started.connect(self._on_answer_started)
-        window.chunk_shown.connect(self._on_chunk_shown)
-        window.answer_finished.connect(self._on_answer_finished)
-        window.last_answer_removed.connect(self._on_last_answer_removed)
-        window.conversation_cleared.connect(self._on_conversation_cleared)
+        session.message_added.connect(self._on_message_added)
+        session.answer_started.connect(self._on_answer_started)
+        session.chunk_shown.connect(self._on_chunk_shown)
+        session.answer_finished.connect(self._on_answer_finished)
+        session.last_answer_removed.connect(self._on_last_answer_removed)
+        session.conversation_cleared.connect(self._on_conversation_cleared)
         if panel is not None:
             panel.conversation_selected.connect(self.open_conversation)
             panel.conversation_deleted.connect(self._on_conversation_deleted)
-            panel.new_chat_requested.connect(window.new_chat)
+            panel.new_chat_requested.connect(self._on_new_chat_requested)
 
     def _model_name(self) -> str | None:
-        info = getattr(self.window, "model_info", None)
+        info = self.session.model_info
         return info.name if info is not None else None
 
     def _refresh(self) -> None:
@@ -68,11 +71,11 @@ class HistoryController(QObject):
     @Slot(int)
     def open_conversation(self, conversation_id: int) -> None:
         """Show a saved conversation; the next message continues it."""
-        if conversation_id == self.conversation_id and not self.window.is_streaming():
+        if conversation_id == self.conversation_id and not self.session.is_streaming():
             return
         messages = self.history.chat_messages(conversation_id)
-        # The window stops (and we save) a running answer before switching.
-        self.window.show_conversation(messages)
+        # The session stops (and we save) a running answer before switching.
+        self.session.show_conversation(messages)
         self.conversation_id = conversation_id
 
     @Slot(int, object, object)
@@ -109,7 +112,7 @@ class HistoryController(QObject):
     def _on_answer_started(self, _request_id: int) -> None:
         if self.conversation_id is None:
             return
-        params = self.window.params_box.get()
+        params = self.session.params_box.get()
         self._message_id = self.history.begin_assistant_message(
             self.conversation_id, model=self._model_name(), settings=dataclasses.asdict(params)
         )
@@ -147,5 +150,9 @@ class HistoryController(QObject):
     @Slot(int)
     def _on_conversation_deleted(self, conversation_id: int) -> None:
         if conversation_id == self.conversation_id:
-            self.window.new_chat()  # stops and saves a running answer first
+            self.session.new_chat()  # stops and saves a running answer first
             self.conversation_id = None
+
+    @Slot()
+    def _on_new_chat_requested(self) -> None:
+        self.session.new_chat()

@@ -13,32 +13,23 @@ message (the order changes).
 
 from __future__ import annotations
 
-import html
 import re
 import sqlite3
-from datetime import datetime
 from pathlib import Path
 
 from PySide6.QtCore import (
-    QAbstractListModel,
     QModelIndex,
-    QPersistentModelIndex,
-    QSize,
     Qt,
     QThreadPool,
     QTimer,
     Signal,
 )
 from PySide6.QtGui import (
-    QAbstractTextDocumentLayout,
     QAction,
     QGuiApplication,
     QKeySequence,
-    QPalette,
-    QTextDocument,
 )
 from PySide6.QtWidgets import (
-    QApplication,
     QFileDialog,
     QHBoxLayout,
     QLabel,
@@ -47,176 +38,22 @@ from PySide6.QtWidgets import (
     QMessageBox,
     QPushButton,
     QStackedWidget,
-    QStyle,
-    QStyledItemDelegate,
-    QStyleOptionViewItem,
     QVBoxLayout,
     QWidget,
 )
 
 from glmdesk.core import history_search
 from glmdesk.core.history import History
-from glmdesk.core.history_types import Conversation, SearchHit
+from glmdesk.ui.history_models import (
+    ID_ROLE,
+    MESSAGE_ROLE,
+    ConversationListModel,
+    SearchResultModel,
+)
+from glmdesk.ui.html_delegate import HtmlDelegate
 
-ID_ROLE = Qt.ItemDataRole.UserRole
-MESSAGE_ROLE = Qt.ItemDataRole.UserRole + 1
-HTML_ROLE = Qt.ItemDataRole.UserRole + 2
-PAGE = 100
 UNDO_MS = 10_000
 SEARCH_DELAY_MS = 150
-_Index = QModelIndex | QPersistentModelIndex
-
-
-class ConversationListModel(QAbstractListModel):
-    """Live conversations, newest first, loaded a page at a time (keyset paging)."""
-
-    conversation_renamed = Signal(int, str)
-
-    def __init__(self, history: History, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self._history = history
-        self._rows: list[Conversation] = []
-        self._exhausted = False
-        self.reload()
-
-    def reload(self) -> None:
-        """Forget the loaded rows and load the first page again."""
-        self.beginResetModel()
-        self._rows = self._history.list_conversations(PAGE)
-        self._exhausted = len(self._rows) < PAGE
-        self.endResetModel()
-
-    def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008 - Qt signature
-        return 0 if parent.isValid() else len(self._rows)
-
-    def canFetchMore(self, parent: _Index = QModelIndex()) -> bool:  # noqa: B008
-        return not parent.isValid() and not self._exhausted
-
-    def fetchMore(self, parent: _Index = QModelIndex()) -> None:  # noqa: B008
-        if parent.isValid() or self._exhausted:
-            return
-        last = self._rows[-1] if self._rows else None
-        page = self._history.list_conversations(PAGE, after=(last.updated, last.id) if last else None)
-        self._exhausted = len(page) < PAGE
-        if page:
-            self.beginInsertRows(QModelIndex(), len(self._rows), len(self._rows) + len(page) - 1)
-            self._rows.extend(page)
-            self.endInsertRows()
-
-    def row_of(self, conversation_id: int) -> int:
-        """Row of a conversation, loading further pages until found; -1 if it is not live."""
-        while True:
-            for row, conv in enumerate(self._rows):
-                if conv.id == conversation_id:
-                    return row
-            if self._exhausted:
-                return -1
-            self.fetchMore()
-
-    def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole) -> object:
-        if not index.isValid():
-            return None
-        conv = self._rows[index.row()]
-        if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.EditRole):
-            return conv.title or (self.tr("Untitled") if role == Qt.ItemDataRole.DisplayRole else "")
-        if role == Qt.ItemDataRole.ToolTipRole:
-            when = datetime.fromtimestamp(conv.updated).strftime("%Y-%m-%d %H:%M")
-            model = conv.model or self.tr("no model")
-            return self.tr("{title}\nUpdated {when} · {model}").format(
-                title=conv.title, when=when, model=model
-            )
-        if role == ID_ROLE:
-            return conv.id
-        return None
-
-    def flags(self, index: _Index) -> Qt.ItemFlag:
-        return super().flags(index) | Qt.ItemFlag.ItemIsEditable
-
-    def setData(self, index: _Index, value: object, role: int = Qt.ItemDataRole.EditRole) -> bool:
-        if role != Qt.ItemDataRole.EditRole or not index.isValid() or not str(value).strip():
-            return False
-        conv = self._rows[index.row()]
-        self._history.rename_conversation(conv.id, str(value).strip())
-        self._rows[index.row()] = self._history.get_conversation(conv.id)
-        self.dataChanged.emit(index, index)
-        self.conversation_renamed.emit(conv.id, self._rows[index.row()].title)
-        return True
-
-
-class SearchResultModel(QAbstractListModel):
-    """Search hits with the matches highlighted (HTML in :data:`HTML_ROLE`)."""
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self._hits: list[SearchHit] = []
-
-    def set_hits(self, hits: list[SearchHit]) -> None:
-        """Replace the results."""
-        self.beginResetModel()
-        self._hits = hits
-        self.endResetModel()
-
-    def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008
-        return 0 if parent.isValid() else len(self._hits)
-
-    def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole) -> object:
-        if not index.isValid():
-            return None
-        hit = self._hits[index.row()]
-        if role == Qt.ItemDataRole.DisplayRole:
-            return f"{hit.conversation_title}\n{hit.snippet}"
-        if role == ID_ROLE:
-            return hit.conversation_id
-        if role == MESSAGE_ROLE:
-            return hit.message_id
-        if role == HTML_ROLE:
-            parts, pos = [], 0
-            for start, end in hit.spans:
-                parts.append(html.escape(hit.snippet[pos:start]))
-                parts.append(
-                    f'<span style="background-color:#ffd54f;color:#000">{html.escape(hit.snippet[start:end])}</span>'
-                )
-                pos = end
-            parts.append(html.escape(hit.snippet[pos:]))
-            title = html.escape(hit.conversation_title or self.tr("Untitled"))
-            return f"<b>{title}</b><br>{''.join(parts)}"
-        return None
-
-
-class _HtmlDelegate(QStyledItemDelegate):
-    """Paints :data:`HTML_ROLE` rich text (the highlighted snippet)."""
-
-    def _document(self, option: QStyleOptionViewItem, index: _Index) -> QTextDocument:
-        doc = QTextDocument()
-        doc.setDefaultFont(option.font)
-        doc.setHtml(str(index.data(HTML_ROLE)))
-        width = option.rect.width()
-        if width <= 0 and isinstance(option.widget, QListView):
-            width = option.widget.viewport().width()
-        doc.setTextWidth(max(width, 100))
-        return doc
-
-    def paint(self, painter, option: QStyleOptionViewItem, index: _Index) -> None:  # noqa: ANN001
-        opt = QStyleOptionViewItem(option)
-        self.initStyleOption(opt, index)
-        doc = self._document(opt, index)
-        opt.text = ""
-        style = opt.widget.style() if opt.widget else QApplication.style()
-        style.drawControl(QStyle.ControlElement.CE_ItemViewItem, opt, painter, opt.widget)
-        context = QAbstractTextDocumentLayout.PaintContext()
-        if opt.state & QStyle.StateFlag.State_Selected:
-            context.palette.setColor(
-                QPalette.ColorRole.Text, opt.palette.color(QPalette.ColorRole.HighlightedText)
-            )
-        painter.save()
-        painter.translate(opt.rect.topLeft())
-        painter.setClipRect(opt.rect.translated(-opt.rect.topLeft()))
-        doc.documentLayout().draw(painter, context)
-        painter.restore()
-
-    def sizeHint(self, option: QStyleOptionViewItem, index: _Index) -> QSize:
-        doc = self._document(option, index)
-        return QSize(int(doc.idealWidth()), int(doc.size().height()))
 
 
 class HistoryPanel(QWidget):
@@ -273,7 +110,7 @@ class HistoryPanel(QWidget):
         self.results = SearchResultModel(self)
         self.results_view = QListView(wordWrap=True)
         self.results_view.setModel(self.results)
-        self.results_view.setItemDelegate(_HtmlDelegate(self.results_view))
+        self.results_view.setItemDelegate(HtmlDelegate(self.results_view))
         self.stack = QStackedWidget()
         self.stack.addWidget(self.list_view)
         self.stack.addWidget(self.results_view)

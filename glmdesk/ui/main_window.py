@@ -1,16 +1,15 @@
-"""The main window: history pane, chat, sidebar and gauge, status bar; talks to the worker.
+"""The main window: history pane, chat, sidebar and gauge, status bar.
 
-Every worker signal is connected to a slot of this GUI-thread object (never to a
-lambda, which PySide6 would run on the worker thread). Requests go out through
-this window's own signals, queued to the worker's thread.
+It lays out widgets and wires them to its :class:`~glmdesk.ui.chat_session.ChatSession`,
+which runs the answers and loads. Every session signal is connected to a slot of this
+GUI-thread object (never to a lambda).
 """
 
 from __future__ import annotations
 
 import functools
-import threading
 
-from PySide6.QtCore import QCoreApplication, QEvent, Qt, Signal, Slot
+from PySide6.QtCore import QCoreApplication, Qt, Signal, Slot
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import QMainWindow, QSplitter, QVBoxLayout, QWidget
 
@@ -18,8 +17,9 @@ from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import FAMILY_DEFAULTS, LoadSettings, ParamsBox, SamplingParams
 from glmdesk.engine.memory import MIB, MemoryProbe
+from glmdesk.ui.chat_session import ChatSession
 from glmdesk.ui.chat_view import ChatView
-from glmdesk.ui.conversation import AnswerRecord, ChatState
+from glmdesk.ui.conversation import AnswerRecord
 from glmdesk.ui.input_box import InputBox
 from glmdesk.ui.memory_gauge import MemoryGauge
 from glmdesk.ui.messages import error_sentence, note_sentence
@@ -28,7 +28,6 @@ from glmdesk.ui.open_model_dialog import OpenModelDialog
 from glmdesk.ui.settings_store import SettingsStore
 from glmdesk.ui.sidebar import Sidebar
 from glmdesk.ui.status_bar import StatusBar
-from glmdesk.ui.worker import Worker, start_thread, stop_thread
 
 
 def family_defaults(family: str) -> SamplingParams:
@@ -39,9 +38,8 @@ def family_defaults(family: str) -> SamplingParams:
     return FAMILY_DEFAULTS["generic"]
 
 
-def _stop_on_destroy(thread, events: list[threading.Event], *_args) -> None:
-    if thread.isRunning():
-        stop_thread(thread, *events)
+def _shutdown_on_destroy(session, *_args) -> None:
+    session.shutdown()
 
 
 class MainWindow(QMainWindow):
@@ -50,28 +48,18 @@ class MainWindow(QMainWindow):
     Args:
         store: Remembered settings (default: the user's QSettings).
         probe: Memory probe for the gauge.
-        model: An already loaded model for the worker to use (tests); otherwise
-            :meth:`start` loads the last model or the embedded default.
+        model: An already loaded transformers model to answer with (tests).
+        backend: An already loaded :class:`~glmdesk.engine.backends.Backend` (tests);
+            otherwise :meth:`start` loads the last model or the embedded default.
+        factory, options: Passed to :class:`ChatSession` (tests).
 
-    Signals:
-        load_requested(LoadSettings, threading.Event): To the worker.
-        generation_requested(int, tuple, CacheSettings, threading.Event): To the worker.
-        options_requested(), announce_requested(): To the worker.
-        message_added(int, ChatMessage, AnswerRecord | None): A user message was sent, or an
-            answer finished (once, partial answers included); the int is its index.
-        last_answer_removed(): Regenerate removed the newest answer.
-        conversation_cleared(): New chat.
-        answer_started(int): Request ``id`` went to the worker.
-        chunk_shown(int, GenerationChunk): A chunk of the current request was taken in.
-        answer_finished(int, GenerationChunk): The current request ended.
-        model_ready(ModelInfo): A model is loaded and in use.
+    Signals (forwarded from the session, see :class:`ChatSession`):
+        message_added(int, ChatMessage, AnswerRecord | None), last_answer_removed(),
+        conversation_cleared(), answer_started(int), chunk_shown(int, GenerationChunk),
+        answer_finished(int, GenerationChunk), model_ready(ModelInfo).
         load_error_shown(str): A load failed; the sentence shown.
     """
 
-    load_requested = Signal(object, object)
-    generation_requested = Signal(int, object, object, object)
-    options_requested = Signal()
-    announce_requested = Signal()
     message_added = Signal(int, object, object)
     last_answer_removed = Signal()
     conversation_cleared = Signal()
@@ -82,26 +70,20 @@ class MainWindow(QMainWindow):
     load_error_shown = Signal(str)
 
     def __init__(
-        self, store: SettingsStore | None = None, probe: MemoryProbe | None = None, model=None
+        self,
+        store: SettingsStore | None = None,
+        probe: MemoryProbe | None = None,
+        model=None,
+        backend=None,
+        factory=None,
+        options=None,
     ) -> None:
         super().__init__()
         self.setObjectName("main_window")
         self.setWindowTitle(self.tr("glmdesk"))
         self.store = store or SettingsStore()
-        self.state = ChatState()
-        self.model_info = None
-        self.load_settings: LoadSettings | None = None
-        self.availability: dict[str, str | None] = {}
-        self._request_id = 0
-        self._current: int | None = None
-        self._stop: threading.Event | None = None
-        self._cancel: threading.Event | None = None
-        self._loading: LoadSettings | None = None
-        self._answer_parts: list[str] = []
-        self._last_chunk = None
-        self._offset = 0
+        self.availability: dict = {}
         self._applying_defaults = False
-        self._closed = False
 
         saved = self.store.sampling()
         self.params_box = ParamsBox(saved or FAMILY_DEFAULTS["generic"])
@@ -113,28 +95,71 @@ class MainWindow(QMainWindow):
         self._build_actions()
         self._restore_geometry()
 
-        self.worker = Worker(self.params_box, model)
-        self.worker_thread = start_thread(self.worker)
+        if model is not None and backend is None:
+            from glmdesk.engine.backends.transformers import TransformersBackend
+
+            backend = TransformersBackend(model)
+        self.session = ChatSession(self.params_box, backend, self, factory, options)
         # A window destroyed without being closed (dropped by its owner) must still end
         # the thread first: a QThread destroyed while running aborts the process.
-        self._events: list[threading.Event] = []
-        self.destroyed.connect(functools.partial(_stop_on_destroy, self.worker_thread, self._events))
-        self.load_requested.connect(self.worker.load)
-        self.generation_requested.connect(self.worker.generate)
-        self.options_requested.connect(self.worker.check_options)
-        self.announce_requested.connect(self.worker.announce)
-        self.worker.options_checked.connect(self._on_options_checked)
-        self.worker.load_progressed.connect(self._on_load_progressed)
-        self.worker.model_loaded.connect(self._on_model_loaded)
-        self.worker.load_failed.connect(self._on_load_failed)
-        self.worker.chunk_received.connect(self._on_chunk_received)
-        self.worker.generation_finished.connect(self._on_generation_finished)
-        self.worker.error_occurred.connect(self._on_error_occurred)
-        self._has_initial_model = model is not None
+        self.destroyed.connect(functools.partial(_shutdown_on_destroy, self.session))
+        self._connect_session()
         app = QCoreApplication.instance()
         if app is not None:
             app.aboutToQuit.connect(self.shutdown)
         self._update_actions()
+
+    def _connect_session(self) -> None:
+        session = self.session
+        for name in (
+            "message_added",
+            "last_answer_removed",
+            "conversation_cleared",
+            "answer_started",
+            "chunk_shown",
+            "answer_finished",
+        ):
+            getattr(session, name).connect(getattr(self, name))
+        session.options_checked.connect(self._on_options_checked)
+        session.load_started.connect(self._on_load_started)
+        session.load_progressed.connect(self._on_load_progressed)
+        session.load_finished.connect(self._on_load_finished)
+        session.model_ready.connect(self._on_model_ready)
+        session.load_failed.connect(self._on_load_failed)
+        session.message_added.connect(self._on_message_added)
+        session.answer_started.connect(self._on_answer_started)
+        session.chunk_shown.connect(self._on_chunk_shown)
+        session.answer_finished.connect(self._on_answer_finished)
+        session.conversation_cleared.connect(self._on_conversation_cleared)
+        session.last_answer_removed.connect(self._on_last_answer_removed)
+        session.conversation_replaced.connect(self._on_conversation_replaced)
+        session.error_occurred.connect(self._on_error_occurred)
+
+    # The session's state, for the history controller and tests -----------------------
+    @property
+    def state(self):
+        """The open conversation (:class:`ChatState`)."""
+        return self.session.state
+
+    @property
+    def model_info(self):
+        """The model in use (``None`` before the first load)."""
+        return self.session.model_info
+
+    @property
+    def load_settings(self):
+        """The settings of the model in use (``None`` for a model given at construction)."""
+        return self.session.load_settings
+
+    @property
+    def worker(self):
+        """The worker object (on its own thread)."""
+        return self.session.worker
+
+    @property
+    def worker_thread(self):
+        """The worker's thread."""
+        return self.session.thread
 
     # Building -------------------------------------------------------------------
     def _build(self, probe: MemoryProbe | None) -> None:
@@ -232,38 +257,24 @@ class MainWindow(QMainWindow):
     # Starting and loading -------------------------------------------------------
     def start(self) -> None:
         """Check load options and load the last model (or the embedded default)."""
-        self.options_requested.emit()
-        if self._has_initial_model:
-            self.announce_requested.emit()
-        else:
-            self.load_model(self.store.last_model())
+        self.session.start(self.store.last_model())
 
     def is_streaming(self) -> bool:
         """True while an answer is being written."""
-        return self._current is not None
+        return self.session.is_streaming()
 
     def is_loading(self) -> bool:
         """True while a model loads."""
-        return self._loading is not None
+        return self.session.is_loading()
 
     def load_model(self, settings: LoadSettings) -> None:
-        """Load ``settings`` on the worker; an answer being written is stopped first."""
-        if self._loading is not None:
-            self.cancel_load()
-        if self._current is not None:
-            self.stop_answer()
-        self._cancel = threading.Event()
-        self._events[:] = [e for e in (self._stop, self._cancel) if e is not None]
-        self._loading = settings
-        self.status.load_indicator.start(settings.model or self.tr("the embedded model"))
-        self._update_actions()
-        self.load_requested.emit(settings, self._cancel)
+        """Load ``settings``; an answer being written is stopped first."""
+        self.session.load_model(settings)
 
     @Slot()
     def cancel_load(self) -> None:
         """Cancel the load in progress (the current model stays)."""
-        if self._cancel is not None:
-            self._cancel.set()
+        self.session.cancel_load()
 
     @Slot()
     def open_model_dialog(self) -> None:
@@ -277,23 +288,28 @@ class MainWindow(QMainWindow):
         self.availability = dict(availability)
 
     @Slot(object)
+    def _on_load_started(self, settings: LoadSettings) -> None:
+        self.status.load_indicator.start(settings.model or self.tr("the embedded model"))
+        self._update_actions()
+
+    @Slot(object)
     def _on_load_progressed(self, progress) -> None:
         self.status.load_indicator.update_progress(progress.stage, progress.done, progress.total)
 
-    @Slot(object, object)
-    def _on_model_loaded(self, info, cache_availability: dict) -> None:
-        settings = self._loading
-        self._loading = None
-        self._cancel = None
+    @Slot()
+    def _on_load_finished(self) -> None:
         self.status.load_indicator.finish()
-        self.model_info = info
-        if settings is not None:
-            self.load_settings = settings
-            self.store.save_last_model(settings)
+        self._update_actions()
+
+    @Slot(object)
+    def _on_model_ready(self, info) -> None:
+        if self.session.loaded_settings is not None:
+            self.store.save_last_model(self.session.loaded_settings)
         self.status.show_model(info)
         self.gauge.set_weights_bytes(int(info.footprint_mib * MIB))
+        kv = self.session.capabilities.kv_strategies if self.session.capabilities else {"full": None}
         self.sidebar.set_cache_availability(
-            {k: (None if v is None else error_sentence(v)) for k, v in cache_availability.items()}
+            {k: (None if v is None else error_sentence(v)) for k, v in kv.items()}
         )
         defaults = family_defaults(info.family)
         self.sidebar.set_defaults(defaults)
@@ -309,12 +325,8 @@ class MainWindow(QMainWindow):
         self._update_actions()
         self.model_ready.emit(info)
 
-    @Slot(object)
-    def _on_load_failed(self, error: ErrorInfo) -> None:
-        failed = self._loading
-        self._loading = None
-        self._cancel = None
-        self.status.load_indicator.finish()
+    @Slot(object, bool)
+    def _on_load_failed(self, error: ErrorInfo, fallback: bool) -> None:
         sentence = error_sentence(error)
         if self.model_info is not None:
             sentence = self.tr("{error} {model} stays in use.").format(
@@ -324,10 +336,9 @@ class MainWindow(QMainWindow):
                 self.notice.show_info(sentence)
             else:
                 self.notice.show_error(sentence)
-        elif failed is not None and failed.model is not None and not self._closed:
+        elif fallback:
             sentence = self.tr("{error} The embedded model is loaded instead.").format(error=sentence)
             self.notice.show_error(sentence)
-            self.load_model(LoadSettings())
         else:
             self.notice.show_error(sentence)
         self._update_actions()
@@ -341,102 +352,61 @@ class MainWindow(QMainWindow):
     @Slot(str)
     def send_message(self, text: str) -> bool:
         """Send ``text`` as the user's next message; returns whether it was sent."""
-        if self._current is not None or not text.strip():
+        if self.session.is_streaming() or not text.strip():
             return False
-        if self.model_info is None or self._loading is not None:
+        if not self.session.is_ready():
             self.notice.show_info(self.tr("Wait until the model has loaded, then send your message again."))
             return False
-        message = ChatMessage("user", text)
-        index = self.state.add(message)
-        self.chat_view.add_message("user", text)
-        self.chat_view.scroll_to_end()
-        self.input_box.clear_text()
-        self.message_added.emit(index, message, None)
-        self._start_answer()
-        return True
+        return self.session.send(text, self.sidebar.system_prompt(), self.sidebar.cache_settings())
 
-    def _start_answer(self) -> None:
+    @Slot(int, object, object)
+    def _on_message_added(self, _index: int, message: ChatMessage, _record) -> None:
+        if message.role == "user":
+            self.chat_view.add_message("user", message.content)
+            self.chat_view.scroll_to_end()
+            self.input_box.clear_text()
+
+    @Slot(int)
+    def _on_answer_started(self, _request_id: int) -> None:
         self.notice.dismiss()
-        self._request_id += 1
-        self._current = self._request_id
-        self._stop = threading.Event()
-        self._events[:] = [e for e in (self._stop, self._cancel) if e is not None]
-        self._answer_parts = []
-        self._last_chunk = None
-        messages, self._offset = self.state.request(self.sidebar.system_prompt())
         self.chat_view.begin_stream()
         self.input_box.set_streaming(True)
         self._update_actions()
-        self.answer_started.emit(self._current)
-        self.generation_requested.emit(self._current, messages, self.sidebar.cache_settings(), self._stop)
 
     @Slot()
     def stop_answer(self) -> None:
         """Stop the answer being written (it ends within one token; the text is kept)."""
-        if self._stop is not None and self._current is not None:
-            self._stop.set()
+        self.session.stop_answer()
 
     @Slot(int, object)
-    def _on_chunk_received(self, request_id: int, chunk) -> None:
-        if request_id != self._current:
-            return  # a request the window has moved past
-        self._last_chunk = chunk
+    def _on_chunk_shown(self, _request_id: int, chunk) -> None:
         if chunk.text:
-            self._answer_parts.append(chunk.text)
             self.chat_view.append_text(chunk.text)
         self.gauge.set_kv_bytes(chunk.cache.kv_bytes)
         self.status.show_context(chunk.prompt_tokens + chunk.n_generated)
         self.status.show_cache(chunk.cache)
-        self.chunk_shown.emit(request_id, chunk)
 
     @Slot(int, object)
-    def _on_generation_finished(self, request_id: int, chunk) -> None:
-        if request_id != self._current:
-            return
-        if chunk.text:
-            self._answer_parts.append(chunk.text)
+    def _on_answer_finished(self, _request_id: int, chunk) -> None:
+        if chunk is not None and chunk.text:
             self.chat_view.append_text(chunk.text)
-        self._finish_answer(chunk.finish_reason or "stop", chunk)
-
-    def _finish_answer(self, reason: str, chunk) -> None:
-        request_id = self._current
-        self._current = None
-        self._stop = None
+        text, record = self.session.last_answer
         widget = self.chat_view.finish_stream()
-        text = "".join(self._answer_parts)
-        error = getattr(chunk, "error", None)
-        record = AnswerRecord(
-            finish_reason=reason,
-            model=self.model_info.name if self.model_info else "",
-            params=self.params_box.get(),
-            ttft_s=getattr(chunk, "ttft_s", 0.0),
-            tokens_per_s=getattr(chunk, "tokens_per_s", 0.0),
-            n_tokens=getattr(chunk, "n_generated", 0),
-            prompt_tokens=getattr(chunk, "prompt_tokens", 0),
-            dropped_messages=tuple(
-                i - self._offset for i in getattr(chunk, "dropped_messages", ()) if i >= self._offset
-            ),
-            error=error,
-        )
         self.input_box.set_streaming(False)
         self.gauge.set_kv_bytes(0)
-        if error is not None:
-            self.notice.show_error(error_sentence(error))
+        if record.error is not None:
+            self.notice.show_error(error_sentence(record.error))
         if widget is not None:
             if text:
                 widget.set_stats(self._stats_text(record))
             else:
                 self.chat_view.remove_last()  # nothing was written
-                if reason == "cancelled":
+                if record.finish_reason == "cancelled":
                     self.status.showMessage(self.tr("Stopped before the first token."), 5000)
-        if text:
-            index = self.state.add(ChatMessage("assistant", text), record)
-            self.message_added.emit(index, self.state.messages[index], record)
         self._mark_dropped(record.dropped_messages)
         if record.n_tokens:
             self.status.show_speed(record.ttft_s, record.tokens_per_s)
         self._update_actions()
-        self.answer_finished.emit(request_id, chunk)
 
     def _stats_text(self, record: AnswerRecord) -> str:
         reasons = {
@@ -466,31 +436,20 @@ class MainWindow(QMainWindow):
                 8000,
             )
 
-    def _abandon_answer(self) -> None:
-        """End the current answer here with the text received so far (cancelled)."""
-        if self._current is None:
-            return
-        if self._stop is not None:
-            self._stop.set()
-        self._finish_answer("cancelled", self._last_chunk)
-
     # Chat actions ------------------------------------------------------------------
     def show_conversation(self, messages: list[ChatMessage]) -> None:
         """Replace the open conversation with ``messages`` (from the history).
 
         An answer being written is stopped first and kept in the conversation it
-        belongs to (its ``message_added`` goes out before the switch). The next
-        message continues the shown conversation.
+        belongs to. The next message continues the shown conversation.
         """
-        self._abandon_answer()
-        self.state.clear()
+        self.session.show_conversation(messages)
+
+    @Slot(object)
+    def _on_conversation_replaced(self, messages: list) -> None:
         self.chat_view.clear()
         self.notice.dismiss()
         for message in messages:
-            if message.role == "system":
-                continue
-            record = AnswerRecord("stop") if message.role == "assistant" else None
-            self.state.add(message, record)
             self.chat_view.add_message(message.role, message.content)
         self.chat_view.scroll_to_end()
         self._update_actions()
@@ -498,23 +457,21 @@ class MainWindow(QMainWindow):
     @Slot()
     def regenerate(self) -> None:
         """Write the last answer again."""
-        if self._current is not None or self.model_info is None or self._loading is not None:
-            return
-        if self.state.last_role() == "assistant":
-            self.state.pop()
-            self.chat_view.remove_last()
-            self.last_answer_removed.emit()
-        if self.state.last_role() == "user":
-            self._start_answer()
+        self.session.regenerate(self.sidebar.system_prompt(), self.sidebar.cache_settings())
+
+    @Slot()
+    def _on_last_answer_removed(self) -> None:
+        self.chat_view.remove_last()
 
     @Slot()
     def new_chat(self) -> None:
         """Start an empty conversation (an answer being written is stopped and kept)."""
-        self._abandon_answer()
-        self.state.clear()
+        self.session.new_chat()
+
+    @Slot()
+    def _on_conversation_cleared(self) -> None:
         self.chat_view.clear()
         self.notice.dismiss()
-        self.conversation_cleared.emit()
         self._update_actions()
 
     @Slot()
@@ -537,8 +494,10 @@ class MainWindow(QMainWindow):
         self.sidebar_action.setChecked(side.isVisible())
 
     def _update_actions(self) -> None:
-        ready = self.model_info is not None and self._loading is None
-        idle = self._current is None
+        if not hasattr(self, "session"):
+            return
+        ready = self.session.is_ready()
+        idle = not self.session.is_streaming()
         self.regenerate_action.setEnabled(ready and idle and len(self.state) > 0)
         self.stop_action.setEnabled(not idle)
         self.copy_action.setEnabled(any(m.role == "assistant" for m in self.state.messages))
@@ -572,16 +531,11 @@ class MainWindow(QMainWindow):
     def shutdown(self) -> None:
         """Save window state, stop the answer (its text is kept), cancel loading, end the
         worker thread and release the model. Idempotent; also runs on ``aboutToQuit``."""
-        if self._closed:
+        if self.session.is_closed():
             return
-        self._closed = True
         self.store.save_bytes("geometry", self.saveGeometry())
         self.store.save_bytes("splitter", self.splitter.saveState())
         self.store.sync()
         self.hide()
         self.gauge.stop()
-        stop_thread(self.worker_thread, self._stop, self._cancel)
-        # Deliver what the worker sent before it stopped (the final chunk of the answer).
-        QCoreApplication.sendPostedEvents(self, QEvent.Type.MetaCall)
-        self._abandon_answer()
-        self.worker.release_model()
+        self.session.shutdown()

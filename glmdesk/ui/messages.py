@@ -7,12 +7,9 @@ named ``{placeholders}`` filled afterwards, so a translation can reorder them.
 
 from __future__ import annotations
 
-import re
-
 from PySide6.QtCore import QCoreApplication
 
 from glmdesk.core.errors import ErrorInfo
-from glmdesk.core.settings import CPU_ONLY_QUANTIZATIONS
 
 
 def _template(kind: str, params: dict) -> str | None:
@@ -77,6 +74,8 @@ def _template(kind: str, params: dict) -> str | None:
         return QCoreApplication.translate("ErrorMessages", "The answer failed: {detail}")
     if kind == "load_failed":
         return QCoreApplication.translate("ErrorMessages", "The model could not be loaded: {detail}")
+    if kind == "option_unavailable":
+        return QCoreApplication.translate("ErrorMessages", "{option} cannot be used on this computer.")
     return None
 
 
@@ -124,31 +123,30 @@ def note_sentence(note: ErrorInfo) -> str:
     return note.message
 
 
-def option_reason(key: str, reason: str) -> str:
-    """Why a load option is unavailable (``loader.option_availability()``), translated.
+def option_reason(info: ErrorInfo) -> str:
+    """Why a load option is unavailable, translated.
 
     Args:
-        key: ``device:cuda``, ``precision:fp16``, ``precision:bf16``, ``quantization:8bit``...
-        reason: The engine's English sentence (kept, in parentheses, for bitsandbytes
-            errors whose detail comes from the library).
+        info: An ``option_unavailable`` error from ``glmdesk.engine.options``; its
+            ``params["reason"]`` is one of ``OPTION_REASONS``.
     """
-    if key == "device:cuda":
+    reason = info.params.get("reason")
+    if reason == "no_cuda":
         return QCoreApplication.translate("LoadNotes", "No CUDA GPU was found; glmdesk runs on the CPU.")
-    if key == "precision:fp16":
+    if reason == "fp16_needs_gpu":
         return QCoreApplication.translate("LoadNotes", "fp16 needs a GPU; on the CPU glmdesk uses fp32.")
-    if key == "precision:bf16":
+    if reason == "no_bf16":
         return QCoreApplication.translate("LoadNotes", "This GPU has no bf16 support; use fp16.")
-    if key == "decode:compile" and "packaged" in reason:
+    if reason == "frozen_app":
         return QCoreApplication.translate(
             "LoadNotes", "The packaged app cannot compile; run glmdesk from Python to use it."
         )
-    if key == "decode:compile":
+    if reason == "no_compiler":
         return QCoreApplication.translate("LoadNotes", "No C++ compiler was found (g++, clang++ or cl).")
-    if key.startswith("quantization:") and key.split(":", 1)[1] in CPU_ONLY_QUANTIZATIONS:
+    if reason == "no_cpu_kernel":
         return QCoreApplication.translate("LoadNotes", "This torch build has no CPU kernel for it.")
-    detail = re.search(r"\((.+)\)\.?$", reason)
-    if key.startswith("quantization:") and detail:
-        return QCoreApplication.translate("LoadNotes", "bitsandbytes cannot be used here ({detail}).").format(
-            detail=detail.group(1)
+    if reason == "bnb_missing":
+        return QCoreApplication.translate(
+            "LoadNotes", "bitsandbytes cannot be used here (it is not installed)."
         )
-    return reason
+    return error_sentence(info)

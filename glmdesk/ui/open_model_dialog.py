@@ -1,7 +1,7 @@
 """Choose a model: a folder, a ``.gguf`` file or a hub id, and how to load it.
 
 Quantization, precision and device choices that cannot work on this machine are
-disabled and their reasons are shown (from ``loader.option_availability()``, which
+disabled and their reasons are shown (from ``glmdesk.engine.options.option_availability()``, which
 the worker computes off the GUI thread). Running a folder's own Python code is an
 explicit choice naming that folder, off by default, and cleared whenever the
 model changes.
@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.settings import CPU_ONLY_QUANTIZATIONS, DEVICES, PRECISIONS, QUANTIZATIONS, LoadSettings
 from glmdesk.ui.messages import option_reason
 
@@ -39,14 +40,15 @@ class OpenModelDialog(QDialog):
 
     Args:
         current: The settings to start from (the model loaded now).
-        availability: ``{"quantization:4bit": None or reason, ...}``.
+        availability: ``{"quantization:4bit": None or ErrorInfo, ...}``
+            (:func:`glmdesk.engine.options.option_availability`).
         parent: Parent widget.
     """
 
     def __init__(
         self,
         current: LoadSettings | None = None,
-        availability: dict[str, str | None] | None = None,
+        availability: dict[str, ErrorInfo | None] | None = None,
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
@@ -125,7 +127,7 @@ class OpenModelDialog(QDialog):
         )
         self.compile_check.setEnabled(current.fused_decode and not self._compile_reason)
         self.compile_check.setToolTip(
-            option_reason("decode:compile", self._compile_reason)
+            option_reason(self._compile_reason)
             if self._compile_reason
             else self.tr(
                 "torch.compile of the fused step (Llama models on the CPU, full KV cache): faster "
@@ -199,7 +201,7 @@ class OpenModelDialog(QDialog):
             reason = self._availability.get(key)
             if reason:
                 model.item(row).setEnabled(False)
-                model.item(row).setToolTip(option_reason(key, reason))
+                model.item(row).setToolTip(option_reason(reason))
         index = combo.findData(current)
         if index < 0 or not model.item(index).isEnabled():
             index = 0
@@ -240,7 +242,7 @@ class OpenModelDialog(QDialog):
                     self.tr("Compile the decode step") if key == "decode:compile" else key.split(":", 1)[1]
                 )
                 lines.append(
-                    self.tr("{option}: {reason}").format(option=option, reason=option_reason(key, reason))
+                    self.tr("{option}: {reason}").format(option=option, reason=option_reason(reason))
                 )
         return "\n".join(lines)
 

@@ -13,20 +13,18 @@ from __future__ import annotations
 from dataclasses import replace
 
 from PySide6.QtCore import Qt, Signal, Slot
-from PySide6.QtGui import QPalette, QRegularExpressionValidator
+from PySide6.QtGui import QRegularExpressionValidator
 from PySide6.QtWidgets import (
     QComboBox,
     QDoubleSpinBox,
     QFormLayout,
     QFrame,
     QGroupBox,
-    QHBoxLayout,
     QLabel,
     QLineEdit,
     QPlainTextEdit,
     QPushButton,
     QScrollArea,
-    QSlider,
     QSpinBox,
     QVBoxLayout,
     QWidget,
@@ -34,56 +32,9 @@ from PySide6.QtWidgets import (
 
 from glmdesk.core.settings import CACHE_STRATEGIES, CacheSettings, SamplingParams
 from glmdesk.ui.i18n import LANGUAGES, SYSTEM_LANGUAGE
+from glmdesk.ui.slider_spin import SliderSpin, caption
 
 SEED_MAX = 2**63 - 1
-
-
-def _caption(text: str) -> QLabel:
-    label = QLabel(text)
-    label.setWordWrap(True)
-    label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
-    font = label.font()
-    font.setPointSizeF(max(6.0, font.pointSizeF() * 0.9))
-    label.setFont(font)
-    return label
-
-
-class _SliderSpin(QWidget):
-    """A slider and a spin box showing one float value (the spin box is the source of truth)."""
-
-    def __init__(self, minimum: float, maximum: float, step: float, decimals: int, slider_min=None) -> None:
-        super().__init__()
-        self.scale = round(1 / step)
-        self.spin = QDoubleSpinBox()
-        self.spin.setRange(minimum, maximum)
-        self.spin.setSingleStep(step)
-        self.spin.setDecimals(decimals)
-        self.spin.setKeyboardTracking(False)
-        self.slider = QSlider(Qt.Orientation.Horizontal)
-        low = minimum if slider_min is None else slider_min
-        self.slider.setRange(round(low * self.scale), round(maximum * self.scale))
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.slider, 1)
-        layout.addWidget(self.spin)
-        self.slider.valueChanged.connect(self._slider_moved)
-        self.spin.valueChanged.connect(self._spin_changed)
-
-    @Slot(int)
-    def _slider_moved(self, value: int) -> None:
-        self.spin.setValue(value / self.scale)
-
-    @Slot(float)
-    def _spin_changed(self, value: float) -> None:
-        self.slider.blockSignals(True)
-        self.slider.setValue(round(value * self.scale))
-        self.slider.blockSignals(False)
-
-    def value(self) -> float:
-        return round(self.spin.value(), self.spin.decimals())
-
-    def set_value(self, value: float) -> None:
-        self.spin.setValue(value)
 
 
 class Sidebar(QScrollArea):
@@ -133,9 +84,9 @@ class Sidebar(QScrollArea):
         box = QGroupBox(self.tr("Sampling"))
         form = QFormLayout(box)
         form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
-        self.temperature = _SliderSpin(0.0, 2.0, 0.01, 2)
+        self.temperature = SliderSpin(0.0, 2.0, 0.01, 2)
         self.temperature.setToolTip(self.tr("0 means greedy: always the most likely token."))
-        self.top_p = _SliderSpin(0.0, 1.0, 0.01, 2)
+        self.top_p = SliderSpin(0.0, 1.0, 0.01, 2)
         self.top_p.setToolTip(
             self.tr("Keep the smallest set of tokens whose probability adds up to this; 1 is off.")
         )
@@ -153,7 +104,7 @@ class Sidebar(QScrollArea):
             self.tr("Drop tokens less likely than this times the most likely one; 0 is off.")
         )
         # The spin box accepts 0-2 so that a value below 1.0 can be refused with its reason.
-        self.repetition_penalty = _SliderSpin(0.0, 2.0, 0.01, 2, slider_min=1.0)
+        self.repetition_penalty = SliderSpin(0.0, 2.0, 0.01, 2, slider_min=1.0)
         self.repetition_penalty.setToolTip(self.tr("1.0 is off; higher values discourage repeating tokens."))
         self.max_new_tokens = QSpinBox()
         self.max_new_tokens.setRange(1, 32768)
@@ -182,7 +133,7 @@ class Sidebar(QScrollArea):
         form.addRow(self.tr("Seed"), self.seed)
         form.addRow(self.refused_label)
         form.addRow(
-            _caption(
+            caption(
                 self.tr(
                     "Applies from the next token, also to an answer being written. The seed applies from the next message."
                 )
@@ -205,7 +156,7 @@ class Sidebar(QScrollArea):
         self.system_prompt_edit.setPlaceholderText(self.tr("Optional instructions for the model"))
         self.system_prompt_edit.setMaximumHeight(110)
         column.addWidget(self.system_prompt_edit)
-        column.addWidget(_caption(self.tr("Applies from the next message.")))
+        column.addWidget(caption(self.tr("Applies from the next message.")))
         self.system_prompt_edit.textChanged.connect(self._on_system_prompt_edited)
         return box
 
@@ -236,14 +187,14 @@ class Sidebar(QScrollArea):
         self.budget_spin.setSuffix(self.tr(" MiB"))
         self.budget_spin.setSpecialValueText(self.tr("automatic"))
         self.budget_spin.setKeyboardTracking(False)
-        self.cache_reason = _caption("")
+        self.cache_reason = caption("")
         self.cache_reason.hide()
         form.addRow(self.tr("Strategy"), self.cache_combo)
         form.addRow(self.tr("Window"), self.window_spin)
         form.addRow(self.tr("Sinks"), self.sinks_spin)
         form.addRow(self.tr("Budget"), self.budget_spin)
         form.addRow(self.cache_reason)
-        form.addRow(_caption(self.tr("Applies from the next message.")))
+        form.addRow(caption(self.tr("Applies from the next message.")))
         self.cache_combo.currentIndexChanged.connect(self._on_cache_edited)
         for spin in (self.window_spin, self.sinks_spin, self.budget_spin):
             spin.valueChanged.connect(self._on_cache_edited)
@@ -253,7 +204,7 @@ class Sidebar(QScrollArea):
         box = QGroupBox(self.tr("Model"))
         column = QVBoxLayout(box)
         column.addWidget(
-            _caption(
+            caption(
                 self.tr(
                     "Model, precision and quantization apply when a model is loaded: File > Open model (Ctrl+O)."
                 )
@@ -429,7 +380,7 @@ class Sidebar(QScrollArea):
         for code, name in LANGUAGES:
             self.language_combo.addItem(name, code)  # native names, never translated
         form.addRow(self.tr("Language"), self.language_combo)
-        form.addRow(_caption(self.tr("Takes effect after restarting glmdesk.")))
+        form.addRow(caption(self.tr("Takes effect after restarting glmdesk.")))
         self.language_combo.currentIndexChanged.connect(self._on_language_edited)
         return box
 

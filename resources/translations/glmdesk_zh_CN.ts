@@ -84,6 +84,10 @@ Updated {when} · {model}</source>
         <source>The model could not be loaded: {detail}</source>
         <translation>无法加载模型：{detail}</translation>
     </message>
+    <message>
+        <source>{option} cannot be used on this computer.</source>
+        <translation>此电脑无法使用 {option}。</translation>
+    </message>
 </context>
 <context>
     <name>HistoryPanel</name>
@@ -325,8 +329,8 @@ Updated {when} · {model}</source>
         <translation>当前 torch 版本没有对应的 CPU 内核。</translation>
     </message>
     <message>
-        <source>bitsandbytes cannot be used here ({detail}).</source>
-        <translation>此处无法使用 bitsandbytes（{detail}）。</translation>
+        <source>bitsandbytes cannot be used here (it is not installed).</source>
+        <translation>此处无法使用 bitsandbytes（未安装）。</translation>
     </message>
 </context>
 <context>

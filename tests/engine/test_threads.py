@@ -13,7 +13,8 @@ import torch
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
 from glmdesk.engine.generate import stream_chat
-from glmdesk.engine.loader import DEFAULT_THREADS, load_model
+from glmdesk.engine.acceleration import DEFAULT_THREADS
+from glmdesk.engine.loader import load_model
 from glmdesk.engine.threads import ThreadTuner
 
 QUIET = {1: 0.060, 2: 0.040, 3: 0.034, 4: 0.031}

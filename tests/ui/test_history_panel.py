@@ -11,7 +11,8 @@ from PySide6.QtCore import QCoreApplication, Qt, QTranslator
 from PySide6.QtGui import QGuiApplication
 
 from glmdesk.core.history import History
-from glmdesk.ui.history_panel import HTML_ROLE, ID_ROLE, PAGE, HistoryPanel
+from glmdesk.ui.history_models import HTML_ROLE, ID_ROLE, PAGE
+from glmdesk.ui.history_panel import HistoryPanel
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 TIMEOUT_MS = 5000

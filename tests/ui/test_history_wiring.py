@@ -19,7 +19,7 @@ def wired(window, tmp_path):
     history = History(tmp_path / "history.sqlite3")
     panel = HistoryPanel(history)
     window.set_history_panel(panel)
-    controller = HistoryController(window, history, panel)
+    controller = HistoryController(window.session, history, panel, window)
     yield window, history, panel, controller
     history.close()
 
@@ -134,7 +134,7 @@ def test_deleting_the_open_conversation_mid_answer(qtbot, wired):
 def test_closing_mid_answer_saves_the_partial_answer(qtbot, make_window, shared_model, tmp_path):
     window = make_window(shared_model)
     history = History(tmp_path / "h.sqlite3")
-    controller = HistoryController(window, history, None)
+    controller = HistoryController(window.session, history, None, window)
     window.sidebar.set_params(replace(window.sidebar.params(), max_new_tokens=200))
     chunks = []
     window.chunk_shown.connect(lambda *a: chunks.append(a))

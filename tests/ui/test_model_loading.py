@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from glmdesk.core.settings import LoadSettings
+from glmdesk.engine.options import unavailable
 from glmdesk.ui.open_model_dialog import OpenModelDialog
 
 LOAD_MS = 180_000
@@ -88,16 +89,18 @@ def test_cancel_loading_keeps_the_current_model(qtbot, window) -> None:
 
 def test_open_dialog_disables_impossible_choices(qtbot, tmp_path) -> None:
     availability = {
-        "quantization:4bit": "bitsandbytes cannot be used here.",
+        "quantization:4bit": unavailable("quantization:4bit", "bnb_missing", "not installed"),
         "quantization:8bit": None,
-        "precision:fp16": "fp16 needs a GPU.",
-        "device:cuda": "No CUDA GPU was found.",
+        "precision:fp16": unavailable("precision:fp16", "fp16_needs_gpu", "fp16 needs a GPU."),
+        "device:cuda": unavailable("device:cuda", "no_cuda", "No CUDA GPU was found."),
     }
     dialog = OpenModelDialog(LoadSettings(), availability)
     qtbot.addWidget(dialog)
     combo = dialog.quantization_combo
     item = combo.model().item(combo.findData("4bit"))
-    assert not item.isEnabled() and item.toolTip() == "bitsandbytes cannot be used here."
+    assert (
+        not item.isEnabled() and item.toolTip() == "bitsandbytes cannot be used here (it is not installed)."
+    )
     assert combo.model().item(combo.findData("8bit")).isEnabled()
     assert "fp16 needs a GPU" in dialog.reasons_label.text()  # worded by the UI from the key
     # Trust in a folder's own code: off by default, names the folder, cleared on change.
@@ -160,7 +163,10 @@ def test_cpu_only_quantizations_are_greyed_out_for_a_gpu(qtbot) -> None:
     # "Automatic" means the GPU on a machine with one, the CPU on a machine without.
     dialog.device_combo.setCurrentIndex(dialog.device_combo.findData("auto"))
     assert not item.isEnabled()
-    cpu_machine = OpenModelDialog(LoadSettings(quantization="int8-wo"), {"device:cuda": "No CUDA GPU."})
+    cpu_machine = OpenModelDialog(
+        LoadSettings(quantization="int8-wo"),
+        {"device:cuda": unavailable("device:cuda", "no_cuda", "No CUDA GPU.")},
+    )
     qtbot.addWidget(cpu_machine)
     assert cpu_machine.quantization_combo.currentData() == "int8-wo"
 
@@ -168,7 +174,7 @@ def test_cpu_only_quantizations_are_greyed_out_for_a_gpu(qtbot) -> None:
 def test_compile_option_is_greyed_with_the_reason_when_no_compiler(qtbot) -> None:
     from glmdesk.core.settings import LoadSettings
 
-    reason = "no C++ compiler was found (g++, clang++ or cl)"
+    reason = unavailable("decode:compile", "no_compiler", "no C++ compiler was found (g++, clang++ or cl)")
     dialog = OpenModelDialog(LoadSettings(compile_decode=True), {"decode:compile": reason})
     qtbot.addWidget(dialog)
     assert not dialog.compile_check.isEnabled() and not dialog.compile_check.isChecked()

@@ -276,6 +276,7 @@ def test_every_error_kind_has_a_sentence() -> None:
         "limit": 8192,
         "name": "n",
         "value": "v",
+        "option": "quantization:4bit",
     }
     for kind in ERROR_KINDS:
         sentence = error_sentence(ErrorInfo(kind, "ENGLISH FALLBACK", params))

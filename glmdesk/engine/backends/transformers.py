@@ -24,13 +24,8 @@ from glmdesk.engine.chunk import GenerationChunk
 from glmdesk.engine.info import ModelInfo
 
 
-def _option_errors(prefix: str, names: Sequence[str], availability: dict[str, str | None]) -> dict:
-    out: dict[str, ErrorInfo | None] = {}
-    for name in names:
-        reason = availability.get(f"{prefix}:{name}")
-        kind = "quantization_unavailable" if prefix == "quantization" else "precision_unavailable"
-        out[name] = None if reason is None else ErrorInfo(kind, reason, {prefix: name, "reason": reason})
-    return out
+def _option_errors(prefix: str, names: Sequence[str], availability: dict[str, ErrorInfo | None]) -> dict:
+    return {name: availability.get(f"{prefix}:{name}") for name in names}
 
 
 class TransformersBackend(Backend):
@@ -97,7 +92,7 @@ class TransformersBackend(Backend):
 
     def capabilities(self) -> Capabilities:
         if self._capabilities is None:
-            from glmdesk.engine.loader import option_availability
+            from glmdesk.engine.options import option_availability
 
             info = self.info
             availability = option_availability()

@@ -14,7 +14,6 @@ import torch
 
 from glmdesk.core.settings import CacheSettings
 from glmdesk.engine.chunk import CacheStats
-from glmdesk.engine.decode_step import step_for
 
 
 def kv_shape(config) -> tuple[int, int, int]:
@@ -72,13 +71,14 @@ def run_model(
     input_ids: torch.Tensor,
     start: int,
     attention_mask: torch.Tensor | None = None,
+    step=None,
 ) -> torch.Tensor:
     """One forward of ``input_ids`` at explicit positions ``start .. start+n-1``.
 
     ``logits_to_keep=1`` skips the vocabulary projection for every other position
     (a 2K-token prefill of a 49K-vocabulary model would otherwise make 400 MB of
-    logits). A single token without an explicit mask goes through the model's
-    :class:`~glmdesk.engine.decode_step.FusedDecodeStep` when it has one.
+    logits). A single token without an explicit mask goes through ``step`` (the
+    decode step the load chose: fused or compiled) when one is given.
 
     Args:
         model: A transformers causal LM.
@@ -87,12 +87,13 @@ def run_model(
         start: Rotary position of the first token, in tokens.
         attention_mask: ``None`` (the cache's mask sizes give a causal mask) or a
             4D mask ``[1, 1, n, kv_length]`` matching the keys the cache returns.
+        step: ``step(cache, ids [1, 1], position) -> logits`` with ``step.accepts(cache,
+            n, mask)``, or ``None`` for transformers' forward on every token.
 
     Returns:
         Logits of the last position, shape ``[vocab]``, float32.
     """
     n = input_ids.shape[1]
-    step = step_for(model)
     if step is not None and step.accepts(cache, n, attention_mask):
         return step(cache, input_ids, start)
     positions = torch.arange(start, start + n, device=input_ids.device).unsqueeze(0)
@@ -139,6 +140,9 @@ class CacheStrategy(ABC):
     """
 
     name = "base"
+    #: The decode step for single tokens (set by ``make_cache_strategy``); ``None`` runs
+    #: transformers' forward.
+    decode_step = None
 
     def __init__(self, model, settings: CacheSettings) -> None:
         self.model = model

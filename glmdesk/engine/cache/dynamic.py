@@ -112,14 +112,14 @@ class DynamicCacheStrategy(CacheStrategy):
         if self.book is None and start + n > self.switch_tokens:
             head = self.switch_tokens - start
             if head > 0:  # fill the full state exactly up to the switch point
-                run_model(self.model, self.cache, input_ids[:, :head], start)
+                run_model(self.model, self.cache, input_ids[:, :head], start, step=self.decode_step)
                 input_ids, start, n = input_ids[:, head:], start + head, n - head
             self._switch(start)
         if self.book is None:
-            return run_model(self.model, self.cache, input_ids, start)
+            return run_model(self.model, self.cache, input_ids, start, step=self.decode_step)
         allowed = self.book.prepare(start, n)
         mask = None if allowed is None else mask_for(self.model, allowed)
-        return run_model(self.model, self.cache, input_ids, start, mask)
+        return run_model(self.model, self.cache, input_ids, start, mask, step=self.decode_step)
 
     def stats(self) -> CacheStats:
         if self.cache is None:

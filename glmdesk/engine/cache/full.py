@@ -61,7 +61,7 @@ class FullCacheStrategy(CacheStrategy):
             layer.crop(n)
 
     def _forward(self, input_ids: torch.Tensor, start: int) -> torch.Tensor:
-        return run_model(self.model, self.cache, input_ids, start)
+        return run_model(self.model, self.cache, input_ids, start, step=self.decode_step)
 
     def stats(self) -> CacheStats:
         if self.cache is None:

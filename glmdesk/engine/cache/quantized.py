@@ -116,7 +116,7 @@ class QuantizedCacheStrategy(CacheStrategy):
     def _forward(self, input_ids: torch.Tensor, start: int) -> torch.Tensor:
         if start == 0:
             self.first_chunk = input_ids.shape[1]
-        return run_model(self.model, self.cache, input_ids, start)
+        return run_model(self.model, self.cache, input_ids, start, step=self.decode_step)
 
     def stats(self) -> CacheStats:
         if self.cache is None:

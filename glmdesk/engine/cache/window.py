@@ -184,7 +184,7 @@ class SlidingWindowStrategy(CacheStrategy):
     def _forward(self, input_ids: torch.Tensor, start: int) -> torch.Tensor:
         allowed = self.book.prepare(start, input_ids.shape[1])
         mask = None if allowed is None else mask_for(self.model, allowed)
-        return run_model(self.model, self.cache, input_ids, start, mask)
+        return run_model(self.model, self.cache, input_ids, start, mask, step=self.decode_step)
 
     def held_positions(self) -> list[int]:
         """Positions held in the ring, sorted (for tests and the UI)."""
