@@ -12,8 +12,8 @@ import torch
 
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
-from glmdesk.engine.generate import stream_chat
 from glmdesk.engine.acceleration import DEFAULT_THREADS
+from glmdesk.engine.generate import stream_chat
 from glmdesk.engine.loader import load_model
 from glmdesk.engine.threads import ThreadTuner
 
