@@ -30,7 +30,9 @@ def _chat_parser(sub) -> None:
     p.add_argument("--quantization", choices=QUANTIZATIONS, default="none")
     p.add_argument("--precision", choices=PRECISIONS, default="auto")
     p.add_argument("--device", choices=DEVICES, default="auto")
-    p.add_argument("--threads", type=int, default=0, help="CPU threads (0: one per physical core)")
+    p.add_argument(
+        "--threads", type=int, default=0, help="CPU threads (0: automatic, adapted to measured decode steps)"
+    )
     p.add_argument(
         "--no-fused-decode",
         dest="fused_decode",
@@ -92,13 +94,16 @@ def _progress(p) -> None:
     print(f"\r[{p.stage}{total}]        ", end="", file=sys.stderr, flush=True)
 
 
-def _stream_one(loaded, messages, box, cache, stop) -> str | None:
-    """Print one streamed answer; return its text (``None`` after an error)."""
+def _stream_one(loaded, messages, box, cache, stop, conversation=None) -> str | None:
+    """Print one streamed answer; return its text (``None`` after an error).
+
+    ``conversation``: the key under which the KV cache is kept for the next turn.
+    """
     from glmdesk.engine.generate import stream_chat
 
     parts: list[str] = []
     last = None
-    for chunk in stream_chat(loaded, messages, box, cache, stop):
+    for chunk in stream_chat(loaded, messages, box, cache, stop, conversation):
         if chunk.text:
             print(chunk.text, end="", flush=True)
             parts.append(chunk.text)
@@ -111,8 +116,9 @@ def _stream_one(loaded, messages, box, cache, stop) -> str | None:
         return None
     if last is not None:
         note = " (stopped)" if last.finish_reason == "cancelled" else ""
+        reused = f", {last.reused_tokens} prompt tokens reused" if last.reused_tokens else ""
         print(
-            f"[{last.n_generated} tokens, TTFT {last.ttft_s:.2f} s, {last.tokens_per_s:.1f} tokens/s{note}]",
+            f"[{last.n_generated} tokens, TTFT {last.ttft_s:.2f} s{reused}, {last.tokens_per_s:.1f} tokens/s{note}]",
             file=sys.stderr,
         )
     return "".join(parts)
@@ -170,6 +176,7 @@ def _interactive(loaded, system, box, cache) -> int:
     history: list[ChatMessage] = []
     stop = threading.Event()
     previous = signal.getsignal(signal.SIGINT)
+    conversation = 0  # the KV cache is kept per conversation between turns
 
     def on_sigint(signum, frame):
         stop.set()
@@ -184,6 +191,8 @@ def _interactive(loaded, system, box, cache) -> int:
             return 0
         if line.strip() == "/clear":
             history.clear()
+            loaded.kv_pool.discard(conversation)
+            conversation += 1
             print("(new conversation)", file=sys.stderr)
             continue
         if not line.strip():
@@ -192,7 +201,7 @@ def _interactive(loaded, system, box, cache) -> int:
         stop.clear()
         signal.signal(signal.SIGINT, on_sigint)
         try:
-            text = _stream_one(loaded, system + history, box, cache, stop)
+            text = _stream_one(loaded, system + history, box, cache, stop, conversation)
         finally:
             signal.signal(signal.SIGINT, previous)
         if text is None:

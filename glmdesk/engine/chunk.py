@@ -48,6 +48,11 @@ class GenerationChunk:
         cache: KV-cache accounting after this step.
         dropped_messages: Indices (into the request's message list) of messages left
             out of the prompt to fit the context window.
+        reused_tokens: Leading prompt tokens whose KV came from the conversation's
+            kept cache instead of a prefill, in tokens (``0 <= reused_tokens <
+            prompt_tokens``; 0 without a conversation key).
+        kept_kv_bytes: KV bytes kept for conversations between answers (the reuse
+            pool, other conversations; this answer's cache is ``cache.kv_bytes``), in bytes.
     """
 
     text: str = ""
@@ -60,3 +65,5 @@ class GenerationChunk:
     error: ErrorInfo | None = None
     cache: CacheStats = CacheStats()
     dropped_messages: tuple[int, ...] = ()
+    reused_tokens: int = 0
+    kept_kv_bytes: int = 0

@@ -54,6 +54,24 @@ class LogitsSource(Protocol):
         """Drop the cache's tensors."""
 
 
+class ReusableSource(LogitsSource, Protocol):
+    """A logits source whose KV cache can be kept for the conversation's next prompt.
+
+    :class:`glmdesk.engine.cache.CacheStrategy` is one; a llama.cpp context can be
+    another. :class:`glmdesk.engine.kv_pool.KVPool` keeps them between answers.
+
+    Attributes:
+        ids: The id processed at each position the cache has seen, in order.
+    """
+
+    ids: Sequence[int]
+
+    def reuse(self, prompt_ids: Sequence[int]) -> int:
+        """Keep the longest prefix of ``prompt_ids`` held exactly (at most
+        ``len(prompt_ids) - 1``), drop the rest, return its length in tokens; the next
+        :meth:`prefill` takes the ids after it."""
+
+
 class Sampler:
     """Chooses tokens with transformers' processors; the chain is rebuilt only when
     the :class:`SamplingParams` value changes (a slider moved), not per token.
@@ -117,8 +135,9 @@ def generate_tokens(
     stop: threading.Event,
     context_length: int,
     sampler: Sampler,
+    reused: int = 0,
 ) -> Iterator[TokenStep]:
-    """Prefill ``prompt_ids`` and yield one :class:`TokenStep` per decode step.
+    """Prefill ``prompt_ids[reused:]`` and yield one :class:`TokenStep` per decode step.
 
     Reads ``params.get()`` before every token, so a changed value applies from the
     next token; ``max_new_tokens`` is read live too. ``stop`` is checked before
@@ -132,6 +151,9 @@ def generate_tokens(
         stop: Cancels the answer before the next token.
         context_length: The model's context window, in tokens.
         sampler: The answer's :class:`Sampler`.
+        reused: Leading prompt tokens the source's cache holds already (from
+            :meth:`ReusableSource.reuse`), ``0 <= reused < n_prompt``; only the rest is
+            prefilled. Processors still see the whole prompt.
 
     Yields:
         Steps; the last one has ``finish_reason`` set.
@@ -152,7 +174,9 @@ def generate_tokens(
     if stop.is_set():
         yield TokenStep(None, "cancelled")
         return
-    logits = source.prefill(seen[:, :n_prompt])
+    if not 0 <= reused < n_prompt:
+        raise ValueError(f"reused tokens must be in 0..{n_prompt - 1}, not {reused}")
+    logits = source.prefill(seen[:, reused:n_prompt])
     while True:
         if stop.is_set():
             yield TokenStep(None, "cancelled")

@@ -11,10 +11,11 @@ through :func:`stream_answer`.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Protocol
 
 import torch
@@ -37,6 +38,9 @@ class TextModel(Protocol):
         context_length: The context window, in tokens.
         device: ``cpu`` or ``cuda:N`` (named in out-of-memory sentences).
         lock: Held for the whole answer: one answer at a time per model.
+        kv_pool: Optional :class:`~glmdesk.engine.kv_pool.KVPool` keeping each
+            conversation's logits source between answers (a model without one never
+            reuses a cache).
     """
 
     prompt_format: PromptFormat
@@ -80,6 +84,8 @@ class _Answer:
 
     def __init__(self, model: TextModel, cache: CacheSettings) -> None:
         self.start = time.perf_counter()
+        self.pool = getattr(model, "kv_pool", None)
+        self.reused = 0
         self.detok = IncrementalDetokenizer(model.decode)
         self.shown = model.prompt_format.reply_filter()
         self.stats = CacheStats(cache.strategy)
@@ -123,6 +129,8 @@ class _Answer:
             error=error,
             cache=self.stats,
             dropped_messages=self.dropped,
+            reused_tokens=self.reused,
+            kept_kv_bytes=0 if self.pool is None else self.pool.total_bytes(),
         )
 
 
@@ -132,6 +140,7 @@ def stream_answer(
     params: ParamsBox,
     cache: CacheSettings | None = None,
     stop: threading.Event | None = None,
+    conversation: Hashable | None = None,
 ) -> Iterator[GenerationChunk]:
     """Stream one answer to ``messages``.
 
@@ -143,6 +152,14 @@ def stream_answer(
         cache: KV-cache strategy for this answer (default: full).
         stop: When set, the answer ends before the next token with finish reason
             ``cancelled``; the text so far is kept.
+        conversation: Key of the conversation (any hashable: a conversation id;
+            ``glmdesk serve`` passes one key for all requests). With a key, the KV
+            cache is kept after the answer in ``model.kv_pool`` and the next request
+            with that key prefills only the prompt tokens after the longest common
+            token prefix the cache holds exactly (``chunk.reused_tokens``); an edited,
+            regenerated or stopped turn or a changed system prompt cuts it back to
+            that prefix; other cache settings, or an answer that failed, start afresh.
+            ``None``: a fresh cache, released after the answer.
 
     Yields:
         One :class:`GenerationChunk` per generated token, then a final chunk with
@@ -153,7 +170,13 @@ def stream_answer(
     cache = cache or CacheSettings()
     stop = stop or threading.Event()
     with model.lock:  # one answer at a time per model
-        yield from _stream(model, list(messages), params, cache, stop)
+        yield from _stream(model, list(messages), params, cache, stop, conversation)
+
+
+def reuse_compat(cache: CacheSettings) -> CacheSettings:
+    """The settings a kept cache must match to be reused: all but the prefill chunk
+    (which changes how a prompt is run, not what the cache holds)."""
+    return dataclasses.replace(cache, prefill_chunk=CacheSettings().prefill_chunk)
 
 
 def _stream(
@@ -162,9 +185,12 @@ def _stream(
     params: ParamsBox,
     cache: CacheSettings,
     stop: threading.Event,
+    conversation: Hashable | None = None,
 ) -> Iterator[GenerationChunk]:
     answer = _Answer(model, cache)
+    pool = answer.pool if conversation is not None else None
     source = None
+    keep = pool is not None
     try:
         p = params.get()
         sampler = Sampler(torch.Generator().manual_seed(answer_seed(p)), model.logits_processors())
@@ -174,40 +200,36 @@ def _stream(
         if stop.is_set():
             yield answer.chunk(finish="cancelled")
             return
-        source = model.open_source(cache)
+        source = _open(model, cache, pool, conversation)
+        reuse = getattr(source, "reuse", None)
+        answer.reused = reuse(fitted.ids) if reuse is not None else 0
         steps = generate_tokens(
-            source, fitted.ids, params, model.prompt_format.stop_ids, stop, model.context_length, sampler
+            source,
+            fitted.ids,
+            params,
+            model.prompt_format.stop_ids,
+            stop,
+            model.context_length,
+            sampler,
+            reused=answer.reused,
         )
-        for step in steps:
-            if step.first:
-                answer.first_at = time.perf_counter()
-                answer.ttft = answer.first_at - answer.start
-            answer.stats = source.stats()
-            if step.token is None:
-                yield answer.chunk(
-                    answer.tail(cut_off=step.finish_reason != "stop"), finish=step.finish_reason
-                )
-                return
-            text = answer.push(step.token)
-            ids = (step.token,)
-            if step.finish_reason is not None:
-                yield answer.chunk(text + answer.tail(), ids, finish=step.finish_reason)
-                return
-            if answer.shown.stopped:  # the format saw its end marker in the text
-                yield answer.chunk(text + answer.tail(), ids, finish="stop")
-                return
-            yield answer.chunk(text, ids)
+        yield from _chunks(answer, source, steps)
     except GlmdeskError as exc:
+        keep = False
         yield answer.chunk(answer.safe_tail(), finish="error", error=exc.info)
     except torch.OutOfMemoryError:
+        keep = False
         if source is not None:
             source.release()
         source = None
+        if answer.pool is not None:
+            answer.pool.clear()  # kept caches go first when memory runs out
         gc.collect()
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
         yield answer.chunk(answer.safe_tail(), finish="error", error=_oom_error(model.device).info)
     except Exception as exc:  # never leave the caller waiting
+        keep = False
         err = GlmdeskError(
             "generation_failed",
             f"The answer failed: {exc.__class__.__name__}: {exc}",
@@ -216,7 +238,37 @@ def _stream(
         yield answer.chunk(answer.safe_tail(), finish="error", error=err.info)
     finally:
         if source is not None:
-            source.release()
+            if keep:
+                pool.put(conversation, source, reuse_compat(cache))
+            else:
+                source.release()
+
+
+def _open(model: TextModel, cache: CacheSettings, pool, conversation: Hashable | None) -> LogitsSource:
+    """The conversation's kept source when its settings match, else a fresh one."""
+    source = pool.take(conversation, reuse_compat(cache)) if pool is not None else None
+    return source if source is not None else model.open_source(cache)
+
+
+def _chunks(answer: _Answer, source: LogitsSource, steps) -> Iterator[GenerationChunk]:
+    """Chunks of whole characters for each token step; ends after the final chunk."""
+    for step in steps:
+        if step.first:
+            answer.first_at = time.perf_counter()
+            answer.ttft = answer.first_at - answer.start
+        answer.stats = source.stats()
+        if step.token is None:
+            yield answer.chunk(answer.tail(cut_off=step.finish_reason != "stop"), finish=step.finish_reason)
+            return
+        text = answer.push(step.token)
+        ids = (step.token,)
+        if step.finish_reason is not None:
+            yield answer.chunk(text + answer.tail(), ids, finish=step.finish_reason)
+            return
+        if answer.shown.stopped:  # the format saw its end marker in the text
+            yield answer.chunk(text + answer.tail(), ids, finish="stop")
+            return
+        yield answer.chunk(text, ids)
 
 
 def stream_chat(
@@ -225,6 +277,7 @@ def stream_chat(
     params: ParamsBox,
     cache: CacheSettings | None = None,
     stop: threading.Event | None = None,
+    conversation: Hashable | None = None,
 ) -> Iterator[GenerationChunk]:
     """:func:`stream_answer` under its older name (the CLI, benchmarks and tests use it)."""
-    return stream_answer(loaded, messages, params, cache, stop)
+    return stream_answer(loaded, messages, params, cache, stop, conversation)

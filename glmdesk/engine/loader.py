@@ -18,9 +18,11 @@ import torch
 from glmdesk.core.errors import GlmdeskError
 from glmdesk.core.settings import CacheSettings, LoadSettings
 from glmdesk.engine import acceleration, model_source, placement
-from glmdesk.engine.cache import kv_bytes_per_token
+from glmdesk.engine.cache import kv_budget_bytes, kv_bytes_per_token
 from glmdesk.engine.info import LoadProgress, ModelInfo
+from glmdesk.engine.kv_pool import KVPool
 from glmdesk.engine.prompt import ChatTemplateFormat, PromptFormat
+from glmdesk.engine.threads import ThreadTuner
 
 
 @dataclass
@@ -35,6 +37,9 @@ class LoadedModel:
         step: The decode step single tokens go through (fused or compiled), or ``None``
             for transformers' forward; handed to every KV-cache strategy.
         lock: Held for the whole answer (one answer at a time per model).
+        kv_pool: The conversations' kept KV caches (cleared by :meth:`close`).
+        tuner: Adapts the CPU thread count to measured decode steps (``None`` when
+            the threads setting fixes the count, or on a GPU).
     """
 
     model: object
@@ -43,6 +48,20 @@ class LoadedModel:
     info: ModelInfo
     step: object = None
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    kv_pool: KVPool = field(init=False, repr=False)
+    tuner: ThreadTuner | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self.kv_pool = KVPool(self._pool_budget)
+
+    def _pool_budget(self, settings: CacheSettings, held: int) -> int:
+        """The kept caches' budget: the dynamic strategy's (free GPU memory read now
+        does not count what the pool holds already), in bytes."""
+        device = torch.device(self.device)
+        budget = kv_budget_bytes(settings, device)
+        if settings.budget_mib is None and device.type == "cuda":
+            budget += held
+        return budget
 
     @property
     def context_length(self) -> int:
@@ -66,7 +85,9 @@ class LoadedModel:
         """
         from glmdesk.engine.cache import make_cache_strategy
 
-        return make_cache_strategy(self.model, cache, self.step)
+        strategy = make_cache_strategy(self.model, cache, self.step)
+        strategy.tuner = self.tuner
+        return strategy
 
     def logits_processors(self) -> tuple:
         """Fresh processors for one answer, applied before the user's sampling chain:
@@ -78,7 +99,8 @@ class LoadedModel:
         return () if guard is None else (guard.processor(),)
 
     def close(self) -> None:
-        """Release the weights (and cached CUDA blocks)."""
+        """Release the kept KV caches and the weights (and cached CUDA blocks)."""
+        self.kv_pool.clear()
         self.model = None
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
@@ -142,7 +164,10 @@ def load_model(
         notes=tuple(notes) + fast.notes,
     )
     report("ready", 1, 1)
-    return LoadedModel(model, tokenizer, prompt_format, info, step=fast.step)
+    # threads 0: adapt the count to measured decode steps (a busy core slows a fixed count).
+    automatic = settings.threads == 0 and device == "cpu"
+    tuner = ThreadTuner(max_threads=acceleration.DEFAULT_THREADS) if automatic else None
+    return LoadedModel(model, tokenizer, prompt_format, info, step=fast.step, tuner=tuner)
 
 
 def context_length_of(config) -> int:

@@ -69,10 +69,25 @@ class DynamicCacheStrategy(CacheStrategy):
         self.window = max(16, min(settings.window, self.switch_tokens - self.sinks))
         self.layers_count = model.config.get_text_config(decoder=True).num_hidden_layers
         limit = context_limit(model.config)
-        cap = self.switch_tokens if limit is None else min(limit, self.switch_tokens)
-        self.cache = make_cache([GrowingLayer(max_tokens=max(cap, 1)) for _ in range(self.layers_count)])
+        self._cap = self.switch_tokens if limit is None else min(limit, self.switch_tokens)
+        self.cache = self._fresh_cache()
+
+    def _fresh_cache(self):
         self.book: RingBook | None = None
         self.switched_at: int | None = None
+        return make_cache([GrowingLayer(max_tokens=max(self._cap, 1)) for _ in range(self.layers_count)])
+
+    def _keepable(self, common: int) -> int:
+        """In the full state any prefix; once switched, only the whole held sequence
+        (the new prompt extends it exactly), as in the sliding-window strategy: a fresh
+        prefill of a shorter prefix would still be in the full state there."""
+        if self.book is None:
+            return common
+        return common if common == self.tokens_seen else 0
+
+    def _truncate(self, n: int) -> None:
+        for layer in self.cache.layers:
+            layer.crop(n)
 
     @property
     def state(self) -> str:

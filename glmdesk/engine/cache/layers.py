@@ -90,6 +90,10 @@ class _BufferLayer(CacheLayerMixin):
         self.length = end
         return end
 
+    def crop(self, max_length: int) -> None:
+        """Keep the first ``max_length`` held slots (transformers' ``crop``); buffers stay allocated."""
+        self.length = min(self.length, max(0, max_length))
+
     def get_seq_length(self) -> int:
         return self.length
 
