@@ -28,6 +28,9 @@ ERROR_KINDS = (
     "generation_failed",  # detail: str
     "load_failed",  # detail: str
     "option_unavailable",  # option: str, reason: str (glmdesk.engine.options.OPTION_REASONS)
+    "history_disk_full",  # path: str, detail: str
+    "history_damaged",  # path: str, detail: str
+    "history_unavailable",  # path: str, detail: str
 )
 
 

@@ -76,7 +76,41 @@ def _template(kind: str, params: dict) -> str | None:
         return QCoreApplication.translate("ErrorMessages", "The model could not be loaded: {detail}")
     if kind == "option_unavailable":
         return QCoreApplication.translate("ErrorMessages", "{option} cannot be used on this computer.")
+    return _history_template(kind)
+
+
+def _history_template(kind: str) -> str | None:
+    if kind == "history_disk_full":
+        return QCoreApplication.translate(
+            "ErrorMessages",
+            "The disk holding the chat history is full ({path}). The conversation stays in the window "
+            "and is saved as soon as there is space again.",
+        )
+    if kind == "history_damaged":
+        return QCoreApplication.translate(
+            "ErrorMessages",
+            "The chat history file {path} is damaged, so nothing more can be saved in it. Restart "
+            "glmdesk: it keeps the damaged file under a new name and starts a new history.",
+        )
+    if kind == "history_unavailable":
+        return QCoreApplication.translate(
+            "ErrorMessages", "The chat history ({path}) could not be saved or read: {detail}"
+        )
     return None
+
+
+def history_set_aside_sentence(damaged: str, moved_to: str) -> str:
+    """The notice after a damaged history file was set aside at start.
+
+    Args:
+        damaged: The history file's usual path (a new, empty history is there now).
+        moved_to: Where the damaged file is now.
+    """
+    return QCoreApplication.translate(
+        "ErrorMessages",
+        "The chat history file was damaged. It was kept as {moved_to} (nothing in it was deleted) "
+        "and a new history was started in {path}.",
+    ).format(moved_to=moved_to, path=damaged)
 
 
 def error_sentence(info: ErrorInfo) -> str:
