@@ -22,7 +22,8 @@ ERROR_KINDS = (
     "quantization_unavailable",  # quantization: str, reason: str
     "precision_unavailable",  # precision: str, reason: str
     "out_of_memory",  # device: str, stage: str
-    "prompt_too_long",  # tokens: int, limit: int
+    "prompt_too_long",  # tokens: int, limit: int (the message's own tokens, the room left for it)
+    "system_prompt_too_long",  # tokens: int, limit: int
     "invalid_setting",  # name: str, value: str, reason: str
     "load_cancelled",
     "generation_failed",  # detail: str

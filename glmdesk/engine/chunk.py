@@ -48,6 +48,9 @@ class GenerationChunk:
         cache: KV-cache accounting after this step.
         dropped_messages: Indices (into the request's message list) of messages left
             out of the prompt to fit the context window.
+        reply_limit: Tokens this reply may use, in tokens: max new tokens, or fewer when
+            the context window has less room left after the prompt (full KV cache).
+            0 before the prompt is fitted.
     """
 
     text: str = ""
@@ -60,3 +63,4 @@ class GenerationChunk:
     error: ErrorInfo | None = None
     cache: CacheStats = CacheStats()
     dropped_messages: tuple[int, ...] = ()
+    reply_limit: int = 0

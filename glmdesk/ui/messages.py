@@ -66,6 +66,12 @@ def _template(kind: str, params: dict) -> str | None:
             "Your message is {tokens} tokens long, but only {limit} tokens fit in this model's "
             "context window. Shorten it or send it in parts.",
         )
+    if kind == "system_prompt_too_long":
+        return QCoreApplication.translate(
+            "ErrorMessages",
+            "The system prompt is {tokens} tokens long, but only {limit} tokens fit in this model's "
+            "context window with room for a reply. Shorten the system prompt in the sidebar.",
+        )
     if kind == "invalid_setting":
         return QCoreApplication.translate("ErrorMessages", "The setting {name} cannot be {value}: {reason}")
     if kind == "load_cancelled":
