@@ -100,12 +100,14 @@ def run_app(argv: list[str]) -> int:
     # Before the window: importing torch and building the tokenizer would stall its event loop.
     preload_engine(SettingsStore().last_model())
     window = MainWindow()
-    controller = open_history(window)  # noqa: F841 (parented to the window)
+    controller = open_history(window)  # parented to the window
     window.show()
     splash.finish(window)
     window.start()
     status = app.exec()
     window.close()  # idempotent: the thread is already down if the user closed the window
+    if controller is not None:
+        controller.close()  # a last try of writes that waited for disk space
     return status
 
 

@@ -5,11 +5,12 @@ database (the worker never touches it). It listens to the
 :class:`~glmdesk.ui.chat_session.ChatSession`, never to the window. The flow for
 one answer:
 
-1. ``message_added`` (user): the message waits for its answer to start.
-2. ``answer_started``: the conversation (if new), the user message and an empty
-   ``partial`` assistant message are committed in one transaction
+1. ``message_added`` (user): the conversation (if new), the user message and an
+   empty ``partial`` assistant message are committed in one transaction
    (:func:`~glmdesk.core.history_rounds.begin_round`), before the worker sees the
    request.
+2. ``answer_started``: the checkpoint clock starts (Regenerate: a new ``partial``
+   answer is inserted).
 3. ``chunk_shown``: the text so far is checkpointed at most every
    :data:`CHECKPOINT_S` seconds, so a crash loses at most those seconds.
 4. ``message_added`` (assistant): the answer, stopped and failed ones included,
@@ -84,7 +85,6 @@ class HistoryController(QObject):
         self.history = history
         self.panel = panel
         self._conv = ConversationRef()
-        self._round_user: str | None = None  # a question waiting for its answer to start
         self._answer: _Answer | None = None
         self._last_checkpoint = 0.0
         self._pending: list[Callable[[], None]] = []  # failed writes, oldest first
@@ -107,6 +107,13 @@ class HistoryController(QObject):
     def conversation_id(self) -> int | None:
         """The open conversation's id (``None`` for a new one not stored yet)."""
         return self._conv.id
+
+    def close(self) -> None:
+        """Try the waiting writes a last time and stop retrying (before the history closes)."""
+        self._retry.stop()
+        if self._pending:
+            self.retry_pending()
+            self._retry.stop()
 
     def pending_writes(self) -> int:
         """Number of writes waiting for a retry (0 when everything is stored)."""
@@ -190,7 +197,7 @@ class HistoryController(QObject):
     @Slot(int, object, object)
     def _on_message_added(self, _index: int, message: ChatMessage, record) -> None:
         if message.role == "user":
-            self._round_user = message.content  # stored with its answer's start
+            self._begin_answer(message.content)  # the question and its empty answer, one transaction
             return
         answer, self._answer = self._answer, None
         if answer is None:  # an answer the window added without starting it
@@ -233,11 +240,16 @@ class HistoryController(QObject):
         )
 
     @Slot(int)
+    @Slot(int)
     def _on_answer_started(self, _request_id: int) -> None:
-        user, self._round_user = self._round_user, None
+        self._last_checkpoint = time.monotonic()
+        if self._answer is None:  # Regenerate: a new answer to the stored question
+            self._begin_answer(None)
+
+    def _begin_answer(self, user: str | None) -> None:
+        """Store the start of a round (``user``: its question) or of a new answer (``None``)."""
         answer = _Answer(self._conv, dataclasses.asdict(self.session.params_box.get()))
         self._answer = answer
-        self._last_checkpoint = time.monotonic()
         model = self._model_name()
 
         def begin() -> None:

@@ -17,7 +17,7 @@ laid out lazily by ``QPlainTextEdit``, so only what is on screen costs anything.
 from __future__ import annotations
 
 from PySide6.QtCore import QMimeData, Qt, Signal, Slot
-from PySide6.QtGui import QInputMethodEvent, QKeyEvent, QTextCursor
+from PySide6.QtGui import QInputMethodEvent, QKeyEvent
 from PySide6.QtWidgets import QHBoxLayout, QPlainTextEdit, QPushButton, QSizePolicy, QWidget
 
 _ENTER_KEYS = (Qt.Key.Key_Return, Qt.Key.Key_Enter)

@@ -72,6 +72,15 @@ def _fence_step(line: str, fence: str | None) -> str | None:
     return None if match.group(1)[0] == fence.lstrip()[0] else fence
 
 
+def _cut(text: str, pos: int, look_back: int = 200) -> int:
+    """A cut at or before ``pos`` between two non-space characters (Markdown drops a
+    segment's leading and trailing spaces), or ``pos`` when there is none nearby."""
+    for cut in range(pos, max(pos - look_back, 1), -1):
+        if not text[cut - 1].isspace() and not text[cut].isspace():
+            return cut
+    return pos
+
+
 def split_segments(text: str, start: int = 0, fence: str | None = None) -> list[Segment]:
     """Cut ``text[start:]`` into segments (see the module docstring); O(length).
 
@@ -95,8 +104,8 @@ def split_segments(text: str, start: int = 0, fence: str | None = None) -> list[
         if line_end - seg_start > MAX_SEGMENT_CHARS:
             if pos > seg_start:  # end before this line
                 segments.append(Segment(seg_start, pos, prefix, fence))
-            else:  # one line longer than a segment: cut it
-                pos = seg_start + MAX_SEGMENT_CHARS
+            else:  # one line longer than a segment: cut it, inside a word if there is one
+                pos = _cut(text, seg_start + MAX_SEGMENT_CHARS)
                 segments.append(Segment(seg_start, pos, prefix, fence))
             seg_start, prefix = pos, f"{fence}\n" if fence else ""
             continue

@@ -33,6 +33,7 @@ def wired(window, tmp_path, monkeypatch):
     window.set_history_panel(panel)
     controller = HistoryController(window.session, history, panel, window)
     yield window, history, controller
+    controller.close()
     history.close()
 
 
