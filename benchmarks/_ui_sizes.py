@@ -86,12 +86,15 @@ def run(scale: float = 1.0) -> list[tuple[str, float]]:
         data.setText(text)
         box.editor.clear()
         results.append(
-            (f"paste {size // 1000} KB one line", measure(lambda: box.editor.insertFromMimeData(data)))
+            (
+                f"paste {size // 1000} KB one line",
+                measure(lambda data=data: box.editor.insertFromMimeData(data)),
+            )
         )
         sent = box.text()
         assert sent == text, "the input box changed the pasted text"
 
-        def send() -> None:  # what sending does on the GUI thread (the model's part is on its own)
+        def send(sent: str = sent) -> None:  # what sending does on the GUI thread (not the model's part)
             view.add_message("user", sent)
             view.scroll_to_end()
             box.clear_text()
