@@ -53,6 +53,9 @@ class GenerationChunk:
             prompt_tokens``; 0 without a conversation key).
         kept_kv_bytes: KV bytes kept for conversations between answers (the reuse
             pool, other conversations; this answer's cache is ``cache.kv_bytes``), in bytes.
+        reply_limit: Tokens this reply may use, in tokens: max new tokens, or fewer when
+            the context window has less room left after the prompt (full KV cache).
+            0 before the prompt is fitted.
     """
 
     text: str = ""
@@ -67,3 +70,4 @@ class GenerationChunk:
     dropped_messages: tuple[int, ...] = ()
     reused_tokens: int = 0
     kept_kv_bytes: int = 0
+    reply_limit: int = 0

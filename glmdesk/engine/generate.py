@@ -63,10 +63,34 @@ class TextModel(Protocol):
         on every token (see :class:`~glmdesk.engine.decoding.Sampler`)."""
 
 
+#: The shortest reply a prompt must leave room for, in tokens (fewer if max new tokens is lower).
+MIN_REPLY_TOKENS = 16
+
+
 def answer_budget(params: SamplingParams, context_length: int) -> int:
-    """Tokens reserved for the answer when fitting the prompt: ``max_new_tokens``,
-    but never more than half the context window, in tokens."""
+    """Tokens kept free for the answer when choosing which older rounds to keep:
+    ``max_new_tokens``, but never more than half the context window, in tokens.
+
+    This only decides how much history is kept. A newest message that does not fit
+    with this budget is still answered if it fits with :func:`min_reply_tokens`; the
+    reply then gets what is left (:func:`reply_limit`).
+    """
     return min(params.max_new_tokens, context_length // 2)
+
+
+def min_reply_tokens(params: SamplingParams) -> int:
+    """The room a prompt must leave for the reply, in tokens: :data:`MIN_REPLY_TOKENS`
+    or ``max_new_tokens`` if that is lower."""
+    return max(1, min(params.max_new_tokens, MIN_REPLY_TOKENS))
+
+
+def reply_limit(params: SamplingParams, context_length: int, prompt_tokens: int, cache: CacheSettings) -> int:
+    """Tokens the reply can actually use: ``max_new_tokens``, capped by the room left in the
+    context window after the prompt when the KV cache is full (unbounded), in tokens.
+    Window strategies evict old positions, so they are not capped."""
+    if cache.strategy != "full":
+        return params.max_new_tokens
+    return max(0, min(params.max_new_tokens, context_length - prompt_tokens))
 
 
 def _oom_error(device: str) -> GlmdeskError:
@@ -94,6 +118,7 @@ class _Answer:
         self.n_generated = 0
         self.ttft = 0.0
         self.first_at = 0.0
+        self.reply_limit = 0
 
     def push(self, token: int) -> str:
         """The shown text a new token completes."""
@@ -131,6 +156,7 @@ class _Answer:
             dropped_messages=self.dropped,
             reused_tokens=self.reused,
             kept_kv_bytes=0 if self.pool is None else self.pool.total_bytes(),
+            reply_limit=self.reply_limit,
         )
 
 
@@ -195,8 +221,10 @@ def _stream(
         p = params.get()
         sampler = Sampler(torch.Generator().manual_seed(answer_seed(p)), model.logits_processors())
         limit = model.context_length - answer_budget(p, model.context_length)
-        fitted = fit_prompt(model.prompt_format, encodable(messages), limit)
+        fallback = model.context_length - min_reply_tokens(p)
+        fitted = fit_prompt(model.prompt_format, encodable(messages), limit, fallback)
         answer.n_prompt, answer.dropped = len(fitted.ids), fitted.dropped
+        answer.reply_limit = reply_limit(p, model.context_length, answer.n_prompt, cache)
         if stop.is_set():
             yield answer.chunk(finish="cancelled")
             return
