@@ -14,6 +14,7 @@ from glmdesk.core.errors import GlmdeskError
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import (
     DEVICES,
+    ENGINES,
     FAMILY_DEFAULTS,
     PRECISIONS,
     QUANTIZATIONS,
@@ -43,6 +44,34 @@ def _chat_parser(sub) -> None:
         help="compile the fused step with torch.compile while loading (needs a C++ compiler)",
     )
     p.add_argument("--trust-remote-code", action="store_true", help="run the model folder's own code")
+    p.add_argument(
+        "--engine",
+        choices=[e for e in ENGINES if e != "remote"],
+        default="auto",
+        help="auto: llama.cpp for .gguf files (the embedded model too) when llama-cpp-python is "
+        "installed and no transformers-only option is given, else transformers",
+    )
+    p.add_argument(
+        "--n-ctx", type=int, default=0, help="llama.cpp context, in tokens (0: the model's, at most 8192)"
+    )
+    p.add_argument(
+        "--n-batch", type=int, default=512, help="llama.cpp prompt tokens per prefill call (1-8192)"
+    )
+    p.add_argument(
+        "--no-mmap",
+        dest="use_mmap",
+        action="store_false",
+        help="llama.cpp: read the file instead of mapping it",
+    )
+    p.add_argument(
+        "--n-gpu-layers",
+        type=int,
+        default=-1,
+        help="llama.cpp on a CUDA build: layers on the GPU (-1: all, 0: none)",
+    )
+    p.add_argument(
+        "--kv-bits", type=int, default=8, help="llama.cpp quantized KV cache: 8 (q8_0) or 4 (q4_0)"
+    )
     p.add_argument("--temperature", type=float)
     p.add_argument("--top-p", type=float)
     p.add_argument("--top-k", type=int)
@@ -92,13 +121,11 @@ def _progress(p) -> None:
     print(f"\r[{p.stage}{total}]        ", end="", file=sys.stderr, flush=True)
 
 
-def _stream_one(loaded, messages, box, cache, stop) -> str | None:
+def _stream_one(backend, messages, box, cache, stop) -> str | None:
     """Print one streamed answer; return its text (``None`` after an error)."""
-    from glmdesk.engine.generate import stream_chat
-
     parts: list[str] = []
     last = None
-    for chunk in stream_chat(loaded, messages, box, cache, stop):
+    for chunk in backend.stream(messages, box, cache, stop):
         if chunk.text:
             print(chunk.text, end="", flush=True)
             parts.append(chunk.text)
@@ -131,8 +158,13 @@ def chat(args) -> int:
             threads=args.threads,
             fused_decode=args.fused_decode,
             compile_decode=args.compile_decode,
+            engine=args.engine,
+            n_ctx=args.n_ctx,
+            n_batch=args.n_batch,
+            use_mmap=args.use_mmap,
+            n_gpu_layers=args.n_gpu_layers,
         )
-        cache = CacheSettings(args.kv_cache, window=args.window, sinks=args.sinks)
+        cache = CacheSettings(args.kv_cache, window=args.window, sinks=args.sinks, kv_bits=args.kv_bits)
         _sampling(args, "generic")  # refuse bad values before a long load
         if settings.compile_decode and cache.strategy in ("sliding_window", "quantized"):
             # The compiled step writes the full cache's buffers only: no minute of compiling for nothing.
@@ -145,27 +177,30 @@ def chat(args) -> int:
         if args.prompt is not None and not args.prompt.strip():
             print("error: the prompt is empty.", file=sys.stderr)
             return 2
-        from glmdesk.engine.loader import load_model  # after the cheap checks: torch takes seconds
+        from glmdesk.engine.backends import create_backend
 
+        backend = create_backend(settings)
         t0 = time.perf_counter()
         loading = True
-        loaded = load_model(settings, progress=_progress)
+        info = backend.load(settings, progress=_progress)  # after the cheap checks: torch takes seconds
         print(file=sys.stderr)
-        box = ParamsBox(_sampling(args, loaded.info.family))
+        box = ParamsBox(_sampling(args, info.family))
     except (GlmdeskError, ValueError) as exc:
         print(f"{chr(10) if loading else ''}error: {exc}", file=sys.stderr)
         return 2
-    print(f"{loaded.info.describe()} (loaded in {time.perf_counter() - t0:.1f} s)", file=sys.stderr)
-    for note in loaded.info.notes:
+    print(f"{info.describe()} (loaded in {time.perf_counter() - t0:.1f} s; {info.engine})", file=sys.stderr)
+    for note in info.notes:
         print(f"note: {note.message}", file=sys.stderr)
     system = [ChatMessage("system", args.system)] if args.system else []
     if args.prompt is not None:
-        text = _stream_one(loaded, system + [ChatMessage("user", args.prompt)], box, cache, threading.Event())
+        text = _stream_one(
+            backend, system + [ChatMessage("user", args.prompt)], box, cache, threading.Event()
+        )
         return 0 if text is not None else 1
-    return _interactive(loaded, system, box, cache)
+    return _interactive(backend, system, box, cache)
 
 
-def _interactive(loaded, system, box, cache) -> int:
+def _interactive(backend, system, box, cache) -> int:
     print("Type a message. /clear starts over, /exit leaves, Ctrl+C stops an answer.", file=sys.stderr)
     history: list[ChatMessage] = []
     stop = threading.Event()
@@ -192,7 +227,7 @@ def _interactive(loaded, system, box, cache) -> int:
         stop.clear()
         signal.signal(signal.SIGINT, on_sigint)
         try:
-            text = _stream_one(loaded, system + history, box, cache, stop)
+            text = _stream_one(backend, system + history, box, cache, stop)
         finally:
             signal.signal(signal.SIGINT, previous)
         if text is None:

@@ -11,7 +11,14 @@ from collections.abc import Iterator, Sequence
 
 from glmdesk.core.errors import ErrorInfo, GlmdeskError
 from glmdesk.core.messages import ChatMessage
-from glmdesk.core.settings import CACHE_STRATEGIES, PRECISIONS, QUANTIZATIONS, CacheSettings, LoadSettings, ParamsBox
+from glmdesk.core.settings import (
+    CACHE_STRATEGIES,
+    PRECISIONS,
+    QUANTIZATIONS,
+    CacheSettings,
+    LoadSettings,
+    ParamsBox,
+)
 from glmdesk.engine.backends.base import Backend, Capabilities, ProgressCallback
 from glmdesk.engine.chunk import GenerationChunk
 from glmdesk.engine.info import ModelInfo
