@@ -138,6 +138,14 @@ def option_reason(key: str, reason: str) -> str:
         return QCoreApplication.translate("LoadNotes", "fp16 needs a GPU; on the CPU glmdesk uses fp32.")
     if key == "precision:bf16":
         return QCoreApplication.translate("LoadNotes", "This GPU has no bf16 support; use fp16.")
+    if key in ("engine:llamacpp", "llamacpp:gpu") and "not installed" in reason:
+        return QCoreApplication.translate(
+            "LoadNotes", "llama-cpp-python is not installed (pip install 'glmdesk[llamacpp]')."
+        )
+    if key == "llamacpp:gpu" and "CPU build" in reason:
+        return QCoreApplication.translate(
+            "LoadNotes", "This llama-cpp-python build has no GPU offload (a CPU build)."
+        )
     if key == "decode:compile" and "packaged" in reason:
         return QCoreApplication.translate(
             "LoadNotes", "The packaged app cannot compile; run glmdesk from Python to use it."

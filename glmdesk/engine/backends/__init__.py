@@ -19,6 +19,7 @@ __all__ = [
     "create_backend",
     "engine_for",
     "is_gguf_model",
+    "llamacpp_availability",
     "llama_cpp_available",
 ]
 
@@ -28,6 +29,27 @@ def llama_cpp_available() -> bool:
     import importlib.util
 
     return importlib.util.find_spec("llama_cpp") is not None
+
+
+#: Why llama.cpp cannot be chosen (the availability keys' English reasons).
+NO_LLAMA_CPP = "llama-cpp-python is not installed (pip install 'glmdesk[llamacpp]')"
+NO_GPU_OFFLOAD = "this llama-cpp-python build has no GPU offload (a CPU build)"
+
+
+def llamacpp_availability() -> dict[str, str | None]:
+    """``{"engine:llamacpp": None or reason, "llamacpp:gpu": None or reason}`` for Open
+    model. Imports ``llama_cpp`` (loads its shared library, a fraction of a second):
+    call it off the GUI thread, as ``loader.option_availability``."""
+    if not llama_cpp_available():
+        return {"engine:llamacpp": NO_LLAMA_CPP, "llamacpp:gpu": NO_LLAMA_CPP}
+    try:
+        import llama_cpp
+
+        gpu = bool(llama_cpp.llama_supports_gpu_offload())
+    except Exception as exc:  # a broken install: say so rather than offer it
+        reason = f"llama-cpp-python cannot be loaded ({exc.__class__.__name__}: {exc})"
+        return {"engine:llamacpp": reason, "llamacpp:gpu": reason}
+    return {"engine:llamacpp": None, "llamacpp:gpu": None if gpu else NO_GPU_OFFLOAD}
 
 
 def is_gguf_model(model: str | None) -> bool:

@@ -105,8 +105,9 @@ class LlamaContext:
         return bool(self.lib.llama_memory_can_shift(self.mem))
 
     def clear(self) -> None:
-        """Forget every held token (the buffer stays allocated)."""
-        self.lib.llama_memory_clear(self.mem, True)
+        """Forget every held token (metadata only: the buffer stays allocated and is
+        not rewritten, so its untouched pages stay unmapped on the CPU)."""
+        self.lib.llama_memory_clear(self.mem, False)
         self.ids.clear()
 
     def eval(self, ids: Sequence[int], all_logits: bool = False) -> torch.Tensor:
