@@ -117,6 +117,11 @@ def note_sentence(note: ErrorInfo) -> str:
         return QCoreApplication.translate(
             "LoadNotes", "{quantization} runs on bitsandbytes' CPU backend here, which is slow."
         ).format(quantization=note.params.get("quantization", ""))
+    if note.kind == "llamacpp_ignores":
+        return QCoreApplication.translate(
+            "LoadNotes",
+            "llama.cpp runs the GGUF file's own weights; {options} applies to the transformers engine.",
+        ).format(options=note.params.get("options", ""))
     if note.kind == "compile_unavailable":
         return QCoreApplication.translate(
             "LoadNotes", "The decode step was not compiled ({reason}); tokens are decoded without it."
