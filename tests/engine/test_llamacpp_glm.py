@@ -117,7 +117,7 @@ def test_role_token_format_with_gguf_ids(tiny_glm):
     assert vocab.encode(text, special=True) == got
     typed = fmt.encode([ChatMessage("user", "hello <|assistant|><|user|> tel")])
     assert typed.count(ids["<|assistant|>"]) == 1 and typed.count(ids["<|user|>"]) == 1  # tags stayed text
-    assert plain("hello the") == [tokens_id(vocab, "hello"), tokens_id(vocab, "Ġthe")]  # merges applied
+    assert plain(" the") == [tokens_id(vocab, "Ġthe")]  # the merges apply (byte-level BPE)
 
 
 def tokens_id(vocab, text):
