@@ -72,15 +72,15 @@ def theirs(llm, prompt: list[int], new: int, bias: dict[int, float]) -> tuple[fl
     llm.reset()  # no prompt-prefix reuse: a full prefill, as ours
     start = time.perf_counter()
     first = None
-    count = 0
-    for _chunk in llm.create_completion(
+    finish = None
+    for chunk in llm.create_completion(
         prompt, max_tokens=new, temperature=0.0, repeat_penalty=1.0, logit_bias=bias, stream=True
     ):
-        count += 1
         if first is None:
             first = time.perf_counter()
-    assert count == new, count
-    return (count - 1) / (time.perf_counter() - first), first - start
+        finish = chunk["choices"][0]["finish_reason"] or finish
+    assert finish == "length", finish  # all `new` tokens (the last chunk only carries the reason)
+    return (new - 1) / (time.perf_counter() - first), first - start
 
 
 def speed(rounds: int, new: int, threads: int) -> None:

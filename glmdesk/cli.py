@@ -164,6 +164,10 @@ def chat(args) -> int:
             use_mmap=args.use_mmap,
             n_gpu_layers=args.n_gpu_layers,
         )
+        from glmdesk.engine.backends import create_backend, engine_for
+
+        # The engine is chosen from the options asked for, before any is dropped below.
+        settings = dataclasses.replace(settings, engine=engine_for(settings))
         cache = CacheSettings(args.kv_cache, window=args.window, sinks=args.sinks, kv_bits=args.kv_bits)
         _sampling(args, "generic")  # refuse bad values before a long load
         if settings.compile_decode and cache.strategy in ("sliding_window", "quantized"):
@@ -177,8 +181,6 @@ def chat(args) -> int:
         if args.prompt is not None and not args.prompt.strip():
             print("error: the prompt is empty.", file=sys.stderr)
             return 2
-        from glmdesk.engine.backends import create_backend
-
         backend = create_backend(settings)
         t0 = time.perf_counter()
         loading = True
