@@ -15,6 +15,7 @@ from glmdesk.core.errors import GlmdeskError
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import (
     DEVICES,
+    ENGINES,
     FAMILY_DEFAULTS,
     PRECISIONS,
     QUANTIZATIONS,
@@ -50,7 +51,10 @@ def _chat_parser(sub) -> None:
     )
     p.add_argument("--device", choices=DEVICES, default="auto", help="where to run (default: %(default)s)")
     p.add_argument(
-        "--threads", type=int, default=0, help="CPU threads, 1 or more; 0 (default) adapts the count to measured decode steps"
+        "--threads",
+        type=int,
+        default=0,
+        help="CPU threads, 1 or more; 0 (default) adapts the count to measured decode steps",
     )
     p.add_argument(
         "--no-fused-decode",
@@ -67,6 +71,34 @@ def _chat_parser(sub) -> None:
         "--trust-remote-code",
         action="store_true",
         help="run the model folder's own Python code (off by default)",
+    )
+    p.add_argument(
+        "--engine",
+        choices=[e for e in ENGINES if e != "remote"],
+        default="auto",
+        help="auto: llama.cpp for .gguf files (the embedded model too) when llama-cpp-python is "
+        "installed and no transformers-only option is given, else transformers",
+    )
+    p.add_argument(
+        "--n-ctx", type=int, default=0, help="llama.cpp context, in tokens (0: the model's, at most 8192)"
+    )
+    p.add_argument(
+        "--n-batch", type=int, default=512, help="llama.cpp prompt tokens per prefill call (1-8192)"
+    )
+    p.add_argument(
+        "--no-mmap",
+        dest="use_mmap",
+        action="store_false",
+        help="llama.cpp: read the file instead of mapping it",
+    )
+    p.add_argument(
+        "--n-gpu-layers",
+        type=int,
+        default=-1,
+        help="llama.cpp on a CUDA build: layers on the GPU (-1: all, 0: none)",
+    )
+    p.add_argument(
+        "--kv-bits", type=int, default=8, help="llama.cpp quantized KV cache: 8 (q8_0) or 4 (q4_0)"
     )
     p.add_argument("--temperature", type=float, help="0 to 2; 0 is greedy (always the likeliest token)")
     p.add_argument("--top-p", type=float, help="nucleus sampling, 0 to 1; 1 is off")
@@ -169,7 +201,7 @@ def _progress(p) -> None:
     print(f"\r[{p.stage}{total}]        ", end="", file=sys.stderr, flush=True)
 
 
-def _stream_one(loaded, messages, box, cache, stop, conversation=None) -> tuple[str | None, str]:
+def _stream_one(backend, messages, box, cache, stop, conversation=None) -> tuple[str | None, str]:
     """Print one streamed answer (Ctrl+C stops it and keeps it).
 
     ``conversation``: the key under which the KV cache is kept for the next turn.
@@ -177,13 +209,12 @@ def _stream_one(loaded, messages, box, cache, stop, conversation=None) -> tuple[
     Returns:
         ``(text, finish reason)``; the text is ``None`` after an error.
     """
-    from glmdesk.engine.generate import stream_chat
     from glmdesk.engine.quiet import quiet_libraries
 
     parts: list[str] = []
     last = None
     with _ctrl_c_stops(stop), quiet_libraries():
-        for chunk in stream_chat(loaded, messages, box, cache, stop, conversation):
+        for chunk in backend.stream(messages, box, cache, stop, conversation=conversation):
             if last is None and 0 < chunk.reply_limit < box.get().max_new_tokens:
                 print(
                     f"(note: only {chunk.reply_limit} tokens are left in the context window for this answer; "
@@ -238,8 +269,17 @@ def _chat(args) -> int:
             threads=args.threads,
             fused_decode=args.fused_decode,
             compile_decode=args.compile_decode,
+            engine=args.engine,
+            n_ctx=args.n_ctx,
+            n_batch=args.n_batch,
+            use_mmap=args.use_mmap,
+            n_gpu_layers=args.n_gpu_layers,
         )
-        cache = CacheSettings(args.kv_cache, window=args.window, sinks=args.sinks)
+        from glmdesk.engine.backends import create_backend, engine_for
+
+        # The engine is chosen from the options asked for, before any is dropped below.
+        settings = dataclasses.replace(settings, engine=engine_for(settings))
+        cache = CacheSettings(args.kv_cache, window=args.window, sinks=args.sinks, kv_bits=args.kv_bits)
         _sampling(args, "generic")  # refuse bad values before a long load
         if settings.compile_decode and cache.strategy in ("sliding_window", "quantized"):
             # The compiled step writes the full cache's buffers only: no minute of compiling for nothing.
@@ -252,34 +292,34 @@ def _chat(args) -> int:
         if args.prompt is not None and not args.prompt.strip():
             _error("chat", "the prompt is empty.")
             return 2
-        from glmdesk.engine.loader import load_model  # after the cheap checks: torch takes seconds
         from glmdesk.engine.quiet import quiet_libraries
 
+        backend = create_backend(settings)
         t0 = time.perf_counter()
         loading = True
         with quiet_libraries():
-            loaded = load_model(settings, progress=_progress)
+            info = backend.load(settings, progress=_progress)  # after the cheap checks: torch takes seconds
         print(file=sys.stderr)
-        box = ParamsBox(_sampling(args, loaded.info.family))
+        box = ParamsBox(_sampling(args, info.family))
     except (GlmdeskError, ValueError) as exc:
         if loading:
             print(file=sys.stderr)
         _error("chat", exc)
         return 2
-    print(f"{loaded.info.describe()} (loaded in {time.perf_counter() - t0:.1f} s)", file=sys.stderr)
-    for note in loaded.info.notes:
+    print(f"{info.describe()} (loaded in {time.perf_counter() - t0:.1f} s; {info.engine})", file=sys.stderr)
+    for note in info.notes:
         print(f"note: {note.message}", file=sys.stderr)
     system = [ChatMessage("system", args.system)] if args.system else []
     if args.prompt is not None:
         messages = system + [ChatMessage("user", args.prompt)]
-        text, reason = _stream_one(loaded, messages, box, cache, threading.Event())
+        text, reason = _stream_one(backend, messages, box, cache, threading.Event())
         if text is None:
             return 1
         return 130 if reason == "cancelled" else 0
-    return _interactive(loaded, system, box, cache)
+    return _interactive(backend, system, box, cache)
 
 
-def _interactive(loaded, system, box, cache) -> int:
+def _interactive(backend, system, box, cache) -> int:
     print("Type a message. /clear starts over, /exit leaves, Ctrl+C stops an answer.", file=sys.stderr)
     history: list[ChatMessage] = []
     stop = threading.Event()
@@ -294,7 +334,7 @@ def _interactive(loaded, system, box, cache) -> int:
             return 0
         if line.strip() == "/clear":
             history.clear()
-            loaded.kv_pool.discard(conversation)
+            backend.forget_conversation(conversation)
             conversation += 1
             print("(new conversation)", file=sys.stderr)
             continue
@@ -302,7 +342,7 @@ def _interactive(loaded, system, box, cache) -> int:
             continue
         history.append(ChatMessage("user", line))
         stop.clear()
-        text, _reason = _stream_one(loaded, system + history, box, cache, stop, conversation)
+        text, _reason = _stream_one(backend, system + history, box, cache, stop, conversation)
         if text is None:
             history.pop()
         else:

@@ -22,6 +22,9 @@ DEVICES = ("auto", "cpu", "cuda")
 CACHE_STRATEGIES = ("full", "sliding_window", "dynamic", "quantized")
 #: Backends: ``auto`` picks one from the model (see ``glmdesk.engine.backends``).
 ENGINES = ("auto", "transformers", "llamacpp", "remote")
+#: llama.cpp's full-cache context when ``LoadSettings.n_ctx`` is 0 and the model was
+#: trained longer, in tokens (a 128K context's KV cache would take gigabytes).
+LLAMA_DEFAULT_N_CTX = 8192
 
 
 def _finite(name: str, value: float) -> None:
@@ -101,6 +104,8 @@ class CacheSettings:
             memory minus a margin (or uses 1024 MiB on the CPU).
         prefill_chunk: Prompt tokens per prefill forward, in tokens (bounds activation
             memory for long prompts).
+        kv_bits: Bits per element of the ``quantized`` cache on the llama.cpp engine:
+            8 (``q8_0``) or 4 (``q4_0``); the transformers engine chooses its own.
 
     Raises:
         ValueError: for an unknown strategy or a size out of range.
@@ -111,8 +116,11 @@ class CacheSettings:
     sinks: int = 4
     budget_mib: float | None = None
     prefill_chunk: int = 2048
+    kv_bits: int = 8
 
     def __post_init__(self) -> None:
+        if self.kv_bits not in (4, 8):
+            raise ValueError(f"The quantized KV cache has 8 or 4 bits, not {self.kv_bits!r}.")
         if self.strategy not in CACHE_STRATEGIES:
             raise ValueError(
                 f"Unknown KV-cache strategy {self.strategy!r}; choose one of {', '.join(CACHE_STRATEGIES)}."
@@ -157,6 +165,14 @@ class LoadSettings:
             minutes the first time, :mod:`glmdesk.engine.compiled_step`). Needs
             ``fused_decode``.
         engine: The backend: ``auto``, ``transformers``, ``llamacpp`` or ``remote``.
+        n_ctx: llama.cpp: context (KV cells) of the full cache, in tokens; 0 takes the
+            model's training context, at most :data:`LLAMA_DEFAULT_N_CTX`.
+        n_batch: llama.cpp: prompt tokens per prefill call, in tokens (larger is faster
+            for long prompts and needs a larger compute buffer).
+        use_mmap: llama.cpp: map the GGUF file instead of reading it into memory (the
+            weights then count as file cache, shared between processes).
+        n_gpu_layers: llama.cpp on a CUDA build: layers offloaded to the GPU; -1 is all,
+            0 none (the CPU device always uses 0).
 
     Raises:
         ValueError: for unknown choices.
@@ -171,8 +187,22 @@ class LoadSettings:
     fused_decode: bool = True
     compile_decode: bool = False
     engine: str = "auto"
+    n_ctx: int = 0
+    n_batch: int = 512
+    use_mmap: bool = True
+    n_gpu_layers: int = -1
 
     def __post_init__(self) -> None:
+        if not isinstance(self.n_ctx, int) or not (self.n_ctx == 0 or 256 <= self.n_ctx <= 1 << 21):
+            raise ValueError(
+                f"The context must be 0 (the model's) or 256 to 2097152 tokens, not {self.n_ctx!r}."
+            )
+        if not isinstance(self.n_batch, int) or not 1 <= self.n_batch <= 8192:
+            raise ValueError(f"The prefill batch must be 1 to 8192 tokens, not {self.n_batch!r}.")
+        if not isinstance(self.n_gpu_layers, int) or not -1 <= self.n_gpu_layers <= 10000:
+            raise ValueError(
+                f"GPU layers must be -1 (all), 0 (none) or a layer count, not {self.n_gpu_layers!r}."
+            )
         if self.engine not in ENGINES:
             raise ValueError(f"Unknown engine {self.engine!r}; choose one of {', '.join(ENGINES)}.")
         if not isinstance(self.threads, int) or not 0 <= self.threads <= 1024:

@@ -174,6 +174,11 @@ def note_sentence(note: ErrorInfo) -> str:
         return QCoreApplication.translate(
             "LoadNotes", "{quantization} runs on bitsandbytes' CPU backend here, which is slow."
         ).format(quantization=note.params.get("quantization", ""))
+    if note.kind == "llamacpp_ignores":
+        return QCoreApplication.translate(
+            "LoadNotes",
+            "llama.cpp runs the GGUF file's own weights; {options} applies to the transformers engine.",
+        ).format(options=note.params.get("options", ""))
     if note.kind == "compile_unavailable":
         return QCoreApplication.translate(
             "LoadNotes", "The decode step was not compiled ({reason}); tokens are decoded without it."
@@ -195,6 +200,16 @@ def option_reason(info: ErrorInfo) -> str:
         return QCoreApplication.translate("LoadNotes", "fp16 needs a GPU; on the CPU glmdesk uses fp32.")
     if reason == "no_bf16":
         return QCoreApplication.translate("LoadNotes", "This GPU has no bf16 support; use fp16.")
+    if reason == "llamacpp_missing":
+        return QCoreApplication.translate(
+            "LoadNotes", "llama-cpp-python is not installed (pip install 'glmdesk[llamacpp]')."
+        )
+    if reason == "no_gpu_offload":
+        return QCoreApplication.translate(
+            "LoadNotes", "This llama-cpp-python build has no GPU offload (a CPU build)."
+        )
+    if reason == "llamacpp_broken":
+        return QCoreApplication.translate("LoadNotes", "llama-cpp-python cannot be loaded here.")
     if reason == "frozen_app":
         return QCoreApplication.translate(
             "LoadNotes", "The packaged app cannot compile; run glmdesk from Python to use it."

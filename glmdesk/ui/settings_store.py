@@ -142,6 +142,11 @@ class SettingsStore:
                 threads=int(s.value("model/threads", 0)),
                 fused_decode=_to_bool(s.value("model/fused_decode", True)),
                 compile_decode=_to_bool(s.value("model/compile_decode", False)),
+                engine=str(s.value("model/engine", "auto")),
+                n_ctx=int(s.value("model/n_ctx", 0)),
+                n_batch=int(s.value("model/n_batch", 512)),
+                use_mmap=_to_bool(s.value("model/use_mmap", True)),
+                n_gpu_layers=int(s.value("model/n_gpu_layers", -1)),
             )
         except (TypeError, ValueError):
             return LoadSettings()
@@ -155,6 +160,11 @@ class SettingsStore:
         self._set("model/threads", load.threads)
         self._set("model/fused_decode", load.fused_decode)
         self._set("model/compile_decode", load.compile_decode)
+        self._set("model/engine", load.engine)
+        self._set("model/n_ctx", load.n_ctx)
+        self._set("model/n_batch", load.n_batch)
+        self._set("model/use_mmap", load.use_mmap)
+        self._set("model/n_gpu_layers", load.n_gpu_layers)
         self._set("model/trust_remote_code", bool(load.trust_remote_code and load.model))
 
     # Window -----------------------------------------------------------------

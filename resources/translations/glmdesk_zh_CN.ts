@@ -277,6 +277,49 @@ Updated {when} · {model}</source>
     </message>
 </context>
 <context>
+    <name>LlamaCppOptions</name>
+    <message>
+        <source>Automatic (the model&apos;s, at most {n})</source>
+        <translation>自动（模型自身的，最多 {n}）</translation>
+    </message>
+    <message>
+        <source>Tokens of context llama.cpp keeps for the full KV cache: a longer context holds longer conversations and takes more memory (the gauge shows the KV cache).</source>
+        <translation>llama.cpp 为完整 KV 缓存保留的上下文 token 数：上下文越长，能容纳的对话越长，占用的内存也越多（内存仪表显示 KV 缓存）。</translation>
+    </message>
+    <message>
+        <source>Prompt tokens per llama.cpp call (prefill): larger batches read long prompts faster and take a larger compute buffer.</source>
+        <translation>每次 llama.cpp 调用处理的提示 token 数（预填充）：批次越大，读取长提示越快，计算缓冲区也越大。</translation>
+    </message>
+    <message>
+        <source>Map the file into memory</source>
+        <translation>将文件映射到内存</translation>
+    </message>
+    <message>
+        <source>Loads at once and shares the weights with the system&apos;s file cache; off reads the whole file into memory first.</source>
+        <translation>立即加载，并与系统文件缓存共享权重；关闭时先将整个文件读入内存。</translation>
+    </message>
+    <message>
+        <source>All</source>
+        <translation>全部</translation>
+    </message>
+    <message>
+        <source>Layers llama.cpp keeps on the GPU: more layers decode faster and take more GPU memory.</source>
+        <translation>llama.cpp 放在 GPU 上的层数：层数越多解码越快，占用的显存也越多。</translation>
+    </message>
+    <message>
+        <source>Context (tokens)</source>
+        <translation>上下文（token）</translation>
+    </message>
+    <message>
+        <source>Prefill batch (tokens)</source>
+        <translation>预填充批次（token）</translation>
+    </message>
+    <message>
+        <source>GPU layers</source>
+        <translation>GPU 层数</translation>
+    </message>
+</context>
+<context>
     <name>LoadIndicator</name>
     <message>
         <source>Cancel</source>
@@ -342,6 +385,10 @@ Updated {when} · {model}</source>
         <translation>{quantization} 在此使用 bitsandbytes 的 CPU 后端运行，速度较慢。</translation>
     </message>
     <message>
+        <source>llama.cpp runs the GGUF file&apos;s own weights; {options} applies to the transformers engine.</source>
+        <translation>llama.cpp 直接运行 GGUF 文件自带的权重；{options} 仅适用于 transformers 引擎。</translation>
+    </message>
+    <message>
         <source>The decode step was not compiled ({reason}); tokens are decoded without it.</source>
         <translation>解码步骤未能编译（{reason}）；将不经编译进行解码。</translation>
     </message>
@@ -356,6 +403,18 @@ Updated {when} · {model}</source>
     <message>
         <source>This GPU has no bf16 support; use fp16.</source>
         <translation>此 GPU 不支持 bf16，请使用 fp16。</translation>
+    </message>
+    <message>
+        <source>llama-cpp-python is not installed (pip install &apos;glmdesk[llamacpp]&apos;).</source>
+        <translation>未安装 llama-cpp-python（pip install &apos;glmdesk[llamacpp]&apos;）。</translation>
+    </message>
+    <message>
+        <source>This llama-cpp-python build has no GPU offload (a CPU build).</source>
+        <translation>此 llama-cpp-python 构建不支持 GPU 卸载（CPU 版本）。</translation>
+    </message>
+    <message>
+        <source>llama-cpp-python cannot be loaded here.</source>
+        <translation>此处无法加载 llama-cpp-python。</translation>
     </message>
     <message>
         <source>The packaged app cannot compile; run glmdesk from Python to use it.</source>
@@ -665,6 +724,10 @@ Updated {when} · {model}</source>
         <translation>模型</translation>
     </message>
     <message>
+        <source>Engine</source>
+        <translation>引擎</translation>
+    </message>
+    <message>
         <source>Quantization</source>
         <translation>量化</translation>
     </message>
@@ -689,6 +752,10 @@ Updated {when} · {model}</source>
         <translation>只能在 CPU 上运行：请选择 CPU 设备，或在 GPU 上使用 8 位或 4 位 NF4。</translation>
     </message>
     <message>
+        <source>GPU layers (llama.cpp)</source>
+        <translation>GPU 层数（llama.cpp）</translation>
+    </message>
+    <message>
         <source>{option}: {reason}</source>
         <translation>{option}：{reason}</translation>
     </message>
@@ -711,6 +778,22 @@ Updated {when} · {model}</source>
     <message>
         <source>Run the Python code shipped in a model folder (choose a folder first)</source>
         <translation>运行模型文件夹中自带的 Python 代码（请先选择文件夹）</translation>
+    </message>
+    <message>
+        <source>Model folders and hub ids run in transformers.</source>
+        <translation>模型文件夹和 Hub ID 使用 transformers 运行。</translation>
+    </message>
+    <message>
+        <source>Runs in transformers (its own copy of the weights, dequantized to fp32): llama-cpp-python is not installed (pip install &apos;glmdesk[llamacpp]&apos;).</source>
+        <translation>使用 transformers 运行（其自己的权重副本，反量化为 fp32）：未安装 llama-cpp-python（pip install &apos;glmdesk[llamacpp]&apos;）。</translation>
+    </message>
+    <message>
+        <source>Runs in llama.cpp: .gguf files run there on their own quantized weights, several times faster on the CPU than transformers&apos; fp32 copy and without a conversion. Quantization, precision and the decode-step options apply to transformers.</source>
+        <translation>使用 llama.cpp 运行：.gguf 文件在其中直接使用自带的量化权重，在 CPU 上比 transformers 的 fp32 副本快数倍，且无需转换。量化、精度和解码步骤选项仅适用于 transformers。</translation>
+    </message>
+    <message>
+        <source>Runs in transformers (the weights dequantized to fp32, converted once), where the torch quantizations and the compiled decode step are.</source>
+        <translation>使用 transformers 运行（权重反量化为 fp32，只转换一次），torch 量化和编译解码步骤都在这里。</translation>
     </message>
 </context>
 <context>

@@ -37,7 +37,7 @@ def write_gguf(path, architecture: str) -> None:
 
 def test_embedded_header():
     header = read_gguf_header(embedded_gguf_path())
-    assert header.architecture == "llama" and header.tensor_count == 272
+    assert header.architecture == "llama" and header.n_tensors == 272
     assert header.quantization_types == ("F32", "Q4_1", "Q8_0")
     assert header.context_length == 8192
 
@@ -45,7 +45,7 @@ def test_embedded_header():
 def test_written_header(tmp_path):
     write_gguf(tmp_path / "m.gguf", "chatglm")
     header = read_gguf_header(tmp_path / "m.gguf")
-    assert (header.architecture, header.name, header.tensor_count) == ("chatglm", "tiny chatglm", 2)
+    assert (header.architecture, header.name, header.n_tensors) == ("chatglm", "tiny chatglm", 2)
     assert header.quantization_types == ("F16", "F32")
 
 
