@@ -77,7 +77,7 @@ class ChatSession(QObject):
     _announce_requested = Signal(int, object)
     _load_requested = Signal(int, object, object)
     _release_requested = Signal(object)
-    _generation_requested = Signal(int, object, object, object, object)
+    _generation_requested = Signal(int, object, object, object, object, object)
 
     def __init__(
         self, params: ParamsBox, backend=None, parent: QObject | None = None, factory=None, options=None
@@ -102,7 +102,9 @@ class ChatSession(QObject):
         self._last_chunk = None
         self._offset = 0
         self._closed = False
-        self._events: list[threading.Event] = []
+        self._new_chats = 0
+        #: Keys the KV cache the backend keeps between this conversation's turns.
+        self.conversation_key: object = ("new", 0)
 
         self.worker = Worker(params, factory, options)
         self.thread = start_thread(self.worker)
@@ -235,7 +237,9 @@ class ChatSession(QObject):
         self._parts, self._last_chunk = [], None
         messages, self._offset = self.state.request(system_prompt)
         self.answer_started.emit(self._current)
-        self._generation_requested.emit(self._current, self.backend, messages, cache, self._stop)
+        self._generation_requested.emit(
+            self._current, self.backend, messages, cache, self._stop, self.conversation_key
+        )
 
     @Slot()
     def stop_answer(self) -> None:
@@ -296,16 +300,28 @@ class ChatSession(QObject):
         """Start an empty conversation (an answer being written is stopped and kept)."""
         self.abandon_answer()
         self.state.clear()
+        self._new_chats += 1
+        self.conversation_key = ("new", self._new_chats)
         self.conversation_cleared.emit()
 
-    def show_conversation(self, messages: list[ChatMessage]) -> None:
+    def kept_kv_bytes(self) -> int:
+        """KV bytes the backend keeps for conversations between answers, in bytes."""
+        return self.backend.kept_kv_bytes() if self.backend is not None else 0
+
+    def show_conversation(self, messages: list[ChatMessage], key: object = None) -> None:
         """Replace the open conversation with ``messages`` (from the history).
 
         An answer being written is stopped first and kept in the conversation it
-        belongs to (its ``message_added`` goes out before the switch).
+        belongs to (its ``message_added`` goes out before the switch). ``key`` names the
+        conversation for the KV cache kept between turns (the history's id), so that
+        switching back to it reuses its cache while the budget keeps it.
         """
         self.abandon_answer()
         self.state.clear()
+        if key is None:
+            self._new_chats += 1
+            key = ("new", self._new_chats)
+        self.conversation_key = key
         shown = [m for m in messages if m.role != "system"]
         for message in shown:
             self.state.add(message, AnswerRecord("stop") if message.role == "assistant" else None)

@@ -191,7 +191,7 @@ class HistoryController(QObject):
         if not self._run(lambda: loaded.append(self.history.chat_messages(conversation_id))):
             return
         # The session stops (and we save) a running answer before switching.
-        self.session.show_conversation(loaded[0])
+        self.session.show_conversation(loaded[0], key=("history", conversation_id))
         self._conv = ConversationRef(conversation_id)
 
     @Slot(int, object, object)

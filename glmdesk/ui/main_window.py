@@ -383,7 +383,7 @@ class MainWindow(QMainWindow):
     def _on_chunk_shown(self, _request_id: int, chunk) -> None:
         if chunk.text:
             self.chat_view.append_text(chunk.text)
-        self.gauge.set_kv_bytes(chunk.cache.kv_bytes)
+        self.gauge.set_kv_bytes(chunk.cache.kv_bytes + chunk.kept_kv_bytes)
         self.status.show_context(chunk.prompt_tokens + chunk.n_generated)
         self.status.show_cache(chunk.cache)
 
@@ -394,7 +394,7 @@ class MainWindow(QMainWindow):
         text, record = self.session.last_answer
         widget = self.chat_view.finish_stream()
         self.input_box.set_streaming(False)
-        self.gauge.set_kv_bytes(0)
+        self.gauge.set_kv_bytes(self.session.kept_kv_bytes())  # kept for the next turns
         if record.error is not None:
             self.notice.show_error(error_sentence(record.error))
         elif chunk is not None and 0 < chunk.reply_limit < self.params_box.get().max_new_tokens:

@@ -132,7 +132,7 @@ class Worker(QObject):
         """Close a backend the session no longer uses (on this thread)."""
         self._discard(backend)
 
-    @Slot(int, object, object, object, object)
+    @Slot(int, object, object, object, object, object)
     def generate(
         self,
         request_id: int,
@@ -140,8 +140,11 @@ class Worker(QObject):
         messages: Sequence[ChatMessage],
         cache: CacheSettings,
         stop: threading.Event,
+        conversation=None,
     ) -> None:
         """Stream an answer to ``messages`` from ``backend``; every chunk carries ``request_id``.
+
+        ``conversation`` keys the KV cache the backend keeps between this conversation's turns.
 
         Ends with exactly one :attr:`generation_finished` (finish reason ``stop``,
         ``length``, ``cancelled`` or ``error``).
@@ -151,7 +154,7 @@ class Worker(QObject):
             return
         final = None
         try:
-            for chunk in backend.stream(messages, self.params, cache, stop):
+            for chunk in backend.stream(messages, self.params, cache, stop, conversation=conversation):
                 if chunk.finish_reason is not None:
                     final = chunk
                     break

@@ -62,6 +62,7 @@ class FakeBackend(Backend):
         self.loaded = False
         self.closed = False
         self.requests: list[tuple[ChatMessage, ...]] = []
+        self.conversations: list = []
 
     def load(self, settings: LoadSettings, progress=None, cancel: threading.Event | None = None) -> ModelInfo:
         if progress is not None:
@@ -85,8 +86,10 @@ class FakeBackend(Backend):
         params: ParamsBox,
         cache: CacheSettings | None = None,
         stop: threading.Event | None = None,
+        conversation=None,
     ) -> Iterator[GenerationChunk]:
         self.requests.append(tuple(messages))
+        self.conversations.append(conversation)
         stop = stop or threading.Event()
         n = 0
         for i, piece in enumerate(self.pieces):

@@ -56,8 +56,16 @@ def test_answer_streams_and_is_added_once(qtbot, make_session) -> None:
         assert session.send("Hi", "Be brief.", CacheSettings())
     assert finished.args[1].finish_reason == "stop"
     assert [c[1].text for c in chunks] == ["Hello", ", ", "world"]
-    assert [(m.role, m.content) for _, m, _ in added] == [("user", "Hi"), ("assistant", "Hello, world.")]
+    assert [(m.role, m.content) for _, m, _ in added][:2] == [("user", "Hi"), ("assistant", "Hello, world.")]
     assert backend.requests[0][0].role == "system"  # the system prompt leads the request
+    first_key = backend.conversations[0]
+    with qtbot.waitSignal(session.answer_finished, timeout=MS):
+        session.send("Again", "", CacheSettings())
+    session.new_chat()
+    with qtbot.waitSignal(session.answer_finished, timeout=MS):
+        session.send("Hi", "", CacheSettings())
+    # One KV-cache key per conversation: kept across its turns, a new one after New chat.
+    assert backend.conversations[1] == first_key != backend.conversations[2]
     assert session.last_answer[1].finish_reason == "stop"
     assert not session.is_streaming()
 

@@ -18,7 +18,7 @@ import ctypes
 import os
 import threading
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from pathlib import Path
 
 from glmdesk.core.errors import ErrorInfo, GlmdeskError
@@ -339,13 +339,14 @@ class LlamaCppBackend(Backend):
         params: ParamsBox,
         cache: CacheSettings | None = None,
         stop: threading.Event | None = None,
+        conversation: Hashable | None = None,
     ) -> Iterator[GenerationChunk]:
         from glmdesk.engine.generate import stream_answer
 
         if self._model is None:
             error = ErrorInfo("generation_failed", "No model is loaded.", {"detail": "no model is loaded"})
             return iter([GenerationChunk(finish_reason="error", error=error)])
-        return stream_answer(self._model, messages, params, cache, stop)
+        return stream_answer(self._model, messages, params, cache, stop, conversation)
 
     def capabilities(self) -> Capabilities:
         if self._capabilities is None:
