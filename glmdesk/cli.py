@@ -16,13 +16,13 @@ from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import (
     DEVICES,
     ENGINES,
-    FAMILY_DEFAULTS,
     PRECISIONS,
     QUANTIZATIONS,
     CacheSettings,
     LoadSettings,
     ParamsBox,
     SamplingParams,
+    family_defaults,
 )
 
 
@@ -152,7 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _sampling(args, family: str) -> SamplingParams:
-    base = FAMILY_DEFAULTS.get(family.split("-")[0], FAMILY_DEFAULTS["generic"])
+    base = family_defaults(family)
     values = {
         "temperature": args.temperature,
         "top_p": args.top_p,

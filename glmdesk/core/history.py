@@ -59,15 +59,14 @@ from glmdesk.core.history_rows import (
 from glmdesk.core.history_schema import DB_NAME, connect
 from glmdesk.core.history_search import search as _search
 from glmdesk.core.history_types import (
-    FINISH_REASONS,
     Conversation,
     GenerationStats,
     SearchHit,
     StoredMessage,
-    clean_text,
     encode_text,
 )
-from glmdesk.core.messages import ROLES, ChatMessage
+from glmdesk.core.messages import FINISH_REASONS, ROLES, ChatMessage
+from glmdesk.core.text import storable_text
 
 
 class History:
@@ -164,7 +163,7 @@ class History:
         now = time.time()
         cur = self._conn.execute(
             "INSERT INTO conversations (title, created, updated, model) VALUES (?, ?, ?, ?)",
-            (clean_text(title), now, now, model),
+            (storable_text(title), now, now, model),
         )
         return int(cur.lastrowid)
 
@@ -214,7 +213,7 @@ class History:
         Raises:
             KeyError: for an unknown id.
         """
-        self._update_conversation("title = ?", (clean_text(title),), conversation_id)
+        self._update_conversation("title = ?", (storable_text(title),), conversation_id)
 
     @storage_errors
     def delete_conversation(self, conversation_id: int) -> None:
@@ -273,7 +272,7 @@ class History:
             new_id = int(
                 self._conn.execute(
                     "INSERT INTO conversations (title, created, updated, model) VALUES (?, ?, ?, ?)",
-                    (source.title if title is None else clean_text(title), now, now, source.model),
+                    (source.title if title is None else storable_text(title), now, now, source.model),
                 ).lastrowid
             )
             self._conn.execute(
@@ -541,7 +540,7 @@ class History:
             cid = int(
                 self._conn.execute(
                     "INSERT INTO conversations (title, created, updated, model) VALUES (?, ?, ?, ?)",
-                    (clean_text(header["title"]), header["created"], header["updated"], header["model"]),
+                    (storable_text(header["title"]), header["created"], header["updated"], header["model"]),
                 ).lastrowid
             )
             self._conn.executemany(

@@ -34,14 +34,13 @@ from pathlib import Path
 from typing import Any
 
 from glmdesk.core.history_types import (
-    FINISH_REASONS,
     STATES,
     Conversation,
     GenerationStats,
     StoredMessage,
-    clean_text,
 )
-from glmdesk.core.messages import ROLES
+from glmdesk.core.messages import FINISH_REASONS, ROLES
+from glmdesk.core.text import storable_text
 
 FORMAT = "glmdesk-conversation"
 VERSION = 1
@@ -75,7 +74,7 @@ def to_markdown(
     """
     words = {**MARKDOWN_LABELS, **(labels or {})}
     when = datetime.fromtimestamp(conversation.created).astimezone().strftime("%Y-%m-%d %H:%M")
-    lines = [f"# {clean_text(conversation.title) or words['untitled']}", ""]
+    lines = [f"# {storable_text(conversation.title) or words['untitled']}", ""]
     lines += [f"_{when}" + (f" · {conversation.model}_" if conversation.model else "_"), ""]
     for message in messages:
         heading = f"### {words[message.role]}"
@@ -83,7 +82,7 @@ def to_markdown(
             heading += f" {words['partial']}"
         elif message.finish_reason in ("cancelled", "error"):
             heading += f" {words[message.finish_reason]}"
-        lines += [heading, "", clean_text(message.text), ""]
+        lines += [heading, "", storable_text(message.text), ""]
     return "\n".join(lines)
 
 

@@ -9,11 +9,11 @@ from glmdesk.core.history_types import (
     Conversation,
     GenerationStats,
     StoredMessage,
-    clean_text,
     decode_text,
     encode_text,
     settings_dict,
 )
+from glmdesk.core.text import storable_text
 
 CONV_COLS = "id, title, created, updated, model, deleted"
 MSG_COLS = (
@@ -56,7 +56,7 @@ def to_message(row: tuple[Any, ...]) -> StoredMessage:
 
 def auto_title(text: str) -> str:
     """First non-blank line of ``text``, at most ``TITLE_CHARS`` characters."""
-    line = next((ln.strip() for ln in clean_text(text).splitlines() if ln.strip()), "")
+    line = next((ln.strip() for ln in storable_text(text).splitlines() if ln.strip()), "")
     return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1].rstrip() + "…"
 
 

@@ -17,22 +17,16 @@ and NULs). Other control characters are stored as they are.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, is_dataclass
 from typing import Any
 
 from glmdesk.core.messages import ChatMessage
+from glmdesk.core.text import storable_text
 
 #: Message states: ``partial`` while an answer streams (or after a crash
 #: interrupted it), ``complete`` once it is finished (or for any user/system message).
 STATES = ("partial", "complete")
-
-#: Finish reasons an assistant message may be saved with (the engine's, see
-#: ``glmdesk.engine.chunk.FINISH_REASONS``).
-FINISH_REASONS = ("stop", "length", "cancelled", "error")
-
-_UNSAFE = re.compile("[\x00\ud800-\udfff]")
 
 
 class HistoryError(Exception):
@@ -43,11 +37,6 @@ class SchemaTooNewError(HistoryError):
     """The database was written by a newer glmdesk with a schema this one does not know."""
 
 
-def clean_text(text: str) -> str:
-    """Return ``text`` with each NUL and lone surrogate replaced by U+FFFD."""
-    return _UNSAFE.sub("\ufffd", text)
-
-
 def encode_text(text: str) -> tuple[str, bytes | None]:
     """Split ``text`` into its stored ``(text, text_raw)`` pair (see module docstring).
 
@@ -56,9 +45,10 @@ def encode_text(text: str) -> tuple[str, bytes | None]:
     """
     if not isinstance(text, str):
         raise TypeError(f"message text must be str, not {type(text).__name__}")
-    if _UNSAFE.search(text) is None:
+    clean = storable_text(text)
+    if clean == text:
         return text, None
-    return clean_text(text), text.encode("utf-8", "surrogatepass")
+    return clean, text.encode("utf-8", "surrogatepass")
 
 
 def decode_text(text: str, raw: bytes | None) -> str:

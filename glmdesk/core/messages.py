@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+#: Why an answer ended: the engine's chunks and history's stored answers share this list.
+FINISH_REASONS = ("stop", "length", "cancelled", "error")
+
 ROLES = ("system", "user", "assistant")
 
 

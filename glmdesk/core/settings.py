@@ -232,6 +232,18 @@ FAMILY_DEFAULTS: dict[str, SamplingParams] = {
 }
 
 
+def family_defaults(family: str) -> SamplingParams:
+    """The published demo defaults for a model family (``generic`` when unknown).
+
+    Args:
+        family: A detected family (``chatglm3``, ``glm4-hf``, ``gguf``...).
+    """
+    for key in ("chatglm2", "chatglm3", "glm4"):
+        if family.startswith(key):
+            return FAMILY_DEFAULTS[key]
+    return FAMILY_DEFAULTS["generic"]
+
+
 class ParamsBox:
     """Holds the current :class:`SamplingParams`; swapped whole from any thread.
 

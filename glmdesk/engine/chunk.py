@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from glmdesk.core.errors import ErrorInfo
-
-FINISH_REASONS = ("stop", "length", "cancelled", "error")
+from glmdesk.core.messages import FINISH_REASONS  # noqa: F401 (the one list; chunks name it)
 
 
 @dataclass(frozen=True)

@@ -79,3 +79,13 @@ class ModelInfo:
             f"{name} [{self.family}] on {self.device}, {self.dtype}{quant}, "
             f"{self.footprint_mib:.0f} MiB, context {self.context_length} tokens, {self.threads} thread{'s' if self.threads != 1 else ''}"
         )
+
+
+def context_limit(config) -> int | None:
+    """The context window a transformers config states, in tokens (``None`` when it states none)."""
+    text = config.get_text_config(decoder=True) if hasattr(config, "get_text_config") else config
+    for name in ("max_position_embeddings", "seq_length", "max_sequence_length"):
+        value = getattr(text, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None

@@ -19,7 +19,7 @@ from glmdesk.core.errors import GlmdeskError
 from glmdesk.core.settings import CacheSettings, LoadSettings
 from glmdesk.engine import acceleration, model_source, placement
 from glmdesk.engine.cache import kv_budget_bytes, kv_bytes_per_token
-from glmdesk.engine.info import LoadProgress, ModelInfo
+from glmdesk.engine.info import LoadProgress, ModelInfo, context_limit
 from glmdesk.engine.kv_pool import KVPool
 from glmdesk.engine.prompt import ChatTemplateFormat, PromptFormat
 from glmdesk.engine.threads import ThreadTuner
@@ -155,7 +155,7 @@ def load_model(
         dtype=precision,
         quantization=settings.quantization,
         footprint_mib=model.get_memory_footprint() / 2**20,
-        context_length=ready.context_length or context_length_of(model.config),
+        context_length=ready.context_length or (context_limit(model.config) or 2048),
         kv_bytes_per_token=kv_bytes_per_token(model.config, placement.DTYPES[precision]),
         prompt_format=prompt_format.name,
         threads=torch.get_num_threads(),
@@ -168,11 +168,6 @@ def load_model(
     automatic = settings.threads == 0 and device == "cpu"
     tuner = ThreadTuner(max_threads=acceleration.DEFAULT_THREADS) if automatic else None
     return LoadedModel(model, tokenizer, prompt_format, info, step=fast.step, tuner=tuner)
-
-
-def context_length_of(config) -> int:
-    """The context window a transformers config declares, in tokens (2048 when it says nothing)."""
-    return int(getattr(config, "max_position_embeddings", 0) or getattr(config, "seq_length", 0) or 2048)
 
 
 def _chat_template_format(model, tokenizer, ready) -> PromptFormat:

@@ -15,7 +15,7 @@ from PySide6.QtWidgets import QMainWindow, QSplitter, QVBoxLayout, QWidget
 
 from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.messages import ChatMessage
-from glmdesk.core.settings import FAMILY_DEFAULTS, LoadSettings, ParamsBox, SamplingParams
+from glmdesk.core.settings import FAMILY_DEFAULTS, LoadSettings, ParamsBox, SamplingParams, family_defaults
 from glmdesk.engine.memory import MIB, MemoryProbe
 from glmdesk.ui.chat_session import ChatSession
 from glmdesk.ui.chat_view import ChatView
@@ -28,14 +28,6 @@ from glmdesk.ui.open_model_dialog import OpenModelDialog
 from glmdesk.ui.settings_store import SettingsStore
 from glmdesk.ui.sidebar import Sidebar
 from glmdesk.ui.status_bar import StatusBar
-
-
-def family_defaults(family: str) -> SamplingParams:
-    """The published demo defaults for a model family (``generic`` when unknown)."""
-    for key in ("chatglm2", "chatglm3", "glm4"):
-        if family.startswith(key):
-            return FAMILY_DEFAULTS[key]
-    return FAMILY_DEFAULTS["generic"]
 
 
 def _shutdown_on_destroy(session, *_args) -> None:

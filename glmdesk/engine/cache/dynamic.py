@@ -13,10 +13,10 @@ import torch
 
 from glmdesk.core.settings import CacheSettings
 from glmdesk.engine.cache.base import CacheStrategy, kv_bytes_per_token, model_dtype, run_model, tensor_bytes
-from glmdesk.engine.cache.full import context_limit
 from glmdesk.engine.cache.layers import GrowingLayer, SinkWindowLayer, make_cache
 from glmdesk.engine.cache.window import RingBook, check_mask_support, mask_for
 from glmdesk.engine.chunk import CacheStats
+from glmdesk.engine.info import context_limit
 
 #: Budget on the CPU when the settings give none, in MiB.
 CPU_BUDGET_MIB = 1024

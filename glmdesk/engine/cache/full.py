@@ -8,16 +8,7 @@ from glmdesk.core.settings import CacheSettings
 from glmdesk.engine.cache.base import CacheStrategy, run_model, tensor_bytes
 from glmdesk.engine.cache.layers import GrowingLayer, make_cache
 from glmdesk.engine.chunk import CacheStats
-
-
-def context_limit(config) -> int | None:
-    """The model's context window in tokens, when its config states one."""
-    text = config.get_text_config(decoder=True) if hasattr(config, "get_text_config") else config
-    for name in ("max_position_embeddings", "seq_length", "max_sequence_length"):
-        value = getattr(text, name, None)
-        if isinstance(value, int) and value > 0:
-            return value
-    return None
+from glmdesk.engine.info import context_limit
 
 
 class FullCacheStrategy(CacheStrategy):
