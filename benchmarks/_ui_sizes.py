@@ -20,6 +20,37 @@ def one_line_json(size: int) -> str:
     return json.dumps({f"key{i}": f"value {i}" for i in range(size // 10 + 1)})[:size]
 
 
+def repaint_costs(lines: int) -> list[tuple[str, float]]:
+    """One streaming repaint at 100 lines and at ``lines`` lines: the whole message
+    re-rendered (one ``MarkdownView``, as before) side by side with the segmented view
+    (only the last segment drawn), in ms (median of 5). Needs the segmented view."""
+    import statistics
+
+    try:
+        from glmdesk.ui.long_markdown import SegmentedMarkdownView
+    except ImportError:
+        return []
+    from glmdesk.ui.markdown_view import MarkdownView
+
+    out = []
+    for name, make in (("whole message", MarkdownView), ("segmented", SegmentedMarkdownView)):
+        costs = {}
+        for n in (100, lines):
+            view = make()
+            view.resize(900, 400)
+            text = "".join(f"{i}\n" for i in range(1, n + 1))
+            view.set_markdown(text[: len(text) - 8])
+            samples = []
+            for k in range(5):  # a repaint after a few more characters arrived
+                start = time.perf_counter()
+                view.set_markdown(text[: len(text) - 8 + k + 1])
+                samples.append((time.perf_counter() - start) * 1000)
+            costs[n] = statistics.median(samples)
+            out.append((f"repaint at {n} lines, {name}", costs[n]))
+        print(f"repaint cost {name}: {lines} lines / 100 lines = {costs[lines] / costs[100]:.2f}")
+    return out
+
+
 def run(scale: float = 1.0) -> list[tuple[str, float]]:
     """Measure every phase; returns ``(phase, longest gap in ms)`` and prints a table.
 
@@ -145,6 +176,7 @@ def run(scale: float = 1.0) -> list[tuple[str, float]]:
     results.append((f"stream 1..{lines} (last tenth)", max(gaps_by_part[-tenth:])))
     results.append((f"stream 1..{lines} (whole, {time.perf_counter() - started:.1f} s)", max(gaps_by_part)))
     history.close()
+    results += repaint_costs(max(100, int(3000 * scale)))
     for name, gap in results:
-        print(f"{name:<40} longest GUI gap {gap:9.1f} ms")
+        print(f"{name:<44} {'ms' if name.startswith('repaint') else 'longest GUI gap'} {gap:9.1f} ms")
     return results

@@ -89,6 +89,7 @@ class HistoryController(QObject):
         self._last_checkpoint = 0.0
         self._pending: list[Callable[[], None]] = []  # failed writes, oldest first
         self._reported: str | None = None  # the failure kind on show
+        self._deferred = ""  # a failure sentence to show after the current signal chain
         self._retry = QTimer(self)
         self._retry.setInterval(RETRY_MS)
         self._retry.timeout.connect(self.retry_pending)
@@ -131,7 +132,9 @@ class HistoryController(QObject):
             write()
         except HistoryError as exc:
             if (again or exc.kind != self._reported) and self.notice is not None:
-                self.notice.show_error(error_sentence(exc.info))
+                self._deferred = error_sentence(exc.info)
+                # After the current signal chain: the window clears its notice bar as an answer starts.
+                QTimer.singleShot(0, self._show_deferred)
             self._reported = exc.kind
             if self._pending:
                 self._retry.start()
@@ -139,6 +142,12 @@ class HistoryController(QObject):
         if not self._pending:  # storage works: a later failure is news again
             self._reported = None
         return True
+
+    @Slot()
+    def _show_deferred(self) -> None:
+        if self._deferred and self.notice is not None:
+            self.notice.show_error(self._deferred)
+        self._deferred = ""
 
     def _queue(self, write: Callable[[], None]) -> None:
         """Queue a write after any that wait, then try them all in order."""

@@ -31,11 +31,11 @@ from PySide6.QtWidgets import QSizePolicy, QVBoxLayout, QWidget
 from glmdesk.ui.markdown_view import MarkdownView
 
 #: A segment may end at a blank line once it holds this many characters.
-SEGMENT_CHARS = 1000
+SEGMENT_CHARS = 500
 #: A segment never holds more than this (plus a reopened fence line), in characters.
-MAX_SEGMENT_CHARS = 2000
+MAX_SEGMENT_CHARS = 1000
 #: Finished messages longer than this are folded: the first FOLD_CHARS are shown.
-FOLD_CHARS = 12_000
+FOLD_CHARS = 4000
 #: Time one event-loop turn may spend revealing a folded message, in s.
 REVEAL_BUDGET_S = 0.03
 

@@ -80,10 +80,10 @@ def test_gguf_progress_bars_are_hidden_while_quiet(capfd):
     from transformers import modeling_gguf_pytorch_utils as gguf
     from transformers.utils import logging as tf_logging
 
-    original = gguf.tqdm
+    original, bars_before = gguf.tqdm, tf_logging.is_progress_bar_enabled()
     with quiet_libraries():
         list(gguf.tqdm(range(50), desc="Converting and de-quantizing GGUF tensors..."))
         list(tf_logging.tqdm(range(50), desc="Loading weights"))
     err = capfd.readouterr().err
     assert "de-quantizing" not in err and "Loading weights" not in err
-    assert gguf.tqdm is original and tf_logging.is_progress_bar_enabled()
+    assert gguf.tqdm is original and tf_logging.is_progress_bar_enabled() == bars_before  # restored
