@@ -319,6 +319,10 @@ PARAMS = {
     "limit": 8192,
     "name": "top_p",
     "value": "2",
+    "head": "<html><body>",
+    "architecture": "chatglm",
+    "engine": "transformers",
+    "option": "quantization:4bit",
 }
 
 
