@@ -1,8 +1,8 @@
 """Backends: each way of answering behind the one :class:`Backend` interface.
 
 :func:`create_backend` chooses one for a :class:`~glmdesk.core.settings.LoadSettings`:
-``settings.engine`` names it, and ``auto`` takes transformers (the llama.cpp and
-remote backends register here as they land).
+``settings.engine`` names it, and ``auto`` takes the remote backend when a server URL
+is set, else transformers (the llama.cpp backend registers here as it lands).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ def engine_for(settings: LoadSettings) -> str:
     """The engine that will run ``settings``: ``settings.engine`` unless ``auto``."""
     if settings.engine != "auto":
         return settings.engine
-    return "transformers"
+    return "remote" if settings.remote_url else "transformers"
 
 
 def create_backend(settings: LoadSettings) -> Backend:
@@ -32,6 +32,10 @@ def create_backend(settings: LoadSettings) -> Backend:
         from glmdesk.engine.backends.transformers import TransformersBackend
 
         return TransformersBackend()
+    if engine == "remote":
+        from glmdesk.engine.backends.remote import RemoteBackend
+
+        return RemoteBackend()
     raise GlmdeskError(
         "load_failed", f"The {engine} engine is not available in this build.", detail=f"engine {engine}"
     )
