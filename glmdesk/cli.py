@@ -1,59 +1,43 @@
-"""Entry points: ``glmdesk`` opens the window; ``glmdesk chat`` streams in a terminal;
-``glmdesk convert`` converts an original ChatGLM checkpoint."""
+"""Entry points: ``glmdesk`` opens the window; ``glmdesk chat`` streams in a terminal
+(a local model or a remote server); ``glmdesk serve`` serves the model over an
+OpenAI-compatible API; ``glmdesk convert`` converts an original ChatGLM checkpoint."""
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import signal
 import sys
 import threading
 import time
 
+from glmdesk.cli_options import (
+    API_KEY_ENV,
+    add_model_arguments,
+    add_sampling_arguments,
+    cache_settings,
+    load_settings,
+    progress,
+    sampling,
+    without_uncompilable,
+)
+from glmdesk.cli_serve import add_serve_parser, serve
 from glmdesk.core.errors import GlmdeskError
 from glmdesk.core.messages import ChatMessage
-from glmdesk.core.settings import (
-    DEVICES,
-    FAMILY_DEFAULTS,
-    PRECISIONS,
-    QUANTIZATIONS,
-    CacheSettings,
-    LoadSettings,
-    ParamsBox,
-    SamplingParams,
-)
+from glmdesk.core.settings import ParamsBox
 
 
 def _chat_parser(sub) -> None:
     p = sub.add_parser("chat", help="chat in the terminal (streams the answer)")
-    p.add_argument("--model", help="model folder, .gguf file or hub id (default: the embedded model)")
-    p.add_argument("--quantization", choices=QUANTIZATIONS, default="none")
-    p.add_argument("--precision", choices=PRECISIONS, default="auto")
-    p.add_argument("--device", choices=DEVICES, default="auto")
-    p.add_argument("--threads", type=int, default=0, help="CPU threads (0: one per physical core)")
+    add_model_arguments(p)
     p.add_argument(
-        "--no-fused-decode",
-        dest="fused_decode",
-        action="store_false",
-        help="decode with transformers' forward instead of the fused CPU step",
+        "--remote",
+        metavar="URL",
+        help="answer with an OpenAI-compatible server (vLLM, SGLang, glmdesk serve), e.g. "
+        "http://gpu-box:8000/v1; --model then names the server's model",
     )
-    p.add_argument(
-        "--compile-decode",
-        action="store_true",
-        help="compile the fused step with torch.compile while loading (needs a C++ compiler)",
-    )
-    p.add_argument("--trust-remote-code", action="store_true", help="run the model folder's own code")
-    p.add_argument("--temperature", type=float)
-    p.add_argument("--top-p", type=float)
-    p.add_argument("--top-k", type=int)
-    p.add_argument("--min-p", type=float)
-    p.add_argument("--repetition-penalty", type=float)
-    p.add_argument("--max-new-tokens", type=int)
-    p.add_argument("--seed", type=int)
+    p.add_argument("--api-key", help=f"the remote server's API key (or set {API_KEY_ENV})")
+    add_sampling_arguments(p)
     p.add_argument("--system", help="system prompt")
-    p.add_argument("--kv-cache", choices=["full", "sliding_window", "dynamic", "quantized"], default="full")
-    p.add_argument("--window", type=int, default=4096, help="sliding window size, in tokens")
-    p.add_argument("--sinks", type=int, default=4, help="attention sink tokens kept by the window")
     p.add_argument("--prompt", help="answer this one message and exit")
 
 
@@ -65,40 +49,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--self-test", action="store_true", help="load the embedded model, answer once, exit")
     sub = parser.add_subparsers(dest="command")
     _chat_parser(sub)
+    add_serve_parser(sub)
     conv = sub.add_parser("convert", help="convert an original ChatGLM2/3 or GLM-4 checkpoint")
     conv.add_argument("src", help="original checkpoint folder")
     conv.add_argument("dst", nargs="?", help="output folder (default: next to the source, suffix -hf)")
     return parser
 
 
-def _sampling(args, family: str) -> SamplingParams:
-    base = FAMILY_DEFAULTS.get(family.split("-")[0], FAMILY_DEFAULTS["generic"])
-    values = {
-        "temperature": args.temperature,
-        "top_p": args.top_p,
-        "top_k": args.top_k,
-        "min_p": args.min_p,
-        "repetition_penalty": args.repetition_penalty,
-        "max_new_tokens": args.max_new_tokens,
-        "seed": args.seed,
-    }
-    from dataclasses import replace
-
-    return replace(base, **{k: v for k, v in values.items() if v is not None})
-
-
-def _progress(p) -> None:
-    total = f" {p.done}/{p.total}" if p.total else ""
-    print(f"\r[{p.stage}{total}]        ", end="", file=sys.stderr, flush=True)
-
-
-def _stream_one(loaded, messages, box, cache, stop) -> str | None:
-    """Print one streamed answer; return its text (``None`` after an error)."""
-    from glmdesk.engine.generate import stream_chat
-
+def _stream_one(backend, messages, box, cache, stop) -> str | None:
+    """Print one streamed answer; return its text (``None`` after an error with no text)."""
     parts: list[str] = []
     last = None
-    for chunk in stream_chat(loaded, messages, box, cache, stop):
+    for chunk in backend.stream(messages, box, cache, stop):
         if chunk.text:
             print(chunk.text, end="", flush=True)
             parts.append(chunk.text)
@@ -122,50 +84,39 @@ def chat(args) -> int:
     """Run ``glmdesk chat``: one answer with ``--prompt``, else an interactive loop."""
     loading = False
     try:
-        settings = LoadSettings(
-            args.model,
-            args.quantization,
-            args.precision,
-            args.device,
-            args.trust_remote_code,
-            threads=args.threads,
-            fused_decode=args.fused_decode,
-            compile_decode=args.compile_decode,
-        )
-        cache = CacheSettings(args.kv_cache, window=args.window, sinks=args.sinks)
-        _sampling(args, "generic")  # refuse bad values before a long load
-        if settings.compile_decode and cache.strategy in ("sliding_window", "quantized"):
-            # The compiled step writes the full cache's buffers only: no minute of compiling for nothing.
-            print(
-                f"note: the compiled decode step runs with the full and dynamic KV caches only; "
-                f"--kv-cache {cache.strategy} decodes with the fused step, uncompiled.",
-                file=sys.stderr,
-            )
-            settings = dataclasses.replace(settings, compile_decode=False)
+        settings = load_settings(args)
+        cache = cache_settings(args)
+        sampling(args, "generic")  # refuse bad values before a long load
+        settings = without_uncompilable(settings, cache)
         if args.prompt is not None and not args.prompt.strip():
             print("error: the prompt is empty.", file=sys.stderr)
             return 2
-        from glmdesk.engine.loader import load_model  # after the cheap checks: torch takes seconds
+        from glmdesk.engine.backends import create_backend  # after the cheap checks: torch takes seconds
 
         t0 = time.perf_counter()
         loading = True
-        loaded = load_model(settings, progress=_progress)
+        backend = create_backend(settings)
+        info = backend.load(settings, progress=progress)
         print(file=sys.stderr)
-        box = ParamsBox(_sampling(args, loaded.info.family))
+        box = ParamsBox(sampling(args, info.family))
     except (GlmdeskError, ValueError) as exc:
         print(f"{chr(10) if loading else ''}error: {exc}", file=sys.stderr)
         return 2
-    print(f"{loaded.info.describe()} (loaded in {time.perf_counter() - t0:.1f} s)", file=sys.stderr)
-    for note in loaded.info.notes:
+    print(f"{info.describe()} (loaded in {time.perf_counter() - t0:.1f} s)", file=sys.stderr)
+    for note in info.notes:
         print(f"note: {note.message}", file=sys.stderr)
     system = [ChatMessage("system", args.system)] if args.system else []
-    if args.prompt is not None:
-        text = _stream_one(loaded, system + [ChatMessage("user", args.prompt)], box, cache, threading.Event())
-        return 0 if text is not None else 1
-    return _interactive(loaded, system, box, cache)
+    try:
+        if args.prompt is not None:
+            messages = system + [ChatMessage("user", args.prompt)]
+            text = _stream_one(backend, messages, box, cache, threading.Event())
+            return 0 if text is not None else 1
+        return _interactive(backend, system, box, cache)
+    finally:
+        backend.close()
 
 
-def _interactive(loaded, system, box, cache) -> int:
+def _interactive(backend, system, box, cache) -> int:
     print("Type a message. /clear starts over, /exit leaves, Ctrl+C stops an answer.", file=sys.stderr)
     history: list[ChatMessage] = []
     stop = threading.Event()
@@ -192,7 +143,7 @@ def _interactive(loaded, system, box, cache) -> int:
         stop.clear()
         signal.signal(signal.SIGINT, on_sigint)
         try:
-            text = _stream_one(loaded, system + history, box, cache, stop)
+            text = _stream_one(backend, system + history, box, cache, stop)
         finally:
             signal.signal(signal.SIGINT, previous)
         if text is None:
@@ -206,13 +157,13 @@ def convert(args) -> int:
     from pathlib import Path
 
     from glmdesk.engine import chatglm
-    from glmdesk.engine.loader import LoadProgress
+    from glmdesk.engine.info import LoadProgress
 
     src = Path(args.src)
     dst = Path(args.dst) if args.dst else src.with_name(src.name + "-hf")
     try:
         out = chatglm.convert_checkpoint(
-            src, dst, progress=lambda d, t: _progress(LoadProgress("converting", d, t))
+            src, dst, progress=lambda d, t: progress(LoadProgress("converting", d, t))
         )
     except GlmdeskError as exc:
         print(f"\nerror: {exc.message}", file=sys.stderr)
@@ -227,6 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "chat":
         return chat(args)
+    if args.command == "serve":
+        return serve(args)
     if args.command == "convert":
         return convert(args)
     if args.install_desktop_entry or args.uninstall_desktop_entry:
