@@ -64,6 +64,7 @@ class AnswerRecord:
         ended: When its thread finished, in s (0 while running).
         n_generated: Tokens generated, in tokens.
         finish_reason: The engine's finish reason (``cancelled`` when the client left).
+        kv_tokens: Positions the KV cache holds now (while it runs), in tokens.
     """
 
     id: str
@@ -71,6 +72,7 @@ class AnswerRecord:
     ended: float = 0.0
     n_generated: int = 0
     finish_reason: str | None = None
+    kv_tokens: int = 0
 
 
 class AnswerRun:
@@ -116,6 +118,7 @@ class AnswerRun:
         try:
             for chunk in self._make_stream(self.stop):
                 last = chunk
+                self.record.kv_tokens = chunk.cache.tokens_held
                 self._put(chunk)
         except Exception as exc:  # backends never raise; a safety net all the same
             info = ErrorInfo("generation_failed", f"The answer failed: {exc}", {"detail": str(exc)})
@@ -123,6 +126,7 @@ class AnswerRun:
             self._put(last)
         finally:
             self.record.ended = time.perf_counter()
+            self.record.kv_tokens = 0
             if last is not None:
                 self.record.n_generated = last.n_generated
                 self.record.finish_reason = last.finish_reason

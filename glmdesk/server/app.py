@@ -213,6 +213,24 @@ def create_app(
     async def health() -> dict:
         return {"status": "ok", "busy": state.turns.busy, "waiting": state.turns.waiting}
 
+    @app.get("/metrics")
+    async def metrics() -> Response:
+        running = state.records[-1] if state.records and not state.records[-1].ended else None
+        usage = (running.kv_tokens if running else 0) / max(state.context_length, 1)
+        text = (
+            "# HELP glmdesk:kv_cache_usage_perc KV-cache positions held by the running answer, "
+            "as a fraction of the context window (0-1).\n"
+            "# TYPE glmdesk:kv_cache_usage_perc gauge\n"
+            f"glmdesk:kv_cache_usage_perc {usage:.6f}\n"
+            "# HELP glmdesk:num_requests_waiting Requests waiting for the model.\n"
+            "# TYPE glmdesk:num_requests_waiting gauge\n"
+            f"glmdesk:num_requests_waiting {state.turns.waiting}\n"
+            "# HELP glmdesk:requests_total Answers started since the server started.\n"
+            "# TYPE glmdesk:requests_total counter\n"
+            f"glmdesk:requests_total {state.requests}\n"
+        )
+        return Response(text, media_type="text/plain; version=0.0.4")
+
     @app.get("/v1/models", dependencies=guarded)
     async def models() -> dict:
         entry = {

@@ -88,6 +88,50 @@ Updated {when} · {model}</source>
         <source>{option} cannot be used on this computer.</source>
         <translation>此电脑无法使用 {option}。</translation>
     </message>
+    <message>
+        <source>Nothing answers at {url}: the connection was refused. Is the server running, on that port?</source>
+        <translation>{url} 无响应：连接被拒绝。服务器是否已启动，端口是否正确？</translation>
+    </message>
+    <message>
+        <source>The server name in {url} could not be found (DNS). Check the address.</source>
+        <translation>找不到 {url} 中的服务器名称（DNS）。请检查地址。</translation>
+    </message>
+    <message>
+        <source>A secure (TLS) connection to {url} failed: {detail}. Check https:// versus http:// and the certificate.</source>
+        <translation>与 {url} 的安全（TLS）连接失败：{detail}。请检查应使用 https:// 还是 http://，以及证书。</translation>
+    </message>
+    <message>
+        <source>The server at {url} did not answer in time.</source>
+        <translation>{url} 的服务器未能及时响应。</translation>
+    </message>
+    <message>
+        <source>The server at {url} could not be reached: {detail}.</source>
+        <translation>无法连接 {url} 的服务器：{detail}。</translation>
+    </message>
+    <message>
+        <source>The server at {url} refused the API key. Check the key in Open model.</source>
+        <translation>{url} 的服务器拒绝了 API 密钥。请在“打开模型”中检查密钥。</translation>
+    </message>
+    <message>
+        <source>The server at {url} has no model {model}; choose one it lists.</source>
+        <translation>{url} 的服务器上没有模型 {model}；请从它列出的模型中选择。</translation>
+    </message>
+    <message>
+        <source>The server at {url} is busy (HTTP {status}); try again in a moment.</source>
+        <translation>{url} 的服务器正忙（HTTP {status}），请稍后再试。</translation>
+    </message>
+    <message>
+        <source>The server at {url} reported an error: {detail}. The answer so far is kept.</source>
+        <translation>{url} 的服务器报告错误：{detail}。已生成的内容已保留。</translation>
+    </message>
+    <message>
+        <source>The connection to {url} was lost in the middle of the answer. The answer so far is kept.</source>
+        <translation>回答过程中与 {url} 的连接中断。已生成的内容已保留。</translation>
+    </message>
+    <message>
+        <source>The server at {url} sent nothing for {seconds} s, so the answer was ended. The answer so far is kept.</source>
+        <translation>{url} 的服务器 {seconds} 秒内没有发送任何数据，回答已结束。已生成的内容已保留。</translation>
+    </message>
 </context>
 <context>
     <name>HistoryPanel</name>
