@@ -191,7 +191,9 @@ class LoadSettings:
         if self.remote_url is not None:
             _check_remote_url(self.remote_url)
         if self.remote_model is not None and not self.remote_model.strip():
-            raise ValueError("The remote model name is empty; leave it unset to use the server's first model.")
+            raise ValueError(
+                "The remote model name is empty; leave it unset to use the server's first model."
+            )
         if not isinstance(self.threads, int) or not 0 <= self.threads <= 1024:
             raise ValueError(
                 f"CPU threads must be a whole number from 0 (automatic) to 1024, not {self.threads!r}."

@@ -40,3 +40,8 @@ def test_engine_imports_no_qt():
     engine = [m for m in modules("glmdesk.engine") if not m.endswith("conftest")]
     out = import_with_blocked(engine, ["PySide6", "shiboken6"])
     assert out.returncode == 0, out.stderr
+
+
+def test_server_imports_no_qt():
+    out = import_with_blocked(modules("glmdesk.server") + ["glmdesk.cli_serve"], ["PySide6", "shiboken6"])
+    assert out.returncode == 0, out.stderr

@@ -116,10 +116,12 @@ def from_status(url: str, model: str, exc: openai.APIStatusError) -> GlmdeskErro
 
 def from_exception(url: str, model: str, exc: BaseException, streaming: bool, stall_s: float) -> GlmdeskError:
     """The error for any exception of the client, before (``streaming`` False) or
-    during an answer's stream."""
+    during an answer's stream. A read timeout (connected, then no byte for
+    ``stall_s`` s) is ``server_stalled`` in either case."""
     if isinstance(exc, openai.APIStatusError):
         return from_status(url, model, exc)
-    if streaming and isinstance(exc, openai.APITimeoutError):
+    read_timeout = any("ReadTimeout" in type(link).__name__ for link in _chain(exc))
+    if isinstance(exc, openai.APITimeoutError) and (streaming or read_timeout):
         return GlmdeskError(
             "server_stalled",
             f"The server at {url} sent nothing for {stall_s:g} s, so the answer was ended. The answer so far is kept.",
