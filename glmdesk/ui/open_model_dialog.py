@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
 from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.settings import CPU_ONLY_QUANTIZATIONS, DEVICES, PRECISIONS, QUANTIZATIONS, LoadSettings
 from glmdesk.ui.messages import option_reason
+from glmdesk.ui.remote_server_box import RemoteServerBox
 
 
 class OpenModelDialog(QDialog):
@@ -163,8 +164,10 @@ class OpenModelDialog(QDialog):
         buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Open | QDialogButtonBox.StandardButton.Cancel
         )
+        self.remote_box = RemoteServerBox(current)
         layout = QVBoxLayout(self)
         layout.addLayout(form)
+        layout.addWidget(self.remote_box)
         layout.addWidget(self.reasons_label)
         layout.addWidget(self.trust_check)
         layout.addWidget(self.trust_note)
@@ -285,8 +288,23 @@ class OpenModelDialog(QDialog):
         if not on:
             self.compile_check.setChecked(False)
 
+    def accept(self) -> None:
+        """Close with the choices, unless the server URL is malformed (said in the box)."""
+        try:
+            self.load_settings()
+        except ValueError as exc:
+            self.remote_box.status_label.setText(str(exc))
+            return
+        super().accept()
+
     def load_settings(self) -> LoadSettings:
-        """The choices as :class:`LoadSettings`."""
+        """The choices as :class:`LoadSettings` (a remote server's when that box is checked).
+
+        Raises:
+            ValueError: with a sentence, for a malformed server URL.
+        """
+        if self.remote_box.isChecked():
+            return self.remote_box.load_settings()
         text = self.model_edit.text().strip()
         return LoadSettings(
             model=text or None,

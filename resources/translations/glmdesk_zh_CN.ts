@@ -705,10 +705,73 @@ Updated {when} · {model}</source>
     </message>
 </context>
 <context>
+    <name>RemoteServerBox</name>
+    <message>
+        <source>Remote server (vLLM, SGLang, glmdesk serve...)</source>
+        <translation>远程服务器（vLLM、SGLang、glmdesk serve 等）</translation>
+    </message>
+    <message>
+        <source>Optional; kept in the system keyring</source>
+        <translation>可选；保存在系统密钥环中</translation>
+    </message>
+    <message>
+        <source>Empty: the server&apos;s first model</source>
+        <translation>留空：使用服务器的第一个模型</translation>
+    </message>
+    <message>
+        <source>List models</source>
+        <translation>列出模型</translation>
+    </message>
+    <message>
+        <source>Server URL</source>
+        <translation>服务器 URL</translation>
+    </message>
+    <message>
+        <source>API key</source>
+        <translation>API 密钥</translation>
+    </message>
+    <message>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>Asking the server...</source>
+        <translation>正在询问服务器…</translation>
+    </message>
+    <message>
+        <source>{count} models on this server.</source>
+        <translation>此服务器上有 {count} 个模型。</translation>
+    </message>
+</context>
+<context>
     <name>SearchResultModel</name>
     <message>
         <source>Untitled</source>
         <translation>未命名对话</translation>
+    </message>
+</context>
+<context>
+    <name>ServeController</name>
+    <message>
+        <source>Serve on localhost:{port}</source>
+        <extracomment>The port the toggle serves on (vLLM&apos;s and glmdesk serve&apos;s default).</extracomment>
+        <translation>在 localhost:{port} 上提供服务</translation>
+    </message>
+    <message>
+        <source>Serve the loaded model over an OpenAI-compatible API on this computer</source>
+        <translation>在本机通过 OpenAI 兼容 API 提供已加载的模型</translation>
+    </message>
+    <message>
+        <source>Load a model first; then it can be served.</source>
+        <translation>请先加载模型，然后才能提供服务。</translation>
+    </message>
+    <message>
+        <source>Could not serve on localhost:{port}: {reason}</source>
+        <translation>无法在 localhost:{port} 上提供服务：{reason}</translation>
+    </message>
+    <message>
+        <source>Serving at {url}: {count} requests</source>
+        <translation>正在 {url} 提供服务：{count} 个请求</translation>
     </message>
 </context>
 <context>
