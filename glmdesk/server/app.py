@@ -193,21 +193,31 @@ def create_app(
     async def _gone(request: Request, exc: ClientGone) -> Response:
         return Response(status_code=499)  # nginx's "client closed request"; nobody reads it
 
+    guarded = [Depends(_authorizer(settings.api_key))]
+    _info_routes(app, state, guarded)
+    _answer_routes(app, state, guarded)
+    return app
+
+
+def _authorizer(api_key: str | None) -> Callable[[Request], None]:
+    """A dependency that refuses a request without ``Authorization: Bearer <api_key>``."""
+
     def authorized(request: Request) -> None:
-        if settings.api_key is None:
+        if api_key is None:
             return
-        header = request.headers.get("authorization", "")
-        scheme, _, key = header.partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(
-            key.strip().encode(), settings.api_key.encode()
-        ):
+        scheme, _, key = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(key.strip().encode(), api_key.encode()):
             raise APIError(
                 401,
                 "The API key is missing or wrong: send it as the header Authorization: Bearer KEY.",
                 code="invalid_api_key",
             )
 
-    guarded = [Depends(authorized)]
+    return authorized
+
+
+def _info_routes(app: FastAPI, state: ServerState, guarded: list) -> None:
+    """``/health`` and ``/metrics`` (open, as vLLM's) and ``/v1/models`` (guarded)."""
 
     @app.get("/health")
     async def health() -> dict:
@@ -242,6 +252,11 @@ def create_app(
         }
         return {"object": "list", "data": [entry]}
 
+
+def _answer_routes(app: FastAPI, state: ServerState, guarded: list) -> None:
+    """``/v1/chat/completions`` and ``/v1/completions``."""
+    backend = state.backend
+
     @app.post("/v1/chat/completions", dependencies=guarded)
     async def chat_completions(body: ChatRequest, request: Request) -> Response:
         state.check_model(body.model)
@@ -265,5 +280,3 @@ def create_app(
         return await _answer(
             state, request, body, lambda stop: backend.stream_prompt(prompt, params, state.cache, stop), reply
         )
-
-    return app
