@@ -207,6 +207,11 @@ class LoadSettings:
         if self.device not in DEVICES:
             raise ValueError(f"Unknown device {self.device!r}; choose one of {DEVICES}.")
 
+    @property
+    def is_remote(self) -> bool:
+        """True when a remote server answers (``engine`` ``remote``, or ``auto`` with a URL)."""
+        return self.engine == "remote" or (self.engine == "auto" and bool(self.remote_url))
+
 
 def _check_remote_url(url: str) -> None:
     try:

@@ -34,7 +34,7 @@ class RemoteServerBox(QGroupBox):
         self.setObjectName("remote_server_box")
         self.setTitle(self.tr("Remote server (vLLM, SGLang, glmdesk serve...)"))
         self.setCheckable(True)
-        remote = current is not None and current.engine == "remote"
+        remote = current is not None and current.is_remote
         self.setChecked(remote)
         self.url_edit = QLineEdit((current.remote_url or "") if remote else "")
         self.url_edit.setPlaceholderText("http://gpu-box:8000/v1")

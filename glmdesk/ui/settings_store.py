@@ -159,7 +159,7 @@ class SettingsStore:
         A remote server's URL and model are kept here; its API key goes to the system
         keyring (:mod:`glmdesk.ui.api_keys`) and never into QSettings.
         """
-        remote = load.engine == "remote"
+        remote = load.is_remote
         self._set("model/engine", "remote" if remote else "auto")
         self._set("model/remote_url", (load.remote_url or "") if remote else "")
         self._set("model/remote_model", (load.remote_model or "") if remote else "")

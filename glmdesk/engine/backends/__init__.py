@@ -18,7 +18,7 @@ def engine_for(settings: LoadSettings) -> str:
     """The engine that will run ``settings``: ``settings.engine`` unless ``auto``."""
     if settings.engine != "auto":
         return settings.engine
-    return "remote" if settings.remote_url else "transformers"
+    return "remote" if settings.is_remote else "transformers"
 
 
 def create_backend(settings: LoadSettings) -> Backend:
