@@ -319,6 +319,10 @@ PARAMS = {
     "limit": 8192,
     "name": "top_p",
     "value": "2",
+    "option": "quantization:4bit",
+    "url": "http://gpu-box:8000/v1",
+    "status": 503,
+    "seconds": 120,
 }
 
 
