@@ -1,29 +1,31 @@
 """Entry points: ``glmdesk`` opens the window; ``glmdesk chat`` streams in a terminal;
-``glmdesk convert`` converts an original ChatGLM checkpoint."""
+``glmdesk serve`` serves the model over an OpenAI-compatible API (:mod:`glmdesk.cli_serve`);
+``glmdesk convert`` converts an original ChatGLM checkpoint. Shared flags live in
+:mod:`glmdesk.cli_options`."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import signal
 import sys
 import threading
 import time
 
+from glmdesk.cli_options import (
+    API_KEY_ENV,
+    add_model_arguments,
+    add_sampling_arguments,
+    cache_settings,
+    load_settings,
+    progress,
+    sampling,
+    without_uncompilable,
+)
+from glmdesk.cli_serve import add_serve_parser, serve
 from glmdesk.core.errors import GlmdeskError
 from glmdesk.core.messages import ChatMessage
-from glmdesk.core.settings import (
-    DEVICES,
-    ENGINES,
-    PRECISIONS,
-    QUANTIZATIONS,
-    CacheSettings,
-    LoadSettings,
-    ParamsBox,
-    SamplingParams,
-    family_defaults,
-)
+from glmdesk.core.settings import ParamsBox
 
 
 def _chat_parser(sub) -> None:
@@ -33,107 +35,16 @@ def _chat_parser(sub) -> None:
         description="Chat in the terminal. Sampling flags left out take the model family's defaults; "
         "Ctrl+C stops an answer and keeps it (with --prompt: prints '(stopped)' and exits with 130).",
     )
+    add_model_arguments(p)
     p.add_argument(
-        "--model", help="a model folder, a .gguf file or a hub id (default: the embedded SmolLM2-135M)"
+        "--remote",
+        metavar="URL",
+        help="answer with an OpenAI-compatible server (vLLM, SGLang, glmdesk serve), e.g. "
+        "http://gpu-box:8000/v1; --model then names the server's model",
     )
-    p.add_argument(
-        "--quantization",
-        choices=QUANTIZATIONS,
-        default="none",
-        help="weight quantization: 8bit and 4bit (NF4) use bitsandbytes (GPU; slow on the CPU); "
-        "int8-wo and int4-wo are the CPU's weight-only kernels (default: %(default)s)",
-    )
-    p.add_argument(
-        "--precision",
-        choices=PRECISIONS,
-        default="auto",
-        help="weight precision: auto is bf16 or fp16 on a GPU, fp32 on the CPU (default: %(default)s)",
-    )
-    p.add_argument("--device", choices=DEVICES, default="auto", help="where to run (default: %(default)s)")
-    p.add_argument(
-        "--threads",
-        type=int,
-        default=0,
-        help="CPU threads, 1 or more; 0 (default) adapts the count to measured decode steps",
-    )
-    p.add_argument(
-        "--no-fused-decode",
-        dest="fused_decode",
-        action="store_false",
-        help="decode with transformers' forward instead of the fused CPU step",
-    )
-    p.add_argument(
-        "--compile-decode",
-        action="store_true",
-        help="compile the fused step with torch.compile while loading (needs a C++ compiler)",
-    )
-    p.add_argument(
-        "--trust-remote-code",
-        action="store_true",
-        help="run the model folder's own Python code (off by default)",
-    )
-    p.add_argument(
-        "--engine",
-        choices=[e for e in ENGINES if e != "remote"],
-        default="auto",
-        help="auto: llama.cpp for .gguf files (the embedded model too) when llama-cpp-python is "
-        "installed and no transformers-only option is given, else transformers",
-    )
-    p.add_argument(
-        "--n-ctx", type=int, default=0, help="llama.cpp context, in tokens (0: the model's, at most 8192)"
-    )
-    p.add_argument(
-        "--n-batch", type=int, default=512, help="llama.cpp prompt tokens per prefill call (1-8192)"
-    )
-    p.add_argument(
-        "--no-mmap",
-        dest="use_mmap",
-        action="store_false",
-        help="llama.cpp: read the file instead of mapping it",
-    )
-    p.add_argument(
-        "--n-gpu-layers",
-        type=int,
-        default=-1,
-        help="llama.cpp on a CUDA build: layers on the GPU (-1: all, 0: none)",
-    )
-    p.add_argument(
-        "--kv-bits", type=int, default=8, help="llama.cpp quantized KV cache: 8 (q8_0) or 4 (q4_0)"
-    )
-    p.add_argument("--temperature", type=float, help="0 to 2; 0 is greedy (always the likeliest token)")
-    p.add_argument("--top-p", type=float, help="nucleus sampling, 0 to 1; 1 is off")
-    p.add_argument("--top-k", type=int, help="sample from the k likeliest tokens, 0 or more; 0 is off")
-    p.add_argument(
-        "--min-p", type=float, help="drop tokens below min-p x the likeliest's probability, 0 to 1; 0 is off"
-    )
-    p.add_argument("--repetition-penalty", type=float, help="1 to 10; 1 is off")
-    p.add_argument(
-        "--max-new-tokens",
-        type=int,
-        help="longest answer, in tokens, 1 or more (capped by the room the context window has left)",
-    )
-    p.add_argument("--seed", type=int, help="random seed, 0 to 2^63-1, for repeatable sampling")
+    p.add_argument("--api-key", help=f"the remote server's API key (or set {API_KEY_ENV})")
+    add_sampling_arguments(p)
     p.add_argument("--system", help="system prompt (instructions the model reads before every message)")
-    p.add_argument(
-        "--kv-cache",
-        choices=["full", "sliding_window", "dynamic", "quantized"],
-        default="full",
-        help="KV-cache strategy: full keeps every token; sliding_window keeps the sinks and the last "
-        "--window tokens; dynamic is full until its memory budget, then the window; quantized stores "
-        "keys and values in fewer bits (default: %(default)s)",
-    )
-    p.add_argument(
-        "--window",
-        type=int,
-        default=4096,
-        help="sliding window size, 16 tokens or more (default: %(default)s)",
-    )
-    p.add_argument(
-        "--sinks",
-        type=int,
-        default=4,
-        help="attention sink tokens kept by the window, 0 to window-1 (default: %(default)s)",
-    )
     p.add_argument("--prompt", help="answer this one message and exit")
 
 
@@ -145,26 +56,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--self-test", action="store_true", help="load the embedded model, answer once, exit")
     sub = parser.add_subparsers(dest="command")
     _chat_parser(sub)
+    add_serve_parser(sub)
     conv = sub.add_parser("convert", help="convert an original ChatGLM2/3 or GLM-4 checkpoint")
     conv.add_argument("src", help="original checkpoint folder")
     conv.add_argument("dst", nargs="?", help="output folder (default: next to the source, suffix -hf)")
     return parser
-
-
-def _sampling(args, family: str) -> SamplingParams:
-    base = family_defaults(family)
-    values = {
-        "temperature": args.temperature,
-        "top_p": args.top_p,
-        "top_k": args.top_k,
-        "min_p": args.min_p,
-        "repetition_penalty": args.repetition_penalty,
-        "max_new_tokens": args.max_new_tokens,
-        "seed": args.seed,
-    }
-    from dataclasses import replace
-
-    return replace(base, **{k: v for k, v in values.items() if v is not None})
 
 
 def _error(command: str, sentence: object) -> None:
@@ -194,11 +90,6 @@ def _ctrl_c_stops(stop: threading.Event):
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
-
-
-def _progress(p) -> None:
-    total = f" {p.done}/{p.total}" if p.total else ""
-    print(f"\r[{p.stage}{total}]        ", end="", file=sys.stderr, flush=True)
 
 
 def _stream_one(backend, messages, box, cache, stop, conversation=None) -> tuple[str | None, str]:
@@ -260,47 +151,23 @@ def chat(args) -> int:
 def _chat(args) -> int:
     loading = False
     try:
-        settings = LoadSettings(
-            args.model,
-            args.quantization,
-            args.precision,
-            args.device,
-            args.trust_remote_code,
-            threads=args.threads,
-            fused_decode=args.fused_decode,
-            compile_decode=args.compile_decode,
-            engine=args.engine,
-            n_ctx=args.n_ctx,
-            n_batch=args.n_batch,
-            use_mmap=args.use_mmap,
-            n_gpu_layers=args.n_gpu_layers,
-        )
-        from glmdesk.engine.backends import create_backend, engine_for
-
-        # The engine is chosen from the options asked for, before any is dropped below.
-        settings = dataclasses.replace(settings, engine=engine_for(settings))
-        cache = CacheSettings(args.kv_cache, window=args.window, sinks=args.sinks, kv_bits=args.kv_bits)
-        _sampling(args, "generic")  # refuse bad values before a long load
-        if settings.compile_decode and cache.strategy in ("sliding_window", "quantized"):
-            # The compiled step writes the full cache's buffers only: no minute of compiling for nothing.
-            print(
-                f"note: the compiled decode step runs with the full and dynamic KV caches only; "
-                f"--kv-cache {cache.strategy} decodes with the fused step, uncompiled.",
-                file=sys.stderr,
-            )
-            settings = dataclasses.replace(settings, compile_decode=False)
+        settings = load_settings(args)
+        cache = cache_settings(args)
+        sampling(args, "generic")  # refuse bad values before a long load
+        settings = without_uncompilable(settings, cache)
         if args.prompt is not None and not args.prompt.strip():
             _error("chat", "the prompt is empty.")
             return 2
+        from glmdesk.engine.backends import create_backend  # after the cheap checks: torch takes seconds
         from glmdesk.engine.quiet import quiet_libraries
 
         backend = create_backend(settings)
         t0 = time.perf_counter()
         loading = True
         with quiet_libraries():
-            info = backend.load(settings, progress=_progress)  # after the cheap checks: torch takes seconds
+            info = backend.load(settings, progress=progress)
         print(file=sys.stderr)
-        box = ParamsBox(_sampling(args, info.family))
+        box = ParamsBox(sampling(args, info.family))
     except (GlmdeskError, ValueError) as exc:
         if loading:
             print(file=sys.stderr)
@@ -310,13 +177,16 @@ def _chat(args) -> int:
     for note in info.notes:
         print(f"note: {note.message}", file=sys.stderr)
     system = [ChatMessage("system", args.system)] if args.system else []
-    if args.prompt is not None:
-        messages = system + [ChatMessage("user", args.prompt)]
-        text, reason = _stream_one(backend, messages, box, cache, threading.Event())
-        if text is None:
-            return 1
-        return 130 if reason == "cancelled" else 0
-    return _interactive(backend, system, box, cache)
+    try:
+        if args.prompt is not None:
+            messages = system + [ChatMessage("user", args.prompt)]
+            text, reason = _stream_one(backend, messages, box, cache, threading.Event())
+            if text is None:
+                return 1
+            return 130 if reason == "cancelled" else 0
+        return _interactive(backend, system, box, cache)
+    finally:
+        backend.close()
 
 
 def _interactive(backend, system, box, cache) -> int:
@@ -362,7 +232,7 @@ def convert(args) -> int:
     try:
         with quiet_libraries():
             out = chatglm.convert_checkpoint(
-                src, dst, progress=lambda d, t: _progress(LoadProgress("converting", d, t))
+                src, dst, progress=lambda d, t: progress(LoadProgress("converting", d, t))
             )
     except GlmdeskError as exc:
         print(file=sys.stderr)
@@ -381,6 +251,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "chat":
         return chat(args)
+    if args.command == "serve":
+        return serve(args)
     if args.command == "convert":
         return convert(args)
     if args.install_desktop_entry or args.uninstall_desktop_entry:

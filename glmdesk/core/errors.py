@@ -35,6 +35,14 @@ ERROR_KINDS = (
     "history_disk_full",  # path: str, detail: str
     "history_damaged",  # path: str, detail: str
     "history_unavailable",  # path: str, detail: str
+    # A remote OpenAI-compatible server (vLLM, SGLang, glmdesk serve):
+    "server_unreachable",  # url: str, reason: refused|dns|tls|timeout|other, detail: str
+    "server_auth_failed",  # url: str
+    "remote_model_not_found",  # model: str, url: str
+    "server_busy",  # url: str, status: int
+    "server_error",  # url: str, status: int, detail: str
+    "connection_lost",  # url: str, detail: str
+    "server_stalled",  # url: str, seconds: float
 )
 
 

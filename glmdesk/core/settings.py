@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import math
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 QUANTIZATIONS = ("none", "8bit", "4bit", "int8-wo", "int4-wo")
 #: Quantizations done by bitsandbytes (the rest are torch weight-only CPU kernels).
@@ -164,7 +165,15 @@ class LoadSettings:
             (Llama-layout models, full KV cache; needs a C++ compiler; one to two
             minutes the first time, :mod:`glmdesk.engine.compiled_step`). Needs
             ``fused_decode``.
-        engine: The backend: ``auto``, ``transformers``, ``llamacpp`` or ``remote``.
+        engine: The backend: ``auto``, ``transformers``, ``llamacpp`` or ``remote``
+            (``auto`` with a ``remote_url`` is ``remote``).
+        remote_url: The base URL of an OpenAI-compatible server (vLLM, SGLang,
+            llama.cpp's server, ``glmdesk serve``), e.g. ``http://gpu-box:8000/v1``;
+            ``http`` or ``https``, no user name or password in it.
+        remote_model: The server's model id; ``None`` takes the first one it lists.
+        remote_api_key: The server's API key (sent as a bearer token). Left out of
+            ``repr``; never written to QSettings or history (the window keeps it
+            with ``keyring``).
         n_ctx: llama.cpp: context (KV cells) of the full cache, in tokens; 0 takes the
             model's training context, at most :data:`LLAMA_DEFAULT_N_CTX`.
         n_batch: llama.cpp: prompt tokens per prefill call, in tokens (larger is faster
@@ -191,6 +200,9 @@ class LoadSettings:
     n_batch: int = 512
     use_mmap: bool = True
     n_gpu_layers: int = -1
+    remote_url: str | None = None
+    remote_model: str | None = None
+    remote_api_key: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.n_ctx, int) or not (self.n_ctx == 0 or 256 <= self.n_ctx <= 1 << 21):
@@ -205,6 +217,14 @@ class LoadSettings:
             )
         if self.engine not in ENGINES:
             raise ValueError(f"Unknown engine {self.engine!r}; choose one of {', '.join(ENGINES)}.")
+        if self.engine == "remote" and not self.remote_url:
+            raise ValueError("The remote engine needs the server's URL, e.g. http://gpu-box:8000/v1.")
+        if self.remote_url is not None:
+            _check_remote_url(self.remote_url)
+        if self.remote_model is not None and not self.remote_model.strip():
+            raise ValueError(
+                "The remote model name is empty; leave it unset to use the server's first model."
+            )
         if not isinstance(self.threads, int) or not 0 <= self.threads <= 1024:
             raise ValueError(
                 f"CPU threads must be a whole number from 0 (automatic) to 1024, not {self.threads!r}."
@@ -217,6 +237,26 @@ class LoadSettings:
             raise ValueError(f"Unknown precision {self.precision!r}; choose one of {PRECISIONS}.")
         if self.device not in DEVICES:
             raise ValueError(f"Unknown device {self.device!r}; choose one of {DEVICES}.")
+
+    @property
+    def is_remote(self) -> bool:
+        """True when a remote server answers (``engine`` ``remote``, or ``auto`` with a URL)."""
+        return self.engine == "remote" or (self.engine == "auto" and bool(self.remote_url))
+
+
+def _check_remote_url(url: str) -> None:
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (raises ValueError for a port out of range)
+    except ValueError as exc:
+        raise ValueError(f"The server URL {url!r} is not a valid URL: {exc}.") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(
+            f"The server URL {url!r} must start with http:// or https:// and name a host, "
+            "e.g. http://gpu-box:8000/v1."
+        )
+    if parts.username or parts.password:
+        raise ValueError("Put the API key in its own field, not in the server URL.")
 
 
 #: Published demo defaults per model family (model cards and official demos).

@@ -24,10 +24,16 @@ from glmdesk.core.errors import GlmdeskError
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import CacheSettings, ParamsBox, SamplingParams
 from glmdesk.engine.chunk import CacheStats, GenerationChunk
-from glmdesk.engine.context import fit_prompt
+from glmdesk.engine.context import FittedPrompt, fit_prompt
 from glmdesk.engine.decoding import LogitsSource, Sampler, answer_seed, generate_tokens
 from glmdesk.engine.detokenizer import IncrementalDetokenizer
-from glmdesk.engine.prompt import PromptFormat, encodable
+from glmdesk.engine.prompt import PromptFormat, ReplyFilter, encodable
+
+#: Builds the prompt for an answer from the prompt limit (context minus answer budget,
+#: in tokens); raises ``GlmdeskError("prompt_too_long")`` when it cannot fit.
+#: ``prompt(limit, fallback) -> FittedPrompt``: the prompt fitted into ``limit`` tokens (or
+#: ``fallback`` with a shorter reply), see :func:`glmdesk.engine.context.fit_prompt`.
+PromptBuilder = Callable[[int, int], FittedPrompt]
 
 
 class TextModel(Protocol):
@@ -106,12 +112,12 @@ def _oom_error(device: str) -> GlmdeskError:
 class _Answer:
     """The text side of one answer: detokenizer, reply filter, timings, chunk building."""
 
-    def __init__(self, model: TextModel, cache: CacheSettings) -> None:
+    def __init__(self, model: TextModel, cache: CacheSettings, shown: ReplyFilter) -> None:
         self.start = time.perf_counter()
         self.pool = getattr(model, "kv_pool", None)
         self.reused = 0
         self.detok = IncrementalDetokenizer(model.decode)
-        self.shown = model.prompt_format.reply_filter()
+        self.shown = shown
         self.stats = CacheStats(cache.strategy)
         self.n_prompt = 0
         self.dropped: tuple[int, ...] = ()
@@ -195,8 +201,17 @@ def stream_answer(
     """
     cache = cache or CacheSettings()
     stop = stop or threading.Event()
+    messages = encodable(messages)
     with model.lock:  # one answer at a time per model
-        yield from _stream(model, list(messages), params, cache, stop, conversation)
+        yield from _stream(
+            model,
+            lambda limit, fallback: fit_prompt(model.prompt_format, encodable(messages), limit, fallback),
+            model.prompt_format.reply_filter(),
+            params,
+            cache,
+            stop,
+            conversation,
+        )
 
 
 def reuse_compat(cache: CacheSettings) -> CacheSettings:
@@ -205,15 +220,56 @@ def reuse_compat(cache: CacheSettings) -> CacheSettings:
     return dataclasses.replace(cache, prefill_chunk=CacheSettings().prefill_chunk)
 
 
+def stream_prompt_ids(
+    model: TextModel,
+    prompt_ids: Sequence[int],
+    params: ParamsBox,
+    cache: CacheSettings | None = None,
+    stop: threading.Event | None = None,
+) -> Iterator[GenerationChunk]:
+    """Stream the continuation of raw prompt ids (a completion, no chat format).
+
+    Same contract as :func:`stream_answer` (live ``params``, ``stop``, chunks, never
+    raises); the model's stop ids still end the answer, the prompt format's reply
+    filter does not apply, and nothing is dropped to fit: a prompt longer than the
+    context minus the answer budget ends at once with ``prompt_too_long``.
+
+    Args:
+        prompt_ids: Prompt token ids, shape ``[n_prompt]``, ``n_prompt >= 1``.
+    """
+    cache = cache or CacheSettings()
+    stop = stop or threading.Event()
+    ids = list(prompt_ids)
+
+    def prompt(limit: int, _fallback: int) -> FittedPrompt:
+        if not ids:
+            raise GlmdeskError(
+                "invalid_setting", "The prompt is empty.", name="prompt", value="", reason="it is empty"
+            )
+        if len(ids) > limit:
+            raise GlmdeskError(
+                "prompt_too_long",
+                f"The prompt is {len(ids)} tokens long and at most {limit} fit (context window minus "
+                "max new tokens). Shorten it or lower max new tokens.",
+                tokens=len(ids),
+                limit=limit,
+            )
+        return FittedPrompt(ids, (), ())
+
+    with model.lock:  # one answer at a time per model
+        yield from _stream(model, prompt, ReplyFilter(), params, cache, stop)
+
+
 def _stream(
     model: TextModel,
-    messages: list[ChatMessage],
+    prompt: PromptBuilder,
+    shown: ReplyFilter,
     params: ParamsBox,
     cache: CacheSettings,
     stop: threading.Event,
     conversation: Hashable | None = None,
 ) -> Iterator[GenerationChunk]:
-    answer = _Answer(model, cache)
+    answer = _Answer(model, cache, shown)
     pool = answer.pool if conversation is not None else None
     source = None
     keep = pool is not None
@@ -222,7 +278,7 @@ def _stream(
         sampler = Sampler(torch.Generator().manual_seed(answer_seed(p)), model.logits_processors())
         limit = model.context_length - answer_budget(p, model.context_length)
         fallback = model.context_length - min_reply_tokens(p)
-        fitted = fit_prompt(model.prompt_format, encodable(messages), limit, fallback)
+        fitted = prompt(limit, fallback)
         answer.n_prompt, answer.dropped = len(fitted.ids), fitted.dropped
         answer.reply_limit = reply_limit(p, model.context_length, answer.n_prompt, cache)
         if stop.is_set():

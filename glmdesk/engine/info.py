@@ -70,6 +70,8 @@ class ModelInfo:
 
     def describe(self) -> str:
         """One line for a terminal or the status bar."""
+        if self.engine == "remote":
+            return f"{self.name} on the server {self.location}, context {self.context_length} tokens"
         quant = "" if self.quantization == "none" else f", {self.quantization}"
         quant += (
             ", compiled decode" if self.compiled_decode else ", fused decode" if self.fused_decode else ""

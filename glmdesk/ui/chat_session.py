@@ -26,6 +26,14 @@ from glmdesk.ui.worker import Worker, start_thread, stop_thread
 _QUEUED = Qt.ConnectionType.QueuedConnection
 
 
+def model_label(info) -> str:
+    """The model's name as the history records it; a remote model names its server's
+    URL too (never its API key)."""
+    if info is None:
+        return ""
+    return f"{info.name} @ {info.location}" if info.engine == "remote" else info.name
+
+
 class ChatSession(QObject):
     """One conversation with one model, answered on the worker thread.
 
@@ -270,7 +278,7 @@ class ChatSession(QObject):
         text = "".join(self._parts)
         record = AnswerRecord(
             finish_reason=reason,
-            model=self.model_info.name if self.model_info else "",
+            model=model_label(self.model_info),
             params=self.params_box.get(),
             ttft_s=getattr(chunk, "ttft_s", 0.0),
             tokens_per_s=getattr(chunk, "tokens_per_s", 0.0),

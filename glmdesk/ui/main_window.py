@@ -25,6 +25,7 @@ from glmdesk.ui.memory_gauge import MemoryGauge
 from glmdesk.ui.messages import error_sentence, note_sentence
 from glmdesk.ui.notice_bar import NoticeBar
 from glmdesk.ui.open_model_dialog import OpenModelDialog
+from glmdesk.ui.serve_controller import ServeController
 from glmdesk.ui.settings_store import SettingsStore
 from glmdesk.ui.sidebar import Sidebar
 from glmdesk.ui.status_bar import StatusBar
@@ -96,6 +97,10 @@ class MainWindow(QMainWindow):
         # the thread first: a QThread destroyed while running aborts the process.
         self.destroyed.connect(functools.partial(_shutdown_on_destroy, self.session))
         self._connect_session()
+        self.serve = ServeController(self.session, parent=self)
+        self.statusBar().addPermanentWidget(self.serve.label)
+        self.serve.serving_failed.connect(self.status.showMessage)
+        self.file_menu.insertAction(self.quit_action, self.serve.action)
         app = QCoreApplication.instance()
         if app is not None:
             app.aboutToQuit.connect(self.shutdown)
@@ -219,7 +224,7 @@ class MainWindow(QMainWindow):
         self.sidebar_action = action(self.tr("Show &settings"), "Ctrl+B", self._toggle_sidebar)
         self.sidebar_action.setCheckable(True)
         self.sidebar_action.setChecked(True)
-        menu = self.menuBar().addMenu(self.tr("&File"))
+        menu = self.file_menu = self.menuBar().addMenu(self.tr("&File"))
         for act in (self.open_action, self.new_chat_action, self.quit_action):
             menu.addAction(act)
         chat = self.menuBar().addMenu(self.tr("&Chat"))
@@ -538,4 +543,5 @@ class MainWindow(QMainWindow):
         self.store.sync()
         self.hide()
         self.gauge.stop()
+        self.serve.stop()
         self.session.shutdown()

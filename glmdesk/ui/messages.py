@@ -100,7 +100,7 @@ def _template(kind: str, params: dict) -> str | None:
             "{file} in {path} is a Git LFS pointer, not the file itself (the folder was cloned without "
             "git-lfs): run git lfs pull in that folder, or download the file again.",
         )
-    return _history_template(kind)
+    return _history_template(kind) or _remote_template(kind, params)
 
 
 def _history_template(kind: str) -> str | None:
@@ -119,6 +119,58 @@ def _history_template(kind: str) -> str | None:
     if kind == "history_unavailable":
         return QCoreApplication.translate(
             "ErrorMessages", "The chat history ({path}) could not be saved or read: {detail}"
+        )
+    return None
+
+
+def _remote_template(kind: str, params: dict) -> str | None:
+    """Sentences for a remote OpenAI-compatible server (vLLM, SGLang, glmdesk serve)."""
+    if kind == "server_unreachable":
+        reason = params.get("reason")
+        if reason == "refused":
+            return QCoreApplication.translate(
+                "ErrorMessages",
+                "Nothing answers at {url}: the connection was refused. Is the server running, on that port?",
+            )
+        if reason == "dns":
+            return QCoreApplication.translate(
+                "ErrorMessages", "The server name in {url} could not be found (DNS). Check the address."
+            )
+        if reason == "tls":
+            return QCoreApplication.translate(
+                "ErrorMessages",
+                "A secure (TLS) connection to {url} failed: {detail}. Check https:// versus http:// and the certificate.",
+            )
+        if reason == "timeout":
+            return QCoreApplication.translate("ErrorMessages", "The server at {url} did not answer in time.")
+        return QCoreApplication.translate(
+            "ErrorMessages", "The server at {url} could not be reached: {detail}."
+        )
+    if kind == "server_auth_failed":
+        return QCoreApplication.translate(
+            "ErrorMessages", "The server at {url} refused the API key. Check the key in Open model."
+        )
+    if kind == "remote_model_not_found":
+        return QCoreApplication.translate(
+            "ErrorMessages", "The server at {url} has no model {model}; choose one it lists."
+        )
+    if kind == "server_busy":
+        return QCoreApplication.translate(
+            "ErrorMessages", "The server at {url} is busy (HTTP {status}); try again in a moment."
+        )
+    if kind == "server_error":
+        return QCoreApplication.translate(
+            "ErrorMessages", "The server at {url} reported an error: {detail}. The answer so far is kept."
+        )
+    if kind == "connection_lost":
+        return QCoreApplication.translate(
+            "ErrorMessages",
+            "The connection to {url} was lost in the middle of the answer. The answer so far is kept.",
+        )
+    if kind == "server_stalled":
+        return QCoreApplication.translate(
+            "ErrorMessages",
+            "The server at {url} sent nothing for {seconds} s, so the answer was ended. The answer so far is kept.",
         )
     return None
 

@@ -39,6 +39,7 @@ from glmdesk.core.settings import CPU_ONLY_QUANTIZATIONS, DEVICES, PRECISIONS, Q
 from glmdesk.engine.backends import is_gguf_model
 from glmdesk.ui.llamacpp_options import LlamaCppOptions
 from glmdesk.ui.messages import option_reason
+from glmdesk.ui.remote_server_box import RemoteServerBox
 
 
 class OpenModelDialog(QDialog):
@@ -182,8 +183,10 @@ class OpenModelDialog(QDialog):
         buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Open | QDialogButtonBox.StandardButton.Cancel
         )
+        self.remote_box = RemoteServerBox(current)
         layout = QVBoxLayout(self)
         layout.addLayout(form)
+        layout.addWidget(self.remote_box)
         layout.addWidget(self.reasons_label)
         layout.addWidget(self.trust_check)
         layout.addWidget(self.trust_note)
@@ -371,8 +374,23 @@ class OpenModelDialog(QDialog):
         )
         self.llama_options.set_active(engine == "llamacpp", self.device_combo.currentData() != "cpu")
 
+    def accept(self) -> None:
+        """Close with the choices, unless the server URL is malformed (said in the box)."""
+        try:
+            self.load_settings()
+        except ValueError as exc:
+            self.remote_box.status_label.setText(str(exc))
+            return
+        super().accept()
+
     def load_settings(self) -> LoadSettings:
-        """The choices as :class:`LoadSettings`."""
+        """The choices as :class:`LoadSettings` (a remote server's when that box is checked).
+
+        Raises:
+            ValueError: with a sentence, for a malformed server URL.
+        """
+        if self.remote_box.isChecked():
+            return self.remote_box.load_settings()
         text = self.model_edit.text().strip()
         engine = self.engine_combo.currentData()
         if engine == "llamacpp" and self.effective_engine() != "llamacpp":

@@ -13,6 +13,7 @@ from dataclasses import asdict
 from PySide6.QtCore import QByteArray, QSettings
 
 from glmdesk.core.settings import CacheSettings, LoadSettings, SamplingParams
+from glmdesk.ui.api_keys import api_key, save_api_key
 from glmdesk.ui.i18n import LANGUAGE_CODES, LANGUAGE_KEY, SYSTEM_LANGUAGE
 
 SCHEMA_VERSION = 1
@@ -132,6 +133,12 @@ class SettingsStore:
         """The last model loaded successfully, or the embedded default."""
         s = self.qsettings
         try:
+            if str(s.value("model/engine", "auto")) == "remote":
+                url = str(s.value("model/remote_url", ""))
+                remote_model = str(s.value("model/remote_model", "")) or None
+                return LoadSettings(
+                    engine="remote", remote_url=url, remote_model=remote_model, remote_api_key=api_key(url)
+                )
             model = s.value("model/path", "") or None
             return LoadSettings(
                 model=str(model) if model else None,
@@ -152,7 +159,18 @@ class SettingsStore:
             return LoadSettings()
 
     def save_last_model(self, load: LoadSettings) -> None:
-        """Remember the model that loaded (trust in its own code only for that folder)."""
+        """Remember the model that loaded (trust in its own code only for that folder).
+
+        A remote server's URL and model are kept here; its API key goes to the system
+        keyring (:mod:`glmdesk.ui.api_keys`) and never into QSettings.
+        """
+        remote = load.is_remote
+        self._set("model/engine", "remote" if remote else "auto")
+        self._set("model/remote_url", (load.remote_url or "") if remote else "")
+        self._set("model/remote_model", (load.remote_model or "") if remote else "")
+        if remote:
+            save_api_key(load.remote_url, load.remote_api_key)
+            return
         self._set("model/path", load.model or "")
         self._set("model/quantization", load.quantization)
         self._set("model/precision", load.precision)

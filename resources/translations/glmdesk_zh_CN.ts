@@ -117,6 +117,50 @@ Updated {when} · {model}</source>
         <translation>无法保存或读取聊天记录（{path}）：{detail}</translation>
     </message>
     <message>
+        <source>Nothing answers at {url}: the connection was refused. Is the server running, on that port?</source>
+        <translation>{url} 无响应：连接被拒绝。服务器是否已启动，端口是否正确？</translation>
+    </message>
+    <message>
+        <source>The server name in {url} could not be found (DNS). Check the address.</source>
+        <translation>找不到 {url} 中的服务器名称（DNS）。请检查地址。</translation>
+    </message>
+    <message>
+        <source>A secure (TLS) connection to {url} failed: {detail}. Check https:// versus http:// and the certificate.</source>
+        <translation>与 {url} 的安全（TLS）连接失败：{detail}。请检查应使用 https:// 还是 http://，以及证书。</translation>
+    </message>
+    <message>
+        <source>The server at {url} did not answer in time.</source>
+        <translation>{url} 的服务器未能及时响应。</translation>
+    </message>
+    <message>
+        <source>The server at {url} could not be reached: {detail}.</source>
+        <translation>无法连接 {url} 的服务器：{detail}。</translation>
+    </message>
+    <message>
+        <source>The server at {url} refused the API key. Check the key in Open model.</source>
+        <translation>{url} 的服务器拒绝了 API 密钥。请在“打开模型”中检查密钥。</translation>
+    </message>
+    <message>
+        <source>The server at {url} has no model {model}; choose one it lists.</source>
+        <translation>{url} 的服务器上没有模型 {model}；请从它列出的模型中选择。</translation>
+    </message>
+    <message>
+        <source>The server at {url} is busy (HTTP {status}); try again in a moment.</source>
+        <translation>{url} 的服务器正忙（HTTP {status}），请稍后再试。</translation>
+    </message>
+    <message>
+        <source>The server at {url} reported an error: {detail}. The answer so far is kept.</source>
+        <translation>{url} 的服务器报告错误：{detail}。已生成的内容已保留。</translation>
+    </message>
+    <message>
+        <source>The connection to {url} was lost in the middle of the answer. The answer so far is kept.</source>
+        <translation>回答过程中与 {url} 的连接中断。已生成的内容已保留。</translation>
+    </message>
+    <message>
+        <source>The server at {url} sent nothing for {seconds} s, so the answer was ended. The answer so far is kept.</source>
+        <translation>{url} 的服务器 {seconds} 秒内没有发送任何数据，回答已结束。已生成的内容已保留。</translation>
+    </message>
+    <message>
         <source>The chat history file was damaged. It was kept as {moved_to} (nothing in it was deleted) and a new history was started in {path}.</source>
         <translation>聊天记录文件已损坏。它已保留为 {moved_to}（其中内容均未删除），并在 {path} 开始了新的聊天记录。</translation>
     </message>
@@ -797,10 +841,73 @@ Updated {when} · {model}</source>
     </message>
 </context>
 <context>
+    <name>RemoteServerBox</name>
+    <message>
+        <source>Remote server (vLLM, SGLang, glmdesk serve...)</source>
+        <translation>远程服务器（vLLM、SGLang、glmdesk serve 等）</translation>
+    </message>
+    <message>
+        <source>Optional; kept in the system keyring</source>
+        <translation>可选；保存在系统密钥环中</translation>
+    </message>
+    <message>
+        <source>Empty: the server&apos;s first model</source>
+        <translation>留空：使用服务器的第一个模型</translation>
+    </message>
+    <message>
+        <source>List models</source>
+        <translation>列出模型</translation>
+    </message>
+    <message>
+        <source>Server URL</source>
+        <translation>服务器 URL</translation>
+    </message>
+    <message>
+        <source>API key</source>
+        <translation>API 密钥</translation>
+    </message>
+    <message>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>Asking the server...</source>
+        <translation>正在询问服务器…</translation>
+    </message>
+    <message>
+        <source>{count} models on this server.</source>
+        <translation>此服务器上有 {count} 个模型。</translation>
+    </message>
+</context>
+<context>
     <name>SearchResultModel</name>
     <message>
         <source>Untitled</source>
         <translation>未命名对话</translation>
+    </message>
+</context>
+<context>
+    <name>ServeController</name>
+    <message>
+        <source>Serve on localhost:{port}</source>
+        <extracomment>The port the toggle serves on (vLLM&apos;s and glmdesk serve&apos;s default).</extracomment>
+        <translation>在 localhost:{port} 上提供服务</translation>
+    </message>
+    <message>
+        <source>Serve the loaded model over an OpenAI-compatible API on this computer</source>
+        <translation>在本机通过 OpenAI 兼容 API 提供已加载的模型</translation>
+    </message>
+    <message>
+        <source>Load a model first; then it can be served.</source>
+        <translation>请先加载模型，然后才能提供服务。</translation>
+    </message>
+    <message>
+        <source>Could not serve on localhost:{port}: {reason}</source>
+        <translation>无法在 localhost:{port} 上提供服务：{reason}</translation>
+    </message>
+    <message>
+        <source>Serving at {url}: {count} requests</source>
+        <translation>正在 {url} 提供服务：{count} 个请求</translation>
     </message>
 </context>
 <context>

@@ -56,3 +56,8 @@ def test_import_linter_contracts_hold():
     )
     assert out.returncode == 0, out.stdout + out.stderr
     assert "4 kept, 0 broken" in out.stdout
+
+
+def test_server_imports_no_qt():
+    out = import_with_blocked(modules("glmdesk.server") + ["glmdesk.cli_serve"], ["PySide6", "shiboken6"])
+    assert out.returncode == 0, out.stderr

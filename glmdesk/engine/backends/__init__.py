@@ -1,8 +1,9 @@
 """Backends: each way of answering behind the one :class:`Backend` interface.
 
 :func:`create_backend` chooses one for a :class:`~glmdesk.core.settings.LoadSettings`:
-``settings.engine`` names it; ``auto`` takes llama.cpp for a ``.gguf`` file (the
-embedded default included) when llama-cpp-python is installed, else transformers.
+``settings.engine`` names it; ``auto`` takes the remote backend when a server URL is
+set, llama.cpp for a ``.gguf`` file (the embedded default included) when
+llama-cpp-python is installed, else transformers.
 """
 
 from __future__ import annotations
@@ -75,6 +76,8 @@ def engine_for(settings: LoadSettings) -> str:
     """
     if settings.engine != "auto":
         return settings.engine
+    if settings.is_remote:
+        return "remote"
     torch_only = settings.quantization != "none" or settings.compile_decode
     if is_gguf_model(settings.model) and not torch_only and llama_cpp_available():
         return "llamacpp"
@@ -102,6 +105,10 @@ def create_backend(settings: LoadSettings) -> Backend:
         from glmdesk.engine.backends.llamacpp import LlamaCppBackend
 
         return LlamaCppBackend()
+    if engine == "remote":
+        from glmdesk.engine.backends.remote import RemoteBackend
+
+        return RemoteBackend()
     raise GlmdeskError(
         "load_failed", f"The {engine} engine is not available in this build.", detail=f"engine {engine}"
     )

@@ -133,6 +133,31 @@ class Backend(ABC):
         """KV bytes kept for conversations between answers, in bytes (the gauge's share). Default 0."""
         return 0
 
+    def stream_prompt(
+        self,
+        prompt: str,
+        params: ParamsBox,
+        cache: CacheSettings | None = None,
+        stop: threading.Event | None = None,
+    ) -> Iterator[GenerationChunk]:
+        """Stream the continuation of a raw text prompt (no chat format; an OpenAI
+        ``/v1/completions`` request). Same contract as :meth:`stream`.
+
+        This default ends at once with ``generation_failed``: a backend that can
+        continue raw text overrides it.
+        """
+        error = ErrorInfo(
+            "generation_failed",
+            f"The {self.name} engine cannot continue a raw prompt.",
+            {"detail": f"the {self.name} engine cannot continue a raw prompt"},
+        )
+        return iter([GenerationChunk(finish_reason="error", error=error)])
+
+    def prompt_tokens(self, messages: Sequence[ChatMessage] | str) -> int | None:
+        """Tokens in the prompt for ``messages`` (a chat) or a raw text prompt, in
+        tokens, or ``None`` when this backend cannot count them before answering."""
+        return None
+
     @abstractmethod
     def capabilities(self) -> Capabilities:
         """What this loaded model can do."""

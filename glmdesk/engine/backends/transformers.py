@@ -91,6 +91,34 @@ class TransformersBackend(Backend):
     def kept_kv_bytes(self) -> int:
         return 0 if self._loaded is None else self._loaded.kv_pool.total_bytes()
 
+    def stream_prompt(
+        self,
+        prompt: str,
+        params: ParamsBox,
+        cache: CacheSettings | None = None,
+        stop: threading.Event | None = None,
+    ) -> Iterator[GenerationChunk]:
+        from glmdesk.engine.generate import stream_prompt_ids
+
+        if self._loaded is None:
+            return super().stream_prompt(prompt, params, cache, stop)
+        ids = self._loaded.tokenizer.encode(prompt)
+        return stream_prompt_ids(self._loaded, ids, params, cache, stop)
+
+    def prompt_tokens(self, messages: Sequence[ChatMessage] | str) -> int | None:
+        """Tokens in the whole prompt (nothing dropped), in tokens.
+
+        Raises:
+            RuntimeError: before :meth:`load` succeeded.
+        """
+        from glmdesk.engine.prompt import encodable
+
+        if self._loaded is None:
+            raise RuntimeError("no model is loaded")
+        if isinstance(messages, str):
+            return len(self._loaded.tokenizer.encode(messages))
+        return len(self._loaded.prompt_format.encode(encodable(messages)))
+
     def capabilities(self) -> Capabilities:
         if self._capabilities is None:
             from glmdesk.engine.options import option_availability
