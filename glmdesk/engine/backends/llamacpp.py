@@ -348,6 +348,34 @@ class LlamaCppBackend(Backend):
             return iter([GenerationChunk(finish_reason="error", error=error)])
         return stream_answer(self._model, messages, params, cache, stop, conversation)
 
+    def stream_prompt(
+        self,
+        prompt: str,
+        params: ParamsBox,
+        cache: CacheSettings | None = None,
+        stop: threading.Event | None = None,
+    ) -> Iterator[GenerationChunk]:
+        """Stream the continuation of a raw text prompt (llama.cpp's tokenizer, no chat format)."""
+        from glmdesk.engine.generate import stream_prompt_ids
+
+        if self._model is None:
+            return super().stream_prompt(prompt, params, cache, stop)
+        return stream_prompt_ids(self._model, self._model.vocab.encode(prompt), params, cache, stop)
+
+    def prompt_tokens(self, messages: Sequence[ChatMessage] | str) -> int | None:
+        """Tokens in the whole prompt (nothing dropped), in tokens.
+
+        Raises:
+            RuntimeError: before :meth:`load` succeeded.
+        """
+        from glmdesk.engine.prompt import encodable
+
+        if self._model is None:
+            raise RuntimeError("no model is loaded")
+        if isinstance(messages, str):
+            return len(self._model.vocab.encode(messages))
+        return len(self._model.prompt_format.encode(encodable(messages)))
+
     def capabilities(self) -> Capabilities:
         if self._capabilities is None:
             info = self.info
