@@ -28,6 +28,10 @@ ERROR_KINDS = (
     "generation_failed",  # detail: str
     "load_failed",  # detail: str
     "option_unavailable",  # option: str, reason: str (glmdesk.engine.options.OPTION_REASONS)
+    "tool_call_invalid",  # reason: str (English)
+    "tool_rounds_exceeded",  # rounds: int
+    "interpreter_failed",  # detail: str
+    "interpreter_timeout",  # seconds: float
 )
 
 

@@ -5,8 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from glmdesk.core.errors import ErrorInfo
+from glmdesk.core.tools import ToolCall
 
-FINISH_REASONS = ("stop", "length", "cancelled", "error")
+#: ``tool_calls``: the reply is a recognised tool call (``chunk.tool_call``), to be
+#: answered with an observation turn.
+FINISH_REASONS = ("stop", "length", "cancelled", "error", "tool_calls")
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,11 @@ class GenerationChunk:
         cache: KV-cache accounting after this step.
         dropped_messages: Indices (into the request's message list) of messages left
             out of the prompt to fit the context window.
+        tool_pending: While a tool call's text streams (held back, not in ``text``):
+            the tool's name (``interpreter`` for code), so the UI can show a card.
+        tool_call: On the final chunk with ``finish_reason == "tool_calls"``: the call.
+        notice: On the final chunk: why a call-like reply was shown as text
+            (``ErrorInfo`` of kind ``tool_call_invalid``), else ``None``.
     """
 
     text: str = ""
@@ -60,3 +68,6 @@ class GenerationChunk:
     error: ErrorInfo | None = None
     cache: CacheStats = CacheStats()
     dropped_messages: tuple[int, ...] = ()
+    tool_pending: str | None = None
+    tool_call: ToolCall | None = None
+    notice: ErrorInfo | None = None

@@ -19,9 +19,10 @@ from typing import Protocol
 
 import torch
 
-from glmdesk.core.errors import GlmdeskError
+from glmdesk.core.errors import ErrorInfo, GlmdeskError
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import CacheSettings, ParamsBox, SamplingParams
+from glmdesk.core.tools import ToolSet
 from glmdesk.engine.chunk import CacheStats, GenerationChunk
 from glmdesk.engine.context import fit_prompt
 from glmdesk.engine.decoding import LogitsSource, Sampler, answer_seed, generate_tokens
@@ -58,6 +59,21 @@ class TextModel(Protocol):
         """Processors applied after the user's sampling chain on every token."""
 
 
+def offered_tools(messages: Sequence[ChatMessage]) -> ToolSet | None:
+    """The tools the conversation's system messages offer (the last set wins), or ``None``."""
+    found = [m.tools for m in messages if m.role == "system" and m.tools]
+    return found[-1] if found else None
+
+
+def tool_notice(reason: str) -> ErrorInfo:
+    """The note shown when a call-like reply is shown as text (``reason`` in English)."""
+    return ErrorInfo(
+        "tool_call_invalid",
+        f"The model wrote a tool call that glmdesk did not run, so it is shown as text: {reason}.",
+        {"reason": reason},
+    )
+
+
 def answer_budget(params: SamplingParams, context_length: int) -> int:
     """Tokens reserved for the answer when fitting the prompt: ``max_new_tokens``,
     but never more than half the context window, in tokens."""
@@ -77,10 +93,12 @@ def _oom_error(device: str) -> GlmdeskError:
 class _Answer:
     """The text side of one answer: detokenizer, reply filter, timings, chunk building."""
 
-    def __init__(self, model: TextModel, cache: CacheSettings) -> None:
+    def __init__(self, model: TextModel, cache: CacheSettings, tools: ToolSet | None = None) -> None:
         self.start = time.perf_counter()
         self.detok = IncrementalDetokenizer(model.decode)
-        self.shown = model.prompt_format.reply_filter()
+        fmt = model.prompt_format
+        tool_filter = getattr(fmt, "tool_reply_filter", None)
+        self.shown = tool_filter(tools) if tools and tool_filter is not None else fmt.reply_filter()
         self.stats = CacheStats(cache.strategy)
         self.n_prompt = 0
         self.dropped: tuple[int, ...] = ()
@@ -91,7 +109,8 @@ class _Answer:
     def push(self, token: int) -> str:
         """The shown text a new token completes."""
         self.n_generated += 1
-        return self.shown(self.detok.push(token))
+        before = self.shown.see_token(token)
+        return before + self.shown(self.detok.push(token))
 
     def tail(self, cut_off: bool = True) -> str:
         """Text still held by the detokenizer and the reply filter at the end.
@@ -99,7 +118,7 @@ class _Answer:
         ``cut_off``: the answer ends before the model finished it (length, Stop, error),
         so a character left incomplete is dropped rather than shown as U+FFFD.
         """
-        return self.shown(self.detok.flush(drop_incomplete=cut_off)) + self.shown.flush()
+        return self.shown(self.detok.flush(drop_incomplete=cut_off)) + self.shown.finish(cut_off)
 
     def safe_tail(self) -> str:
         try:
@@ -108,6 +127,12 @@ class _Answer:
             return ""
 
     def chunk(self, text: str = "", ids: tuple[int, ...] = (), finish: str | None = None, error=None):
+        call = getattr(self.shown, "tool_call", None) if finish is not None else None
+        if call is not None and finish == "stop":
+            finish = "tool_calls"
+        elif finish is not None:
+            call = None  # a call cut off by length, Stop or an error is not run
+        note = getattr(self.shown, "notice", None) if finish is not None else None
         rate = 0.0
         if self.n_generated > 1:
             rate = (self.n_generated - 1) / max(time.perf_counter() - self.first_at, 1e-9)
@@ -122,6 +147,9 @@ class _Answer:
             error=error,
             cache=self.stats,
             dropped_messages=self.dropped,
+            tool_pending=getattr(self.shown, "pending", None) if finish is None else None,
+            tool_call=call,
+            notice=None if note is None else tool_notice(note),
         )
 
 
@@ -162,7 +190,7 @@ def _stream(
     cache: CacheSettings,
     stop: threading.Event,
 ) -> Iterator[GenerationChunk]:
-    answer = _Answer(model, cache)
+    answer = _Answer(model, cache, offered_tools(messages))
     source = None
     try:
         p = params.get()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from dataclasses import replace
 
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.text import without_lone_surrogates
@@ -17,7 +18,7 @@ from glmdesk.core.text import without_lone_surrogates
 def encodable(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
     """Messages the tokenizer can encode: lone surrogates (pasted from broken UTF-16)
     become U+FFFD, surrogate pairs are joined; everything else is unchanged."""
-    return [ChatMessage(m.role, without_lone_surrogates(m.content)) for m in messages]
+    return [replace(m, content=without_lone_surrogates(m.content)) for m in messages]
 
 
 class ReplyFilter:
@@ -37,9 +38,19 @@ class ReplyFilter:
     def __call__(self, delta: str) -> str:
         return delta
 
+    def see_token(self, token_id: int) -> str:
+        """Called with each generated id before its text (a format may mark segments
+        with special ids); returns text to show first. Default: nothing."""
+        return ""
+
     def flush(self) -> str:
         """Return the text held back so far (end of the reply)."""
         return ""
+
+    def finish(self, cut_off: bool) -> str:
+        """End of the reply (``cut_off``: length, Stop or an error ended it early);
+        returns the text held back. Default: :meth:`flush`."""
+        return self.flush()
 
 
 class PromptFormat(ABC):
