@@ -163,3 +163,67 @@ def test_glm4_interpreter_call_and_text_before_it(g4_loaded):
 def test_capabilities_say_which_formats_have_tools(g4_loaded, embedded):
     assert TransformersBackend(g4_loaded).capabilities().tool_calls is True
     assert TransformersBackend(embedded).capabilities().tool_calls is False
+
+
+class ScriptedRounds(ForceTokens):
+    """Forces ``scripts[k]`` in the k-th answer (a new answer: the prompt is not one longer)."""
+
+    def __init__(self, scripts: list[list[int]]) -> None:
+        super().__init__(scripts[0])
+        self.scripts, self.k, self.last = scripts, 0, None
+
+    def __call__(self, ids, scores):
+        if self.last is not None and ids.shape[1] != self.last + 1:
+            self.k = min(self.k + 1, len(self.scripts) - 1)
+            self.script, self.prompt_len = self.scripts[self.k], None
+        self.last = ids.shape[1]
+        return super().__call__(ids, scores)
+
+
+def test_interpreter_round_runs_code_and_the_answer_continues(g4_loaded, tmp_path):
+    from glmdesk.engine.interpreter import CodeInterpreter, new_workdir
+    from glmdesk.engine.tool_loop import ToolRound, answer_with_tools, run_interpreter
+
+    obs, eos = special(g4_loaded, "<|observation|>"), special(g4_loaded, "<|user|>")
+    call = enc(g4_loaded, "python\n```python\nx = 6 * 7\nprint(x)\n```") + [obs]
+    answer = enc(g4_loaded, "\n") + enc(g4_loaded, "The answer is 42.") + [eos]
+    g4_loaded.logits_processors = lambda forcer=ScriptedRounds([call, answer]): (forcer,)
+    interp = CodeInterpreter(new_workdir(tmp_path, "c"), timeout_s=30)
+    try:
+        items = list(
+            answer_with_tools(
+                lambda m, p, c, s: stream_answer(g4_loaded, m, p, c, s),
+                [ChatMessage("system", "", tools=TOOLS), ChatMessage("user", "6*7?")],
+                ParamsBox(SamplingParams(temperature=0.0, max_new_tokens=100)),
+                lambda c: run_interpreter(interp, c, "glm4"),
+            )
+        )
+    finally:
+        interp.close()
+    rounds = [i for i in items if isinstance(i, ToolRound)]
+    assert len(rounds) == 1 and rounds[0].result.content == "42"
+    assert rounds[0].messages[1] == ChatMessage("observation", "42", name="interpreter")
+    text = "".join(i.text for i in items if not isinstance(i, ToolRound))
+    assert text == "The answer is 42." and items[-1].finish_reason == "stop"
+
+
+def test_tool_rounds_end_with_a_note_after_the_limit(g3_loaded):
+    from glmdesk.engine.tool_loop import ToolResult, answer_with_tools
+
+    obs = special(g3_loaded, "<|observation|>")
+    call = enc(g3_loaded, "get_weather\n```python\ntool_call(city='x')\n```") + [obs]
+    g3_loaded.logits_processors = lambda forcer=ScriptedRounds([call] * 4): (forcer,)
+    handled = []
+    items = list(
+        answer_with_tools(
+            lambda m, p, c, s: stream_answer(g3_loaded, m, p, c, s),
+            [ChatMessage("system", "", tools=TOOLS), ChatMessage("user", "weather?")],
+            ParamsBox(SamplingParams(temperature=0.0, max_new_tokens=100)),
+            lambda c: handled.append(c) or ToolResult('{"t": 1}'),
+            max_rounds=2,
+        )
+    )
+    assert len(handled) == 2
+    last = items[-1]
+    assert last.finish_reason == "stop" and last.tool_call is None
+    assert last.notice.kind == "tool_rounds_exceeded" and last.notice.params == {"rounds": 2}
