@@ -187,7 +187,8 @@ def test_interpreter_round_runs_code_and_the_answer_continues(g4_loaded, tmp_pat
     obs, eos = special(g4_loaded, "<|observation|>"), special(g4_loaded, "<|user|>")
     call = enc(g4_loaded, "python\n```python\nx = 6 * 7\nprint(x)\n```") + [obs]
     answer = enc(g4_loaded, "\n") + enc(g4_loaded, "The answer is 42.") + [eos]
-    g4_loaded.logits_processors = lambda forcer=ScriptedRounds([call, answer]): (forcer,)
+    forcer = ScriptedRounds([call, answer])
+    g4_loaded.logits_processors = lambda: (forcer,)
     interp = CodeInterpreter(new_workdir(tmp_path, "c"), timeout_s=30)
     try:
         items = list(
@@ -212,7 +213,8 @@ def test_tool_rounds_end_with_a_note_after_the_limit(g3_loaded):
 
     obs = special(g3_loaded, "<|observation|>")
     call = enc(g3_loaded, "get_weather\n```python\ntool_call(city='x')\n```") + [obs]
-    g3_loaded.logits_processors = lambda forcer=ScriptedRounds([call] * 4): (forcer,)
+    forcer = ScriptedRounds([call] * 4)
+    g3_loaded.logits_processors = lambda: (forcer,)
     handled = []
     items = list(
         answer_with_tools(
