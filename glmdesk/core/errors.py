@@ -29,9 +29,8 @@ ERROR_KINDS = (
     "load_failed",  # detail: str
     "option_unavailable",  # option: str, reason: str (glmdesk.engine.options.OPTION_REASONS)
     "tool_call_invalid",  # reason: str (English)
-    "tool_rounds_exceeded",  # rounds: int
+    "tool_rounds_exceeded",  # rounds: int (not in the sentence)
     "interpreter_failed",  # detail: str
-    "interpreter_timeout",  # seconds: float
 )
 
 

@@ -88,6 +88,18 @@ Updated {when} · {model}</source>
         <source>{option} cannot be used on this computer.</source>
         <translation>此电脑无法使用 {option}。</translation>
     </message>
+    <message>
+        <source>The model wrote a tool call that was not run, so it is shown as text ({reason}).</source>
+        <translation>模型写出的工具调用未被执行，已作为文本显示（{reason}）。</translation>
+    </message>
+    <message>
+        <source>The answer was ended: the model asked for more tool calls than this message allows.</source>
+        <translation>回答已结束：模型请求的工具调用次数超过了本条消息允许的上限。</translation>
+    </message>
+    <message>
+        <source>The Python interpreter could not run: {detail}</source>
+        <translation>Python 解释器无法运行：{detail}</translation>
+    </message>
 </context>
 <context>
     <name>HistoryPanel</name>
