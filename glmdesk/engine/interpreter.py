@@ -174,8 +174,8 @@ class CodeInterpreter:
     def kill(self) -> None:
         """Kill the kernel now (SIGKILL to its process group); returns at once.
 
-        A run in progress ends with status ``killed``; the next run starts a fresh
-        kernel (earlier variables are gone).
+        A run in progress (or one about to begin) ends with status ``killed``; the
+        run after it starts a fresh kernel (earlier variables are gone).
         """
         self._killed.set()
         km = self._km
@@ -220,10 +220,15 @@ class CodeInterpreter:
             GlmdeskError: ``interpreter_failed`` when the kernel cannot start.
         """
         with self._lock:
-            self._killed.clear()
-            restarted = self._km is not None and not self._km.is_alive()
-            self.start()
-            return self._run(code, timeout_s or self.timeout_s, restarted)
+            try:
+                if self._killed.is_set():  # killed before this run began: it does not run
+                    self._shutdown()
+                    return RunResult("", status="killed", restarted=True)
+                restarted = self._km is not None and not self._km.is_alive()
+                self.start()
+                return self._run(code, timeout_s or self.timeout_s, restarted)
+            finally:
+                self._killed.clear()
 
     def _run(self, code: str, limit: float, restarted: bool) -> RunResult:
         start = time.monotonic()
@@ -233,6 +238,7 @@ class CodeInterpreter:
         status, interrupted_at, lost = "ok", None, False
         while True:
             if self._killed.is_set():
+                self.kill()  # the kernel this run started, too
                 status = "killed"
                 break
             now = time.monotonic()

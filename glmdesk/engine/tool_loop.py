@@ -57,7 +57,9 @@ class ToolRound:
     messages: tuple[ChatMessage, ChatMessage]
 
 
-StreamFn = Callable[[Sequence[ChatMessage], ParamsBox, CacheSettings | None, threading.Event | None], Iterator]
+StreamFn = Callable[
+    [Sequence[ChatMessage], ParamsBox, CacheSettings | None, threading.Event | None], Iterator
+]
 
 
 def rounds_exceeded(max_rounds: int) -> ErrorInfo:

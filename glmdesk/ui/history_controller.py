@@ -51,6 +51,7 @@ class HistoryController(QObject):
         self._last_checkpoint = 0.0
         session.message_added.connect(self._on_message_added)
         session.answer_started.connect(self._on_answer_started)
+        session.tool_images_added.connect(self._on_tool_images_added)
         session.chunk_shown.connect(self._on_chunk_shown)
         session.answer_finished.connect(self._on_answer_finished)
         session.last_answer_removed.connect(self._on_last_answer_removed)
@@ -86,6 +87,10 @@ class HistoryController(QObject):
             self.history.add_message(self.conversation_id, "user", message.content)
             self._refresh()
             return
+        if message.role == "observation":
+            if self.conversation_id is not None:
+                self.history.add_observation(self.conversation_id, message.content, name=message.name)
+            return
         params = record.params if record is not None else None
         stats = GenerationStats(
             ttft_s=record.ttft_s if record else None,
@@ -102,11 +107,21 @@ class HistoryController(QObject):
                 stats=stats,
                 settings=dataclasses.asdict(params) if params is not None else None,
                 model=self._model_name(),
+                tool_call=message.tool_call,
             )
             self._message_id = None
+        elif self.conversation_id is not None and message.tool_call is not None:
+            self.history.add_tool_call(self.conversation_id, message.tool_call, message.content)
         elif self.conversation_id is not None:
             self.history.add_message(self.conversation_id, "assistant", message.content)
         self._refresh()
+
+    @Slot(object, str)
+    def _on_tool_images_added(self, images: list, name: str) -> None:
+        if self.conversation_id is None:
+            return
+        for png in images:
+            self.history.add_image(self.conversation_id, png, name=name)
 
     @Slot(int)
     def _on_answer_started(self, _request_id: int) -> None:

@@ -78,7 +78,8 @@ def _template(kind: str, params: dict) -> str | None:
         return QCoreApplication.translate("ErrorMessages", "{option} cannot be used on this computer.")
     if kind == "tool_call_invalid":
         return QCoreApplication.translate(
-            "ErrorMessages", "The model wrote a tool call that was not run, so it is shown as text ({reason})."
+            "ErrorMessages",
+            "The model wrote a tool call that was not run, so it is shown as text ({reason}).",
         )
     if kind == "tool_rounds_exceeded":
         return QCoreApplication.translate(
