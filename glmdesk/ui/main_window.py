@@ -28,6 +28,7 @@ from glmdesk.ui.open_model_dialog import OpenModelDialog
 from glmdesk.ui.settings_store import SettingsStore
 from glmdesk.ui.sidebar import Sidebar
 from glmdesk.ui.status_bar import StatusBar
+from glmdesk.ui.tool_controller import ToolController, shown_text
 
 
 def family_defaults(family: str) -> SamplingParams:
@@ -104,6 +105,7 @@ class MainWindow(QMainWindow):
         # the thread first: a QThread destroyed while running aborts the process.
         self.destroyed.connect(functools.partial(_shutdown_on_destroy, self.session))
         self._connect_session()
+        self.tools = ToolController(self.session, self.chat_view, self.sidebar.tools_panel, self.notice, self)
         app = QCoreApplication.instance()
         if app is not None:
             app.aboutToQuit.connect(self.shutdown)
@@ -450,7 +452,7 @@ class MainWindow(QMainWindow):
         self.chat_view.clear()
         self.notice.dismiss()
         for message in messages:
-            self.chat_view.add_message(message.role, message.content)
+            self.chat_view.add_message(message.role, shown_text(message))
         self.chat_view.scroll_to_end()
         self._update_actions()
 
