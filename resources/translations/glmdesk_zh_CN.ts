@@ -514,6 +514,10 @@ Updated {when} · {model}</source>
         <translation>系统</translation>
     </message>
     <message>
+        <source>Tool result</source>
+        <translation>工具结果</translation>
+    </message>
+    <message>
         <source>Assistant</source>
         <translation>助手</translation>
     </message>
@@ -891,6 +895,72 @@ Updated {when} · {model}</source>
     <message>
         <source>TTFT {ttft} s, {rate} tokens/s</source>
         <translation>首 token 延迟 {ttft} 秒，{rate} token/秒</translation>
+    </message>
+</context>
+<context>
+    <name>ToolCallCard</name>
+    <message>
+        <source>Code interpreter</source>
+        <translation>代码解释器</translation>
+    </message>
+    <message>
+        <source>Tool call: {name}</source>
+        <translation>工具调用：{name}</translation>
+    </message>
+    <message>
+        <source>Type the tool&apos;s result here</source>
+        <translation>在此输入工具的结果</translation>
+    </message>
+    <message>
+        <source>Send result</source>
+        <translation>发送结果</translation>
+    </message>
+    <message>
+        <source>Run</source>
+        <translation>运行</translation>
+    </message>
+    <message>
+        <source>Stop</source>
+        <translation>停止</translation>
+    </message>
+    <message>
+        <source>Decline</source>
+        <translation>拒绝</translation>
+    </message>
+</context>
+<context>
+    <name>ToolController</name>
+    <message>
+        <source>Load a model first.</source>
+        <translation>请先加载模型。</translation>
+    </message>
+    <message>
+        <source>{model} has no tool-call format (ChatGLM3 and GLM-4 have one).</source>
+        <translation>{model} 没有工具调用格式（ChatGLM3 和 GLM-4 有）。</translation>
+    </message>
+</context>
+<context>
+    <name>ToolsPanel</name>
+    <message>
+        <source>Tools</source>
+        <extracomment>Modes of the section, in the order of the combo box.</extracomment>
+        <translation>工具</translation>
+    </message>
+    <message>
+        <source>None</source>
+        <translation>无</translation>
+    </message>
+    <message>
+        <source>Code interpreter</source>
+        <translation>代码解释器</translation>
+    </message>
+    <message>
+        <source>Custom functions</source>
+        <translation>自定义函数</translation>
+    </message>
+    <message>
+        <source>Always run code in this conversation</source>
+        <translation>在此对话中总是运行代码</translation>
     </message>
 </context>
 <context>
