@@ -238,34 +238,11 @@ def reference_forward():
     return module.reference_forward
 
 
-GLM4_CORPUS = (
-    "你是一个名为 ChatGLM 的人工智能助手。你的任务是针对用户的问题和要求提供适当的答复和支持。\n\n# 可用工具\n\n"
-    '## get_weather\n\n{\n    "name": "get_weather",\n    "description": "查询天气",\n    "parameters": {}\n}\n'
-    "在调用上述函数时，请使用 Json 格式表示调用的参数。\n"
-    '{"city": "北京", "unit": "celsius"} Hello world, the weather today is sunny.\n'
-    "```python\nprint(1 + 2)\n```\n```result\n3\n```\n"
-)
-
-
 @pytest.fixture(scope="session")
 def glm4_tokenizer_folder(tmp_path_factory) -> Path:
-    """A folder with a tiny GLM-4 tiktoken ``tokenizer.model`` (bytes + trained merges).
-
-    The ranks are trained here with tiktoken's reference BPE trainer and GLM-4's
-    pre-tokenizer regex, so merges (and pre-token boundaries) matter as in the real
-    151329-rank file; special tokens follow the ranks as in GLM-4.
-    """
-    import base64
-
-    from tiktoken._educational import bpe_train
-
-    from glmdesk.engine.chatglm.glm4_tokenizer import GLM4_PATTERN
-
-    ranks = bpe_train(GLM4_CORPUS * 2, 360, GLM4_PATTERN, visualise=None)
-    folder = tmp_path_factory.mktemp("glm4tok")
-    lines = [
-        f"{base64.b64encode(token).decode()} {rank}"
-        for token, rank in sorted(ranks.items(), key=lambda x: x[1])
-    ]
-    (folder / "tokenizer.model").write_text("\n".join(lines) + "\n")
-    return folder
+    """A folder with a tiny GLM-4 tiktoken ``tokenizer.model`` (bytes + trained merges;
+    see ``tool_models.py``)."""
+    spec = importlib.util.spec_from_file_location("tool_models", Path(__file__).with_name("tool_models.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.write_glm4_tokenizer(tmp_path_factory.mktemp("glm4tok"))

@@ -9,16 +9,18 @@ forces the token sequence a trained model would write.
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
+
 import pytest
 import torch
-from transformers import GlmConfig, GlmForCausalLM
+from transformers import GlmForCausalLM
 
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import ParamsBox, SamplingParams
 from glmdesk.core.tools import INTERPRETER, FunctionSpec, ToolSet
 from glmdesk.engine.backends.transformers import TransformersBackend
-from glmdesk.engine.chatglm import GLM4Format, prepare_checkpoint
-from glmdesk.engine.chatglm.glm4_tokenizer import load_glm4_tokenizer
+from glmdesk.engine.chatglm import prepare_checkpoint
 from glmdesk.engine.generate import stream_answer
 from glmdesk.engine.info import ModelInfo
 from glmdesk.engine.loader import LoadedModel
@@ -60,24 +62,10 @@ def g3_loaded(make_checkpoint, tmp_path):
 
 @pytest.fixture(scope="module")
 def g4_loaded(glm4_tokenizer_folder):
-    tok = load_glm4_tokenizer(glm4_tokenizer_folder)
-    vocab = -(-(max(tok.special_ids.values()) + 1) // 64) * 64
-    torch.manual_seed(0)
-    config = GlmConfig(
-        vocab_size=vocab,
-        hidden_size=64,
-        intermediate_size=96,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=16,
-        max_position_embeddings=2048,
-        pad_token_id=tok.eos_token_id,
-        eos_token_id=sorted({tok.special_ids[n] for n in ("<|endoftext|>", "<|user|>", "<|observation|>")}),
-    )
-    model = GlmForCausalLM(config).eval()
-    fmt = GLM4Format(tok.encode, tok.special_ids)
-    return LoadedModel(model, tok, fmt, info("glm4", fmt))
+    spec = importlib.util.spec_from_file_location("tool_models", Path(__file__).with_name("tool_models.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.tiny_glm4(glm4_tokenizer_folder)
 
 
 def stream(loaded, messages, script, max_new=200):
