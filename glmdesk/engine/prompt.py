@@ -21,6 +21,22 @@ def encodable(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
     return [replace(m, content=without_lone_surrogates(m.content)) for m in messages]
 
 
+def plain_messages(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
+    """Messages for a format without tool turns (a conversation that used tools, continued
+    with another model): a tool call becomes assistant text naming the call, an
+    observation a user message; offered tools are dropped."""
+    out = []
+    for m in messages:
+        if m.role == "observation":
+            out.append(ChatMessage("user", m.content))
+        elif m.tool_call is not None:
+            call = f"{m.tool_call.name}({m.tool_call.arguments_json()})"
+            out.append(ChatMessage("assistant", f"{m.content}\n{call}" if m.content else call))
+        else:
+            out.append(ChatMessage(m.role, m.content))
+    return out
+
+
 class ReplyFilter:
     """A stateful filter of the shown reply text: ``filter(delta) -> shown text``.
 
@@ -107,6 +123,7 @@ class ChatTemplateFormat(PromptFormat):
         self.stop_ids = frozenset(stop_ids)
 
     def encode(self, messages: Sequence[ChatMessage]) -> list[int]:
+        messages = plain_messages(messages)
         text = self.tokenizer.apply_chat_template(
             [{"role": m.role, "content": m.content} for m in messages],
             tokenize=False,

@@ -10,11 +10,6 @@ from glmdesk.core.tools import ToolSet, parse_functions
 #: Modes of the section, in the order of the combo box.
 MODES = ("none", "interpreter", "functions")
 
-EXAMPLE = (
-    '[{"name": "get_weather", "description": "Weather of a city",\n'
-    '  "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}]'
-)
-
 
 class ToolsPanel(QGroupBox):
     """Choose the tools the model may call in this conversation.
@@ -31,7 +26,12 @@ class ToolsPanel(QGroupBox):
         self.mode = QComboBox()
         self.mode.addItems([self.tr("None"), self.tr("Code interpreter"), self.tr("Custom functions")])
         self.functions_edit = QPlainTextEdit()
-        self.functions_edit.setPlaceholderText(EXAMPLE)
+        self.functions_edit.setPlaceholderText(
+            self.tr(
+                '[{"name": "get_weather", "description": "Weather of a city",\n'
+                '  "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}]'
+            )
+        )
         self.functions_edit.setFixedHeight(110)
         self.problems_label = QLabel()
         self.problems_label.setWordWrap(True)

@@ -959,6 +959,12 @@ Updated {when} · {model}</source>
         <translation>自定义函数</translation>
     </message>
     <message>
+        <source>[{&quot;name&quot;: &quot;get_weather&quot;, &quot;description&quot;: &quot;Weather of a city&quot;,
+  &quot;parameters&quot;: {&quot;type&quot;: &quot;object&quot;, &quot;properties&quot;: {&quot;city&quot;: {&quot;type&quot;: &quot;string&quot;}}}}]</source>
+        <translation>[{&quot;name&quot;: &quot;get_weather&quot;, &quot;description&quot;: &quot;查询城市的天气&quot;,
+  &quot;parameters&quot;: {&quot;type&quot;: &quot;object&quot;, &quot;properties&quot;: {&quot;city&quot;: {&quot;type&quot;: &quot;string&quot;}}}}]</translation>
+    </message>
+    <message>
         <source>Always run code in this conversation</source>
         <translation>在此对话中总是运行代码</translation>
     </message>

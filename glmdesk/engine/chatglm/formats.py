@@ -19,7 +19,7 @@ from typing import Protocol
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.tools import ToolSet
 from glmdesk.engine.chatglm.tools import call_text, chatglm3_system_text, glm4_tools_text
-from glmdesk.engine.prompt import PromptFormat, ReplyFilter
+from glmdesk.engine.prompt import PromptFormat, ReplyFilter, plain_messages
 
 #: GLM-4 ids (tiktoken vocabulary of 151329 ranks, special tokens after it).
 GLM4_SPECIAL_IDS = {
@@ -137,6 +137,7 @@ def _split_rounds(messages: Sequence[ChatMessage]) -> tuple[str, list[tuple[str,
     joined with a newline into one question; an assistant message with no
     question before it becomes a round with an empty question.
     """
+    messages = plain_messages(messages)
     system = "\n\n".join(m.content for m in messages if m.role == "system")
     rounds: list[tuple[str, str | None]] = []
     for m in messages:

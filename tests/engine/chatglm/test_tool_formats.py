@@ -198,3 +198,24 @@ def test_typed_role_tags_in_tool_results_stay_text(g3):
     specials = [i for i in ids if i >= tok.n_words]
     s = tok.special_id
     assert specials == [s("[gMASK]"), s("sop"), s("<|user|>"), s("<|observation|>"), s("<|assistant|>")]
+
+
+def test_formats_without_tool_turns_read_a_tool_conversation_as_plain_turns(sp_model_file, embedded):
+    from glmdesk.engine.chatglm import ChatGLM2Format
+
+    used = [
+        ChatMessage("system", "Be brief.", tools=ToolSet(interpreter=True)),
+        ChatMessage("user", "6*7?"),
+        ChatMessage("assistant", "", tool_call=ToolCall("get_weather", {"city": "北京"})),
+        ChatMessage("observation", "42"),
+    ]
+    plain = [
+        ChatMessage("system", "Be brief."),
+        ChatMessage("user", "6*7?"),
+        ChatMessage("assistant", 'get_weather({"city": "北京"})'),
+        ChatMessage("user", "42"),
+    ]
+    g2 = ChatGLM2Format(ChatGLMTokenizer(sp_model_file))
+    assert g2.encode(used) == g2.encode(plain)
+    fmt = embedded.prompt_format
+    assert fmt.encode(used) == fmt.encode(plain)
