@@ -7,7 +7,7 @@ import dataclasses
 from PySide6.QtCore import QCoreApplication, QObject, Slot
 
 from glmdesk.core.errors import ErrorInfo
-from glmdesk.core.tools import ToolCall, ToolSet
+from glmdesk.core.tools import ToolCall, ToolSet, ToolSettings
 from glmdesk.ui.messages import error_sentence
 from glmdesk.ui.tool_call_card import ToolCallCard
 
@@ -51,9 +51,11 @@ class ToolController(QObject):
         session.answer_finished.connect(self._on_answer_finished)
         panel.set_available(False, self.tr("Load a model first."))
 
-    @Slot(object, bool)
-    def _on_tools_changed(self, tools: ToolSet, always_run: bool) -> None:
-        self.session.set_tools(tools, dataclasses.replace(self.session.tool_settings, always_run=always_run))
+    @Slot(object, object)
+    def _on_tools_changed(self, tools: ToolSet, settings: ToolSettings) -> None:
+        self.session.set_tools(
+            tools, dataclasses.replace(settings, memory_mib=self.session.tool_settings.memory_mib)
+        )
 
     @Slot(object)
     def _on_model_ready(self, info) -> None:
@@ -63,7 +65,7 @@ class ToolController(QObject):
             model=info.name
         )
         self.panel.set_available(available, reason)
-        self.session.set_tools(self.panel.toolset())
+        self.session.set_tools(self.panel.toolset(), self.panel.tool_settings())
 
     def _add_card(self, call: ToolCall, done: bool = False) -> ToolCallCard:
         card = ToolCallCard(call)

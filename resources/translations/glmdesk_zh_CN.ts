@@ -959,14 +959,20 @@ Updated {when} · {model}</source>
         <translation>自定义函数</translation>
     </message>
     <message>
-        <source>[{&quot;name&quot;: &quot;get_weather&quot;, &quot;description&quot;: &quot;Weather of a city&quot;,
-  &quot;parameters&quot;: {&quot;type&quot;: &quot;object&quot;, &quot;properties&quot;: {&quot;city&quot;: {&quot;type&quot;: &quot;string&quot;}}}}]</source>
-        <translation>[{&quot;name&quot;: &quot;get_weather&quot;, &quot;description&quot;: &quot;查询城市的天气&quot;,
-  &quot;parameters&quot;: {&quot;type&quot;: &quot;object&quot;, &quot;properties&quot;: {&quot;city&quot;: {&quot;type&quot;: &quot;string&quot;}}}}]</translation>
+        <source>A JSON list of function definitions, each with a name, a description and parameters.</source>
+        <translation>函数定义的 JSON 列表：每个函数有名称、说明和参数。</translation>
     </message>
     <message>
         <source>Always run code in this conversation</source>
         <translation>在此对话中总是运行代码</translation>
+    </message>
+    <message>
+        <source>Tool calls per message</source>
+        <translation>每条消息的工具调用次数</translation>
+    </message>
+    <message>
+        <source>Code time limit</source>
+        <translation>代码运行时限</translation>
     </message>
 </context>
 <context>

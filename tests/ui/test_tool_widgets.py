@@ -37,7 +37,10 @@ def test_tools_panel_validates_functions_with_a_sentence_each(qtbot):
     panel.set_mode("interpreter")
     assert panel.toolset().interpreter and not panel.always_run.isChecked()
     panel.always_run.setChecked(True)
-    assert seen[-1][1] is True
+    assert seen[-1][1].always_run is True
+    panel.max_rounds.setValue(3)
+    panel.timeout.setValue(10)
+    assert (seen[-1][1].max_rounds, seen[-1][1].timeout_s) == (3, 10.0)
     panel.set_available(False, "This model has no tool-call format.")
     assert not panel.mode.isEnabled() and panel.reason_label.text() == "This model has no tool-call format."
 
