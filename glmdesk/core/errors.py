@@ -22,7 +22,8 @@ ERROR_KINDS = (
     "quantization_unavailable",  # quantization: str, reason: str
     "precision_unavailable",  # precision: str, reason: str
     "out_of_memory",  # device: str, stage: str
-    "prompt_too_long",  # tokens: int, limit: int
+    "prompt_too_long",  # tokens: int, limit: int (the message's own tokens, the room left for it)
+    "system_prompt_too_long",  # tokens: int, limit: int
     "invalid_setting",  # name: str, value: str, reason: str
     "load_cancelled",
     "generation_failed",  # detail: str
@@ -31,6 +32,12 @@ ERROR_KINDS = (
     "tool_call_invalid",  # reason: str (English)
     "tool_rounds_exceeded",  # rounds: int (not in the sentence)
     "interpreter_failed",  # detail: str
+    "not_gguf",  # path: str (folder), file: str, head: str (the file's first bytes as text)
+    "gguf_unsupported",  # path: str (folder), file: str, architecture: str, engine: str
+    "lfs_pointer",  # path: str (folder), file: str
+    "history_disk_full",  # path: str, detail: str
+    "history_damaged",  # path: str, detail: str
+    "history_unavailable",  # path: str, detail: str
 )
 
 

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from glmdesk.core import paths
+from glmdesk.core.history_errors import open_checked, storage_errors
 from glmdesk.core.history_io import parse_json, to_json, to_markdown
 from glmdesk.core.history_rows import (
     CONV_COLS,
@@ -80,15 +81,23 @@ class History(ToolMessages):
         path: Database file; ``None`` for ``paths.data_dir() / "history.sqlite3"``;
             ``":memory:"`` for a throwaway database.
 
+    Attributes:
+        set_aside: Where a damaged file found at open was moved (``PRAGMA quick_check``
+            failed; a new, empty history was started in its place), else ``None``.
+
+    Every method turns :class:`sqlite3.Error` into
+    :class:`~glmdesk.core.history_errors.HistoryError` (disk full, damaged, other);
+    a failed write leaves nothing of its transaction behind.
+
     Raises:
-        OSError: when the file cannot be created.
+        OSError: when the file cannot be created, or a damaged one cannot be renamed.
         SchemaTooNewError: for a database written by a newer glmdesk.
-        sqlite3.DatabaseError: for a file that is not a usable SQLite database.
+        sqlite3.Error: when the file cannot be opened for reasons other than damage.
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         self.path = Path(path) if path is not None else paths.data_dir() / DB_NAME
-        self._conn = connect(path if path is not None else self.path)
+        self._conn, self.set_aside = open_checked(path if path is not None else self.path, connect)
         self._depth = 0
 
     # -- connection -----------------------------------------------------------------
@@ -111,24 +120,44 @@ class History(ToolMessages):
     def transaction(self) -> Iterator[None]:
         """Group writes into one transaction, committed at the end (nestable).
 
+        On any exception, or when the commit itself fails (a full disk), the whole
+        transaction is rolled back.
+
         Raises:
-            sqlite3.OperationalError: if the database stays locked for 5 s.
+            HistoryError: when SQLite fails (disk full, damaged file, lock held for 5 s).
         """
-        if self._depth == 0:
-            self._conn.execute("BEGIN IMMEDIATE")
+        outer = self._depth == 0
+        if outer:
+            self._execute_tx("BEGIN IMMEDIATE")
         self._depth += 1
         try:
             yield
         except BaseException:
             self._depth -= 1
-            if self._depth == 0:
-                self._conn.execute("ROLLBACK")
+            if outer:
+                self._rollback()
             raise
         self._depth -= 1
-        if self._depth == 0:
-            self._conn.execute("COMMIT")
+        if outer:
+            self._execute_tx("COMMIT")
+
+    @storage_errors
+    def _execute_tx(self, statement: str) -> None:
+        try:
+            self._conn.execute(statement)
+        except BaseException:
+            self._rollback()
+            raise
+
+    def _rollback(self) -> None:
+        if self._conn.in_transaction:  # SQLite may have rolled back already (SQLITE_FULL)
+            try:
+                self._conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
 
     # -- conversations ---------------------------------------------------------------
+    @storage_errors
     def create_conversation(self, title: str = "", model: str | None = None) -> int:
         """Create an empty conversation and return its id.
 
@@ -143,6 +172,7 @@ class History(ToolMessages):
         )
         return int(cur.lastrowid)
 
+    @storage_errors
     def get_conversation(self, conversation_id: int) -> Conversation:
         """Return a conversation's header (also while it is in the bin).
 
@@ -156,6 +186,7 @@ class History(ToolMessages):
             raise KeyError(f"no conversation {conversation_id}")
         return to_conversation(row)
 
+    @storage_errors
     def list_conversations(
         self, limit: int | None = None, *, after: tuple[float, int] | None = None
     ) -> list[Conversation]:
@@ -173,12 +204,14 @@ class History(ToolMessages):
         sql = f"SELECT {CONV_COLS} FROM conversations WHERE {where} ORDER BY updated DESC, id DESC LIMIT ?"
         return [to_conversation(row) for row in self._conn.execute(sql, params)]
 
+    @storage_errors
     def count_conversations(self) -> int:
         """Number of live conversations."""
         return int(
             self._conn.execute("SELECT count(*) FROM conversations WHERE deleted IS NULL").fetchone()[0]
         )
 
+    @storage_errors
     def rename_conversation(self, conversation_id: int, title: str) -> None:
         """Set a conversation's title (NULs and lone surrogates become U+FFFD).
 
@@ -187,6 +220,7 @@ class History(ToolMessages):
         """
         self._update_conversation("title = ?", (clean_text(title),), conversation_id)
 
+    @storage_errors
     def delete_conversation(self, conversation_id: int) -> None:
         """Move a conversation to the bin: hidden from lists and search until restored or purged.
 
@@ -195,6 +229,7 @@ class History(ToolMessages):
         """
         self._update_conversation("deleted = ?", (time.time(),), conversation_id)
 
+    @storage_errors
     def restore_conversation(self, conversation_id: int) -> None:
         """Undo :meth:`delete_conversation`.
 
@@ -203,6 +238,7 @@ class History(ToolMessages):
         """
         self._update_conversation("deleted = NULL", (), conversation_id)
 
+    @storage_errors
     def purge_deleted(self, conversation_id: int | None = None, older_than_s: float = 0.0) -> int:
         """Erase conversations in the bin for good, with their messages.
 
@@ -221,6 +257,7 @@ class History(ToolMessages):
         with self.transaction():
             return self._conn.execute(sql, params).rowcount
 
+    @storage_errors
     def duplicate_conversation(self, conversation_id: int, title: str | None = None) -> int:
         """Copy a conversation with all its messages; the copy is the newest.
 
@@ -258,6 +295,7 @@ class History(ToolMessages):
             raise KeyError(f"no conversation {conversation_id}")
 
     # -- messages ---------------------------------------------------------------------
+    @storage_errors
     def add_message(
         self,
         conversation_id: int,
@@ -306,6 +344,7 @@ class History(ToolMessages):
                 )
         return mid
 
+    @storage_errors
     def begin_assistant_message(
         self, conversation_id: int, *, model: str | None = None, settings: Any = None
     ) -> int:
@@ -318,6 +357,7 @@ class History(ToolMessages):
         with self.transaction():
             return self._insert(conversation_id, "assistant", "", "partial", model, settings)
 
+    @storage_errors
     def checkpoint_partial(self, message_id: int, text: str) -> None:
         """Save the answer so far (one UPDATE, committed). Call at most every few seconds.
 
@@ -332,6 +372,7 @@ class History(ToolMessages):
         if cur.rowcount == 0:
             raise KeyError(f"no partial message {message_id}")
 
+    @storage_errors
     def finish_assistant_message(
         self,
         message_id: int,
@@ -385,6 +426,7 @@ class History(ToolMessages):
                 (now, message_id),
             )
 
+    @storage_errors
     def delete_message(self, message_id: int) -> None:
         """Remove one message for good (Regenerate replaces the newest answer; an answer
         stopped before its first token leaves nothing). Committed.
@@ -397,6 +439,7 @@ class History(ToolMessages):
             if cur.rowcount == 0:
                 raise KeyError(f"no message {message_id}")
 
+    @storage_errors
     def get_message(self, message_id: int) -> StoredMessage:
         """Return one message.
 
@@ -408,6 +451,7 @@ class History(ToolMessages):
             raise KeyError(f"no message {message_id}")
         return to_message(row)
 
+    @storage_errors
     def messages(self, conversation_id: int) -> list[StoredMessage]:
         """Return a conversation's messages in order (partial ones included).
 
@@ -420,6 +464,7 @@ class History(ToolMessages):
         )
         return [to_message(row) for row in rows]
 
+    @storage_errors
     def chat_messages(self, conversation_id: int) -> list[ChatMessage]:
         """Return the conversation as the engine's messages, to continue it.
 
@@ -436,6 +481,7 @@ class History(ToolMessages):
             if m.kind != "image" and not (m.kind == "text" and m.role == "assistant" and m.text == "")
         ]
 
+    @storage_errors
     def partial_messages(self) -> list[StoredMessage]:
         """Assistant messages left ``partial`` (a crash interrupted them), oldest first."""
         rows = self._conn.execute(f"SELECT {MSG_COLS} FROM messages WHERE state = 'partial' ORDER BY id")
@@ -479,6 +525,7 @@ class History(ToolMessages):
         self._conn.execute(f"UPDATE messages SET {STATS_ASSIGN} WHERE id = ?", params)
 
     # -- search, export, import --------------------------------------------------------
+    @storage_errors
     def search(self, query: str, *, limit: int = 50, conversation_id: int | None = None) -> list[SearchHit]:
         """Full-text search over live conversations; see :mod:`glmdesk.core.history_search`.
 
@@ -487,6 +534,7 @@ class History(ToolMessages):
         """
         return _search(self._conn, query, limit=limit, conversation_id=conversation_id)
 
+    @storage_errors
     def export_markdown(self, conversation_id: int, labels: Mapping[str, str] | None = None) -> str:
         """Return the conversation as Markdown (also for the clipboard).
 
@@ -499,6 +547,7 @@ class History(ToolMessages):
         """
         return to_markdown(self.get_conversation(conversation_id), self.messages(conversation_id), labels)
 
+    @storage_errors
     def export_json(self, conversation_id: int) -> str:
         """Return the conversation as JSON with the settings per message (lossless).
 
@@ -507,6 +556,7 @@ class History(ToolMessages):
         """
         return to_json(self.get_conversation(conversation_id), self.messages(conversation_id))
 
+    @storage_errors
     def import_json(self, text: str) -> int:
         """Add a conversation exported by :meth:`export_json`, in one transaction; return its id.
 

@@ -28,12 +28,14 @@ import prefers. NUL and other control characters are escaped by ``json``.
 from __future__ import annotations
 
 import base64
+import codecs
 import json
 import math
 import re
 import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from glmdesk.core.history_types import (
@@ -181,6 +183,71 @@ def _optional_str(value: Any, name: str) -> str | None:
     return value
 
 
+_BOMS = (  # longest first: the UTF-32 LE mark begins with the UTF-16 LE one
+    (codecs.BOM_UTF32_LE, "utf-32-le", "UTF-32"),
+    (codecs.BOM_UTF32_BE, "utf-32-be", "UTF-32"),
+    (codecs.BOM_UTF8, "utf-8", "UTF-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le", "UTF-16"),
+    (codecs.BOM_UTF16_BE, "utf-16-be", "UTF-16"),
+)
+
+#: Largest export file read, in bytes (a conversation of a million characters is ~4 MB).
+MAX_IMPORT_BYTES = 256 * 1024 * 1024
+
+
+def decode_export(data: bytes) -> str:
+    """The text of an exported conversation as an editor may have saved it back.
+
+    Accepts UTF-8 with or without a byte order mark, and UTF-16 or UTF-32 with one
+    (what Windows editors write as "Unicode"); line ends, indentation, key order,
+    ``\\uXXXX`` escapes and a trailing newline are JSON's business and need nothing
+    here.
+
+    Raises:
+        ValueError: a sentence naming the problem (empty, not text, an encoding
+            other than UTF-8/16/32).
+    """
+    if not data.strip():
+        raise ValueError("The file is empty.")
+    for bom, codec, name in _BOMS:
+        if data.startswith(bom):
+            try:
+                return data[len(bom) :].decode(codec)
+            except UnicodeDecodeError as exc:
+                raise ValueError(
+                    f"The file starts with a {name} byte order mark but is not {name} text "
+                    f"(byte {exc.start} cannot be read)."
+                ) from exc
+    if b"\x00" in data[:4096]:
+        raise ValueError(
+            "The file is not text (it contains NUL bytes); choose a .json file exported by glmdesk."
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(
+            f"The file is not UTF-8 text (byte 0x{data[exc.start]:02X} at position {exc.start}); "
+            "save it as UTF-8 and import it again."
+        ) from exc
+
+
+def read_export(path: str | Path) -> str:
+    """Read an exported conversation file (see :func:`decode_export`).
+
+    Raises:
+        OSError: when the file cannot be read.
+        ValueError: a sentence naming the problem, also for a file over
+            :data:`MAX_IMPORT_BYTES` or a folder.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError("It is a folder, not an exported conversation file.")
+    size = path.stat().st_size
+    if size > MAX_IMPORT_BYTES:
+        raise ValueError(f"The file is {size / 2**20:.0f} MiB, larger than any conversation export.")
+    return decode_export(path.read_bytes())
+
+
 def parse_json(text: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Validate an exported conversation.
 
@@ -194,7 +261,7 @@ def parse_json(text: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
             conversation exported by glmdesk (JSON format version 1 or older).
     """
     try:
-        document = json.loads(text)
+        document = json.loads(text.removeprefix("\ufeff"))  # a byte order mark read as text
     except json.JSONDecodeError as exc:
         raise ValueError(f"This file is not valid JSON ({exc}).") from exc
     if not isinstance(document, dict) or document.get("format") != FORMAT:

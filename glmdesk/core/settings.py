@@ -145,8 +145,9 @@ class LoadSettings:
         device: ``auto`` (CUDA when available), ``cpu`` or ``cuda``.
         trust_remote_code: Run the Python code shipped in this model's folder. Off by
             default; the UI asks per folder.
-        threads: CPU threads for torch's kernels; 0 keeps torch's default (one per
-            physical core).
+        threads: CPU threads for torch's kernels; 0 is automatic: from one per
+            physical core, adapted to measured decode steps (fewer when another
+            process keeps a core busy, :mod:`glmdesk.engine.threads`).
         fused_decode: On the CPU, join each layer's Q/K/V and gate/up projections
             and decode with glmdesk's fused step (Llama and GLM architectures,
             :mod:`glmdesk.engine.decode_step`); same logits, fewer operations per

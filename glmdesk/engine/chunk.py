@@ -56,6 +56,14 @@ class GenerationChunk:
         tool_call: On the final chunk with ``finish_reason == "tool_calls"``: the call.
         notice: On the final chunk: why a call-like reply was shown as text
             (``ErrorInfo`` of kind ``tool_call_invalid``), else ``None``.
+        reused_tokens: Leading prompt tokens whose KV came from the conversation's
+            kept cache instead of a prefill, in tokens (``0 <= reused_tokens <
+            prompt_tokens``; 0 without a conversation key).
+        kept_kv_bytes: KV bytes kept for conversations between answers (the reuse
+            pool, other conversations; this answer's cache is ``cache.kv_bytes``), in bytes.
+        reply_limit: Tokens this reply may use, in tokens: max new tokens, or fewer when
+            the context window has less room left after the prompt (full KV cache).
+            0 before the prompt is fitted.
     """
 
     text: str = ""
@@ -71,3 +79,6 @@ class GenerationChunk:
     tool_pending: str | None = None
     tool_call: ToolCall | None = None
     notice: ErrorInfo | None = None
+    reused_tokens: int = 0
+    kept_kv_bytes: int = 0
+    reply_limit: int = 0

@@ -11,10 +11,11 @@ through :func:`stream_answer`.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Protocol
 
 import torch
@@ -38,6 +39,9 @@ class TextModel(Protocol):
         context_length: The context window, in tokens.
         device: ``cpu`` or ``cuda:N`` (named in out-of-memory sentences).
         lock: Held for the whole answer: one answer at a time per model.
+        kv_pool: Optional :class:`~glmdesk.engine.kv_pool.KVPool` keeping each
+            conversation's logits source between answers (a model without one never
+            reuses a cache).
     """
 
     prompt_format: PromptFormat
@@ -56,7 +60,12 @@ class TextModel(Protocol):
         """
 
     def logits_processors(self) -> Sequence[Callable]:
-        """Processors applied after the user's sampling chain on every token."""
+        """Fresh constraints for one answer, applied before the user's sampling chain
+        on every token (see :class:`~glmdesk.engine.decoding.Sampler`)."""
+
+
+#: The shortest reply a prompt must leave room for, in tokens (fewer if max new tokens is lower).
+MIN_REPLY_TOKENS = 16
 
 
 def offered_tools(messages: Sequence[ChatMessage]) -> ToolSet | None:
@@ -75,9 +84,29 @@ def tool_notice(reason: str) -> ErrorInfo:
 
 
 def answer_budget(params: SamplingParams, context_length: int) -> int:
-    """Tokens reserved for the answer when fitting the prompt: ``max_new_tokens``,
-    but never more than half the context window, in tokens."""
+    """Tokens kept free for the answer when choosing which older rounds to keep:
+    ``max_new_tokens``, but never more than half the context window, in tokens.
+
+    This only decides how much history is kept. A newest message that does not fit
+    with this budget is still answered if it fits with :func:`min_reply_tokens`; the
+    reply then gets what is left (:func:`reply_limit`).
+    """
     return min(params.max_new_tokens, context_length // 2)
+
+
+def min_reply_tokens(params: SamplingParams) -> int:
+    """The room a prompt must leave for the reply, in tokens: :data:`MIN_REPLY_TOKENS`
+    or ``max_new_tokens`` if that is lower."""
+    return max(1, min(params.max_new_tokens, MIN_REPLY_TOKENS))
+
+
+def reply_limit(params: SamplingParams, context_length: int, prompt_tokens: int, cache: CacheSettings) -> int:
+    """Tokens the reply can actually use: ``max_new_tokens``, capped by the room left in the
+    context window after the prompt when the KV cache is full (unbounded), in tokens.
+    Window strategies evict old positions, so they are not capped."""
+    if cache.strategy != "full":
+        return params.max_new_tokens
+    return max(0, min(params.max_new_tokens, context_length - prompt_tokens))
 
 
 def _oom_error(device: str) -> GlmdeskError:
@@ -95,6 +124,8 @@ class _Answer:
 
     def __init__(self, model: TextModel, cache: CacheSettings, tools: ToolSet | None = None) -> None:
         self.start = time.perf_counter()
+        self.pool = getattr(model, "kv_pool", None)
+        self.reused = 0
         self.detok = IncrementalDetokenizer(model.decode)
         fmt = model.prompt_format
         tool_filter = getattr(fmt, "tool_reply_filter", None)
@@ -105,6 +136,7 @@ class _Answer:
         self.n_generated = 0
         self.ttft = 0.0
         self.first_at = 0.0
+        self.reply_limit = 0
 
     def push(self, token: int) -> str:
         """The shown text a new token completes."""
@@ -150,6 +182,9 @@ class _Answer:
             tool_pending=getattr(self.shown, "pending", None) if finish is None else None,
             tool_call=call,
             notice=None if note is None else tool_notice(note),
+            reused_tokens=self.reused,
+            kept_kv_bytes=0 if self.pool is None else self.pool.total_bytes(),
+            reply_limit=self.reply_limit,
         )
 
 
@@ -159,6 +194,7 @@ def stream_answer(
     params: ParamsBox,
     cache: CacheSettings | None = None,
     stop: threading.Event | None = None,
+    conversation: Hashable | None = None,
 ) -> Iterator[GenerationChunk]:
     """Stream one answer to ``messages``.
 
@@ -170,6 +206,14 @@ def stream_answer(
         cache: KV-cache strategy for this answer (default: full).
         stop: When set, the answer ends before the next token with finish reason
             ``cancelled``; the text so far is kept.
+        conversation: Key of the conversation (any hashable: a conversation id;
+            ``glmdesk serve`` passes one key for all requests). With a key, the KV
+            cache is kept after the answer in ``model.kv_pool`` and the next request
+            with that key prefills only the prompt tokens after the longest common
+            token prefix the cache holds exactly (``chunk.reused_tokens``); an edited,
+            regenerated or stopped turn or a changed system prompt cuts it back to
+            that prefix; other cache settings, or an answer that failed, start afresh.
+            ``None``: a fresh cache, released after the answer.
 
     Yields:
         One :class:`GenerationChunk` per generated token, then a final chunk with
@@ -180,7 +224,13 @@ def stream_answer(
     cache = cache or CacheSettings()
     stop = stop or threading.Event()
     with model.lock:  # one answer at a time per model
-        yield from _stream(model, list(messages), params, cache, stop)
+        yield from _stream(model, list(messages), params, cache, stop, conversation)
+
+
+def reuse_compat(cache: CacheSettings) -> CacheSettings:
+    """The settings a kept cache must match to be reused: all but the prefill chunk
+    (which changes how a prompt is run, not what the cache holds)."""
+    return dataclasses.replace(cache, prefill_chunk=CacheSettings().prefill_chunk)
 
 
 def _stream(
@@ -189,52 +239,53 @@ def _stream(
     params: ParamsBox,
     cache: CacheSettings,
     stop: threading.Event,
+    conversation: Hashable | None = None,
 ) -> Iterator[GenerationChunk]:
     answer = _Answer(model, cache, offered_tools(messages))
+    pool = answer.pool if conversation is not None else None
     source = None
+    keep = pool is not None
     try:
         p = params.get()
         sampler = Sampler(torch.Generator().manual_seed(answer_seed(p)), model.logits_processors())
         limit = model.context_length - answer_budget(p, model.context_length)
-        fitted = fit_prompt(model.prompt_format, encodable(messages), limit)
+        fallback = model.context_length - min_reply_tokens(p)
+        fitted = fit_prompt(model.prompt_format, encodable(messages), limit, fallback)
         answer.n_prompt, answer.dropped = len(fitted.ids), fitted.dropped
+        answer.reply_limit = reply_limit(p, model.context_length, answer.n_prompt, cache)
         if stop.is_set():
             yield answer.chunk(finish="cancelled")
             return
-        source = model.open_source(cache)
+        source = _open(model, cache, pool, conversation)
+        reuse = getattr(source, "reuse", None)
+        answer.reused = reuse(fitted.ids) if reuse is not None else 0
         steps = generate_tokens(
-            source, fitted.ids, params, model.prompt_format.stop_ids, stop, model.context_length, sampler
+            source,
+            fitted.ids,
+            params,
+            model.prompt_format.stop_ids,
+            stop,
+            model.context_length,
+            sampler,
+            reused=answer.reused,
         )
-        for step in steps:
-            if step.first:
-                answer.first_at = time.perf_counter()
-                answer.ttft = answer.first_at - answer.start
-            answer.stats = source.stats()
-            if step.token is None:
-                yield answer.chunk(
-                    answer.tail(cut_off=step.finish_reason != "stop"), finish=step.finish_reason
-                )
-                return
-            text = answer.push(step.token)
-            ids = (step.token,)
-            if step.finish_reason is not None:
-                yield answer.chunk(text + answer.tail(), ids, finish=step.finish_reason)
-                return
-            if answer.shown.stopped:  # the format saw its end marker in the text
-                yield answer.chunk(text + answer.tail(), ids, finish="stop")
-                return
-            yield answer.chunk(text, ids)
+        yield from _chunks(answer, source, steps)
     except GlmdeskError as exc:
+        keep = False
         yield answer.chunk(answer.safe_tail(), finish="error", error=exc.info)
     except torch.OutOfMemoryError:
+        keep = False
         if source is not None:
             source.release()
         source = None
+        if answer.pool is not None:
+            answer.pool.clear()  # kept caches go first when memory runs out
         gc.collect()
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
         yield answer.chunk(answer.safe_tail(), finish="error", error=_oom_error(model.device).info)
     except Exception as exc:  # never leave the caller waiting
+        keep = False
         err = GlmdeskError(
             "generation_failed",
             f"The answer failed: {exc.__class__.__name__}: {exc}",
@@ -243,7 +294,37 @@ def _stream(
         yield answer.chunk(answer.safe_tail(), finish="error", error=err.info)
     finally:
         if source is not None:
-            source.release()
+            if keep:
+                pool.put(conversation, source, reuse_compat(cache))
+            else:
+                source.release()
+
+
+def _open(model: TextModel, cache: CacheSettings, pool, conversation: Hashable | None) -> LogitsSource:
+    """The conversation's kept source when its settings match, else a fresh one."""
+    source = pool.take(conversation, reuse_compat(cache)) if pool is not None else None
+    return source if source is not None else model.open_source(cache)
+
+
+def _chunks(answer: _Answer, source: LogitsSource, steps) -> Iterator[GenerationChunk]:
+    """Chunks of whole characters for each token step; ends after the final chunk."""
+    for step in steps:
+        if step.first:
+            answer.first_at = time.perf_counter()
+            answer.ttft = answer.first_at - answer.start
+        answer.stats = source.stats()
+        if step.token is None:
+            yield answer.chunk(answer.tail(cut_off=step.finish_reason != "stop"), finish=step.finish_reason)
+            return
+        text = answer.push(step.token)
+        ids = (step.token,)
+        if step.finish_reason is not None:
+            yield answer.chunk(text + answer.tail(), ids, finish=step.finish_reason)
+            return
+        if answer.shown.stopped:  # the format saw its end marker in the text
+            yield answer.chunk(text + answer.tail(), ids, finish="stop")
+            return
+        yield answer.chunk(text, ids)
 
 
 def stream_chat(
@@ -252,6 +333,7 @@ def stream_chat(
     params: ParamsBox,
     cache: CacheSettings | None = None,
     stop: threading.Event | None = None,
+    conversation: Hashable | None = None,
 ) -> Iterator[GenerationChunk]:
     """:func:`stream_answer` under its older name (the CLI, benchmarks and tests use it)."""
-    return stream_answer(loaded, messages, params, cache, stop)
+    return stream_answer(loaded, messages, params, cache, stop, conversation)

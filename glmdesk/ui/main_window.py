@@ -309,6 +309,7 @@ class MainWindow(QMainWindow):
             self.store.save_last_model(self.session.loaded_settings)
         self.status.show_model(info)
         self.gauge.set_weights_bytes(int(info.footprint_mib * MIB))
+        self.gauge.set_device(info.device)
         kv = self.session.capabilities.kv_strategies if self.session.capabilities else {"full": None}
         self.sidebar.set_cache_availability(
             {k: (None if v is None else error_sentence(v)) for k, v in kv.items()}
@@ -398,6 +399,13 @@ class MainWindow(QMainWindow):
         self.gauge.set_kv_bytes(0)
         if record.error is not None:
             self.notice.show_error(error_sentence(record.error))
+        elif chunk is not None and 0 < chunk.reply_limit < self.params_box.get().max_new_tokens:
+            # The prompt left less room than max new tokens: say what the reply could use.
+            self.notice.show_info(
+                self.tr(
+                    "Only {tokens} tokens are left in the context window for this answer (max new tokens is {max})."
+                ).format(tokens=chunk.reply_limit, max=self.params_box.get().max_new_tokens)
+            )
         if widget is not None:
             if text:
                 widget.set_stats(self._stats_text(record))

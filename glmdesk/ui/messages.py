@@ -66,6 +66,12 @@ def _template(kind: str, params: dict) -> str | None:
             "Your message is {tokens} tokens long, but only {limit} tokens fit in this model's "
             "context window. Shorten it or send it in parts.",
         )
+    if kind == "system_prompt_too_long":
+        return QCoreApplication.translate(
+            "ErrorMessages",
+            "The system prompt is {tokens} tokens long, but only {limit} tokens fit in this model's "
+            "context window with room for a reply. Shorten the system prompt in the sidebar.",
+        )
     if kind == "invalid_setting":
         return QCoreApplication.translate("ErrorMessages", "The setting {name} cannot be {value}: {reason}")
     if kind == "load_cancelled":
@@ -88,7 +94,59 @@ def _template(kind: str, params: dict) -> str | None:
         )
     if kind == "interpreter_failed":
         return QCoreApplication.translate("ErrorMessages", "The Python interpreter could not run: {detail}")
+    if kind == "not_gguf":
+        return QCoreApplication.translate(
+            "ErrorMessages",
+            '{file} in {path} is not a GGUF file: a GGUF file starts with the bytes "GGUF", this one '
+            'starts with "{head}". Choose the .gguf file itself.',
+        )
+    if kind == "gguf_unsupported":
+        return QCoreApplication.translate(
+            "ErrorMessages",
+            "{file} holds a model of architecture {architecture}, which the {engine} engine cannot run "
+            "from a GGUF file; open it with the llama.cpp engine, or open the model's original folder.",
+        )
+    if kind == "lfs_pointer":
+        return QCoreApplication.translate(
+            "ErrorMessages",
+            "{file} in {path} is a Git LFS pointer, not the file itself (the folder was cloned without "
+            "git-lfs): run git lfs pull in that folder, or download the file again.",
+        )
+    return _history_template(kind)
+
+
+def _history_template(kind: str) -> str | None:
+    if kind == "history_disk_full":
+        return QCoreApplication.translate(
+            "ErrorMessages",
+            "The disk holding the chat history is full ({path}). The conversation stays in the window "
+            "and is saved as soon as there is space again.",
+        )
+    if kind == "history_damaged":
+        return QCoreApplication.translate(
+            "ErrorMessages",
+            "The chat history file {path} is damaged, so nothing more can be saved in it. Restart "
+            "glmdesk: it keeps the damaged file under a new name and starts a new history.",
+        )
+    if kind == "history_unavailable":
+        return QCoreApplication.translate(
+            "ErrorMessages", "The chat history ({path}) could not be saved or read: {detail}"
+        )
     return None
+
+
+def history_set_aside_sentence(damaged: str, moved_to: str) -> str:
+    """The notice after a damaged history file was set aside at start.
+
+    Args:
+        damaged: The history file's usual path (a new, empty history is there now).
+        moved_to: Where the damaged file is now.
+    """
+    return QCoreApplication.translate(
+        "ErrorMessages",
+        "The chat history file was damaged. It was kept as {moved_to} (nothing in it was deleted) "
+        "and a new history was started in {path}.",
+    ).format(moved_to=moved_to, path=damaged)
 
 
 def error_sentence(info: ErrorInfo) -> str:

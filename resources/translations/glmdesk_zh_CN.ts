@@ -69,6 +69,10 @@ Updated {when} · {model}</source>
         <translation>你的消息长 {tokens} 个 token，但该模型的上下文窗口只能容纳 {limit} 个 token。请缩短消息或分段发送。</translation>
     </message>
     <message>
+        <source>The system prompt is {tokens} tokens long, but only {limit} tokens fit in this model&apos;s context window with room for a reply. Shorten the system prompt in the sidebar.</source>
+        <translation>系统提示词长 {tokens} 个 token，但在为回复留出空间后，此模型的上下文窗口只能容纳 {limit} 个 token。请在侧边栏中缩短系统提示词。</translation>
+    </message>
+    <message>
         <source>The setting {name} cannot be {value}: {reason}</source>
         <translation>设置项 {name} 不能为 {value}：{reason}</translation>
     </message>
@@ -99,6 +103,42 @@ Updated {when} · {model}</source>
     <message>
         <source>The Python interpreter could not run: {detail}</source>
         <translation>Python 解释器无法运行：{detail}</translation>
+    </message>
+    <message>
+        <source>{file} in {path} is not a GGUF file: a GGUF file starts with the bytes &quot;GGUF&quot;, this one starts with &quot;{head}&quot;. Choose the .gguf file itself.</source>
+        <translation>{path} 中的 {file} 不是 GGUF 文件：GGUF 文件以字节“GGUF”开头，而它以“{head}”开头。请选择 .gguf 文件本身。</translation>
+    </message>
+    <message>
+        <source>{file} holds a model of architecture {architecture}, which the {engine} engine cannot run from a GGUF file; open it with the llama.cpp engine, or open the model&apos;s original folder.</source>
+        <translation>{file} 中的模型架构是 {architecture}，{engine} 引擎无法从 GGUF 文件运行它；请用 llama.cpp 引擎打开，或打开该模型的原始文件夹。</translation>
+    </message>
+    <message>
+        <source>{file} in {path} is a Git LFS pointer, not the file itself (the folder was cloned without git-lfs): run git lfs pull in that folder, or download the file again.</source>
+        <translation>{path} 中的 {file} 是 Git LFS 指针文件，而不是文件本身（该文件夹克隆时没有使用 git-lfs）：请在该文件夹中运行 git lfs pull，或重新下载该文件。</translation>
+    </message>
+    <message>
+        <source>The disk holding the chat history is full ({path}). The conversation stays in the window and is saved as soon as there is space again.</source>
+        <translation>保存聊天记录的磁盘已满（{path}）。对话仍显示在窗口中，磁盘有空间后会自动保存。</translation>
+    </message>
+    <message>
+        <source>The chat history file {path} is damaged, so nothing more can be saved in it. Restart glmdesk: it keeps the damaged file under a new name and starts a new history.</source>
+        <translation>聊天记录文件 {path} 已损坏，无法再保存内容。请重新启动 glmdesk：损坏的文件会以新名称保留，并开始新的聊天记录。</translation>
+    </message>
+    <message>
+        <source>The chat history ({path}) could not be saved or read: {detail}</source>
+        <translation>无法保存或读取聊天记录（{path}）：{detail}</translation>
+    </message>
+    <message>
+        <source>The chat history file was damaged. It was kept as {moved_to} (nothing in it was deleted) and a new history was started in {path}.</source>
+        <translation>聊天记录文件已损坏。它已保留为 {moved_to}（其中内容均未删除），并在 {path} 开始了新的聊天记录。</translation>
+    </message>
+</context>
+<context>
+    <name>HistoryController</name>
+    <message>
+        <source>The chat history is saved again.</source>
+        <extracomment>Seconds between checkpoints of a streaming answer. Milliseconds between retries of writes that failed.</extracomment>
+        <translation>聊天记录已恢复保存。</translation>
     </message>
 </context>
 <context>
@@ -228,6 +268,7 @@ Updated {when} · {model}</source>
     <name>InputBox</name>
     <message>
         <source>Type a message. Enter sends, Shift+Enter adds a line, Esc stops the answer.</source>
+        <extracomment>Longest line shown as one block, in characters; longer ones are cut for display only. ``QTextBlock.userState()`` of a block that continues the previous line (no newline between).</extracomment>
         <translation>输入消息。Enter 发送，Shift+Enter 换行，Esc 停止回答。</translation>
     </message>
     <message>
@@ -412,6 +453,10 @@ Updated {when} · {model}</source>
         <translation>请等待模型加载完成后再发送消息。</translation>
     </message>
     <message>
+        <source>Only {tokens} tokens are left in the context window for this answer (max new tokens is {max}).</source>
+        <translation>上下文窗口只剩 {tokens} 个 token 可用于此回答（最大新 token 数为 {max}）。</translation>
+    </message>
+    <message>
         <source>Stopped before the first token.</source>
         <translation>在生成第一个 token 之前已停止。</translation>
     </message>
@@ -506,6 +551,10 @@ Updated {when} · {model}</source>
         <translation>以 Markdown 格式复制此消息</translation>
     </message>
     <message>
+        <source>Show all</source>
+        <translation>显示全部</translation>
+    </message>
+    <message>
         <source>You</source>
         <translation>你</translation>
     </message>
@@ -520,6 +569,10 @@ Updated {when} · {model}</source>
     <message>
         <source>Assistant</source>
         <translation>助手</translation>
+    </message>
+    <message>
+        <source>Showing the first {shown} of {total} characters; Copy and export keep all of it.</source>
+        <translation>仅显示 {total} 个字符中的前 {shown} 个；复制和导出会保留全部内容。</translation>
     </message>
     <message>
         <source>writing...</source>

@@ -49,12 +49,19 @@ class FullCacheStrategy(CacheStrategy):
         initial_tokens: int = 256,
     ) -> None:
         super().__init__(model, settings)
-        layers = model.config.get_text_config(decoder=True).num_hidden_layers
-        limit = max_tokens or context_limit(model.config)
-        self.cache = make_cache([GrowingLayer(limit, initial_tokens, static) for _ in range(layers)])
+        self._layer_args = (max_tokens or context_limit(model.config), initial_tokens, static)
+        self.cache = self._fresh_cache()
+
+    def _fresh_cache(self):
+        layers = self.model.config.get_text_config(decoder=True).num_hidden_layers
+        return make_cache([GrowingLayer(*self._layer_args) for _ in range(layers)])
+
+    def _truncate(self, n: int) -> None:
+        for layer in self.cache.layers:
+            layer.crop(n)
 
     def _forward(self, input_ids: torch.Tensor, start: int) -> torch.Tensor:
-        return run_model(self.model, self.cache, input_ids, start)
+        return run_model(self.model, self.cache, input_ids, start, step=self.decode_step)
 
     def stats(self) -> CacheStats:
         if self.cache is None:

@@ -34,8 +34,20 @@ GLM4_SPECIAL_IDS = {
     "<|assistant|>": 151337,
     "<|observation|>": 151338,
 }
+#: The one home of the original families' stop ids in their full vocabularies:
+#: eos, and for ChatGLM3 and GLM-4 ``<|user|>`` and ``<|observation|>`` (THUDM's
+#: generation_config.json eos lists; ChatGLM3's ``tokenization_chatglm.py``). The
+#: formats take the same ids from the tokenizer they are given, so a folder with
+#: another vocabulary size stops on its own ids.
+STOP_IDS_BY_FAMILY: dict[str, tuple[int, ...]] = {
+    "chatglm2": (2,),
+    "chatglm2-32k": (2,),
+    "chatglm3": (2, 64795, 64797),
+    "chatglm3-32k": (2, 64795, 64797),
+    "glm4": (151329, 151336, 151338),
+}
 #: GLM-4-9B-chat's eos list (generation_config.json): endoftext, user, observation.
-GLM4_STOP_IDS = frozenset({151329, 151336, 151338})
+GLM4_STOP_IDS = frozenset(STOP_IDS_BY_FAMILY["glm4"])
 
 
 class TextEncoder(Protocol):
@@ -314,7 +326,8 @@ class GLM4Format(RoleTokenFormat):
     Args:
         encode: Plain-text encoder of the GLM-4 tokenizer.
         special_ids: Token name -> id (defaults to :data:`GLM4_SPECIAL_IDS`).
-        extra_stop_ids: Added to :data:`GLM4_STOP_IDS` (from generation_config).
+        extra_stop_ids: Added to the ids of ``<|endoftext|>``, ``<|user|>`` and
+            ``<|observation|>`` in ``special_ids`` (e.g. generation_config's eos list).
     """
 
     name = "glm4"
@@ -336,6 +349,6 @@ class GLM4Format(RoleTokenFormat):
                 "assistant": ids["<|assistant|>"],
                 "observation": ids["<|observation|>"],
             },
-            GLM4_STOP_IDS | {ids["<|endoftext|>"], ids["<|user|>"], ids["<|observation|>"]} | extra_stop_ids,
+            {ids["<|endoftext|>"], ids["<|user|>"], ids["<|observation|>"]} | set(extra_stop_ids),
             "glm4",
         )
