@@ -29,6 +29,9 @@ ERROR_KINDS = (
     "generation_failed",  # detail: str
     "load_failed",  # detail: str
     "option_unavailable",  # option: str, reason: str (glmdesk.engine.options.OPTION_REASONS)
+    "tool_call_invalid",  # reason: str (English)
+    "tool_rounds_exceeded",  # rounds: int (not in the sentence)
+    "interpreter_failed",  # detail: str
     "not_gguf",  # path: str (folder), file: str, head: str (the file's first bytes as text)
     "gguf_unsupported",  # path: str (folder), file: str, architecture: str, engine: str
     "lfs_pointer",  # path: str (folder), file: str

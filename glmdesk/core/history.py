@@ -51,6 +51,8 @@ from glmdesk.core.history_rows import (
     STATS_ASSIGN,
     auto_title,
     copy_params,
+    db_role,
+    kind_params,
     settings_json,
     stats_params,
     to_conversation,
@@ -58,6 +60,7 @@ from glmdesk.core.history_rows import (
 )
 from glmdesk.core.history_schema import DB_NAME, connect
 from glmdesk.core.history_search import search as _search
+from glmdesk.core.history_tools import ToolMessages
 from glmdesk.core.history_types import (
     Conversation,
     GenerationStats,
@@ -67,9 +70,10 @@ from glmdesk.core.history_types import (
 )
 from glmdesk.core.messages import FINISH_REASONS, ROLES, ChatMessage
 from glmdesk.core.text import storable_text
+from glmdesk.core.tools import ToolCall
 
 
-class History:
+class History(ToolMessages):
     """The chat history database (see the module docstring for threads and call order).
 
     Args:
@@ -309,7 +313,8 @@ class History:
 
         Args:
             conversation_id: Conversation to append to.
-            role: ``system``, ``user`` or ``assistant``.
+            role: ``system``, ``user``, ``assistant`` or ``observation`` (a tool's
+                result; :meth:`add_observation` also names the tool).
             text: Exact text (any ``str``: NULs and lone surrogates round-trip).
             model: Model that wrote it (assistant messages).
             settings: Sampling settings used: a dataclass (``SamplingParams``) or a
@@ -325,8 +330,11 @@ class History:
         """
         if role not in ROLES:
             raise ValueError(f"unknown role {role!r}; expected one of {ROLES}")
+        kind = "observation" if role == "observation" else "text"
         with self.transaction():
-            mid = self._insert(conversation_id, role, text, "complete", model, settings)
+            mid = self._insert(
+                conversation_id, role, text, "complete", model, settings, kind_params(kind, None, "", None)
+            )
             self._finish_fields(mid, finish_reason, stats)
             if role == "user":
                 self._conn.execute(
@@ -373,6 +381,7 @@ class History:
         stats: GenerationStats | None = None,
         settings: Any = None,
         model: str | None = None,
+        tool_call: ToolCall | None = None,
     ) -> None:
         """Save the final answer once, mark it ``complete`` and commit.
 
@@ -384,6 +393,8 @@ class History:
             settings: Replaces the settings given at the start (if the user moved a
                 slider mid-answer, pass the last ones); ``None`` keeps them.
             model: Replaces the model given at the start; ``None`` keeps it.
+            tool_call: The call the answer ended with (``finish_reason`` ``tool_calls``):
+                the message becomes a tool-call message, ``text`` what was shown before it.
 
         Raises:
             KeyError: if ``message_id`` is not a ``partial`` message.
@@ -403,6 +414,11 @@ class History:
             if cur.rowcount == 0:
                 raise KeyError(f"no partial message {message_id}")
             self._finish_fields(message_id, finish_reason, stats)
+            if tool_call is not None:
+                kind, tool, _ = kind_params("tool_call", tool_call, "", None)
+                self._conn.execute(
+                    "UPDATE messages SET kind = ?, tool = ? WHERE id = ?", (kind, tool, message_id)
+                )
             self._conn.execute(
                 "UPDATE conversations SET updated = ? WHERE id = "
                 "(SELECT conversation_id FROM messages WHERE id = ?)",
@@ -452,7 +468,8 @@ class History:
         """Return the conversation as the engine's messages, to continue it.
 
         Empty assistant messages (an answer that failed or is just starting) are
-        left out; an interrupted partial answer is kept as the user saw it.
+        left out, tool calls kept; images are left out (their observation says
+        ``[Image]``); an interrupted partial answer is kept as the user saw it.
 
         Raises:
             KeyError: for an unknown conversation.
@@ -460,7 +477,7 @@ class History:
         return [
             m.to_chat_message()
             for m in self.messages(conversation_id)
-            if not (m.role == "assistant" and m.text == "")
+            if m.kind != "image" and not (m.kind == "text" and m.role == "assistant" and m.text == "")
         ]
 
     @storage_errors
@@ -470,16 +487,26 @@ class History:
         return [to_message(row) for row in rows]
 
     def _insert(
-        self, conversation_id: int, role: str, text: str, state: str, model: str | None, settings: Any
+        self,
+        conversation_id: int,
+        role: str,
+        text: str,
+        state: str,
+        model: str | None,
+        settings: Any,
+        extra: tuple[Any, ...] = ("text", None, None),
     ) -> int:
         stored, raw = encode_text(text)
         now = time.time()
         try:
             cur = self._conn.execute(
                 "INSERT INTO messages (conversation_id, role, text, text_raw, created, updated, state, "
-                "model, settings) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (conversation_id, role, stored, raw, now, now, state, model, settings_json(settings)),
-            )
+                "model, settings, kind, tool, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    conversation_id, db_role(role, extra[0]), stored, raw, now, now, state, model,
+                    settings_json(settings), *extra,
+                ),
+            )  # fmt: skip
         except sqlite3.IntegrityError as exc:
             raise KeyError(f"no conversation {conversation_id}") from exc
         self._conn.execute(
@@ -544,7 +571,7 @@ class History:
                 ).lastrowid
             )
             self._conn.executemany(
-                f"INSERT INTO messages (conversation_id, {COPY_COLS}) VALUES ({', '.join('?' * 16)})",
+                f"INSERT INTO messages (conversation_id, {COPY_COLS}) VALUES ({', '.join('?' * (COPY_COLS.count(',') + 2))})",
                 [(cid, *copy_params(item)) for item in items],
             )
         return cid

@@ -1,6 +1,7 @@
 """Export conversations as Markdown and JSON, and read the JSON back.
 
-JSON format (``"format": "glmdesk-conversation"``, ``"version": 1``)::
+JSON format (``"format": "glmdesk-conversation"``, ``"version": 2``; version 1 files,
+without tool messages, are read too)::
 
     {"format": "glmdesk-conversation", "version": 1,
      "conversation": {"title": str, "created": s, "updated": s, "model": str | null},
@@ -10,7 +11,11 @@ JSON format (``"format": "glmdesk-conversation"``, ``"version": 1``)::
                    "stats": {"ttft_s": s, "tokens_per_s": tokens/s, "n_tokens": int,
                              "prompt_tokens": int, "dropped_tokens": int,
                              "dropped_messages": [int]},
-                   "text_b64": str (only when needed, see below)}]}
+                   "text_b64": str (only when needed, see below),
+                   "kind": "text" | "tool_call" | "observation" | "image",
+                   "tool_call": {"name", "arguments", "raw", "kind", "call_id"} (tool_call),
+                   "tool_name": str (observation, image),
+                   "image_b64": str, base64 of the PNG file (image)}]}
 
 Times are seconds since the Unix epoch. Database ids are not exported, so
 ``export_json(import_json(x)) == x``. Lone surrogates are written as ``\\uXXXX``
@@ -34,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from glmdesk.core.history_types import (
+    MESSAGE_KINDS,
     STATES,
     Conversation,
     GenerationStats,
@@ -41,9 +47,10 @@ from glmdesk.core.history_types import (
 )
 from glmdesk.core.messages import FINISH_REASONS, ROLES
 from glmdesk.core.text import storable_text
+from glmdesk.core.tools import ToolCall
 
 FORMAT = "glmdesk-conversation"
-VERSION = 1
+VERSION = 2
 
 #: English labels used by :func:`to_markdown`; the UI passes translated ones.
 MARKDOWN_LABELS = {
@@ -54,6 +61,9 @@ MARKDOWN_LABELS = {
     "partial": "(unfinished)",
     "cancelled": "(stopped)",
     "error": "(failed)",
+    "observation": "Observation",
+    "tool_call": "Tool call",
+    "image": "Image",
 }
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -78,12 +88,39 @@ def to_markdown(
     lines += [f"_{when}" + (f" · {conversation.model}_" if conversation.model else "_"), ""]
     for message in messages:
         heading = f"### {words[message.role]}"
+        if message.tool_name:
+            heading += f" ({storable_text(message.tool_name)})"
         if not message.complete:
             heading += f" {words['partial']}"
         elif message.finish_reason in ("cancelled", "error"):
             heading += f" {words[message.finish_reason]}"
-        lines += [heading, "", storable_text(message.text), ""]
+        lines += [heading, ""] + _markdown_body(message, words) + [""]
     return "\n".join(lines)
+
+
+def _fence(text: str, info: str = "") -> list[str]:
+    ticks = "```"
+    while ticks in text:
+        ticks += "`"
+    return [f"{ticks}{info}", text, ticks]
+
+
+def _markdown_body(message: StoredMessage, words: Mapping[str, str]) -> list[str]:
+    """Markdown lines of one message: its text, a call as a code block, an image inline."""
+    body = [storable_text(message.text)] if message.text or message.kind == "text" else []
+    call = message.tool_call
+    if message.kind == "tool_call" and call is not None:
+        body += ([""] if body else []) + [f"**{words['tool_call']}: `{storable_text(call.name)}`**", ""]
+        if call.kind == "interpreter":
+            body += _fence(storable_text(call.code), "python")
+        else:
+            body += _fence(storable_text(call.arguments_json(indent=2)), "json")
+    elif message.kind == "observation":
+        body = _fence(storable_text(message.text))
+    elif message.kind == "image" and message.image:
+        data = base64.b64encode(message.image).decode("ascii")
+        body += [f"![{words['image']}](data:image/png;base64,{data})"]
+    return body
 
 
 def _message_json(message: StoredMessage) -> dict[str, Any]:
@@ -102,6 +139,14 @@ def _message_json(message: StoredMessage) -> dict[str, Any]:
     }
     if _PAIR.search(message.text):
         item["text_b64"] = base64.b64encode(message.text.encode("utf-8", "surrogatepass")).decode("ascii")
+    if message.kind != "text":
+        item["kind"] = message.kind
+    if message.tool_call is not None:
+        item["tool_call"] = message.tool_call.to_dict()
+    if message.kind in ("observation", "image"):
+        item["tool_name"] = message.tool_name
+    if message.image is not None:
+        item["image_b64"] = base64.b64encode(message.image).decode("ascii")
     return item
 
 
@@ -222,7 +267,7 @@ def parse_json(text: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         raise ValueError("This file is not a conversation exported by glmdesk.")
     version = document.get("version")
     if not isinstance(version, int) or not 1 <= version <= VERSION:
-        raise ValueError(f"This conversation uses export format {version!r}; this glmdesk reads 1.")
+        raise ValueError(f"This conversation uses export format {version!r}; this glmdesk reads 1 and 2.")
     header = document.get("conversation")
     items = document.get("messages")
     if not isinstance(header, dict) or not isinstance(items, list):
@@ -268,7 +313,8 @@ def _parse_message(index: int, item: Any, now: float) -> dict[str, Any]:
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{where} has invalid statistics: {exc}") from exc
     created = _number(item.get("created"), "created", now)
-    return {
+    tool_fields = _parse_tool_fields(where, role, item)
+    return tool_fields | {
         "role": role,
         "text": text,
         "created": created,
@@ -279,3 +325,33 @@ def _parse_message(index: int, item: Any, now: float) -> dict[str, Any]:
         "settings": settings,
         "stats": stats,
     }
+
+
+def _parse_tool_fields(where: str, role: str, item: dict[str, Any]) -> dict[str, Any]:
+    """``kind``, ``tool_call``, ``tool_name`` and ``image`` of an exported message.
+
+    Raises:
+        ValueError: with a sentence, for an inconsistent tool message.
+    """
+    kind = item.get("kind", "observation" if role == "observation" else "text")
+    if kind not in MESSAGE_KINDS:
+        raise ValueError(f"{where} has an unknown kind {kind!r}.")
+    expected = {"tool_call": "assistant", "observation": "observation", "image": "observation"}.get(kind)
+    if expected is not None and role != expected or expected is None and role == "observation":
+        raise ValueError(f"{where} is a {kind} message with the role {role!r}.")
+    out: dict[str, Any] = {"kind": kind, "tool_call": None, "tool_name": "", "image": None}
+    if kind == "tool_call":
+        try:
+            out["tool_call"] = ToolCall.from_dict(item.get("tool_call"))
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from exc
+    if kind in ("observation", "image"):
+        out["tool_name"] = _optional_str(item.get("tool_name"), "tool_name") or ""
+    if kind == "image":
+        try:
+            out["image"] = base64.b64decode(item.get("image_b64") or "", validate=True)
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"{where} has an image that is not base64.") from exc
+        if not out["image"]:
+            raise ValueError(f"{where} is an image message without an image.")
+    return out

@@ -23,10 +23,15 @@ from typing import Any
 
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.text import storable_text
+from glmdesk.core.tools import ToolCall
 
 #: Message states: ``partial`` while an answer streams (or after a crash
 #: interrupted it), ``complete`` once it is finished (or for any user/system message).
 STATES = ("partial", "complete")
+
+#: Message kinds: ordinary text, an assistant's tool call, a tool's result
+#: (observation) and an image a tool returned (PNG bytes).
+MESSAGE_KINDS = ("text", "tool_call", "observation", "image")
 
 
 class HistoryError(Exception):
@@ -140,6 +145,11 @@ class StoredMessage:
         model: Model that wrote it, or ``None``.
         settings: Sampling settings used, as a dict, or ``None``.
         stats: Generation statistics (all ``None`` for user messages).
+        kind: One of :data:`MESSAGE_KINDS` (``role`` is ``observation`` for the
+            ``observation`` and ``image`` kinds).
+        tool_call: For kind ``tool_call``: the call (``text`` is what was shown before it).
+        tool_name: For kinds ``observation`` and ``image``: the tool that returned it.
+        image: For kind ``image``: the PNG file's bytes.
     """
 
     id: int
@@ -153,6 +163,10 @@ class StoredMessage:
     model: str | None = None
     settings: dict[str, Any] | None = None
     stats: GenerationStats = field(default_factory=GenerationStats)
+    kind: str = "text"
+    tool_call: ToolCall | None = None
+    tool_name: str = ""
+    image: bytes | None = None
 
     @property
     def complete(self) -> bool:
@@ -160,7 +174,12 @@ class StoredMessage:
         return self.state == "complete"
 
     def to_chat_message(self) -> ChatMessage:
-        """This message as the engine's :class:`ChatMessage`."""
+        """This message as the engine's :class:`ChatMessage` (an image has none: its
+        observation already says ``[Image]``; see :meth:`History.chat_messages`)."""
+        if self.kind == "tool_call":
+            return ChatMessage("assistant", self.text, tool_call=self.tool_call)
+        if self.kind == "observation":
+            return ChatMessage("observation", self.text, name=self.tool_name)
         return ChatMessage(self.role, self.text)
 
 

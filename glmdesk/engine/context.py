@@ -26,7 +26,12 @@ class FittedPrompt:
 
 
 def _rounds(messages: Sequence[ChatMessage]) -> tuple[list[int], list[list[int]]]:
-    """Split message indices into system messages and rounds (a user turn and its replies)."""
+    """Split message indices into system messages and rounds.
+
+    A round is a user turn and everything after it until the next user turn: the
+    answers, tool calls and their observations, so a call and its result are kept or
+    dropped together.
+    """
     system: list[int] = []
     rounds: list[list[int]] = []
     for i, message in enumerate(messages):
@@ -75,7 +80,8 @@ def fit_prompt(
 
     Args:
         fmt: The model's prompt format.
-        messages: System messages, then user/assistant turns ending with a user message.
+        messages: System messages, then turns ending with a user message, or with an
+            observation (the answer continues after a tool's result).
         max_prompt_tokens: Context length minus the answer budget, in tokens: older
             rounds are dropped until the prompt fits this.
         fallback_tokens: A larger limit (context length minus a minimal reply), in tokens,
@@ -88,10 +94,10 @@ def fit_prompt(
             the (fallback) limit, ``prompt_too_long`` when the newest message does;
             its ``tokens`` and ``limit`` are the message's own tokens and the room left
             for it. Nothing should be generated.
-        ValueError: when ``messages`` does not end with a user message.
+        ValueError: when ``messages`` does not end with a user message or an observation.
     """
-    if not messages or messages[-1].role != "user":
-        raise ValueError("the conversation must end with a user message")
+    if not messages or messages[-1].role not in ("user", "observation"):
+        raise ValueError("the conversation must end with a user message or an observation")
     system, rounds = _rounds(messages)
     first = 0
     while True:

@@ -20,9 +20,10 @@ from typing import Protocol
 
 import torch
 
-from glmdesk.core.errors import GlmdeskError
+from glmdesk.core.errors import ErrorInfo, GlmdeskError
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import CacheSettings, ParamsBox, SamplingParams
+from glmdesk.core.tools import ToolSet
 from glmdesk.engine.chunk import CacheStats, GenerationChunk
 from glmdesk.engine.context import FittedPrompt, fit_prompt
 from glmdesk.engine.decoding import LogitsSource, Sampler, answer_seed, generate_tokens
@@ -71,6 +72,21 @@ class TextModel(Protocol):
 
 #: The shortest reply a prompt must leave room for, in tokens (fewer if max new tokens is lower).
 MIN_REPLY_TOKENS = 16
+
+
+def offered_tools(messages: Sequence[ChatMessage]) -> ToolSet | None:
+    """The tools the conversation's system messages offer (the last set wins), or ``None``."""
+    found = [m.tools for m in messages if m.role == "system" and m.tools]
+    return found[-1] if found else None
+
+
+def tool_notice(reason: str) -> ErrorInfo:
+    """The note shown when a call-like reply is shown as text (``reason`` in English)."""
+    return ErrorInfo(
+        "tool_call_invalid",
+        f"The model wrote a tool call that glmdesk did not run, so it is shown as text: {reason}.",
+        {"reason": reason},
+    )
 
 
 def answer_budget(params: SamplingParams, context_length: int) -> int:
@@ -129,7 +145,8 @@ class _Answer:
     def push(self, token: int) -> str:
         """The shown text a new token completes."""
         self.n_generated += 1
-        return self.shown(self.detok.push(token))
+        before = self.shown.see_token(token)
+        return before + self.shown(self.detok.push(token))
 
     def tail(self, cut_off: bool = True) -> str:
         """Text still held by the detokenizer and the reply filter at the end.
@@ -137,7 +154,7 @@ class _Answer:
         ``cut_off``: the answer ends before the model finished it (length, Stop, error),
         so a character left incomplete is dropped rather than shown as U+FFFD.
         """
-        return self.shown(self.detok.flush(drop_incomplete=cut_off)) + self.shown.flush()
+        return self.shown(self.detok.flush(drop_incomplete=cut_off)) + self.shown.finish(cut_off)
 
     def safe_tail(self) -> str:
         try:
@@ -146,6 +163,12 @@ class _Answer:
             return ""
 
     def chunk(self, text: str = "", ids: tuple[int, ...] = (), finish: str | None = None, error=None):
+        call = getattr(self.shown, "tool_call", None) if finish is not None else None
+        if call is not None and finish == "stop":
+            finish = "tool_calls"
+        elif finish is not None:
+            call = None  # a call cut off by length, Stop or an error is not run
+        note = getattr(self.shown, "notice", None) if finish is not None else None
         rate = 0.0
         if self.n_generated > 1:
             rate = (self.n_generated - 1) / max(time.perf_counter() - self.first_at, 1e-9)
@@ -160,6 +183,9 @@ class _Answer:
             error=error,
             cache=self.stats,
             dropped_messages=self.dropped,
+            tool_pending=getattr(self.shown, "pending", None) if finish is None else None,
+            tool_call=call,
+            notice=None if note is None else tool_notice(note),
             reused_tokens=self.reused,
             kept_kv_bytes=0 if self.pool is None else self.pool.total_bytes(),
             reply_limit=self.reply_limit,
@@ -206,12 +232,18 @@ def stream_answer(
         yield from _stream(
             model,
             lambda limit, fallback: fit_prompt(model.prompt_format, encodable(messages), limit, fallback),
-            model.prompt_format.reply_filter(),
+            _reply_filter(model.prompt_format, offered_tools(messages)),
             params,
             cache,
             stop,
             conversation,
         )
+
+
+def _reply_filter(fmt: PromptFormat, tools: ToolSet | None) -> ReplyFilter:
+    """The format's reply filter; with tools offered, its tool-call filter when it has one."""
+    tool_filter = getattr(fmt, "tool_reply_filter", None)
+    return tool_filter(tools) if tools and tool_filter is not None else fmt.reply_filter()
 
 
 def reuse_compat(cache: CacheSettings) -> CacheSettings:

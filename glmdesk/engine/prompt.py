@@ -11,7 +11,7 @@ import re
 import secrets
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.text import without_lone_surrogates
@@ -20,7 +20,23 @@ from glmdesk.core.text import without_lone_surrogates
 def encodable(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
     """Messages the tokenizer can encode: lone surrogates (pasted from broken UTF-16)
     become U+FFFD, surrogate pairs are joined; everything else is unchanged."""
-    return [ChatMessage(m.role, without_lone_surrogates(m.content)) for m in messages]
+    return [replace(m, content=without_lone_surrogates(m.content)) for m in messages]
+
+
+def plain_messages(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
+    """Messages for a format without tool turns (a conversation that used tools, continued
+    with another model): a tool call becomes assistant text naming the call, an
+    observation a user message; offered tools are dropped."""
+    out = []
+    for m in messages:
+        if m.role == "observation":
+            out.append(ChatMessage("user", m.content))
+        elif m.tool_call is not None:
+            call = f"{m.tool_call.name}({m.tool_call.arguments_json()})"
+            out.append(ChatMessage("assistant", f"{m.content}\n{call}" if m.content else call))
+        else:
+            out.append(ChatMessage(m.role, m.content))
+    return out
 
 
 class ReplyFilter:
@@ -40,9 +56,19 @@ class ReplyFilter:
     def __call__(self, delta: str) -> str:
         return delta
 
+    def see_token(self, token_id: int) -> str:
+        """Called with each generated id before its text (a format may mark segments
+        with special ids); returns text to show first. Default: nothing."""
+        return ""
+
     def flush(self) -> str:
         """Return the text held back so far (end of the reply)."""
         return ""
+
+    def finish(self, cut_off: bool) -> str:
+        """End of the reply (``cut_off``: length, Stop or an error ended it early);
+        returns the text held back. Default: :meth:`flush`."""
+        return self.flush()
 
 
 class PromptFormat(ABC):
@@ -103,6 +129,7 @@ class ChatTemplateFormat(PromptFormat):
         self.stop_ids = frozenset(stop_ids)
 
     def encode(self, messages: Sequence[ChatMessage]) -> list[int]:
+        messages = plain_messages(messages)
         ids: list[int] = []
         for part in render_template_parts(self.tokenizer, messages):
             if isinstance(part, Markup):

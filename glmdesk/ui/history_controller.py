@@ -95,6 +95,7 @@ class HistoryController(QObject):
         self._retry.timeout.connect(self.retry_pending)
         session.message_added.connect(self._on_message_added)
         session.answer_started.connect(self._on_answer_started)
+        session.tool_images_added.connect(self._on_tool_images_added)
         session.chunk_shown.connect(self._on_chunk_shown)
         session.answer_finished.connect(self._on_answer_finished)
         session.last_answer_removed.connect(self._on_last_answer_removed)
@@ -208,6 +209,12 @@ class HistoryController(QObject):
         if message.role == "user":
             self._begin_answer(message.content)  # the question and its empty answer, one transaction
             return
+        if message.role == "observation":  # a tool's result, before the answer continues
+            conv, text, name = self._conv, message.content, message.name
+            self._queue(
+                lambda: conv.id is not None and self.history.add_observation(conv.id, text, name=name)
+            )
+            return
         answer, self._answer = self._answer, None
         if answer is None:  # an answer the window added without starting it
             self._queue(lambda conv=self._conv: self._save(conv, None, message.content, "stop", None, None))
@@ -227,7 +234,13 @@ class HistoryController(QObject):
             mid = answer.message_id
             self._queue(
                 lambda: self.history.finish_assistant_message(
-                    mid, message.content, reason, stats=stats, settings=settings, model=model
+                    mid,
+                    message.content,
+                    reason,
+                    stats=stats,
+                    settings=settings,
+                    model=model,
+                    tool_call=message.tool_call,
                 )
             )
         else:
@@ -248,7 +261,14 @@ class HistoryController(QObject):
             settings=settings,
         )
 
-    @Slot(int)
+    @Slot(object, str)
+    def _on_tool_images_added(self, images: list, name: str) -> None:
+        conv = self._conv
+        for png in images:
+            self._queue(
+                lambda png=png: conv.id is not None and self.history.add_image(conv.id, png, name=name)
+            )
+
     @Slot(int)
     def _on_answer_started(self, _request_id: int) -> None:
         self._last_checkpoint = time.monotonic()

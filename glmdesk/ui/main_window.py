@@ -29,6 +29,7 @@ from glmdesk.ui.serve_controller import ServeController
 from glmdesk.ui.settings_store import SettingsStore
 from glmdesk.ui.sidebar import Sidebar
 from glmdesk.ui.status_bar import StatusBar
+from glmdesk.ui.tool_controller import ToolController, shown_text
 
 
 def _shutdown_on_destroy(session, *_args) -> None:
@@ -101,6 +102,7 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.serve.label)
         self.serve.serving_failed.connect(self.status.showMessage)
         self.file_menu.insertAction(self.quit_action, self.serve.action)
+        self.tools = ToolController(self.session, self.chat_view, self.sidebar.tools_panel, self.notice, self)
         app = QCoreApplication.instance()
         if app is not None:
             app.aboutToQuit.connect(self.shutdown)
@@ -455,7 +457,7 @@ class MainWindow(QMainWindow):
         self.chat_view.clear()
         self.notice.dismiss()
         for message in messages:
-            self.chat_view.add_message(message.role, message.content)
+            self.chat_view.add_message(message.role, shown_text(message))
         self.chat_view.scroll_to_end()
         self._update_actions()
 

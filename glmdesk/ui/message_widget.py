@@ -94,6 +94,8 @@ class MessageWidget(QFrame):
             return self.tr("You")
         if role == "system":
             return self.tr("System")
+        if role == "observation":
+            return self.tr("Tool result")
         return self.tr("Assistant")
 
     def _apply_colours(self) -> None:

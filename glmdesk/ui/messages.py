@@ -82,6 +82,18 @@ def _template(kind: str, params: dict) -> str | None:
         return QCoreApplication.translate("ErrorMessages", "The model could not be loaded: {detail}")
     if kind == "option_unavailable":
         return QCoreApplication.translate("ErrorMessages", "{option} cannot be used on this computer.")
+    if kind == "tool_call_invalid":
+        return QCoreApplication.translate(
+            "ErrorMessages",
+            "The model wrote a tool call that was not run, so it is shown as text ({reason}).",
+        )
+    if kind == "tool_rounds_exceeded":
+        return QCoreApplication.translate(
+            "ErrorMessages",
+            "The answer was ended: the model asked for more tool calls than this message allows.",
+        )
+    if kind == "interpreter_failed":
+        return QCoreApplication.translate("ErrorMessages", "The Python interpreter could not run: {detail}")
     if kind == "not_gguf":
         return QCoreApplication.translate(
             "ErrorMessages",

@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
 from glmdesk.core.settings import CACHE_STRATEGIES, CacheSettings, SamplingParams
 from glmdesk.ui.i18n import LANGUAGES, SYSTEM_LANGUAGE
 from glmdesk.ui.slider_spin import SliderSpin, caption
+from glmdesk.ui.tools_panel import ToolsPanel
 
 SEED_MAX = 2**63 - 1
 
@@ -69,6 +70,8 @@ class Sidebar(QScrollArea):
         column.setContentsMargins(8, 8, 8, 8)
         column.addWidget(self._build_sampling())
         column.addWidget(self._build_system_prompt())
+        self.tools_panel = ToolsPanel()
+        column.addWidget(self.tools_panel)
         column.addWidget(self._build_cache())
         column.addWidget(self._build_model_note())
         column.addWidget(self._build_language())

@@ -63,6 +63,7 @@ class Worker(QObject):
     load_failed = Signal(int, object)
     chunk_received = Signal(int, object)
     generation_finished = Signal(int, object)
+    code_finished = Signal(int, object)
     error_occurred = Signal(object)
 
     def __init__(self, params, factory=None, options=None) -> None:
@@ -164,6 +165,20 @@ class Worker(QObject):
         if final is None:
             final = GenerationChunk(finish_reason="cancelled" if stop.is_set() else "stop")
         self.generation_finished.emit(request_id, final)
+
+    @Slot(int, object, str, float)
+    def run_code(self, run_id: int, interpreter, code: str, timeout_s: float) -> None:
+        """Run interpreter code (a tool call the user allowed); emit :attr:`code_finished`
+        with ``run_id`` and the :class:`~glmdesk.engine.interpreter.RunResult`, or an
+        ``ErrorInfo`` when the kernel cannot start. The session kills a runaway run from
+        the GUI thread (``interpreter.kill()`` returns at once)."""
+        try:
+            result = interpreter.run(code, timeout_s)
+        except GlmdeskError as exc:
+            result = exc.info
+        except Exception as exc:  # a safety net: the interpreter words its errors
+            result = _failure("interpreter_failed", "The Python interpreter could not run", exc)
+        self.code_finished.emit(run_id, result)
 
 
 def start_thread(worker: Worker) -> QThread:

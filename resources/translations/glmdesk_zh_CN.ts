@@ -93,6 +93,18 @@ Updated {when} · {model}</source>
         <translation>此电脑无法使用 {option}。</translation>
     </message>
     <message>
+        <source>The model wrote a tool call that was not run, so it is shown as text ({reason}).</source>
+        <translation>模型写出的工具调用未被执行，已作为文本显示（{reason}）。</translation>
+    </message>
+    <message>
+        <source>The answer was ended: the model asked for more tool calls than this message allows.</source>
+        <translation>回答已结束：模型请求的工具调用次数超过了本条消息允许的上限。</translation>
+    </message>
+    <message>
+        <source>The Python interpreter could not run: {detail}</source>
+        <translation>Python 解释器无法运行：{detail}</translation>
+    </message>
+    <message>
         <source>{file} in {path} is not a GGUF file: a GGUF file starts with the bytes &quot;GGUF&quot;, this one starts with &quot;{head}&quot;. Choose the .gguf file itself.</source>
         <translation>{path} 中的 {file} 不是 GGUF 文件：GGUF 文件以字节“GGUF”开头，而它以“{head}”开头。请选择 .gguf 文件本身。</translation>
     </message>
@@ -654,6 +666,10 @@ Updated {when} · {model}</source>
         <translation>系统</translation>
     </message>
     <message>
+        <source>Tool result</source>
+        <translation>工具结果</translation>
+    </message>
+    <message>
         <source>Assistant</source>
         <translation>助手</translation>
     </message>
@@ -1122,6 +1138,84 @@ Updated {when} · {model}</source>
     <message>
         <source>TTFT {ttft} s, {rate} tokens/s</source>
         <translation>首 token 延迟 {ttft} 秒，{rate} token/秒</translation>
+    </message>
+</context>
+<context>
+    <name>ToolCallCard</name>
+    <message>
+        <source>Code interpreter</source>
+        <translation>代码解释器</translation>
+    </message>
+    <message>
+        <source>Tool call: {name}</source>
+        <translation>工具调用：{name}</translation>
+    </message>
+    <message>
+        <source>Type the tool&apos;s result here</source>
+        <translation>在此输入工具的结果</translation>
+    </message>
+    <message>
+        <source>Send result</source>
+        <translation>发送结果</translation>
+    </message>
+    <message>
+        <source>Run</source>
+        <translation>运行</translation>
+    </message>
+    <message>
+        <source>Stop</source>
+        <translation>停止</translation>
+    </message>
+    <message>
+        <source>Decline</source>
+        <translation>拒绝</translation>
+    </message>
+</context>
+<context>
+    <name>ToolController</name>
+    <message>
+        <source>Load a model first.</source>
+        <translation>请先加载模型。</translation>
+    </message>
+    <message>
+        <source>{model} has no tool-call format (ChatGLM3 and GLM-4 have one).</source>
+        <translation>{model} 没有工具调用格式（ChatGLM3 和 GLM-4 有）。</translation>
+    </message>
+</context>
+<context>
+    <name>ToolsPanel</name>
+    <message>
+        <source>Tools</source>
+        <extracomment>Modes of the section, in the order of the combo box.</extracomment>
+        <translation>工具</translation>
+    </message>
+    <message>
+        <source>None</source>
+        <translation>无</translation>
+    </message>
+    <message>
+        <source>Code interpreter</source>
+        <translation>代码解释器</translation>
+    </message>
+    <message>
+        <source>Custom functions</source>
+        <translation>自定义函数</translation>
+    </message>
+    <message>
+        <source>A JSON list of function definitions, each with a name, a description and parameters.</source>
+        <translation>函数定义的 JSON 列表：每个函数有名称、说明和参数。</translation>
+    </message>
+    <message>
+        <source>Always run code in this conversation</source>
+        <translation>在此对话中总是运行代码</translation>
+    </message>
+    <message>
+        <source>Tool calls per message</source>
+        <translation>每条消息的工具调用次数</translation>
+    </message>
+    <message>
+        <source>Code time limit</source>
+        <translation>代码运行时限</translation>
     </message>
 </context>
 <context>

@@ -211,7 +211,9 @@ def test_raw_prompt_streams_and_refuses_a_prompt_over_the_limit(embedded):
     from glmdesk.engine.generate import stream_prompt_ids
 
     ids = embedded.tokenizer.encode("The capital of France is")
-    chunks = list(stream_prompt_ids(embedded, ids, ParamsBox(SamplingParams(temperature=0, max_new_tokens=4))))
+    chunks = list(
+        stream_prompt_ids(embedded, ids, ParamsBox(SamplingParams(temperature=0, max_new_tokens=4)))
+    )
     assert chunks[-1].finish_reason == "length" and chunks[-1].prompt_tokens == len(ids)
     assert "Paris" in "".join(c.text for c in chunks)
     too_long = [ids[0]] * embedded.context_length

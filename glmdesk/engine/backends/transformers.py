@@ -134,7 +134,7 @@ class TransformersBackend(Backend):
                 device=info.device,
                 context_length=info.context_length,
                 stop_ids=frozenset(self._loaded.prompt_format.stop_ids),
-                tool_calls=False,
+                tool_calls=bool(getattr(self._loaded.prompt_format, "tool_calls", False)),
             )
         return self._capabilities
 

@@ -238,6 +238,16 @@ def reference_forward():
     return module.reference_forward
 
 
+@pytest.fixture(scope="session")
+def glm4_tokenizer_folder(tmp_path_factory) -> Path:
+    """A folder with a tiny GLM-4 tiktoken ``tokenizer.model`` (bytes + trained merges;
+    see ``tool_models.py``)."""
+    spec = importlib.util.spec_from_file_location("tool_models", Path(__file__).with_name("tool_models.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.write_glm4_tokenizer(tmp_path_factory.mktemp("glm4tok"))
+
+
 def tiny_tiktoken_ranks() -> list[bytes]:
     """A tiny tiktoken vocabulary: the 256 single bytes, then a few merges."""
     return [bytes([b]) for b in range(256)] + [b"he", b"ll", b"hell", b"hello", b"\xe4\xbd", b"\xe4\xbd\xa0"]
