@@ -73,6 +73,31 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
         help="auto: llama.cpp for .gguf files (the embedded model too) when llama-cpp-python is "
         "installed and no transformers-only option is given, else transformers",
     )
+    _add_llamacpp_arguments(p)
+    p.add_argument(
+        "--kv-cache",
+        choices=CACHE_STRATEGIES,
+        default="full",
+        help="KV-cache strategy: full keeps every token; sliding_window keeps the sinks and the last "
+        "--window tokens; dynamic is full until its memory budget, then the window; quantized stores "
+        "keys and values in fewer bits (default: %(default)s)",
+    )
+    p.add_argument(
+        "--window",
+        type=int,
+        default=4096,
+        help="sliding window size, 16 tokens or more (default: %(default)s)",
+    )
+    p.add_argument(
+        "--sinks",
+        type=int,
+        default=4,
+        help="attention sink tokens kept by the window, 0 to window-1 (default: %(default)s)",
+    )
+
+
+def _add_llamacpp_arguments(p: argparse.ArgumentParser) -> None:
+    """The llama.cpp engine's own options (context, prefill batch, memory map, GPU layers, KV bits)."""
     p.add_argument(
         "--n-ctx", type=int, default=0, help="llama.cpp context, in tokens (0: the model's, at most 8192)"
     )
@@ -93,26 +118,6 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--kv-bits", type=int, default=8, help="llama.cpp quantized KV cache: 8 (q8_0) or 4 (q4_0)"
-    )
-    p.add_argument(
-        "--kv-cache",
-        choices=CACHE_STRATEGIES,
-        default="full",
-        help="KV-cache strategy: full keeps every token; sliding_window keeps the sinks and the last "
-        "--window tokens; dynamic is full until its memory budget, then the window; quantized stores "
-        "keys and values in fewer bits (default: %(default)s)",
-    )
-    p.add_argument(
-        "--window",
-        type=int,
-        default=4096,
-        help="sliding window size, 16 tokens or more (default: %(default)s)",
-    )
-    p.add_argument(
-        "--sinks",
-        type=int,
-        default=4,
-        help="attention sink tokens kept by the window, 0 to window-1 (default: %(default)s)",
     )
 
 

@@ -48,6 +48,11 @@ def _template(kind: str, params: dict) -> str | None:
         )
     if kind == "precision_unavailable":
         return QCoreApplication.translate("ErrorMessages", "{precision} is unavailable here: {reason}")
+    return _answer_template(kind, params)
+
+
+def _answer_template(kind: str, params: dict) -> str | None:
+    """Sentences for memory, prompt, setting and tool errors, and the GGUF file kinds."""
     if kind == "out_of_memory":
         if params.get("stage") == "load":
             return QCoreApplication.translate(
