@@ -42,14 +42,12 @@ from pathlib import Path
 from typing import Any
 
 from glmdesk.core import paths
-from glmdesk.core.history_io import parse_json, to_json, to_markdown
+from glmdesk.core.history_io import to_markdown
 from glmdesk.core.history_rows import (
     CONV_COLS,
-    COPY_COLS,
     MSG_COLS,
     STATS_ASSIGN,
     auto_title,
-    copy_params,
     settings_json,
     stats_params,
     to_conversation,
@@ -57,6 +55,7 @@ from glmdesk.core.history_rows import (
 )
 from glmdesk.core.history_schema import DB_NAME, connect
 from glmdesk.core.history_search import search as _search
+from glmdesk.core.history_tree import ACTIVE, Branches
 from glmdesk.core.history_types import (
     FINISH_REASONS,
     Conversation,
@@ -69,8 +68,11 @@ from glmdesk.core.history_types import (
 from glmdesk.core.messages import ROLES, ChatMessage
 
 
-class History:
+class History(Branches):
     """The chat history database (see the module docstring for threads and call order).
+
+    Messages form a tree per conversation (branches; see :mod:`glmdesk.core.history_tree`):
+    a new message follows the branch on screen unless ``parent_id`` says otherwise.
 
     Args:
         path: Database file; ``None`` for ``paths.data_dir() / "history.sqlite3"``;
@@ -217,35 +219,6 @@ class History:
         with self.transaction():
             return self._conn.execute(sql, params).rowcount
 
-    def duplicate_conversation(self, conversation_id: int, title: str | None = None) -> int:
-        """Copy a conversation with all its messages; the copy is the newest.
-
-        Args:
-            conversation_id: Source.
-            title: Title of the copy; ``None`` keeps the source's.
-
-        Returns:
-            The new conversation's id.
-
-        Raises:
-            KeyError: for an unknown id.
-        """
-        source = self.get_conversation(conversation_id)
-        now = time.time()
-        with self.transaction():
-            new_id = int(
-                self._conn.execute(
-                    "INSERT INTO conversations (title, created, updated, model) VALUES (?, ?, ?, ?)",
-                    (source.title if title is None else clean_text(title), now, now, source.model),
-                ).lastrowid
-            )
-            self._conn.execute(
-                f"INSERT INTO messages (conversation_id, {COPY_COLS}) SELECT ?, {COPY_COLS} "
-                "FROM messages WHERE conversation_id = ? ORDER BY id",
-                (new_id, conversation_id),
-            )
-        return new_id
-
     def _update_conversation(self, assignment: str, params: tuple[Any, ...], conversation_id: int) -> None:
         cur = self._conn.execute(
             f"UPDATE conversations SET {assignment} WHERE id = ?", (*params, conversation_id)
@@ -264,8 +237,9 @@ class History:
         settings: Any = None,
         finish_reason: str | None = None,
         stats: GenerationStats | None = None,
+        parent_id: Any = ACTIVE,
     ) -> int:
-        """Append a finished message and commit it; return its id.
+        """Append a finished message and commit it; return its id. It becomes the active leaf.
 
         The first user message of an untitled conversation becomes its title (first
         line, at most 60 characters).
@@ -280,16 +254,19 @@ class History:
             finish_reason: For assistant messages, one of ``stop``, ``length``,
                 ``cancelled``, ``error``.
             stats: Generation statistics.
+            parent_id: The message it follows: :data:`ACTIVE` (the end of the branch on
+                screen), another message of the conversation (an edit makes a sibling of
+                the edited message), or ``None`` (a new first message).
 
         Raises:
-            KeyError: for an unknown conversation.
+            KeyError: for an unknown conversation or a parent not in it.
             ValueError: for an unknown role or finish reason.
             TypeError: for text that is not a ``str`` or settings that are not JSON.
         """
         if role not in ROLES:
             raise ValueError(f"unknown role {role!r}; expected one of {ROLES}")
         with self.transaction():
-            mid = self._insert(conversation_id, role, text, "complete", model, settings)
+            mid = self._insert(conversation_id, role, text, "complete", model, settings, parent_id)
             self._finish_fields(mid, finish_reason, stats)
             if role == "user":
                 self._conn.execute(
@@ -299,16 +276,19 @@ class History:
         return mid
 
     def begin_assistant_message(
-        self, conversation_id: int, *, model: str | None = None, settings: Any = None
+        self, conversation_id: int, *, model: str | None = None, settings: Any = None, parent_id: Any = ACTIVE
     ) -> int:
         """Insert an empty ``partial`` assistant message, commit, and return its id.
 
+        ``parent_id`` as in :meth:`add_message`: Regenerate passes the user message, so
+        the new answer becomes a sibling of the earlier ones.
+
         Raises:
-            KeyError: for an unknown conversation.
+            KeyError: for an unknown conversation or a parent not in it.
             TypeError: for settings that are neither a dataclass nor a mapping.
         """
         with self.transaction():
-            return self._insert(conversation_id, "assistant", "", "partial", model, settings)
+            return self._insert(conversation_id, "assistant", "", "partial", model, settings, parent_id)
 
     def checkpoint_partial(self, message_id: int, text: str) -> None:
         """Save the answer so far (one UPDATE, committed). Call at most every few seconds.
@@ -369,18 +349,6 @@ class History:
                 (now, message_id),
             )
 
-    def delete_message(self, message_id: int) -> None:
-        """Remove one message for good (Regenerate replaces the newest answer; an answer
-        stopped before its first token leaves nothing). Committed.
-
-        Raises:
-            KeyError: for an unknown message.
-        """
-        with self.transaction():
-            cur = self._conn.execute("DELETE FROM messages WHERE id = ?", (message_id,))
-            if cur.rowcount == 0:
-                raise KeyError(f"no message {message_id}")
-
     def get_message(self, message_id: int) -> StoredMessage:
         """Return one message.
 
@@ -391,18 +359,6 @@ class History:
         if row is None:
             raise KeyError(f"no message {message_id}")
         return to_message(row)
-
-    def messages(self, conversation_id: int) -> list[StoredMessage]:
-        """Return a conversation's messages in order (partial ones included).
-
-        Raises:
-            KeyError: for an unknown conversation.
-        """
-        self.get_conversation(conversation_id)
-        rows = self._conn.execute(
-            f"SELECT {MSG_COLS} FROM messages WHERE conversation_id = ? ORDER BY id", (conversation_id,)
-        )
-        return [to_message(row) for row in rows]
 
     def chat_messages(self, conversation_id: int) -> list[ChatMessage]:
         """Return the conversation as the engine's messages, to continue it.
@@ -425,23 +381,32 @@ class History:
         return [to_message(row) for row in rows]
 
     def _insert(
-        self, conversation_id: int, role: str, text: str, state: str, model: str | None, settings: Any
+        self,
+        conversation_id: int,
+        role: str,
+        text: str,
+        state: str,
+        model: str | None,
+        settings: Any,
+        parent_id: Any = ACTIVE,
     ) -> int:
         stored, raw = encode_text(text)
         now = time.time()
+        parent = self._parent_for(conversation_id, parent_id)
         try:
             cur = self._conn.execute(
                 "INSERT INTO messages (conversation_id, role, text, text_raw, created, updated, state, "
-                "model, settings) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (conversation_id, role, stored, raw, now, now, state, model, settings_json(settings)),
+                "model, settings, parent_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (conversation_id, role, stored, raw, now, now, state, model, settings_json(settings), parent),
             )
         except sqlite3.IntegrityError as exc:
             raise KeyError(f"no conversation {conversation_id}") from exc
+        mid = int(cur.lastrowid)
         self._conn.execute(
-            "UPDATE conversations SET updated = ?, model = coalesce(?, model) WHERE id = ?",
-            (now, model, conversation_id),
+            "UPDATE conversations SET updated = ?, model = coalesce(?, model), active_leaf = ? WHERE id = ?",
+            (now, model, mid, conversation_id),
         )
-        return int(cur.lastrowid)
+        return mid
 
     def _finish_fields(
         self, message_id: int, finish_reason: str | None, stats: GenerationStats | None
@@ -451,7 +416,7 @@ class History:
         params = (*stats_params(finish_reason, stats), message_id)
         self._conn.execute(f"UPDATE messages SET {STATS_ASSIGN} WHERE id = ?", params)
 
-    # -- search, export, import --------------------------------------------------------
+    # -- search, Markdown export (JSON export and import: history_tree) ----------------
     def search(self, query: str, *, limit: int = 50, conversation_id: int | None = None) -> list[SearchHit]:
         """Full-text search over live conversations; see :mod:`glmdesk.core.history_search`.
 
@@ -461,7 +426,7 @@ class History:
         return _search(self._conn, query, limit=limit, conversation_id=conversation_id)
 
     def export_markdown(self, conversation_id: int, labels: Mapping[str, str] | None = None) -> str:
-        """Return the conversation as Markdown (also for the clipboard).
+        """Return the branch on screen as Markdown (also for the clipboard).
 
         Args:
             conversation_id: Conversation to export.
@@ -471,31 +436,3 @@ class History:
             KeyError: for an unknown conversation.
         """
         return to_markdown(self.get_conversation(conversation_id), self.messages(conversation_id), labels)
-
-    def export_json(self, conversation_id: int) -> str:
-        """Return the conversation as JSON with the settings per message (lossless).
-
-        Raises:
-            KeyError: for an unknown conversation.
-        """
-        return to_json(self.get_conversation(conversation_id), self.messages(conversation_id))
-
-    def import_json(self, text: str) -> int:
-        """Add a conversation exported by :meth:`export_json`, in one transaction; return its id.
-
-        Raises:
-            ValueError: when ``text`` is not a glmdesk conversation export.
-        """
-        header, items = parse_json(text)
-        with self.transaction():
-            cid = int(
-                self._conn.execute(
-                    "INSERT INTO conversations (title, created, updated, model) VALUES (?, ?, ?, ?)",
-                    (clean_text(header["title"]), header["created"], header["updated"], header["model"]),
-                ).lastrowid
-            )
-            self._conn.executemany(
-                f"INSERT INTO messages (conversation_id, {COPY_COLS}) VALUES ({', '.join('?' * 16)})",
-                [(cid, *copy_params(item)) for item in items],
-            )
-        return cid

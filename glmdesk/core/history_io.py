@@ -1,16 +1,23 @@
 """Export conversations as Markdown and JSON, and read the JSON back.
 
-JSON format (``"format": "glmdesk-conversation"``, ``"version": 1``)::
+JSON format (``"format": "glmdesk-conversation"``, ``"version": 2``)::
 
-    {"format": "glmdesk-conversation", "version": 1,
-     "conversation": {"title": str, "created": s, "updated": s, "model": str | null},
-     "messages": [{"role": str, "text": str, "created": s, "updated": s,
+    {"format": "glmdesk-conversation", "version": 2,
+     "conversation": {"title": str, "created": s, "updated": s, "model": str | null,
+                      "active": int | null},
+     "messages": [{"parent": int | null, "role": str, "text": str, "created": s, "updated": s,
                    "state": "partial" | "complete", "finish_reason": str | null,
                    "model": str | null, "settings": {...} | null,
                    "stats": {"ttft_s": s, "tokens_per_s": tokens/s, "n_tokens": int,
                              "prompt_tokens": int, "dropped_tokens": int,
                              "dropped_messages": [int]},
                    "text_b64": str (only when needed, see below)}]}
+
+Version 2 holds the whole tree of a conversation (see :mod:`glmdesk.core.history_tree`):
+messages are listed parents first; ``parent`` is the index in ``messages`` of the
+message each one follows (``null`` for a first message) and ``active`` the index of
+the last message of the branch on screen. Version 1 (a single branch, no ``parent``
+or ``active``) is still read: each message then follows the one before it.
 
 Times are seconds since the Unix epoch. Database ids are not exported, so
 ``export_json(import_json(x)) == x``. Lone surrogates are written as ``\\uXXXX``
@@ -42,7 +49,7 @@ from glmdesk.core.history_types import (
 from glmdesk.core.messages import ROLES
 
 FORMAT = "glmdesk-conversation"
-VERSION = 1
+VERSION = 2
 
 #: English labels used by :func:`to_markdown`; the UI passes translated ones.
 MARKDOWN_LABELS = {
@@ -85,9 +92,10 @@ def to_markdown(
     return "\n".join(lines)
 
 
-def _message_json(message: StoredMessage) -> dict[str, Any]:
+def _message_json(message: StoredMessage, parent: int | None) -> dict[str, Any]:
     stats = message.stats
     item: dict[str, Any] = {
+        "parent": parent,
         "role": message.role,
         "text": message.text,
         "created": message.created,
@@ -104,8 +112,18 @@ def _message_json(message: StoredMessage) -> dict[str, Any]:
     return item
 
 
-def to_json(conversation: Conversation, messages: Sequence[StoredMessage]) -> str:
-    """Serialize a conversation losslessly (see the module docstring); returns valid UTF-8 text."""
+def to_json(
+    conversation: Conversation, messages: Sequence[StoredMessage], active_leaf: int | None = None
+) -> str:
+    """Serialize a conversation losslessly (see the module docstring); returns valid UTF-8 text.
+
+    Args:
+        conversation: Its header.
+        messages: Every message, parents before children (``parent_id`` links them;
+            a parent missing from ``messages`` makes a message a first one).
+        active_leaf: Id of the last message of the branch on screen, or ``None``.
+    """
+    index = {m.id: i for i, m in enumerate(messages)}
     document = {
         "format": FORMAT,
         "version": VERSION,
@@ -114,8 +132,9 @@ def to_json(conversation: Conversation, messages: Sequence[StoredMessage]) -> st
             "created": conversation.created,
             "updated": conversation.updated,
             "model": conversation.model,
+            "active": index.get(active_leaf) if active_leaf is not None else None,
         },
-        "messages": [_message_json(m) for m in messages],
+        "messages": [_message_json(m, index.get(m.parent_id)) for m in messages],
     }
     text = json.dumps(document, ensure_ascii=False, indent=1, allow_nan=False)
     # Raw surrogates can only sit inside JSON strings: escaping them keeps the JSON valid.
@@ -140,13 +159,14 @@ def parse_json(text: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Validate an exported conversation.
 
     Returns:
-        The conversation header (title, created, updated, model) and the messages
-        as dicts with the columns of :class:`StoredMessage` (``stats`` as a
-        :class:`GenerationStats`).
+        The conversation header (title, created, updated, model, ``active``: index of
+        the active leaf or ``None``) and the messages as dicts with the columns of
+        :class:`StoredMessage` (``stats`` as a :class:`GenerationStats`) and ``parent``
+        (index of an earlier message, or ``None``).
 
     Raises:
         ValueError: with a sentence saying what is wrong, for anything but a
-            conversation exported by glmdesk (JSON format version 1 or older).
+            conversation exported by glmdesk (JSON format version 1 or 2).
     """
     try:
         document = json.loads(text)
@@ -156,7 +176,9 @@ def parse_json(text: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         raise ValueError("This file is not a conversation exported by glmdesk.")
     version = document.get("version")
     if not isinstance(version, int) or not 1 <= version <= VERSION:
-        raise ValueError(f"This conversation uses export format {version!r}; this glmdesk reads 1.")
+        raise ValueError(
+            f"This conversation uses export format {version!r}; this glmdesk reads 1 to {VERSION}."
+        )
     header = document.get("conversation")
     items = document.get("messages")
     if not isinstance(header, dict) or not isinstance(items, list):
@@ -168,7 +190,23 @@ def parse_json(text: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         "model": _optional_str(header.get("model"), "model"),
     }
     conv["updated"] = _number(header.get("updated"), "updated", conv["created"])
-    return conv, [_parse_message(i, item, now) for i, item in enumerate(items)]
+    messages = [_parse_message(i, item, now) for i, item in enumerate(items)]
+    if version == 1:  # one branch: each message follows the one before it
+        for i, message in enumerate(messages):
+            message["parent"] = i - 1 if i > 0 else None
+    default_active = len(messages) - 1 if messages else None
+    conv["active"] = _index(header.get("active", default_active), "The active message", len(messages))
+    if version == 1:
+        conv["active"] = default_active
+    return conv, messages
+
+
+def _index(value: Any, what: str, count: int) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < count:
+        raise ValueError(f"{what} refers to message {value!r}, which the file does not have.")
+    return value
 
 
 def _parse_message(index: int, item: Any, now: float) -> dict[str, Any]:
@@ -203,6 +241,7 @@ def _parse_message(index: int, item: Any, now: float) -> dict[str, Any]:
         raise ValueError(f"{where} has invalid statistics: {exc}") from exc
     created = _number(item.get("created"), "created", now)
     return {
+        "parent": _index(item.get("parent"), f"{where}'s parent", index),  # parents come first
         "role": role,
         "text": text,
         "created": created,

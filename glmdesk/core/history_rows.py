@@ -18,10 +18,10 @@ from glmdesk.core.history_types import (
 CONV_COLS = "id, title, created, updated, model, deleted"
 MSG_COLS = (
     "id, conversation_id, role, text, text_raw, created, updated, state, finish_reason, model, settings, "
-    "ttft_s, tokens_per_s, n_tokens, prompt_tokens, dropped_tokens, dropped_messages"
+    "ttft_s, tokens_per_s, n_tokens, prompt_tokens, dropped_tokens, dropped_messages, parent_id"
 )
-#: Every message column but ``id`` and ``conversation_id`` (copies and imports).
-COPY_COLS = MSG_COLS.split(", ", 2)[2]
+#: Every message column but ``id``, ``conversation_id`` and ``parent_id`` (copies and imports).
+COPY_COLS = MSG_COLS.split(", ", 2)[2].removesuffix(", parent_id")
 STATS_ASSIGN = (
     "finish_reason = ?, ttft_s = ?, tokens_per_s = ?, n_tokens = ?, prompt_tokens = ?, "
     "dropped_tokens = ?, dropped_messages = ?"
@@ -36,7 +36,7 @@ def to_conversation(row: tuple[Any, ...]) -> Conversation:
 
 def to_message(row: tuple[Any, ...]) -> StoredMessage:
     """Row of ``MSG_COLS`` -> :class:`StoredMessage` (exact text restored)."""
-    mid, cid, role, text, raw, created, updated, state, finish, model, settings, *stats = row
+    mid, cid, role, text, raw, created, updated, state, finish, model, settings, *stats, parent = row
     settings_value = None if settings is None else json.loads(settings)
     stats_value = GenerationStats(*stats[:5], tuple(json.loads(stats[5] or "[]")))
     return StoredMessage(
@@ -51,6 +51,7 @@ def to_message(row: tuple[Any, ...]) -> StoredMessage:
         model,
         settings_value,
         stats_value,
+        parent,
     )
 
 

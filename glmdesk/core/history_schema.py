@@ -81,8 +81,34 @@ def _v2_search(conn: sqlite3.Connection) -> None:
     conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('rebuild')")
 
 
+def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+
+
+def _v3_branches(conn: sqlite3.Connection) -> None:
+    # Messages form a tree inside their conversation: each has a parent (NULL for a
+    # root), and the conversation remembers the leaf of the branch on screen. Earlier
+    # conversations become one branch: each message's parent is the one before it.
+    # Self-contained (columns added only when missing), so it composes with other
+    # migrations in any order. No foreign key on parent_id: history_tree keeps it
+    # consistent (a deleted message's children move up to its parent).
+    if "parent_id" not in _columns(conn, "messages"):
+        conn.execute("ALTER TABLE messages ADD COLUMN parent_id INTEGER")
+        conn.execute(
+            "UPDATE messages SET parent_id = (SELECT max(p.id) FROM messages p "
+            "WHERE p.conversation_id = messages.conversation_id AND p.id < messages.id)"
+        )
+    if "active_leaf" not in _columns(conn, "conversations"):
+        conn.execute("ALTER TABLE conversations ADD COLUMN active_leaf INTEGER")
+        conn.execute(
+            "UPDATE conversations SET active_leaf = "
+            "(SELECT max(id) FROM messages WHERE conversation_id = conversations.id)"
+        )
+    conn.execute("CREATE INDEX IF NOT EXISTS messages_parent ON messages (parent_id)")
+
+
 #: ``MIGRATIONS[i]`` upgrades a database from schema version ``i`` to ``i + 1``.
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1_tables, _v2_search]
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1_tables, _v2_search, _v3_branches]
 
 #: The schema version this code writes.
 SCHEMA_VERSION = len(MIGRATIONS)

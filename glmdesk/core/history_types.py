@@ -150,6 +150,9 @@ class StoredMessage:
         model: Model that wrote it, or ``None``.
         settings: Sampling settings used, as a dict, or ``None``.
         stats: Generation statistics (all ``None`` for user messages).
+        parent_id: The message this one answers or follows (``None`` for the first
+            message of a branch); messages with the same parent are siblings
+            (see :mod:`glmdesk.core.history_tree`).
     """
 
     id: int
@@ -163,6 +166,7 @@ class StoredMessage:
     model: str | None = None
     settings: dict[str, Any] | None = None
     stats: GenerationStats = field(default_factory=GenerationStats)
+    parent_id: int | None = None
 
     @property
     def complete(self) -> bool:
