@@ -118,3 +118,20 @@ def test_a_damaged_recent_list_reads_as_empty(qtbot) -> None:
     assert store.recent_models() == []
     store.qsettings.setValue("model/recent", '{"a": 1}')
     assert store.recent_models() == []
+
+
+def test_unmeasured_load_steps_show_a_busy_bar_and_the_seconds(qtbot) -> None:
+    from glmdesk.ui.load_indicator import LoadIndicator
+
+    indicator = LoadIndicator()
+    qtbot.addWidget(indicator)
+    indicator.start("SmolLM2-135M-Instruct")
+    indicator.update_progress("converting", 0, 0)
+    assert indicator.bar.maximum() == 0  # Qt's moving busy indicator, not a bar stuck at 0
+    qtbot.waitUntil(lambda: "(1 s)" in indicator.stage_label.text(), timeout=5000)
+    assert indicator.stage_label.text().startswith("Converting (first use only)")
+    indicator.update_progress("loading", 2, 4)
+    assert (indicator.bar.maximum(), indicator.bar.value()) == (4, 2)
+    assert not indicator._ticker.isActive()
+    indicator.finish()
+    assert not indicator.isVisible()
