@@ -142,7 +142,7 @@ def main() -> int:
 
     params = SamplingParams(temperature=0.0, top_p=1.0, max_new_tokens=args.tokens)
     window.sidebar.set_params(params)
-    loaded = window.worker._model  # the same model object the window streams from
+    loaded = window.session.backend.loaded  # the same model object the window streams from
 
     def bare_run() -> tuple[float, int]:
         times: list[float] = []

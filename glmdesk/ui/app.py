@@ -17,6 +17,7 @@ from glmdesk.ui.history_panel import HistoryPanel
 from glmdesk.ui.i18n import install_translators
 from glmdesk.ui.main_window import MainWindow
 from glmdesk.ui.settings_store import APPLICATION, ORGANIZATION, SettingsStore
+from glmdesk.ui.window_menus import theme_controller
 
 
 def _app_icon() -> QIcon:
@@ -69,7 +70,9 @@ def open_history(window: MainWindow) -> HistoryController | None:
         return None
     panel = HistoryPanel(history)
     window.set_history_panel(panel)
-    return HistoryController(window.session, history, panel, window)
+    controller = HistoryController(window.session, history, panel, window)
+    window.branch_actions.controller = controller  # versions of messages are kept
+    return controller
 
 
 def run_app(argv: list[str]) -> int:
@@ -89,6 +92,7 @@ def run_app(argv: list[str]) -> int:
     app.setDesktopFileName("glmdesk")
     app.setWindowIcon(_app_icon())
     install_translators(app, SettingsStore().language())  # before any widget is built
+    theme_controller(SettingsStore())  # light or dark before the first paint
     splash = startup_splash(app.windowIcon())
     splash.show()
     app.processEvents()  # paint it before the blocking imports

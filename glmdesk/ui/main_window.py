@@ -17,6 +17,8 @@ from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import FAMILY_DEFAULTS, LoadSettings, ParamsBox, SamplingParams
 from glmdesk.engine.memory import MIB, MemoryProbe
+from glmdesk.ui.branch_actions import BranchActions
+from glmdesk.ui.chat_area import ChatArea
 from glmdesk.ui.chat_session import ChatSession
 from glmdesk.ui.chat_view import ChatView
 from glmdesk.ui.conversation import AnswerRecord
@@ -28,6 +30,7 @@ from glmdesk.ui.open_model_dialog import OpenModelDialog
 from glmdesk.ui.settings_store import SettingsStore
 from glmdesk.ui.sidebar import Sidebar
 from glmdesk.ui.status_bar import StatusBar
+from glmdesk.ui.window_menus import ProductMenus
 
 
 def family_defaults(family: str) -> SamplingParams:
@@ -86,6 +89,7 @@ class MainWindow(QMainWindow):
         self.sidebar.set_language(self.store.language())
         self.sidebar.language_changed.connect(self._on_language_changed)
         self._build_actions()
+        self.menus = ProductMenus(self)
         self._restore_geometry()
 
         if model is not None and backend is None:
@@ -97,6 +101,7 @@ class MainWindow(QMainWindow):
         # the thread first: a QThread destroyed while running aborts the process.
         self.destroyed.connect(functools.partial(_shutdown_on_destroy, self.session))
         self._connect_session()
+        self.branch_actions = BranchActions(self)  # open_history gives it the history controller
         app = QCoreApplication.instance()
         if app is not None:
             app.aboutToQuit.connect(self.shutdown)
@@ -127,6 +132,8 @@ class MainWindow(QMainWindow):
         session.last_answer_removed.connect(self._on_last_answer_removed)
         session.conversation_replaced.connect(self._on_conversation_replaced)
         session.error_occurred.connect(self._on_error_occurred)
+        session.conversation_rewound.connect(self._on_conversation_rewound)
+        self.chat_area.watch(session)
 
     # The session's state, for the history controller and tests -----------------------
     @property
@@ -168,7 +175,8 @@ class MainWindow(QMainWindow):
         column = QVBoxLayout(chat_column)
         column.setContentsMargins(0, 0, 0, 0)
         column.setSpacing(0)
-        column.addWidget(self.chat_view, 1)
+        self.chat_area = ChatArea(self.chat_view)  # the welcome while the chat is empty
+        column.addWidget(self.chat_area, 1)
         column.addWidget(self.notice)
         column.addWidget(self.input_box)
 
@@ -199,6 +207,8 @@ class MainWindow(QMainWindow):
         self.sidebar.cache_settings_changed.connect(self._on_cache_settings_changed)
         self.status.load_indicator.cancel_requested.connect(self.cancel_load)
         self.chat_view.message_copied.connect(self._on_message_copied)
+        self.chat_area.welcome.prompt_chosen.connect(self._on_example_chosen)
+        self.chat_area.welcome.open_model_requested.connect(self.open_model_dialog)
 
     def _build_actions(self) -> None:
         def action(text: str, shortcut, slot) -> QAction:
@@ -272,7 +282,8 @@ class MainWindow(QMainWindow):
     @Slot()
     def open_model_dialog(self) -> None:
         """Ask for a model and load it."""
-        dialog = OpenModelDialog(self.load_settings or self.store.last_model(), self.availability, self)
+        current = self.load_settings or self.store.last_model()
+        dialog = OpenModelDialog(current, self.availability, self, self.store.recent_models())
         if dialog.exec() == OpenModelDialog.DialogCode.Accepted:
             self.load_model(dialog.load_settings())
 
@@ -359,8 +370,14 @@ class MainWindow(QMainWindow):
             self.chat_view.scroll_to_end()
             self.input_box.clear_text()
 
+    @Slot(str)
+    def _on_example_chosen(self, text: str) -> None:
+        if not self.send_message(text):
+            self.input_box.set_text(text)  # not ready yet: it waits in the input box
+
     @Slot(int)
     def _on_answer_started(self, _request_id: int) -> None:
+        self.status.reset_answer_figures()
         self.notice.dismiss()
         self.chat_view.begin_stream()
         self.input_box.set_streaming(True)
@@ -461,8 +478,14 @@ class MainWindow(QMainWindow):
         """Start an empty conversation (an answer being written is stopped and kept)."""
         self.session.new_chat()
 
+    @Slot(int)
+    def _on_conversation_rewound(self, index: int) -> None:
+        while len(self.chat_view.messages()) > index:
+            self.chat_view.remove_last()
+
     @Slot()
     def _on_conversation_cleared(self) -> None:
+        self.status.reset_answer_figures()
         self.chat_view.clear()
         self.notice.dismiss()
         self._update_actions()
