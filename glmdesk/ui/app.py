@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from PySide6.QtCore import QCoreApplication, QSize, Qt
-from PySide6.QtGui import QIcon, QPixmap
+from PySide6.QtGui import QColor, QIcon, QPainter, QPixmap
 from PySide6.QtWidgets import QApplication, QSplashScreen
 
 from glmdesk import __version__
@@ -38,11 +38,14 @@ def startup_splash(icon: QIcon) -> QSplashScreen:
     Importing torch and transformers takes several seconds on a small machine;
     without it nothing appears between the double-click and the window.
     """
-    size = 256
-    pixmap = icon.pixmap(QSize(size, size))
-    if pixmap.isNull():
-        pixmap = QPixmap(size, size)
-        pixmap.fill(Qt.GlobalColor.darkGray)
+    size, caption = 256, 44  # the caption has its own band below the icon
+    icon_pixmap = icon.pixmap(QSize(size, size))
+    pixmap = QPixmap(size, size + caption)
+    pixmap.fill(QColor("#2b2d31"))
+    painter = QPainter(pixmap)
+    if not icon_pixmap.isNull():
+        painter.drawPixmap(0, 0, icon_pixmap)
+    painter.end()
     splash = QSplashScreen(pixmap)
     splash.setObjectName("startup_splash")
     splash.showMessage(

@@ -17,7 +17,7 @@ from glmdesk.ui.theme import theme_colours
 #: Actions a footer offers, by role.
 ROLE_ACTIONS = {
     "user": ("copy", "edit", "delete"),
-    "assistant": ("copy", "regenerate", "continue", "delete"),
+    "assistant": ("copy", "regenerate", "delete"),
     "system": ("copy",),
 }
 
@@ -55,8 +55,8 @@ class MessageFooter(QWidget):
         parent: Parent widget.
 
     Signals:
-        action_requested(str): ``copy_text``, ``copy_markdown``, ``edit``, ``regenerate``,
-            ``continue`` or ``delete``.
+        action_requested(str): ``copy_text``, ``copy_markdown``, ``edit``, ``regenerate``
+            or ``delete``.
         sibling_requested(int): -1 for the previous sibling, +1 for the next.
     """
 
@@ -90,10 +90,6 @@ class MessageFooter(QWidget):
                 self.tr("Edit and send again: the answer below becomes another version"),
             ),
             "regenerate": (self.tr("Regenerate"), self.tr("Write this answer again as another version")),
-            "continue": (
-                self.tr("Continue"),
-                self.tr("Continue this answer (it stopped at the token limit)"),
-            ),
             "delete": (self.tr("Delete"), self.tr("Delete this message (the replies below it stay)")),
         }
         layout = QHBoxLayout(self)
@@ -123,8 +119,6 @@ class MessageFooter(QWidget):
                 button.clicked.connect(lambda _checked=False, k=key: self.action_requested.emit(k))
             self.buttons[key] = button
             layout.addWidget(button)
-        if "continue" in self.buttons:
-            self.buttons["continue"].hide()
         self.set_siblings(1, 1)
         self._update_revealed()
 
@@ -158,12 +152,6 @@ class MessageFooter(QWidget):
         self.previous_button.setEnabled(position > 1)
         self.next_button.setEnabled(position < count)
 
-    def set_can_continue(self, can: bool) -> None:
-        """Offer Continue (an answer cut by the token limit, the last of its branch)."""
-        if "continue" in self.buttons:
-            self.buttons["continue"].setVisible(can and self._revealed)
-            self.buttons["continue"].setProperty("offered", can)
-
     def set_actions_enabled(self, enabled: bool) -> None:
         """Disable the actions that start an answer or change the conversation (while one is written)."""
         for key, button in self.buttons.items():
@@ -183,9 +171,8 @@ class MessageFooter(QWidget):
 
     def _update_revealed(self) -> None:
         self.stats_label.setVisible(self._revealed and bool(self.stats_label.text()))
-        for key, button in self.buttons.items():
-            offered = key != "continue" or bool(button.property("offered"))
-            button.setVisible(self._revealed and offered)
+        for button in self.buttons.values():
+            button.setVisible(self._revealed)
 
     @Slot()
     def _on_menu_action(self) -> None:

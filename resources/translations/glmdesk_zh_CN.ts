@@ -609,14 +609,6 @@ Updated {when} · {model}</source>
         <translation>重新写这条回答，作为另一个版本</translation>
     </message>
     <message>
-        <source>Continue</source>
-        <translation>继续</translation>
-    </message>
-    <message>
-        <source>Continue this answer (it stopped at the token limit)</source>
-        <translation>继续这条回答（它因达到 token 上限而停止）</translation>
-    </message>
-    <message>
         <source>Delete</source>
         <translation>删除</translation>
     </message>
@@ -1063,6 +1055,11 @@ Updated {when} · {model}</source>
     <message>
         <source>Takes effect after restarting glmdesk.</source>
         <translation>重启 glmdesk 后生效。</translation>
+    </message>
+    <message>
+        <source>Advanced</source>
+        <extracomment>Sections open at start, by their position (Sampling and System prompt).</extracomment>
+        <translation>高级</translation>
     </message>
 </context>
 <context>

@@ -135,3 +135,39 @@ def test_unmeasured_load_steps_show_a_busy_bar_and_the_seconds(qtbot) -> None:
     assert not indicator._ticker.isActive()
     indicator.finish()
     assert not indicator.isVisible()
+
+
+def test_sidebar_sections_fold_and_advanced_rows_hide(qtbot) -> None:
+    from glmdesk.ui.sidebar import Sidebar
+
+    sidebar = Sidebar()
+    qtbot.addWidget(sidebar)
+    sidebar.resize(400, 700)
+    sidebar.show()
+    sections = sidebar.sections
+    headers = [sections[f"section{i}"].text() for i in range(5)]
+    assert headers == ["Sampling", "System prompt", "KV cache", "Model", "Interface"]
+    assert sidebar.temperature.isVisible() and not sidebar.cache_combo.isVisible()
+    assert not sidebar.min_p.isVisible() and not sidebar.seed.isVisible()
+    sections["sampling_advanced"].click()
+    assert sidebar.min_p.isVisible() and sidebar.seed.isVisible() and sidebar.repetition_penalty.isVisible()
+    sections["section2"].click()
+    assert sidebar.cache_combo.isVisible() and not sidebar.budget_spin.isVisible()
+    sections["cache_advanced"].click()
+    assert sidebar.budget_spin.isVisible() and sidebar.sinks_spin.isVisible()
+    sections["section0"].click()
+    assert not sidebar.temperature.isVisible()
+    # The controls still work folded: a value set while hidden is read back.
+    sidebar.min_p.setValue(0.05)
+    assert sidebar.params().min_p == 0.05
+
+
+def test_splash_caption_sits_below_the_icon(qtbot) -> None:
+    from glmdesk.ui.app import _app_icon, startup_splash
+
+    splash = startup_splash(_app_icon())
+    qtbot.addWidget(splash)
+    image = splash.pixmap().toImage()
+    assert image.height() >= 256 + 40
+    band = {image.pixelColor(x, y).name() for x in (4, 128, 250) for y in range(262, image.height(), 8)}
+    assert band == {"#2b2d31"}  # plain background under the icon, where the caption is drawn
