@@ -17,6 +17,7 @@ from glmdesk.ui.history_panel import HistoryPanel
 from glmdesk.ui.i18n import install_translators
 from glmdesk.ui.main_window import MainWindow
 from glmdesk.ui.settings_store import APPLICATION, ORGANIZATION, SettingsStore
+from glmdesk.ui.theme import apply_interface_font
 from glmdesk.ui.window_menus import theme_controller
 
 
@@ -94,7 +95,8 @@ def run_app(argv: list[str]) -> int:
     app.setApplicationDisplayName("glmdesk")
     app.setDesktopFileName("glmdesk")
     app.setWindowIcon(_app_icon())
-    install_translators(app, SettingsStore().language())  # before any widget is built
+    language = install_translators(app, SettingsStore().language())  # before any widget is built
+    apply_interface_font(app, language)
     theme_controller(SettingsStore())  # light or dark before the first paint
     splash = startup_splash(app.windowIcon())
     splash.show()

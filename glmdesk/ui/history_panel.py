@@ -209,7 +209,11 @@ class HistoryPanel(QWidget):
             return
         self._quiet = True
         try:
-            self._set_current(-1 if conversation_id is None else self.model.row_of(conversation_id))
+            row = -1 if conversation_id is None else self.model.row_of(conversation_id)
+            if row < 0 and conversation_id is not None:  # saved since the list was loaded
+                self.model.reload()
+                row = self.model.row_of(conversation_id)
+            self._set_current(row)
         finally:
             self._quiet = False
 

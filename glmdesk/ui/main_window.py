@@ -109,6 +109,7 @@ class MainWindow(QMainWindow):
 
     def _connect_session(self) -> None:
         session = self.session
+        self.chat_area.watch(session)  # first: the welcome knows the model before model_ready goes out
         for name in (
             "message_added",
             "last_answer_removed",
@@ -133,7 +134,6 @@ class MainWindow(QMainWindow):
         session.conversation_replaced.connect(self._on_conversation_replaced)
         session.error_occurred.connect(self._on_error_occurred)
         session.conversation_rewound.connect(self._on_conversation_rewound)
-        self.chat_area.watch(session)
 
     # The session's state, for the history controller and tests -----------------------
     @property

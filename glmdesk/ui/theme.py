@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from PySide6.QtCore import QObject, Qt, Signal, Slot
-from PySide6.QtGui import QAction, QActionGroup, QColor, QGuiApplication, QPalette
+from PySide6.QtGui import QAction, QActionGroup, QColor, QFontDatabase, QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication, QMenu, QStyleFactory, QWidget
 
 #: The user's choices, as stored in QSettings.
@@ -262,3 +262,38 @@ def build_theme_menu(controller: ThemeController, parent: QWidget) -> QMenu:
         menu.addAction(action)
     group.triggered.connect(controller.set_choice_from_action)
     return menu
+
+
+#: Chinese UI fonts, first installed one wins (Linux, then Windows, then macOS).
+CJK_UI_FAMILIES = (
+    "Noto Sans CJK SC",
+    "Source Han Sans SC",
+    "WenQuanYi Micro Hei",
+    "Microsoft YaHei UI",
+    "Microsoft YaHei",
+    "PingFang SC",
+)
+
+
+def apply_interface_font(app: QApplication, language: str) -> str | None:
+    """For a Chinese interface, make an installed CJK font the first family of the
+    application font, so line heights and baselines come from the font that draws the
+    text (CJK text then sits centred in spin boxes and line edits instead of high).
+
+    Args:
+        app: The running application.
+        language: The interface language applied (``zh_CN``, ``en``).
+
+    Returns:
+        The family put first, or ``None`` (another language, or no CJK font installed).
+    """
+    if not language.startswith("zh"):
+        return None
+    installed = set(QFontDatabase.families())
+    family = next((name for name in CJK_UI_FAMILIES if name in installed), None)
+    if family is None:
+        return None
+    font = app.font()
+    font.setFamilies([family, *[f for f in font.families() if f != family]] or [family])
+    app.setFont(font)
+    return family

@@ -63,12 +63,13 @@ def test_status_figures_reset_when_an_answer_starts(qtbot, window) -> None:
     _answer(qtbot, window, lambda: window.send_message("Hi"))
     assert window.status.speed_label.text()
     seen = []
-    window.answer_started.connect(lambda _rid: seen.append(window.status.speed_label.text()))
+    window.chunk_shown.connect(lambda _rid, _chunk: seen.append(window.status.speed_label.text()))
     _answer(qtbot, window, lambda: window.send_message("Again"))
-    assert seen == [""]  # no stale speed while the new answer starts
+    assert seen and set(seen) == {""}  # no stale speed while the new answer is written
+    assert window.status.speed_label.text()  # the new answer's own figures
 
 
-def test_regenerate_and_edit_make_versions_and_the_switch_moves_between_them(qtbot, wired) -> None:
+def test_regenerate_and_edit_make_versions_and_the_switch_moves_between_them(qtbot, wired, tmp_path) -> None:
     window, history, panel, controller = wired
     actions = window.branch_actions
     _answer(qtbot, window, lambda: window.send_message("Name a colour."))
@@ -101,14 +102,19 @@ def test_regenerate_and_edit_make_versions_and_the_switch_moves_between_them(qtb
     actions.footers()[0].previous_button.click()
     assert _texts(window)[0] == "Name a colour." and len(_texts(window)) == 2
 
-    # Export holds the tree; import reads it back with every version.
-    exported = history.export_json(cid)
+    # Export from the panel: JSON holds the tree, Markdown the branch on screen; import
+    # reads the tree back with every version and opens it, highlighted in the list.
+    panel.export_conversation(cid, tmp_path / "tree.json", "json")
+    panel.export_conversation(cid, tmp_path / "branch.md", "markdown")
+    exported = (tmp_path / "tree.json").read_text(encoding="utf-8")
     assert [m["parent"] for m in json.loads(exported)["messages"]] == [None, 0, 0, None, 3]
-    copy = history.import_json(exported)
+    markdown = (tmp_path / "branch.md").read_text(encoding="utf-8")
+    assert "Name a colour." in markdown and "Name a fruit." not in markdown
+    copy = panel.import_conversation(tmp_path / "tree.json")
     assert len(history.tree(copy)) == 5
-    controller.open_conversation(copy)
-    assert panel.current_conversation_id() == copy  # the list highlights what is on screen
-    assert [f.position_label.text() for f in actions.footers()][0] == "1/2"
+    assert controller.conversation_id == copy and panel.current_conversation_id() == copy
+    assert _texts(window)[0] == "Name a colour."
+    assert [f.position_label.text() for f in actions.footers()] == ["1/2", "2/2"]
 
 
 def test_delete_copy_and_footer_figures(qtbot, wired) -> None:
