@@ -88,3 +88,21 @@ def test_highlighter_colours_change_with_the_theme(qapp) -> None:
     light = highlighter._formats["kw"].foreground().color().name()
     highlighter.set_dark(True)
     assert highlighter._formats["kw"].foreground().color().name() != light
+
+
+def test_chinese_interface_puts_an_installed_cjk_font_first(restore_look) -> None:
+    from PySide6.QtGui import QFontDatabase
+
+    from glmdesk.ui.theme import CJK_UI_FAMILIES, apply_interface_font
+
+    font = restore_look.font()
+    try:
+        assert apply_interface_font(restore_look, "en") is None
+        assert restore_look.font().families() == font.families()
+        family = apply_interface_font(restore_look, "zh_CN")
+        installed = [f for f in CJK_UI_FAMILIES if f in QFontDatabase.families()]
+        assert family == (installed[0] if installed else None)
+        if family is not None:
+            assert restore_look.font().families()[0] == family
+    finally:
+        restore_look.setFont(font)
