@@ -42,7 +42,7 @@ from glmdesk.core.settings import CacheSettings
 from glmdesk.engine.cache import FullCacheStrategy, kv_bytes_per_token
 from glmdesk.engine.cache.base import model_dtype
 from glmdesk.engine.compiled_step import compile_decode_step
-from glmdesk.engine.decode_step import attach, fuse_projections
+from glmdesk.engine.decode_step import FusedDecodeStep, fuse_projections
 from glmdesk.engine.sources import embedded_gguf_path, embedded_model_folder
 from glmdesk.engine.weight_only import quantize_linears
 
@@ -64,7 +64,7 @@ def ours_from(prefilled: FullCacheStrategy, length: int, headroom: int, model=No
     decoding, not the one doubling a real chat pays when it crosses a power of two
     (amortised: one copy of the held tokens per doubling).
     """
-    strategy = FullCacheStrategy(model or prefilled.model, prefilled.settings)
+    strategy = full_strategy(model or prefilled.model, prefilled.settings)
     for new, old in zip(strategy.cache.layers, prefilled.cache.layers, strict=True):
         new.lazy_initialization(old.keys, old.values)
         new.reserve(length + headroom)
@@ -72,6 +72,13 @@ def ours_from(prefilled: FullCacheStrategy, length: int, headroom: int, model=No
         new.values[:, :, :length].copy_(old.values[:, :, :length])
         new.length = length
     strategy.tokens_seen = length
+    return strategy
+
+
+def full_strategy(model, settings: CacheSettings) -> FullCacheStrategy:
+    """A full-cache strategy decoding with the step :func:`variant_model` chose for ``model``."""
+    strategy = FullCacheStrategy(model, settings)
+    strategy.decode_step = getattr(model, "bench_step", None)
     return strategy
 
 
@@ -97,7 +104,7 @@ def dynamic_step(model, cache: DynamicCache, token: int, position: int) -> torch
 def context_table(model, tokenizer, new: int) -> None:
     print(f"\n## 1. Full cache, tokens/s by context ({new} greedy tokens each, caches alternating)")
     started = time.perf_counter()
-    prefilled = FullCacheStrategy(model, CacheSettings(prefill_chunk=512))
+    prefilled = full_strategy(model, CacheSettings(prefill_chunk=512))
     prefilled.prefill(long_ids(tokenizer, max(CONTEXTS)))
     print(f"8K prefill in chunks of 512: {time.perf_counter() - started:.1f} s")
     fused = variant_model(model, "fp32", None, "fused")
@@ -152,7 +159,7 @@ def context_table(model, tokenizer, new: int) -> None:
 @torch.inference_mode()
 def decode_speed(model, ids: torch.Tensor, new: int) -> float:
     """Greedy tokens/s after a prompt, full cache."""
-    strategy = FullCacheStrategy(model, CacheSettings(prefill_chunk=512))
+    strategy = full_strategy(model, CacheSettings(prefill_chunk=512))
     logits = strategy.prefill(ids)
     started = time.perf_counter()
     for _ in range(new):
@@ -186,10 +193,10 @@ def variant_model(model, precision: str, scheme: str | None, step: str = "transf
     if scheme is not None:
         quantize_linears(variant, scheme)
     if step != "transformers":
-        attach(variant)
+        variant.bench_step = FusedDecodeStep(variant)
     if step == "compiled":
         started = time.perf_counter()
-        compile_decode_step(variant)
+        variant.bench_step = compile_decode_step(variant, variant.bench_step)
         print(
             f"compiled the decode step ({precision}, {scheme or 'no quantization'}) in "
             f"{time.perf_counter() - started:.0f} s"
@@ -251,7 +258,7 @@ def cpu_options(model, tokenizer, new: int, compile_too: bool) -> None:
 
 @torch.inference_mode()
 def decode_tokens(model, ids: torch.Tensor, new: int) -> list[int]:
-    strategy = FullCacheStrategy(model, CacheSettings())
+    strategy = full_strategy(model, CacheSettings())
     logits = strategy.prefill(ids)
     out = []
     for _ in range(new):

@@ -1,59 +1,50 @@
 """Entry points: ``glmdesk`` opens the window; ``glmdesk chat`` streams in a terminal;
-``glmdesk convert`` converts an original ChatGLM checkpoint."""
+``glmdesk serve`` serves the model over an OpenAI-compatible API (:mod:`glmdesk.cli_serve`);
+``glmdesk convert`` converts an original ChatGLM checkpoint. Shared flags live in
+:mod:`glmdesk.cli_options`."""
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
+import contextlib
 import signal
 import sys
 import threading
 import time
 
+from glmdesk.cli_options import (
+    API_KEY_ENV,
+    add_model_arguments,
+    add_sampling_arguments,
+    cache_settings,
+    load_settings,
+    progress,
+    sampling,
+    without_uncompilable,
+)
+from glmdesk.cli_serve import add_serve_parser, serve
 from glmdesk.core.errors import GlmdeskError
 from glmdesk.core.messages import ChatMessage
-from glmdesk.core.settings import (
-    DEVICES,
-    FAMILY_DEFAULTS,
-    PRECISIONS,
-    QUANTIZATIONS,
-    CacheSettings,
-    LoadSettings,
-    ParamsBox,
-    SamplingParams,
-)
+from glmdesk.core.settings import ParamsBox
 
 
 def _chat_parser(sub) -> None:
-    p = sub.add_parser("chat", help="chat in the terminal (streams the answer)")
-    p.add_argument("--model", help="model folder, .gguf file or hub id (default: the embedded model)")
-    p.add_argument("--quantization", choices=QUANTIZATIONS, default="none")
-    p.add_argument("--precision", choices=PRECISIONS, default="auto")
-    p.add_argument("--device", choices=DEVICES, default="auto")
-    p.add_argument("--threads", type=int, default=0, help="CPU threads (0: one per physical core)")
-    p.add_argument(
-        "--no-fused-decode",
-        dest="fused_decode",
-        action="store_false",
-        help="decode with transformers' forward instead of the fused CPU step",
+    p = sub.add_parser(
+        "chat",
+        help="chat in the terminal (streams the answer)",
+        description="Chat in the terminal. Sampling flags left out take the model family's defaults; "
+        "Ctrl+C stops an answer and keeps it (with --prompt: prints '(stopped)' and exits with 130).",
     )
+    add_model_arguments(p)
     p.add_argument(
-        "--compile-decode",
-        action="store_true",
-        help="compile the fused step with torch.compile while loading (needs a C++ compiler)",
+        "--remote",
+        metavar="URL",
+        help="answer with an OpenAI-compatible server (vLLM, SGLang, glmdesk serve), e.g. "
+        "http://gpu-box:8000/v1; --model then names the server's model",
     )
-    p.add_argument("--trust-remote-code", action="store_true", help="run the model folder's own code")
-    p.add_argument("--temperature", type=float)
-    p.add_argument("--top-p", type=float)
-    p.add_argument("--top-k", type=int)
-    p.add_argument("--min-p", type=float)
-    p.add_argument("--repetition-penalty", type=float)
-    p.add_argument("--max-new-tokens", type=int)
-    p.add_argument("--seed", type=int)
-    p.add_argument("--system", help="system prompt")
-    p.add_argument("--kv-cache", choices=["full", "sliding_window", "dynamic", "quantized"], default="full")
-    p.add_argument("--window", type=int, default=4096, help="sliding window size, in tokens")
-    p.add_argument("--sinks", type=int, default=4, help="attention sink tokens kept by the window")
+    p.add_argument("--api-key", help=f"the remote server's API key (or set {API_KEY_ENV})")
+    add_sampling_arguments(p)
+    p.add_argument("--system", help="system prompt (instructions the model reads before every message)")
     p.add_argument("--prompt", help="answer this one message and exit")
 
 
@@ -65,115 +56,144 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--self-test", action="store_true", help="load the embedded model, answer once, exit")
     sub = parser.add_subparsers(dest="command")
     _chat_parser(sub)
+    add_serve_parser(sub)
     conv = sub.add_parser("convert", help="convert an original ChatGLM2/3 or GLM-4 checkpoint")
     conv.add_argument("src", help="original checkpoint folder")
     conv.add_argument("dst", nargs="?", help="output folder (default: next to the source, suffix -hf)")
     return parser
 
 
-def _sampling(args, family: str) -> SamplingParams:
-    base = FAMILY_DEFAULTS.get(family.split("-")[0], FAMILY_DEFAULTS["generic"])
-    values = {
-        "temperature": args.temperature,
-        "top_p": args.top_p,
-        "top_k": args.top_k,
-        "min_p": args.min_p,
-        "repetition_penalty": args.repetition_penalty,
-        "max_new_tokens": args.max_new_tokens,
-        "seed": args.seed,
-    }
-    from dataclasses import replace
+def _error(command: str, sentence: object) -> None:
+    """Print a CLI error in argparse's style: ``glmdesk chat: error: <sentence>``.
 
-    return replace(base, **{k: v for k, v in values.items() if v is not None})
+    Args:
+        command: ``chat``, ``convert``, or ``""`` for ``glmdesk`` itself.
+        sentence: The sentence (a :class:`GlmdeskError`'s message, a ``ValueError``).
+    """
+    prog = f"glmdesk {command}" if command else "glmdesk"
+    print(f"{prog}: error: {sentence}", file=sys.stderr)
 
 
-def _progress(p) -> None:
-    total = f" {p.done}/{p.total}" if p.total else ""
-    print(f"\r[{p.stage}{total}]        ", end="", file=sys.stderr, flush=True)
+@contextlib.contextmanager
+def _ctrl_c_stops(stop: threading.Event):
+    """While inside, Ctrl+C sets ``stop`` (the answer ends within a token and is kept);
+    a second Ctrl+C raises :class:`KeyboardInterrupt` as usual."""
+    previous = signal.getsignal(signal.SIGINT)
+
+    def on_sigint(signum, frame):
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+
+    signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
-def _stream_one(loaded, messages, box, cache, stop) -> str | None:
-    """Print one streamed answer; return its text (``None`` after an error)."""
-    from glmdesk.engine.generate import stream_chat
+def _stream_one(backend, messages, box, cache, stop, conversation=None) -> tuple[str | None, str]:
+    """Print one streamed answer (Ctrl+C stops it and keeps it).
+
+    ``conversation``: the key under which the KV cache is kept for the next turn.
+
+    Returns:
+        ``(text, finish reason)``; the text is ``None`` after an error.
+    """
+    from glmdesk.engine.quiet import quiet_libraries
 
     parts: list[str] = []
     last = None
-    for chunk in stream_chat(loaded, messages, box, cache, stop):
-        if chunk.text:
-            print(chunk.text, end="", flush=True)
-            parts.append(chunk.text)
-        last = chunk
+    with _ctrl_c_stops(stop), quiet_libraries():
+        for chunk in backend.stream(messages, box, cache, stop, conversation=conversation):
+            if last is None and 0 < chunk.reply_limit < box.get().max_new_tokens:
+                print(
+                    f"(note: only {chunk.reply_limit} tokens are left in the context window for this answer; "
+                    f"max new tokens is {box.get().max_new_tokens})",
+                    file=sys.stderr,
+                )
+            if chunk.text:
+                print(chunk.text, end="", flush=True)
+                parts.append(chunk.text)
+            last = chunk
     print()
     if last is not None and last.dropped_messages:
         print(f"({len(last.dropped_messages)} earlier messages left the context window)", file=sys.stderr)
     if last is not None and last.finish_reason == "error":
-        print(f"error: {last.error.message}", file=sys.stderr)
-        return None
-    if last is not None:
-        note = " (stopped)" if last.finish_reason == "cancelled" else ""
-        print(
-            f"[{last.n_generated} tokens, TTFT {last.ttft_s:.2f} s, {last.tokens_per_s:.1f} tokens/s{note}]",
-            file=sys.stderr,
-        )
-    return "".join(parts)
+        _error("chat", last.error.message)
+        return None, "error"
+    if last is None:
+        return "".join(parts), "stop"
+    if last.finish_reason == "cancelled":
+        print("(stopped)", file=sys.stderr)
+    reused = f", {last.reused_tokens} prompt tokens reused" if last.reused_tokens else ""
+    print(
+        f"[{last.n_generated} tokens, TTFT {last.ttft_s:.2f} s{reused}, {last.tokens_per_s:.1f} tokens/s]",
+        file=sys.stderr,
+    )
+    return "".join(parts), last.finish_reason or "stop"
 
 
 def chat(args) -> int:
-    """Run ``glmdesk chat``: one answer with ``--prompt``, else an interactive loop."""
+    """Run ``glmdesk chat``: one answer with ``--prompt``, else an interactive loop.
+
+    Returns:
+        0, 1 when the answer failed, 2 for bad settings or a model that does not load,
+        130 when Ctrl+C stopped it (the answer so far is printed and kept).
+    """
+    try:
+        return _chat(args)
+    except KeyboardInterrupt:  # Ctrl+C while loading, or a second one while answering
+        print("\n(stopped)", file=sys.stderr)
+        return 130
+
+
+def _chat(args) -> int:
     loading = False
     try:
-        settings = LoadSettings(
-            args.model,
-            args.quantization,
-            args.precision,
-            args.device,
-            args.trust_remote_code,
-            threads=args.threads,
-            fused_decode=args.fused_decode,
-            compile_decode=args.compile_decode,
-        )
-        cache = CacheSettings(args.kv_cache, window=args.window, sinks=args.sinks)
-        _sampling(args, "generic")  # refuse bad values before a long load
-        if settings.compile_decode and cache.strategy in ("sliding_window", "quantized"):
-            # The compiled step writes the full cache's buffers only: no minute of compiling for nothing.
-            print(
-                f"note: the compiled decode step runs with the full and dynamic KV caches only; "
-                f"--kv-cache {cache.strategy} decodes with the fused step, uncompiled.",
-                file=sys.stderr,
-            )
-            settings = dataclasses.replace(settings, compile_decode=False)
+        settings = load_settings(args)
+        cache = cache_settings(args)
+        sampling(args, "generic")  # refuse bad values before a long load
+        settings = without_uncompilable(settings, cache)
         if args.prompt is not None and not args.prompt.strip():
-            print("error: the prompt is empty.", file=sys.stderr)
+            _error("chat", "the prompt is empty.")
             return 2
-        from glmdesk.engine.loader import load_model  # after the cheap checks: torch takes seconds
+        from glmdesk.engine.backends import create_backend  # after the cheap checks: torch takes seconds
+        from glmdesk.engine.quiet import quiet_libraries
 
+        backend = create_backend(settings)
         t0 = time.perf_counter()
         loading = True
-        loaded = load_model(settings, progress=_progress)
+        with quiet_libraries():
+            info = backend.load(settings, progress=progress)
         print(file=sys.stderr)
-        box = ParamsBox(_sampling(args, loaded.info.family))
+        box = ParamsBox(sampling(args, info.family))
     except (GlmdeskError, ValueError) as exc:
-        print(f"{chr(10) if loading else ''}error: {exc}", file=sys.stderr)
+        if loading:
+            print(file=sys.stderr)
+        _error("chat", exc)
         return 2
-    print(f"{loaded.info.describe()} (loaded in {time.perf_counter() - t0:.1f} s)", file=sys.stderr)
-    for note in loaded.info.notes:
+    print(f"{info.describe()} (loaded in {time.perf_counter() - t0:.1f} s; {info.engine})", file=sys.stderr)
+    for note in info.notes:
         print(f"note: {note.message}", file=sys.stderr)
     system = [ChatMessage("system", args.system)] if args.system else []
-    if args.prompt is not None:
-        text = _stream_one(loaded, system + [ChatMessage("user", args.prompt)], box, cache, threading.Event())
-        return 0 if text is not None else 1
-    return _interactive(loaded, system, box, cache)
+    try:
+        if args.prompt is not None:
+            messages = system + [ChatMessage("user", args.prompt)]
+            text, reason = _stream_one(backend, messages, box, cache, threading.Event())
+            if text is None:
+                return 1
+            return 130 if reason == "cancelled" else 0
+        return _interactive(backend, system, box, cache)
+    finally:
+        backend.close()
 
 
-def _interactive(loaded, system, box, cache) -> int:
+def _interactive(backend, system, box, cache) -> int:
     print("Type a message. /clear starts over, /exit leaves, Ctrl+C stops an answer.", file=sys.stderr)
     history: list[ChatMessage] = []
     stop = threading.Event()
-    previous = signal.getsignal(signal.SIGINT)
-
-    def on_sigint(signum, frame):
-        stop.set()
-
+    conversation = 0  # the KV cache is kept per conversation between turns
     while True:
         try:
             line = input("> ")
@@ -184,17 +204,15 @@ def _interactive(loaded, system, box, cache) -> int:
             return 0
         if line.strip() == "/clear":
             history.clear()
+            backend.forget_conversation(conversation)
+            conversation += 1
             print("(new conversation)", file=sys.stderr)
             continue
         if not line.strip():
             continue
         history.append(ChatMessage("user", line))
         stop.clear()
-        signal.signal(signal.SIGINT, on_sigint)
-        try:
-            text = _stream_one(loaded, system + history, box, cache, stop)
-        finally:
-            signal.signal(signal.SIGINT, previous)
+        text, _reason = _stream_one(backend, system + history, box, cache, stop, conversation)
         if text is None:
             history.pop()
         else:
@@ -206,17 +224,23 @@ def convert(args) -> int:
     from pathlib import Path
 
     from glmdesk.engine import chatglm
-    from glmdesk.engine.loader import LoadProgress
+    from glmdesk.engine.info import LoadProgress
+    from glmdesk.engine.quiet import quiet_libraries
 
     src = Path(args.src)
     dst = Path(args.dst) if args.dst else src.with_name(src.name + "-hf")
     try:
-        out = chatglm.convert_checkpoint(
-            src, dst, progress=lambda d, t: _progress(LoadProgress("converting", d, t))
-        )
+        with quiet_libraries():
+            out = chatglm.convert_checkpoint(
+                src, dst, progress=lambda d, t: progress(LoadProgress("converting", d, t))
+            )
     except GlmdeskError as exc:
-        print(f"\nerror: {exc.message}", file=sys.stderr)
+        print(file=sys.stderr)
+        _error("convert", exc.message)
         return 2
+    except KeyboardInterrupt:
+        print("\n(stopped)", file=sys.stderr)
+        return 130
     print(f"\nconverted {src} -> {out}", file=sys.stderr)
     return 0
 
@@ -227,6 +251,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "chat":
         return chat(args)
+    if args.command == "serve":
+        return serve(args)
     if args.command == "convert":
         return convert(args)
     if args.install_desktop_entry or args.uninstall_desktop_entry:
@@ -245,6 +271,6 @@ def gui_main(argv: list[str] | None = None) -> int:
     try:
         from glmdesk.ui.app import run_app
     except ImportError as exc:
-        print(f"The window is not available ({exc}); use: glmdesk chat", file=sys.stderr)
+        _error("", f"the window is not available ({exc}); use: glmdesk chat")
         return 2
     return run_app([sys.argv[0], *(argv or [])])

@@ -13,7 +13,9 @@ if [ ! -f "$stamp" ]; then
     $VPY -m pip install -q --upgrade pip
     $VPY -m pip install -q "${GLMDESK_TORCH:-torch==2.13.0}"
     if [ "${1:-app}" = "dev" ]; then
-        $VPY -m pip install -q -e '.[dev]'
+        # The tests run the llama.cpp engine too: llama-cpp-python compiles from
+        # source the first time (about 10-15 minutes on two cores).
+        $VPY -m pip install -q -e '.[dev,llamacpp]'
     else
         $VPY -m pip install -q -e .
     fi

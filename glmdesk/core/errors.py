@@ -22,12 +22,30 @@ ERROR_KINDS = (
     "quantization_unavailable",  # quantization: str, reason: str
     "precision_unavailable",  # precision: str, reason: str
     "out_of_memory",  # device: str, stage: str
-    "prompt_too_long",  # tokens: int, limit: int
+    "prompt_too_long",  # tokens: int, limit: int (the message's own tokens, the room left for it)
+    "system_prompt_too_long",  # tokens: int, limit: int
     "invalid_setting",  # name: str, value: str, reason: str
     "load_cancelled",
     "generation_failed",  # detail: str
     "load_failed",  # detail: str
     "option_unavailable",  # option: str, reason: str (glmdesk.engine.options.OPTION_REASONS)
+    "tool_call_invalid",  # reason: str (English)
+    "tool_rounds_exceeded",  # rounds: int (not in the sentence)
+    "interpreter_failed",  # detail: str
+    "not_gguf",  # path: str (folder), file: str, head: str (the file's first bytes as text)
+    "gguf_unsupported",  # path: str (folder), file: str, architecture: str, engine: str
+    "lfs_pointer",  # path: str (folder), file: str
+    "history_disk_full",  # path: str, detail: str
+    "history_damaged",  # path: str, detail: str
+    "history_unavailable",  # path: str, detail: str
+    # A remote OpenAI-compatible server (vLLM, SGLang, glmdesk serve):
+    "server_unreachable",  # url: str, reason: refused|dns|tls|timeout|other, detail: str
+    "server_auth_failed",  # url: str
+    "remote_model_not_found",  # model: str, url: str
+    "server_busy",  # url: str, status: int
+    "server_error",  # url: str, status: int, detail: str
+    "connection_lost",  # url: str, detail: str
+    "server_stalled",  # url: str, seconds: float
 )
 
 

@@ -42,12 +42,15 @@ from pathlib import Path
 from typing import Any
 
 from glmdesk.core import paths
+from glmdesk.core.history_errors import open_checked, storage_errors
 from glmdesk.core.history_io import to_markdown
 from glmdesk.core.history_rows import (
     CONV_COLS,
     MSG_COLS,
     STATS_ASSIGN,
     auto_title,
+    db_role,
+    kind_params,
     settings_json,
     stats_params,
     to_conversation,
@@ -55,20 +58,21 @@ from glmdesk.core.history_rows import (
 )
 from glmdesk.core.history_schema import DB_NAME, connect
 from glmdesk.core.history_search import search as _search
+from glmdesk.core.history_tools import ToolMessages
 from glmdesk.core.history_tree import ACTIVE, Branches
 from glmdesk.core.history_types import (
-    FINISH_REASONS,
     Conversation,
     GenerationStats,
     SearchHit,
     StoredMessage,
-    clean_text,
     encode_text,
 )
-from glmdesk.core.messages import ROLES, ChatMessage
+from glmdesk.core.messages import FINISH_REASONS, ROLES, ChatMessage
+from glmdesk.core.text import storable_text
+from glmdesk.core.tools import ToolCall
 
 
-class History(Branches):
+class History(Branches, ToolMessages):
     """The chat history database (see the module docstring for threads and call order).
 
     Messages form a tree per conversation (branches; see :mod:`glmdesk.core.history_tree`):
@@ -78,15 +82,23 @@ class History(Branches):
         path: Database file; ``None`` for ``paths.data_dir() / "history.sqlite3"``;
             ``":memory:"`` for a throwaway database.
 
+    Attributes:
+        set_aside: Where a damaged file found at open was moved (``PRAGMA quick_check``
+            failed; a new, empty history was started in its place), else ``None``.
+
+    Every method turns :class:`sqlite3.Error` into
+    :class:`~glmdesk.core.history_errors.HistoryError` (disk full, damaged, other);
+    a failed write leaves nothing of its transaction behind.
+
     Raises:
-        OSError: when the file cannot be created.
+        OSError: when the file cannot be created, or a damaged one cannot be renamed.
         SchemaTooNewError: for a database written by a newer glmdesk.
-        sqlite3.DatabaseError: for a file that is not a usable SQLite database.
+        sqlite3.Error: when the file cannot be opened for reasons other than damage.
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         self.path = Path(path) if path is not None else paths.data_dir() / DB_NAME
-        self._conn = connect(path if path is not None else self.path)
+        self._conn, self.set_aside = open_checked(path if path is not None else self.path, connect)
         self._depth = 0
 
     # -- connection -----------------------------------------------------------------
@@ -109,24 +121,44 @@ class History(Branches):
     def transaction(self) -> Iterator[None]:
         """Group writes into one transaction, committed at the end (nestable).
 
+        On any exception, or when the commit itself fails (a full disk), the whole
+        transaction is rolled back.
+
         Raises:
-            sqlite3.OperationalError: if the database stays locked for 5 s.
+            HistoryError: when SQLite fails (disk full, damaged file, lock held for 5 s).
         """
-        if self._depth == 0:
-            self._conn.execute("BEGIN IMMEDIATE")
+        outer = self._depth == 0
+        if outer:
+            self._execute_tx("BEGIN IMMEDIATE")
         self._depth += 1
         try:
             yield
         except BaseException:
             self._depth -= 1
-            if self._depth == 0:
-                self._conn.execute("ROLLBACK")
+            if outer:
+                self._rollback()
             raise
         self._depth -= 1
-        if self._depth == 0:
-            self._conn.execute("COMMIT")
+        if outer:
+            self._execute_tx("COMMIT")
+
+    @storage_errors
+    def _execute_tx(self, statement: str) -> None:
+        try:
+            self._conn.execute(statement)
+        except BaseException:
+            self._rollback()
+            raise
+
+    def _rollback(self) -> None:
+        if self._conn.in_transaction:  # SQLite may have rolled back already (SQLITE_FULL)
+            try:
+                self._conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
 
     # -- conversations ---------------------------------------------------------------
+    @storage_errors
     def create_conversation(self, title: str = "", model: str | None = None) -> int:
         """Create an empty conversation and return its id.
 
@@ -137,10 +169,11 @@ class History(Branches):
         now = time.time()
         cur = self._conn.execute(
             "INSERT INTO conversations (title, created, updated, model) VALUES (?, ?, ?, ?)",
-            (clean_text(title), now, now, model),
+            (storable_text(title), now, now, model),
         )
         return int(cur.lastrowid)
 
+    @storage_errors
     def get_conversation(self, conversation_id: int) -> Conversation:
         """Return a conversation's header (also while it is in the bin).
 
@@ -154,6 +187,7 @@ class History(Branches):
             raise KeyError(f"no conversation {conversation_id}")
         return to_conversation(row)
 
+    @storage_errors
     def list_conversations(
         self, limit: int | None = None, *, after: tuple[float, int] | None = None
     ) -> list[Conversation]:
@@ -171,20 +205,23 @@ class History(Branches):
         sql = f"SELECT {CONV_COLS} FROM conversations WHERE {where} ORDER BY updated DESC, id DESC LIMIT ?"
         return [to_conversation(row) for row in self._conn.execute(sql, params)]
 
+    @storage_errors
     def count_conversations(self) -> int:
         """Number of live conversations."""
         return int(
             self._conn.execute("SELECT count(*) FROM conversations WHERE deleted IS NULL").fetchone()[0]
         )
 
+    @storage_errors
     def rename_conversation(self, conversation_id: int, title: str) -> None:
         """Set a conversation's title (NULs and lone surrogates become U+FFFD).
 
         Raises:
             KeyError: for an unknown id.
         """
-        self._update_conversation("title = ?", (clean_text(title),), conversation_id)
+        self._update_conversation("title = ?", (storable_text(title),), conversation_id)
 
+    @storage_errors
     def delete_conversation(self, conversation_id: int) -> None:
         """Move a conversation to the bin: hidden from lists and search until restored or purged.
 
@@ -193,6 +230,7 @@ class History(Branches):
         """
         self._update_conversation("deleted = ?", (time.time(),), conversation_id)
 
+    @storage_errors
     def restore_conversation(self, conversation_id: int) -> None:
         """Undo :meth:`delete_conversation`.
 
@@ -201,6 +239,7 @@ class History(Branches):
         """
         self._update_conversation("deleted = NULL", (), conversation_id)
 
+    @storage_errors
     def purge_deleted(self, conversation_id: int | None = None, older_than_s: float = 0.0) -> int:
         """Erase conversations in the bin for good, with their messages.
 
@@ -227,6 +266,7 @@ class History(Branches):
             raise KeyError(f"no conversation {conversation_id}")
 
     # -- messages ---------------------------------------------------------------------
+    @storage_errors
     def add_message(
         self,
         conversation_id: int,
@@ -246,7 +286,8 @@ class History(Branches):
 
         Args:
             conversation_id: Conversation to append to.
-            role: ``system``, ``user`` or ``assistant``.
+            role: ``system``, ``user``, ``assistant`` or ``observation`` (a tool's
+                result; :meth:`add_observation` also names the tool).
             text: Exact text (any ``str``: NULs and lone surrogates round-trip).
             model: Model that wrote it (assistant messages).
             settings: Sampling settings used: a dataclass (``SamplingParams``) or a
@@ -265,8 +306,18 @@ class History(Branches):
         """
         if role not in ROLES:
             raise ValueError(f"unknown role {role!r}; expected one of {ROLES}")
+        kind = "observation" if role == "observation" else "text"
         with self.transaction():
-            mid = self._insert(conversation_id, role, text, "complete", model, settings, parent_id)
+            mid = self._insert(
+                conversation_id,
+                role,
+                text,
+                "complete",
+                model,
+                settings,
+                kind_params(kind, None, "", None),
+                parent_id,
+            )
             self._finish_fields(mid, finish_reason, stats)
             if role == "user":
                 self._conn.execute(
@@ -275,6 +326,7 @@ class History(Branches):
                 )
         return mid
 
+    @storage_errors
     def begin_assistant_message(
         self, conversation_id: int, *, model: str | None = None, settings: Any = None, parent_id: Any = ACTIVE
     ) -> int:
@@ -288,8 +340,11 @@ class History(Branches):
             TypeError: for settings that are neither a dataclass nor a mapping.
         """
         with self.transaction():
-            return self._insert(conversation_id, "assistant", "", "partial", model, settings, parent_id)
+            return self._insert(
+                conversation_id, "assistant", "", "partial", model, settings, parent_id=parent_id
+            )
 
+    @storage_errors
     def checkpoint_partial(self, message_id: int, text: str) -> None:
         """Save the answer so far (one UPDATE, committed). Call at most every few seconds.
 
@@ -304,6 +359,7 @@ class History(Branches):
         if cur.rowcount == 0:
             raise KeyError(f"no partial message {message_id}")
 
+    @storage_errors
     def finish_assistant_message(
         self,
         message_id: int,
@@ -313,6 +369,7 @@ class History(Branches):
         stats: GenerationStats | None = None,
         settings: Any = None,
         model: str | None = None,
+        tool_call: ToolCall | None = None,
     ) -> None:
         """Save the final answer once, mark it ``complete`` and commit.
 
@@ -324,6 +381,8 @@ class History(Branches):
             settings: Replaces the settings given at the start (if the user moved a
                 slider mid-answer, pass the last ones); ``None`` keeps them.
             model: Replaces the model given at the start; ``None`` keeps it.
+            tool_call: The call the answer ended with (``finish_reason`` ``tool_calls``):
+                the message becomes a tool-call message, ``text`` what was shown before it.
 
         Raises:
             KeyError: if ``message_id`` is not a ``partial`` message.
@@ -343,12 +402,18 @@ class History(Branches):
             if cur.rowcount == 0:
                 raise KeyError(f"no partial message {message_id}")
             self._finish_fields(message_id, finish_reason, stats)
+            if tool_call is not None:
+                kind, tool, _ = kind_params("tool_call", tool_call, "", None)
+                self._conn.execute(
+                    "UPDATE messages SET kind = ?, tool = ? WHERE id = ?", (kind, tool, message_id)
+                )
             self._conn.execute(
                 "UPDATE conversations SET updated = ? WHERE id = "
                 "(SELECT conversation_id FROM messages WHERE id = ?)",
                 (now, message_id),
             )
 
+    @storage_errors
     def get_message(self, message_id: int) -> StoredMessage:
         """Return one message.
 
@@ -360,11 +425,13 @@ class History(Branches):
             raise KeyError(f"no message {message_id}")
         return to_message(row)
 
+    @storage_errors
     def chat_messages(self, conversation_id: int) -> list[ChatMessage]:
         """Return the conversation as the engine's messages, to continue it.
 
         Empty assistant messages (an answer that failed or is just starting) are
-        left out; an interrupted partial answer is kept as the user saw it.
+        left out, tool calls kept; images are left out (their observation says
+        ``[Image]``); an interrupted partial answer is kept as the user saw it.
 
         Raises:
             KeyError: for an unknown conversation.
@@ -372,9 +439,10 @@ class History(Branches):
         return [
             m.to_chat_message()
             for m in self.messages(conversation_id)
-            if not (m.role == "assistant" and m.text == "")
+            if m.kind != "image" and not (m.kind == "text" and m.role == "assistant" and m.text == "")
         ]
 
+    @storage_errors
     def partial_messages(self) -> list[StoredMessage]:
         """Assistant messages left ``partial`` (a crash interrupted them), oldest first."""
         rows = self._conn.execute(f"SELECT {MSG_COLS} FROM messages WHERE state = 'partial' ORDER BY id")
@@ -388,6 +456,7 @@ class History(Branches):
         state: str,
         model: str | None,
         settings: Any,
+        extra: tuple[Any, ...] = ("text", None, None),
         parent_id: Any = ACTIVE,
     ) -> int:
         stored, raw = encode_text(text)
@@ -396,9 +465,12 @@ class History(Branches):
         try:
             cur = self._conn.execute(
                 "INSERT INTO messages (conversation_id, role, text, text_raw, created, updated, state, "
-                "model, settings, parent_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (conversation_id, role, stored, raw, now, now, state, model, settings_json(settings), parent),
-            )
+                "model, settings, kind, tool, data, parent_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    conversation_id, db_role(role, extra[0]), stored, raw, now, now, state, model,
+                    settings_json(settings), *extra, parent,
+                ),
+            )  # fmt: skip
         except sqlite3.IntegrityError as exc:
             raise KeyError(f"no conversation {conversation_id}") from exc
         mid = int(cur.lastrowid)
@@ -417,6 +489,7 @@ class History(Branches):
         self._conn.execute(f"UPDATE messages SET {STATS_ASSIGN} WHERE id = ?", params)
 
     # -- search, Markdown export (JSON export and import: history_tree) ----------------
+    @storage_errors
     def search(self, query: str, *, limit: int = 50, conversation_id: int | None = None) -> list[SearchHit]:
         """Full-text search over live conversations; see :mod:`glmdesk.core.history_search`.
 
@@ -425,6 +498,7 @@ class History(Branches):
         """
         return _search(self._conn, query, limit=limit, conversation_id=conversation_id)
 
+    @storage_errors
     def export_markdown(self, conversation_id: int, labels: Mapping[str, str] | None = None) -> str:
         """Return the branch on screen as Markdown (also for the clipboard).
 

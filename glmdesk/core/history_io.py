@@ -1,8 +1,8 @@
 """Export conversations as Markdown and JSON, and read the JSON back.
 
-JSON format (``"format": "glmdesk-conversation"``, ``"version": 2``)::
+JSON format (``"format": "glmdesk-conversation"``, ``"version": 3``)::
 
-    {"format": "glmdesk-conversation", "version": 2,
+    {"format": "glmdesk-conversation", "version": 3,
      "conversation": {"title": str, "created": s, "updated": s, "model": str | null,
                       "active": int | null},
      "messages": [{"parent": int | null, "role": str, "text": str, "created": s, "updated": s,
@@ -11,13 +11,18 @@ JSON format (``"format": "glmdesk-conversation"``, ``"version": 2``)::
                    "stats": {"ttft_s": s, "tokens_per_s": tokens/s, "n_tokens": int,
                              "prompt_tokens": int, "dropped_tokens": int,
                              "dropped_messages": [int]},
-                   "text_b64": str (only when needed, see below)}]}
+                   "text_b64": str (only when needed, see below),
+                   "kind": "text" | "tool_call" | "observation" | "image",
+                   "tool_call": {"name", "arguments", "raw", "kind", "call_id"} (tool_call),
+                   "tool_name": str (observation, image),
+                   "image_b64": str, base64 of the PNG file (image)}]}
 
-Version 2 holds the whole tree of a conversation (see :mod:`glmdesk.core.history_tree`):
+Version 3 holds the whole tree of a conversation (see :mod:`glmdesk.core.history_tree`):
 messages are listed parents first; ``parent`` is the index in ``messages`` of the
 message each one follows (``null`` for a first message) and ``active`` the index of
-the last message of the branch on screen. Version 1 (a single branch, no ``parent``
-or ``active``) is still read: each message then follows the one before it.
+the last message of the branch on screen. Older files are still read: version 1 (no
+tool messages) and version 2 (tool messages) hold a single branch without ``parent``
+or ``active``, so each message follows the one before it.
 
 Times are seconds since the Unix epoch. Database ids are not exported, so
 ``export_json(import_json(x)) == x``. Lone surrogates are written as ``\\uXXXX``
@@ -30,26 +35,29 @@ import prefers. NUL and other control characters are escaped by ``json``.
 from __future__ import annotations
 
 import base64
+import codecs
 import json
 import math
 import re
 import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from glmdesk.core.history_types import (
-    FINISH_REASONS,
+    MESSAGE_KINDS,
     STATES,
     Conversation,
     GenerationStats,
     StoredMessage,
-    clean_text,
 )
-from glmdesk.core.messages import ROLES
+from glmdesk.core.messages import FINISH_REASONS, ROLES
+from glmdesk.core.text import storable_text
+from glmdesk.core.tools import ToolCall
 
 FORMAT = "glmdesk-conversation"
-VERSION = 2
+VERSION = 3
 
 #: English labels used by :func:`to_markdown`; the UI passes translated ones.
 MARKDOWN_LABELS = {
@@ -60,6 +68,9 @@ MARKDOWN_LABELS = {
     "partial": "(unfinished)",
     "cancelled": "(stopped)",
     "error": "(failed)",
+    "observation": "Observation",
+    "tool_call": "Tool call",
+    "image": "Image",
 }
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -80,16 +91,43 @@ def to_markdown(
     """
     words = {**MARKDOWN_LABELS, **(labels or {})}
     when = datetime.fromtimestamp(conversation.created).astimezone().strftime("%Y-%m-%d %H:%M")
-    lines = [f"# {clean_text(conversation.title) or words['untitled']}", ""]
+    lines = [f"# {storable_text(conversation.title) or words['untitled']}", ""]
     lines += [f"_{when}" + (f" · {conversation.model}_" if conversation.model else "_"), ""]
     for message in messages:
         heading = f"### {words[message.role]}"
+        if message.tool_name:
+            heading += f" ({storable_text(message.tool_name)})"
         if not message.complete:
             heading += f" {words['partial']}"
         elif message.finish_reason in ("cancelled", "error"):
             heading += f" {words[message.finish_reason]}"
-        lines += [heading, "", clean_text(message.text), ""]
+        lines += [heading, ""] + _markdown_body(message, words) + [""]
     return "\n".join(lines)
+
+
+def _fence(text: str, info: str = "") -> list[str]:
+    ticks = "```"
+    while ticks in text:
+        ticks += "`"
+    return [f"{ticks}{info}", text, ticks]
+
+
+def _markdown_body(message: StoredMessage, words: Mapping[str, str]) -> list[str]:
+    """Markdown lines of one message: its text, a call as a code block, an image inline."""
+    body = [storable_text(message.text)] if message.text or message.kind == "text" else []
+    call = message.tool_call
+    if message.kind == "tool_call" and call is not None:
+        body += ([""] if body else []) + [f"**{words['tool_call']}: `{storable_text(call.name)}`**", ""]
+        if call.kind == "interpreter":
+            body += _fence(storable_text(call.code), "python")
+        else:
+            body += _fence(storable_text(call.arguments_json(indent=2)), "json")
+    elif message.kind == "observation":
+        body = _fence(storable_text(message.text))
+    elif message.kind == "image" and message.image:
+        data = base64.b64encode(message.image).decode("ascii")
+        body += [f"![{words['image']}](data:image/png;base64,{data})"]
+    return body
 
 
 def _message_json(message: StoredMessage, parent: int | None) -> dict[str, Any]:
@@ -109,6 +147,14 @@ def _message_json(message: StoredMessage, parent: int | None) -> dict[str, Any]:
     }
     if _PAIR.search(message.text):
         item["text_b64"] = base64.b64encode(message.text.encode("utf-8", "surrogatepass")).decode("ascii")
+    if message.kind != "text":
+        item["kind"] = message.kind
+    if message.tool_call is not None:
+        item["tool_call"] = message.tool_call.to_dict()
+    if message.kind in ("observation", "image"):
+        item["tool_name"] = message.tool_name
+    if message.image is not None:
+        item["image_b64"] = base64.b64encode(message.image).decode("ascii")
     return item
 
 
@@ -155,6 +201,71 @@ def _optional_str(value: Any, name: str) -> str | None:
     return value
 
 
+_BOMS = (  # longest first: the UTF-32 LE mark begins with the UTF-16 LE one
+    (codecs.BOM_UTF32_LE, "utf-32-le", "UTF-32"),
+    (codecs.BOM_UTF32_BE, "utf-32-be", "UTF-32"),
+    (codecs.BOM_UTF8, "utf-8", "UTF-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le", "UTF-16"),
+    (codecs.BOM_UTF16_BE, "utf-16-be", "UTF-16"),
+)
+
+#: Largest export file read, in bytes (a conversation of a million characters is ~4 MB).
+MAX_IMPORT_BYTES = 256 * 1024 * 1024
+
+
+def decode_export(data: bytes) -> str:
+    """The text of an exported conversation as an editor may have saved it back.
+
+    Accepts UTF-8 with or without a byte order mark, and UTF-16 or UTF-32 with one
+    (what Windows editors write as "Unicode"); line ends, indentation, key order,
+    ``\\uXXXX`` escapes and a trailing newline are JSON's business and need nothing
+    here.
+
+    Raises:
+        ValueError: a sentence naming the problem (empty, not text, an encoding
+            other than UTF-8/16/32).
+    """
+    if not data.strip():
+        raise ValueError("The file is empty.")
+    for bom, codec, name in _BOMS:
+        if data.startswith(bom):
+            try:
+                return data[len(bom) :].decode(codec)
+            except UnicodeDecodeError as exc:
+                raise ValueError(
+                    f"The file starts with a {name} byte order mark but is not {name} text "
+                    f"(byte {exc.start} cannot be read)."
+                ) from exc
+    if b"\x00" in data[:4096]:
+        raise ValueError(
+            "The file is not text (it contains NUL bytes); choose a .json file exported by glmdesk."
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(
+            f"The file is not UTF-8 text (byte 0x{data[exc.start]:02X} at position {exc.start}); "
+            "save it as UTF-8 and import it again."
+        ) from exc
+
+
+def read_export(path: str | Path) -> str:
+    """Read an exported conversation file (see :func:`decode_export`).
+
+    Raises:
+        OSError: when the file cannot be read.
+        ValueError: a sentence naming the problem, also for a file over
+            :data:`MAX_IMPORT_BYTES` or a folder.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError("It is a folder, not an exported conversation file.")
+    size = path.stat().st_size
+    if size > MAX_IMPORT_BYTES:
+        raise ValueError(f"The file is {size / 2**20:.0f} MiB, larger than any conversation export.")
+    return decode_export(path.read_bytes())
+
+
 def parse_json(text: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Validate an exported conversation.
 
@@ -166,10 +277,10 @@ def parse_json(text: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 
     Raises:
         ValueError: with a sentence saying what is wrong, for anything but a
-            conversation exported by glmdesk (JSON format version 1 or 2).
+            conversation exported by glmdesk (JSON format version 1, 2 or 3).
     """
     try:
-        document = json.loads(text)
+        document = json.loads(text.removeprefix("\ufeff"))  # a byte order mark read as text
     except json.JSONDecodeError as exc:
         raise ValueError(f"This file is not valid JSON ({exc}).") from exc
     if not isinstance(document, dict) or document.get("format") != FORMAT:
@@ -191,12 +302,13 @@ def parse_json(text: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     }
     conv["updated"] = _number(header.get("updated"), "updated", conv["created"])
     messages = [_parse_message(i, item, now) for i, item in enumerate(items)]
-    if version == 1:  # one branch: each message follows the one before it
+    single_branch = version < 3 and all("parent" not in item for item in items)
+    if single_branch:  # versions 1 and 2: each message follows the one before it
         for i, message in enumerate(messages):
             message["parent"] = i - 1 if i > 0 else None
     default_active = len(messages) - 1 if messages else None
     conv["active"] = _index(header.get("active", default_active), "The active message", len(messages))
-    if version == 1:
+    if single_branch:
         conv["active"] = default_active
     return conv, messages
 
@@ -240,7 +352,8 @@ def _parse_message(index: int, item: Any, now: float) -> dict[str, Any]:
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{where} has invalid statistics: {exc}") from exc
     created = _number(item.get("created"), "created", now)
-    return {
+    tool_fields = _parse_tool_fields(where, role, item)
+    return tool_fields | {
         "parent": _index(item.get("parent"), f"{where}'s parent", index),  # parents come first
         "role": role,
         "text": text,
@@ -252,3 +365,33 @@ def _parse_message(index: int, item: Any, now: float) -> dict[str, Any]:
         "settings": settings,
         "stats": stats,
     }
+
+
+def _parse_tool_fields(where: str, role: str, item: dict[str, Any]) -> dict[str, Any]:
+    """``kind``, ``tool_call``, ``tool_name`` and ``image`` of an exported message.
+
+    Raises:
+        ValueError: with a sentence, for an inconsistent tool message.
+    """
+    kind = item.get("kind", "observation" if role == "observation" else "text")
+    if kind not in MESSAGE_KINDS:
+        raise ValueError(f"{where} has an unknown kind {kind!r}.")
+    expected = {"tool_call": "assistant", "observation": "observation", "image": "observation"}.get(kind)
+    if expected is not None and role != expected or expected is None and role == "observation":
+        raise ValueError(f"{where} is a {kind} message with the role {role!r}.")
+    out: dict[str, Any] = {"kind": kind, "tool_call": None, "tool_name": "", "image": None}
+    if kind == "tool_call":
+        try:
+            out["tool_call"] = ToolCall.from_dict(item.get("tool_call"))
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from exc
+    if kind in ("observation", "image"):
+        out["tool_name"] = _optional_str(item.get("tool_name"), "tool_name") or ""
+    if kind == "image":
+        try:
+            out["image"] = base64.b64decode(item.get("image_b64") or "", validate=True)
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"{where} has an image that is not base64.") from exc
+        if not out["image"]:
+            raise ValueError(f"{where} is an image message without an image.")
+    return out

@@ -6,19 +6,21 @@ import json
 from typing import Any
 
 from glmdesk.core.history_types import (
+    MESSAGE_KINDS,
     Conversation,
     GenerationStats,
     StoredMessage,
-    clean_text,
     decode_text,
     encode_text,
     settings_dict,
 )
+from glmdesk.core.text import storable_text
+from glmdesk.core.tools import ToolCall
 
 CONV_COLS = "id, title, created, updated, model, deleted"
 MSG_COLS = (
     "id, conversation_id, role, text, text_raw, created, updated, state, finish_reason, model, settings, "
-    "ttft_s, tokens_per_s, n_tokens, prompt_tokens, dropped_tokens, dropped_messages, parent_id"
+    "ttft_s, tokens_per_s, n_tokens, prompt_tokens, dropped_tokens, dropped_messages, kind, tool, data, parent_id"
 )
 #: Every message column but ``id``, ``conversation_id`` and ``parent_id`` (copies and imports).
 COPY_COLS = MSG_COLS.split(", ", 2)[2].removesuffix(", parent_id")
@@ -36,9 +38,32 @@ def to_conversation(row: tuple[Any, ...]) -> Conversation:
 
 def to_message(row: tuple[Any, ...]) -> StoredMessage:
     """Row of ``MSG_COLS`` -> :class:`StoredMessage` (exact text restored)."""
-    mid, cid, role, text, raw, created, updated, state, finish, model, settings, *stats, parent = row
+    (
+        mid,
+        cid,
+        role,
+        text,
+        raw,
+        created,
+        updated,
+        state,
+        finish,
+        model,
+        settings,
+        *stats,
+        kind,
+        tool,
+        data,
+        parent,
+    ) = row
     settings_value = None if settings is None else json.loads(settings)
     stats_value = GenerationStats(*stats[:5], tuple(json.loads(stats[5] or "[]")))
+    kind = kind or "text"
+    tool_value = None if tool is None else json.loads(tool)
+    call = ToolCall.from_dict(tool_value) if kind == "tool_call" and tool_value else None
+    name = str(tool_value.get("name", "")) if kind in ("observation", "image") and tool_value else ""
+    if kind in ("observation", "image"):
+        role = "observation"
     return StoredMessage(
         mid,
         cid,
@@ -51,13 +76,40 @@ def to_message(row: tuple[Any, ...]) -> StoredMessage:
         model,
         settings_value,
         stats_value,
+        kind,
+        call,
+        name,
+        None if data is None else bytes(data),
         parent,
     )
 
 
+def db_role(role: str, kind: str) -> str:
+    """The ``role`` column for a message (observations and images are stored as 'user')."""
+    return "user" if kind in ("observation", "image") else role
+
+
+def kind_params(kind: str, tool_call: ToolCall | None, tool_name: str, image: bytes | None) -> tuple:
+    """``(kind, tool, data)`` column values.
+
+    Raises:
+        ValueError: for an unknown kind or a kind without its payload.
+    """
+    if kind not in MESSAGE_KINDS:
+        raise ValueError(f"unknown message kind {kind!r}; expected one of {MESSAGE_KINDS}")
+    if kind == "tool_call":
+        if tool_call is None:
+            raise ValueError("a tool_call message needs its call")
+        return kind, json.dumps(tool_call.to_dict(), ensure_ascii=False, allow_nan=False), None
+    if kind == "image" and not image:
+        raise ValueError("an image message needs its PNG bytes")
+    tool = json.dumps({"name": tool_name}, ensure_ascii=False) if kind in ("observation", "image") else None
+    return kind, tool, (bytes(image) if kind == "image" else None)
+
+
 def auto_title(text: str) -> str:
     """First non-blank line of ``text``, at most ``TITLE_CHARS`` characters."""
-    line = next((ln.strip() for ln in clean_text(text).splitlines() if ln.strip()), "")
+    line = next((ln.strip() for ln in storable_text(text).splitlines() if ln.strip()), "")
     return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1].rstrip() + "…"
 
 
@@ -83,7 +135,9 @@ def copy_params(item: dict[str, Any]) -> tuple[Any, ...]:
     """Parameters for ``COPY_COLS`` from a dict made by ``history_io.parse_json``."""
     stored, raw = encode_text(item["text"])
     (finish, *stats) = stats_params(item["finish_reason"], item["stats"])
+    kind = item.get("kind", "text")
+    extra = kind_params(kind, item.get("tool_call"), item.get("tool_name", ""), item.get("image"))
     return (
-        item["role"], stored, raw, item["created"], item["updated"], item["state"], finish,
-        item["model"], settings_json(item["settings"]), *stats,
+        db_role(item["role"], kind), stored, raw, item["created"], item["updated"], item["state"], finish,
+        item["model"], settings_json(item["settings"]), *stats, *extra,
     )  # fmt: skip

@@ -85,7 +85,27 @@ def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
     return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
 
 
-def _v3_branches(conn: sqlite3.Connection) -> None:
+def _v3_tool_messages(conn: sqlite3.Connection) -> None:
+    # Tool calls, observations and images are messages of their own kind. The v1
+    # CHECK on `role` allows system/user/assistant only and SQLite cannot change a
+    # CHECK without rebuilding the table, so the row's role stays within it: a call
+    # is an assistant row, an observation or image is a 'user' row (what goes back
+    # to the model), and `kind` says what it is (history_rows maps it to the
+    # 'observation' role). Columns are added only when missing, so this step runs in
+    # any order with other migrations that add columns.
+    have = _columns(conn, "messages")
+    if "kind" not in have:
+        conn.execute(
+            "ALTER TABLE messages ADD COLUMN kind TEXT NOT NULL DEFAULT 'text' "
+            "CHECK (kind IN ('text', 'tool_call', 'observation', 'image'))"
+        )
+    if "tool" not in have:
+        conn.execute("ALTER TABLE messages ADD COLUMN tool TEXT")  # JSON: the call, or {"name": ...}
+    if "data" not in have:
+        conn.execute("ALTER TABLE messages ADD COLUMN data BLOB")  # PNG bytes of an image
+
+
+def _v4_branches(conn: sqlite3.Connection) -> None:
     # Messages form a tree inside their conversation: each has a parent (NULL for a
     # root), and the conversation remembers the leaf of the branch on screen. Earlier
     # conversations become one branch: each message's parent is the one before it.
@@ -108,7 +128,12 @@ def _v3_branches(conn: sqlite3.Connection) -> None:
 
 
 #: ``MIGRATIONS[i]`` upgrades a database from schema version ``i`` to ``i + 1``.
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1_tables, _v2_search, _v3_branches]
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
+    _v1_tables,
+    _v2_search,
+    _v3_tool_messages,
+    _v4_branches,
+]
 
 #: The schema version this code writes.
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -17,7 +17,8 @@ import re
 import sqlite3
 from pathlib import Path
 
-from glmdesk.core.history_types import SearchHit, clean_text
+from glmdesk.core.history_types import SearchHit
+from glmdesk.core.text import storable_text
 
 _TERM = re.compile(r'"([^"]+)"|(\S+)')
 _SELECT = (
@@ -30,7 +31,7 @@ _SELECT = (
 def parse_query(query: str) -> list[str]:
     """Split a query into distinct terms (quoted phrases stay whole), in order."""
     terms: list[str] = []
-    for match in _TERM.finditer(clean_text(query)):
+    for match in _TERM.finditer(storable_text(query)):
         term = (match.group(1) or match.group(2)).strip()
         if term and term not in terms:
             terms.append(term)

@@ -5,7 +5,7 @@ message). Messages that share a parent are *siblings*: an edited user message is
 sibling of the one it replaces, a regenerated answer a sibling of the earlier
 answer, so nothing is copied into a new conversation and nothing is lost. The
 conversation remembers the leaf of the branch on screen (``conversations.active_leaf``,
-see ``history_schema._v3_branches``); that branch is the path from a root to the leaf.
+see ``history_schema._v4_branches``); that branch is the path from a root to the leaf.
 
 A parent is always written before its children, so ids grow along every path:
 a branch in id order is in conversation order, and the newest message under a
@@ -19,11 +19,14 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from pathlib import Path
 from typing import Any
 
+from glmdesk.core.history_errors import storage_errors
 from glmdesk.core.history_io import parse_json, to_json
 from glmdesk.core.history_rows import COPY_COLS, MSG_COLS, copy_params, to_message
-from glmdesk.core.history_types import Conversation, StoredMessage, clean_text
+from glmdesk.core.history_types import Conversation, StoredMessage
+from glmdesk.core.text import storable_text
 
 
 class _Active:
@@ -48,6 +51,7 @@ class Branches:
     """Tree operations of the history (a mixin; see the module docstring)."""
 
     _conn: sqlite3.Connection
+    path: Path  # where storage errors say the file is
 
     # Provided by History.
     def transaction(self) -> Any:  # pragma: no cover - overridden
@@ -57,6 +61,7 @@ class Branches:
         raise NotImplementedError
 
     # -- reading ----------------------------------------------------------------------
+    @storage_errors
     def active_leaf(self, conversation_id: int) -> int | None:
         """Id of the last message of the branch on screen, or ``None`` for an empty conversation.
 
@@ -78,6 +83,7 @@ class Branches:
         ).fetchone()
         return None if row[0] is None else int(row[0])
 
+    @storage_errors
     def messages(self, conversation_id: int) -> list[StoredMessage]:
         """Return the branch on screen, first message first (partial ones included).
 
@@ -87,6 +93,7 @@ class Branches:
         leaf = self.active_leaf(conversation_id)
         return [] if leaf is None else self.branch(leaf)
 
+    @storage_errors
     def branch(self, leaf_id: int) -> list[StoredMessage]:
         """Return the path from a root down to ``leaf_id`` (inclusive), in order.
 
@@ -101,6 +108,7 @@ class Branches:
             raise KeyError(f"no message {leaf_id}")
         return [to_message(row) for row in rows]
 
+    @storage_errors
     def tree(self, conversation_id: int) -> list[StoredMessage]:
         """Return every message of every branch, in id order (parents before children).
 
@@ -113,6 +121,7 @@ class Branches:
         )
         return [to_message(row) for row in rows]
 
+    @storage_errors
     def siblings(self, message_id: int) -> tuple[int, ...]:
         """Ids of the messages sharing ``message_id``'s parent (itself included), oldest first.
 
@@ -126,6 +135,7 @@ class Branches:
         )
         return tuple(int(r[0]) for r in rows)
 
+    @storage_errors
     def branch_with_siblings(self, conversation_id: int) -> list[tuple[StoredMessage, tuple[int, ...]]]:
         """The branch on screen, each message with its siblings' ids (for a "‹ 2/3 ›" switch).
 
@@ -139,6 +149,7 @@ class Branches:
             groups.setdefault(parent, []).append(int(mid))
         return [(m, tuple(groups.get(m.parent_id, [m.id]))) for m in self.messages(conversation_id)]
 
+    @storage_errors
     def newest_leaf(self, message_id: int) -> int:
         """The newest message in ``message_id``'s subtree (a leaf; ``message_id`` itself if it has none).
 
@@ -149,6 +160,7 @@ class Branches:
         return int(self._conn.execute(f"{_SUBTREE}SELECT max(id) FROM sub", (message_id,)).fetchone()[0])
 
     # -- changing the branch on screen ---------------------------------------------------
+    @storage_errors
     def switch_branch(self, message_id: int) -> int:
         """Show the branch through ``message_id``: its newest leaf becomes the active leaf.
 
@@ -165,6 +177,7 @@ class Branches:
         self._conn.execute("UPDATE conversations SET active_leaf = ? WHERE id = ?", (leaf, cid))
         return leaf
 
+    @storage_errors
     def resume_assistant_message(self, message_id: int) -> None:
         """Mark a finished answer ``partial`` again so that Continue can extend it.
 
@@ -188,6 +201,7 @@ class Branches:
             self._conn.execute("UPDATE messages SET state = 'partial' WHERE id = ?", (message_id,))
             self._conn.execute("UPDATE conversations SET active_leaf = ? WHERE id = ?", (message_id, cid))
 
+    @storage_errors
     def delete_message(self, message_id: int) -> None:
         """Remove one message for good; its replies move up to its parent (nothing else is lost).
 
@@ -207,6 +221,7 @@ class Branches:
                 self._conn.execute("UPDATE conversations SET active_leaf = ? WHERE id = ?", (leaf, cid))
 
     # -- copies, export, import ------------------------------------------------------------
+    @storage_errors
     def duplicate_conversation(self, conversation_id: int, title: str | None = None) -> int:
         """Copy a conversation with every branch; the copy is the newest and shows the same branch.
 
@@ -241,6 +256,7 @@ class Branches:
             self._set_active(new_id, ids.get(active) if active is not None else None)
         return new_id
 
+    @storage_errors
     def export_json(self, conversation_id: int) -> str:
         """Return the conversation as JSON: every branch, the settings per message, the
         branch on screen (lossless; format in :mod:`glmdesk.core.history_io`).
@@ -254,6 +270,7 @@ class Branches:
             self.active_leaf(conversation_id),
         )
 
+    @storage_errors
     def import_json(self, text: str) -> int:
         """Add a conversation exported by :meth:`export_json` (any format version), in one
         transaction; return its id.
@@ -319,7 +336,7 @@ class Branches:
         cur = self._conn.execute(
             "INSERT INTO conversations (title, created, updated, model) VALUES (?, ?, ?, ?)",
             (
-                clean_text(title),
+                storable_text(title),
                 now if created is None else created,
                 now if updated is None else updated,
                 model,

@@ -17,22 +17,21 @@ and NULs). Other control characters are stored as they are.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, is_dataclass
 from typing import Any
 
 from glmdesk.core.messages import ChatMessage
+from glmdesk.core.text import storable_text
+from glmdesk.core.tools import ToolCall
 
 #: Message states: ``partial`` while an answer streams (or after a crash
 #: interrupted it), ``complete`` once it is finished (or for any user/system message).
 STATES = ("partial", "complete")
 
-#: Finish reasons an assistant message may be saved with (the engine's, see
-#: ``glmdesk.engine.chunk.FINISH_REASONS``).
-FINISH_REASONS = ("stop", "length", "cancelled", "error")
-
-_UNSAFE = re.compile("[\x00\ud800-\udfff]")
+#: Message kinds: ordinary text, an assistant's tool call, a tool's result
+#: (observation) and an image a tool returned (PNG bytes).
+MESSAGE_KINDS = ("text", "tool_call", "observation", "image")
 
 
 class HistoryError(Exception):
@@ -43,11 +42,6 @@ class SchemaTooNewError(HistoryError):
     """The database was written by a newer glmdesk with a schema this one does not know."""
 
 
-def clean_text(text: str) -> str:
-    """Return ``text`` with each NUL and lone surrogate replaced by U+FFFD."""
-    return _UNSAFE.sub("\ufffd", text)
-
-
 def encode_text(text: str) -> tuple[str, bytes | None]:
     """Split ``text`` into its stored ``(text, text_raw)`` pair (see module docstring).
 
@@ -56,9 +50,10 @@ def encode_text(text: str) -> tuple[str, bytes | None]:
     """
     if not isinstance(text, str):
         raise TypeError(f"message text must be str, not {type(text).__name__}")
-    if _UNSAFE.search(text) is None:
+    clean = storable_text(text)
+    if clean == text:
         return text, None
-    return clean_text(text), text.encode("utf-8", "surrogatepass")
+    return clean, text.encode("utf-8", "surrogatepass")
 
 
 def decode_text(text: str, raw: bytes | None) -> str:
@@ -150,6 +145,11 @@ class StoredMessage:
         model: Model that wrote it, or ``None``.
         settings: Sampling settings used, as a dict, or ``None``.
         stats: Generation statistics (all ``None`` for user messages).
+        kind: One of :data:`MESSAGE_KINDS` (``role`` is ``observation`` for the
+            ``observation`` and ``image`` kinds).
+        tool_call: For kind ``tool_call``: the call (``text`` is what was shown before it).
+        tool_name: For kinds ``observation`` and ``image``: the tool that returned it.
+        image: For kind ``image``: the PNG file's bytes.
         parent_id: The message this one answers or follows (``None`` for the first
             message of a branch); messages with the same parent are siblings
             (see :mod:`glmdesk.core.history_tree`).
@@ -166,6 +166,10 @@ class StoredMessage:
     model: str | None = None
     settings: dict[str, Any] | None = None
     stats: GenerationStats = field(default_factory=GenerationStats)
+    kind: str = "text"
+    tool_call: ToolCall | None = None
+    tool_name: str = ""
+    image: bytes | None = None
     parent_id: int | None = None
 
     @property
@@ -174,7 +178,12 @@ class StoredMessage:
         return self.state == "complete"
 
     def to_chat_message(self) -> ChatMessage:
-        """This message as the engine's :class:`ChatMessage`."""
+        """This message as the engine's :class:`ChatMessage` (an image has none: its
+        observation already says ``[Image]``; see :meth:`History.chat_messages`)."""
+        if self.kind == "tool_call":
+            return ChatMessage("assistant", self.text, tool_call=self.tool_call)
+        if self.kind == "observation":
+            return ChatMessage("observation", self.text, name=self.tool_name)
         return ChatMessage(self.role, self.text)
 
 

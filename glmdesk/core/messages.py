@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-ROLES = ("system", "user", "assistant")
+from glmdesk.core.tools import ToolCall, ToolSet
+
+#: Why an answer ended: the engine's chunks and history's stored answers share this list.
+#: ``tool_calls``: the reply is a recognised tool call, answered with an observation turn.
+FINISH_REASONS = ("stop", "length", "cancelled", "error", "tool_calls")
+
+ROLES = ("system", "user", "assistant", "observation")
 
 
 @dataclass(frozen=True)
@@ -12,16 +18,28 @@ class ChatMessage:
     """One message of a conversation.
 
     Attributes:
-        role: ``"system"``, ``"user"`` or ``"assistant"``.
-        content: The text, exactly as typed or generated.
+        role: ``"system"``, ``"user"``, ``"assistant"`` or ``"observation"`` (a tool's
+            result, ChatGLM3/GLM-4's ``<|observation|>`` turn).
+        content: The text, exactly as typed or generated. For an assistant message
+            with a tool call it is empty (the call's own text is ``tool_call.raw``).
+        tool_call: For an assistant message: the tool call it made.
+        tools: For a system message: the tools the conversation offers.
+        name: For an observation: the tool whose result it is (may be empty).
 
     Raises:
-        ValueError: for an unknown role.
+        ValueError: for an unknown role, or a field that does not belong to the role.
     """
 
     role: str
     content: str
+    tool_call: ToolCall | None = None
+    tools: ToolSet | None = None
+    name: str = ""
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
             raise ValueError(f"unknown role {self.role!r}; expected one of {ROLES}")
+        if self.tool_call is not None and self.role != "assistant":
+            raise ValueError("only an assistant message carries a tool call")
+        if self.tools is not None and self.role != "system":
+            raise ValueError("only a system message offers tools")

@@ -51,3 +51,11 @@ def cache_dir() -> Path:
 def config_dir() -> Path:
     """User config directory; created if missing."""
     return _base("config")
+
+
+def interpreter_root() -> Path:
+    """Parent of the code interpreter's per-conversation working folders (under the
+    user data directory; created owner-only if missing)."""
+    path = _base("data") / "interpreter"
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return path

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import math
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 QUANTIZATIONS = ("none", "8bit", "4bit", "int8-wo", "int4-wo")
 #: Quantizations done by bitsandbytes (the rest are torch weight-only CPU kernels).
@@ -22,6 +23,9 @@ DEVICES = ("auto", "cpu", "cuda")
 CACHE_STRATEGIES = ("full", "sliding_window", "dynamic", "quantized")
 #: Backends: ``auto`` picks one from the model (see ``glmdesk.engine.backends``).
 ENGINES = ("auto", "transformers", "llamacpp", "remote")
+#: llama.cpp's full-cache context when ``LoadSettings.n_ctx`` is 0 and the model was
+#: trained longer, in tokens (a 128K context's KV cache would take gigabytes).
+LLAMA_DEFAULT_N_CTX = 8192
 
 
 def _finite(name: str, value: float) -> None:
@@ -101,6 +105,8 @@ class CacheSettings:
             memory minus a margin (or uses 1024 MiB on the CPU).
         prefill_chunk: Prompt tokens per prefill forward, in tokens (bounds activation
             memory for long prompts).
+        kv_bits: Bits per element of the ``quantized`` cache on the llama.cpp engine:
+            8 (``q8_0``) or 4 (``q4_0``); the transformers engine chooses its own.
 
     Raises:
         ValueError: for an unknown strategy or a size out of range.
@@ -111,8 +117,11 @@ class CacheSettings:
     sinks: int = 4
     budget_mib: float | None = None
     prefill_chunk: int = 2048
+    kv_bits: int = 8
 
     def __post_init__(self) -> None:
+        if self.kv_bits not in (4, 8):
+            raise ValueError(f"The quantized KV cache has 8 or 4 bits, not {self.kv_bits!r}.")
         if self.strategy not in CACHE_STRATEGIES:
             raise ValueError(
                 f"Unknown KV-cache strategy {self.strategy!r}; choose one of {', '.join(CACHE_STRATEGIES)}."
@@ -145,8 +154,9 @@ class LoadSettings:
         device: ``auto`` (CUDA when available), ``cpu`` or ``cuda``.
         trust_remote_code: Run the Python code shipped in this model's folder. Off by
             default; the UI asks per folder.
-        threads: CPU threads for torch's kernels; 0 keeps torch's default (one per
-            physical core).
+        threads: CPU threads for torch's kernels; 0 is automatic: from one per
+            physical core, adapted to measured decode steps (fewer when another
+            process keeps a core busy, :mod:`glmdesk.engine.threads`).
         fused_decode: On the CPU, join each layer's Q/K/V and gate/up projections
             and decode with glmdesk's fused step (Llama and GLM architectures,
             :mod:`glmdesk.engine.decode_step`); same logits, fewer operations per
@@ -155,7 +165,23 @@ class LoadSettings:
             (Llama-layout models, full KV cache; needs a C++ compiler; one to two
             minutes the first time, :mod:`glmdesk.engine.compiled_step`). Needs
             ``fused_decode``.
-        engine: The backend: ``auto``, ``transformers``, ``llamacpp`` or ``remote``.
+        engine: The backend: ``auto``, ``transformers``, ``llamacpp`` or ``remote``
+            (``auto`` with a ``remote_url`` is ``remote``).
+        remote_url: The base URL of an OpenAI-compatible server (vLLM, SGLang,
+            llama.cpp's server, ``glmdesk serve``), e.g. ``http://gpu-box:8000/v1``;
+            ``http`` or ``https``, no user name or password in it.
+        remote_model: The server's model id; ``None`` takes the first one it lists.
+        remote_api_key: The server's API key (sent as a bearer token). Left out of
+            ``repr``; never written to QSettings or history (the window keeps it
+            with ``keyring``).
+        n_ctx: llama.cpp: context (KV cells) of the full cache, in tokens; 0 takes the
+            model's training context, at most :data:`LLAMA_DEFAULT_N_CTX`.
+        n_batch: llama.cpp: prompt tokens per prefill call, in tokens (larger is faster
+            for long prompts and needs a larger compute buffer).
+        use_mmap: llama.cpp: map the GGUF file instead of reading it into memory (the
+            weights then count as file cache, shared between processes).
+        n_gpu_layers: llama.cpp on a CUDA build: layers offloaded to the GPU; -1 is all,
+            0 none (the CPU device always uses 0).
 
     Raises:
         ValueError: for unknown choices.
@@ -170,10 +196,35 @@ class LoadSettings:
     fused_decode: bool = True
     compile_decode: bool = False
     engine: str = "auto"
+    n_ctx: int = 0
+    n_batch: int = 512
+    use_mmap: bool = True
+    n_gpu_layers: int = -1
+    remote_url: str | None = None
+    remote_model: str | None = None
+    remote_api_key: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.n_ctx, int) or not (self.n_ctx == 0 or 256 <= self.n_ctx <= 1 << 21):
+            raise ValueError(
+                f"The context must be 0 (the model's) or 256 to 2097152 tokens, not {self.n_ctx!r}."
+            )
+        if not isinstance(self.n_batch, int) or not 1 <= self.n_batch <= 8192:
+            raise ValueError(f"The prefill batch must be 1 to 8192 tokens, not {self.n_batch!r}.")
+        if not isinstance(self.n_gpu_layers, int) or not -1 <= self.n_gpu_layers <= 10000:
+            raise ValueError(
+                f"GPU layers must be -1 (all), 0 (none) or a layer count, not {self.n_gpu_layers!r}."
+            )
         if self.engine not in ENGINES:
             raise ValueError(f"Unknown engine {self.engine!r}; choose one of {', '.join(ENGINES)}.")
+        if self.engine == "remote" and not self.remote_url:
+            raise ValueError("The remote engine needs the server's URL, e.g. http://gpu-box:8000/v1.")
+        if self.remote_url is not None:
+            _check_remote_url(self.remote_url)
+        if self.remote_model is not None and not self.remote_model.strip():
+            raise ValueError(
+                "The remote model name is empty; leave it unset to use the server's first model."
+            )
         if not isinstance(self.threads, int) or not 0 <= self.threads <= 1024:
             raise ValueError(
                 f"CPU threads must be a whole number from 0 (automatic) to 1024, not {self.threads!r}."
@@ -187,6 +238,26 @@ class LoadSettings:
         if self.device not in DEVICES:
             raise ValueError(f"Unknown device {self.device!r}; choose one of {DEVICES}.")
 
+    @property
+    def is_remote(self) -> bool:
+        """True when a remote server answers (``engine`` ``remote``, or ``auto`` with a URL)."""
+        return self.engine == "remote" or (self.engine == "auto" and bool(self.remote_url))
+
+
+def _check_remote_url(url: str) -> None:
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (raises ValueError for a port out of range)
+    except ValueError as exc:
+        raise ValueError(f"The server URL {url!r} is not a valid URL: {exc}.") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(
+            f"The server URL {url!r} must start with http:// or https:// and name a host, "
+            "e.g. http://gpu-box:8000/v1."
+        )
+    if parts.username or parts.password:
+        raise ValueError("Put the API key in its own field, not in the server URL.")
+
 
 #: Published demo defaults per model family (model cards and official demos).
 FAMILY_DEFAULTS: dict[str, SamplingParams] = {
@@ -199,6 +270,18 @@ FAMILY_DEFAULTS: dict[str, SamplingParams] = {
     # SmolLM2-135M-Instruct model card: temperature 0.2, top_p 0.9.
     "generic": SamplingParams(temperature=0.2, top_p=0.9, max_new_tokens=512),
 }
+
+
+def family_defaults(family: str) -> SamplingParams:
+    """The published demo defaults for a model family (``generic`` when unknown).
+
+    Args:
+        family: A detected family (``chatglm3``, ``glm4-hf``, ``gguf``...).
+    """
+    for key in ("chatglm2", "chatglm3", "glm4"):
+        if family.startswith(key):
+            return FAMILY_DEFAULTS[key]
+    return FAMILY_DEFAULTS["generic"]
 
 
 class ParamsBox:

@@ -1,6 +1,22 @@
-"""Text helpers shared by the engine and the UI (plain Python)."""
+"""Text cleaning, in one place: shared by history, the engine and the UI (plain Python).
+
+- :func:`without_lone_surrogates`: what a tokenizer can encode (the engine).
+- :func:`storable_text`: what history stores in its searchable column (NUL too).
+- Display-only mapping of control characters to visible symbols is the chat view's
+  (``glmdesk.ui.text_safety``), built on :func:`without_lone_surrogates`.
+"""
 
 from __future__ import annotations
+
+import re
+
+_UNSAFE = re.compile("[\x00\ud800-\udfff]")
+
+
+def storable_text(text: str) -> str:
+    """Return ``text`` with each NUL and lone surrogate replaced by U+FFFD (history's
+    searchable text; the exact text is stored beside it)."""
+    return _UNSAFE.sub("\ufffd", text)
 
 
 def without_lone_surrogates(text: str) -> str:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from glmdesk.core.errors import ErrorInfo
-
-FINISH_REASONS = ("stop", "length", "cancelled", "error")
+from glmdesk.core.messages import FINISH_REASONS  # noqa: F401 (the one list; chunks name it)
+from glmdesk.core.tools import ToolCall
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,19 @@ class GenerationChunk:
         cache: KV-cache accounting after this step.
         dropped_messages: Indices (into the request's message list) of messages left
             out of the prompt to fit the context window.
+        tool_pending: While a tool call's text streams (held back, not in ``text``):
+            the tool's name (``interpreter`` for code), so the UI can show a card.
+        tool_call: On the final chunk with ``finish_reason == "tool_calls"``: the call.
+        notice: On the final chunk: why a call-like reply was shown as text
+            (``ErrorInfo`` of kind ``tool_call_invalid``), else ``None``.
+        reused_tokens: Leading prompt tokens whose KV came from the conversation's
+            kept cache instead of a prefill, in tokens (``0 <= reused_tokens <
+            prompt_tokens``; 0 without a conversation key).
+        kept_kv_bytes: KV bytes kept for conversations between answers (the reuse
+            pool, other conversations; this answer's cache is ``cache.kv_bytes``), in bytes.
+        reply_limit: Tokens this reply may use, in tokens: max new tokens, or fewer when
+            the context window has less room left after the prompt (full KV cache).
+            0 before the prompt is fitted.
     """
 
     text: str = ""
@@ -60,3 +73,9 @@ class GenerationChunk:
     error: ErrorInfo | None = None
     cache: CacheStats = CacheStats()
     dropped_messages: tuple[int, ...] = ()
+    tool_pending: str | None = None
+    tool_call: ToolCall | None = None
+    notice: ErrorInfo | None = None
+    reused_tokens: int = 0
+    kept_kv_bytes: int = 0
+    reply_limit: int = 0

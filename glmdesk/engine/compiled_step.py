@@ -31,7 +31,7 @@ from pathlib import Path
 import torch
 
 from glmdesk.engine.cache.layers import GrowingLayer
-from glmdesk.engine.decode_step import ATTRIBUTE, FusedDecodeStep, step_for
+from glmdesk.engine.decode_step import FusedDecodeStep
 
 log = logging.getLogger(__name__)
 
@@ -101,21 +101,18 @@ class CompiledDecodeStep:
         if not self._compilable(cache):
             return self.eager(cache, input_ids, position)
         layers = cache.layers
-        held = layers[0].length
-        for layer in layers:
-            layer.reserve(held + 1)
+        buffers = [layer.slot_buffers(1) for layer in layers]
+        held = buffers[0][2]
         x = self.eager.embed(input_ids)
         cos, sin = self.eager.rotary(x, torch.tensor([[position]], device=input_ids.device))
         try:
-            logits = self._compiled(
-                x, cos, sin, [layer.keys for layer in layers], [layer.values for layer in layers], held
-            )
+            logits = self._compiled(x, cos, sin, [b[0] for b in buffers], [b[1] for b in buffers], held)
         except Exception as exc:  # a compile error: decode eagerly from now on
             self.failure = f"{exc.__class__.__name__}: {exc}"
             log.warning("compiled decode step failed, decoding eagerly: %s", self.failure)
             return self.eager(cache, input_ids, position)
         for layer in layers:
-            layer.length = held + 1
+            layer.commit(1)
         return logits
 
 
@@ -137,9 +134,8 @@ def compiler_missing_reason() -> str | None:
     return None
 
 
-def compile_unsupported_reason(model) -> str | None:
-    """Why ``model``'s fused step cannot be compiled (``None`` when it can)."""
-    step = step_for(model)
+def compile_unsupported_reason(model, step) -> str | None:
+    """Why ``step`` (the load's decode step for ``model``) cannot be compiled (``None`` when it can)."""
     if step is None:
         return "the fused decode step is off"
     if isinstance(step, CompiledDecodeStep):
@@ -163,32 +159,32 @@ def _use_cache_dir(cache_dir: Path) -> None:
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(cache_dir)
 
 
-def compile_decode_step(model, cache_dir: Path | None = None) -> CompiledDecodeStep:
-    """Compile ``model``'s fused step and compile it now, on a short warm-up answer.
+def compile_decode_step(model, step, cache_dir: Path | None = None) -> CompiledDecodeStep:
+    """Wrap ``model``'s fused step for ``torch.compile`` and compile it now, on a short warm-up.
 
     Args:
-        model: A model with a fused step attached (:func:`~glmdesk.engine.decode_step.attach`).
+        model: A model whose projections were fused (:func:`~glmdesk.engine.decode_step.fuse_projections`).
+        step: Its :class:`~glmdesk.engine.decode_step.FusedDecodeStep` (or a compiled one).
         cache_dir: Where TorchInductor keeps generated code across runs (sets
             ``TORCHINDUCTOR_CACHE_DIR`` unless the user set it; see :func:`_use_cache_dir`).
 
     Returns:
-        The compiled step, attached to the model in place of the eager one.
+        The compiled step; the caller uses it in place of the eager one.
 
     Raises:
         ValueError: when the model's step cannot be compiled (see
             :func:`compile_unsupported_reason`).
         RuntimeError: when compiling fails (no C++ compiler, an unsupported operation);
-            the eager step stays attached.
+            the eager step stays usable.
     """
     from glmdesk.core.settings import CacheSettings
     from glmdesk.engine.cache import FullCacheStrategy
 
-    reason = compile_unsupported_reason(model)
+    reason = compile_unsupported_reason(model, step)
     if reason is not None:
         raise ValueError(f"cannot compile the decode step: {reason}")
     if cache_dir is not None:
         _use_cache_dir(cache_dir)
-    step = step_for(model)
     compiled = step if isinstance(step, CompiledDecodeStep) else CompiledDecodeStep(step)
     warm_up = FullCacheStrategy(model, CacheSettings(), initial_tokens=16)
     try:
@@ -201,5 +197,4 @@ def compile_decode_step(model, cache_dir: Path | None = None) -> CompiledDecodeS
         warm_up.release()
     if compiled.failure is not None:
         raise RuntimeError(compiled.failure)
-    setattr(model, ATTRIBUTE, compiled)
     return compiled

@@ -312,15 +312,3 @@ class FusedDecodeStep:
             gate_up = layer.gate_up(F.rms_norm(x, (hidden,), *layer.norm2))
             x = x + layer.down_proj(F.silu(gate_up[..., :inter]) * gate_up[..., inter:])
         return self.lm_head(F.rms_norm(x, (hidden,), *self.final_norm))[0, -1].float()
-
-
-def attach(model) -> FusedDecodeStep:
-    """Build the step for a fused model and keep it on the model (``model.glmdesk_decode_step``)."""
-    step = FusedDecodeStep(model)
-    setattr(model, ATTRIBUTE, step)
-    return step
-
-
-def step_for(model) -> FusedDecodeStep | None:
-    """The fused step attached to ``model``, if any."""
-    return getattr(model, ATTRIBUTE, None)

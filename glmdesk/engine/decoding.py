@@ -54,15 +54,35 @@ class LogitsSource(Protocol):
         """Drop the cache's tensors."""
 
 
+class ReusableSource(LogitsSource, Protocol):
+    """A logits source whose KV cache can be kept for the conversation's next prompt.
+
+    :class:`glmdesk.engine.cache.CacheStrategy` is one; a llama.cpp context can be
+    another. :class:`glmdesk.engine.kv_pool.KVPool` keeps them between answers.
+
+    Attributes:
+        ids: The id processed at each position the cache has seen, in order.
+    """
+
+    ids: Sequence[int]
+
+    def reuse(self, prompt_ids: Sequence[int]) -> int:
+        """Keep the longest prefix of ``prompt_ids`` held exactly (at most
+        ``len(prompt_ids) - 1``), drop the rest, return its length in tokens; the next
+        :meth:`prefill` takes the ids after it."""
+
+
 class Sampler:
     """Chooses tokens with transformers' processors; the chain is rebuilt only when
     the :class:`SamplingParams` value changes (a slider moved), not per token.
 
     Args:
         generator: The answer's seeded CPU random generator.
-        extra: Processors applied after the user's chain on every token (e.g. a
-            constraint that keeps byte-level output valid UTF-8), each
-            ``(ids [1, n], scores [1, vocab]) -> scores``.
+        extra: Constraints applied on every token before the user's chain (e.g. the
+            guard that keeps byte-level output valid UTF-8), each
+            ``(ids [1, n], scores [1, vocab]) -> scores`` setting what may not come
+            to ``-inf``. Before the chain, so top-k / top-p / min-p choose among the
+            allowed tokens and can never be left with none.
     """
 
     def __init__(self, generator: torch.Generator, extra: Sequence[Callable] = ()) -> None:
@@ -75,9 +95,10 @@ class Sampler:
         """Choose one id from ``logits`` ``[vocab]`` after ``seen_ids`` ``[1, n]``."""
         if params is not self._params:
             self._params, self._chain = params, build_processors(params)
-        scores = self._chain(seen_ids, logits.unsqueeze(0).float())
+        scores = logits.unsqueeze(0).float()
         for processor in self.extra:
             scores = processor(seen_ids, scores)
+        scores = self._chain(seen_ids, scores)
         if params.greedy:
             return int(torch.argmax(scores, dim=-1))
         probs = torch.softmax(scores, dim=-1).cpu()
@@ -114,8 +135,9 @@ def generate_tokens(
     stop: threading.Event,
     context_length: int,
     sampler: Sampler,
+    reused: int = 0,
 ) -> Iterator[TokenStep]:
-    """Prefill ``prompt_ids`` and yield one :class:`TokenStep` per decode step.
+    """Prefill ``prompt_ids[reused:]`` and yield one :class:`TokenStep` per decode step.
 
     Reads ``params.get()`` before every token, so a changed value applies from the
     next token; ``max_new_tokens`` is read live too. ``stop`` is checked before
@@ -129,6 +151,9 @@ def generate_tokens(
         stop: Cancels the answer before the next token.
         context_length: The model's context window, in tokens.
         sampler: The answer's :class:`Sampler`.
+        reused: Leading prompt tokens the source's cache holds already (from
+            :meth:`ReusableSource.reuse`), ``0 <= reused < n_prompt``; only the rest is
+            prefilled. Processors still see the whole prompt.
 
     Yields:
         Steps; the last one has ``finish_reason`` set.
@@ -149,7 +174,9 @@ def generate_tokens(
     if stop.is_set():
         yield TokenStep(None, "cancelled")
         return
-    logits = source.prefill(seen[:, :n_prompt])
+    if not 0 <= reused < n_prompt:
+        raise ValueError(f"reused tokens must be in 0..{n_prompt - 1}, not {reused}")
+    logits = source.prefill(seen[:, reused:n_prompt])
     while True:
         if stop.is_set():
             yield TokenStep(None, "cancelled")

@@ -11,22 +11,30 @@ through :func:`stream_answer`.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Protocol
 
 import torch
 
-from glmdesk.core.errors import GlmdeskError
+from glmdesk.core.errors import ErrorInfo, GlmdeskError
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import CacheSettings, ParamsBox, SamplingParams
+from glmdesk.core.tools import ToolSet
 from glmdesk.engine.chunk import CacheStats, GenerationChunk
-from glmdesk.engine.context import fit_prompt
+from glmdesk.engine.context import FittedPrompt, fit_prompt
 from glmdesk.engine.decoding import LogitsSource, Sampler, answer_seed, generate_tokens
 from glmdesk.engine.detokenizer import IncrementalDetokenizer
-from glmdesk.engine.prompt import PromptFormat, encodable
+from glmdesk.engine.prompt import PromptFormat, ReplyFilter, encodable
+
+#: Builds the prompt for an answer from the prompt limit (context minus answer budget,
+#: in tokens); raises ``GlmdeskError("prompt_too_long")`` when it cannot fit.
+#: ``prompt(limit, fallback) -> FittedPrompt``: the prompt fitted into ``limit`` tokens (or
+#: ``fallback`` with a shorter reply), see :func:`glmdesk.engine.context.fit_prompt`.
+PromptBuilder = Callable[[int, int], FittedPrompt]
 
 
 class TextModel(Protocol):
@@ -37,6 +45,9 @@ class TextModel(Protocol):
         context_length: The context window, in tokens.
         device: ``cpu`` or ``cuda:N`` (named in out-of-memory sentences).
         lock: Held for the whole answer: one answer at a time per model.
+        kv_pool: Optional :class:`~glmdesk.engine.kv_pool.KVPool` keeping each
+            conversation's logits source between answers (a model without one never
+            reuses a cache).
     """
 
     prompt_format: PromptFormat
@@ -55,13 +66,53 @@ class TextModel(Protocol):
         """
 
     def logits_processors(self) -> Sequence[Callable]:
-        """Processors applied after the user's sampling chain on every token."""
+        """Fresh constraints for one answer, applied before the user's sampling chain
+        on every token (see :class:`~glmdesk.engine.decoding.Sampler`)."""
+
+
+#: The shortest reply a prompt must leave room for, in tokens (fewer if max new tokens is lower).
+MIN_REPLY_TOKENS = 16
+
+
+def offered_tools(messages: Sequence[ChatMessage]) -> ToolSet | None:
+    """The tools the conversation's system messages offer (the last set wins), or ``None``."""
+    found = [m.tools for m in messages if m.role == "system" and m.tools]
+    return found[-1] if found else None
+
+
+def tool_notice(reason: str) -> ErrorInfo:
+    """The note shown when a call-like reply is shown as text (``reason`` in English)."""
+    return ErrorInfo(
+        "tool_call_invalid",
+        f"The model wrote a tool call that glmdesk did not run, so it is shown as text: {reason}.",
+        {"reason": reason},
+    )
 
 
 def answer_budget(params: SamplingParams, context_length: int) -> int:
-    """Tokens reserved for the answer when fitting the prompt: ``max_new_tokens``,
-    but never more than half the context window, in tokens."""
+    """Tokens kept free for the answer when choosing which older rounds to keep:
+    ``max_new_tokens``, but never more than half the context window, in tokens.
+
+    This only decides how much history is kept. A newest message that does not fit
+    with this budget is still answered if it fits with :func:`min_reply_tokens`; the
+    reply then gets what is left (:func:`reply_limit`).
+    """
     return min(params.max_new_tokens, context_length // 2)
+
+
+def min_reply_tokens(params: SamplingParams) -> int:
+    """The room a prompt must leave for the reply, in tokens: :data:`MIN_REPLY_TOKENS`
+    or ``max_new_tokens`` if that is lower."""
+    return max(1, min(params.max_new_tokens, MIN_REPLY_TOKENS))
+
+
+def reply_limit(params: SamplingParams, context_length: int, prompt_tokens: int, cache: CacheSettings) -> int:
+    """Tokens the reply can actually use: ``max_new_tokens``, capped by the room left in the
+    context window after the prompt when the KV cache is full (unbounded), in tokens.
+    Window strategies evict old positions, so they are not capped."""
+    if cache.strategy != "full":
+        return params.max_new_tokens
+    return max(0, min(params.max_new_tokens, context_length - prompt_tokens))
 
 
 def _oom_error(device: str) -> GlmdeskError:
@@ -77,21 +128,25 @@ def _oom_error(device: str) -> GlmdeskError:
 class _Answer:
     """The text side of one answer: detokenizer, reply filter, timings, chunk building."""
 
-    def __init__(self, model: TextModel, cache: CacheSettings) -> None:
+    def __init__(self, model: TextModel, cache: CacheSettings, shown: ReplyFilter) -> None:
         self.start = time.perf_counter()
+        self.pool = getattr(model, "kv_pool", None)
+        self.reused = 0
         self.detok = IncrementalDetokenizer(model.decode)
-        self.shown = model.prompt_format.reply_filter()
+        self.shown = shown
         self.stats = CacheStats(cache.strategy)
         self.n_prompt = 0
         self.dropped: tuple[int, ...] = ()
         self.n_generated = 0
         self.ttft = 0.0
         self.first_at = 0.0
+        self.reply_limit = 0
 
     def push(self, token: int) -> str:
         """The shown text a new token completes."""
         self.n_generated += 1
-        return self.shown(self.detok.push(token))
+        before = self.shown.see_token(token)
+        return before + self.shown(self.detok.push(token))
 
     def tail(self, cut_off: bool = True) -> str:
         """Text still held by the detokenizer and the reply filter at the end.
@@ -99,7 +154,7 @@ class _Answer:
         ``cut_off``: the answer ends before the model finished it (length, Stop, error),
         so a character left incomplete is dropped rather than shown as U+FFFD.
         """
-        return self.shown(self.detok.flush(drop_incomplete=cut_off)) + self.shown.flush()
+        return self.shown(self.detok.flush(drop_incomplete=cut_off)) + self.shown.finish(cut_off)
 
     def safe_tail(self) -> str:
         try:
@@ -108,6 +163,12 @@ class _Answer:
             return ""
 
     def chunk(self, text: str = "", ids: tuple[int, ...] = (), finish: str | None = None, error=None):
+        call = getattr(self.shown, "tool_call", None) if finish is not None else None
+        if call is not None and finish == "stop":
+            finish = "tool_calls"
+        elif finish is not None:
+            call = None  # a call cut off by length, Stop or an error is not run
+        note = getattr(self.shown, "notice", None) if finish is not None else None
         rate = 0.0
         if self.n_generated > 1:
             rate = (self.n_generated - 1) / max(time.perf_counter() - self.first_at, 1e-9)
@@ -122,6 +183,12 @@ class _Answer:
             error=error,
             cache=self.stats,
             dropped_messages=self.dropped,
+            tool_pending=getattr(self.shown, "pending", None) if finish is None else None,
+            tool_call=call,
+            notice=None if note is None else tool_notice(note),
+            reused_tokens=self.reused,
+            kept_kv_bytes=0 if self.pool is None else self.pool.total_bytes(),
+            reply_limit=self.reply_limit,
         )
 
 
@@ -131,6 +198,7 @@ def stream_answer(
     params: ParamsBox,
     cache: CacheSettings | None = None,
     stop: threading.Event | None = None,
+    conversation: Hashable | None = None,
 ) -> Iterator[GenerationChunk]:
     """Stream one answer to ``messages``.
 
@@ -142,6 +210,14 @@ def stream_answer(
         cache: KV-cache strategy for this answer (default: full).
         stop: When set, the answer ends before the next token with finish reason
             ``cancelled``; the text so far is kept.
+        conversation: Key of the conversation (any hashable: a conversation id;
+            ``glmdesk serve`` passes one key for all requests). With a key, the KV
+            cache is kept after the answer in ``model.kv_pool`` and the next request
+            with that key prefills only the prompt tokens after the longest common
+            token prefix the cache holds exactly (``chunk.reused_tokens``); an edited,
+            regenerated or stopped turn or a changed system prompt cuts it back to
+            that prefix; other cache settings, or an answer that failed, start afresh.
+            ``None``: a fresh cache, released after the answer.
 
     Yields:
         One :class:`GenerationChunk` per generated token, then a final chunk with
@@ -151,62 +227,125 @@ def stream_answer(
     """
     cache = cache or CacheSettings()
     stop = stop or threading.Event()
+    messages = encodable(messages)
     with model.lock:  # one answer at a time per model
-        yield from _stream(model, list(messages), params, cache, stop)
+        yield from _stream(
+            model,
+            lambda limit, fallback: fit_prompt(model.prompt_format, encodable(messages), limit, fallback),
+            _reply_filter(model.prompt_format, offered_tools(messages)),
+            params,
+            cache,
+            stop,
+            conversation,
+        )
+
+
+def _reply_filter(fmt: PromptFormat, tools: ToolSet | None) -> ReplyFilter:
+    """The format's reply filter; with tools offered, its tool-call filter when it has one."""
+    tool_filter = getattr(fmt, "tool_reply_filter", None)
+    return tool_filter(tools) if tools and tool_filter is not None else fmt.reply_filter()
+
+
+def reuse_compat(cache: CacheSettings) -> CacheSettings:
+    """The settings a kept cache must match to be reused: all but the prefill chunk
+    (which changes how a prompt is run, not what the cache holds)."""
+    return dataclasses.replace(cache, prefill_chunk=CacheSettings().prefill_chunk)
+
+
+def stream_prompt_ids(
+    model: TextModel,
+    prompt_ids: Sequence[int],
+    params: ParamsBox,
+    cache: CacheSettings | None = None,
+    stop: threading.Event | None = None,
+) -> Iterator[GenerationChunk]:
+    """Stream the continuation of raw prompt ids (a completion, no chat format).
+
+    Same contract as :func:`stream_answer` (live ``params``, ``stop``, chunks, never
+    raises); the model's stop ids still end the answer, the prompt format's reply
+    filter does not apply, and nothing is dropped to fit: a prompt longer than the
+    context minus the answer budget ends at once with ``prompt_too_long``.
+
+    Args:
+        prompt_ids: Prompt token ids, shape ``[n_prompt]``, ``n_prompt >= 1``.
+    """
+    cache = cache or CacheSettings()
+    stop = stop or threading.Event()
+    ids = list(prompt_ids)
+
+    def prompt(limit: int, _fallback: int) -> FittedPrompt:
+        if not ids:
+            raise GlmdeskError(
+                "invalid_setting", "The prompt is empty.", name="prompt", value="", reason="it is empty"
+            )
+        if len(ids) > limit:
+            raise GlmdeskError(
+                "prompt_too_long",
+                f"The prompt is {len(ids)} tokens long and at most {limit} fit (context window minus "
+                "max new tokens). Shorten it or lower max new tokens.",
+                tokens=len(ids),
+                limit=limit,
+            )
+        return FittedPrompt(ids, (), ())
+
+    with model.lock:  # one answer at a time per model
+        yield from _stream(model, prompt, ReplyFilter(), params, cache, stop)
 
 
 def _stream(
     model: TextModel,
-    messages: list[ChatMessage],
+    prompt: PromptBuilder,
+    shown: ReplyFilter,
     params: ParamsBox,
     cache: CacheSettings,
     stop: threading.Event,
+    conversation: Hashable | None = None,
 ) -> Iterator[GenerationChunk]:
-    answer = _Answer(model, cache)
+    answer = _Answer(model, cache, shown)
+    pool = answer.pool if conversation is not None else None
     source = None
+    keep = pool is not None
     try:
         p = params.get()
         sampler = Sampler(torch.Generator().manual_seed(answer_seed(p)), model.logits_processors())
         limit = model.context_length - answer_budget(p, model.context_length)
-        fitted = fit_prompt(model.prompt_format, encodable(messages), limit)
+        fallback = model.context_length - min_reply_tokens(p)
+        fitted = prompt(limit, fallback)
         answer.n_prompt, answer.dropped = len(fitted.ids), fitted.dropped
+        answer.reply_limit = reply_limit(p, model.context_length, answer.n_prompt, cache)
         if stop.is_set():
             yield answer.chunk(finish="cancelled")
             return
-        source = model.open_source(cache)
+        source = _open(model, cache, pool, conversation)
+        reuse = getattr(source, "reuse", None)
+        answer.reused = reuse(fitted.ids) if reuse is not None else 0
         steps = generate_tokens(
-            source, fitted.ids, params, model.prompt_format.stop_ids, stop, model.context_length, sampler
+            source,
+            fitted.ids,
+            params,
+            model.prompt_format.stop_ids,
+            stop,
+            model.context_length,
+            sampler,
+            reused=answer.reused,
         )
-        for step in steps:
-            if step.first:
-                answer.first_at = time.perf_counter()
-                answer.ttft = answer.first_at - answer.start
-            answer.stats = source.stats()
-            if step.token is None:
-                yield answer.chunk(
-                    answer.tail(cut_off=step.finish_reason != "stop"), finish=step.finish_reason
-                )
-                return
-            text = answer.push(step.token)
-            ids = (step.token,)
-            if step.finish_reason is not None:
-                yield answer.chunk(text + answer.tail(), ids, finish=step.finish_reason)
-                return
-            if answer.shown.stopped:  # the format saw its end marker in the text
-                yield answer.chunk(text + answer.tail(), ids, finish="stop")
-                return
-            yield answer.chunk(text, ids)
+        yield from _chunks(answer, source, steps)
     except GlmdeskError as exc:
+        keep = False
         yield answer.chunk(answer.safe_tail(), finish="error", error=exc.info)
     except torch.OutOfMemoryError:
+        keep = False
         if source is not None:
             source.release()
         source = None
+        if answer.pool is not None:
+            answer.pool.clear()  # kept caches go first when memory runs out
         gc.collect()
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
         yield answer.chunk(answer.safe_tail(), finish="error", error=_oom_error(model.device).info)
     except Exception as exc:  # never leave the caller waiting
+        keep = False
         err = GlmdeskError(
             "generation_failed",
             f"The answer failed: {exc.__class__.__name__}: {exc}",
@@ -215,7 +354,37 @@ def _stream(
         yield answer.chunk(answer.safe_tail(), finish="error", error=err.info)
     finally:
         if source is not None:
-            source.release()
+            if keep:
+                pool.put(conversation, source, reuse_compat(cache))
+            else:
+                source.release()
+
+
+def _open(model: TextModel, cache: CacheSettings, pool, conversation: Hashable | None) -> LogitsSource:
+    """The conversation's kept source when its settings match, else a fresh one."""
+    source = pool.take(conversation, reuse_compat(cache)) if pool is not None else None
+    return source if source is not None else model.open_source(cache)
+
+
+def _chunks(answer: _Answer, source: LogitsSource, steps) -> Iterator[GenerationChunk]:
+    """Chunks of whole characters for each token step; ends after the final chunk."""
+    for step in steps:
+        if step.first:
+            answer.first_at = time.perf_counter()
+            answer.ttft = answer.first_at - answer.start
+        answer.stats = source.stats()
+        if step.token is None:
+            yield answer.chunk(answer.tail(cut_off=step.finish_reason != "stop"), finish=step.finish_reason)
+            return
+        text = answer.push(step.token)
+        ids = (step.token,)
+        if step.finish_reason is not None:
+            yield answer.chunk(text + answer.tail(), ids, finish=step.finish_reason)
+            return
+        if answer.shown.stopped:  # the format saw its end marker in the text
+            yield answer.chunk(text + answer.tail(), ids, finish="stop")
+            return
+        yield answer.chunk(text, ids)
 
 
 def stream_chat(
@@ -224,6 +393,7 @@ def stream_chat(
     params: ParamsBox,
     cache: CacheSettings | None = None,
     stop: threading.Event | None = None,
+    conversation: Hashable | None = None,
 ) -> Iterator[GenerationChunk]:
     """:func:`stream_answer` under its older name (the CLI, benchmarks and tests use it)."""
-    return stream_answer(loaded, messages, params, cache, stop)
+    return stream_answer(loaded, messages, params, cache, stop, conversation)

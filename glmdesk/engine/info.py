@@ -70,6 +70,8 @@ class ModelInfo:
 
     def describe(self) -> str:
         """One line for a terminal or the status bar."""
+        if self.engine == "remote":
+            return f"{self.name} on the server {self.location}, context {self.context_length} tokens"
         quant = "" if self.quantization == "none" else f", {self.quantization}"
         quant += (
             ", compiled decode" if self.compiled_decode else ", fused decode" if self.fused_decode else ""
@@ -79,3 +81,13 @@ class ModelInfo:
             f"{name} [{self.family}] on {self.device}, {self.dtype}{quant}, "
             f"{self.footprint_mib:.0f} MiB, context {self.context_length} tokens, {self.threads} thread{'s' if self.threads != 1 else ''}"
         )
+
+
+def context_limit(config) -> int | None:
+    """The context window a transformers config states, in tokens (``None`` when it states none)."""
+    text = config.get_text_config(decoder=True) if hasattr(config, "get_text_config") else config
+    for name in ("max_position_embeddings", "seq_length", "max_sequence_length"):
+        value = getattr(text, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None

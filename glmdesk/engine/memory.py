@@ -65,15 +65,65 @@ class MemoryReading:
     note: str = ""
 
 
+def device_identity(device: str) -> tuple[str | None, str | None]:
+    """``(NVML UUID, PCI bus id)`` of a torch CUDA device such as ``cuda:1``.
+
+    torch numbers the devices it can see (``CUDA_VISIBLE_DEVICES`` renumbers them);
+    NVML numbers every device on the machine. The UUID (``GPU-`` + torch's
+    ``get_device_properties(i).uuid``) and the PCI bus id name the same card in both.
+    Call it after the model is on the device (it queries CUDA). Never raises.
+
+    Returns:
+        ``(None, None)`` for a CPU device or when CUDA cannot say.
+    """
+    if not device.startswith("cuda"):
+        return None, None
+    try:
+        import torch
+
+        if not torch.cuda.is_available():
+            return None, None
+        index = int(device.split(":", 1)[1]) if ":" in device else torch.cuda.current_device()
+        props = torch.cuda.get_device_properties(index)
+        uuid = getattr(props, "uuid", None)
+        bus = getattr(props, "pci_bus_id", None)
+        pci = None
+        if bus is not None:
+            domain, dev = getattr(props, "pci_domain_id", 0), getattr(props, "pci_device_id", 0)
+            pci = f"{domain:08X}:{bus:02X}:{dev:02X}.0"
+        return (f"GPU-{uuid}" if uuid else None), pci
+    except Exception:
+        return None, None
+
+
 class MemoryProbe:
-    """Reads memory for the gauge; NVML is initialised at most once.
+    """Reads memory for the gauge; NVML is initialised at most once per device.
+
+    The card is found by its UUID, else its PCI bus id, else its index (the same
+    as torch's only without ``CUDA_VISIBLE_DEVICES``).
 
     Args:
-        device_index: NVML index of the GPU to read (the model's CUDA device).
+        device: The model's torch device (``cuda:1``) or its index; before a model
+            is loaded, ``cuda:0``. :meth:`set_device` changes it.
+        uuid: NVML UUID of the card (``GPU-...``); found from ``device`` by
+            :meth:`set_device`.
+        pci_bus_id: PCI bus id of the card (``00000000:3B:00.0``).
+        nvml: The NVML binding module (default: ``pynvml`` from nvidia-ml-py); tests
+            pass a stand-in with the same functions.
     """
 
-    def __init__(self, device_index: int = 0) -> None:
-        self.device_index = device_index
+    def __init__(
+        self,
+        device: str | int = "cuda:0",
+        *,
+        uuid: str | None = None,
+        pci_bus_id: str | None = None,
+        nvml=None,
+    ) -> None:
+        self.device = f"cuda:{device}" if isinstance(device, int) else device
+        self.uuid = uuid
+        self.pci_bus_id = pci_bus_id
+        self._binding = nvml
         self._lock = threading.Lock()
         self._probed = False
         self._nvml = None  # the pynvml module once nvmlInit succeeded
@@ -81,6 +131,27 @@ class MemoryProbe:
         self._device_name = "GPU"
         self._fallback: str | None = None
         self._process = None
+
+    @property
+    def device_index(self) -> int:
+        """torch's index of the device (0 when none is given)."""
+        tail = self.device.split(":", 1)[1] if ":" in self.device else "0"
+        return int(tail) if tail.isdigit() else 0
+
+    def set_device(self, device: str) -> None:
+        """Watch the card the model was loaded on (``cuda:N`` from the load).
+
+        Resolves the card's UUID and PCI bus id through torch, then reads that card
+        from the next reading on. Never raises.
+        """
+        uuid, pci = device_identity(device)
+        with self._lock:
+            if self._nvml is not None:
+                self._shutdown(self._nvml)
+            self.device, self.uuid, self.pci_bus_id = device, uuid, pci
+            self._nvml = self._handle = None
+            self._fallback = None
+            self._probed = False
 
     @property
     def fallback(self) -> str | None:
@@ -106,10 +177,12 @@ class MemoryProbe:
             self._probed = True
 
     def _init_nvml(self) -> str | None:
-        try:
-            import pynvml
-        except Exception:
-            return "pynvml_missing"
+        pynvml = self._binding
+        if pynvml is None:
+            try:
+                import pynvml
+            except Exception:
+                return "pynvml_missing"
         if pynvml is None:  # sys.modules["pynvml"] = None also lands here
             return "pynvml_missing"
         try:
@@ -123,8 +196,7 @@ class MemoryProbe:
             if count < 1:
                 self._shutdown(pynvml)
                 return "no_device"
-            index = self.device_index if 0 <= self.device_index < count else 0
-            self._handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            self._handle = self._find_handle(pynvml, count)
             name = pynvml.nvmlDeviceGetName(self._handle)
             self._device_name = name.decode() if isinstance(name, bytes) else str(name)
         except pynvml.NVMLError:
@@ -133,6 +205,20 @@ class MemoryProbe:
             return "driver_error"
         self._nvml = pynvml
         return None
+
+    def _find_handle(self, pynvml, count: int):
+        """The card's handle: by UUID, else PCI bus id, else torch's index."""
+        for lookup, key in (
+            (getattr(pynvml, "nvmlDeviceGetHandleByUUID", None), self.uuid),
+            (getattr(pynvml, "nvmlDeviceGetHandleByPciBusId", None), self.pci_bus_id),
+        ):
+            if lookup is not None and key:
+                try:
+                    return lookup(key)
+                except pynvml.NVMLError:
+                    pass
+        index = self.device_index if 0 <= self.device_index < count else 0
+        return pynvml.nvmlDeviceGetHandleByIndex(index)
 
     @staticmethod
     def _shutdown(pynvml) -> None:

@@ -22,6 +22,9 @@ OPTION_REASONS = (
     "no_cpu_kernel",
     "frozen_app",
     "no_compiler",
+    "llamacpp_missing",
+    "llamacpp_broken",
+    "no_gpu_offload",
 )
 
 
@@ -88,4 +91,7 @@ def option_availability() -> dict[str, ErrorInfo | None]:
         out["decode:compile"] = unavailable("decode:compile", code, reason)
     else:
         out["decode:compile"] = None
+    from glmdesk.engine.backends import llamacpp_availability
+
+    out.update(llamacpp_availability())
     return out

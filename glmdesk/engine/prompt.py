@@ -7,8 +7,11 @@ Each format is a small class behind :class:`PromptFormat`; :func:`prompt_format_
 
 from __future__ import annotations
 
+import re
+import secrets
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.text import without_lone_surrogates
@@ -17,7 +20,23 @@ from glmdesk.core.text import without_lone_surrogates
 def encodable(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
     """Messages the tokenizer can encode: lone surrogates (pasted from broken UTF-16)
     become U+FFFD, surrogate pairs are joined; everything else is unchanged."""
-    return [ChatMessage(m.role, without_lone_surrogates(m.content)) for m in messages]
+    return [replace(m, content=without_lone_surrogates(m.content)) for m in messages]
+
+
+def plain_messages(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
+    """Messages for a format without tool turns (a conversation that used tools, continued
+    with another model): a tool call becomes assistant text naming the call, an
+    observation a user message; offered tools are dropped."""
+    out = []
+    for m in messages:
+        if m.role == "observation":
+            out.append(ChatMessage("user", m.content))
+        elif m.tool_call is not None:
+            call = f"{m.tool_call.name}({m.tool_call.arguments_json()})"
+            out.append(ChatMessage("assistant", f"{m.content}\n{call}" if m.content else call))
+        else:
+            out.append(ChatMessage(m.role, m.content))
+    return out
 
 
 class ReplyFilter:
@@ -37,9 +56,19 @@ class ReplyFilter:
     def __call__(self, delta: str) -> str:
         return delta
 
+    def see_token(self, token_id: int) -> str:
+        """Called with each generated id before its text (a format may mark segments
+        with special ids); returns text to show first. Default: nothing."""
+        return ""
+
     def flush(self) -> str:
         """Return the text held back so far (end of the reply)."""
         return ""
+
+    def finish(self, cut_off: bool) -> str:
+        """End of the reply (``cut_off``: length, Stop or an error ended it early);
+        returns the text held back. Default: :meth:`flush`."""
+        return self.flush()
 
 
 class PromptFormat(ABC):
@@ -75,8 +104,12 @@ class PromptFormat(ABC):
 class ChatTemplateFormat(PromptFormat):
     """The tokenizer's own Jinja chat template (Hugging Face ``apply_chat_template``).
 
-    User text is encoded with ``split_special_tokens=True`` so that typed special
-    tokens (``<|im_start|>``...) stay plain text.
+    Correct by construction: the template is rendered with a unique placeholder in
+    place of each message's content, so everything around the placeholders is the
+    template's own markup (encoded with special tokens recognised) and every content
+    is encoded with ``split_special_tokens=True`` (typed ``<|im_end|>`` stays plain
+    text pieces, whatever the content is: a special token, a role name, the
+    template's markup). See :func:`render_template_parts`.
 
     Args:
         tokenizer: A transformers tokenizer with a ``chat_template``.
@@ -96,35 +129,83 @@ class ChatTemplateFormat(PromptFormat):
         self.stop_ids = frozenset(stop_ids)
 
     def encode(self, messages: Sequence[ChatMessage]) -> list[int]:
-        text = self.tokenizer.apply_chat_template(
-            [{"role": m.role, "content": m.content} for m in messages],
-            tokenize=False,
-            add_generation_prompt=True,
-        )
-        # The template is trusted; message contents are not. Render with placeholders
-        # would be exact, but the template only concatenates, so encoding each
-        # message's content separately and splicing is equivalent and keeps typed
-        # special tokens as text.
-        return _encode_template_safely(self.tokenizer, text, messages)
+        messages = plain_messages(messages)
+        ids: list[int] = []
+        for part in render_template_parts(self.tokenizer, messages):
+            if isinstance(part, Markup):
+                ids += self.tokenizer.encode(part.text, add_special_tokens=False)
+            elif part:
+                ids += self.tokenizer.encode(part, add_special_tokens=False, split_special_tokens=True)
+        return ids
 
 
-def _encode_template_safely(tokenizer, text: str, messages: Sequence[ChatMessage]) -> list[int]:
-    """Encode a rendered template so only the template's own special tokens are special.
+@dataclass(frozen=True)
+class Markup:
+    """A piece of the rendered chat template that the template itself wrote."""
 
-    The rendered ``text`` is split at each message content (in order); the
-    template parts are encoded with special tokens recognised, the contents with
-    ``split_special_tokens=True``.
+    text: str
+
+
+def _render(tokenizer, messages: Sequence[ChatMessage], contents: Sequence[str]) -> str:
+    return tokenizer.apply_chat_template(
+        [{"role": m.role, "content": c} for m, c in zip(messages, contents, strict=True)],
+        tokenize=False,
+        add_generation_prompt=True,
+    )
+
+
+def _placeholders(messages: Sequence[ChatMessage]) -> list[str]:
+    """One placeholder per message: letters and digits only (no template filter such
+    as ``trim`` changes it), with a nonce that occurs in no content."""
+    while True:
+        nonce = secrets.token_hex(8).upper()
+        if not any(nonce in m.content or nonce in m.role for m in messages):
+            return [f"GLMDESK{nonce}MSG{i}END" for i in range(len(messages))]
+
+
+def render_template_parts(tokenizer, messages: Sequence[ChatMessage]) -> list[Markup | str]:
+    """Render the chat template as alternating template markup and message contents.
+
+    The template is rendered once with a placeholder for each non-empty content
+    (empty contents render as they are: there is nothing to encode), and split at
+    the placeholders: the pieces between them are exactly the template's markup.
+    Each placeholder becomes the content as the template shows it: the template is
+    also rendered with the real contents, and for each content the first of
+    ``content``, ``content.strip()``, ``.lstrip()``, ``.rstrip()`` that makes the
+    two renderings agree is taken (Llama 3's template trims). When none does (a
+    template that rewrites or tests contents), the content is taken as it is: user
+    text stays plain text whatever the template does with it.
+
+    Args:
+        tokenizer: A transformers tokenizer with a chat template.
+        messages: The conversation, ending with a user message.
+
+    Returns:
+        ``[Markup, str, Markup, ...]``: markup pieces (special tokens recognised)
+        and content strings (plain text), in prompt order; joined they are the
+        rendered prompt.
     """
-    ids: list[int] = []
-    pos = 0
-    for message in messages:
-        if not message.content:
+    holders = _placeholders(messages)
+    shown = [h if m.content else "" for h, m in zip(holders, messages, strict=True)]
+    with_holders = _render(tokenizer, messages, shown)
+    real = _render(tokenizer, messages, [m.content for m in messages])
+    by_holder = {h: m.content for h, m in zip(holders, messages, strict=True)}
+    pieces = re.split("(" + "|".join(map(re.escape, holders)) + ")", with_holders)
+    parts: list[Markup | str] = []
+    pos = 0  # position in ``real`` while the renderings agree; -1 once they do not
+    for k, piece in enumerate(pieces):
+        if k % 2 == 0:
+            parts.append(Markup(piece))
+            pos = pos + len(piece) if pos >= 0 and real.startswith(piece, pos) else -1
             continue
-        at = text.find(message.content, pos)
-        if at < 0:  # the template changed the content (e.g. stripped it): fall back
-            continue
-        ids += tokenizer.encode(text[pos:at], add_special_tokens=False)
-        ids += tokenizer.encode(message.content, add_special_tokens=False, split_special_tokens=True)
-        pos = at + len(message.content)
-    ids += tokenizer.encode(text[pos:], add_special_tokens=False)
-    return ids
+        content = by_holder[piece]
+        following = pieces[k + 1]
+        chosen = content
+        if pos >= 0:
+            for candidate in (content, content.strip(), content.lstrip(), content.rstrip()):
+                if real.startswith(candidate + following, pos):
+                    chosen = candidate
+                    break
+            pos = pos + len(chosen) if real.startswith(chosen, pos) else -1
+        parts.append(chosen)
+    return parts

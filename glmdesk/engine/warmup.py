@@ -33,7 +33,7 @@ def preload_engine(first_load=None) -> None:
         first_load: The :class:`~glmdesk.core.settings.LoadSettings` the window will
             load first; its tokenizer is built here too when its files are on disk (one
             ~100 ms native call that holds the GIL; see
-            :func:`glmdesk.engine.loader.prebuild_tokenizer`).
+            :func:`glmdesk.engine.placement.prebuild_tokenizer`).
     """
     import transformers
 
@@ -41,7 +41,8 @@ def preload_engine(first_load=None) -> None:
     import glmdesk.engine.cache
     import glmdesk.engine.generate
     import glmdesk.engine.loader
-    import glmdesk.engine.options  # noqa: F401
+    import glmdesk.engine.options
+    import glmdesk.engine.placement  # noqa: F401
 
     _ = transformers.AutoModelForCausalLM, transformers.AutoTokenizer  # resolve the lazy modules
     for name in WARM_MODULES:
@@ -50,4 +51,4 @@ def preload_engine(first_load=None) -> None:
         except Exception:
             pass
     if first_load is not None:
-        glmdesk.engine.loader.prebuild_tokenizer(first_load)
+        glmdesk.engine.placement.prebuild_tokenizer(first_load)

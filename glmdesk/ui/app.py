@@ -16,6 +16,7 @@ from glmdesk.ui.history_controller import HistoryController
 from glmdesk.ui.history_panel import HistoryPanel
 from glmdesk.ui.i18n import install_translators
 from glmdesk.ui.main_window import MainWindow
+from glmdesk.ui.messages import history_set_aside_sentence
 from glmdesk.ui.settings_store import APPLICATION, ORGANIZATION, SettingsStore
 from glmdesk.ui.theme import apply_interface_font
 from glmdesk.ui.window_menus import theme_controller
@@ -60,8 +61,10 @@ def startup_splash(icon: QIcon) -> QSplashScreen:
 def open_history(window: MainWindow) -> HistoryController | None:
     """Open the history database, put its panel in the window and start saving.
 
-    A database that cannot be opened (a newer schema, a damaged file) is shown as a
-    sentence; chatting still works, without saving.
+    A damaged file (``PRAGMA quick_check`` at open) is set aside under a new name and
+    a new history started; the notice says where the old file is. A database that
+    cannot be opened at all (a newer schema, no permission) is shown as a sentence;
+    chatting still works, without saving.
     """
     try:
         history = History()
@@ -72,6 +75,8 @@ def open_history(window: MainWindow) -> HistoryController | None:
             ).format(detail=exc)
         )
         return None
+    if history.set_aside is not None:
+        window.notice.show_error(history_set_aside_sentence(str(history.path), str(history.set_aside)))
     panel = HistoryPanel(history)
     window.set_history_panel(panel)
     controller = HistoryController(window.session, history, panel, window)
@@ -104,12 +109,14 @@ def run_app(argv: list[str]) -> int:
     # Before the window: importing torch and building the tokenizer would stall its event loop.
     preload_engine(SettingsStore().last_model())
     window = MainWindow()
-    controller = open_history(window)  # noqa: F841 (parented to the window)
+    controller = open_history(window)  # parented to the window
     window.show()
     splash.finish(window)
     window.start()
     status = app.exec()
     window.close()  # idempotent: the thread is already down if the user closed the window
+    if controller is not None:
+        controller.close()  # a last try of writes that waited for disk space
     return status
 
 

@@ -13,6 +13,7 @@ newest are ignored (a superseded load is silent and its backend is released).
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, Qt, Signal, Slot
@@ -20,10 +21,19 @@ from PySide6.QtCore import QCoreApplication, QEvent, QObject, Qt, Signal, Slot
 from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import CacheSettings, LoadSettings, ParamsBox
+from glmdesk.core.tools import ToolCall, ToolSet, ToolSettings, calls_since_user
 from glmdesk.ui.conversation import AnswerRecord, ChatState
 from glmdesk.ui.worker import Worker, start_thread, stop_thread
 
 _QUEUED = Qt.ConnectionType.QueuedConnection
+
+
+def model_label(info) -> str:
+    """The model's name as the history records it; a remote model names its server's
+    URL too (never its API key)."""
+    if info is None:
+        return ""
+    return f"{info.name} @ {info.location}" if info.engine == "remote" else info.name
 
 
 class ChatSession(QObject):
@@ -32,6 +42,10 @@ class ChatSession(QObject):
     Args:
         params: The live sampling parameters (the sidebar swaps its value).
         backend: A loaded backend to use at first (tests); it is not closed by the session.
+        factory: ``factory(LoadSettings) -> Backend`` for loads (default: the engine's
+            :func:`~glmdesk.engine.backends.create_backend`).
+        options: ``options() -> {key: None or ErrorInfo}`` for Open model (default: the
+            engine's :func:`~glmdesk.engine.options.option_availability`).
 
     Signals:
         options_checked(dict): ``{option key: None or ErrorInfo}`` (Open model).
@@ -53,6 +67,13 @@ class ChatSession(QObject):
         conversation_rewound(int): Messages from this index on left the conversation (an
             edit or a regeneration of an earlier message makes a new branch from there).
         error_occurred(ErrorInfo): A failure outside a load or an answer.
+        tool_call_requested(ToolCall): An answer ended with a call of an offered tool; it
+            waits for :meth:`submit_tool_result`, :meth:`decline_tool_call` or (the
+            interpreter) :meth:`run_tool_code`.
+        code_started(): Interpreter code began running (on the worker thread).
+        code_finished(object): Its :class:`~glmdesk.engine.interpreter.RunResult`, or an
+            ``ErrorInfo`` when the kernel could not start.
+        tool_images_added(list, str): PNG images a tool returned, and the tool's name.
     """
 
     options_checked = Signal(object)
@@ -70,15 +91,22 @@ class ChatSession(QObject):
     conversation_replaced = Signal(object)
     conversation_rewound = Signal(int)
     error_occurred = Signal(object)
+    tool_call_requested = Signal(object)
+    code_started = Signal()
+    code_finished = Signal(object)
+    tool_images_added = Signal(object, str)
 
     # To the worker (queued: the worker lives on its own thread).
     _options_requested = Signal()
     _announce_requested = Signal(int, object)
     _load_requested = Signal(int, object, object)
     _release_requested = Signal(object)
-    _generation_requested = Signal(int, object, object, object, object)
+    _generation_requested = Signal(int, object, object, object, object, object)
+    _code_requested = Signal(int, object, str, float)
 
-    def __init__(self, params: ParamsBox, backend=None, parent: QObject | None = None) -> None:
+    def __init__(
+        self, params: ParamsBox, backend=None, parent: QObject | None = None, factory=None, options=None
+    ) -> None:
         super().__init__(parent)
         self.params_box = params
         self.state = ChatState()
@@ -99,15 +127,26 @@ class ChatSession(QObject):
         self._last_chunk = None
         self._offset = 0
         self._closed = False
-        self._events: list[threading.Event] = []
+        self._new_chats = 0
+        #: Keys the KV cache the backend keeps between this conversation's turns.
+        self.conversation_key: object = ("new", 0)
+        self.tools = ToolSet()
+        self.tool_settings = ToolSettings()
+        self.pending_call: ToolCall | None = None
+        self.interpreter = None
+        self._last_request: tuple[str, CacheSettings] = ("", CacheSettings())
+        self._code_run = 0
+        self._running_code: int | None = None
 
-        self.worker = Worker(params)
+        self.worker = Worker(params, factory, options)
         self.thread = start_thread(self.worker)
         self._options_requested.connect(self.worker.check_options, _QUEUED)
         self._announce_requested.connect(self.worker.announce, _QUEUED)
         self._load_requested.connect(self.worker.load, _QUEUED)
         self._release_requested.connect(self.worker.release, _QUEUED)
         self._generation_requested.connect(self.worker.generate, _QUEUED)
+        self._code_requested.connect(self.worker.run_code, _QUEUED)
+        self.worker.code_finished.connect(self._on_code_finished, _QUEUED)
         self.worker.options_checked.connect(self.options_checked, _QUEUED)
         self.worker.load_progressed.connect(self._on_load_progressed, _QUEUED)
         self.worker.model_loaded.connect(self._on_model_loaded, _QUEUED)
@@ -207,6 +246,7 @@ class ChatSession(QObject):
         """
         if self._current is not None or not text.strip() or not self.is_ready():
             return False
+        self.pending_call = None  # a call left waiting is answered by the new message
         message = ChatMessage("user", text)
         index = self.state.add(message)
         self.message_added.emit(index, message, None)
@@ -230,9 +270,12 @@ class ChatSession(QObject):
         self._current = self._request_id
         self._stop = threading.Event()
         self._parts, self._last_chunk = [], None
-        messages, self._offset = self.state.request(system_prompt)
+        self._last_request = (system_prompt, cache)
+        messages, self._offset = self.state.request(system_prompt, self.offered_tools())
         self.answer_started.emit(self._current)
-        self._generation_requested.emit(self._current, self.backend, messages, cache, self._stop)
+        self._generation_requested.emit(
+            self._current, self.backend, messages, cache, self._stop, self.conversation_key
+        )
 
     @Slot()
     def stop_answer(self) -> None:
@@ -263,7 +306,7 @@ class ChatSession(QObject):
         text = "".join(self._parts)
         record = AnswerRecord(
             finish_reason=reason,
-            model=self.model_info.name if self.model_info else "",
+            model=model_label(self.model_info),
             params=self.params_box.get(),
             ttft_s=getattr(chunk, "ttft_s", 0.0),
             tokens_per_s=getattr(chunk, "tokens_per_s", 0.0),
@@ -273,12 +316,113 @@ class ChatSession(QObject):
                 i - self._offset for i in getattr(chunk, "dropped_messages", ()) if i >= self._offset
             ),
             error=getattr(chunk, "error", None),
+            notice=getattr(chunk, "notice", None),
         )
+        call = getattr(chunk, "tool_call", None) if reason == "tool_calls" else None
+        if call is not None and calls_since_user(self.state.messages) >= self.tool_settings.max_rounds:
+            from glmdesk.engine.tool_loop import rounds_exceeded
+
+            notice = rounds_exceeded(self.tool_settings.max_rounds)
+            record = dataclasses.replace(record, finish_reason="stop", notice=notice)
+            chunk = dataclasses.replace(chunk, finish_reason="stop", tool_call=None, notice=notice)
+            call = None
         self.last_answer = (text, record)
-        if text:
+        if call is not None:
+            index = self.state.add(ChatMessage("assistant", text, tool_call=call), record)
+            self.message_added.emit(index, self.state.messages[index], record)
+        elif text:
             index = self.state.add(ChatMessage("assistant", text), record)
             self.message_added.emit(index, self.state.messages[index], record)
         self.answer_finished.emit(request_id, chunk)
+        if call is not None:
+            self.pending_call = call
+            self.tool_call_requested.emit(call)
+            if call.kind == "interpreter" and self.tool_settings.always_run:
+                self.run_tool_code()
+
+    # Tools --------------------------------------------------------------------------
+    def offered_tools(self) -> ToolSet | None:
+        """The conversation's tools when the model has a tool format, else ``None``."""
+        if not self.tools or self.capabilities is None or not self.capabilities.tool_calls:
+            return None
+        return self.tools
+
+    def set_tools(self, tools: ToolSet, settings: ToolSettings | None = None) -> None:
+        """Offer ``tools`` from the next answer on (the Tools section; per conversation)."""
+        self.tools = tools
+        if settings is not None:
+            self.tool_settings = settings
+
+    def submit_tool_result(self, content: str, images: tuple[bytes, ...] = ()) -> bool:
+        """Answer the waiting call with ``content`` (the observation) and continue the
+        answer from it; False when no call waits or the model is busy."""
+        call = self.pending_call
+        if call is None or self._current is not None or not self.is_ready():
+            return False
+        self.pending_call = None
+        message = ChatMessage("observation", content, name=call.name)
+        index = self.state.add(message)
+        self.message_added.emit(index, message, None)
+        if images:
+            self.tool_images_added.emit(list(images), call.name)
+        self._start_answer(*self._last_request)
+        return True
+
+    def decline_tool_call(self) -> bool:
+        """Tell the model the user declined the waiting call; the answer continues."""
+        from glmdesk.engine.tool_loop import DECLINED
+
+        return self.submit_tool_result(DECLINED)
+
+    def run_tool_code(self) -> bool:
+        """Run the waiting interpreter call on the worker thread; False when none waits."""
+        call = self.pending_call
+        if call is None or call.kind != "interpreter" or self._running_code is not None:
+            return False
+        if self.interpreter is None:
+            from glmdesk.core import paths
+            from glmdesk.engine.interpreter import CodeInterpreter, new_workdir
+
+            workdir = new_workdir(paths.interpreter_root(), f"session-{id(self)}-{self._request_id}")
+            self.interpreter = CodeInterpreter(
+                workdir, self.tool_settings.timeout_s, self.tool_settings.memory_mib
+            )
+        self._code_run += 1
+        self._running_code = self._code_run
+        self.code_started.emit()
+        self._code_requested.emit(self._code_run, self.interpreter, call.code, self.tool_settings.timeout_s)
+        return True
+
+    def is_running_code(self) -> bool:
+        """True while interpreter code runs."""
+        return self._running_code is not None
+
+    @Slot()
+    def kill_code(self) -> None:
+        """Kill the running interpreter code now (never blocks; the kernel restarts next time)."""
+        if self.interpreter is not None and self._running_code is not None:
+            self.interpreter.kill()
+
+    @Slot(int, object)
+    def _on_code_finished(self, run_id: int, result) -> None:
+        if run_id != self._running_code:
+            return
+        self._running_code = None
+        self.code_finished.emit(result)
+        if isinstance(result, ErrorInfo):
+            self.error_occurred.emit(result)
+            return
+        from glmdesk.engine.chatglm.tools import interpreter_observation
+
+        family = "chatglm3" if (self.model_info and self.model_info.family.startswith("chatglm3")) else "glm4"
+        self.submit_tool_result(interpreter_observation(family, result.observation()), result.images)
+
+    def _close_interpreter(self) -> None:
+        interpreter, self.interpreter = self.interpreter, None
+        self.pending_call = None
+        if interpreter is not None:
+            interpreter.kill()
+            self._release_requested.emit(interpreter)  # closed on the worker thread
 
     def abandon_answer(self) -> None:
         """End the current answer here with the text received so far (cancelled)."""
@@ -292,17 +436,31 @@ class ChatSession(QObject):
     def new_chat(self) -> None:
         """Start an empty conversation (an answer being written is stopped and kept)."""
         self.abandon_answer()
+        self._close_interpreter()
         self.state.clear()
+        self._new_chats += 1
+        self.conversation_key = ("new", self._new_chats)
         self.conversation_cleared.emit()
 
-    def show_conversation(self, messages: list[ChatMessage]) -> None:
+    def kept_kv_bytes(self) -> int:
+        """KV bytes the backend keeps for conversations between answers, in bytes."""
+        return self.backend.kept_kv_bytes() if self.backend is not None else 0
+
+    def show_conversation(self, messages: list[ChatMessage], key: object = None) -> None:
         """Replace the open conversation with ``messages`` (from the history).
 
         An answer being written is stopped first and kept in the conversation it
-        belongs to (its ``message_added`` goes out before the switch).
+        belongs to (its ``message_added`` goes out before the switch). ``key`` names the
+        conversation for the KV cache kept between turns (the history's id), so that
+        switching back to it reuses its cache while the budget keeps it.
         """
         self.abandon_answer()
+        self._close_interpreter()
         self.state.clear()
+        if key is None:
+            self._new_chats += 1
+            key = ("new", self._new_chats)
+        self.conversation_key = key
         shown = [m for m in messages if m.role != "system"]
         for message in shown:
             self.state.add(message, AnswerRecord("stop") if message.role == "assistant" else None)
@@ -336,3 +494,6 @@ class ChatSession(QObject):
         backend, self.backend = self.backend, None
         if backend is not None and backend is not self._given:
             backend.close()
+        if self.interpreter is not None:
+            self.interpreter.close()
+            self.interpreter = None

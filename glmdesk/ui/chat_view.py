@@ -45,6 +45,7 @@ class ChatView(QScrollArea):
         self.setWidget(self._container)
 
         self._messages: list[MessageWidget] = []
+        self._cards: list[QWidget] = []  # tool call cards between the messages
         self._streaming: MessageWidget | None = None
         self._stream_text = ""
         self._dirty = False
@@ -72,6 +73,17 @@ class ChatView(QScrollArea):
         self._follow = True
         return widget
 
+    def add_card(self, widget: QWidget) -> QWidget:
+        """Append a widget that is not a message (a tool call's card); :meth:`clear` removes it."""
+        self._layout.insertWidget(self._layout.count() - 1, widget)
+        self._cards.append(widget)
+        self._follow = True
+        return widget
+
+    def cards(self) -> list[QWidget]:
+        """The cards, oldest first."""
+        return list(self._cards)
+
     def remove_last(self) -> None:
         """Remove the newest message (regenerate)."""
         if not self._messages:
@@ -89,6 +101,10 @@ class ChatView(QScrollArea):
         self._streaming = None
         while self._messages:
             self.remove_last()
+        for card in self._cards:
+            self._layout.removeWidget(card)
+            card.deleteLater()
+        self._cards.clear()
         self._follow = True
 
     # Streaming --------------------------------------------------------------

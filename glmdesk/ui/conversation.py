@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import SamplingParams
+from glmdesk.core.tools import ToolSet
 
 
 @dataclass(frozen=True)
@@ -18,7 +19,7 @@ class AnswerRecord:
     """What produced one assistant message.
 
     Attributes:
-        finish_reason: ``stop``, ``length``, ``cancelled`` or ``error``.
+        finish_reason: ``stop``, ``length``, ``cancelled``, ``error`` or ``tool_calls``.
         model: Name of the model that wrote it.
         params: Sampling parameters in force when it finished.
         ttft_s: Time to first token, in s.
@@ -28,6 +29,7 @@ class AnswerRecord:
         dropped_messages: Indices into :attr:`ChatState.messages` of messages left out
             of the prompt to fit the context window.
         error: The error that ended it, if any.
+        notice: A note about it (a call shown as text, the tool-round limit), if any.
     """
 
     finish_reason: str
@@ -39,6 +41,7 @@ class AnswerRecord:
     prompt_tokens: int = 0
     dropped_messages: tuple[int, ...] = ()
     error: ErrorInfo | None = None
+    notice: ErrorInfo | None = None
 
 
 class ChatState:
@@ -75,8 +78,11 @@ class ChatState:
         """Role of the newest message, or ``None``."""
         return self.messages[-1].role if self.messages else None
 
-    def request(self, system_prompt: str) -> tuple[tuple[ChatMessage, ...], int]:
-        """The messages to send: the system prompt (when not blank) and the conversation.
+    def request(
+        self, system_prompt: str, tools: ToolSet | None = None
+    ) -> tuple[tuple[ChatMessage, ...], int]:
+        """The messages to send: the system prompt (when not blank, or when ``tools`` are
+        offered: they ride on it) and the conversation.
 
         The messages are sent exactly as stored; the engine makes text the tokenizer
         cannot encode (lone surrogates) encodable.
@@ -85,6 +91,9 @@ class ChatState:
             ``(messages, offset)``: ``offset`` is 1 when a system message leads, so
             ``request index - offset`` is the index into :attr:`messages`.
         """
-        head = (ChatMessage("system", system_prompt),) if system_prompt.strip() else ()
+        if tools:
+            head: tuple[ChatMessage, ...] = (ChatMessage("system", system_prompt.strip(), tools=tools),)
+        else:
+            head = (ChatMessage("system", system_prompt),) if system_prompt.strip() else ()
         body = tuple(self.messages)
         return head + body, len(head)

@@ -45,6 +45,7 @@ from PySide6.QtWidgets import (
 
 from glmdesk.core import history_search
 from glmdesk.core.history import History
+from glmdesk.core.history_io import read_export
 from glmdesk.ui.history_models import (
     ID_ROLE,
     MESSAGE_ROLE,
@@ -346,9 +347,10 @@ class HistoryPanel(QWidget):
 
         Raises:
             OSError: when the file cannot be read.
-            ValueError: when it is not a glmdesk conversation (UnicodeDecodeError included).
+            ValueError: a sentence naming the problem when it is not a glmdesk conversation
+                (as an editor may save it back: see ``history_io.read_export``).
         """
-        cid = self._history.import_json(Path(path).read_text(encoding="utf-8"))
+        cid = self._history.import_json(read_export(path))
         self.refresh()
         self.conversation_imported.emit(cid)
         self.select_conversation(cid)

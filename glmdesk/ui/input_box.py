@@ -4,15 +4,27 @@ While an input method is composing (a Chinese IME shows preedit text), Enter
 belongs to the input method and never sends: the composing state comes from
 ``QInputMethodEvent.preeditString()``. Empty or whitespace-only text is never sent.
 The Send button turns into Stop while an answer streams.
+
+Long lines (issue 19): Qt lays out one text block in time proportional to its
+length (and worse when it wraps), so pasting 500 KB of one-line JSON froze the
+window for 20.9 s. Text pasted, dropped or set with lines longer than
+:data:`DISPLAY_LINE_CHARS` is shown cut into blocks of that many characters; the
+cuts are display-only (each continuation block is marked :data:`SOFT_BREAK`), and
+:meth:`PromptEdit.verbatim_text` and copying give back the exact text. Blocks are
+laid out lazily by ``QPlainTextEdit``, so only what is on screen costs anything.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtCore import QMimeData, Qt, Signal, Slot
 from PySide6.QtGui import QInputMethodEvent, QKeyEvent
 from PySide6.QtWidgets import QHBoxLayout, QPlainTextEdit, QPushButton, QSizePolicy, QWidget
 
 _ENTER_KEYS = (Qt.Key.Key_Return, Qt.Key.Key_Enter)
+#: Longest line shown as one block, in characters; longer ones are cut for display only.
+DISPLAY_LINE_CHARS = 1000
+#: ``QTextBlock.userState()`` of a block that continues the previous line (no newline between).
+SOFT_BREAK = 1
 
 
 class PromptEdit(QPlainTextEdit):
@@ -30,6 +42,57 @@ class PromptEdit(QPlainTextEdit):
         super().__init__(parent)
         self.composing = False
         self.setTabChangesFocus(True)
+
+    # Verbatim text with display-only cuts --------------------------------------------
+    def verbatim_text(self, start: int = 0, end: int | None = None) -> str:
+        """The text between document positions ``start`` and ``end`` (default: all),
+        with display-only cuts removed and real line breaks as ``\n``."""
+        doc = self.document()
+        end = doc.characterCount() - 1 if end is None else end
+        parts: list[str] = []
+        block = doc.findBlock(start)
+        while block.isValid() and block.position() <= end:
+            lo = max(start, block.position()) - block.position()
+            hi = min(end, block.position() + block.length() - 1) - block.position()
+            if parts or block.position() >= start:
+                if block.position() > start and block.position() <= end:
+                    parts.append("" if block.userState() == SOFT_BREAK else "\n")
+            parts.append(block.text()[lo:hi])
+            block = block.next()
+        return "".join(parts)
+
+    def insert_verbatim(self, text: str) -> None:
+        """Insert ``text`` at the cursor, lines longer than :data:`DISPLAY_LINE_CHARS` cut
+        into soft-break blocks (one undo step)."""
+        cursor = self.textCursor()
+        cursor.beginEditBlock()
+        cursor.removeSelectedText()
+        for n, line in enumerate(text.split("\n")):
+            if n:
+                cursor.insertBlock()
+                cursor.block().setUserState(-1)
+            for i in range(0, max(len(line), 1), DISPLAY_LINE_CHARS):
+                if i:
+                    cursor.insertBlock()
+                    cursor.block().setUserState(SOFT_BREAK)
+                cursor.insertText(line[i : i + DISPLAY_LINE_CHARS])
+        cursor.endEditBlock()
+        self.setTextCursor(cursor)
+
+    def insertFromMimeData(self, source: QMimeData) -> None:  # noqa: N802 (Qt override)
+        """Paste or drop: long lines go through :meth:`insert_verbatim`."""
+        text = source.text() if source.hasText() else ""
+        if any(len(line) > DISPLAY_LINE_CHARS for line in text.split("\n")):
+            self.insert_verbatim(text.replace("\r\n", "\n"))
+            return
+        super().insertFromMimeData(source)
+
+    def createMimeDataFromSelection(self) -> QMimeData:  # noqa: N802 (Qt override)
+        """Copy and drag give the selected text verbatim (no display-only cuts)."""
+        cursor = self.textCursor()
+        data = QMimeData()
+        data.setText(self.verbatim_text(cursor.selectionStart(), cursor.selectionEnd()))
+        return data
 
     def inputMethodEvent(self, event: QInputMethodEvent) -> None:  # noqa: N802 (Qt override)
         self.composing = bool(event.preeditString())
@@ -87,11 +150,12 @@ class InputBox(QWidget):
 
     def text(self) -> str:
         """The current text (paragraph and line separators as ``\\n``)."""
-        return self.editor.toPlainText().replace("\u2028", "\n").replace("\u2029", "\n")
+        return self.editor.verbatim_text().replace("\u2028", "\n").replace("\u2029", "\n")
 
     def set_text(self, text: str) -> None:
-        """Replace the text."""
-        self.editor.setPlainText(text)
+        """Replace the text (long lines are cut for display only)."""
+        self.editor.clear()
+        self.editor.insert_verbatim(text)
 
     def clear_text(self) -> None:
         """Empty the field (after the window accepted the message)."""

@@ -10,35 +10,29 @@ from __future__ import annotations
 import functools
 
 from PySide6.QtCore import QCoreApplication, Qt, Signal, Slot
-from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
+from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QMainWindow, QSplitter, QVBoxLayout, QWidget
 
 from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.messages import ChatMessage
-from glmdesk.core.settings import FAMILY_DEFAULTS, LoadSettings, ParamsBox, SamplingParams
+from glmdesk.core.settings import FAMILY_DEFAULTS, LoadSettings, ParamsBox, SamplingParams, family_defaults
 from glmdesk.engine.memory import MIB, MemoryProbe
+from glmdesk.ui.answer_notes import AnswerNotes
 from glmdesk.ui.branch_actions import BranchActions
 from glmdesk.ui.chat_area import ChatArea
 from glmdesk.ui.chat_session import ChatSession
 from glmdesk.ui.chat_view import ChatView
-from glmdesk.ui.conversation import AnswerRecord
 from glmdesk.ui.input_box import InputBox
 from glmdesk.ui.memory_gauge import MemoryGauge
 from glmdesk.ui.messages import error_sentence, note_sentence
 from glmdesk.ui.notice_bar import NoticeBar
 from glmdesk.ui.open_model_dialog import OpenModelDialog
+from glmdesk.ui.serve_controller import ServeController
 from glmdesk.ui.settings_store import SettingsStore
 from glmdesk.ui.sidebar import Sidebar
 from glmdesk.ui.status_bar import StatusBar
+from glmdesk.ui.tool_controller import ToolController, shown_text
 from glmdesk.ui.window_menus import ProductMenus
-
-
-def family_defaults(family: str) -> SamplingParams:
-    """The published demo defaults for a model family (``generic`` when unknown)."""
-    for key in ("chatglm2", "chatglm3", "glm4"):
-        if family.startswith(key):
-            return FAMILY_DEFAULTS[key]
-    return FAMILY_DEFAULTS["generic"]
 
 
 def _shutdown_on_destroy(session, *_args) -> None:
@@ -54,6 +48,7 @@ class MainWindow(QMainWindow):
         model: An already loaded transformers model to answer with (tests).
         backend: An already loaded :class:`~glmdesk.engine.backends.Backend` (tests);
             otherwise :meth:`start` loads the last model or the embedded default.
+        factory, options: Passed to :class:`ChatSession` (tests).
 
     Signals (forwarded from the session, see :class:`ChatSession`):
         message_added(int, ChatMessage, AnswerRecord | None), last_answer_removed(),
@@ -72,7 +67,13 @@ class MainWindow(QMainWindow):
     load_error_shown = Signal(str)
 
     def __init__(
-        self, store: SettingsStore | None = None, probe: MemoryProbe | None = None, model=None, backend=None
+        self,
+        store: SettingsStore | None = None,
+        probe: MemoryProbe | None = None,
+        model=None,
+        backend=None,
+        factory=None,
+        options=None,
     ) -> None:
         super().__init__()
         self.setObjectName("main_window")
@@ -88,19 +89,24 @@ class MainWindow(QMainWindow):
         self.sidebar.set_cache_settings(self.store.cache_settings())
         self.sidebar.set_language(self.store.language())
         self.sidebar.language_changed.connect(self._on_language_changed)
-        self._build_actions()
-        self.menus = ProductMenus(self)
+        self.notes = AnswerNotes(self)
+        self.menus = ProductMenus(self)  # the actions and menus (File, Chat, View, Help)
         self._restore_geometry()
 
         if model is not None and backend is None:
             from glmdesk.engine.backends.transformers import TransformersBackend
 
             backend = TransformersBackend(model)
-        self.session = ChatSession(self.params_box, backend, self)
+        self.session = ChatSession(self.params_box, backend, self, factory, options)
         # A window destroyed without being closed (dropped by its owner) must still end
         # the thread first: a QThread destroyed while running aborts the process.
         self.destroyed.connect(functools.partial(_shutdown_on_destroy, self.session))
         self._connect_session()
+        self.serve = ServeController(self.session, parent=self)
+        self.statusBar().addPermanentWidget(self.serve.label)
+        self.serve.serving_failed.connect(self.status.showMessage)
+        self.file_menu.insertAction(self.quit_action, self.serve.action)
+        self.tools = ToolController(self.session, self.chat_view, self.sidebar.tools_panel, self.notice, self)
         self.branch_actions = BranchActions(self)  # open_history gives it the history controller
         app = QCoreApplication.instance()
         if app is not None:
@@ -210,35 +216,6 @@ class MainWindow(QMainWindow):
         self.chat_area.welcome.prompt_chosen.connect(self._on_example_chosen)
         self.chat_area.welcome.open_model_requested.connect(self.open_model_dialog)
 
-    def _build_actions(self) -> None:
-        def action(text: str, shortcut, slot) -> QAction:
-            act = QAction(text, self)
-            act.setShortcut(QKeySequence(shortcut))
-            act.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
-            act.triggered.connect(slot)
-            self.addAction(act)
-            return act
-
-        self.open_action = action(
-            self.tr("&Open model..."), QKeySequence.StandardKey.Open, self.open_model_dialog
-        )
-        self.new_chat_action = action(self.tr("&New chat"), QKeySequence.StandardKey.New, self.new_chat)
-        self.quit_action = action(self.tr("&Quit"), QKeySequence.StandardKey.Quit, self.close)
-        self.stop_action = action(self.tr("&Stop answer"), Qt.Key.Key_Escape, self.stop_answer)
-        self.regenerate_action = action(self.tr("&Regenerate last answer"), "Ctrl+R", self.regenerate)
-        self.copy_action = action(self.tr("&Copy last answer"), "Ctrl+Shift+C", self.copy_last_answer)
-        self.sidebar_action = action(self.tr("Show &settings"), "Ctrl+B", self._toggle_sidebar)
-        self.sidebar_action.setCheckable(True)
-        self.sidebar_action.setChecked(True)
-        menu = self.menuBar().addMenu(self.tr("&File"))
-        for act in (self.open_action, self.new_chat_action, self.quit_action):
-            menu.addAction(act)
-        chat = self.menuBar().addMenu(self.tr("&Chat"))
-        for act in (self.stop_action, self.regenerate_action, self.copy_action):
-            chat.addAction(act)
-        view = self.menuBar().addMenu(self.tr("&View"))
-        view.addAction(self.sidebar_action)
-
     def _restore_geometry(self) -> None:
         geometry = self.store.bytes_value("geometry")
         if geometry is None or not self.restoreGeometry(geometry):
@@ -311,6 +288,7 @@ class MainWindow(QMainWindow):
             self.store.save_last_model(self.session.loaded_settings)
         self.status.show_model(info)
         self.gauge.set_weights_bytes(int(info.footprint_mib * MIB))
+        self.gauge.set_device(info.device)
         kv = self.session.capabilities.kv_strategies if self.session.capabilities else {"full": None}
         self.sidebar.set_cache_availability(
             {k: (None if v is None else error_sentence(v)) for k, v in kv.items()}
@@ -392,7 +370,7 @@ class MainWindow(QMainWindow):
     def _on_chunk_shown(self, _request_id: int, chunk) -> None:
         if chunk.text:
             self.chat_view.append_text(chunk.text)
-        self.gauge.set_kv_bytes(chunk.cache.kv_bytes)
+        self.gauge.set_kv_bytes(chunk.cache.kv_bytes + chunk.kept_kv_bytes)
         self.status.show_context(chunk.prompt_tokens + chunk.n_generated)
         self.status.show_cache(chunk.cache)
 
@@ -403,64 +381,37 @@ class MainWindow(QMainWindow):
         text, record = self.session.last_answer
         widget = self.chat_view.finish_stream()
         self.input_box.set_streaming(False)
-        self.gauge.set_kv_bytes(0)
+        self.gauge.set_kv_bytes(self.session.kept_kv_bytes())  # kept for the next turns
         if record.error is not None:
             self.notice.show_error(error_sentence(record.error))
+        elif chunk is not None and 0 < chunk.reply_limit < self.params_box.get().max_new_tokens:
+            # The prompt left less room than max new tokens: say what the reply could use.
+            self.notice.show_info(
+                self.notes.reply_limit(chunk.reply_limit, self.params_box.get().max_new_tokens)
+            )
         if widget is not None:
             if text:
-                widget.set_stats(self._stats_text(record))
+                widget.set_stats(self.notes.stats_text(record))
             else:
                 self.chat_view.remove_last()  # nothing was written
                 if record.finish_reason == "cancelled":
                     self.status.showMessage(self.tr("Stopped before the first token."), 5000)
-        self._mark_dropped(record.dropped_messages)
+        self.notes.mark_dropped(self.chat_view, self.status, record.dropped_messages)
         if record.n_tokens:
             self.status.show_speed(record.ttft_s, record.tokens_per_s)
         self._update_actions()
 
-    def _stats_text(self, record: AnswerRecord) -> str:
-        reasons = {
-            "stop": "",
-            "length": self.tr("max tokens reached"),
-            "cancelled": self.tr("stopped"),
-            "error": self.tr("failed"),
-        }
-        stats = self.tr("{tokens} tokens, {rate} tokens/s, first token after {ttft} s").format(
-            tokens=record.n_tokens, rate=f"{record.tokens_per_s:.1f}", ttft=f"{record.ttft_s:.2f}"
-        )
-        reason = reasons.get(record.finish_reason, "")
-        return self.tr("{stats} ({reason})").format(stats=stats, reason=reason) if reason else stats
-
-    def _mark_dropped(self, dropped: tuple[int, ...]) -> None:
-        widgets = self.chat_view.messages()
-        for index, widget in enumerate(widgets):
-            if index in dropped:
-                widget.set_note(
-                    self.tr(
-                        "Left out of the model's context: the conversation is longer than the context window."
-                    )
-                )
-        if dropped:
-            self.status.showMessage(
-                self.tr("{count} earlier messages were left out of the context.").format(count=len(dropped)),
-                8000,
-            )
-
     # Chat actions ------------------------------------------------------------------
-    def show_conversation(self, messages: list[ChatMessage]) -> None:
-        """Replace the open conversation with ``messages`` (from the history).
-
-        An answer being written is stopped first and kept in the conversation it
-        belongs to. The next message continues the shown conversation.
-        """
-        self.session.show_conversation(messages)
+    def show_conversation(self, messages: list[ChatMessage], key: object = None) -> None:
+        """Replace the open conversation with ``messages`` (see :meth:`ChatSession.show_conversation`)."""
+        self.session.show_conversation(messages, key)
 
     @Slot(object)
     def _on_conversation_replaced(self, messages: list) -> None:
         self.chat_view.clear()
         self.notice.dismiss()
         for message in messages:
-            self.chat_view.add_message(message.role, message.content)
+            self.chat_view.add_message(message.role, shown_text(message))
         self.chat_view.scroll_to_end()
         self._update_actions()
 
@@ -504,7 +455,8 @@ class MainWindow(QMainWindow):
         self.status.showMessage(self.tr("Message copied."), 3000)
 
     @Slot()
-    def _toggle_sidebar(self) -> None:
+    def toggle_sidebar(self) -> None:
+        """Show or hide the sidebar (View -> Show settings)."""
         side = self.splitter.widget(2)
         side.setVisible(not side.isVisible())
         self.sidebar_action.setChecked(side.isVisible())
@@ -554,4 +506,5 @@ class MainWindow(QMainWindow):
         self.store.sync()
         self.hide()
         self.gauge.stop()
+        self.serve.stop()
         self.session.shutdown()

@@ -245,6 +245,10 @@ class MemoryGauge(QWidget):
         """Bytes of the loaded model's weights (0 when none is loaded)."""
         self._weights_bytes = max(0, int(value))
 
+    def set_device(self, device: str) -> None:
+        """Watch the card the model was loaded on (``ModelInfo.device``, e.g. ``cuda:1``)."""
+        self.probe.set_device(device)
+
     def set_kv_bytes(self, value: int) -> None:
         """Bytes the KV cache holds now (from the last chunk)."""
         self._kv_bytes = max(0, int(value))

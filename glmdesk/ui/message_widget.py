@@ -6,7 +6,8 @@ from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton, QVBoxLayout, QWidget
 
-from glmdesk.ui.markdown_view import MarkdownView, is_dark
+from glmdesk.ui.long_markdown import SegmentedMarkdownView
+from glmdesk.ui.markdown_view import is_dark
 from glmdesk.ui.theme import theme_colours
 
 
@@ -57,7 +58,22 @@ class MessageWidget(QFrame):
         header.addStretch(1)
         header.addWidget(self.copy_button)
 
-        self.view = MarkdownView()
+        self.view = SegmentedMarkdownView()
+        self.fold_label = QLabel()
+        self.fold_label.setObjectName("fold_note")
+        self.fold_label.setWordWrap(True)
+        self.fold_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+        self.show_all_button = QToolButton()
+        self.show_all_button.setText(self.tr("Show all"))
+        self.show_all_button.setAutoRaise(True)
+        self.show_all_button.clicked.connect(self.view.reveal_all)
+        fold_row = QHBoxLayout()
+        fold_row.setContentsMargins(0, 0, 0, 0)
+        fold_row.addWidget(self.fold_label, 1)
+        fold_row.addWidget(self.show_all_button)
+        self.fold_label.hide()
+        self.show_all_button.hide()
+        self.view.fold_changed.connect(self._on_fold_changed)
         self.note_label = QLabel()
         self.note_label.setWordWrap(True)
         self.note_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
@@ -68,6 +84,7 @@ class MessageWidget(QFrame):
         layout.setSpacing(2)
         layout.addLayout(header)
         layout.addWidget(self.view)
+        layout.addLayout(fold_row)
         layout.addWidget(self.stats_label)
         layout.addWidget(self.note_label)
         self._apply_colours()
@@ -78,6 +95,8 @@ class MessageWidget(QFrame):
             return self.tr("You")
         if role == "system":
             return self.tr("System")
+        if role == "observation":
+            return self.tr("Tool result")
         return self.tr("Assistant")
 
     def _apply_colours(self) -> None:
@@ -92,9 +111,30 @@ class MessageWidget(QFrame):
         return self._text
 
     def set_text(self, text: str) -> None:
-        """Show ``text`` (Markdown) now."""
+        """Show ``text`` (Markdown) now: while streaming, only what is new is drawn;
+        a finished message longer than ``long_markdown.FOLD_CHARS`` is folded, with
+        "Show all". :meth:`text` stays verbatim either way."""
         self._text = text
-        self.view.set_markdown(text)
+        if self._streaming:
+            self.view.set_markdown(text)
+        else:
+            self.view.fold(text)
+
+    def is_folded(self) -> bool:
+        """True while only the beginning of a long message is drawn."""
+        return self.view.is_folded()
+
+    @Slot(int, int)
+    def _on_fold_changed(self, shown: int, total: int) -> None:
+        folded = shown < total
+        if folded:
+            self.fold_label.setText(
+                self.tr(
+                    "Showing the first {shown} of {total} characters; Copy and export keep all of it."
+                ).format(shown=f"{shown:,}", total=f"{total:,}")
+            )
+        self.fold_label.setVisible(folded)
+        self.show_all_button.setVisible(folded and not self.view.is_revealing())
 
     def set_streaming(self, streaming: bool) -> None:
         """Show or clear the "writing..." state next to the author."""

@@ -66,6 +66,12 @@ def _template(kind: str, params: dict) -> str | None:
             "Your message is {tokens} tokens long, but only {limit} tokens fit in this model's "
             "context window. Shorten it or send it in parts.",
         )
+    if kind == "system_prompt_too_long":
+        return QCoreApplication.translate(
+            "ErrorMessages",
+            "The system prompt is {tokens} tokens long, but only {limit} tokens fit in this model's "
+            "context window with room for a reply. Shorten the system prompt in the sidebar.",
+        )
     if kind == "invalid_setting":
         return QCoreApplication.translate("ErrorMessages", "The setting {name} cannot be {value}: {reason}")
     if kind == "load_cancelled":
@@ -76,7 +82,123 @@ def _template(kind: str, params: dict) -> str | None:
         return QCoreApplication.translate("ErrorMessages", "The model could not be loaded: {detail}")
     if kind == "option_unavailable":
         return QCoreApplication.translate("ErrorMessages", "{option} cannot be used on this computer.")
+    if kind == "tool_call_invalid":
+        return QCoreApplication.translate(
+            "ErrorMessages",
+            "The model wrote a tool call that was not run, so it is shown as text ({reason}).",
+        )
+    if kind == "tool_rounds_exceeded":
+        return QCoreApplication.translate(
+            "ErrorMessages",
+            "The answer was ended: the model asked for more tool calls than this message allows.",
+        )
+    if kind == "interpreter_failed":
+        return QCoreApplication.translate("ErrorMessages", "The Python interpreter could not run: {detail}")
+    if kind == "not_gguf":
+        return QCoreApplication.translate(
+            "ErrorMessages",
+            '{file} in {path} is not a GGUF file: a GGUF file starts with the bytes "GGUF", this one '
+            'starts with "{head}". Choose the .gguf file itself.',
+        )
+    if kind == "gguf_unsupported":
+        return QCoreApplication.translate(
+            "ErrorMessages",
+            "{file} holds a model of architecture {architecture}, which the {engine} engine cannot run "
+            "from a GGUF file; open it with the llama.cpp engine, or open the model's original folder.",
+        )
+    if kind == "lfs_pointer":
+        return QCoreApplication.translate(
+            "ErrorMessages",
+            "{file} in {path} is a Git LFS pointer, not the file itself (the folder was cloned without "
+            "git-lfs): run git lfs pull in that folder, or download the file again.",
+        )
+    return _history_template(kind) or _remote_template(kind, params)
+
+
+def _history_template(kind: str) -> str | None:
+    if kind == "history_disk_full":
+        return QCoreApplication.translate(
+            "ErrorMessages",
+            "The disk holding the chat history is full ({path}). The conversation stays in the window "
+            "and is saved as soon as there is space again.",
+        )
+    if kind == "history_damaged":
+        return QCoreApplication.translate(
+            "ErrorMessages",
+            "The chat history file {path} is damaged, so nothing more can be saved in it. Restart "
+            "glmdesk: it keeps the damaged file under a new name and starts a new history.",
+        )
+    if kind == "history_unavailable":
+        return QCoreApplication.translate(
+            "ErrorMessages", "The chat history ({path}) could not be saved or read: {detail}"
+        )
     return None
+
+
+def _remote_template(kind: str, params: dict) -> str | None:
+    """Sentences for a remote OpenAI-compatible server (vLLM, SGLang, glmdesk serve)."""
+    if kind == "server_unreachable":
+        reason = params.get("reason")
+        if reason == "refused":
+            return QCoreApplication.translate(
+                "ErrorMessages",
+                "Nothing answers at {url}: the connection was refused. Is the server running, on that port?",
+            )
+        if reason == "dns":
+            return QCoreApplication.translate(
+                "ErrorMessages", "The server name in {url} could not be found (DNS). Check the address."
+            )
+        if reason == "tls":
+            return QCoreApplication.translate(
+                "ErrorMessages",
+                "A secure (TLS) connection to {url} failed: {detail}. Check https:// versus http:// and the certificate.",
+            )
+        if reason == "timeout":
+            return QCoreApplication.translate("ErrorMessages", "The server at {url} did not answer in time.")
+        return QCoreApplication.translate(
+            "ErrorMessages", "The server at {url} could not be reached: {detail}."
+        )
+    if kind == "server_auth_failed":
+        return QCoreApplication.translate(
+            "ErrorMessages", "The server at {url} refused the API key. Check the key in Open model."
+        )
+    if kind == "remote_model_not_found":
+        return QCoreApplication.translate(
+            "ErrorMessages", "The server at {url} has no model {model}; choose one it lists."
+        )
+    if kind == "server_busy":
+        return QCoreApplication.translate(
+            "ErrorMessages", "The server at {url} is busy (HTTP {status}); try again in a moment."
+        )
+    if kind == "server_error":
+        return QCoreApplication.translate(
+            "ErrorMessages", "The server at {url} reported an error: {detail}. The answer so far is kept."
+        )
+    if kind == "connection_lost":
+        return QCoreApplication.translate(
+            "ErrorMessages",
+            "The connection to {url} was lost in the middle of the answer. The answer so far is kept.",
+        )
+    if kind == "server_stalled":
+        return QCoreApplication.translate(
+            "ErrorMessages",
+            "The server at {url} sent nothing for {seconds} s, so the answer was ended. The answer so far is kept.",
+        )
+    return None
+
+
+def history_set_aside_sentence(damaged: str, moved_to: str) -> str:
+    """The notice after a damaged history file was set aside at start.
+
+    Args:
+        damaged: The history file's usual path (a new, empty history is there now).
+        moved_to: Where the damaged file is now.
+    """
+    return QCoreApplication.translate(
+        "ErrorMessages",
+        "The chat history file was damaged. It was kept as {moved_to} (nothing in it was deleted) "
+        "and a new history was started in {path}.",
+    ).format(moved_to=moved_to, path=damaged)
 
 
 def error_sentence(info: ErrorInfo) -> str:
@@ -116,6 +238,11 @@ def note_sentence(note: ErrorInfo) -> str:
         return QCoreApplication.translate(
             "LoadNotes", "{quantization} runs on bitsandbytes' CPU backend here, which is slow."
         ).format(quantization=note.params.get("quantization", ""))
+    if note.kind == "llamacpp_ignores":
+        return QCoreApplication.translate(
+            "LoadNotes",
+            "llama.cpp runs the GGUF file's own weights; {options} applies to the transformers engine.",
+        ).format(options=note.params.get("options", ""))
     if note.kind == "compile_unavailable":
         return QCoreApplication.translate(
             "LoadNotes", "The decode step was not compiled ({reason}); tokens are decoded without it."
@@ -137,6 +264,16 @@ def option_reason(info: ErrorInfo) -> str:
         return QCoreApplication.translate("LoadNotes", "fp16 needs a GPU; on the CPU glmdesk uses fp32.")
     if reason == "no_bf16":
         return QCoreApplication.translate("LoadNotes", "This GPU has no bf16 support; use fp16.")
+    if reason == "llamacpp_missing":
+        return QCoreApplication.translate(
+            "LoadNotes", "llama-cpp-python is not installed (pip install 'glmdesk[llamacpp]')."
+        )
+    if reason == "no_gpu_offload":
+        return QCoreApplication.translate(
+            "LoadNotes", "This llama-cpp-python build has no GPU offload (a CPU build)."
+        )
+    if reason == "llamacpp_broken":
+        return QCoreApplication.translate("LoadNotes", "llama-cpp-python cannot be loaded here.")
     if reason == "frozen_app":
         return QCoreApplication.translate(
             "LoadNotes", "The packaged app cannot compile; run glmdesk from Python to use it."

@@ -1,4 +1,8 @@
-"""Choose a model: a folder, a ``.gguf`` file or a hub id, and how to load it.
+"""Choose a model: a folder, a ``.gguf`` file or a hub id, the engine, and how to load it.
+
+The engine: ``.gguf`` files (the embedded model too) run in llama.cpp by default
+when llama-cpp-python is installed, on the file's own quantized weights; the note
+under the choice says why, and which options apply to which engine.
 
 Quantization, precision and device choices that cannot work on this machine are
 disabled and their reasons are shown (from ``glmdesk.engine.options.option_availability()``, which
@@ -32,8 +36,11 @@ from PySide6.QtWidgets import (
 
 from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.settings import CPU_ONLY_QUANTIZATIONS, DEVICES, PRECISIONS, QUANTIZATIONS, LoadSettings
+from glmdesk.engine.backends import is_gguf_model
+from glmdesk.ui.llamacpp_options import LlamaCppOptions
 from glmdesk.ui.messages import option_reason
 from glmdesk.ui.recent_models import recent_label
+from glmdesk.ui.remote_server_box import RemoteServerBox
 
 
 class OpenModelDialog(QDialog):
@@ -139,6 +146,16 @@ class OpenModelDialog(QDialog):
             )
         )
         self.fused_check.toggled.connect(self._on_fused_toggled)
+        self.engine_combo = self._combo(
+            "engine",
+            ("auto", "llamacpp", "transformers"),
+            current.engine if current.engine != "remote" else "auto",
+            {"auto": self.tr("Automatic"), "llamacpp": "llama.cpp", "transformers": "transformers"},
+        )
+        self.engine_note = QLabel()
+        self.engine_note.setWordWrap(True)
+        self.engine_note.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+        self.llama_options = LlamaCppOptions(current, self._availability, self)
         self.reasons_label = QLabel(self._reasons_text())
         self.reasons_label.setWordWrap(True)
         self.reasons_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
@@ -171,6 +188,9 @@ class OpenModelDialog(QDialog):
         else:
             self.recent_combo.hide()
         form.addRow(self.tr("Model"), row)
+        form.addRow(self.tr("Engine"), self.engine_combo)
+        form.addRow("", self.engine_note)
+        form.addRow("", self.llama_options)
         form.addRow(self.tr("Quantization"), self.quantization_combo)
         form.addRow(self.tr("Precision"), self.precision_combo)
         form.addRow(self.tr("Device"), self.device_combo)
@@ -180,8 +200,10 @@ class OpenModelDialog(QDialog):
         buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Open | QDialogButtonBox.StandardButton.Cancel
         )
+        self.remote_box = RemoteServerBox(current)
         layout = QVBoxLayout(self)
         layout.addLayout(form)
+        layout.addWidget(self.remote_box)
         layout.addWidget(self.reasons_label)
         layout.addWidget(self.trust_check)
         layout.addWidget(self.trust_note)
@@ -203,6 +225,15 @@ class OpenModelDialog(QDialog):
         buttons.rejected.connect(self.reject)
         self.device_combo.currentIndexChanged.connect(self._update_cpu_only)
         self._update_cpu_only()
+        for signal in (
+            self.model_edit.textChanged,
+            self.engine_combo.currentIndexChanged,
+            self.quantization_combo.currentIndexChanged,
+            self.compile_check.toggled,
+            self.device_combo.currentIndexChanged,
+        ):
+            signal.connect(self._update_engine)
+        self._update_engine()
         self._update_trust()
         if self._trusted_folder and self._trusted_folder == current.model:
             self.trust_check.setChecked(True)
@@ -261,9 +292,11 @@ class OpenModelDialog(QDialog):
         lines = []
         for key, reason in sorted(self._availability.items()):
             if reason:
-                option = (
-                    self.tr("Compile the decode step") if key == "decode:compile" else key.split(":", 1)[1]
-                )
+                names = {
+                    "decode:compile": self.tr("Compile the decode step"),
+                    "llamacpp:gpu": self.tr("GPU layers (llama.cpp)"),
+                }
+                option = names.get(key, key.split(":", 1)[1])
                 lines.append(
                     self.tr("{option}: {reason}").format(option=option, reason=option_reason(reason))
                 )
@@ -304,14 +337,94 @@ class OpenModelDialog(QDialog):
 
     @Slot(bool)
     def _on_fused_toggled(self, on: bool) -> None:
-        self.compile_check.setEnabled(on and not self._compile_reason)
+        self.compile_check.setEnabled(on and not self._compile_reason and self.fused_check.isEnabled())
         if not on:
             self.compile_check.setChecked(False)
 
-    def load_settings(self) -> LoadSettings:
-        """The choices as :class:`LoadSettings`."""
+    def _llama_available(self) -> bool:
+        """llama.cpp is offered when the worker found llama-cpp-python (key present, no reason)."""
+        return "engine:llamacpp" in self._availability and not self._availability["engine:llamacpp"]
+
+    def effective_engine(self) -> str:
+        """The engine the choices load with (``auto`` resolved as the engine does)."""
         text = self.model_edit.text().strip()
+        chosen = self.engine_combo.currentData()
+        if not is_gguf_model(text) or not self._llama_available():
+            return "transformers"
+        if chosen != "auto":
+            return chosen
+        torch_only = self.quantization_combo.currentData() != "none" or (
+            self.compile_check.isEnabled() and self.compile_check.isChecked()
+        )
+        return "transformers" if torch_only else "llamacpp"
+
+    @Slot()
+    def _update_engine(self) -> None:
+        """Offer llama.cpp for GGUF files only, say why the engine runs the model, and
+        grey out the options of the other engine."""
+        text = self.model_edit.text().strip()
+        gguf = is_gguf_model(text)
+        combo = self.engine_combo
+        item = combo.model().item(combo.findData("llamacpp"))
+        item.setEnabled(gguf and self._llama_available())
+        if not item.isEnabled() and combo.currentData() == "llamacpp":
+            combo.setCurrentIndex(combo.findData("auto"))
+        engine = self.effective_engine()
+        if not gguf:
+            note = self.tr("Model folders and hub ids run in transformers.")
+        elif not self._llama_available():
+            note = self.tr(
+                "Runs in transformers (its own copy of the weights, dequantized to fp32): "
+                "llama-cpp-python is not installed (pip install 'glmdesk[llamacpp]')."
+            )
+        elif engine == "llamacpp":
+            note = self.tr(
+                "Runs in llama.cpp: .gguf files run there on their own quantized weights, several "
+                "times faster on the CPU than transformers' fp32 copy and without a conversion. "
+                "Quantization, precision and the decode-step options apply to transformers."
+            )
+        else:
+            note = self.tr(
+                "Runs in transformers (the weights dequantized to fp32, converted once), where the "
+                "torch quantizations and the compiled decode step are."
+            )
+        self.engine_note.setText(note)
+        torch_side = engine == "transformers"
+        for widget in (self.quantization_combo, self.precision_combo, self.fused_check):
+            widget.setEnabled(torch_side)
+        self.compile_check.setEnabled(
+            torch_side and self.fused_check.isChecked() and not self._compile_reason
+        )
+        self.llama_options.set_active(engine == "llamacpp", self.device_combo.currentData() != "cpu")
+
+    def accept(self) -> None:
+        """Close with the choices, unless the server URL is malformed (said in the box)."""
+        try:
+            self.load_settings()
+        except ValueError as exc:
+            self.remote_box.status_label.setText(str(exc))
+            return
+        super().accept()
+
+    def load_settings(self) -> LoadSettings:
+        """The choices as :class:`LoadSettings` (a remote server's when that box is checked).
+
+        Raises:
+            ValueError: with a sentence, for a malformed server URL.
+        """
+        if self.remote_box.isChecked():
+            return self.remote_box.load_settings()
+        text = self.model_edit.text().strip()
+        engine = self.engine_combo.currentData()
+        if engine == "llamacpp" and self.effective_engine() != "llamacpp":
+            engine = "auto"
+        llama = self.llama_options
         return LoadSettings(
+            engine=engine,
+            n_ctx=llama.ctx_spin.value(),
+            n_batch=llama.batch_spin.value(),
+            use_mmap=llama.mmap_check.isChecked(),
+            n_gpu_layers=llama.gpu_spin.value(),
             model=text or None,
             quantization=self.quantization_combo.currentData(),
             precision=self.precision_combo.currentData(),

@@ -14,6 +14,7 @@ from dataclasses import asdict
 from PySide6.QtCore import QByteArray, QSettings
 
 from glmdesk.core.settings import CacheSettings, LoadSettings, SamplingParams
+from glmdesk.ui.api_keys import api_key, save_api_key
 from glmdesk.ui.i18n import LANGUAGE_CODES, LANGUAGE_KEY, SYSTEM_LANGUAGE
 
 SCHEMA_VERSION = 1
@@ -135,6 +136,12 @@ class SettingsStore:
         """The last model loaded successfully, or the embedded default."""
         s = self.qsettings
         try:
+            if str(s.value("model/engine", "auto")) == "remote":
+                url = str(s.value("model/remote_url", ""))
+                remote_model = str(s.value("model/remote_model", "")) or None
+                return LoadSettings(
+                    engine="remote", remote_url=url, remote_model=remote_model, remote_api_key=api_key(url)
+                )
             model = s.value("model/path", "") or None
             return LoadSettings(
                 model=str(model) if model else None,
@@ -145,12 +152,28 @@ class SettingsStore:
                 threads=int(s.value("model/threads", 0)),
                 fused_decode=_to_bool(s.value("model/fused_decode", True)),
                 compile_decode=_to_bool(s.value("model/compile_decode", False)),
+                engine=str(s.value("model/engine", "auto")),
+                n_ctx=int(s.value("model/n_ctx", 0)),
+                n_batch=int(s.value("model/n_batch", 512)),
+                use_mmap=_to_bool(s.value("model/use_mmap", True)),
+                n_gpu_layers=int(s.value("model/n_gpu_layers", -1)),
             )
         except (TypeError, ValueError):
             return LoadSettings()
 
     def save_last_model(self, load: LoadSettings) -> None:
-        """Remember the model that loaded (trust in its own code only for that folder)."""
+        """Remember the model that loaded (trust in its own code only for that folder).
+
+        A remote server's URL and model are kept here; its API key goes to the system
+        keyring (:mod:`glmdesk.ui.api_keys`) and never into QSettings.
+        """
+        remote = load.is_remote
+        self._set("model/engine", "remote" if remote else "auto")
+        self._set("model/remote_url", (load.remote_url or "") if remote else "")
+        self._set("model/remote_model", (load.remote_model or "") if remote else "")
+        if remote:
+            save_api_key(load.remote_url, load.remote_api_key)
+            return
         self._set("model/path", load.model or "")
         self._set("model/quantization", load.quantization)
         self._set("model/precision", load.precision)
@@ -158,6 +181,11 @@ class SettingsStore:
         self._set("model/threads", load.threads)
         self._set("model/fused_decode", load.fused_decode)
         self._set("model/compile_decode", load.compile_decode)
+        self._set("model/engine", load.engine)
+        self._set("model/n_ctx", load.n_ctx)
+        self._set("model/n_batch", load.n_batch)
+        self._set("model/use_mmap", load.use_mmap)
+        self._set("model/n_gpu_layers", load.n_gpu_layers)
         self._set("model/trust_remote_code", bool(load.trust_remote_code and load.model))
         self.add_recent_model(load.model)
 

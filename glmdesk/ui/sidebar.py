@@ -34,6 +34,7 @@ from glmdesk.core.settings import CACHE_STRATEGIES, CacheSettings, SamplingParam
 from glmdesk.ui.i18n import LANGUAGES, SYSTEM_LANGUAGE
 from glmdesk.ui.sidebar_sections import fold_sidebar
 from glmdesk.ui.slider_spin import SliderSpin, caption
+from glmdesk.ui.tools_panel import ToolsPanel
 
 SEED_MAX = 2**63 - 1
 
@@ -70,6 +71,8 @@ class Sidebar(QScrollArea):
         column.setContentsMargins(8, 8, 8, 8)
         column.addWidget(self._build_sampling())
         column.addWidget(self._build_system_prompt())
+        self.tools_panel = ToolsPanel()
+        column.addWidget(self.tools_panel)
         column.addWidget(self._build_cache())
         column.addWidget(self._build_model_note())
         column.addWidget(self._build_language())

@@ -33,7 +33,7 @@ class StatusBar(QStatusBar):
         self._context_length = 0
 
     def show_model(self, info) -> None:
-        """Show a loaded model (:class:`glmdesk.engine.loader.ModelInfo`)."""
+        """Show a loaded model (:class:`glmdesk.engine.info.ModelInfo`)."""
         name = info.name
         if getattr(info, "source_kind", "") == "embedded":
             name = self.tr("{name} (embedded)").format(name=info.name)

@@ -1,11 +1,12 @@
-"""The window's product menus: File -> Recent models, View -> Theme, Help -> About and
-Keyboard shortcuts; and what the welcome's buttons do."""
+"""The window's actions and menus: File (with Recent models), Chat, View (with Theme),
+Help -> About and Keyboard shortcuts."""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 
-from PySide6.QtCore import QObject, Slot
+from PySide6.QtCore import QObject, Qt, Slot
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QApplication
 
@@ -24,7 +25,9 @@ def theme_controller(store) -> ThemeController:
 
 
 class ProductMenus(QObject):
-    """Adds the menus to a :class:`MainWindow` (after its own File, Chat and View menus).
+    """Builds a :class:`MainWindow`'s actions (set on the window as ``open_action``,
+    ``new_chat_action``, ``quit_action``, ``stop_action``, ``regenerate_action``,
+    ``copy_action``, ``sidebar_action``; ``file_menu``) and its menu bar.
 
     Args:
         window: The main window.
@@ -34,8 +37,9 @@ class ProductMenus(QObject):
         super().__init__(window)
         self.window = window
         self.theme = theme_controller(window.store)
+        self._build_actions(window)
         bar = window.menuBar()
-        file_menu = bar.actions()[0].menu()  # File, Chat, View so far
+        file_menu = window.file_menu
         self.recent_menu = RecentModelsMenu(window.store, window)
         self.recent_menu.model_chosen.connect(self.open_recent)
         file_menu.insertMenu(window.new_chat_action, self.recent_menu)
@@ -50,6 +54,33 @@ class ProductMenus(QObject):
         window.addAction(self.shortcuts_action)
         help_menu.addAction(self.shortcuts_action)
         help_menu.addAction(self.about_action)
+
+    def _action(self, window, text: str, shortcut, slot) -> QAction:
+        act = QAction(text, window)
+        act.setShortcut(QKeySequence(shortcut))
+        act.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+        act.triggered.connect(slot)
+        window.addAction(act)
+        return act
+
+    def _build_actions(self, w) -> None:
+        action = functools.partial(self._action, w)
+        w.open_action = action(self.tr("&Open model..."), QKeySequence.StandardKey.Open, w.open_model_dialog)
+        w.new_chat_action = action(self.tr("&New chat"), QKeySequence.StandardKey.New, w.new_chat)
+        w.quit_action = action(self.tr("&Quit"), QKeySequence.StandardKey.Quit, w.close)
+        w.stop_action = action(self.tr("&Stop answer"), Qt.Key.Key_Escape, w.stop_answer)
+        w.regenerate_action = action(self.tr("&Regenerate last answer"), "Ctrl+R", w.regenerate)
+        w.copy_action = action(self.tr("&Copy last answer"), "Ctrl+Shift+C", w.copy_last_answer)
+        w.sidebar_action = action(self.tr("Show &settings"), "Ctrl+B", w.toggle_sidebar)
+        w.sidebar_action.setCheckable(True)
+        w.sidebar_action.setChecked(True)
+        menu = w.file_menu = w.menuBar().addMenu(self.tr("&File"))
+        for act in (w.open_action, w.new_chat_action, w.quit_action):
+            menu.addAction(act)
+        chat = w.menuBar().addMenu(self.tr("&Chat"))
+        for act in (w.stop_action, w.regenerate_action, w.copy_action):
+            chat.addAction(act)
+        w.menuBar().addMenu(self.tr("&View")).addAction(w.sidebar_action)
 
     @Slot(object)
     def open_recent(self, model: str | None) -> None:

@@ -42,6 +42,10 @@ class Worker(QObject):
 
     Args:
         params: The box the decode loop reads sampling parameters from before every token.
+        factory: ``factory(LoadSettings) -> Backend`` (unloaded); default
+            :func:`glmdesk.engine.backends.create_backend`.
+        options: ``options() -> {key: None or ErrorInfo}``; default
+            :func:`glmdesk.engine.options.option_availability` (imports torch).
 
     Signals:
         options_checked(dict): ``{option key: None or ErrorInfo}`` for the Open model dialog.
@@ -59,19 +63,24 @@ class Worker(QObject):
     load_failed = Signal(int, object)
     chunk_received = Signal(int, object)
     generation_finished = Signal(int, object)
+    code_finished = Signal(int, object)
     error_occurred = Signal(object)
 
-    def __init__(self, params) -> None:
+    def __init__(self, params, factory=None, options=None) -> None:
         super().__init__()
         self.params = params
+        self._factory = factory
+        self._options = options
 
     @Slot()
     def check_options(self) -> None:
         """Emit :attr:`options_checked` with what this machine can load."""
         try:
-            from glmdesk.engine.options import option_availability
+            if self._options is None:
+                from glmdesk.engine.options import option_availability
 
-            self.options_checked.emit(option_availability())
+                self._options = option_availability
+            self.options_checked.emit(self._options())
         except Exception as exc:  # a broken CUDA or bitsandbytes install
             self.error_occurred.emit(_failure("load_failed", "The load options could not be read", exc))
 
@@ -86,11 +95,13 @@ class Worker(QObject):
     @Slot(int, object, object)
     def load(self, load_id: int, settings: LoadSettings, cancel: threading.Event) -> None:
         """Create and load a backend for ``settings``; emit it, or why not."""
-        from glmdesk.engine.backends import create_backend
-
         backend = None
         try:
-            backend = create_backend(settings)
+            if self._factory is None:
+                from glmdesk.engine.backends import create_backend
+
+                self._factory = create_backend
+            backend = self._factory(settings)
             info = backend.load(
                 settings, progress=lambda p: self.load_progressed.emit(load_id, p), cancel=cancel
             )
@@ -122,7 +133,7 @@ class Worker(QObject):
         """Close a backend the session no longer uses (on this thread)."""
         self._discard(backend)
 
-    @Slot(int, object, object, object, object)
+    @Slot(int, object, object, object, object, object)
     def generate(
         self,
         request_id: int,
@@ -130,8 +141,11 @@ class Worker(QObject):
         messages: Sequence[ChatMessage],
         cache: CacheSettings,
         stop: threading.Event,
+        conversation=None,
     ) -> None:
         """Stream an answer to ``messages`` from ``backend``; every chunk carries ``request_id``.
+
+        ``conversation`` keys the KV cache the backend keeps between this conversation's turns.
 
         Ends with exactly one :attr:`generation_finished` (finish reason ``stop``,
         ``length``, ``cancelled`` or ``error``).
@@ -141,7 +155,7 @@ class Worker(QObject):
             return
         final = None
         try:
-            for chunk in backend.stream(messages, self.params, cache, stop):
+            for chunk in backend.stream(messages, self.params, cache, stop, conversation=conversation):
                 if chunk.finish_reason is not None:
                     final = chunk
                     break
@@ -151,6 +165,20 @@ class Worker(QObject):
         if final is None:
             final = GenerationChunk(finish_reason="cancelled" if stop.is_set() else "stop")
         self.generation_finished.emit(request_id, final)
+
+    @Slot(int, object, str, float)
+    def run_code(self, run_id: int, interpreter, code: str, timeout_s: float) -> None:
+        """Run interpreter code (a tool call the user allowed); emit :attr:`code_finished`
+        with ``run_id`` and the :class:`~glmdesk.engine.interpreter.RunResult`, or an
+        ``ErrorInfo`` when the kernel cannot start. The session kills a runaway run from
+        the GUI thread (``interpreter.kill()`` returns at once)."""
+        try:
+            result = interpreter.run(code, timeout_s)
+        except GlmdeskError as exc:
+            result = exc.info
+        except Exception as exc:  # a safety net: the interpreter words its errors
+            result = _failure("interpreter_failed", "The Python interpreter could not run", exc)
+        self.code_finished.emit(run_id, result)
 
 
 def start_thread(worker: Worker) -> QThread:

@@ -26,6 +26,41 @@
     </message>
 </context>
 <context>
+    <name>AnswerNotes</name>
+    <message>
+        <source>max tokens reached</source>
+        <translation>已达到最大 token 数</translation>
+    </message>
+    <message>
+        <source>stopped</source>
+        <translation>已停止</translation>
+    </message>
+    <message>
+        <source>failed</source>
+        <translation>失败</translation>
+    </message>
+    <message>
+        <source>{tokens} tokens, {rate} tokens/s, first token after {ttft} s</source>
+        <translation>{tokens} 个 token，{rate} token/秒，首 token 延迟 {ttft} 秒</translation>
+    </message>
+    <message>
+        <source>{stats} ({reason})</source>
+        <translation>{stats}（{reason}）</translation>
+    </message>
+    <message>
+        <source>Only {tokens} tokens are left in the context window for this answer (max new tokens is {max}).</source>
+        <translation>上下文窗口只剩 {tokens} 个 token 可用于此回答（最大新 token 数为 {max}）。</translation>
+    </message>
+    <message>
+        <source>Left out of the model&apos;s context: the conversation is longer than the context window.</source>
+        <translation>未放入模型上下文：对话长度超出了上下文窗口。</translation>
+    </message>
+    <message>
+        <source>{count} earlier messages were left out of the context.</source>
+        <translation>有 {count} 条较早的消息未放入上下文。</translation>
+    </message>
+</context>
+<context>
     <name>BranchActions</name>
     <message>
         <source>{tokens} tokens</source>
@@ -151,6 +186,10 @@ Updated {when} · {model}</source>
         <translation>你的消息长 {tokens} 个 token，但该模型的上下文窗口只能容纳 {limit} 个 token。请缩短消息或分段发送。</translation>
     </message>
     <message>
+        <source>The system prompt is {tokens} tokens long, but only {limit} tokens fit in this model&apos;s context window with room for a reply. Shorten the system prompt in the sidebar.</source>
+        <translation>系统提示词长 {tokens} 个 token，但在为回复留出空间后，此模型的上下文窗口只能容纳 {limit} 个 token。请在侧边栏中缩短系统提示词。</translation>
+    </message>
+    <message>
         <source>The setting {name} cannot be {value}: {reason}</source>
         <translation>设置项 {name} 不能为 {value}：{reason}</translation>
     </message>
@@ -169,6 +208,98 @@ Updated {when} · {model}</source>
     <message>
         <source>{option} cannot be used on this computer.</source>
         <translation>此电脑无法使用 {option}。</translation>
+    </message>
+    <message>
+        <source>The model wrote a tool call that was not run, so it is shown as text ({reason}).</source>
+        <translation>模型写出的工具调用未被执行，已作为文本显示（{reason}）。</translation>
+    </message>
+    <message>
+        <source>The answer was ended: the model asked for more tool calls than this message allows.</source>
+        <translation>回答已结束：模型请求的工具调用次数超过了本条消息允许的上限。</translation>
+    </message>
+    <message>
+        <source>The Python interpreter could not run: {detail}</source>
+        <translation>Python 解释器无法运行：{detail}</translation>
+    </message>
+    <message>
+        <source>{file} in {path} is not a GGUF file: a GGUF file starts with the bytes &quot;GGUF&quot;, this one starts with &quot;{head}&quot;. Choose the .gguf file itself.</source>
+        <translation>{path} 中的 {file} 不是 GGUF 文件：GGUF 文件以字节“GGUF”开头，而它以“{head}”开头。请选择 .gguf 文件本身。</translation>
+    </message>
+    <message>
+        <source>{file} holds a model of architecture {architecture}, which the {engine} engine cannot run from a GGUF file; open it with the llama.cpp engine, or open the model&apos;s original folder.</source>
+        <translation>{file} 中的模型架构是 {architecture}，{engine} 引擎无法从 GGUF 文件运行它；请用 llama.cpp 引擎打开，或打开该模型的原始文件夹。</translation>
+    </message>
+    <message>
+        <source>{file} in {path} is a Git LFS pointer, not the file itself (the folder was cloned without git-lfs): run git lfs pull in that folder, or download the file again.</source>
+        <translation>{path} 中的 {file} 是 Git LFS 指针文件，而不是文件本身（该文件夹克隆时没有使用 git-lfs）：请在该文件夹中运行 git lfs pull，或重新下载该文件。</translation>
+    </message>
+    <message>
+        <source>The disk holding the chat history is full ({path}). The conversation stays in the window and is saved as soon as there is space again.</source>
+        <translation>保存聊天记录的磁盘已满（{path}）。对话仍显示在窗口中，磁盘有空间后会自动保存。</translation>
+    </message>
+    <message>
+        <source>The chat history file {path} is damaged, so nothing more can be saved in it. Restart glmdesk: it keeps the damaged file under a new name and starts a new history.</source>
+        <translation>聊天记录文件 {path} 已损坏，无法再保存内容。请重新启动 glmdesk：损坏的文件会以新名称保留，并开始新的聊天记录。</translation>
+    </message>
+    <message>
+        <source>The chat history ({path}) could not be saved or read: {detail}</source>
+        <translation>无法保存或读取聊天记录（{path}）：{detail}</translation>
+    </message>
+    <message>
+        <source>Nothing answers at {url}: the connection was refused. Is the server running, on that port?</source>
+        <translation>{url} 无响应：连接被拒绝。服务器是否已启动，端口是否正确？</translation>
+    </message>
+    <message>
+        <source>The server name in {url} could not be found (DNS). Check the address.</source>
+        <translation>找不到 {url} 中的服务器名称（DNS）。请检查地址。</translation>
+    </message>
+    <message>
+        <source>A secure (TLS) connection to {url} failed: {detail}. Check https:// versus http:// and the certificate.</source>
+        <translation>与 {url} 的安全（TLS）连接失败：{detail}。请检查应使用 https:// 还是 http://，以及证书。</translation>
+    </message>
+    <message>
+        <source>The server at {url} did not answer in time.</source>
+        <translation>{url} 的服务器未能及时响应。</translation>
+    </message>
+    <message>
+        <source>The server at {url} could not be reached: {detail}.</source>
+        <translation>无法连接 {url} 的服务器：{detail}。</translation>
+    </message>
+    <message>
+        <source>The server at {url} refused the API key. Check the key in Open model.</source>
+        <translation>{url} 的服务器拒绝了 API 密钥。请在“打开模型”中检查密钥。</translation>
+    </message>
+    <message>
+        <source>The server at {url} has no model {model}; choose one it lists.</source>
+        <translation>{url} 的服务器上没有模型 {model}；请从它列出的模型中选择。</translation>
+    </message>
+    <message>
+        <source>The server at {url} is busy (HTTP {status}); try again in a moment.</source>
+        <translation>{url} 的服务器正忙（HTTP {status}），请稍后再试。</translation>
+    </message>
+    <message>
+        <source>The server at {url} reported an error: {detail}. The answer so far is kept.</source>
+        <translation>{url} 的服务器报告错误：{detail}。已生成的内容已保留。</translation>
+    </message>
+    <message>
+        <source>The connection to {url} was lost in the middle of the answer. The answer so far is kept.</source>
+        <translation>回答过程中与 {url} 的连接中断。已生成的内容已保留。</translation>
+    </message>
+    <message>
+        <source>The server at {url} sent nothing for {seconds} s, so the answer was ended. The answer so far is kept.</source>
+        <translation>{url} 的服务器 {seconds} 秒内没有发送任何数据，回答已结束。已生成的内容已保留。</translation>
+    </message>
+    <message>
+        <source>The chat history file was damaged. It was kept as {moved_to} (nothing in it was deleted) and a new history was started in {path}.</source>
+        <translation>聊天记录文件已损坏。它已保留为 {moved_to}（其中内容均未删除），并在 {path} 开始了新的聊天记录。</translation>
+    </message>
+</context>
+<context>
+    <name>HistoryController</name>
+    <message>
+        <source>The chat history is saved again.</source>
+        <extracomment>Seconds between checkpoints of a streaming answer. Milliseconds between retries of writes that failed.</extracomment>
+        <translation>聊天记录已恢复保存。</translation>
     </message>
 </context>
 <context>
@@ -302,6 +433,7 @@ Updated {when} · {model}</source>
     <name>InputBox</name>
     <message>
         <source>Type a message. Enter sends, Shift+Enter adds a line, Esc stops the answer.</source>
+        <extracomment>Longest line shown as one block, in characters; longer ones are cut for display only. ``QTextBlock.userState()`` of a block that continues the previous line (no newline between).</extracomment>
         <translation>输入消息。Enter 发送，Shift+Enter 换行，Esc 停止回答。</translation>
     </message>
     <message>
@@ -319,6 +451,49 @@ Updated {when} · {model}</source>
     <message>
         <source>Stop the answer (Esc); the text so far is kept</source>
         <translation>停止回答（Esc），已生成的内容会保留</translation>
+    </message>
+</context>
+<context>
+    <name>LlamaCppOptions</name>
+    <message>
+        <source>Automatic (the model&apos;s, at most {n})</source>
+        <translation>自动（模型自身的，最多 {n}）</translation>
+    </message>
+    <message>
+        <source>Tokens of context llama.cpp keeps for the full KV cache: a longer context holds longer conversations and takes more memory (the gauge shows the KV cache).</source>
+        <translation>llama.cpp 为完整 KV 缓存保留的上下文 token 数：上下文越长，能容纳的对话越长，占用的内存也越多（内存仪表显示 KV 缓存）。</translation>
+    </message>
+    <message>
+        <source>Prompt tokens per llama.cpp call (prefill): larger batches read long prompts faster and take a larger compute buffer.</source>
+        <translation>每次 llama.cpp 调用处理的提示 token 数（预填充）：批次越大，读取长提示越快，计算缓冲区也越大。</translation>
+    </message>
+    <message>
+        <source>Map the file into memory</source>
+        <translation>将文件映射到内存</translation>
+    </message>
+    <message>
+        <source>Loads at once and shares the weights with the system&apos;s file cache; off reads the whole file into memory first.</source>
+        <translation>立即加载，并与系统文件缓存共享权重；关闭时先将整个文件读入内存。</translation>
+    </message>
+    <message>
+        <source>All</source>
+        <translation>全部</translation>
+    </message>
+    <message>
+        <source>Layers llama.cpp keeps on the GPU: more layers decode faster and take more GPU memory.</source>
+        <translation>llama.cpp 放在 GPU 上的层数：层数越多解码越快，占用的显存也越多。</translation>
+    </message>
+    <message>
+        <source>Context (tokens)</source>
+        <translation>上下文（token）</translation>
+    </message>
+    <message>
+        <source>Prefill batch (tokens)</source>
+        <translation>预填充批次（token）</translation>
+    </message>
+    <message>
+        <source>GPU layers</source>
+        <translation>GPU 层数</translation>
     </message>
 </context>
 <context>
@@ -391,6 +566,10 @@ Updated {when} · {model}</source>
         <translation>{quantization} 在此使用 bitsandbytes 的 CPU 后端运行，速度较慢。</translation>
     </message>
     <message>
+        <source>llama.cpp runs the GGUF file&apos;s own weights; {options} applies to the transformers engine.</source>
+        <translation>llama.cpp 直接运行 GGUF 文件自带的权重；{options} 仅适用于 transformers 引擎。</translation>
+    </message>
+    <message>
         <source>The decode step was not compiled ({reason}); tokens are decoded without it.</source>
         <translation>解码步骤未能编译（{reason}）；将不经编译进行解码。</translation>
     </message>
@@ -405,6 +584,18 @@ Updated {when} · {model}</source>
     <message>
         <source>This GPU has no bf16 support; use fp16.</source>
         <translation>此 GPU 不支持 bf16，请使用 fp16。</translation>
+    </message>
+    <message>
+        <source>llama-cpp-python is not installed (pip install &apos;glmdesk[llamacpp]&apos;).</source>
+        <translation>未安装 llama-cpp-python（pip install &apos;glmdesk[llamacpp]&apos;）。</translation>
+    </message>
+    <message>
+        <source>This llama-cpp-python build has no GPU offload (a CPU build).</source>
+        <translation>此 llama-cpp-python 构建不支持 GPU 卸载（CPU 版本）。</translation>
+    </message>
+    <message>
+        <source>llama-cpp-python cannot be loaded here.</source>
+        <translation>此处无法加载 llama-cpp-python。</translation>
     </message>
     <message>
         <source>The packaged app cannot compile; run glmdesk from Python to use it.</source>
@@ -430,46 +621,6 @@ Updated {when} · {model}</source>
         <translation>glmdesk</translation>
     </message>
     <message>
-        <source>&amp;Open model...</source>
-        <translation>打开模型(&amp;O)…</translation>
-    </message>
-    <message>
-        <source>&amp;New chat</source>
-        <translation>新建对话(&amp;N)</translation>
-    </message>
-    <message>
-        <source>&amp;Quit</source>
-        <translation>退出(&amp;Q)</translation>
-    </message>
-    <message>
-        <source>&amp;Stop answer</source>
-        <translation>停止回答(&amp;S)</translation>
-    </message>
-    <message>
-        <source>&amp;Regenerate last answer</source>
-        <translation>重新生成上一个回答(&amp;R)</translation>
-    </message>
-    <message>
-        <source>&amp;Copy last answer</source>
-        <translation>复制上一个回答(&amp;C)</translation>
-    </message>
-    <message>
-        <source>Show &amp;settings</source>
-        <translation>显示设置(&amp;S)</translation>
-    </message>
-    <message>
-        <source>&amp;File</source>
-        <translation>文件(&amp;F)</translation>
-    </message>
-    <message>
-        <source>&amp;Chat</source>
-        <translation>对话(&amp;C)</translation>
-    </message>
-    <message>
-        <source>&amp;View</source>
-        <translation>视图(&amp;V)</translation>
-    </message>
-    <message>
         <source>the embedded model</source>
         <translation>内置模型</translation>
     </message>
@@ -492,34 +643,6 @@ Updated {when} · {model}</source>
     <message>
         <source>Stopped before the first token.</source>
         <translation>在生成第一个 token 之前已停止。</translation>
-    </message>
-    <message>
-        <source>max tokens reached</source>
-        <translation>已达到最大 token 数</translation>
-    </message>
-    <message>
-        <source>stopped</source>
-        <translation>已停止</translation>
-    </message>
-    <message>
-        <source>failed</source>
-        <translation>失败</translation>
-    </message>
-    <message>
-        <source>{tokens} tokens, {rate} tokens/s, first token after {ttft} s</source>
-        <translation>{tokens} 个 token，{rate} token/秒，首 token 延迟 {ttft} 秒</translation>
-    </message>
-    <message>
-        <source>{stats} ({reason})</source>
-        <translation>{stats}（{reason}）</translation>
-    </message>
-    <message>
-        <source>Left out of the model&apos;s context: the conversation is longer than the context window.</source>
-        <translation>未放入模型上下文：对话长度超出了上下文窗口。</translation>
-    </message>
-    <message>
-        <source>{count} earlier messages were left out of the context.</source>
-        <translation>有 {count} 条较早的消息未放入上下文。</translation>
     </message>
     <message>
         <source>Answer copied.</source>
@@ -636,6 +759,10 @@ Updated {when} · {model}</source>
         <translation>以 Markdown 格式复制此消息</translation>
     </message>
     <message>
+        <source>Show all</source>
+        <translation>显示全部</translation>
+    </message>
+    <message>
         <source>You</source>
         <translation>你</translation>
     </message>
@@ -644,8 +771,16 @@ Updated {when} · {model}</source>
         <translation>系统</translation>
     </message>
     <message>
+        <source>Tool result</source>
+        <translation>工具结果</translation>
+    </message>
+    <message>
         <source>Assistant</source>
         <translation>助手</translation>
+    </message>
+    <message>
+        <source>Showing the first {shown} of {total} characters; Copy and export keep all of it.</source>
+        <translation>仅显示 {total} 个字符中的前 {shown} 个；复制和导出会保留全部内容。</translation>
     </message>
     <message>
         <source>writing...</source>
@@ -762,6 +897,10 @@ Updated {when} · {model}</source>
         <translation>模型</translation>
     </message>
     <message>
+        <source>Engine</source>
+        <translation>引擎</translation>
+    </message>
+    <message>
         <source>Quantization</source>
         <translation>量化</translation>
     </message>
@@ -784,6 +923,10 @@ Updated {when} · {model}</source>
     <message>
         <source>Runs on the CPU only: choose the CPU device, or 8-bit or 4-bit NF4 on a GPU.</source>
         <translation>只能在 CPU 上运行：请选择 CPU 设备，或在 GPU 上使用 8 位或 4 位 NF4。</translation>
+    </message>
+    <message>
+        <source>GPU layers (llama.cpp)</source>
+        <translation>GPU 层数（llama.cpp）</translation>
     </message>
     <message>
         <source>{option}: {reason}</source>
@@ -809,6 +952,22 @@ Updated {when} · {model}</source>
         <source>Run the Python code shipped in a model folder (choose a folder first)</source>
         <translation>运行模型文件夹中自带的 Python 代码（请先选择文件夹）</translation>
     </message>
+    <message>
+        <source>Model folders and hub ids run in transformers.</source>
+        <translation>模型文件夹和 Hub ID 使用 transformers 运行。</translation>
+    </message>
+    <message>
+        <source>Runs in transformers (its own copy of the weights, dequantized to fp32): llama-cpp-python is not installed (pip install &apos;glmdesk[llamacpp]&apos;).</source>
+        <translation>使用 transformers 运行（其自己的权重副本，反量化为 fp32）：未安装 llama-cpp-python（pip install &apos;glmdesk[llamacpp]&apos;）。</translation>
+    </message>
+    <message>
+        <source>Runs in llama.cpp: .gguf files run there on their own quantized weights, several times faster on the CPU than transformers&apos; fp32 copy and without a conversion. Quantization, precision and the decode-step options apply to transformers.</source>
+        <translation>使用 llama.cpp 运行：.gguf 文件在其中直接使用自带的量化权重，在 CPU 上比 transformers 的 fp32 副本快数倍，且无需转换。量化、精度和解码步骤选项仅适用于 transformers。</translation>
+    </message>
+    <message>
+        <source>Runs in transformers (the weights dequantized to fp32, converted once), where the torch quantizations and the compiled decode step are.</source>
+        <translation>使用 transformers 运行（权重反量化为 fp32，只转换一次），torch 量化和编译解码步骤都在这里。</translation>
+    </message>
 </context>
 <context>
     <name>ProductMenus</name>
@@ -823,6 +982,46 @@ Updated {when} · {model}</source>
     <message>
         <source>&amp;About glmdesk</source>
         <translation>关于 glmdesk(&amp;A)</translation>
+    </message>
+    <message>
+        <source>&amp;Open model...</source>
+        <translation>打开模型(&amp;O)…</translation>
+    </message>
+    <message>
+        <source>&amp;New chat</source>
+        <translation>新建对话(&amp;N)</translation>
+    </message>
+    <message>
+        <source>&amp;Quit</source>
+        <translation>退出(&amp;Q)</translation>
+    </message>
+    <message>
+        <source>&amp;Stop answer</source>
+        <translation>停止回答(&amp;S)</translation>
+    </message>
+    <message>
+        <source>&amp;Regenerate last answer</source>
+        <translation>重新生成上一个回答(&amp;R)</translation>
+    </message>
+    <message>
+        <source>&amp;Copy last answer</source>
+        <translation>复制上一个回答(&amp;C)</translation>
+    </message>
+    <message>
+        <source>Show &amp;settings</source>
+        <translation>显示设置(&amp;S)</translation>
+    </message>
+    <message>
+        <source>&amp;File</source>
+        <translation>文件(&amp;F)</translation>
+    </message>
+    <message>
+        <source>&amp;Chat</source>
+        <translation>对话(&amp;C)</translation>
+    </message>
+    <message>
+        <source>&amp;View</source>
+        <translation>视图(&amp;V)</translation>
     </message>
 </context>
 <context>
@@ -841,10 +1040,73 @@ Updated {when} · {model}</source>
     </message>
 </context>
 <context>
+    <name>RemoteServerBox</name>
+    <message>
+        <source>Remote server (vLLM, SGLang, glmdesk serve...)</source>
+        <translation>远程服务器（vLLM、SGLang、glmdesk serve 等）</translation>
+    </message>
+    <message>
+        <source>Optional; kept in the system keyring</source>
+        <translation>可选；保存在系统密钥环中</translation>
+    </message>
+    <message>
+        <source>Empty: the server&apos;s first model</source>
+        <translation>留空：使用服务器的第一个模型</translation>
+    </message>
+    <message>
+        <source>List models</source>
+        <translation>列出模型</translation>
+    </message>
+    <message>
+        <source>Server URL</source>
+        <translation>服务器 URL</translation>
+    </message>
+    <message>
+        <source>API key</source>
+        <translation>API 密钥</translation>
+    </message>
+    <message>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>Asking the server...</source>
+        <translation>正在询问服务器…</translation>
+    </message>
+    <message>
+        <source>{count} models on this server.</source>
+        <translation>此服务器上有 {count} 个模型。</translation>
+    </message>
+</context>
+<context>
     <name>SearchResultModel</name>
     <message>
         <source>Untitled</source>
         <translation>未命名对话</translation>
+    </message>
+</context>
+<context>
+    <name>ServeController</name>
+    <message>
+        <source>Serve on localhost:{port}</source>
+        <extracomment>The port the toggle serves on (vLLM&apos;s and glmdesk serve&apos;s default).</extracomment>
+        <translation>在 localhost:{port} 上提供服务</translation>
+    </message>
+    <message>
+        <source>Serve the loaded model over an OpenAI-compatible API on this computer</source>
+        <translation>在本机通过 OpenAI 兼容 API 提供已加载的模型</translation>
+    </message>
+    <message>
+        <source>Load a model first; then it can be served.</source>
+        <translation>请先加载模型，然后才能提供服务。</translation>
+    </message>
+    <message>
+        <source>Could not serve on localhost:{port}: {reason}</source>
+        <translation>无法在 localhost:{port} 上提供服务：{reason}</translation>
+    </message>
+    <message>
+        <source>Serving at {url}: {count} requests</source>
+        <translation>正在 {url} 提供服务：{count} 个请求</translation>
     </message>
 </context>
 <context>
@@ -1095,6 +1357,84 @@ Updated {when} · {model}</source>
     <message>
         <source>TTFT {ttft} s, {rate} tokens/s</source>
         <translation>首 token 延迟 {ttft} 秒，{rate} token/秒</translation>
+    </message>
+</context>
+<context>
+    <name>ToolCallCard</name>
+    <message>
+        <source>Code interpreter</source>
+        <translation>代码解释器</translation>
+    </message>
+    <message>
+        <source>Tool call: {name}</source>
+        <translation>工具调用：{name}</translation>
+    </message>
+    <message>
+        <source>Type the tool&apos;s result here</source>
+        <translation>在此输入工具的结果</translation>
+    </message>
+    <message>
+        <source>Send result</source>
+        <translation>发送结果</translation>
+    </message>
+    <message>
+        <source>Run</source>
+        <translation>运行</translation>
+    </message>
+    <message>
+        <source>Stop</source>
+        <translation>停止</translation>
+    </message>
+    <message>
+        <source>Decline</source>
+        <translation>拒绝</translation>
+    </message>
+</context>
+<context>
+    <name>ToolController</name>
+    <message>
+        <source>Load a model first.</source>
+        <translation>请先加载模型。</translation>
+    </message>
+    <message>
+        <source>{model} has no tool-call format (ChatGLM3 and GLM-4 have one).</source>
+        <translation>{model} 没有工具调用格式（ChatGLM3 和 GLM-4 有）。</translation>
+    </message>
+</context>
+<context>
+    <name>ToolsPanel</name>
+    <message>
+        <source>Tools</source>
+        <extracomment>Modes of the section, in the order of the combo box.</extracomment>
+        <translation>工具</translation>
+    </message>
+    <message>
+        <source>None</source>
+        <translation>无</translation>
+    </message>
+    <message>
+        <source>Code interpreter</source>
+        <translation>代码解释器</translation>
+    </message>
+    <message>
+        <source>Custom functions</source>
+        <translation>自定义函数</translation>
+    </message>
+    <message>
+        <source>A JSON list of function definitions, each with a name, a description and parameters.</source>
+        <translation>函数定义的 JSON 列表：每个函数有名称、说明和参数。</translation>
+    </message>
+    <message>
+        <source>Always run code in this conversation</source>
+        <translation>在此对话中总是运行代码</translation>
+    </message>
+    <message>
+        <source>Tool calls per message</source>
+        <translation>每条消息的工具调用次数</translation>
+    </message>
+    <message>
+        <source>Code time limit</source>
+        <translation>代码运行时限</translation>
     </message>
 </context>
 <context>

@@ -148,7 +148,7 @@ def test_json_export_holds_the_tree_and_markdown_the_branch(history: History) ->
     cid = ids["cid"]
     exported = history.export_json(cid)
     doc = json.loads(exported)
-    assert doc["version"] == 2
+    assert doc["version"] == 3
     assert [m["parent"] for m in doc["messages"]] == [None, 0, 1, 2, 0, 1, 5]
     assert doc["conversation"]["active"] == 6
     markdown = history.export_markdown(cid)
@@ -200,9 +200,9 @@ def test_import_refuses_broken_trees(history: History, change, words: str) -> No
 
 
 def _previous_version_db(path: Path) -> None:
-    """A database as the release before branches wrote it (schema version 2), with raw SQL."""
-    conn = connect(path, target=2)
-    assert schema_version(conn) == 2
+    """A database as the release before branches wrote it (schema version 3, tool calls), with raw SQL."""
+    conn = connect(path, target=3)
+    assert schema_version(conn) == 3
     for cid, title in ((1, "first"), (2, "second")):
         conn.execute(
             "INSERT INTO conversations (id, title, created, updated) VALUES (?, ?, 1, 1)", (cid, title)
@@ -239,7 +239,8 @@ def test_branch_migration_adds_only_missing_columns(tmp_path: Path) -> None:
     conn = connect(db)
     before = conn.execute("SELECT id, parent_id FROM messages ORDER BY id").fetchall()
     conn.execute("UPDATE conversations SET active_leaf = 3 WHERE id = 1")  # a branch chosen by the user
-    MIGRATIONS[2](conn)
+    MIGRATIONS[3](conn)
+    MIGRATIONS[3](conn)  # twice: still nothing to do
     assert conn.execute("SELECT id, parent_id FROM messages ORDER BY id").fetchall() == before
     assert conn.execute("SELECT active_leaf FROM conversations WHERE id = 1").fetchone()[0] == 3
     conn.close()
@@ -253,10 +254,10 @@ def test_failed_branch_migration_leaves_the_previous_version(tmp_path: Path, mon
         conn.execute("ALTER TABLE messages ADD COLUMN parent_id INTEGER")
         raise sqlite3.OperationalError("disk full")
 
-    monkeypatch.setattr(history_schema, "MIGRATIONS", [*MIGRATIONS[:2], broken])
+    monkeypatch.setattr(history_schema, "MIGRATIONS", [*MIGRATIONS[:3], broken])
     with pytest.raises(sqlite3.OperationalError):
         connect(db)
     conn = sqlite3.connect(db)
-    assert schema_version(conn) == 2
+    assert schema_version(conn) == 3
     assert "parent_id" not in {row[1] for row in conn.execute("PRAGMA table_info(messages)")}
     conn.close()

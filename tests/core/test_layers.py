@@ -40,3 +40,24 @@ def test_engine_imports_no_qt():
     engine = [m for m in modules("glmdesk.engine") if not m.endswith("conftest")]
     out = import_with_blocked(engine, ["PySide6", "shiboken6"])
     assert out.returncode == 0, out.stderr
+
+
+def test_import_linter_contracts_hold():
+    """The contracts in pyproject.toml ([tool.importlinter]): core, engine, ui and the cache
+    package keep to their layers, transitively where it matters."""
+    root = ROOT.parent
+    lint = Path(sys.executable).with_name("lint-imports")
+    out = subprocess.run(
+        [str(lint), "--config", str(root / "pyproject.toml")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=root,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "4 kept, 0 broken" in out.stdout
+
+
+def test_server_imports_no_qt():
+    out = import_with_blocked(modules("glmdesk.server") + ["glmdesk.cli_serve"], ["PySide6", "shiboken6"])
+    assert out.returncode == 0, out.stderr

@@ -17,7 +17,9 @@ def glmdesk(*args, input_text=None, timeout=240):
 
 
 def test_chat_prompt_streams_one_answer(embedded_folder):
-    out = glmdesk("chat", "--prompt", "What is the capital of France?", "--temperature", "0")
+    out = glmdesk(
+        "chat", "--prompt", "What is the capital of France?", "--temperature", "0", "--engine", "transformers"
+    )
     assert out.returncode == 0, out.stderr
     assert "Paris" in out.stdout
     assert "tokens/s" in out.stderr and "SmolLM2" in out.stderr and "fused decode" in out.stderr
@@ -26,7 +28,15 @@ def test_chat_prompt_streams_one_answer(embedded_folder):
 def test_chat_interactive_clear_and_exit(embedded_folder):
     script = "What is the capital of France?\n/clear\n/exit\n"
     out = glmdesk(
-        "chat", "--temperature", "0", "--max-new-tokens", "16", "--no-fused-decode", input_text=script
+        "chat",
+        "--temperature",
+        "0",
+        "--max-new-tokens",
+        "16",
+        "--no-fused-decode",
+        "--engine",
+        "transformers",
+        input_text=script,
     )
     assert out.returncode == 0, out.stderr
     assert "Paris" in out.stdout and "new conversation" in out.stderr

@@ -46,21 +46,21 @@ def test_compiled_step_matches_transformers_and_runs_compiled(tmp_path, monkeypa
     reference = tiny_llama()
     model = tiny_llama()
     decode_step.fuse_projections(model)
-    eager = decode_step.attach(model)
-    step = compiled_step.compile_decode_step(model, tmp_path / "inductor")
-    assert decode_step.step_for(model) is step and step.failure is None
+    eager = decode_step.FusedDecodeStep(model)
+    step = compiled_step.compile_decode_step(model, eager, tmp_path / "inductor")
+    assert step.eager is eager and step.failure is None
     eager_calls = []
     original = type(eager).__call__
     monkeypatch.setattr(type(eager), "__call__", lambda self, *a: eager_calls.append(1) or original(self, *a))
     ids = torch.randint(0, 256, (1, 60))
     settings = CacheSettings(prefill_chunk=16)
-    got = step_logits(model, settings, ids[:, :20], ids[0, 20:])
+    got = step_logits(model, settings, ids[:, :20], ids[0, 20:], step)
     want = step_logits(reference, settings, ids[:, :20], ids[0, 20:])
     assert (got - want).abs().max() < 1e-4
     assert not eager_calls  # every decode step ran compiled
     # A window cache is not the compiled step's case: the eager fused step answers it.
     window = CacheSettings("sliding_window", window=16, sinks=2)
-    got = step_logits(model, window, ids[:, :20], ids[0, 20:30])
+    got = step_logits(model, window, ids[:, :20], ids[0, 20:30], step)
     want = step_logits(reference, window, ids[:, :20], ids[0, 20:30])
     assert (got - want).abs().max() < 1e-4 and eager_calls
 
@@ -74,11 +74,12 @@ def test_compiled_step_crosses_a_buffer_doubling(tmp_path, monkeypatch):
     model = tiny_llama(1)
     reference = tiny_llama(1)
     decode_step.fuse_projections(model)
-    decode_step.attach(model)
-    compiled_step.compile_decode_step(model, tmp_path / "glmdesk-cache")
+    step = compiled_step.compile_decode_step(
+        model, decode_step.FusedDecodeStep(model), tmp_path / "glmdesk-cache"
+    )
     assert any((tmp_path / "glmdesk-cache").iterdir())  # the generated code is kept in ours
     ids = torch.randint(0, 256, (1, 300))
-    strategy = make_cache_strategy(model, CacheSettings())
+    strategy = make_cache_strategy(model, CacheSettings(), step)
     ref = make_cache_strategy(reference, CacheSettings())
     a, b = strategy.prefill(ids[:, :250]), ref.prefill(ids[:, :250])
     for token in ids[0, 250:]:  # 256 slots, then 512
@@ -99,7 +100,7 @@ def test_failed_compile_keeps_the_eager_step_with_a_note(embedded_folder, monkey
     assert loaded.info.fused_decode and not loaded.info.compiled_decode
     assert [n.kind for n in loaded.info.notes] == ["compile_unavailable"]
     assert "C++ compiler" in loaded.info.notes[0].params["reason"]
-    assert isinstance(decode_step.step_for(loaded.model), decode_step.FusedDecodeStep)
+    assert type(loaded.step) is decode_step.FusedDecodeStep
     from tests.engine.test_loader import answer
 
     assert "Paris" in answer(loaded)
@@ -115,7 +116,7 @@ def test_each_step_compiles_its_own_code_object():
     must not fall back to the uncompiled step, and a closed model's graphs must go."""
     model = tiny_llama()
     decode_step.fuse_projections(model)
-    eager = decode_step.attach(model)
+    eager = decode_step.FusedDecodeStep(model)
     one, two = compiled_step.CompiledDecodeStep(eager), compiled_step.CompiledDecodeStep(eager)
     a, b = compiled_step._own_function(one._layers), compiled_step._own_function(two._layers)
     assert a.__self__ is one and a.__func__.__code__ is not b.__func__.__code__

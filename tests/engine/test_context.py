@@ -62,3 +62,53 @@ def test_stream_reports_dropped_messages(embedded, monkeypatch):
     chunks = list(stream_chat(embedded, msgs, ParamsBox(SamplingParams(temperature=0, max_new_tokens=8))))
     assert chunks[-1].finish_reason in ("stop", "length")
     assert chunks[-1].dropped_messages and chunks[-1].dropped_messages[0] == 1
+
+
+def test_a_long_system_prompt_is_named_not_the_message(embedded):
+    msgs = [ChatMessage("system", "Always answer politely. " * 60), ChatMessage("user", "Hi")]
+    with pytest.raises(GlmdeskError) as err:
+        fit_prompt(embedded.prompt_format, msgs, 100)
+    assert err.value.kind == "system_prompt_too_long" and "system prompt" in err.value.message
+    assert err.value.params["tokens"] > 100 and err.value.params["limit"] == 100
+
+
+def test_a_long_message_counts_its_own_tokens_after_the_system_prompt(embedded):
+    fmt = embedded.prompt_format
+    system = ChatMessage("system", "You are terse. " * 10)
+    msgs = [system, ChatMessage("user", "long " * 500)]
+    with pytest.raises(GlmdeskError) as err:
+        fit_prompt(fmt, msgs, 200)
+    system_only = len(fmt.encode([system, ChatMessage("user", "")]))
+    assert err.value.kind == "prompt_too_long"
+    assert err.value.params["limit"] == 200 - system_only
+    assert err.value.params["tokens"] == len(fmt.encode(msgs)) - system_only
+
+
+def test_a_prompt_that_fits_with_a_shorter_reply_is_taken(embedded):
+    msgs = conversation(3)
+    newest_only = len(embedded.prompt_format.encode([msgs[0], msgs[-1]]))
+    fitted = fit_prompt(embedded.prompt_format, msgs, newest_only - 1, fallback_tokens=newest_only)
+    assert fitted.kept == (0, len(msgs) - 1) and len(fitted.ids) == newest_only
+
+
+def test_max_new_tokens_over_half_the_context_caps_the_reply_and_says_so(embedded, monkeypatch):
+    from dataclasses import replace
+
+    monkeypatch.setattr(embedded, "info", replace(embedded.info, context_length=200))
+    msgs = [ChatMessage("user", "Count: " + "one two three " * 30)]  # over 100 tokens: half refused it
+    prompt = len(embedded.prompt_format.encode(msgs))
+    assert 100 < prompt < 180
+    params = ParamsBox(SamplingParams(temperature=0, max_new_tokens=150))
+    chunks = list(stream_chat(embedded, msgs, params))
+    assert chunks[-1].finish_reason in ("stop", "length") and chunks[-1].error is None
+    assert chunks[0].reply_limit == 200 - prompt  # what the reply can use, reported
+    assert chunks[-1].n_generated <= 200 - prompt
+    from glmdesk.core.settings import CacheSettings
+
+    windowed = CacheSettings("sliding_window", window=64, sinks=4)
+    first = next(
+        iter(
+            stream_chat(embedded, msgs, ParamsBox(SamplingParams(temperature=0, max_new_tokens=3)), windowed)
+        )
+    )
+    assert first.reply_limit == 3

@@ -35,9 +35,12 @@ def unfused(embedded_folder):
     return load_model(LoadSettings(fused_decode=False))
 
 
-def step_logits(model, settings: CacheSettings, prompt: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
-    """``[len(tokens) + 1, vocab]``: logits after the prompt, then after each token."""
-    strategy = make_cache_strategy(model, settings)
+def step_logits(
+    model, settings: CacheSettings, prompt: torch.Tensor, tokens: torch.Tensor, step=None
+) -> torch.Tensor:
+    """``[len(tokens) + 1, vocab]``: logits after the prompt, then after each token
+    (single tokens through ``step`` when given, else transformers' forward)."""
+    strategy = make_cache_strategy(model, settings, step)
     out = [strategy.prefill(prompt)]
     out += [strategy.step(int(t)) for t in tokens]
     strategy.release()
@@ -45,7 +48,7 @@ def step_logits(model, settings: CacheSettings, prompt: torch.Tensor, tokens: to
 
 
 def test_default_load_fuses_and_reports_it(embedded, unfused):
-    assert embedded.info.fused_decode and decode_step.step_for(embedded.model) is not None
+    assert embedded.info.fused_decode and isinstance(embedded.step, decode_step.FusedDecodeStep)
     assert "fused decode" in embedded.info.describe()
     attention = embedded.model.model.layers[0].self_attn
     assert isinstance(attention.q_proj, ProjectionSlice) and attention.q_proj.fused is attention.v_proj.fused
@@ -53,7 +56,7 @@ def test_default_load_fuses_and_reports_it(embedded, unfused):
     count = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
     assert count(embedded.model) == count(unfused.model)
     assert embedded.info.footprint_mib == pytest.approx(unfused.info.footprint_mib, rel=1e-6)
-    assert not unfused.info.fused_decode and decode_step.step_for(unfused.model) is None
+    assert not unfused.info.fused_decode and unfused.step is None
     assert type(unfused.model.model.layers[0].self_attn.q_proj) is nn.Linear
 
 
@@ -73,7 +76,7 @@ def test_fused_step_matches_transformers_forward(embedded, unfused, ids, setting
         # fp8 keys: a 1e-7 difference can flip a rounding step (~6% of a value) and the
         # flip compounds; only the first steps are comparable to fp32 rounding.
         tokens = tokens[:2]
-    fused = step_logits(embedded.model, settings, prompt, tokens)
+    fused = step_logits(embedded.model, settings, prompt, tokens, embedded.step)
     reference = step_logits(unfused.model, settings, prompt, tokens)
     assert (fused - reference).abs().max() < TOL
     assert torch.equal(fused.argmax(-1), reference.argmax(-1))
@@ -84,9 +87,10 @@ def test_static_cache_and_masks_keep_transformers_forward(embedded, monkeypatch,
     from glmdesk.engine.cache import FullCacheStrategy
 
     calls = []
-    step = decode_step.step_for(embedded.model)
+    step = embedded.step
     monkeypatch.setattr(type(step), "__call__", lambda self, *a: calls.append(a) or None)
     strategy = FullCacheStrategy(embedded.model, CacheSettings(), static=True, max_tokens=64)
+    strategy.decode_step = step
     strategy.prefill(ids[:, :8])
     assert strategy.step(5).shape == (embedded.model.config.vocab_size,)
     assert not calls
@@ -98,7 +102,7 @@ def test_fused_weight_only_equals_unfused_weight_only(embedded_folder, ids, sche
     fused = load_model(LoadSettings(quantization=scheme))
     plain = load_model(LoadSettings(quantization=scheme, fused_decode=False))
     prompt, tokens = ids[:, :24], ids[0, 24:40]
-    a = step_logits(fused.model, CacheSettings(), prompt, tokens)
+    a = step_logits(fused.model, CacheSettings(), prompt, tokens, fused.step)
     b = step_logits(plain.model, CacheSettings(), prompt, tokens)
     assert (a - b).abs().max() < 1e-3  # both compute in bf16 on the same codes
 

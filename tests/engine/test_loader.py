@@ -13,8 +13,9 @@ from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
 from glmdesk.engine import sources
 from glmdesk.engine.generate import stream_chat
-from glmdesk.engine.loader import choose_device_and_dtype, load_model
+from glmdesk.engine.loader import load_model
 from glmdesk.engine.options import option_availability
+from glmdesk.engine.placement import choose_device_and_dtype
 from glmdesk.engine.sources import converted_gguf_folder, embedded_gguf_path, resolve_source
 
 PARIS = [ChatMessage("user", "What is the capital of France?")]
@@ -143,7 +144,7 @@ def test_hub_id_without_a_connection_is_a_sentence_within_the_probe_timeout(monk
 
     from huggingface_hub import constants
 
-    from glmdesk.engine.loader import HUB_PROBE_TIMEOUT_S
+    from glmdesk.engine.model_source import HUB_PROBE_TIMEOUT_S
 
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     start = time.perf_counter()
@@ -178,7 +179,7 @@ def _folder_copy(embedded_folder, tmp_path):
 
 
 def test_prebuilt_tokenizer_is_used_once_and_only_while_its_files_are_unchanged(embedded_folder, tmp_path):
-    from glmdesk.engine.loader import prebuild_tokenizer
+    from glmdesk.engine.placement import prebuild_tokenizer
 
     folder = _folder_copy(embedded_folder, tmp_path)
     settings = LoadSettings(model=str(folder))
@@ -196,7 +197,7 @@ def test_prebuilt_tokenizer_is_used_once_and_only_while_its_files_are_unchanged(
 
 
 def test_prebuild_never_converts_or_downloads(tmp_path):
-    from glmdesk.engine.loader import prebuild_tokenizer
+    from glmdesk.engine.placement import prebuild_tokenizer
 
     fake = tmp_path / "new.gguf"
     fake.write_bytes(b"GGUF" + os.urandom(4096))

@@ -205,3 +205,18 @@ def test_huge_max_new_tokens_answers_instead_of_allocating_it(embedded):
     chunks = run(embedded, params=SamplingParams(temperature=0.0, max_new_tokens=10**12))
     assert chunks[-1].finish_reason == "stop", chunks[-1].error
     assert "Paris" in text_of(chunks)
+
+
+def test_raw_prompt_streams_and_refuses_a_prompt_over_the_limit(embedded):
+    from glmdesk.engine.generate import stream_prompt_ids
+
+    ids = embedded.tokenizer.encode("The capital of France is")
+    chunks = list(
+        stream_prompt_ids(embedded, ids, ParamsBox(SamplingParams(temperature=0, max_new_tokens=4)))
+    )
+    assert chunks[-1].finish_reason == "length" and chunks[-1].prompt_tokens == len(ids)
+    assert "Paris" in "".join(c.text for c in chunks)
+    too_long = [ids[0]] * embedded.context_length
+    last = list(stream_prompt_ids(embedded, too_long, ParamsBox(SamplingParams(max_new_tokens=4))))[-1]
+    assert last.finish_reason == "error" and last.error.kind == "prompt_too_long"
+    assert last.error.params["tokens"] == embedded.context_length

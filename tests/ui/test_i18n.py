@@ -49,6 +49,7 @@ ALLOWED_WORDS = set(
     top-p top-k min-p token kv ttft gpu cpu ram nf4 int8 int4 fp16 bf16 fp32 8-bit 4-bit id k
     mib gib kib ms s
     enter shift+enter ctrl+enter esc ctrl+o ctrl+n ctrl+r ctrl+b ctrl+q ctrl+shift+c f2 ctrl shift alt
+    localhost openai api url http vllm sglang serve gpu-box 8000/v1
     """.split()
 )
 # Values the scan test shows in the window (model name, device...): data, not interface text.
@@ -320,6 +321,13 @@ PARAMS = {
     "limit": 8192,
     "name": "top_p",
     "value": "2",
+    "head": "<html><body>",
+    "architecture": "chatglm",
+    "engine": "transformers",
+    "option": "quantization:4bit",
+    "url": "http://gpu-box:8000/v1",
+    "status": 503,
+    "seconds": 120,
 }
 
 

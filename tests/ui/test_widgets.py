@@ -277,6 +277,12 @@ def test_every_error_kind_has_a_sentence() -> None:
         "name": "n",
         "value": "v",
         "option": "quantization:4bit",
+        "head": "<html>",
+        "architecture": "chatglm",
+        "engine": "transformers",
+        "url": "http://gpu-box:8000/v1",
+        "status": 503,
+        "seconds": 120,
     }
     for kind in ERROR_KINDS:
         sentence = error_sentence(ErrorInfo(kind, "ENGLISH FALLBACK", params))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from glmdesk.core.errors import ErrorInfo
@@ -113,11 +113,50 @@ class Backend(ABC):
         params: ParamsBox,
         cache: CacheSettings | None = None,
         stop: threading.Event | None = None,
+        conversation: Hashable | None = None,
     ) -> Iterator[GenerationChunk]:
         """Stream one answer (see :func:`glmdesk.engine.generate.stream_answer`).
 
+        ``conversation``: a key (the conversation's id; ``glmdesk serve`` uses
+        ``"serve"``) under which the KV cache is kept for the next request with that
+        key, which then prefills only the prompt tokens after the longest common
+        prefix (``chunk.reused_tokens``). ``None``: no cache kept.
+
         Never raises: a failure ends the stream with ``finish_reason="error"``.
         """
+
+    def forget_conversation(self, conversation: Hashable) -> None:
+        """Drop the KV cache kept for ``conversation`` (deleted or cleared). Default: none kept."""
+        return None
+
+    def kept_kv_bytes(self) -> int:
+        """KV bytes kept for conversations between answers, in bytes (the gauge's share). Default 0."""
+        return 0
+
+    def stream_prompt(
+        self,
+        prompt: str,
+        params: ParamsBox,
+        cache: CacheSettings | None = None,
+        stop: threading.Event | None = None,
+    ) -> Iterator[GenerationChunk]:
+        """Stream the continuation of a raw text prompt (no chat format; an OpenAI
+        ``/v1/completions`` request). Same contract as :meth:`stream`.
+
+        This default ends at once with ``generation_failed``: a backend that can
+        continue raw text overrides it.
+        """
+        error = ErrorInfo(
+            "generation_failed",
+            f"The {self.name} engine cannot continue a raw prompt.",
+            {"detail": f"the {self.name} engine cannot continue a raw prompt"},
+        )
+        return iter([GenerationChunk(finish_reason="error", error=error)])
+
+    def prompt_tokens(self, messages: Sequence[ChatMessage] | str) -> int | None:
+        """Tokens in the prompt for ``messages`` (a chat) or a raw text prompt, in
+        tokens, or ``None`` when this backend cannot count them before answering."""
+        return None
 
     @abstractmethod
     def capabilities(self) -> Capabilities:

@@ -7,7 +7,7 @@ Loading is :func:`glmdesk.engine.loader.load_model`; answering is the text layer
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 
 from glmdesk.core.errors import ErrorInfo, GlmdeskError
 from glmdesk.core.messages import ChatMessage
@@ -57,6 +57,7 @@ class TransformersBackend(Backend):
         from glmdesk.engine.loader import load_model
 
         loaded = load_model(settings, progress=progress, cancel=cancel)
+        loaded.logits_processors()  # builds the UTF-8 guard's masks now, not at the first answer
         if self._loaded is not None and self._owns:
             self._loaded.close()
         self._loaded, self._owns, self._capabilities = loaded, True, None
@@ -74,13 +75,49 @@ class TransformersBackend(Backend):
         params: ParamsBox,
         cache: CacheSettings | None = None,
         stop: threading.Event | None = None,
+        conversation: Hashable | None = None,
     ) -> Iterator[GenerationChunk]:
         from glmdesk.engine.generate import stream_answer
 
         if self._loaded is None:
             error = ErrorInfo("generation_failed", "No model is loaded.", {"detail": "no model is loaded"})
             return iter([GenerationChunk(finish_reason="error", error=error)])
-        return stream_answer(self._loaded, messages, params, cache, stop)
+        return stream_answer(self._loaded, messages, params, cache, stop, conversation)
+
+    def forget_conversation(self, conversation: Hashable) -> None:
+        if self._loaded is not None:
+            self._loaded.kv_pool.discard(conversation)
+
+    def kept_kv_bytes(self) -> int:
+        return 0 if self._loaded is None else self._loaded.kv_pool.total_bytes()
+
+    def stream_prompt(
+        self,
+        prompt: str,
+        params: ParamsBox,
+        cache: CacheSettings | None = None,
+        stop: threading.Event | None = None,
+    ) -> Iterator[GenerationChunk]:
+        from glmdesk.engine.generate import stream_prompt_ids
+
+        if self._loaded is None:
+            return super().stream_prompt(prompt, params, cache, stop)
+        ids = self._loaded.tokenizer.encode(prompt)
+        return stream_prompt_ids(self._loaded, ids, params, cache, stop)
+
+    def prompt_tokens(self, messages: Sequence[ChatMessage] | str) -> int | None:
+        """Tokens in the whole prompt (nothing dropped), in tokens.
+
+        Raises:
+            RuntimeError: before :meth:`load` succeeded.
+        """
+        from glmdesk.engine.prompt import encodable
+
+        if self._loaded is None:
+            raise RuntimeError("no model is loaded")
+        if isinstance(messages, str):
+            return len(self._loaded.tokenizer.encode(messages))
+        return len(self._loaded.prompt_format.encode(encodable(messages)))
 
     def capabilities(self) -> Capabilities:
         if self._capabilities is None:
@@ -97,7 +134,7 @@ class TransformersBackend(Backend):
                 device=info.device,
                 context_length=info.context_length,
                 stop_ids=frozenset(self._loaded.prompt_format.stop_ids),
-                tool_calls=False,
+                tool_calls=bool(getattr(self._loaded.prompt_format, "tool_calls", False)),
             )
         return self._capabilities
 

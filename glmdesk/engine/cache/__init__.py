@@ -39,12 +39,14 @@ _STRATEGIES = {
 }
 
 
-def make_cache_strategy(model, settings: CacheSettings) -> CacheStrategy:
+def make_cache_strategy(model, settings: CacheSettings, step=None) -> CacheStrategy:
     """Return a fresh strategy for one answer.
 
     Args:
         model: A transformers causal LM (``GlmForCausalLM``, ``LlamaForCausalLM``...).
         settings: The user's cache settings.
+        step: The decode step the load chose for single tokens (fused or compiled;
+            ``None``: transformers' forward). The strategies are storage; they receive it.
 
     Raises:
         GlmdeskError: ``invalid_setting`` when the strategy cannot run here (its
@@ -59,4 +61,6 @@ def make_cache_strategy(model, settings: CacheSettings) -> CacheStrategy:
             value=settings.strategy,
             reason="not available",
         )
-    return cls(model, settings)
+    strategy = cls(model, settings)
+    strategy.decode_step = step
+    return strategy

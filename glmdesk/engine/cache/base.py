@@ -8,12 +8,12 @@ across transformers 4.4x-5.x; every use of them stays in this package).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 
 import torch
 
 from glmdesk.core.settings import CacheSettings
 from glmdesk.engine.chunk import CacheStats
-from glmdesk.engine.decode_step import step_for
 
 
 def kv_shape(config) -> tuple[int, int, int]:
@@ -71,13 +71,14 @@ def run_model(
     input_ids: torch.Tensor,
     start: int,
     attention_mask: torch.Tensor | None = None,
+    step=None,
 ) -> torch.Tensor:
     """One forward of ``input_ids`` at explicit positions ``start .. start+n-1``.
 
     ``logits_to_keep=1`` skips the vocabulary projection for every other position
     (a 2K-token prefill of a 49K-vocabulary model would otherwise make 400 MB of
-    logits). A single token without an explicit mask goes through the model's
-    :class:`~glmdesk.engine.decode_step.FusedDecodeStep` when it has one.
+    logits). A single token without an explicit mask goes through ``step`` (the
+    decode step the load chose: fused or compiled) when one is given.
 
     Args:
         model: A transformers causal LM.
@@ -86,12 +87,13 @@ def run_model(
         start: Rotary position of the first token, in tokens.
         attention_mask: ``None`` (the cache's mask sizes give a causal mask) or a
             4D mask ``[1, 1, n, kv_length]`` matching the keys the cache returns.
+        step: ``step(cache, ids [1, 1], position) -> logits`` with ``step.accepts(cache,
+            n, mask)``, or ``None`` for transformers' forward on every token.
 
     Returns:
         Logits of the last position, shape ``[vocab]``, float32.
     """
     n = input_ids.shape[1]
-    step = step_for(model)
     if step is not None and step.accepts(cache, n, attention_mask):
         return step(cache, input_ids, start)
     positions = torch.arange(start, start + n, device=input_ids.device).unsqueeze(0)
@@ -106,35 +108,57 @@ def run_model(
     return out.logits[0, -1].float()
 
 
-class CacheStrategy(ABC):
-    """Owns one answer's KV cache and runs the forwards that use it.
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """Length of the longest common prefix of two id sequences, in tokens."""
+    n = min(len(a), len(b))
+    for i in range(n):
+        if a[i] != b[i]:
+            return i
+    return n
 
-    The decode loop calls :meth:`prefill` once with the prompt, then :meth:`step`
-    once per generated token, :meth:`stats` whenever it reports, and
-    :meth:`release` at the end. Positions are explicit: token ``i`` of the
-    sequence always gets rotary position ``i`` whatever the cache evicted (keys are
-    stored after the rotary embedding).
+
+class CacheStrategy(ABC):
+    """Owns one conversation's KV cache and runs the forwards that use it.
+
+    The decode loop calls :meth:`reuse` with the new prompt (a cache kept from the
+    conversation's previous answer keeps the longest prefix it holds exactly),
+    :meth:`prefill` once with the prompt ids after that prefix, then :meth:`step`
+    once per generated token, :meth:`stats` whenever it reports, and :meth:`release`
+    when the cache is dropped. Positions are explicit: token ``i`` of the sequence
+    always gets rotary position ``i`` whatever the cache evicted (keys are stored
+    after the rotary embedding), and they continue across answers.
 
     Args:
         model: A transformers causal LM in eval mode.
         settings: Strategy parameters.
 
     Attributes:
-        tokens_seen: Positions processed so far, prompt included, in tokens.
+        tokens_seen: Positions processed so far (every answer of the conversation the
+            cache was kept for), in tokens.
+        ids: The token id processed at each position, ``len(ids) == tokens_seen``.
+        tuner: Optional :class:`~glmdesk.engine.threads.ThreadTuner` timing each decode step.
     """
 
     name = "base"
+    #: The decode step for single tokens (set by ``make_cache_strategy``); ``None`` runs
+    #: transformers' forward.
+    decode_step = None
 
     def __init__(self, model, settings: CacheSettings) -> None:
         self.model = model
         self.settings = settings
         self.tokens_seen = 0
+        self.ids: list[int] = []
+        self.tuner = None
+        self._exact = True
         self.device = model.device
 
     @torch.inference_mode()
     def prefill(self, input_ids: torch.Tensor) -> torch.Tensor:
-        """Run the prompt through the model in chunks of ``settings.prefill_chunk``.
+        """Run prompt ids through the model in chunks of ``settings.prefill_chunk``.
 
+        The ids continue the held sequence at position :attr:`tokens_seen` (0 for a
+        fresh cache; after :meth:`reuse`, the prompt's first position not reused).
         Chunking bounds activation memory: one chunk's attention scores are
         ``heads x chunk x (held + chunk)``, whatever the prompt length.
 
@@ -150,21 +174,70 @@ class CacheStrategy(ABC):
         if input_ids.dim() != 2 or input_ids.shape[0] != 1 or input_ids.shape[1] < 1:
             raise ValueError(f"prefill takes ids of shape [1, n >= 1], not {tuple(input_ids.shape)}")
         input_ids = input_ids.to(self.device)
+        if self.tuner is not None:
+            self.tuner.apply()
         chunk = self.settings.prefill_chunk
         logits = None
         for start in range(0, input_ids.shape[1], chunk):
-            logits = self._advance(input_ids[:, start : start + chunk])
+            piece = input_ids[:, start : start + chunk]
+            logits = self._advance(piece, piece[0].tolist())
         return logits
 
     @torch.inference_mode()
     def step(self, token_id: int) -> torch.Tensor:
         """Append one token and return the next-token logits, shape ``[vocab]``, float32."""
-        return self._advance(torch.tensor([[int(token_id)]], device=self.device))
+        ids = torch.tensor([[int(token_id)]], device=self.device)
+        if self.tuner is None:
+            return self._advance(ids, [int(token_id)])
+        with self.tuner.timed_step():
+            return self._advance(ids, [int(token_id)])
 
-    def _advance(self, input_ids: torch.Tensor) -> torch.Tensor:
+    def _advance(self, input_ids: torch.Tensor, ids: list[int]) -> torch.Tensor:
+        self._exact = False  # a forward that raises leaves the cache in an unknown state
         logits = self._forward(input_ids, self.tokens_seen)
         self.tokens_seen += input_ids.shape[1]
+        self.ids.extend(ids)
+        self._exact = True
         return logits
+
+    def reuse(self, prompt_ids: Sequence[int]) -> int:
+        """Keep the longest prefix of ``prompt_ids`` the cache holds exactly; drop the rest.
+
+        The common prefix of :attr:`ids` and ``prompt_ids`` (ids compared, not text)
+        is capped at ``len(prompt_ids) - 1`` (the last prompt token is always run: its
+        logits start the answer) and at what the strategy can keep exactly
+        (:meth:`_keepable`); a cache left unfinished by an error keeps nothing.
+
+        Args:
+            prompt_ids: The new prompt, shape ``[n_prompt]``.
+
+        Returns:
+            Tokens reused; the caller prefills ``prompt_ids[returned:]`` next.
+        """
+        common = min(common_prefix(self.ids, prompt_ids), len(prompt_ids) - 1)
+        keep = self._keepable(max(common, 0)) if self._exact else 0
+        if keep == 0:
+            if self.tokens_seen or self.cache is None:
+                self.cache = self._fresh_cache()
+        elif keep < self.tokens_seen:
+            self._truncate(keep)
+        self.tokens_seen = keep
+        del self.ids[keep:]
+        self._exact = True
+        return keep
+
+    def _keepable(self, common: int) -> int:
+        """Most of the first ``common`` positions that can be kept exactly (0: none).
+        Default: all of them (the cache holds every position it processed)."""
+        return common
+
+    @abstractmethod
+    def _truncate(self, n: int) -> None:
+        """Keep positions ``0..n-1`` (``0 < n < tokens_seen``, :meth:`_keepable` allowed it)."""
+
+    @abstractmethod
+    def _fresh_cache(self):
+        """A new, empty transformers ``Cache`` for this strategy."""
 
     @abstractmethod
     def _forward(self, input_ids: torch.Tensor, start: int) -> torch.Tensor:
@@ -175,5 +248,7 @@ class CacheStrategy(ABC):
         """Current accounting: bytes held, tokens held and seen, state."""
 
     def release(self) -> None:
-        """Drop every tensor the cache holds (after an answer or an OOM)."""
+        """Drop every tensor the cache holds (a later :meth:`reuse` starts afresh)."""
         self.cache = None
+        self.ids = []
+        self._exact = False

@@ -13,10 +13,10 @@ import torch
 
 from glmdesk.core.settings import CacheSettings
 from glmdesk.engine.cache.base import CacheStrategy, kv_bytes_per_token, model_dtype, run_model, tensor_bytes
-from glmdesk.engine.cache.full import context_limit
 from glmdesk.engine.cache.layers import GrowingLayer, SinkWindowLayer, make_cache
 from glmdesk.engine.cache.window import RingBook, check_mask_support, mask_for
 from glmdesk.engine.chunk import CacheStats
+from glmdesk.engine.info import context_limit
 
 #: Budget on the CPU when the settings give none, in MiB.
 CPU_BUDGET_MIB = 1024
@@ -69,10 +69,25 @@ class DynamicCacheStrategy(CacheStrategy):
         self.window = max(16, min(settings.window, self.switch_tokens - self.sinks))
         self.layers_count = model.config.get_text_config(decoder=True).num_hidden_layers
         limit = context_limit(model.config)
-        cap = self.switch_tokens if limit is None else min(limit, self.switch_tokens)
-        self.cache = make_cache([GrowingLayer(max_tokens=max(cap, 1)) for _ in range(self.layers_count)])
+        self._cap = self.switch_tokens if limit is None else min(limit, self.switch_tokens)
+        self.cache = self._fresh_cache()
+
+    def _fresh_cache(self):
         self.book: RingBook | None = None
         self.switched_at: int | None = None
+        return make_cache([GrowingLayer(max_tokens=max(self._cap, 1)) for _ in range(self.layers_count)])
+
+    def _keepable(self, common: int) -> int:
+        """In the full state any prefix; once switched, only the whole held sequence
+        (the new prompt extends it exactly), as in the sliding-window strategy: a fresh
+        prefill of a shorter prefix would still be in the full state there."""
+        if self.book is None:
+            return common
+        return common if common == self.tokens_seen else 0
+
+    def _truncate(self, n: int) -> None:
+        for layer in self.cache.layers:
+            layer.crop(n)
 
     @property
     def state(self) -> str:
@@ -97,14 +112,14 @@ class DynamicCacheStrategy(CacheStrategy):
         if self.book is None and start + n > self.switch_tokens:
             head = self.switch_tokens - start
             if head > 0:  # fill the full state exactly up to the switch point
-                run_model(self.model, self.cache, input_ids[:, :head], start)
+                run_model(self.model, self.cache, input_ids[:, :head], start, step=self.decode_step)
                 input_ids, start, n = input_ids[:, head:], start + head, n - head
             self._switch(start)
         if self.book is None:
-            return run_model(self.model, self.cache, input_ids, start)
+            return run_model(self.model, self.cache, input_ids, start, step=self.decode_step)
         allowed = self.book.prepare(start, n)
         mask = None if allowed is None else mask_for(self.model, allowed)
-        return run_model(self.model, self.cache, input_ids, start, mask)
+        return run_model(self.model, self.cache, input_ids, start, mask, step=self.decode_step)
 
     def stats(self) -> CacheStats:
         if self.cache is None:

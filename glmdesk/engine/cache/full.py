@@ -8,16 +8,7 @@ from glmdesk.core.settings import CacheSettings
 from glmdesk.engine.cache.base import CacheStrategy, run_model, tensor_bytes
 from glmdesk.engine.cache.layers import GrowingLayer, make_cache
 from glmdesk.engine.chunk import CacheStats
-
-
-def context_limit(config) -> int | None:
-    """The model's context window in tokens, when its config states one."""
-    text = config.get_text_config(decoder=True) if hasattr(config, "get_text_config") else config
-    for name in ("max_position_embeddings", "seq_length", "max_sequence_length"):
-        value = getattr(text, name, None)
-        if isinstance(value, int) and value > 0:
-            return value
-    return None
+from glmdesk.engine.info import context_limit
 
 
 class FullCacheStrategy(CacheStrategy):
@@ -49,12 +40,19 @@ class FullCacheStrategy(CacheStrategy):
         initial_tokens: int = 256,
     ) -> None:
         super().__init__(model, settings)
-        layers = model.config.get_text_config(decoder=True).num_hidden_layers
-        limit = max_tokens or context_limit(model.config)
-        self.cache = make_cache([GrowingLayer(limit, initial_tokens, static) for _ in range(layers)])
+        self._layer_args = (max_tokens or context_limit(model.config), initial_tokens, static)
+        self.cache = self._fresh_cache()
+
+    def _fresh_cache(self):
+        layers = self.model.config.get_text_config(decoder=True).num_hidden_layers
+        return make_cache([GrowingLayer(*self._layer_args) for _ in range(layers)])
+
+    def _truncate(self, n: int) -> None:
+        for layer in self.cache.layers:
+            layer.crop(n)
 
     def _forward(self, input_ids: torch.Tensor, start: int) -> torch.Tensor:
-        return run_model(self.model, self.cache, input_ids, start)
+        return run_model(self.model, self.cache, input_ids, start, step=self.decode_step)
 
     def stats(self) -> CacheStats:
         if self.cache is None:

@@ -66,6 +66,21 @@ class _BufferLayer(CacheLayerMixin):
         self.keys, self.values = keys, values
         self.reallocations += 1
 
+    def slot_buffers(self, tokens: int) -> tuple[torch.Tensor, torch.Tensor, int]:
+        """Room for ``tokens`` more slots, for a step that writes them itself.
+
+        Returns:
+            ``(keys, values, held)``: the whole buffers, ``[b, kv_heads, capacity,
+            head_dim]``, and the number of slots held now; the caller writes slots
+            ``held..held+tokens-1`` and then calls :meth:`commit`.
+        """
+        self.reserve(self.length + tokens)
+        return self.keys, self.values, self.length
+
+    def commit(self, tokens: int) -> None:
+        """Count ``tokens`` slots written after the held ones (see :meth:`slot_buffers`)."""
+        self.length += tokens
+
     def _append(self, key_states: torch.Tensor, value_states: torch.Tensor) -> int:
         """Copy ``[b, h, n, d]`` states into the slots after the held ones (room already
         reserved); return the new length."""
@@ -74,6 +89,10 @@ class _BufferLayer(CacheLayerMixin):
         self.values[:, :, self.length : end].copy_(value_states)
         self.length = end
         return end
+
+    def crop(self, max_length: int) -> None:
+        """Keep the first ``max_length`` held slots (transformers' ``crop``); buffers stay allocated."""
+        self.length = min(self.length, max(0, max_length))
 
     def get_seq_length(self) -> int:
         return self.length

@@ -68,7 +68,11 @@ class QuantizedCacheStrategy(CacheStrategy):
     """Keys and values stored quantized; full attention over the dequantized states.
 
     Lossy: logits differ slightly from the full cache. Slower per token than the
-    full cache (every step dequantizes the whole cache).
+    full cache (every step dequantizes the whole cache). The stored values depend on
+    how the sequence arrived (fp8 calibrates its per-tensor scale on the first chunk;
+    the 4-bit backends re-quantize every ``residual_length`` tokens), so a kept cache
+    reused for the next prompt is exact for that cache, not bit-equal to a fresh
+    prefill of the whole prompt.
 
     Args:
         model: A transformers causal LM with full-attention layers only.
@@ -83,13 +87,36 @@ class QuantizedCacheStrategy(CacheStrategy):
 
     def __init__(self, model, settings: CacheSettings, backend: str | None = None) -> None:
         super().__init__(model, settings)
+        self.backend = backend or pick_backend()
+        self.cache = self._fresh_cache()
+        self.first_chunk = 0  # tokens of the chunk fp8 calibrated its scale on
+
+    def _fresh_cache(self):
         from transformers import QuantizedCache
 
-        self.backend = backend or pick_backend()
-        self.cache = QuantizedCache(self.backend, model.config)
+        return QuantizedCache(self.backend, self.model.config)
+
+    def _keepable(self, common: int) -> int:
+        """fp8 states are appended under a scale frozen at the first chunk, so a prefix
+        that still holds that whole chunk is exactly what the same pieces fed anew would
+        give; the 4-bit backends re-quantize the whole cache every ``residual_length``
+        tokens, so they keep the whole held sequence or nothing."""
+        if common == self.tokens_seen or (self.backend == "fp8" and common >= self.first_chunk):
+            return common
+        return 0
+
+    def _truncate(self, n: int) -> None:
+        for layer in self.cache.layers:
+            keys, key_scale = layer._quantized_keys
+            values, value_scale = layer._quantized_values
+            layer._quantized_keys = (keys[:, :, :n].clone(), key_scale)
+            layer._quantized_values = (values[:, :, :n].clone(), value_scale)
+            layer.cumulative_length = n
 
     def _forward(self, input_ids: torch.Tensor, start: int) -> torch.Tensor:
-        return run_model(self.model, self.cache, input_ids, start)
+        if start == 0:
+            self.first_chunk = input_ids.shape[1]
+        return run_model(self.model, self.cache, input_ids, start, step=self.decode_step)
 
     def stats(self) -> CacheStats:
         if self.cache is None:

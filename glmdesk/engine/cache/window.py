@@ -118,6 +118,15 @@ class RingBook:
         self.held = self.capacity
         return allowed.to(self.device)
 
+    def evicted(self, seen: int) -> bool:
+        """Whether any of ``seen`` processed positions has left the ring."""
+        return seen > self.held
+
+    def truncate(self, n: int) -> None:
+        """Forget positions ``n..`` of a ring that has evicted nothing (slot ``p`` holds ``p``)."""
+        self.slot_pos[n:] = -1
+        self.held = n
+
     def load_plan(self, seen: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Positions kept from a full cache of ``seen`` tokens and their slots (dynamic switch)."""
         positions = torch.arange(seen)
@@ -149,16 +158,33 @@ class SlidingWindowStrategy(CacheStrategy):
     def __init__(self, model, settings: CacheSettings) -> None:
         super().__init__(model, settings)
         check_mask_support(model)
+        self.cache = self._fresh_cache()
+
+    def _fresh_cache(self):
+        settings = self.settings
         self.book = RingBook(settings.sinks, settings.window, self.device)
-        layers = model.config.get_text_config(decoder=True).num_hidden_layers
-        self.cache = make_cache(
+        layers = self.model.config.get_text_config(decoder=True).num_hidden_layers
+        return make_cache(
             [SinkWindowLayer(settings.sinks, settings.window, self.book.plan) for _ in range(layers)]
         )
+
+    def _keepable(self, common: int) -> int:
+        """Before the ring evicted anything, any prefix; after, only the whole held
+        sequence (the new prompt extends it exactly): the window of a shorter prefix's
+        next position needs positions whose slots later positions overwrote."""
+        if not self.book.evicted(self.tokens_seen):
+            return common
+        return common if common == self.tokens_seen else 0
+
+    def _truncate(self, n: int) -> None:
+        self.book.truncate(n)
+        for layer in self.cache.layers:
+            layer.crop(n)
 
     def _forward(self, input_ids: torch.Tensor, start: int) -> torch.Tensor:
         allowed = self.book.prepare(start, input_ids.shape[1])
         mask = None if allowed is None else mask_for(self.model, allowed)
-        return run_model(self.model, self.cache, input_ids, start, mask)
+        return run_model(self.model, self.cache, input_ids, start, mask, step=self.decode_step)
 
     def held_positions(self) -> list[int]:
         """Positions held in the ring, sorted (for tests and the UI)."""

@@ -38,7 +38,7 @@ import re
 import shutil
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,8 +46,19 @@ from typing import Any
 import torch
 
 from glmdesk.core.errors import GlmdeskError
-from glmdesk.engine.chatglm.detect import detect_family, is_original_checkpoint, read_config, rope_ratio
+from glmdesk.engine.chatglm.detect import (
+    SENTENCEPIECE_FAMILIES,
+    declared_tokenizer,
+    detect_family,
+    is_original_checkpoint,
+    read_config,
+    rope_ratio,
+)
+from glmdesk.engine.chatglm.formats import GLM4_SPECIAL_IDS, STOP_IDS_BY_FAMILY
 from glmdesk.engine.chatglm.safetensors_io import ST_SIZES, ShardReader, open_shard, write_safetensors
+from glmdesk.engine.chatglm.tokenizer import SPECIAL_TOKENS
+from glmdesk.engine.file_checks import check_no_lfs_pointers
+from glmdesk.engine.gguf_header import read_gguf_header
 
 #: Bumped when the output of the conversion changes; part of the cache key.
 CONVERTER_VERSION = 1
@@ -55,14 +66,6 @@ CONVERTER_VERSION = 1
 MARKER_FILE = "glmdesk_conversion.json"
 #: Files copied next to the converted weights when present.
 TOKENIZER_FILES = ("tokenizer.model", "tokenizer.json")
-
-STOP_IDS_BY_FAMILY = {
-    "chatglm2": [2],
-    "chatglm2-32k": [2],
-    "chatglm3": [2, 64795, 64797],
-    "chatglm3-32k": [2, 64795, 64797],
-    "glm4": [151329, 151336, 151338],
-}
 
 # THUDM configuration_chatglm.py defaults, for fields a config leaves out.
 _DEFAULTS: dict[str, Any] = {
@@ -165,6 +168,28 @@ def _refuse(src: Path, reason: str) -> GlmdeskError:
     )
 
 
+def _gguf_needs_no_conversion(src: Path) -> GlmdeskError:
+    """A GGUF file given to the converter: its header is read first, so a file that is
+    not GGUF at all gets the magic-bytes sentence (``not_gguf``) or ``lfs_pointer``."""
+    header = read_gguf_header(src)
+    return _refuse(
+        src,
+        f"it is a GGUF file ({header.architecture}, {', '.join(header.quantization_types)}), not a THUDM "
+        "folder; glmdesk opens a GGUF file as it is, with no conversion.",
+    )
+
+
+def check_folder_files(src: Path) -> None:
+    """Check every file of an original folder before anything reads it.
+
+    Raises:
+        GlmdeskError: ``lfs_pointer`` naming the first git-lfs pointer (a shard,
+            ``tokenizer.model``, an index) and ``git lfs pull``.
+    """
+    if src.is_dir():
+        check_no_lfs_pointers(sorted(f for f in src.iterdir() if f.is_file() and not f.name.startswith(".")))
+
+
 def check_convertible(src: Path, config: dict[str, Any], family: str) -> None:
     """Raise if the folder is a layout the converter cannot map exactly.
 
@@ -221,13 +246,17 @@ def check_convertible(src: Path, config: dict[str, Any], family: str) -> None:
 # -- config ------------------------------------------------------------------------
 
 
-def glm_config(config: dict[str, Any], family: str, dtype: str) -> dict[str, Any]:
+def glm_config(
+    config: dict[str, Any], family: str, dtype: str, stop_ids: Sequence[int] = ()
+) -> dict[str, Any]:
     """The ``config.json`` of the converted ``GlmForCausalLM`` folder.
 
     Args:
         config: The THUDM config.
         family: Detected family (decides the rope scaling and eos list).
         dtype: Weight dtype name (``"float16"``, ``"bfloat16"``, ``"float32"``).
+        stop_ids: The folder tokenizer's stop ids (:func:`tokenizer_stop_ids`);
+            default: the released family's.
 
     Returns:
         A JSON-ready dict. ``rope_theta = 10000 * rope_ratio`` (ChatGLM3 long
@@ -240,7 +269,7 @@ def glm_config(config: dict[str, Any], family: str, dtype: str) -> dict[str, Any
         rope = {"rope_type": "linear", "factor": ratio, "rope_theta": 10000.0, "partial_rotary_factor": 0.5}
     else:
         rope = {"rope_type": "default", "rope_theta": 10000.0 * ratio, "partial_rotary_factor": 0.5}
-    eos = STOP_IDS_BY_FAMILY[family]
+    eos, pad = _declared_stop_ids(config, family, dims.vocab, tuple(stop_ids))
     return {
         "architectures": ["GlmForCausalLM"],
         "model_type": "glm",
@@ -258,12 +287,55 @@ def glm_config(config: dict[str, Any], family: str, dtype: str) -> dict[str, Any
         "attention_bias": dims.qkv_bias,
         "tie_word_embeddings": False,
         "rope_parameters": rope,
-        "pad_token_id": 151329 if family == "glm4" else 0,
+        "pad_token_id": pad,
         "eos_token_id": eos,
         "bos_token_id": None,
         "use_cache": True,
         "dtype": dtype,
     }
+
+
+def tokenizer_stop_ids(src: Path, family: str) -> tuple[int, ...]:
+    """The family's stop ids in the vocabulary of the folder's own tokenizer file.
+
+    ChatGLM2/3: sentencepiece's eos, and for ChatGLM3 ``<|user|>`` and
+    ``<|observation|>`` (special tokens follow the sentencepiece pieces); GLM-4:
+    ``<|endoftext|>``, ``<|user|>``, ``<|observation|>`` after the tiktoken ranks.
+    For the released models these are :data:`STOP_IDS_BY_FAMILY`, which is also the
+    answer when the file cannot be read.
+    """
+    file = src / "tokenizer.model"
+    kind = declared_tokenizer(src) if file.is_file() else None
+    try:
+        if kind == "sentencepiece" and family in SENTENCEPIECE_FAMILIES:
+            import sentencepiece as spm
+
+            sp = spm.SentencePieceProcessor(model_file=str(file))
+            n, eos = sp.vocab_size(), sp.eos_id()
+            roles = (n + SPECIAL_TOKENS.index("<|user|>"), n + SPECIAL_TOKENS.index("<|observation|>"))
+            return (eos,) if family.startswith("chatglm2") else (eos, *roles)
+        if kind == "tiktoken" and family == "glm4":
+            with file.open("rb") as fh:
+                n = sum(1 for line in fh if line.strip())
+            names = list(GLM4_SPECIAL_IDS)
+            return tuple(n + names.index(t) for t in ("<|endoftext|>", "<|user|>", "<|observation|>"))
+    except (OSError, RuntimeError):
+        pass
+    return STOP_IDS_BY_FAMILY[family]
+
+
+def _declared_stop_ids(config: dict[str, Any], family: str, vocab: int, stops=()) -> tuple[list[int], int]:
+    """``(eos ids, pad id)`` for the converted config: the tokenizer's stop ids
+    (:func:`tokenizer_stop_ids`, else the family's) and the eos ids the THUDM config
+    declares, each kept only when it is inside the vocabulary."""
+    declared = config.get("eos_token_id")
+    declared = [declared] if isinstance(declared, int) else list(declared or [])
+    family_stops = stops or STOP_IDS_BY_FAMILY[family]
+    eos = sorted({int(i) for i in (*family_stops, *declared) if 0 <= int(i) < vocab})
+    pad = config.get("pad_token_id")
+    if not isinstance(pad, int) or not 0 <= pad < vocab:
+        pad = STOP_IDS_BY_FAMILY[family][0] if family == "glm4" and vocab > 151329 else 0
+    return eos, pad
 
 
 # -- key mapping ---------------------------------------------------------------------
@@ -481,6 +553,9 @@ def convert_checkpoint(
     src = Path(src).expanduser().resolve()
     dst = Path(dst).expanduser().absolute()
     family = detect_family(src)
+    if family == "gguf" and src.is_file():
+        raise _gguf_needs_no_conversion(src)
+    check_folder_files(src)
     config = read_config(src) if (src / "config.json").exists() else {}
     check_convertible(src, config, family)
     if dst.exists() and (not dst.is_dir() or any(dst.iterdir())):
@@ -589,7 +664,7 @@ def _write_metadata(src: Path, tmp: Path, config: dict[str, Any], family: str, w
         index = {"metadata": {"total_size": total_size}, "weight_map": dict(sorted(weight_map.items()))}
         (tmp / "model.safetensors.index.json").write_text(json.dumps(index, indent=2), encoding="utf-8")
     dtype = _DTYPE_NAMES[max(dtypes, key=dtypes.get)] if dtypes else "float32"
-    cfg = glm_config(config, family, dtype)
+    cfg = glm_config(config, family, dtype, tokenizer_stop_ids(src, family))
     (tmp / "config.json").write_text(json.dumps(cfg, indent=2), encoding="utf-8")
     gen = {"eos_token_id": cfg["eos_token_id"], "pad_token_id": cfg["pad_token_id"], "do_sample": False}
     (tmp / "generation_config.json").write_text(json.dumps(gen, indent=2), encoding="utf-8")

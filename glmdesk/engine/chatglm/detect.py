@@ -11,6 +11,9 @@ Families:
 - ``generic-hf``: any other Hugging Face folder with a ``model_type``.
 - ``gguf``: a ``.gguf`` file (or a folder holding only ``.gguf`` files).
 
+GLM-4 is told from ChatGLM2/3 by the tokenizer the folder declares (the format of
+``tokenizer.model``: tiktoken ranks or sentencepiece; ``tokenizer_config.json``'s
+class), and only when it declares none by the vocabulary size.
 ChatGLM2 and ChatGLM3 have the same config fields; they are told apart by their
 tokenizer files (ChatGLM3's mention ``<|user|>``), then the config's
 ``_name_or_path``, then ``rope_ratio`` (ChatGLM2-6B-32K uses 16, ChatGLM3-32K 50,
@@ -126,6 +129,54 @@ def _looks_chatglm3(folder: Path, config: dict[str, Any]) -> bool:
     return rope_ratio(config) >= 50
 
 
+def is_tiktoken_file(file: Path) -> bool:
+    """True when ``file`` starts like a tiktoken rank file (``base64 rank`` lines)."""
+    try:
+        with file.open("rb") as f:
+            head = f.read(256)
+    except OSError:
+        return False
+    first = head.split(b"\n", 1)[0].split(b" ")
+    return len(first) == 2 and first[1].strip().isdigit()
+
+
+def _is_sentencepiece_file(file: Path) -> bool:
+    # A sentencepiece ModelProto starts with its repeated field 1 (pieces): tag 0x0A.
+    try:
+        with file.open("rb") as f:
+            return f.read(1) == b"\x0a"
+    except OSError:
+        return False
+
+
+def declared_tokenizer(folder: Path) -> str | None:
+    """What tokenizer a ChatGLM-family folder declares: ``tiktoken`` (GLM-4) or
+    ``sentencepiece`` (ChatGLM2/3); ``None`` when it declares neither.
+
+    The tokenizer file's own format counts first (it is what must be read), then
+    ``tokenizer_config.json``'s ``tokenizer_class`` (``ChatGLM4Tokenizer`` is GLM-4's,
+    ``ChatGLMTokenizer`` ChatGLM2/3's), then a ``tokenizer.json`` without a
+    ``tokenizer.model`` (only GLM-4 ships one).
+    """
+    model_file = folder / "tokenizer.model"
+    if is_tiktoken_file(model_file):
+        return "tiktoken"
+    if _is_sentencepiece_file(model_file):
+        return "sentencepiece"
+    try:
+        declared = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        declared = None
+    name = str(declared.get("tokenizer_class") or "") if isinstance(declared, dict) else ""
+    if name == "ChatGLM4Tokenizer":
+        return "tiktoken"
+    if name == "ChatGLMTokenizer":
+        return "sentencepiece"
+    if (folder / "tokenizer.json").is_file() and not model_file.exists():
+        return "tiktoken"
+    return None
+
+
 def detect_family(path: str | Path) -> str:
     """Return the checkpoint family of a folder or file.
 
@@ -155,8 +206,9 @@ def detect_family(path: str | Path) -> str:
     if is_chatglm_config(config):
         if _is_v1(config):
             return "chatglm-v1"
+        declared = declared_tokenizer(p)
         vocab = int(config.get("padded_vocab_size") or config.get("vocab_size") or 0)
-        if vocab >= 100_000:
+        if declared == "tiktoken" or (declared is None and vocab >= 100_000):
             return "glm4"
         long_context = rope_ratio(config) > 1.0
         if _looks_chatglm3(p, config):

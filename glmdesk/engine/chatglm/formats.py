@@ -17,7 +17,9 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from glmdesk.core.messages import ChatMessage
-from glmdesk.engine.prompt import PromptFormat, ReplyFilter
+from glmdesk.core.tools import ToolSet
+from glmdesk.engine.chatglm.tools import call_text, chatglm3_system_text, glm4_tools_text
+from glmdesk.engine.prompt import PromptFormat, ReplyFilter, plain_messages
 
 #: GLM-4 ids (tiktoken vocabulary of 151329 ranks, special tokens after it).
 GLM4_SPECIAL_IDS = {
@@ -32,8 +34,20 @@ GLM4_SPECIAL_IDS = {
     "<|assistant|>": 151337,
     "<|observation|>": 151338,
 }
+#: The one home of the original families' stop ids in their full vocabularies:
+#: eos, and for ChatGLM3 and GLM-4 ``<|user|>`` and ``<|observation|>`` (THUDM's
+#: generation_config.json eos lists; ChatGLM3's ``tokenization_chatglm.py``). The
+#: formats take the same ids from the tokenizer they are given, so a folder with
+#: another vocabulary size stops on its own ids.
+STOP_IDS_BY_FAMILY: dict[str, tuple[int, ...]] = {
+    "chatglm2": (2,),
+    "chatglm2-32k": (2,),
+    "chatglm3": (2, 64795, 64797),
+    "chatglm3-32k": (2, 64795, 64797),
+    "glm4": (151329, 151336, 151338),
+}
 #: GLM-4-9B-chat's eos list (generation_config.json): endoftext, user, observation.
-GLM4_STOP_IDS = frozenset({151329, 151336, 151338})
+GLM4_STOP_IDS = frozenset(STOP_IDS_BY_FAMILY["glm4"])
 
 
 class TextEncoder(Protocol):
@@ -135,6 +149,7 @@ def _split_rounds(messages: Sequence[ChatMessage]) -> tuple[str, list[tuple[str,
     joined with a newline into one question; an assistant message with no
     question before it becomes a round with an empty question.
     """
+    messages = plain_messages(messages)
     system = "\n\n".join(m.content for m in messages if m.role == "system")
     rounds: list[tuple[str, str | None]] = []
     for m in messages:
@@ -206,23 +221,32 @@ class ChatGLM2Format(PromptFormat):
 class RoleTokenFormat(PromptFormat):
     """``[gMASK] sop`` then per message ``<|role|>`` + enc(metadata + "\\n") + enc(content).
 
-    Shared by ChatGLM3 and GLM-4: they differ only in the tokenizer and the ids.
-    The prompt ends with ``<|assistant|>``; the reply starts with its metadata line.
+    Shared by ChatGLM3 and GLM-4: they differ in the tokenizer, the ids and how tools
+    are offered and called (:mod:`glmdesk.engine.chatglm.tools`). The prompt ends with
+    ``<|assistant|>``; the reply starts with its metadata line. An assistant message
+    with a tool call is written with the tool's name as metadata and the call's text
+    as content; an observation is an ``<|observation|>`` turn with empty metadata.
 
     Args:
         encode: Plain-text encoder (never returns special ids).
         special_ids: Ids of ``[gMASK]``, ``sop``, ``<|system|>``, ``<|user|>``,
-            ``<|assistant|>`` under the keys ``gmask``, ``sop``, ``system``,
-            ``user``, ``assistant``.
+            ``<|assistant|>``, ``<|observation|>`` under the keys ``gmask``, ``sop``,
+            ``system``, ``user``, ``assistant``, ``observation``.
         stop_ids: Ids that end a reply.
+        family: ``chatglm3`` or ``glm4`` (how tools are written).
     """
 
     name = "role-tokens"
+    #: Whether this format has tool calls (``Capabilities.tool_calls``).
+    tool_calls = True
 
-    def __init__(self, encode: Callable[[str], list[int]], special_ids: dict[str, int], stop_ids) -> None:
+    def __init__(
+        self, encode: Callable[[str], list[int]], special_ids: dict[str, int], stop_ids, family: str
+    ) -> None:
         self._encode = encode
         self.ids = dict(special_ids)
         self.stop_ids = frozenset(stop_ids)
+        self.family = family
         self._newline = encode("\n")
 
     def encode_message(self, role: str, content: str, metadata: str = "") -> list[int]:
@@ -230,16 +254,40 @@ class RoleTokenFormat(PromptFormat):
         head = self._newline if not metadata else self._encode(metadata + "\n")
         return [self.ids[role], *head, *self._encode(content)]
 
+    def encode_chat_message(self, m: ChatMessage) -> list[int]:
+        """Ids of one :class:`ChatMessage` (tools, tool calls and observations included)."""
+        if m.role == "system" and m.tools:
+            return self.encode_system_with_tools(m.content, m.tools)
+        if m.role == "assistant" and m.tool_call is not None:
+            metadata, content = call_text(self.family, m.tool_call)
+            ids = self.encode_message("assistant", m.content) if m.content else []
+            return ids + self.encode_message("assistant", content, metadata)
+        return self.encode_message(m.role, m.content)
+
+    def encode_system_with_tools(self, content: str, tools: ToolSet) -> list[int]:
+        """The system turn(s) offering ``tools`` (ChatGLM3: one turn; GLM-4: a tools turn,
+        then the system text as its own turn when not empty)."""
+        if self.family == "chatglm3":
+            return self.encode_message("system", chatglm3_system_text(content, tools))
+        ids = self.encode_message("system", glm4_tools_text(tools))
+        return ids + (self.encode_message("system", content) if content else [])
+
     def encode(self, messages: Sequence[ChatMessage]) -> list[int]:
         ids = [self.ids["gmask"], self.ids["sop"]]
         for m in messages:
-            ids += self.encode_message(m.role, m.content)
+            ids += self.encode_chat_message(m)
         ids.append(self.ids["assistant"])
         return ids
 
     def reply_filter(self) -> ReplyFilter:
         """A fresh :class:`LeadingMetadataFilter`."""
         return LeadingMetadataFilter()
+
+    def tool_reply_filter(self, tools: ToolSet) -> ReplyFilter:
+        """A fresh :class:`~glmdesk.engine.chatglm.tool_filter.ToolReplyFilter` for ``tools``."""
+        from glmdesk.engine.chatglm.tool_filter import ToolReplyFilter
+
+        return ToolReplyFilter(self.family, tools, self.ids["assistant"])
 
 
 class ChatGLM3Format(RoleTokenFormat):
@@ -264,8 +312,10 @@ class ChatGLM3Format(RoleTokenFormat):
                 "system": s("<|system|>"),
                 "user": s("<|user|>"),
                 "assistant": s("<|assistant|>"),
+                "observation": s("<|observation|>"),
             },
             {tokenizer.eos_token_id, s("<|user|>"), s("<|observation|>")},
+            "chatglm3",
         )
         self.tokenizer = tokenizer
 
@@ -276,7 +326,8 @@ class GLM4Format(RoleTokenFormat):
     Args:
         encode: Plain-text encoder of the GLM-4 tokenizer.
         special_ids: Token name -> id (defaults to :data:`GLM4_SPECIAL_IDS`).
-        extra_stop_ids: Added to :data:`GLM4_STOP_IDS` (from generation_config).
+        extra_stop_ids: Added to the ids of ``<|endoftext|>``, ``<|user|>`` and
+            ``<|observation|>`` in ``special_ids`` (e.g. generation_config's eos list).
     """
 
     name = "glm4"
@@ -296,6 +347,8 @@ class GLM4Format(RoleTokenFormat):
                 "system": ids["<|system|>"],
                 "user": ids["<|user|>"],
                 "assistant": ids["<|assistant|>"],
+                "observation": ids["<|observation|>"],
             },
-            GLM4_STOP_IDS | {ids["<|endoftext|>"], ids["<|user|>"], ids["<|observation|>"]} | extra_stop_ids,
+            {ids["<|endoftext|>"], ids["<|user|>"], ids["<|observation|>"]} | set(extra_stop_ids),
+            "glm4",
         )

@@ -6,7 +6,7 @@ per line, 151329 ranks) and special tokens appended after the ranks
 remote code:
 
 - a ``tokenizer.json`` in the folder: transformers' ``PreTrainedTokenizerFast``;
-- the tiktoken file, when the ``tiktoken`` package is installed.
+- the tiktoken file, with the ``tiktoken`` package (a dependency of glmdesk).
 
 Source: THUDM/glm-4-9b-chat ``tokenization_chatglm.py`` (``ChatGLM4Tokenizer``).
 """
@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from glmdesk.core.errors import GlmdeskError
+from glmdesk.engine.chatglm.detect import is_tiktoken_file
 from glmdesk.engine.chatglm.formats import GLM4_SPECIAL_IDS
 
 #: The pre-tokenizer regex of THUDM's ChatGLM4Tokenizer.
@@ -66,7 +67,7 @@ class TiktokenGLM4Tokenizer:
         model_file: The tiktoken rank file (``tokenizer.model``).
 
     Raises:
-        ImportError: if ``tiktoken`` is not installed.
+        ImportError: if ``tiktoken`` is missing (a broken install: it is a dependency).
     """
 
     def __init__(self, model_file: Path) -> None:
@@ -106,16 +107,6 @@ class TiktokenGLM4Tokenizer:
         return one(ids) if isinstance(ids, int) else [one(int(i)) for i in ids]
 
 
-def _is_tiktoken_file(file: Path) -> bool:
-    try:
-        with file.open("rb") as f:
-            head = f.read(256)
-    except OSError:
-        return False
-    first = head.split(b"\n", 1)[0].split(b" ")
-    return len(first) == 2 and first[1].strip().isdigit()
-
-
 def load_glm4_tokenizer(folder: Path):
     """Return a GLM-4 tokenizer for an original folder, running none of its code.
 
@@ -135,7 +126,7 @@ def load_glm4_tokenizer(folder: Path):
 
         return FastGLM4Tokenizer(PreTrainedTokenizerFast(tokenizer_file=str(tokenizer_json)))
     model_file = folder / "tokenizer.model"
-    if model_file.is_file() and _is_tiktoken_file(model_file):
+    if model_file.is_file() and is_tiktoken_file(model_file):
         try:
             return TiktokenGLM4Tokenizer(model_file)
         except ImportError:

@@ -21,11 +21,12 @@ from glmdesk.core.errors import GlmdeskError
 from glmdesk.engine.chatglm.convert import (
     CONVERTER_VERSION,
     MARKER_FILE,
-    STOP_IDS_BY_FAMILY,
     Progress,
+    check_folder_files,
     convert_checkpoint,
 )
 from glmdesk.engine.chatglm.detect import (
+    ORIGINAL_FAMILIES,
     SENTENCEPIECE_FAMILIES,
     detect_family,
     read_config,
@@ -139,6 +140,8 @@ def prepare_checkpoint(
     """
     src = Path(path).expanduser()
     family = detect_family(src)
+    if family in ORIGINAL_FAMILIES:
+        check_folder_files(src)  # a git-lfs pointer is named before any reader sees it
     if family in SENTENCEPIECE_FAMILIES:
         config = read_config(src)
         # Read the tokenizer before converting: a bad tokenizer fails in a second.
@@ -151,7 +154,7 @@ def prepare_checkpoint(
     if family == "glm4":
         config = read_config(src)
         tokenizer = load_glm4_tokenizer(src)
-        fmt = GLM4Format(tokenizer.encode, tokenizer.special_ids, frozenset(STOP_IDS_BY_FAMILY["glm4"]))
+        fmt = GLM4Format(tokenizer.encode, tokenizer.special_ids, frozenset(_generation_eos(src)))
         hf = _ensure_converted(src, Path(cache_root), progress, cancel)
         return PreparedCheckpoint(hf, family, tokenizer, fmt, fmt.stop_ids, _seq_length(config))
     if family == "glm4-hf":

@@ -89,10 +89,25 @@ class ShardReader:
         return self._handle.get_tensor(key)
 
 
+def _what_is_wrong(exc: BaseException) -> str:
+    """Our own words for a reader's failure: the libraries' messages carry advice meant
+    for programmers (torch's ``weights_only``, "file an issue"), never shown."""
+    if isinstance(exc, EOFError):
+        return "it ends early"
+    if isinstance(exc, pickle.UnpicklingError) or "pickle" in str(exc).lower():
+        return "it is not a PyTorch weight file"
+    if isinstance(exc, OSError):
+        return f"the system could not read it ({exc.strerror or exc.__class__.__name__})"
+    if isinstance(exc, SafetensorError) or "header" in str(exc).lower():
+        return "its safetensors header is damaged"
+    return "its contents are not a weight file"
+
+
 def _corrupt(src: Path, file: Path, exc: BaseException) -> GlmdeskError:
     return corrupt_weights(
         file,
-        f"The weight file {file.name} in {src} could not be read ({exc}); it may be damaged or incomplete.",
+        f"The weight file {file.name} in {src} could not be read ({_what_is_wrong(exc)}); it may be "
+        "damaged or incomplete: download it again.",
         exc,
     )
 

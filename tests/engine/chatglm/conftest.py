@@ -236,3 +236,59 @@ def reference_forward():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.reference_forward
+
+
+@pytest.fixture(scope="session")
+def glm4_tokenizer_folder(tmp_path_factory) -> Path:
+    """A folder with a tiny GLM-4 tiktoken ``tokenizer.model`` (bytes + trained merges;
+    see ``tool_models.py``)."""
+    spec = importlib.util.spec_from_file_location("tool_models", Path(__file__).with_name("tool_models.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.write_glm4_tokenizer(tmp_path_factory.mktemp("glm4tok"))
+
+
+def tiny_tiktoken_ranks() -> list[bytes]:
+    """A tiny tiktoken vocabulary: the 256 single bytes, then a few merges."""
+    return [bytes([b]) for b in range(256)] + [b"he", b"ll", b"hell", b"hello", b"\xe4\xbd", b"\xe4\xbd\xa0"]
+
+
+@pytest.fixture
+def make_glm4_checkpoint(tmp_path) -> Callable[..., tuple[Path, dict]]:
+    """Factory: a GLM-4-9B-chat folder in THUDM's layout with a tiny tiktoken vocabulary.
+
+    ``tokenizer.model`` is a tiktoken rank file (``base64 rank`` lines); the ten
+    special tokens follow the ranks, as in THUDM's ``ChatGLM4Tokenizer``; the
+    embedding table is padded to a multiple of 64 (a small vocabulary, far below
+    GLM-4's 151552). Returns ``(folder, config)``.
+    """
+    import base64
+
+    def make(n_shards: int = 2, tokenizer_class: str | None = "ChatGLM4Tokenizer"):
+        folder = tmp_path / "glm-4-9b-chat-tiny"
+        folder.mkdir()
+        ranks = tiny_tiktoken_ranks()
+        (folder / "tokenizer.model").write_text(
+            "".join(f"{base64.b64encode(r).decode()} {i}\n" for i, r in enumerate(ranks))
+        )
+        n_special = 10
+        vocab = -(-(len(ranks) + n_special) // 64) * 64
+        config = thudm_config("chatglm3", vocab, 500.0, "float32")
+        config["_name_or_path"] = "THUDM/glm-4-9b-chat"
+        config["eos_token_id"] = [len(ranks), len(ranks) + 7, len(ranks) + 9]
+        config["pad_token_id"] = len(ranks)
+        (folder / "config.json").write_text(json.dumps(config, indent=2))
+        write_shards(folder, thudm_state_dict(vocab, torch.float32), "safetensors", n_shards)
+        if tokenizer_class:
+            (folder / "tokenizer_config.json").write_text(
+                json.dumps(
+                    {
+                        "tokenizer_class": tokenizer_class,
+                        "auto_map": {"AutoTokenizer": [f"tokenization_chatglm.{tokenizer_class}", None]},
+                    }
+                )
+            )
+        (folder / "tokenization_chatglm.py").write_text("import tiktoken  # stand-in: nothing runs it\n")
+        return folder, config
+
+    return make

@@ -12,6 +12,7 @@ from transformers import DynamicCache, GlmForCausalLM
 
 from glmdesk.core.errors import GlmdeskError
 from glmdesk.engine.chatglm import convert_checkpoint
+from glmdesk.engine.chatglm.tokenizer import ChatGLMTokenizer
 
 IDS = [5, 300, 17, 42, 99, 250, 7, 64, 3, 128, 11, 400]  # plain pieces and byte pieces
 
@@ -93,7 +94,9 @@ def test_fp16_tensors_are_copied_bit_exact(make_checkpoint, tmp_path):
         "partial_rotary_factor": 0.5,
     }
     gen = json.loads((dst / "generation_config.json").read_text())
-    assert gen["eos_token_id"] == [2, 64795, 64797]
+    # The released model's [2, 64795, 64797], in this folder's own vocabulary.
+    tok = ChatGLMTokenizer(src / "tokenizer.model")
+    assert gen["eos_token_id"] == [2, tok.special_id("<|user|>"), tok.special_id("<|observation|>")]
     assert (dst / "tokenizer.model").read_bytes() == (src / "tokenizer.model").read_bytes()
 
 

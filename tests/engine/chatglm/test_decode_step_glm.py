@@ -7,7 +7,6 @@ import pytest
 import torch
 
 from glmdesk.core.settings import CacheSettings, LoadSettings
-from glmdesk.engine import decode_step
 from glmdesk.engine.loader import load_model
 from tests.engine.test_decode_step import step_logits
 
@@ -20,12 +19,12 @@ def test_fused_step_matches_transformers_on_glm(make_checkpoint, monkeypatch, tm
     plain = load_model(LoadSettings(model=str(src), fused_decode=False))
     assert fused.info.fused_decode and not plain.info.fused_decode
     assert fused.model.model.layers[0].self_attn.q_proj.fused.linear.bias is not None  # QKV bias
-    assert decode_step.step_for(fused.model).apply_rotary is not None  # GLM's own rotary
+    assert fused.step.apply_rotary is not None  # GLM's own rotary
     vocab = fused.model.config.vocab_size
     torch.manual_seed(0)
     ids = torch.randint(100, vocab - 100, (1, 30))
     for settings in (CacheSettings(), CacheSettings("sliding_window", window=16, sinks=2)):
-        a = step_logits(fused.model, settings, ids[:, :12], ids[0, 12:])
+        a = step_logits(fused.model, settings, ids[:, :12], ids[0, 12:], fused.step)
         b = step_logits(plain.model, settings, ids[:, :12], ids[0, 12:])
         assert (a - b).abs().max() < 1e-4 * max(1.0, b.abs().max().item())
 

@@ -1,0 +1,182 @@
+"""Sizes that froze the window (issue 19, item 4): the longest GUI gap while pasting,
+streaming, sending and reopening long messages. Used by ``ui_responsiveness.py --sizes``.
+
+No model: each phase drives the real widgets (input box, chat view, history) the way
+the window does, with a 10 ms heartbeat timer on the GUI thread; the longest interval
+between its ticks is how long the window could not react. Runs against whichever
+glmdesk is first on ``PYTHONPATH`` (so the same script measures before and after).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from pathlib import Path
+
+
+def one_line_json(size: int) -> str:
+    """``size`` characters of one-line JSON (no newline), like a pasted API response."""
+    return json.dumps({f"key{i}": f"value {i}" for i in range(size // 10 + 1)})[:size]
+
+
+def repaint_costs(lines: int) -> list[tuple[str, float]]:
+    """One streaming repaint at 100 lines and at ``lines`` lines: the whole message
+    re-rendered (one ``MarkdownView``, as before) side by side with the segmented view
+    (only the last segment drawn), in ms (median of 5). Needs the segmented view."""
+    import statistics
+
+    try:
+        from glmdesk.ui.long_markdown import SegmentedMarkdownView
+    except ImportError:
+        return []
+    from glmdesk.ui.markdown_view import MarkdownView
+
+    out = []
+    for name, make in (("whole message", MarkdownView), ("segmented", SegmentedMarkdownView)):
+        costs = {}
+        for n in (100, lines):
+            view = make()
+            view.resize(900, 400)
+            text = "".join(f"{i}\n" for i in range(1, n + 1))
+            view.set_markdown(text[: len(text) - 8])
+            samples = []
+            for k in range(5):  # a repaint after a few more characters arrived
+                start = time.perf_counter()
+                view.set_markdown(text[: len(text) - 8 + k + 1])
+                samples.append((time.perf_counter() - start) * 1000)
+            costs[n] = statistics.median(samples)
+            out.append((f"repaint at {n} lines, {name}", costs[n]))
+        print(f"repaint cost {name}: {lines} lines / 100 lines = {costs[lines] / costs[100]:.2f}")
+    return out
+
+
+def run(scale: float = 1.0) -> list[tuple[str, float]]:
+    """Measure every phase; returns ``(phase, longest gap in ms)`` and prints a table.
+
+    Args:
+        scale: Multiplies every size (0.2 measures the slow "before" code in minutes).
+    """
+    from PySide6.QtCore import QElapsedTimer, QEventLoop, QMimeData, QObject, Qt, QTimer, Slot
+    from PySide6.QtWidgets import QApplication
+
+    from glmdesk.core.history import History
+    from glmdesk.ui.chat_view import ChatView
+    from glmdesk.ui.input_box import InputBox
+
+    app = QApplication.instance()
+
+    class Heartbeat(QObject):
+        def __init__(self) -> None:
+            super().__init__()
+            self.timer = QTimer(self)
+            self.timer.setTimerType(Qt.TimerType.PreciseTimer)
+            self.timer.setInterval(10)
+            self.timer.timeout.connect(self.tick)
+            self.clock = QElapsedTimer()
+            self.gaps: list[float] = []
+
+        def start(self) -> None:
+            self.gaps = []
+            self.clock.start()
+            self.last = 0.0
+            self.timer.start()
+
+        @Slot()
+        def tick(self) -> None:
+            now = self.clock.nsecsElapsed() / 1e6
+            self.gaps.append(now - self.last)
+            self.last = now
+
+    beat = Heartbeat()
+
+    def measure(action, settle_ms: int = 300) -> float:
+        """Run ``action`` from the event loop; the longest heartbeat gap until it settles, in ms."""
+        loop = QEventLoop()
+        beat.start()
+        QTimer.singleShot(30, lambda: (action(), QTimer.singleShot(settle_ms, loop.quit)))
+        loop.exec()
+        beat.timer.stop()
+        return max(beat.gaps)
+
+    results: list[tuple[str, float]] = []
+    box = InputBox()
+    box.resize(900, 120)
+    box.show()
+    view = ChatView()
+    view.resize(900, 700)
+    view.show()
+    app.processEvents()
+    history = History(Path(tempfile.mkdtemp(prefix="glmdesk-sizes-")) / "h.sqlite3")
+    cid = history.create_conversation()
+
+    for kb in (500, 2000):
+        size = int(kb * 1000 * scale)
+        text = one_line_json(size)
+        data = QMimeData()
+        data.setText(text)
+        box.editor.clear()
+        results.append(
+            (
+                f"paste {size // 1000} KB one line",
+                measure(lambda data=data: box.editor.insertFromMimeData(data)),
+            )
+        )
+        sent = box.text()
+        assert sent == text, "the input box changed the pasted text"
+
+        def send(sent: str = sent) -> None:  # what sending does on the GUI thread (not the model's part)
+            view.add_message("user", sent)
+            view.scroll_to_end()
+            box.clear_text()
+            history.add_message(cid, "user", sent)
+
+        results.append((f"send {size // 1000} KB", measure(send)))
+
+    for kb in (1000, 2000):
+        size = int(kb * 1000 * scale)
+        answer = one_line_json(size)
+        history.add_message(cid, "assistant", answer)
+
+        def reopen() -> None:  # what opening a conversation does
+            view.clear()
+            for message in history.messages(cid)[-2:]:
+                view.add_message(message.role, message.text)
+            view.scroll_to_end()
+
+        results.append((f"reopen with a {size // 1000} KB answer", measure(reopen)))
+
+    lines = max(100, int(3000 * scale))
+    numbers = [f"{i}\n" for i in range(1, lines + 1)]
+    view.clear()
+    view.begin_stream()
+    gaps_by_part: list[float] = []
+    loop = QEventLoop()
+    state = {"i": 0}
+    feeder = QTimer()
+    feeder.setInterval(2)  # a fast model: 500 lines/s
+
+    def feed() -> None:
+        view.append_text(numbers[state["i"]])
+        state["i"] += 1
+        if state["i"] == len(numbers):
+            feeder.stop()
+            QTimer.singleShot(300, loop.quit)
+
+    feeder.timeout.connect(feed)
+    beat.start()
+    started = time.perf_counter()
+    feeder.start()
+    loop.exec()
+    beat.timer.stop()
+    view.finish_stream()
+    gaps_by_part = beat.gaps
+    tenth = max(1, len(gaps_by_part) // 10)
+    results.append((f"stream 1..{lines} (first tenth)", max(gaps_by_part[:tenth])))
+    results.append((f"stream 1..{lines} (last tenth)", max(gaps_by_part[-tenth:])))
+    results.append((f"stream 1..{lines} (whole, {time.perf_counter() - started:.1f} s)", max(gaps_by_part)))
+    history.close()
+    results += repaint_costs(max(100, int(3000 * scale)))
+    for name, gap in results:
+        print(f"{name:<44} {'ms' if name.startswith('repaint') else 'longest GUI gap'} {gap:9.1f} ms")
+    return results

@@ -1,0 +1,88 @@
+"""Load stage 3: acceleration: the fused decode step, weight-only int8/int4, threads, compile.
+
+:func:`accelerate` runs after placement and returns the decode step the KV-cache
+strategies will use for single tokens (``None``: transformers' forward). Nothing is
+patched onto the transformers model: the step is carried by
+:class:`~glmdesk.engine.loader.LoadedModel` and handed to each strategy. Threads:
+``LoadSettings.threads`` is applied on the loading thread, which is the thread that
+decodes (OpenMP counts threads per calling thread).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from glmdesk.core import paths
+from glmdesk.core.errors import ErrorInfo
+from glmdesk.core.settings import LoadSettings
+from glmdesk.engine import decode_step, weight_only
+
+#: torch's own thread count before glmdesk changes it (one per physical core).
+DEFAULT_THREADS = torch.get_num_threads()
+
+
+@dataclass(frozen=True)
+class Acceleration:
+    """What :func:`accelerate` did.
+
+    Attributes:
+        step: The decode step for single tokens (fused or compiled), or ``None``.
+        fused: Whether the fused step is used.
+        compiled: Whether it runs compiled.
+        notes: Choices made for the user (``compile_unavailable``).
+    """
+
+    step: object
+    fused: bool
+    compiled: bool
+    notes: tuple[ErrorInfo, ...] = ()
+
+
+def accelerate(model, settings: LoadSettings, report) -> Acceleration:
+    """Fuse projections, quantize weight-only, set threads, build (and compile) the step.
+
+    Args:
+        model: The placed model (eval mode).
+        settings: The load settings.
+        report: ``report(stage, done, total)``.
+    """
+    fused = settings.fused_decode and decode_step.unsupported_reason(model) is None
+    if fused:  # before quantization, which then quantizes the fused layers
+        decode_step.fuse_projections(model)
+    if settings.quantization in weight_only.SCHEMES:
+        report("quantizing")
+        weight_only.quantize_linears(model, settings.quantization)
+    torch.set_num_threads(settings.threads or DEFAULT_THREADS)  # before compiling: Inductor reads it
+    step = decode_step.FusedDecodeStep(model) if fused else None
+    notes: list[ErrorInfo] = []
+    compiled = False
+    if settings.compile_decode:
+        step, compiled = _compile_decode(model, step, report, notes)
+    return Acceleration(step, fused, compiled, tuple(notes))
+
+
+def _compile_decode(model, step, report, notes: list[ErrorInfo]) -> tuple:
+    """Compile the fused decode step now; on failure keep the eager one and add a note.
+
+    Returns:
+        ``(step to use, compiled?)``.
+    """
+    from glmdesk.engine import compiled_step
+
+    reason = compiled_step.compiler_missing_reason() or compiled_step.compile_unsupported_reason(model, step)
+    if reason is None:
+        report("compiling")
+        try:
+            return compiled_step.compile_decode_step(model, step, paths.cache_dir() / "inductor"), True
+        except Exception as exc:  # no C++ compiler, an operation Inductor cannot compile
+            reason = f"{exc.__class__.__name__}: {exc}".splitlines()[0][:300]
+    notes.append(
+        ErrorInfo(
+            "compile_unavailable",
+            f"The decode step was not compiled ({reason}); tokens are decoded without it.",
+            {"reason": reason},
+        )
+    )
+    return step, False

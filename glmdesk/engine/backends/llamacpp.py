@@ -1,0 +1,437 @@
+"""The llama.cpp backend: GGUF files on llama-cpp-python's low-level API.
+
+llama.cpp evaluates tokens and holds the KV cache; the decode loop stays glmdesk's:
+:func:`glmdesk.engine.generate.stream_answer` runs unchanged over
+:class:`LlamaCppModel` (a :class:`~glmdesk.engine.generate.TextModel`), so the same
+transformers processors read the live :class:`~glmdesk.core.settings.ParamsBox`
+before every token, the same stop ids end a reply, the same UTF-8-safe incremental
+detokenizer runs over llama.cpp's token bytes, and Stop ends an answer within one token.
+
+Before llama.cpp opens a file, its header is read (:mod:`glmdesk.engine.gguf_header`):
+a file that is not GGUF, a truncated one, or an architecture or tensor type llama.cpp
+cannot run gets its sentence within a second.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from collections import deque
+from collections.abc import Hashable, Iterator, Sequence
+from pathlib import Path
+
+from glmdesk.core.errors import ErrorInfo, GlmdeskError
+from glmdesk.core.messages import ChatMessage
+from glmdesk.core.settings import (
+    CACHE_STRATEGIES,
+    LLAMA_DEFAULT_N_CTX,
+    PRECISIONS,
+    QUANTIZATIONS,
+    CacheSettings,
+    LoadSettings,
+    ParamsBox,
+)
+from glmdesk.engine.backends.base import Backend, Capabilities, ProgressCallback
+from glmdesk.engine.backends.llamacpp_kv import (
+    ContextConfig,
+    LlamaCacheSource,
+    LlamaContext,
+    kv_bytes_per_token,
+    plan,
+)
+from glmdesk.engine.backends.llamacpp_vocab import LlamaVocab, prompt_format_for
+from glmdesk.engine.chunk import GenerationChunk
+from glmdesk.engine.gguf_header import GGUFHeader, read_gguf_header
+from glmdesk.engine.info import LoadProgress, ModelInfo
+
+_log_lines: deque[str] = deque(maxlen=6)
+_log_callback = None
+_init_lock = threading.Lock()
+
+
+def llama_lib():
+    """The ``llama_cpp`` module, its backend initialised once and its log kept here
+    (warnings and errors only, for the sentences below; nothing on stderr).
+
+    Raises:
+        GlmdeskError: ``load_failed`` when llama-cpp-python is not installed.
+    """
+    global _log_callback
+    try:
+        import llama_cpp
+    except ImportError as exc:
+        raise GlmdeskError(
+            "load_failed",
+            "The llama.cpp engine needs llama-cpp-python: pip install 'glmdesk[llamacpp]'.",
+            detail=f"llama_cpp not importable: {exc}",
+        ) from exc
+    with _init_lock:
+        if _log_callback is None:
+
+            @llama_cpp.llama_log_callback
+            def keep(level: int, text: bytes, user_data) -> None:
+                if level in (2, 3):  # GGML_LOG_LEVEL_WARN, _ERROR
+                    line = (text or b"").decode("utf-8", "replace").strip()
+                    if line:
+                        _log_lines.append(line)
+
+            llama_cpp.llama_log_set(keep, ctypes.c_void_p(0))
+            llama_cpp.llama_backend_init()
+            _log_callback = keep
+    return llama_cpp
+
+
+def last_log() -> str:
+    """llama.cpp's last warning or error line (``""`` when none)."""
+    return _log_lines[-1] if _log_lines else ""
+
+
+def default_threads() -> int:
+    """One thread per physical core (as torch's default), at least 1."""
+    try:
+        import psutil
+
+        return psutil.cpu_count(logical=False) or os.cpu_count() or 1
+    except Exception:
+        return os.cpu_count() or 1
+
+
+def check_runnable(header: GGUFHeader, name: str) -> None:
+    """Refuse an architecture or tensor type llama.cpp does not know.
+
+    The known names are the ``gguf`` package's (``MODEL_ARCH_NAMES``,
+    ``GGMLQuantizationType``), llama.cpp's own Python package.
+
+    Raises:
+        GlmdeskError: ``unsupported_checkpoint`` naming the architecture or types.
+    """
+    import gguf
+
+    if header.architecture not in set(gguf.MODEL_ARCH_NAMES.values()):
+        reason = f"its architecture '{header.architecture or 'none'}' is not one llama.cpp can run"
+        raise GlmdeskError(
+            "unsupported_checkpoint", f"{name} cannot be used: {reason}.", path=header.path, reason=reason
+        )
+    if header.unknown_types:
+        reason = f"its tensor types ({', '.join(header.unknown_types)}) are not ones llama.cpp can run"
+        raise GlmdeskError(
+            "unsupported_checkpoint", f"{name} cannot be used: {reason}.", path=header.path, reason=reason
+        )
+
+
+def weight_type(header: GGUFHeader) -> str:
+    """The GGUF's weight quantization by ``general.file_type`` (``Q4_1``...), else the
+    tensor types used."""
+    import gguf
+
+    code = header.get("general.file_type")
+    try:
+        return gguf.LlamaFileType(int(code)).name.removeprefix("MOSTLY_")
+    except (TypeError, ValueError):
+        return "+".join(sorted(header.tensor_types - {"F32"})) or "F32"
+
+
+class LlamaCppModel:
+    """A loaded GGUF model as a :class:`~glmdesk.engine.generate.TextModel`.
+
+    Attributes:
+        prompt_format: Role tokens (ChatGLM3 / GLM-4) or the GGUF's chat template.
+        context_length: The full cache's context, in tokens.
+        device: ``cpu`` or ``cuda:0`` (layers offloaded).
+        lock: One answer at a time.
+        vocab: The :class:`LlamaVocab`.
+        header: The file's :class:`GGUFHeader`.
+    """
+
+    def __init__(self, lib, model, header: GGUFHeader, settings: LoadSettings, info_name: str) -> None:
+        self.lib, self.model, self.header = lib, model, header
+        self.vocab = LlamaVocab(lib, model)
+        self.prompt_format, self.family = prompt_format_for(self.vocab, header, info_name)
+        trained = int(lib.llama_model_n_ctx_train(model)) or header.context_length or 2048
+        self.n_ctx_train = trained
+        self.context_length = settings.n_ctx or min(trained, LLAMA_DEFAULT_N_CTX)
+        self.threads = settings.threads or default_threads()
+        self.n_batch = settings.n_batch
+        self.device = "cpu"
+        self.lock = threading.Lock()
+        self._context: LlamaContext | None = None
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """Ids to text from llama.cpp's token bytes, special tokens skipped."""
+        return self.vocab.decode(ids)
+
+    def context_for(self, kv_type: str, n_ctx: int) -> LlamaContext:
+        """The context of that cache type and size: the current one when it matches,
+        else a new one (the old one freed first, so two never coexist).
+
+        Raises:
+            GlmdeskError: ``invalid_setting`` when llama.cpp refuses it.
+        """
+        config = ContextConfig(n_ctx, kv_type, min(self.n_batch, n_ctx), self.threads)
+        if self._context is not None and self._context.config == config:
+            return self._context
+        if self._context is not None:
+            self._context.close()
+            self._context = None
+        self._context = LlamaContext(self.lib, self.model, config, self.vocab.n_vocab, last_log)
+        return self._context
+
+    def _check_shift(self, context: LlamaContext, cache: CacheSettings, capacity: int | None) -> None:
+        if capacity is not None and not context.can_shift:
+            raise GlmdeskError(
+                "invalid_setting",
+                f"llama.cpp cannot shift this model's KV cache, so the {cache.strategy} strategy cannot run.",
+                name="kv_cache",
+                value=cache.strategy,
+                reason="llama_memory_can_shift is false",
+            )
+
+    def probe(self, cache: CacheSettings) -> None:
+        """Make a small context of the kind ``cache`` needs and free it.
+
+        Raises:
+            GlmdeskError: ``invalid_setting`` when the strategy cannot run here.
+        """
+        kv_type, _, capacity = plan(cache, 256, kv_bytes_per_token(self.header, "f16"), cache.kv_bits)
+        config = ContextConfig(256, kv_type, min(self.n_batch, 256), self.threads)
+        context = LlamaContext(self.lib, self.model, config, self.vocab.n_vocab, last_log)
+        try:
+            self._check_shift(context, cache, capacity)
+        finally:
+            context.close()
+
+    def open_source(self, cache: CacheSettings) -> LlamaCacheSource:
+        """A :class:`LlamaCacheSource` of the chosen strategy (cache cleared).
+
+        Raises:
+            GlmdeskError: ``invalid_setting`` when the strategy cannot run here.
+        """
+        per_token = kv_bytes_per_token(self.header, "f16")
+        kv_type, n_ctx, capacity = plan(cache, self.context_length, per_token, cache.kv_bits)
+        context = self.context_for(kv_type, n_ctx)
+        self._check_shift(context, cache, capacity)
+        return LlamaCacheSource(context, cache, cache.strategy, capacity)
+
+    def logits_processors(self) -> tuple:
+        """Processors after the user's chain (none)."""
+        return ()
+
+    def close(self) -> None:
+        """Free the context and the weights. Idempotent."""
+        if self._context is not None:
+            self._context.close()
+            self._context = None
+        if self.model:
+            self.lib.llama_model_free(self.model)
+            self.model = None
+
+
+def _load_model(lib, path: str, settings: LoadSettings, report, cancel: threading.Event | None):
+    """``llama_model_load_from_file`` with progress and cancel; the model pointer."""
+    params = lib.llama_model_default_params()
+    on_gpu = settings.device != "cpu" and bool(lib.llama_supports_gpu_offload())
+    params.n_gpu_layers = (settings.n_gpu_layers if settings.n_gpu_layers >= 0 else 1 << 30) if on_gpu else 0
+    params.load_mode = lib.LLAMA_LOAD_MODE_MMAP if settings.use_mmap else lib.LLAMA_LOAD_MODE_NONE
+
+    @lib.llama_progress_callback
+    def on_progress(fraction: float, user_data) -> bool:
+        if cancel is not None and cancel.is_set():
+            return False
+        report("loading", int(fraction * 1000), 1000)
+        return True
+
+    params.progress_callback = on_progress
+    _log_lines.clear()
+    model = lib.llama_model_load_from_file(path.encode("utf-8"), params)
+    if not model:
+        if cancel is not None and cancel.is_set():
+            raise GlmdeskError("load_cancelled", "Loading was cancelled.")
+        detail = last_log() or "llama_model_load_from_file failed"
+        raise GlmdeskError(
+            "load_failed", f"llama.cpp could not load {Path(path).name}: {detail}", detail=detail
+        )
+    return model, on_gpu and params.n_gpu_layers != 0
+
+
+class LlamaCppBackend(Backend):
+    """Answers with llama.cpp on a GGUF file (the embedded default included)."""
+
+    name = "llamacpp"
+
+    def __init__(self) -> None:
+        self._model: LlamaCppModel | None = None
+        self._info: ModelInfo | None = None
+        self._capabilities: Capabilities | None = None
+
+    @property
+    def model(self) -> LlamaCppModel | None:
+        """The :class:`LlamaCppModel` (``None`` before a load)."""
+        return self._model
+
+    def load(
+        self,
+        settings: LoadSettings,
+        progress: ProgressCallback | None = None,
+        cancel: threading.Event | None = None,
+    ) -> ModelInfo:
+        from glmdesk.engine import sources
+
+        def report(stage: str, done: int = 0, total: int = 0) -> None:
+            if cancel is not None and cancel.is_set():
+                raise GlmdeskError("load_cancelled", "Loading was cancelled.")
+            if progress is not None:
+                progress(LoadProgress(stage, done, total))
+
+        report("resolving")
+        source = sources.resolve_source(settings.model)
+        if source.kind not in ("embedded", "gguf"):
+            reason = "the llama.cpp engine runs .gguf files only; choose the transformers engine"
+            raise GlmdeskError(
+                "unsupported_checkpoint",
+                f"{source.name} cannot be used: {reason}.",
+                path=source.location,
+                reason=reason,
+            )
+        report("checking")
+        header = read_gguf_header(source.location)
+        check_runnable(header, source.name)
+        lib = llama_lib()
+        report("loading", 0, 1000)
+        pointer, offloaded = _load_model(lib, source.location, settings, report, cancel)
+        try:
+            model = LlamaCppModel(lib, pointer, header, settings, source.name)
+        except BaseException:
+            lib.llama_model_free(pointer)
+            raise
+        model.device = "cuda:0" if offloaded else "cpu"
+        report("preparing")
+        self.close()
+        self._model, self._capabilities = model, None
+        self._info = ModelInfo(
+            name=source.name,
+            family=model.family,
+            source_kind=source.kind,
+            location=source.location,
+            device=model.device,
+            dtype="fp32" if model.device == "cpu" else "fp16",
+            quantization=weight_type(header),
+            footprint_mib=int(lib.llama_model_size(pointer)) / 2**20,
+            context_length=model.context_length,
+            kv_bytes_per_token=int(kv_bytes_per_token(header, "f16")),
+            prompt_format=model.prompt_format.name,
+            threads=model.threads,
+            engine=self.name,
+            notes=_notes(settings),
+        )
+        report("ready")
+        return self._info
+
+    @property
+    def info(self) -> ModelInfo:
+        if self._info is None:
+            raise RuntimeError("no model is loaded")
+        return self._info
+
+    def stream(
+        self,
+        messages: Sequence[ChatMessage],
+        params: ParamsBox,
+        cache: CacheSettings | None = None,
+        stop: threading.Event | None = None,
+        conversation: Hashable | None = None,
+    ) -> Iterator[GenerationChunk]:
+        from glmdesk.engine.generate import stream_answer
+
+        if self._model is None:
+            error = ErrorInfo("generation_failed", "No model is loaded.", {"detail": "no model is loaded"})
+            return iter([GenerationChunk(finish_reason="error", error=error)])
+        return stream_answer(self._model, messages, params, cache, stop, conversation)
+
+    def stream_prompt(
+        self,
+        prompt: str,
+        params: ParamsBox,
+        cache: CacheSettings | None = None,
+        stop: threading.Event | None = None,
+    ) -> Iterator[GenerationChunk]:
+        """Stream the continuation of a raw text prompt (llama.cpp's tokenizer, no chat format)."""
+        from glmdesk.engine.generate import stream_prompt_ids
+
+        if self._model is None:
+            return super().stream_prompt(prompt, params, cache, stop)
+        return stream_prompt_ids(self._model, self._model.vocab.encode(prompt), params, cache, stop)
+
+    def prompt_tokens(self, messages: Sequence[ChatMessage] | str) -> int | None:
+        """Tokens in the whole prompt (nothing dropped), in tokens.
+
+        Raises:
+            RuntimeError: before :meth:`load` succeeded.
+        """
+        from glmdesk.engine.prompt import encodable
+
+        if self._model is None:
+            raise RuntimeError("no model is loaded")
+        if isinstance(messages, str):
+            return len(self._model.vocab.encode(messages))
+        return len(self._model.prompt_format.encode(encodable(messages)))
+
+    def capabilities(self) -> Capabilities:
+        if self._capabilities is None:
+            info = self.info
+            self._capabilities = Capabilities(
+                engine=self.name,
+                kv_strategies=self._kv_strategies(),
+                quantizations={q: _gguf_only("quantization", q, info) for q in QUANTIZATIONS[1:]},
+                precisions={p: _gguf_only("precision", p, info) for p in PRECISIONS[1:]},
+                memory_probe="cuda" if info.device.startswith("cuda") else "cpu",
+                device=info.device,
+                context_length=info.context_length,
+                stop_ids=frozenset(self._model.prompt_format.stop_ids),
+                tool_calls=False,
+            )
+        return self._capabilities
+
+    def _kv_strategies(self) -> dict[str, ErrorInfo | None]:
+        """Which strategies run here: each one's kind of context is made once, small."""
+        out: dict[str, ErrorInfo | None] = {}
+        with self._model.lock:
+            for name in CACHE_STRATEGIES:
+                try:
+                    self._model.probe(CacheSettings(strategy=name, window=240, sinks=4, budget_mib=1.0))
+                    out[name] = None
+                except GlmdeskError as exc:
+                    out[name] = exc.info
+        return out
+
+    def close(self) -> None:
+        model, self._model = self._model, None
+        self._info = self._capabilities = None
+        if model is not None:
+            with model.lock:
+                model.close()
+
+
+def _gguf_only(prefix: str, value: str, info: ModelInfo) -> ErrorInfo:
+    reason = f"llama.cpp runs the GGUF file's own {info.quantization} weights"
+    kind = "quantization_unavailable" if prefix == "quantization" else "precision_unavailable"
+    return ErrorInfo(
+        kind, f"{value} is not available with llama.cpp: {reason}.", {prefix: value, "reason": reason}
+    )
+
+
+def _notes(settings: LoadSettings) -> tuple[ErrorInfo, ...]:
+    """Settings of the transformers engine that do not apply here, said once."""
+    ignored = [
+        name
+        for name, on in (
+            (f"quantization {settings.quantization}", settings.quantization != "none"),
+            (f"precision {settings.precision}", settings.precision not in ("auto", "fp32")),
+            ("compiled decode step", settings.compile_decode),
+        )
+        if on
+    ]
+    if not ignored:
+        return ()
+    message = f"llama.cpp runs the GGUF file's own weights; {', '.join(ignored)} applies to the transformers engine."
+    return (ErrorInfo("llamacpp_ignores", message, {"options": ", ".join(ignored)}),)

@@ -1,0 +1,200 @@
+"""llama.cpp's vocabulary as glmdesk's prompt formats and detokenizer need it.
+
+- :class:`LlamaVocab`: ids <-> bytes with ``llama_tokenize`` / ``llama_token_to_piece``,
+  special tokens looked up by their text.
+- :class:`TemplateTokenizer`: what :class:`~glmdesk.engine.prompt.ChatTemplateFormat`
+  needs from a tokenizer (``chat_template``, ``apply_chat_template``, ``encode``), on
+  llama.cpp's tokenizer and the GGUF's ``tokenizer.chat_template``, rendered by
+  transformers' own Jinja renderer, so the prompt ids match the transformers path.
+- :func:`prompt_format_for`: ChatGLM3 / GLM-4 GGUFs get glmdesk's role-token format
+  (role tokens as ids, never typed text), ChatGLM2 its rounds, others their chat template.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Sequence
+
+from glmdesk.core.errors import GlmdeskError
+from glmdesk.engine.chatglm.formats import ChatGLM2Format, RoleTokenFormat
+from glmdesk.engine.prompt import ChatTemplateFormat, PromptFormat
+
+#: End-of-turn token texts that end a reply when the vocabulary has them (as the
+#: transformers path's ``loader._stop_ids``).
+END_TOKENS = ("<|im_end|>", "<|eot_id|>", "<|end|>", "<|endoftext|>", "<|user|>", "<|observation|>")
+
+
+class LlamaVocab:
+    """A loaded model's vocabulary through llama.cpp.
+
+    Args:
+        lib: The ``llama_cpp`` module.
+        model: The ``llama_model`` pointer.
+    """
+
+    def __init__(self, lib, model) -> None:
+        self.lib = lib
+        self.vocab = lib.llama_model_get_vocab(model)
+        self.n_vocab = int(lib.llama_vocab_n_tokens(self.vocab))
+        self._pieces: dict[int, bytes] = {}
+        self._buf = ctypes.create_string_buffer(256)
+
+    def _valid(self, token: int) -> int | None:
+        return token if 0 <= token < self.n_vocab else None
+
+    @property
+    def eos(self) -> int | None:
+        """End-of-sequence id (``tokenizer.ggml.eos_token_id``)."""
+        return self._valid(int(self.lib.llama_vocab_eos(self.vocab)))
+
+    @property
+    def eot(self) -> int | None:
+        """End-of-turn id (``tokenizer.ggml.eot_token_id`` or llama.cpp's guess)."""
+        return self._valid(int(self.lib.llama_vocab_eot(self.vocab)))
+
+    @property
+    def bos(self) -> int | None:
+        """Beginning-of-sequence id."""
+        return self._valid(int(self.lib.llama_vocab_bos(self.vocab)))
+
+    def text(self, token: int) -> str:
+        """The token's text as stored in the GGUF (special tokens as written)."""
+        return (self.lib.llama_vocab_get_text(self.vocab, token) or b"").decode("utf-8", "replace")
+
+    def piece(self, token: int) -> bytes:
+        """The bytes a token stands for in generated text (special tokens: none)."""
+        cached = self._pieces.get(token)
+        if cached is None:
+            n = self.lib.llama_token_to_piece(self.vocab, token, self._buf, len(self._buf), 0, False)
+            if n < 0:
+                buf = ctypes.create_string_buffer(-n)
+                n = self.lib.llama_token_to_piece(self.vocab, token, buf, len(buf), 0, False)
+                cached = buf.raw[:n]
+            else:
+                cached = self._buf.raw[:n]
+            self._pieces[token] = cached
+        return cached
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """Ids to text, special tokens skipped; an incomplete UTF-8 tail is U+FFFD
+        (:class:`~glmdesk.engine.detokenizer.IncrementalDetokenizer` holds it back)."""
+        return b"".join(self.piece(int(i)) for i in ids).decode("utf-8", errors="replace")
+
+    def encode(self, text: str, special: bool = False) -> list[int]:
+        """Text to ids, never adding BOS/EOS.
+
+        Args:
+            text: The text.
+            special: Recognise special-token text (``<|im_start|>``) as its id; off for
+                anything a user typed.
+        """
+        data = text.encode("utf-8")
+        if not data:
+            return []
+        size = len(data) + 8
+        tokens = (self.lib.llama_token * size)()
+        n = self.lib.llama_tokenize(self.vocab, data, len(data), tokens, size, False, special)
+        if n < 0:
+            size = -n
+            tokens = (self.lib.llama_token * size)()
+            n = self.lib.llama_tokenize(self.vocab, data, len(data), tokens, size, False, special)
+        return list(tokens[:n])
+
+    def special_id(self, name: str) -> int | None:
+        """The id of the special token written ``name``, or ``None`` when the vocabulary
+        has none (text that tokenizes into several pieces)."""
+        ids = self.encode(name, special=True)
+        if len(ids) == 1 and self.text(ids[0]) == name:
+            return ids[0]
+        return None
+
+    def stop_ids(self) -> frozenset[int]:
+        """eos, eot and the end-of-turn tokens of :data:`END_TOKENS` the vocabulary has."""
+        ids = {self.eos, self.eot, *(self.special_id(name) for name in END_TOKENS)}
+        return frozenset(i for i in ids if i is not None)
+
+
+class TemplateTokenizer:
+    """The tokenizer face :class:`ChatTemplateFormat` uses, over llama.cpp.
+
+    Args:
+        vocab: The vocabulary.
+        chat_template: The GGUF's ``tokenizer.chat_template`` (Jinja).
+    """
+
+    def __init__(self, vocab: LlamaVocab, chat_template: str) -> None:
+        self.vocab = vocab
+        self.chat_template = chat_template
+        self._specials = {
+            "bos_token": vocab.text(vocab.bos) if vocab.bos is not None else "",
+            "eos_token": vocab.text(vocab.eos) if vocab.eos is not None else "",
+        }
+
+    def apply_chat_template(self, conversation, tokenize: bool = False, add_generation_prompt: bool = True):
+        """Render the template (transformers' Jinja renderer, as ``apply_chat_template``)."""
+        from transformers.utils.chat_template_utils import render_jinja_template
+
+        rendered, _ = render_jinja_template(
+            [conversation],
+            chat_template=self.chat_template,
+            add_generation_prompt=add_generation_prompt,
+            **self._specials,
+        )
+        return rendered[0]
+
+    def encode(self, text: str, add_special_tokens: bool = False, split_special_tokens: bool = False):
+        """Text to ids; ``split_special_tokens`` keeps special-token text as plain text."""
+        return self.vocab.encode(text, special=not split_special_tokens)
+
+
+class _ChatGLM2Tokenizer:
+    """What :class:`ChatGLM2Format` needs (``special_id``, ``encode``, ``eos_token_id``)."""
+
+    def __init__(self, vocab: LlamaVocab) -> None:
+        self._vocab = vocab
+        self.eos_token_id = vocab.eos
+
+    def special_id(self, name: str) -> int:
+        token = self._vocab.special_id(name)
+        if token is None:
+            raise KeyError(name)
+        return token
+
+    def encode(self, text: str) -> list[int]:
+        return self._vocab.encode(text)
+
+
+def prompt_format_for(vocab: LlamaVocab, header, name: str) -> tuple[PromptFormat, str]:
+    """The prompt format of a GGUF model and its family name.
+
+    ``chatglm`` / ``glm4`` architectures with role tokens: glmdesk's
+    :class:`RoleTokenFormat` (ChatGLM3's ``sop`` or GLM-4's ``<sop>``), ids from the
+    GGUF vocabulary; ``chatglm`` without role tokens: ChatGLM2's rounds; any other
+    model: its ``tokenizer.chat_template``.
+
+    Returns:
+        ``(format, family)``; family is ``chatglm3``, ``glm4``, ``chatglm2`` or ``gguf``.
+
+    Raises:
+        GlmdeskError: ``not_a_model`` when the model has neither role tokens nor a
+            chat template.
+    """
+    if header.architecture in ("chatglm", "glm4"):
+        s = vocab.special_id
+        roles = {k: s(f"<|{k}|>") for k in ("system", "user", "assistant", "observation")}
+        gmask = s("[gMASK]")
+        sop, family = (s("<sop>"), "glm4") if s("<sop>") is not None else (s("sop"), "chatglm3")
+        if gmask is not None and sop is not None and None not in roles.values():
+            ids = {"gmask": gmask, "sop": sop, **roles}
+            stop = {vocab.eos, vocab.eot, roles["user"], roles["observation"], s("<|endoftext|>")}
+            fmt = RoleTokenFormat(vocab.encode, ids, {i for i in stop if i is not None})
+            fmt.name = family
+            return fmt, family
+        if header.architecture == "chatglm" and gmask is not None and sop is not None:
+            return ChatGLM2Format(_ChatGLM2Tokenizer(vocab)), "chatglm2"
+    template = header.get("tokenizer.chat_template")
+    if isinstance(template, str) and template:
+        return ChatTemplateFormat(TemplateTokenizer(vocab, template), vocab.stop_ids()), "gguf"
+    raise GlmdeskError(
+        "not_a_model", f"{name} has no chat template, so it cannot be used for chat.", path=str(header.path)
+    )

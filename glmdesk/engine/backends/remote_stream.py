@@ -1,0 +1,154 @@
+"""One streamed answer from an OpenAI-compatible server, as :class:`GenerationChunk` values.
+
+The ``openai`` stream is read on its own thread and handed over through a queue, so
+Stop ends the answer at once even while the server is silent (a long prefill); the
+reader closes the HTTP stream at its next event, which makes vLLM abort the request.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+from glmdesk.core.errors import GlmdeskError
+from glmdesk.engine.backends import remote_errors
+from glmdesk.engine.chunk import GenerationChunk
+
+_POLL_S = 0.05  # how often the waiting side checks Stop, in s
+_END = object()
+
+
+class RemoteAnswer:
+    """The client side of one answer: timings measured here, counts from ``usage``.
+
+    Args:
+        url: The server's base URL (named in sentences).
+        model: The model id.
+        stall_s: The stream's read timeout (no byte for this long: ``server_stalled``), in s.
+        chat: A chat completion (deltas) or a raw completion (text).
+    """
+
+    def __init__(self, url: str, model: str, stall_s: float, chat: bool) -> None:
+        self.url, self.model, self.stall_s, self.chat = url, model, stall_s, chat
+        self.start = time.perf_counter()
+        self.first_at = 0.0
+        self.ttft = 0.0
+        self.n_generated = 0
+        self.prompt_tokens = 0
+        self.pieces = 0
+
+    def chunk(self, text: str = "", finish: str | None = None, error=None) -> GenerationChunk:
+        """A chunk with the client's timings (tokens/s after the first token)."""
+        rate = 0.0
+        if self.n_generated > 1 and self.first_at:
+            rate = (self.n_generated - 1) / max(time.perf_counter() - self.first_at, 1e-9)
+        return GenerationChunk(
+            text=text,
+            prompt_tokens=self.prompt_tokens,
+            n_generated=self.n_generated,
+            ttft_s=self.ttft,
+            tokens_per_s=rate,
+            finish_reason=finish,
+            error=error,
+        )
+
+    def _read(self, open_stream: Callable, out: queue.Queue, stop: threading.Event) -> None:
+        """The reader thread: ``("open", None)``, then ``("event", e)``..., then
+        ``("error", exc)`` or ``("end", None)``; leaves at the next event once ``stop``
+        (the answer's own closing event) is set."""
+        stream = None
+        try:
+            stream = open_stream()
+            out.put(("open", None))
+            for event in stream:
+                if stop.is_set():
+                    break
+                out.put(("event", event))
+            out.put(("end", None))
+        except Exception as exc:
+            out.put(("error", exc))
+        finally:
+            if stream is not None:
+                try:
+                    stream.close()
+                except Exception:
+                    pass
+
+    def run(self, open_stream: Callable, stop: threading.Event) -> Iterator[GenerationChunk]:
+        """Stream the answer ``open_stream()`` starts. Never raises."""
+        if stop.is_set():
+            yield self.chunk(finish="cancelled")
+            return
+        inbox: queue.Queue = queue.Queue()
+        closing = threading.Event()
+        reader = threading.Thread(
+            target=self._read, args=(open_stream, inbox, closing), daemon=True, name="glmdesk-remote"
+        )
+        reader.start()
+        opened = False
+        finish: str | None = None
+        try:
+            while True:
+                try:
+                    kind, item = inbox.get(timeout=_POLL_S)
+                except queue.Empty:
+                    if stop.is_set():
+                        yield self.chunk(finish="cancelled")
+                        return
+                    continue
+                if kind == "open":
+                    opened = True
+                elif kind == "event":
+                    text, reason = self._take(item)
+                    finish = reason or finish
+                    if text:
+                        yield self.chunk(text)
+                    if stop.is_set():
+                        yield self.chunk(finish="cancelled")
+                        return
+                elif kind == "error":
+                    if stop.is_set():
+                        yield self.chunk(finish="cancelled")
+                        return
+                    error = remote_errors.from_exception(self.url, self.model, item, opened, self.stall_s)
+                    yield self.chunk(finish="error", error=error.info)
+                    return
+                else:  # end of the stream
+                    yield self._last(finish)
+                    return
+        finally:
+            closing.set()  # the reader closes the stream at its next event
+
+    def _take(self, event) -> tuple[str, str | None]:
+        """The text and finish reason of one streamed event; counts and times it."""
+        usage = getattr(event, "usage", None)
+        if usage is not None:
+            self.prompt_tokens = usage.prompt_tokens or 0
+            self.n_generated = usage.completion_tokens or self.n_generated
+        text, reason = "", None
+        for choice in event.choices or ():
+            piece = (choice.delta.content if self.chat else choice.text) or ""
+            text += piece
+            reason = choice.finish_reason or reason
+        if text:
+            if not self.first_at:
+                self.first_at = time.perf_counter()
+                self.ttft = self.first_at - self.start
+            self.pieces += 1
+            if usage is None:
+                self.n_generated = max(self.n_generated, self.pieces)
+        return text, reason
+
+    def _last(self, finish: str | None) -> GenerationChunk:
+        if finish is None:  # the stream ended without saying why: it was cut
+            error = GlmdeskError(
+                "connection_lost",
+                f"The connection to {self.url} was lost in the middle of the answer (the stream ended "
+                "without a finish reason). The answer so far is kept.",
+                url=self.url,
+                detail="the stream ended without a finish reason",
+            )
+            return self.chunk(finish="error", error=error.info)
+        return self.chunk(finish="length" if finish == "length" else "stop")

@@ -1,0 +1,230 @@
+"""Load stage 2: placement: device, precision, bitsandbytes quantization, the tokenizer.
+
+:func:`place` turns a :class:`~glmdesk.engine.model_source.ReadySource` into a
+transformers model in eval mode on its device, with its tokenizer. Device: CUDA when
+available, else CPU. Precision ``auto``: bf16 on GPUs that support it, else fp16;
+fp32 on the CPU (fp16 asked for on the CPU runs in fp32 with a note: CPU matmuls in
+half precision are missing or very slow in torch). Quantization: bitsandbytes 8-bit
+(LLM.int8, Dettmers et al. 2022) or 4-bit NF4 with double quantization (QLoRA,
+Dettmers et al. 2023). The tokenizer may have been built before the window appeared
+(:func:`prebuild_tokenizer`).
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import torch
+
+from glmdesk.core.errors import ErrorInfo, GlmdeskError
+from glmdesk.core.settings import BNB_QUANTIZATIONS, LoadSettings
+from glmdesk.engine import weight_only
+from glmdesk.engine.model_source import ReadySource, ready_folder
+
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def _bnb_reason() -> str | None:
+    try:
+        import bitsandbytes  # noqa: F401
+    except Exception as exc:  # ImportError, or a broken native library
+        return f"bitsandbytes cannot be used here ({exc.__class__.__name__}: {exc})."
+    return None
+
+
+def choose_device_and_dtype(settings: LoadSettings) -> tuple[str, str, list[ErrorInfo]]:
+    """Pick ``(device, dtype name, notes)`` for ``settings``.
+
+    Raises:
+        GlmdeskError: ``precision_unavailable`` when CUDA is asked for and absent.
+    """
+    notes: list[ErrorInfo] = []
+    cuda = torch.cuda.is_available()
+    if settings.device == "cuda" and not cuda:
+        raise GlmdeskError(
+            "precision_unavailable",
+            "A GPU was requested but no CUDA device is available; choose the CPU.",
+            precision="cuda",
+            reason="no CUDA device",
+        )
+    device = "cuda:0" if (settings.device in ("auto", "cuda") and cuda) else "cpu"
+    precision = settings.precision
+    if precision == "auto":
+        if device == "cpu":
+            precision = "fp32"
+        else:
+            precision = "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+    if device == "cpu" and precision == "fp16":
+        notes.append(ErrorInfo("fp16_on_cpu", "fp16 is not supported for CPU inference; using fp32 instead."))
+        precision = "fp32"
+    return device, precision, notes
+
+
+def check_quantization(settings: LoadSettings, device: str) -> list[ErrorInfo]:
+    """Refuse a quantization that cannot run on ``device``; return notes for the user.
+
+    Raises:
+        GlmdeskError: ``quantization_unavailable`` (weight-only on a GPU, bitsandbytes
+            missing or broken).
+    """
+    if settings.quantization in weight_only.SCHEMES:
+        if device != "cpu":
+            raise GlmdeskError(
+                "quantization_unavailable",
+                f"{settings.quantization} quantization is unavailable: it runs on the CPU only; "
+                "on a GPU choose 8-bit or 4-bit NF4.",
+                quantization=settings.quantization,
+                reason="cpu_only",
+            )
+        return []
+    if settings.quantization == "none":
+        return []
+    reason = _bnb_reason()
+    if reason:
+        raise GlmdeskError(
+            "quantization_unavailable",
+            f"{settings.quantization} quantization is unavailable: {reason}",
+            quantization=settings.quantization,
+            reason=reason,
+        )
+    if device != "cpu":
+        return []
+    return [
+        ErrorInfo(
+            "bnb_on_cpu",
+            f"{settings.quantization} runs on bitsandbytes' CPU backend here, which is slow.",
+            {"quantization": settings.quantization},
+        )
+    ]
+
+
+def _quantization_config(quantization: str, dtype: torch.dtype):
+    from transformers import BitsAndBytesConfig
+
+    if quantization == "8bit":
+        return BitsAndBytesConfig(load_in_8bit=True)
+    return BitsAndBytesConfig(
+        load_in_4bit=True,
+        bnb_4bit_quant_type="nf4",
+        bnb_4bit_use_double_quant=True,
+        bnb_4bit_compute_dtype=dtype,
+    )
+
+
+_prebuilt: dict[tuple[str, bool], tuple[tuple, object]] = {}
+_prebuilt_lock = threading.Lock()
+_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
+
+
+def _tokenizer_stamp(folder: Path) -> tuple:
+    """``(name, size, mtime_ns)`` of the files a tokenizer is built from (missing: -1)."""
+    stamp = []
+    for name in _TOKENIZER_FILES:
+        try:
+            st = (folder / name).stat()
+            stamp.append((name, st.st_size, st.st_mtime_ns))
+        except OSError:
+            stamp.append((name, -1, -1))
+    return tuple(stamp)
+
+
+def prebuild_tokenizer(settings: LoadSettings):
+    """Build the tokenizer of the model ``settings`` names now, for :func:`load_model` to take.
+
+    Building a fast tokenizer is one native call that holds the GIL (~100 ms for
+    the embedded model's 49K-token BPE); on the worker thread it stalls the
+    window's event loop. The app calls this before its window appears, for the
+    model it is about to load; :func:`load_model` takes the tokenizer when its
+    files have not changed since (size and modification time), else builds anew.
+
+    Args:
+        settings: The load about to happen.
+
+    Returns:
+        The tokenizer built, or ``None`` when the model is not ready on disk (not
+        converted yet, a hub id, an original ChatGLM folder) or its tokenizer
+        failed to build (:func:`load_model` then reports why).
+    """
+    folder = ready_folder(settings)
+    if folder is None:
+        return None
+    stamp = _tokenizer_stamp(folder)
+    try:
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=settings.trust_remote_code)
+    except Exception:  # a broken folder: the real load says why
+        return None
+    with _prebuilt_lock:
+        _prebuilt[(str(folder), settings.trust_remote_code)] = (stamp, tokenizer)
+    return tokenizer
+
+
+def _take_prebuilt(folder: Path | str, trust_remote_code: bool):
+    """The tokenizer :func:`prebuild_tokenizer` made for ``folder``, if still current (once)."""
+    with _prebuilt_lock:
+        entry = _prebuilt.pop((str(folder), trust_remote_code), None)
+    if entry is None or not isinstance(folder, Path) or entry[0] != _tokenizer_stamp(folder):
+        return None
+    return entry[1]
+
+
+def place(ready: ReadySource, settings: LoadSettings, device: str, dtype: torch.dtype) -> tuple:
+    """Load the weights onto ``device`` in ``dtype`` (or bitsandbytes' quantization).
+
+    Returns:
+        ``(model in eval mode, tokenizer)``.
+
+    Raises:
+        GlmdeskError: ``out_of_memory``, ``offline``, ``remote_code_required`` or
+            ``load_failed``, each with a sentence.
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    kwargs: dict = {"dtype": dtype, "trust_remote_code": settings.trust_remote_code}
+    if settings.quantization in BNB_QUANTIZATIONS:
+        kwargs["quantization_config"] = _quantization_config(settings.quantization, dtype)
+        kwargs["device_map"] = {"": device}
+    folder, tokenizer = ready.folder, ready.tokenizer
+    try:
+        if tokenizer is None:
+            tokenizer = _take_prebuilt(folder, settings.trust_remote_code)
+        if tokenizer is None:
+            tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=settings.trust_remote_code)
+        model = AutoModelForCausalLM.from_pretrained(folder, **kwargs)
+    except Exception as exc:
+        raise _placement_error(exc, ready, device) from exc
+    if settings.quantization not in BNB_QUANTIZATIONS:
+        model.to(device)
+    model.eval()
+    return model, tokenizer
+
+
+def _placement_error(exc: Exception, ready: ReadySource, device: str) -> GlmdeskError:
+    """The sentence for an exception from ``from_pretrained``."""
+    source = ready.source
+    if isinstance(exc, torch.OutOfMemoryError):
+        return GlmdeskError(
+            "out_of_memory",
+            f"There is not enough memory on {device} to load this model; try 4-bit quantization "
+            "or a smaller model.",
+            device=device,
+            stage="load",
+        )
+    if isinstance(exc, OSError) and source.kind == "hub":
+        return GlmdeskError(
+            "offline",
+            f"The model {source.location} could not be downloaded (no connection, or no such model on the hub).",
+            model=source.location,
+        )
+    text = str(exc)
+    if isinstance(exc, ValueError) and "trust_remote_code" in text:
+        return GlmdeskError(
+            "remote_code_required",
+            f"{source.location} needs its own Python code to run; allow it for this folder "
+            "only if you trust where it came from.",
+            path=str(source.location),
+        )
+    # transformers raises many types for broken folders
+    return GlmdeskError("load_failed", f"The model could not be loaded: {text}", detail=text)

@@ -1,0 +1,154 @@
+"""OpenAI response bodies and the server-sent event stream of one answer.
+
+Shapes follow OpenAI's chat completion, chat completion chunk and completion objects
+(vLLM returns the same): a stream sends the role first (chat), one delta per text
+piece, a last chunk with ``finish_reason``, optionally a usage chunk
+(``stream_options.include_usage``), then ``data: [DONE]``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+from glmdesk.engine.chunk import GenerationChunk
+from glmdesk.server.answer import AnswerRun, StopStrings
+from glmdesk.server.errors import from_engine
+
+
+@dataclass
+class Reply:
+    """What one response says about itself.
+
+    Attributes:
+        id: ``chatcmpl-...`` (chat) or ``cmpl-...`` (completion).
+        model: The model id.
+        chat: A chat completion (else a raw completion).
+        usage_chunk: Add a usage chunk at the end of a stream.
+        echo: A completion's text starts with its prompt (non-stream only here).
+        created: Unix time, in s.
+    """
+
+    id: str
+    model: str
+    chat: bool
+    usage_chunk: bool = False
+    echo: str = ""
+    created: int = field(default_factory=lambda: int(time.time()))
+
+    def _head(self, stream: bool) -> dict:
+        kind = ("chat.completion.chunk" if stream else "chat.completion") if self.chat else "text_completion"
+        return {"id": self.id, "object": kind, "created": self.created, "model": self.model}
+
+    def piece(self, text: str | None = None, finish: str | None = None, role: bool = False) -> dict:
+        """A stream chunk with one text piece and/or the finish reason."""
+        if self.chat:
+            delta: dict = {"role": "assistant", "content": ""} if role else {}
+            if text:
+                delta["content"] = text
+            choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+        else:
+            choice = {"index": 0, "text": text or "", "logprobs": None, "finish_reason": finish}
+        body = self._head(stream=True) | {"choices": [choice]}
+        if self.usage_chunk:
+            body["usage"] = None
+        return body
+
+    def usage_only(self, last: GenerationChunk) -> dict:
+        """The usage chunk (no choices)."""
+        return self._head(stream=True) | {"choices": [], "usage": usage(last)}
+
+    def whole(self, text: str, finish: str, last: GenerationChunk) -> dict:
+        """The non-stream response."""
+        if self.chat:
+            choice = {
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "logprobs": None,
+                "finish_reason": finish,
+            }
+        else:
+            choice = {"index": 0, "text": self.echo + text, "logprobs": None, "finish_reason": finish}
+        return self._head(stream=False) | {"choices": [choice], "usage": usage(last)}
+
+
+def usage(last: GenerationChunk) -> dict:
+    """OpenAI's ``usage`` from an answer's last chunk, in tokens."""
+    return {
+        "prompt_tokens": last.prompt_tokens,
+        "completion_tokens": last.n_generated,
+        "total_tokens": last.prompt_tokens + last.n_generated,
+    }
+
+
+def finish_reason(engine_reason: str | None) -> str:
+    """OpenAI's finish reason: ``length`` stays; everything else that ends an answer
+    without an error (a stop id, a stop string, Stop) is ``stop``."""
+    return "length" if engine_reason == "length" else "stop"
+
+
+def event(body: dict | str) -> str:
+    """One server-sent event (``data: ...`` and a blank line)."""
+    data = body if isinstance(body, str) else json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+    return f"data: {data}\n\n"
+
+
+@dataclass
+class Outcome:
+    """How an answer's text ended: its pieces so far, and the engine's last chunk."""
+
+    text: list[str] = field(default_factory=list)
+    last: GenerationChunk | None = None
+    finish: str = "stop"
+
+
+async def pieces(
+    run: AnswerRun, first: GenerationChunk, stops: StopStrings, out: Outcome
+) -> AsyncIterator[str]:
+    """The shown text pieces of ``run``, ``stop`` strings cut out; fills ``out``.
+
+    A stop string sets the run's stop event (the answer's thread ends within one token)
+    and ends the pieces with finish reason ``stop``.
+    """
+    chunk: GenerationChunk | None = first
+    while chunk is not None:
+        out.last = chunk
+        shown = stops.push(chunk.text)
+        if stops.stopped:
+            run.stop.set()
+            out.finish = "stop"
+            if shown:
+                yield shown
+            return
+        if chunk.finish_reason is not None:
+            shown += stops.flush() if chunk.finish_reason != "error" else ""
+            out.finish = finish_reason(chunk.finish_reason)
+            if shown:
+                yield shown
+            return
+        if shown:
+            yield shown
+        chunk = await run.next()
+
+
+async def sse(run: AnswerRun, first: GenerationChunk, stops: StopStrings, reply: Reply) -> AsyncIterator[str]:
+    """The event stream of one answer. Leaving early (the client went away) sets the
+    run's stop event, so the answer ends within one token."""
+    out = Outcome()
+    try:
+        if reply.chat:
+            yield event(reply.piece(role=True))
+        async for text in pieces(run, first, stops, out):
+            yield event(reply.piece(text))
+        last = out.last
+        if last is not None and last.finish_reason == "error":
+            yield event(from_engine(last.error).body())
+        else:
+            yield event(reply.piece(finish=out.finish))
+            if reply.usage_chunk and last is not None:
+                yield event(reply.usage_only(last))
+        yield event("[DONE]")
+    finally:
+        run.stop.set()

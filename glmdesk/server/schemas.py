@@ -1,0 +1,184 @@
+"""Request bodies of the OpenAI-compatible API (pydantic, unknown fields ignored) and
+their translation into glmdesk's :class:`~glmdesk.core.settings.SamplingParams`.
+
+Field names and meanings follow OpenAI's API reference and vLLM's extra sampling
+parameters (``top_k``, ``min_p``, ``repetition_penalty``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from glmdesk.core.messages import ChatMessage
+from glmdesk.core.settings import SamplingParams
+from glmdesk.server.errors import APIError
+
+#: At most this many stop strings per request (OpenAI allows 4; vLLM more).
+MAX_STOP_STRINGS = 16
+#: OpenAI's "developer" role is a system message for models that predate it.
+_ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class TextPart(_Body):
+    """One part of a message's content (only text parts exist here)."""
+
+    type: str
+    text: str | None = None
+
+
+class MessageIn(_Body):
+    """One chat message as clients send it."""
+
+    role: str
+    content: str | list[TextPart] | None = None
+
+
+class StreamOptions(_Body):
+    """``stream_options``: ``include_usage`` adds a last chunk with ``usage``."""
+
+    include_usage: bool = False
+
+
+class SamplingFields(_Body):
+    """The sampling fields both endpoints accept (``None``: the model family's default)."""
+
+    model: str | None = None
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    min_p: float | None = None
+    repetition_penalty: float | None = None
+    max_tokens: int | None = None
+    max_completion_tokens: int | None = None
+    stop: str | list[str] | None = None
+    seed: int | None = None
+    n: int | None = Field(default=1)
+
+
+class ChatRequest(SamplingFields):
+    """``POST /v1/chat/completions``."""
+
+    messages: list[MessageIn]
+
+
+class CompletionRequest(SamplingFields):
+    """``POST /v1/completions``."""
+
+    prompt: str | list[str]
+    echo: bool = False
+
+
+def chat_messages(body: ChatRequest) -> list[ChatMessage]:
+    """The request's messages as :class:`ChatMessage` values.
+
+    Raises:
+        APIError: 400 for an unknown role, non-text content, or a conversation that
+            does not end with a user message.
+    """
+    out: list[ChatMessage] = []
+    for i, message in enumerate(body.messages):
+        role = _ROLES.get(message.role)
+        if role is None:
+            raise APIError(
+                400,
+                f"messages[{i}] has the role {message.role!r}; this server takes system, user and assistant messages.",
+                f"messages[{i}].role",
+            )
+        content = message.content
+        if isinstance(content, list):
+            parts = []
+            for part in content:
+                if part.type != "text" or part.text is None:
+                    raise APIError(
+                        400,
+                        f"messages[{i}] has a {part.type!r} part; this model reads text only.",
+                        f"messages[{i}].content",
+                    )
+                parts.append(part.text)
+            content = "".join(parts)
+        out.append(ChatMessage(role, content or ""))
+    if not out:
+        raise APIError(400, "The request has no messages.", "messages")
+    if out[-1].role != "user":
+        raise APIError(400, "The last message must be the user's message to answer.", "messages")
+    return out
+
+
+def completion_prompt(body: CompletionRequest) -> str:
+    """The request's raw prompt.
+
+    Raises:
+        APIError: 400 for several prompts in one request or an empty prompt.
+    """
+    prompt = body.prompt
+    if isinstance(prompt, list):
+        if len(prompt) != 1:
+            raise APIError(
+                400, "Send one prompt per request (a list of several is not served here).", "prompt"
+            )
+        prompt = prompt[0]
+    if not prompt:
+        raise APIError(400, "The prompt is empty.", "prompt")
+    return prompt
+
+
+def stop_strings(body: SamplingFields) -> tuple[str, ...]:
+    """The ``stop`` strings (empty ones dropped).
+
+    Raises:
+        APIError: 400 for more than :data:`MAX_STOP_STRINGS`.
+    """
+    stop = body.stop
+    stops = (stop,) if isinstance(stop, str) else tuple(stop or ())
+    if len(stops) > MAX_STOP_STRINGS:
+        raise APIError(400, f"At most {MAX_STOP_STRINGS} stop strings are allowed, not {len(stops)}.", "stop")
+    return tuple(s for s in stops if s)
+
+
+def sampling_params(body: SamplingFields, base: SamplingParams, room: int | None) -> SamplingParams:
+    """The request's :class:`SamplingParams` over the model family's ``base``.
+
+    ``max_completion_tokens`` (or the older ``max_tokens``) is the answer's length limit;
+    without either, ``base.max_new_tokens``. It is capped to ``room``, the context
+    window left after the prompt, in tokens (the answer then ends with ``length``).
+    ``top_k`` of -1 (vLLM's "off") is 0 here.
+
+    Raises:
+        APIError: 400 with :class:`SamplingParams`' sentence and the field at fault.
+    """
+    if body.n not in (None, 1):
+        raise APIError(400, f"This server gives one answer per request (n=1), not n={body.n}.", "n")
+    limit = body.max_completion_tokens if body.max_completion_tokens is not None else body.max_tokens
+    fields = {
+        "temperature": body.temperature,
+        "top_p": body.top_p,
+        "top_k": 0 if body.top_k == -1 else body.top_k,
+        "min_p": body.min_p,
+        "repetition_penalty": body.repetition_penalty,
+        "max_new_tokens": limit,
+        "seed": body.seed,
+    }
+    given = {k: v for k, v in fields.items() if v is not None}
+    for name, value in given.items():  # one at a time, to name the field at fault
+        try:
+            replace(base, **{name: value})
+        except ValueError as exc:
+            param = "max_tokens" if name == "max_new_tokens" else name
+            raise APIError(400, str(exc), param, "invalid_value") from None
+    params = replace(base, **given)
+    if room is not None and params.max_new_tokens > room:
+        params = replace(params, max_new_tokens=room)
+    return params
+
+
+def wants_usage(body: SamplingFields) -> bool:
+    """True when a stream should end with a usage chunk."""
+    return bool(body.stream_options and body.stream_options.include_usage)

@@ -1,0 +1,105 @@
+"""Connects the session's tool calls to the Tools section and the chat's cards (GUI thread)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from PySide6.QtCore import QCoreApplication, QObject, Slot
+
+from glmdesk.core.errors import ErrorInfo
+from glmdesk.core.tools import ToolCall, ToolSet, ToolSettings
+from glmdesk.ui.messages import error_sentence
+from glmdesk.ui.tool_call_card import ToolCallCard
+
+
+def shown_text(message) -> str:
+    """A message's Markdown in the chat; a tool call (reopened from history) shows its
+    tool and arguments, or its code, as a code block."""
+    call = message.tool_call
+    if call is None:
+        return message.content
+    if call.kind == "interpreter":
+        label = QCoreApplication.translate("ToolCallCard", "Code interpreter")
+        block = f"```python\n{call.code}\n```"
+    else:
+        label = QCoreApplication.translate("ToolCallCard", "Tool call: {name}").format(name=call.name)
+        block = f"```json\n{call.arguments_json(indent=2)}\n```"
+    head = f"{message.content}\n\n" if message.content else ""
+    return f"{head}**{label}**\n\n{block}"
+
+
+class ToolController(QObject):
+    """Tools section -> session; session's calls -> cards; cards' buttons -> session.
+
+    Args:
+        session: The :class:`~glmdesk.ui.chat_session.ChatSession`.
+        chat_view: Where cards go.
+        panel: The sidebar's :class:`~glmdesk.ui.tools_panel.ToolsPanel`.
+        notice: The window's notice bar (notes about calls shown as text).
+        parent: The window.
+    """
+
+    def __init__(self, session, chat_view, panel, notice, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.session, self.chat_view, self.panel, self.notice = session, chat_view, panel, notice
+        self.card: ToolCallCard | None = None
+        panel.tools_changed.connect(self._on_tools_changed)
+        session.model_ready.connect(self._on_model_ready)
+        session.tool_call_requested.connect(self._on_tool_call_requested)
+        session.code_started.connect(self._on_code_started)
+        session.code_finished.connect(self._on_code_finished)
+        session.answer_finished.connect(self._on_answer_finished)
+        panel.set_available(False, self.tr("Load a model first."))
+
+    @Slot(object, object)
+    def _on_tools_changed(self, tools: ToolSet, settings: ToolSettings) -> None:
+        self.session.set_tools(
+            tools, dataclasses.replace(settings, memory_mib=self.session.tool_settings.memory_mib)
+        )
+
+    @Slot(object)
+    def _on_model_ready(self, info) -> None:
+        capabilities = self.session.capabilities
+        available = bool(capabilities is not None and capabilities.tool_calls)
+        reason = self.tr("{model} has no tool-call format (ChatGLM3 and GLM-4 have one).").format(
+            model=info.name
+        )
+        self.panel.set_available(available, reason)
+        self.session.set_tools(self.panel.toolset(), self.panel.tool_settings())
+
+    def _add_card(self, call: ToolCall, done: bool = False) -> ToolCallCard:
+        card = ToolCallCard(call)
+        self.chat_view.add_card(card)
+        if done:
+            card.set_done()
+        return card
+
+    @Slot(object)
+    def _on_tool_call_requested(self, call: ToolCall) -> None:
+        card = self._add_card(call)
+        card.result_submitted.connect(self.session.submit_tool_result)
+        card.declined.connect(self.session.decline_tool_call)
+        card.run_requested.connect(self.session.run_tool_code)
+        card.kill_requested.connect(self.session.kill_code)
+        self.card = card
+        self.chat_view.scroll_to_end()
+
+    @Slot()
+    def _on_code_started(self) -> None:
+        if self.card is not None:
+            self.card.set_running(True)
+
+    @Slot(object)
+    def _on_code_finished(self, result) -> None:
+        if self.card is None:
+            return
+        if isinstance(result, ErrorInfo):
+            self.card.set_running(False)
+            return
+        self.card.show_output(result.observation(), result.images)
+
+    @Slot(int, object)
+    def _on_answer_finished(self, _request_id: int, chunk) -> None:
+        notice = getattr(chunk, "notice", None)
+        if notice is not None:
+            self.notice.show_info(error_sentence(notice))

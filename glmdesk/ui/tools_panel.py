@@ -1,0 +1,127 @@
+"""The Tools section of a conversation: none, the code interpreter, or custom functions."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Signal, Slot
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFormLayout,
+    QGroupBox,
+    QLabel,
+    QPlainTextEdit,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from glmdesk.core.tools import ToolSet, ToolSettings, parse_functions
+
+#: Modes of the section, in the order of the combo box.
+MODES = ("none", "interpreter", "functions")
+
+
+class ToolsPanel(QGroupBox):
+    """Choose the tools the model may call in this conversation.
+
+    Signals:
+        tools_changed(ToolSet, ToolSettings): The tools offered (empty while the
+            functions do not validate) and how they run (rounds per message, the
+            interpreter's time limit, whether its code runs without asking).
+    """
+
+    tools_changed = Signal(object, object)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(self.tr("Tools"), parent)
+        self.mode = QComboBox()
+        self.mode.addItems([self.tr("None"), self.tr("Code interpreter"), self.tr("Custom functions")])
+        self.functions_edit = QPlainTextEdit()
+        self.functions_edit.setPlaceholderText(
+            self.tr("A JSON list of function definitions, each with a name, a description and parameters.")
+        )
+        self.functions_edit.setFixedHeight(110)
+        self.problems_label = QLabel()
+        self.problems_label.setWordWrap(True)
+        self.problems_label.setObjectName("tool_problems")
+        self.always_run = QCheckBox(self.tr("Always run code in this conversation"))
+        defaults = ToolSettings()
+        self.max_rounds = QSpinBox()
+        self.max_rounds.setRange(1, 50)
+        self.max_rounds.setValue(defaults.max_rounds)
+        self.timeout = QSpinBox()
+        self.timeout.setRange(1, 3600)
+        self.timeout.setSuffix(" s")
+        self.timeout.setValue(int(defaults.timeout_s))
+        limits = QFormLayout()
+        limits.addRow(self.tr("Tool calls per message"), self.max_rounds)
+        limits.addRow(self.tr("Code time limit"), self.timeout)
+        self.reason_label = QLabel()
+        self.reason_label.setWordWrap(True)
+        column = QVBoxLayout(self)
+        for widget in (
+            self.reason_label,
+            self.mode,
+            self.functions_edit,
+            self.problems_label,
+            self.always_run,
+        ):
+            column.addWidget(widget)
+        self.mode.currentIndexChanged.connect(self._on_edited)
+        self.functions_edit.textChanged.connect(self._on_edited)
+        self.always_run.toggled.connect(self._on_edited)
+        self.max_rounds.valueChanged.connect(self._on_edited)
+        self.timeout.valueChanged.connect(self._on_edited)
+        self._problems: list[str] = []
+        self._update()
+
+    def set_available(self, available: bool, reason: str = "") -> None:
+        """Grey the section out with ``reason`` for a model without a tool format."""
+        for widget in (self.mode, self.functions_edit, self.always_run, self.max_rounds, self.timeout):
+            widget.setEnabled(available)
+        self.reason_label.setText("" if available else reason)
+        self.reason_label.setVisible(not available and bool(reason))
+
+    def current_mode(self) -> str:
+        """``none``, ``interpreter`` or ``functions``."""
+        return MODES[self.mode.currentIndex()]
+
+    def set_mode(self, mode: str, functions_json: str = "") -> None:
+        """Show ``mode`` (and the custom functions' JSON)."""
+        self.functions_edit.setPlainText(functions_json)
+        self.mode.setCurrentIndex(MODES.index(mode))
+
+    def problems(self) -> list[str]:
+        """One sentence per problem of the custom functions (empty when they are fine)."""
+        return list(self._problems)
+
+    def toolset(self) -> ToolSet:
+        """The tools offered now (none while the custom functions have problems)."""
+        mode = self.current_mode()
+        if mode == "interpreter":
+            return ToolSet(interpreter=True)
+        if mode == "functions":
+            functions, problems = parse_functions(self.functions_edit.toPlainText())
+            return ToolSet(functions) if not problems else ToolSet()
+        return ToolSet()
+
+    def tool_settings(self) -> ToolSettings:
+        """Rounds per message, the code time limit and the always-run switch as set now."""
+        return ToolSettings(
+            max_rounds=self.max_rounds.value(),
+            timeout_s=float(self.timeout.value()),
+            always_run=self.always_run.isChecked(),
+        )
+
+    @Slot()
+    def _on_edited(self) -> None:
+        self._update()
+        self.tools_changed.emit(self.toolset(), self.tool_settings())
+
+    def _update(self) -> None:
+        mode = self.current_mode()
+        self.functions_edit.setVisible(mode == "functions")
+        self.always_run.setVisible(mode == "interpreter")
+        self._problems = parse_functions(self.functions_edit.toPlainText())[1] if mode == "functions" else []
+        self.problems_label.setText("\n".join(self._problems))
+        self.problems_label.setVisible(bool(self._problems))

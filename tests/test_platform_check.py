@@ -1,0 +1,55 @@
+"""scripts/run-app checks that Qt can open a window and says what to install (issue 19, item 7)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from glmdesk.platform_check import advice, check, debian_package, missing_libraries, plugin_files
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_library_names_become_the_debian_packages_that_ship_them():
+    assert debian_package("libxcb-icccm.so.4") == "libxcb-icccm4"
+    assert debian_package("libxcb-keysyms.so.1") == "libxcb-keysyms1"
+    assert debian_package("libxcb-cursor.so.0") == "libxcb-cursor0"
+    assert debian_package("libxkbcommon-x11.so.0") == "libxkbcommon-x11-0"
+    assert debian_package("libEGL.so.1") == "libegl1"
+    assert debian_package("libdbus-1.so.3") == "libdbus-1-3"
+
+
+def test_missing_libraries_give_the_exact_install_line():
+    text = advice(
+        134,
+        "qt.qpa.plugin: could not load xcb",
+        {"DISPLAY": ":0"},
+        ["libxcb-icccm.so.4", "libxcb-keysyms.so.1"],
+    )
+    assert "sudo apt-get install -y libxcb-icccm4 libxcb-keysyms1" in text
+    assert "libxcb-icccm.so.4" in text and "scripts/run-app chat" in text
+
+
+def test_no_display_suggests_xvfb_run_or_the_terminal():
+    text = advice(134, "could not connect to display", {}, [])
+    assert "xvfb-run scripts/run-app" in text and "scripts/run-app chat" in text
+
+
+def test_the_probe_passes_where_qt_can_start_and_fails_without_a_display():
+    assert check({**os.environ, "QT_QPA_PLATFORM": "offscreen"}) == (True, "")
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    ok, text = check(env)
+    assert not ok and "xvfb-run" in text
+    assert plugin_files() and missing_libraries() == []  # this machine has every library
+
+
+def test_the_module_runs_as_scripts_run_app_calls_it():
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    env["PYTHONPATH"] = str(REPO)
+    out = subprocess.run(
+        [sys.executable, "-m", "glmdesk.platform_check"], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 1 and "Traceback" not in out.stderr and "xvfb-run" in out.stderr
+    assert "glmdesk.platform_check" in (REPO / "scripts" / "run-app").read_text()

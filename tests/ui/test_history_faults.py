@@ -1,0 +1,111 @@
+"""History failures reach the window once, in its notice bar (issue 19, item 3).
+
+The real window and the real embedded model; the full disk is SQLite's own
+``SQLITE_FULL`` (``PRAGMA max_page_count``), the damage is zeroed pages of a real file.
+pytest-qt fails a test when a slot raises, so each passing test also shows that no
+traceback went to stderr.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from glmdesk.core import paths
+from glmdesk.core.errors import ErrorInfo
+from glmdesk.core.history import History
+from glmdesk.core.history_schema import DB_NAME
+from glmdesk.ui import history_controller
+from glmdesk.ui.history_controller import HistoryController
+from glmdesk.ui.history_panel import HistoryPanel
+from glmdesk.ui.messages import error_sentence
+from tests.core.test_history_faults import fill_disk, free_disk, make_real_history, zero_pages
+
+ANSWER_MS = 120_000
+
+
+@pytest.fixture
+def wired(window, tmp_path, monkeypatch):
+    monkeypatch.setattr(history_controller, "RETRY_MS", 200)
+    history = History(tmp_path / "history.sqlite3")
+    panel = HistoryPanel(history)
+    window.set_history_panel(panel)
+    controller = HistoryController(window.session, history, panel, window)
+    yield window, history, controller
+    controller.close()
+    history.close()
+
+
+def send(qtbot, window, text):
+    with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_MS) as blocker:
+        assert window.send_message(text)
+    return blocker.args[1]
+
+
+def count_notices(window) -> list[str]:
+    shown: list[str] = []
+    original = window.notice.show_error
+    window.notice.show_error = lambda text: (shown.append(text), original(text))
+    return shown
+
+
+def test_disk_full_mid_chat_keeps_the_answer_and_saves_it_when_space_returns(qtbot, wired):
+    window, history, controller = wired
+    window.sidebar.set_params(replace(window.sidebar.params(), max_new_tokens=6))
+    send(qtbot, window, "What is the capital of France?")
+    cid = controller.conversation_id
+    assert [m.role for m in history.messages(cid)] == ["user", "assistant"]
+    shown = count_notices(window)
+    fill_disk(history)
+    question = "Say hello. " + "Please answer briefly. " * 250  # more than a page: the file must grow
+    send(qtbot, window, question)
+    full = error_sentence(ErrorInfo("history_disk_full", "", {"path": str(history.path), "detail": ""}))
+    qtbot.waitUntil(lambda: window.notice.text() == full, timeout=5000)
+    assert shown == [full]  # once, in the window
+    assert [m.role for m in history.messages(cid)] == ["user", "assistant"]  # no half round
+    answer = window.state.messages[-1]
+    assert answer.role == "assistant" and answer.content  # still on screen
+    assert controller.pending_writes() == 1
+    free_disk(history)
+    qtbot.waitUntil(lambda: controller.pending_writes() == 0, timeout=5000)  # the retry timer
+    stored = history.messages(cid)
+    assert [(m.role, m.text) for m in stored[2:]] == [("user", question), ("assistant", answer.content)]
+    assert stored[3].complete and shown == [full]
+    qtbot.waitUntil(lambda: window.notice.kind == "info", timeout=5000)  # "saved again"
+    send(qtbot, window, "And Germany?")  # later rounds follow in order
+    assert [m.role for m in history.messages(cid)] == ["user", "assistant"] * 3
+
+
+def test_a_new_conversation_started_while_full_is_stored_whole_later(qtbot, wired):
+    window, history, controller = wired
+    window.sidebar.set_params(replace(window.sidebar.params(), max_new_tokens=4))
+    fill_disk(history)
+    send(qtbot, window, "What is the capital of France? " + "Answer briefly. " * 300)  # over a page
+    assert controller.conversation_id is None and history.count_conversations() == 0
+    with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_MS):
+        window.regenerate()  # replaces the unsaved answer, still unsaved
+    free_disk(history)
+    assert controller.retry_pending()
+    cid = controller.conversation_id
+    stored = history.messages(cid)
+    assert [m.role for m in stored] == ["user", "assistant"]
+    assert stored[1].text == window.state.messages[-1].content
+
+
+def test_damaged_history_at_start_is_set_aside_and_the_user_told(qtbot, make_window):
+    from glmdesk.ui.app import open_history
+
+    path = paths.data_dir() / DB_NAME
+    path.parent.mkdir(parents=True, exist_ok=True)
+    make_real_history(path)
+    zero_pages(path, [2, 3, 4])
+    window = make_window()
+    controller = open_history(window)
+    assert controller is not None
+    moved = controller.history.set_aside
+    assert moved is not None and moved.exists() and path.exists()
+    assert window.notice.kind == "error"
+    assert str(moved) in window.notice.text() and str(path) in window.notice.text()
+    assert controller.history.count_conversations() == 0
+    controller.history.close()

@@ -1,0 +1,69 @@
+"""Open model's engine choice for GGUF files (issue 17): the default with its reason,
+which options apply to which engine, and the llama.cpp options remembered."""
+
+from __future__ import annotations
+
+from glmdesk.core.settings import LoadSettings
+from glmdesk.engine.options import unavailable
+from glmdesk.ui.open_model_dialog import OpenModelDialog
+from glmdesk.ui.settings_store import SettingsStore
+
+LLAMA = {
+    "engine:llamacpp": None,
+    "llamacpp:gpu": unavailable("llamacpp:gpu", "no_gpu_offload", "no GPU offload (a CPU build)"),
+}
+
+
+def test_gguf_defaults_to_llama_cpp_with_the_reason(qtbot, tmp_path) -> None:
+    dialog = OpenModelDialog(LoadSettings(), LLAMA)
+    qtbot.addWidget(dialog)
+    assert dialog.effective_engine() == "llamacpp"
+    assert "Runs in llama.cpp" in dialog.engine_note.text() and "faster" in dialog.engine_note.text()
+    assert not dialog.quantization_combo.isEnabled() and not dialog.compile_check.isEnabled()
+    options = dialog.llama_options
+    assert options.ctx_spin.isEnabled() and options.batch_spin.isEnabled() and options.mmap_check.isEnabled()
+    assert not options.gpu_spin.isEnabled() and "CPU build" in options.gpu_spin.toolTip()
+    options.ctx_spin.setValue(4096)
+    options.batch_spin.setValue(256)
+    options.mmap_check.setChecked(False)
+    chosen = dialog.load_settings()
+    assert (chosen.engine, chosen.n_ctx, chosen.n_batch, chosen.use_mmap) == ("auto", 4096, 256, False)
+
+    dialog.engine_combo.setCurrentIndex(dialog.engine_combo.findData("transformers"))
+    assert dialog.quantization_combo.isEnabled() and not options.ctx_spin.isEnabled()
+    assert "Runs in transformers" in dialog.engine_note.text()
+
+    folder = tmp_path / "glm"
+    folder.mkdir()
+    dialog.engine_combo.setCurrentIndex(dialog.engine_combo.findData("llamacpp"))
+    dialog.model_edit.setText(str(folder))  # folders: transformers only
+    combo = dialog.engine_combo
+    assert not combo.model().item(combo.findData("llamacpp")).isEnabled()
+    assert combo.currentData() == "auto" and dialog.effective_engine() == "transformers"
+    assert "folders" in dialog.engine_note.text()
+
+
+def test_without_llama_cpp_gguf_runs_in_transformers_and_says_why(qtbot) -> None:
+    missing = {
+        key: unavailable(key, "llamacpp_missing", "not installed")
+        for key in ("engine:llamacpp", "llamacpp:gpu")
+    }
+    dialog = OpenModelDialog(LoadSettings(), missing)
+    qtbot.addWidget(dialog)
+    assert dialog.effective_engine() == "transformers" and "not installed" in dialog.engine_note.text()
+    assert dialog.quantization_combo.isEnabled() and not dialog.llama_options.ctx_spin.isEnabled()
+
+
+def test_llama_cpp_options_are_remembered(qtbot) -> None:
+    store = SettingsStore()
+    store.save_last_model(
+        LoadSettings(engine="llamacpp", n_ctx=2048, n_batch=128, use_mmap=False, n_gpu_layers=12)
+    )
+    again = store.last_model()
+    assert (again.engine, again.n_ctx, again.n_batch, again.use_mmap, again.n_gpu_layers) == (
+        "llamacpp",
+        2048,
+        128,
+        False,
+        12,
+    )

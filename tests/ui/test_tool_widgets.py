@@ -1,0 +1,110 @@
+"""The Tools section, the tool call card, and a tool call in the window (tiny GLM-4)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt
+
+from glmdesk.core.tools import INTERPRETER, ToolCall
+from glmdesk.ui.tool_call_card import ToolCallCard
+from glmdesk.ui.tools_panel import ToolsPanel
+
+_spec = importlib.util.spec_from_file_location(
+    "tool_models", Path(__file__).parents[1] / "engine" / "chatglm" / "tool_models.py"
+)
+tm = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(tm)
+
+WEATHER = (
+    '[{"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}]'
+)
+
+
+def test_tools_panel_validates_functions_with_a_sentence_each(qtbot):
+    panel = ToolsPanel()
+    qtbot.addWidget(panel)
+    seen = []
+    panel.tools_changed.connect(lambda tools, always: seen.append((tools, always)))
+    panel.set_mode("functions", '[{"name": "bad name"}, {"name": "python"}]')
+    assert len(panel.problems()) == 2 and not panel.toolset()
+    assert panel.problems_label.text().count("\n") == 1
+    panel.functions_edit.setPlainText(WEATHER)
+    assert panel.problems() == [] and [f.name for f in panel.toolset().functions] == ["get_weather"]
+    assert seen[-1][0] == panel.toolset()
+    panel.set_mode("interpreter")
+    assert panel.toolset().interpreter and not panel.always_run.isChecked()
+    panel.always_run.setChecked(True)
+    assert seen[-1][1].always_run is True
+    panel.max_rounds.setValue(3)
+    panel.timeout.setValue(10)
+    assert (seen[-1][1].max_rounds, seen[-1][1].timeout_s) == (3, 10.0)
+    panel.set_available(False, "This model has no tool-call format.")
+    assert not panel.mode.isEnabled() and panel.reason_label.text() == "This model has no tool-call format."
+
+
+def test_card_shows_the_call_and_the_users_choices(qtbot):
+    card = ToolCallCard(ToolCall("get_weather", {"city": "北京"}))
+    qtbot.addWidget(card)
+    assert '"city": "北京"' in card.arguments.toPlainText() and "get_weather" in card.title.text()
+    card.result_edit.setPlainText('{"t": 22}')
+    with qtbot.waitSignal(card.result_submitted, timeout=1000) as sent:
+        qtbot.mouseClick(card.send_button, Qt.MouseButton.LeftButton)
+    assert sent.args == ['{"t": 22}'] and card.send_button.isHidden()
+    code = ToolCallCard(ToolCall(INTERPRETER, {"code": "print(1)"}, kind="interpreter"))
+    qtbot.addWidget(code)
+    code.show()
+    assert code.arguments.toPlainText() == "print(1)" and code.run_button.isVisible()
+    code.set_running(True)
+    assert code.kill_button.isVisible() and not code.run_button.isVisible()
+    with qtbot.waitSignal(code.kill_requested, timeout=1000):
+        qtbot.mouseClick(code.kill_button, Qt.MouseButton.LeftButton)
+    code.show_output("1", (tm_png(),))
+    assert code.output.text() == "1" and code.images.count() == 1
+
+
+def tm_png() -> bytes:
+    from PySide6.QtCore import QBuffer, QByteArray, QIODevice
+    from PySide6.QtGui import QImage
+
+    image = QImage(4, 4, QImage.Format.Format_RGB32)
+    image.fill(0xFF0000)
+    data = QByteArray()
+    buffer = QBuffer(data)
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+    image.save(buffer, "PNG")
+    return bytes(data)
+
+
+def test_tools_are_greyed_out_for_a_model_without_a_tool_format(window):
+    panel = window.sidebar.tools_panel
+    assert not panel.mode.isEnabled() and "tool-call format" in panel.reason_label.text()
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    return tm.tiny_glm4(tm.write_glm4_tokenizer(tmp_path_factory.mktemp("glm4tok")))
+
+
+def test_a_call_shows_a_card_and_the_typed_result_continues_the_answer(qtbot, make_window, tiny):
+    ids = tiny.tokenizer.encode
+    obs, end = tiny.tokenizer.special_ids["<|observation|>"], tiny.tokenizer.special_ids["<|user|>"]
+    forcer = tm.ForceTokens(
+        [ids('get_weather\n{"city": "北京"}') + [obs], ids("\n") + ids("It is 22.") + [end]]
+    )
+    tiny.logits_processors = lambda: (forcer,)
+    window = make_window(tiny)
+    panel = window.sidebar.tools_panel
+    assert panel.mode.isEnabled()
+    panel.set_mode("functions", WEATHER)
+    with qtbot.waitSignal(window.session.tool_call_requested, timeout=30_000):
+        window.send_message("北京天气？")
+    card = window.chat_view.cards()[-1]
+    assert '"city": "北京"' in card.arguments.toPlainText()
+    assert all("get_weather\n" not in w.text() for w in window.chat_view.messages())  # no raw call text
+    card.result_edit.setPlainText('{"temperature": 22}')
+    with qtbot.waitSignal(window.session.answer_finished, timeout=30_000):
+        qtbot.mouseClick(card.send_button, Qt.MouseButton.LeftButton)
+    assert window.chat_view.messages()[-1].text() == "It is 22."
