@@ -1,4 +1,4 @@
-"""The sidebar as collapsible sections (Sampling, System prompt, KV cache, Model, Interface),
+"""The sidebar as collapsible sections (Sampling, System prompt, Tools, KV cache, Model, Interface),
 with the less used rows of Sampling and KV cache under an "Advanced" toggle.
 
 Applied to a built :class:`~glmdesk.ui.sidebar.Sidebar` by :func:`fold_sidebar`: each

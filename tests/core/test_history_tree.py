@@ -10,8 +10,10 @@ import pytest
 
 from glmdesk.core import history_schema
 from glmdesk.core.history import History
+from glmdesk.core.history_rounds import begin_round, save_round
 from glmdesk.core.history_schema import MIGRATIONS, SCHEMA_VERSION, connect, schema_version
 from glmdesk.core.history_types import GenerationStats
+from glmdesk.core.tools import ToolCall
 
 
 @pytest.fixture
@@ -261,3 +263,87 @@ def test_failed_branch_migration_leaves_the_previous_version(tmp_path: Path, mon
     assert schema_version(conn) == 3
     assert "parent_id" not in {row[1] for row in conn.execute("PRAGMA table_info(messages)")}
     conn.close()
+
+
+def test_a_schema_2_database_migrates_through_tools_and_branches(tmp_path: Path) -> None:
+    """The release before tool calls (schema 2) reaches the newest schema in one open."""
+    db = tmp_path / "v2.sqlite3"
+    conn = connect(db, target=2)
+    conn.execute("INSERT INTO conversations (id, title, created, updated) VALUES (1, 'old', 1, 1)")
+    for role, text in (("user", "一"), ("assistant", "二")):
+        conn.execute(
+            "INSERT INTO messages (conversation_id, role, text, created, updated) VALUES (1, ?, ?, 1, 1)",
+            (role, text),
+        )
+    conn.close()
+    with History(db) as h:
+        assert schema_version(h.connection) == SCHEMA_VERSION == 4
+        assert [(m.id, m.parent_id, m.kind) for m in h.messages(1)] == [(1, None, "text"), (2, 1, "text")]
+        call = h.add_tool_call(1, ToolCall("get_weather", {"city": "北京"}))
+        assert h.get_message(call).parent_id == 2 and h.active_leaf(1) == call
+
+
+def test_tool_messages_keep_their_branch_through_copy_and_export(history: History) -> None:
+    cid = history.create_conversation()
+    q = history.add_message(cid, "user", "Weather?")
+    call = history.add_tool_call(cid, ToolCall("get_weather", {"city": "北京"}))
+    obs = history.add_observation(cid, '{"temp": 22}', name="get_weather")
+    history.add_message(cid, "assistant", "22 度。", finish_reason="stop")
+    other = _answer(history, cid, "I cannot look that up.", parent_id=q)  # a version without the call
+    doc = json.loads(history.export_json(cid))
+    assert doc["version"] == 3
+    assert [(m["parent"], m.get("kind", "text")) for m in doc["messages"]] == [
+        (None, "text"), (0, "tool_call"), (1, "observation"), (2, "text"), (0, "text"),
+    ]  # fmt: skip
+    for copy in (history.import_json(json.dumps(doc)), history.duplicate_conversation(cid)):
+        assert [m.text for m in history.messages(copy)] == ["Weather?", "I cannot look that up."]
+        first = history.messages(copy)[0].id
+        history.switch_branch(history.siblings(history.messages(copy)[1].id)[0])
+        assert [(m.kind, m.tool_name) for m in history.messages(copy)] == [
+            ("text", ""), ("tool_call", ""), ("observation", "get_weather"), ("text", ""),
+        ]  # fmt: skip
+        assert history.messages(copy)[1].tool_call.arguments == {"city": "北京"}
+        assert history.messages(copy)[0].id == first
+    assert history.siblings(other) == (call, other) and history.get_message(obs).parent_id == call
+
+
+def test_a_version_2_export_with_tool_messages_is_read_as_one_branch(history: History) -> None:
+    """Exports of the release with tool calls (JSON version 2) have no ``parent``."""
+    call = {
+        "name": "get_weather",
+        "arguments": {"city": "北京"},
+        "raw": "",
+        "kind": "function",
+        "call_id": "",
+    }
+    doc = {
+        "format": "glmdesk-conversation",
+        "version": 2,
+        "conversation": {"title": "t", "created": 1, "updated": 1, "model": None},
+        "messages": [
+            {"role": "user", "text": "Weather?"},
+            {"role": "assistant", "text": "", "kind": "tool_call", "tool_call": call},
+            {"role": "observation", "text": "{}", "kind": "observation", "tool_name": "get_weather"},
+            {"role": "assistant", "text": "Sunny."},
+        ],
+    }
+    cid = history.import_json(json.dumps(doc))
+    stored = history.messages(cid)
+    assert [m.parent_id for m in stored] == [None, *(m.id for m in stored[:-1])]
+    assert [m.kind for m in stored] == ["text", "tool_call", "observation", "text"]
+    assert history.active_leaf(cid) == stored[-1].id
+
+
+def test_rounds_take_a_parent(history: History) -> None:
+    """An edited question (begin_round) and an answer stored whole later (save_round) become versions."""
+    cid, first = begin_round(history, None, "Hi")
+    history.finish_assistant_message(first, "Hello", "stop")
+    q = history.messages(cid)[0].id
+    _cid, edited = begin_round(history, cid, "Hi there", parent_id=None)  # the first message, edited
+    history.finish_assistant_message(edited, "Hello again", "stop")
+    q2 = history.get_message(edited).parent_id
+    assert history.siblings(q2) == (q, q2)
+    save_round(history, cid, None, "Hey", parent_id=q2)  # that answer, regenerated
+    hey = history.active_leaf(cid)
+    assert history.siblings(hey) == (edited, hey)
+    assert [m.text for m in history.messages(cid)] == ["Hi there", "Hey"]

@@ -145,13 +145,14 @@ def test_sidebar_sections_fold_and_advanced_rows_hide(qtbot) -> None:
     sidebar.resize(400, 700)
     sidebar.show()
     sections = sidebar.sections
-    headers = [sections[f"section{i}"].text() for i in range(5)]
-    assert headers == ["Sampling", "System prompt", "KV cache", "Model", "Interface"]
+    headers = [sections[f"section{i}"].text() for i in range(6)]
+    assert headers == ["Sampling", "System prompt", "Tools", "KV cache", "Model", "Interface"]
+    assert not sidebar.tools_panel.isVisible()  # closed at start, like every section but the first two
     assert sidebar.temperature.isVisible() and not sidebar.cache_combo.isVisible()
     assert not sidebar.min_p.isVisible() and not sidebar.seed.isVisible()
     sections["sampling_advanced"].click()
     assert sidebar.min_p.isVisible() and sidebar.seed.isVisible() and sidebar.repetition_penalty.isVisible()
-    sections["section2"].click()
+    sections["section3"].click()
     assert sidebar.cache_combo.isVisible() and not sidebar.budget_spin.isVisible()
     sections["cache_advanced"].click()
     assert sidebar.budget_spin.isVisible() and sidebar.sinks_spin.isVisible()
