@@ -43,14 +43,12 @@ from typing import Any
 
 from glmdesk.core import paths
 from glmdesk.core.history_errors import open_checked, storage_errors
-from glmdesk.core.history_io import parse_json, to_json, to_markdown
+from glmdesk.core.history_io import to_markdown
 from glmdesk.core.history_rows import (
     CONV_COLS,
-    COPY_COLS,
     MSG_COLS,
     STATS_ASSIGN,
     auto_title,
-    copy_params,
     db_role,
     kind_params,
     settings_json,
@@ -61,6 +59,7 @@ from glmdesk.core.history_rows import (
 from glmdesk.core.history_schema import DB_NAME, connect
 from glmdesk.core.history_search import search as _search
 from glmdesk.core.history_tools import ToolMessages
+from glmdesk.core.history_tree import ACTIVE, Branches
 from glmdesk.core.history_types import (
     Conversation,
     GenerationStats,
@@ -73,8 +72,11 @@ from glmdesk.core.text import storable_text
 from glmdesk.core.tools import ToolCall
 
 
-class History(ToolMessages):
+class History(Branches, ToolMessages):
     """The chat history database (see the module docstring for threads and call order).
+
+    Messages form a tree per conversation (branches; see :mod:`glmdesk.core.history_tree`):
+    a new message follows the branch on screen unless ``parent_id`` says otherwise.
 
     Args:
         path: Database file; ``None`` for ``paths.data_dir() / "history.sqlite3"``;
@@ -256,36 +258,6 @@ class History(ToolMessages):
         with self.transaction():
             return self._conn.execute(sql, params).rowcount
 
-    @storage_errors
-    def duplicate_conversation(self, conversation_id: int, title: str | None = None) -> int:
-        """Copy a conversation with all its messages; the copy is the newest.
-
-        Args:
-            conversation_id: Source.
-            title: Title of the copy; ``None`` keeps the source's.
-
-        Returns:
-            The new conversation's id.
-
-        Raises:
-            KeyError: for an unknown id.
-        """
-        source = self.get_conversation(conversation_id)
-        now = time.time()
-        with self.transaction():
-            new_id = int(
-                self._conn.execute(
-                    "INSERT INTO conversations (title, created, updated, model) VALUES (?, ?, ?, ?)",
-                    (source.title if title is None else storable_text(title), now, now, source.model),
-                ).lastrowid
-            )
-            self._conn.execute(
-                f"INSERT INTO messages (conversation_id, {COPY_COLS}) SELECT ?, {COPY_COLS} "
-                "FROM messages WHERE conversation_id = ? ORDER BY id",
-                (new_id, conversation_id),
-            )
-        return new_id
-
     def _update_conversation(self, assignment: str, params: tuple[Any, ...], conversation_id: int) -> None:
         cur = self._conn.execute(
             f"UPDATE conversations SET {assignment} WHERE id = ?", (*params, conversation_id)
@@ -305,8 +277,9 @@ class History(ToolMessages):
         settings: Any = None,
         finish_reason: str | None = None,
         stats: GenerationStats | None = None,
+        parent_id: Any = ACTIVE,
     ) -> int:
-        """Append a finished message and commit it; return its id.
+        """Append a finished message and commit it; return its id. It becomes the active leaf.
 
         The first user message of an untitled conversation becomes its title (first
         line, at most 60 characters).
@@ -322,9 +295,12 @@ class History(ToolMessages):
             finish_reason: For assistant messages, one of ``stop``, ``length``,
                 ``cancelled``, ``error``.
             stats: Generation statistics.
+            parent_id: The message it follows: :data:`ACTIVE` (the end of the branch on
+                screen), another message of the conversation (an edit makes a sibling of
+                the edited message), or ``None`` (a new first message).
 
         Raises:
-            KeyError: for an unknown conversation.
+            KeyError: for an unknown conversation or a parent not in it.
             ValueError: for an unknown role or finish reason.
             TypeError: for text that is not a ``str`` or settings that are not JSON.
         """
@@ -333,7 +309,14 @@ class History(ToolMessages):
         kind = "observation" if role == "observation" else "text"
         with self.transaction():
             mid = self._insert(
-                conversation_id, role, text, "complete", model, settings, kind_params(kind, None, "", None)
+                conversation_id,
+                role,
+                text,
+                "complete",
+                model,
+                settings,
+                kind_params(kind, None, "", None),
+                parent_id,
             )
             self._finish_fields(mid, finish_reason, stats)
             if role == "user":
@@ -345,16 +328,21 @@ class History(ToolMessages):
 
     @storage_errors
     def begin_assistant_message(
-        self, conversation_id: int, *, model: str | None = None, settings: Any = None
+        self, conversation_id: int, *, model: str | None = None, settings: Any = None, parent_id: Any = ACTIVE
     ) -> int:
         """Insert an empty ``partial`` assistant message, commit, and return its id.
 
+        ``parent_id`` as in :meth:`add_message`: Regenerate passes the user message, so
+        the new answer becomes a sibling of the earlier ones.
+
         Raises:
-            KeyError: for an unknown conversation.
+            KeyError: for an unknown conversation or a parent not in it.
             TypeError: for settings that are neither a dataclass nor a mapping.
         """
         with self.transaction():
-            return self._insert(conversation_id, "assistant", "", "partial", model, settings)
+            return self._insert(
+                conversation_id, "assistant", "", "partial", model, settings, parent_id=parent_id
+            )
 
     @storage_errors
     def checkpoint_partial(self, message_id: int, text: str) -> None:
@@ -426,19 +414,6 @@ class History(ToolMessages):
             )
 
     @storage_errors
-    def delete_message(self, message_id: int) -> None:
-        """Remove one message for good (Regenerate replaces the newest answer; an answer
-        stopped before its first token leaves nothing). Committed.
-
-        Raises:
-            KeyError: for an unknown message.
-        """
-        with self.transaction():
-            cur = self._conn.execute("DELETE FROM messages WHERE id = ?", (message_id,))
-            if cur.rowcount == 0:
-                raise KeyError(f"no message {message_id}")
-
-    @storage_errors
     def get_message(self, message_id: int) -> StoredMessage:
         """Return one message.
 
@@ -449,19 +424,6 @@ class History(ToolMessages):
         if row is None:
             raise KeyError(f"no message {message_id}")
         return to_message(row)
-
-    @storage_errors
-    def messages(self, conversation_id: int) -> list[StoredMessage]:
-        """Return a conversation's messages in order (partial ones included).
-
-        Raises:
-            KeyError: for an unknown conversation.
-        """
-        self.get_conversation(conversation_id)
-        rows = self._conn.execute(
-            f"SELECT {MSG_COLS} FROM messages WHERE conversation_id = ? ORDER BY id", (conversation_id,)
-        )
-        return [to_message(row) for row in rows]
 
     @storage_errors
     def chat_messages(self, conversation_id: int) -> list[ChatMessage]:
@@ -495,25 +457,28 @@ class History(ToolMessages):
         model: str | None,
         settings: Any,
         extra: tuple[Any, ...] = ("text", None, None),
+        parent_id: Any = ACTIVE,
     ) -> int:
         stored, raw = encode_text(text)
         now = time.time()
+        parent = self._parent_for(conversation_id, parent_id)
         try:
             cur = self._conn.execute(
                 "INSERT INTO messages (conversation_id, role, text, text_raw, created, updated, state, "
-                "model, settings, kind, tool, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "model, settings, kind, tool, data, parent_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     conversation_id, db_role(role, extra[0]), stored, raw, now, now, state, model,
-                    settings_json(settings), *extra,
+                    settings_json(settings), *extra, parent,
                 ),
             )  # fmt: skip
         except sqlite3.IntegrityError as exc:
             raise KeyError(f"no conversation {conversation_id}") from exc
+        mid = int(cur.lastrowid)
         self._conn.execute(
-            "UPDATE conversations SET updated = ?, model = coalesce(?, model) WHERE id = ?",
-            (now, model, conversation_id),
+            "UPDATE conversations SET updated = ?, model = coalesce(?, model), active_leaf = ? WHERE id = ?",
+            (now, model, mid, conversation_id),
         )
-        return int(cur.lastrowid)
+        return mid
 
     def _finish_fields(
         self, message_id: int, finish_reason: str | None, stats: GenerationStats | None
@@ -523,7 +488,7 @@ class History(ToolMessages):
         params = (*stats_params(finish_reason, stats), message_id)
         self._conn.execute(f"UPDATE messages SET {STATS_ASSIGN} WHERE id = ?", params)
 
-    # -- search, export, import --------------------------------------------------------
+    # -- search, Markdown export (JSON export and import: history_tree) ----------------
     @storage_errors
     def search(self, query: str, *, limit: int = 50, conversation_id: int | None = None) -> list[SearchHit]:
         """Full-text search over live conversations; see :mod:`glmdesk.core.history_search`.
@@ -535,7 +500,7 @@ class History(ToolMessages):
 
     @storage_errors
     def export_markdown(self, conversation_id: int, labels: Mapping[str, str] | None = None) -> str:
-        """Return the conversation as Markdown (also for the clipboard).
+        """Return the branch on screen as Markdown (also for the clipboard).
 
         Args:
             conversation_id: Conversation to export.
@@ -545,33 +510,3 @@ class History(ToolMessages):
             KeyError: for an unknown conversation.
         """
         return to_markdown(self.get_conversation(conversation_id), self.messages(conversation_id), labels)
-
-    @storage_errors
-    def export_json(self, conversation_id: int) -> str:
-        """Return the conversation as JSON with the settings per message (lossless).
-
-        Raises:
-            KeyError: for an unknown conversation.
-        """
-        return to_json(self.get_conversation(conversation_id), self.messages(conversation_id))
-
-    @storage_errors
-    def import_json(self, text: str) -> int:
-        """Add a conversation exported by :meth:`export_json`, in one transaction; return its id.
-
-        Raises:
-            ValueError: when ``text`` is not a glmdesk conversation export.
-        """
-        header, items = parse_json(text)
-        with self.transaction():
-            cid = int(
-                self._conn.execute(
-                    "INSERT INTO conversations (title, created, updated, model) VALUES (?, ?, ?, ?)",
-                    (storable_text(header["title"]), header["created"], header["updated"], header["model"]),
-                ).lastrowid
-            )
-            self._conn.executemany(
-                f"INSERT INTO messages (conversation_id, {COPY_COLS}) VALUES ({', '.join('?' * (COPY_COLS.count(',') + 2))})",
-                [(cid, *copy_params(item)) for item in items],
-            )
-        return cid

@@ -1,11 +1,11 @@
 """Export conversations as Markdown and JSON, and read the JSON back.
 
-JSON format (``"format": "glmdesk-conversation"``, ``"version": 2``; version 1 files,
-without tool messages, are read too)::
+JSON format (``"format": "glmdesk-conversation"``, ``"version": 3``)::
 
-    {"format": "glmdesk-conversation", "version": 1,
-     "conversation": {"title": str, "created": s, "updated": s, "model": str | null},
-     "messages": [{"role": str, "text": str, "created": s, "updated": s,
+    {"format": "glmdesk-conversation", "version": 3,
+     "conversation": {"title": str, "created": s, "updated": s, "model": str | null,
+                      "active": int | null},
+     "messages": [{"parent": int | null, "role": str, "text": str, "created": s, "updated": s,
                    "state": "partial" | "complete", "finish_reason": str | null,
                    "model": str | null, "settings": {...} | null,
                    "stats": {"ttft_s": s, "tokens_per_s": tokens/s, "n_tokens": int,
@@ -16,6 +16,13 @@ without tool messages, are read too)::
                    "tool_call": {"name", "arguments", "raw", "kind", "call_id"} (tool_call),
                    "tool_name": str (observation, image),
                    "image_b64": str, base64 of the PNG file (image)}]}
+
+Version 3 holds the whole tree of a conversation (see :mod:`glmdesk.core.history_tree`):
+messages are listed parents first; ``parent`` is the index in ``messages`` of the
+message each one follows (``null`` for a first message) and ``active`` the index of
+the last message of the branch on screen. Older files are still read: version 1 (no
+tool messages) and version 2 (tool messages) hold a single branch without ``parent``
+or ``active``, so each message follows the one before it.
 
 Times are seconds since the Unix epoch. Database ids are not exported, so
 ``export_json(import_json(x)) == x``. Lone surrogates are written as ``\\uXXXX``
@@ -50,7 +57,7 @@ from glmdesk.core.text import storable_text
 from glmdesk.core.tools import ToolCall
 
 FORMAT = "glmdesk-conversation"
-VERSION = 2
+VERSION = 3
 
 #: English labels used by :func:`to_markdown`; the UI passes translated ones.
 MARKDOWN_LABELS = {
@@ -123,9 +130,10 @@ def _markdown_body(message: StoredMessage, words: Mapping[str, str]) -> list[str
     return body
 
 
-def _message_json(message: StoredMessage) -> dict[str, Any]:
+def _message_json(message: StoredMessage, parent: int | None) -> dict[str, Any]:
     stats = message.stats
     item: dict[str, Any] = {
+        "parent": parent,
         "role": message.role,
         "text": message.text,
         "created": message.created,
@@ -150,8 +158,18 @@ def _message_json(message: StoredMessage) -> dict[str, Any]:
     return item
 
 
-def to_json(conversation: Conversation, messages: Sequence[StoredMessage]) -> str:
-    """Serialize a conversation losslessly (see the module docstring); returns valid UTF-8 text."""
+def to_json(
+    conversation: Conversation, messages: Sequence[StoredMessage], active_leaf: int | None = None
+) -> str:
+    """Serialize a conversation losslessly (see the module docstring); returns valid UTF-8 text.
+
+    Args:
+        conversation: Its header.
+        messages: Every message, parents before children (``parent_id`` links them;
+            a parent missing from ``messages`` makes a message a first one).
+        active_leaf: Id of the last message of the branch on screen, or ``None``.
+    """
+    index = {m.id: i for i, m in enumerate(messages)}
     document = {
         "format": FORMAT,
         "version": VERSION,
@@ -160,8 +178,9 @@ def to_json(conversation: Conversation, messages: Sequence[StoredMessage]) -> st
             "created": conversation.created,
             "updated": conversation.updated,
             "model": conversation.model,
+            "active": index.get(active_leaf) if active_leaf is not None else None,
         },
-        "messages": [_message_json(m) for m in messages],
+        "messages": [_message_json(m, index.get(m.parent_id)) for m in messages],
     }
     text = json.dumps(document, ensure_ascii=False, indent=1, allow_nan=False)
     # Raw surrogates can only sit inside JSON strings: escaping them keeps the JSON valid.
@@ -251,13 +270,14 @@ def parse_json(text: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Validate an exported conversation.
 
     Returns:
-        The conversation header (title, created, updated, model) and the messages
-        as dicts with the columns of :class:`StoredMessage` (``stats`` as a
-        :class:`GenerationStats`).
+        The conversation header (title, created, updated, model, ``active``: index of
+        the active leaf or ``None``) and the messages as dicts with the columns of
+        :class:`StoredMessage` (``stats`` as a :class:`GenerationStats`) and ``parent``
+        (index of an earlier message, or ``None``).
 
     Raises:
         ValueError: with a sentence saying what is wrong, for anything but a
-            conversation exported by glmdesk (JSON format version 1 or older).
+            conversation exported by glmdesk (JSON format version 1, 2 or 3).
     """
     try:
         document = json.loads(text.removeprefix("\ufeff"))  # a byte order mark read as text
@@ -267,7 +287,9 @@ def parse_json(text: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         raise ValueError("This file is not a conversation exported by glmdesk.")
     version = document.get("version")
     if not isinstance(version, int) or not 1 <= version <= VERSION:
-        raise ValueError(f"This conversation uses export format {version!r}; this glmdesk reads 1 and 2.")
+        raise ValueError(
+            f"This conversation uses export format {version!r}; this glmdesk reads 1 to {VERSION}."
+        )
     header = document.get("conversation")
     items = document.get("messages")
     if not isinstance(header, dict) or not isinstance(items, list):
@@ -279,7 +301,24 @@ def parse_json(text: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         "model": _optional_str(header.get("model"), "model"),
     }
     conv["updated"] = _number(header.get("updated"), "updated", conv["created"])
-    return conv, [_parse_message(i, item, now) for i, item in enumerate(items)]
+    messages = [_parse_message(i, item, now) for i, item in enumerate(items)]
+    single_branch = version < 3 and all("parent" not in item for item in items)
+    if single_branch:  # versions 1 and 2: each message follows the one before it
+        for i, message in enumerate(messages):
+            message["parent"] = i - 1 if i > 0 else None
+    default_active = len(messages) - 1 if messages else None
+    conv["active"] = _index(header.get("active", default_active), "The active message", len(messages))
+    if single_branch:
+        conv["active"] = default_active
+    return conv, messages
+
+
+def _index(value: Any, what: str, count: int) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < count:
+        raise ValueError(f"{what} refers to message {value!r}, which the file does not have.")
+    return value
 
 
 def _parse_message(index: int, item: Any, now: float) -> dict[str, Any]:
@@ -315,6 +354,7 @@ def _parse_message(index: int, item: Any, now: float) -> dict[str, Any]:
     created = _number(item.get("created"), "created", now)
     tool_fields = _parse_tool_fields(where, role, item)
     return tool_fields | {
+        "parent": _index(item.get("parent"), f"{where}'s parent", index),  # parents come first
         "role": role,
         "text": text,
         "created": created,

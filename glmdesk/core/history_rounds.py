@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from glmdesk.core.history import History
+from glmdesk.core.history_tree import ACTIVE
 from glmdesk.core.history_types import GenerationStats
 
 
@@ -26,6 +27,7 @@ def begin_round(
     *,
     model: str | None = None,
     settings: Any = None,
+    parent_id: Any = ACTIVE,
 ) -> tuple[int, int]:
     """Store the user's message and an empty ``partial`` answer in one transaction.
 
@@ -35,18 +37,20 @@ def begin_round(
         user_text: The user's message, verbatim.
         model: Model that will answer.
         settings: Sampling settings of the answer (dataclass or mapping).
+        parent_id: The message the question follows (see :meth:`History.add_message`;
+            an edited question is a sibling of the one it replaces).
 
     Returns:
         ``(conversation_id, assistant message id)``.
 
     Raises:
         HistoryError: when SQLite fails; nothing of the round is stored.
-        KeyError: for an unknown conversation.
+        KeyError: for an unknown conversation or a parent not in it.
     """
     with history.transaction():
         if conversation_id is None:
             conversation_id = history.create_conversation(model=model)
-        history.add_message(conversation_id, "user", user_text)
+        history.add_message(conversation_id, "user", user_text, parent_id=parent_id)
         mid = history.begin_assistant_message(conversation_id, model=model, settings=settings)
     return conversation_id, mid
 
@@ -61,6 +65,7 @@ def save_round(
     stats: GenerationStats | None = None,
     model: str | None = None,
     settings: Any = None,
+    parent_id: Any = ACTIVE,
 ) -> int:
     """Store a finished round in one transaction; return its conversation's id.
 
@@ -74,17 +79,20 @@ def save_round(
         stats: Generation statistics.
         model: Model that answered.
         settings: Sampling settings (dataclass or mapping).
+        parent_id: The message the first one stored follows (the question, or the
+            answer when ``user_text`` is ``None``; see :meth:`History.add_message`).
 
     Raises:
         HistoryError: when SQLite fails; nothing of the round is stored.
-        KeyError: for an unknown conversation.
+        KeyError: for an unknown conversation or a parent not in it.
         ValueError: for an unknown finish reason.
     """
     with history.transaction():
         if conversation_id is None:
             conversation_id = history.create_conversation(model=model)
         if user_text is not None:
-            history.add_message(conversation_id, "user", user_text)
+            history.add_message(conversation_id, "user", user_text, parent_id=parent_id)
+            parent_id = ACTIVE
         if answer:
             history.add_message(
                 conversation_id,
@@ -94,5 +102,6 @@ def save_round(
                 settings=settings,
                 finish_reason=finish_reason,
                 stats=stats,
+                parent_id=parent_id,
             )
     return conversation_id

@@ -20,10 +20,10 @@ from glmdesk.core.tools import ToolCall
 CONV_COLS = "id, title, created, updated, model, deleted"
 MSG_COLS = (
     "id, conversation_id, role, text, text_raw, created, updated, state, finish_reason, model, settings, "
-    "ttft_s, tokens_per_s, n_tokens, prompt_tokens, dropped_tokens, dropped_messages, kind, tool, data"
+    "ttft_s, tokens_per_s, n_tokens, prompt_tokens, dropped_tokens, dropped_messages, kind, tool, data, parent_id"
 )
-#: Every message column but ``id`` and ``conversation_id`` (copies and imports).
-COPY_COLS = MSG_COLS.split(", ", 2)[2]
+#: Every message column but ``id``, ``conversation_id`` and ``parent_id`` (copies and imports).
+COPY_COLS = MSG_COLS.split(", ", 2)[2].removesuffix(", parent_id")
 STATS_ASSIGN = (
     "finish_reason = ?, ttft_s = ?, tokens_per_s = ?, n_tokens = ?, prompt_tokens = ?, "
     "dropped_tokens = ?, dropped_messages = ?"
@@ -38,9 +38,24 @@ def to_conversation(row: tuple[Any, ...]) -> Conversation:
 
 def to_message(row: tuple[Any, ...]) -> StoredMessage:
     """Row of ``MSG_COLS`` -> :class:`StoredMessage` (exact text restored)."""
-    mid, cid, role, text, raw, created, updated, state, finish, model, settings, *stats, kind, tool, data = (
-        row
-    )
+    (
+        mid,
+        cid,
+        role,
+        text,
+        raw,
+        created,
+        updated,
+        state,
+        finish,
+        model,
+        settings,
+        *stats,
+        kind,
+        tool,
+        data,
+        parent,
+    ) = row
     settings_value = None if settings is None else json.loads(settings)
     stats_value = GenerationStats(*stats[:5], tuple(json.loads(stats[5] or "[]")))
     kind = kind or "text"
@@ -65,6 +80,7 @@ def to_message(row: tuple[Any, ...]) -> StoredMessage:
         call,
         name,
         None if data is None else bytes(data),
+        parent,
     )
 
 

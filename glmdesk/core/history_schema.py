@@ -105,8 +105,35 @@ def _v3_tool_messages(conn: sqlite3.Connection) -> None:
         conn.execute("ALTER TABLE messages ADD COLUMN data BLOB")  # PNG bytes of an image
 
 
+def _v4_branches(conn: sqlite3.Connection) -> None:
+    # Messages form a tree inside their conversation: each has a parent (NULL for a
+    # root), and the conversation remembers the leaf of the branch on screen. Earlier
+    # conversations become one branch: each message's parent is the one before it.
+    # Self-contained (columns added only when missing), so it composes with other
+    # migrations in any order. No foreign key on parent_id: history_tree keeps it
+    # consistent (a deleted message's children move up to its parent).
+    if "parent_id" not in _columns(conn, "messages"):
+        conn.execute("ALTER TABLE messages ADD COLUMN parent_id INTEGER")
+        conn.execute(
+            "UPDATE messages SET parent_id = (SELECT max(p.id) FROM messages p "
+            "WHERE p.conversation_id = messages.conversation_id AND p.id < messages.id)"
+        )
+    if "active_leaf" not in _columns(conn, "conversations"):
+        conn.execute("ALTER TABLE conversations ADD COLUMN active_leaf INTEGER")
+        conn.execute(
+            "UPDATE conversations SET active_leaf = "
+            "(SELECT max(id) FROM messages WHERE conversation_id = conversations.id)"
+        )
+    conn.execute("CREATE INDEX IF NOT EXISTS messages_parent ON messages (parent_id)")
+
+
 #: ``MIGRATIONS[i]`` upgrades a database from schema version ``i`` to ``i + 1``.
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1_tables, _v2_search, _v3_tool_messages]
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
+    _v1_tables,
+    _v2_search,
+    _v3_tool_messages,
+    _v4_branches,
+]
 
 #: The schema version this code writes.
 SCHEMA_VERSION = len(MIGRATIONS)

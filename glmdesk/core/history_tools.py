@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from glmdesk.core.history_errors import storage_errors
 from glmdesk.core.history_rows import kind_params
 from glmdesk.core.history_types import GenerationStats
 from glmdesk.core.tools import ToolCall
@@ -18,6 +19,7 @@ class ToolMessages:
     """The tool-message methods of :class:`~glmdesk.core.history.History` (needs its
     ``transaction``, ``_insert`` and ``_finish_fields``)."""
 
+    @storage_errors
     def add_tool_call(
         self,
         conversation_id: int,
@@ -44,6 +46,7 @@ class ToolMessages:
             self._finish_fields(mid, "tool_calls", stats)
         return mid
 
+    @storage_errors
     def add_observation(self, conversation_id: int, text: str, name: str = "") -> int:
         """Append a tool's result (the observation turn the answer continues from).
 
@@ -54,6 +57,7 @@ class ToolMessages:
             extra = kind_params("observation", None, name, None)
             return self._insert(conversation_id, "observation", text, "complete", None, None, extra)
 
+    @storage_errors
     def add_image(self, conversation_id: int, png: bytes, name: str = "", text: str = "") -> int:
         """Append an image a tool returned (PNG bytes, kept exactly).
 

@@ -150,6 +150,9 @@ class StoredMessage:
         tool_call: For kind ``tool_call``: the call (``text`` is what was shown before it).
         tool_name: For kinds ``observation`` and ``image``: the tool that returned it.
         image: For kind ``image``: the PNG file's bytes.
+        parent_id: The message this one answers or follows (``None`` for the first
+            message of a branch); messages with the same parent are siblings
+            (see :mod:`glmdesk.core.history_tree`).
     """
 
     id: int
@@ -167,6 +170,7 @@ class StoredMessage:
     tool_call: ToolCall | None = None
     tool_name: str = ""
     image: bytes | None = None
+    parent_id: int | None = None
 
     @property
     def complete(self) -> bool:

@@ -157,7 +157,9 @@ def converted_gguf_folder(
 
     Args:
         gguf_path: The ``.gguf`` file.
-        progress: Called as ``progress(stage, done, total)``.
+        progress: Called as ``progress(stage, done, total)``: ``("converting", 0, 0)``
+            when converting starts (its steps cannot be measured, so ``total`` is 0 and
+            the window shows a busy indicator with the time elapsed), ``(…, 1, 1)`` when done.
 
     Raises:
         GlmdeskError: what :func:`~glmdesk.engine.gguf_header.read_gguf_header` and
@@ -179,13 +181,20 @@ def converted_gguf_folder(
     with _convert_lock, FileLock(target.parent / f"{gguf_path.stem}.lock"):
         if (target / "config.json").is_file():
             return target
-        if progress:
-            progress("converting", 0, 1)
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        if progress:  # the steps below cannot be measured: total 0 shows a busy indicator
+            progress("converting", 0, 0)
+        from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
         try:
-            tokenizer = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
-            model = AutoModelForCausalLM.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
+            # Each step parses the GGUF file's metadata again (about 10 s for the embedded
+            # model on two busy cores); reading the configuration once saves one of them.
+            config = AutoConfig.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
+            tokenizer = AutoTokenizer.from_pretrained(
+                gguf_path.parent, gguf_file=gguf_path.name, config=config
+            )
+            model = AutoModelForCausalLM.from_pretrained(
+                gguf_path.parent, gguf_file=gguf_path.name, config=config
+            )
         except Exception as exc:  # the GGUF reader raises many types
             raise corrupt_weights(
                 gguf_path, f"{gguf_path.name} could not be read as a GGUF model ({exc})", exc

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from PySide6.QtCore import QCoreApplication, QSize, Qt
-from PySide6.QtGui import QIcon, QPixmap
+from PySide6.QtGui import QColor, QIcon, QPainter, QPixmap
 from PySide6.QtWidgets import QApplication, QSplashScreen
 
 from glmdesk import __version__
@@ -18,6 +18,8 @@ from glmdesk.ui.i18n import install_translators
 from glmdesk.ui.main_window import MainWindow
 from glmdesk.ui.messages import history_set_aside_sentence
 from glmdesk.ui.settings_store import APPLICATION, ORGANIZATION, SettingsStore
+from glmdesk.ui.theme import apply_interface_font
+from glmdesk.ui.window_menus import theme_controller
 
 
 def _app_icon() -> QIcon:
@@ -38,11 +40,14 @@ def startup_splash(icon: QIcon) -> QSplashScreen:
     Importing torch and transformers takes several seconds on a small machine;
     without it nothing appears between the double-click and the window.
     """
-    size = 256
-    pixmap = icon.pixmap(QSize(size, size))
-    if pixmap.isNull():
-        pixmap = QPixmap(size, size)
-        pixmap.fill(Qt.GlobalColor.darkGray)
+    size, caption = 256, 44  # the caption has its own band below the icon
+    icon_pixmap = icon.pixmap(QSize(size, size))
+    pixmap = QPixmap(size, size + caption)
+    pixmap.fill(QColor("#2b2d31"))
+    painter = QPainter(pixmap)
+    if not icon_pixmap.isNull():
+        painter.drawPixmap(0, 0, icon_pixmap)
+    painter.end()
     splash = QSplashScreen(pixmap)
     splash.setObjectName("startup_splash")
     splash.showMessage(
@@ -74,7 +79,9 @@ def open_history(window: MainWindow) -> HistoryController | None:
         window.notice.show_error(history_set_aside_sentence(str(history.path), str(history.set_aside)))
     panel = HistoryPanel(history)
     window.set_history_panel(panel)
-    return HistoryController(window.session, history, panel, window)
+    controller = HistoryController(window.session, history, panel, window)
+    window.branch_actions.controller = controller  # versions of messages are kept
+    return controller
 
 
 def run_app(argv: list[str]) -> int:
@@ -93,7 +100,9 @@ def run_app(argv: list[str]) -> int:
     app.setApplicationDisplayName("glmdesk")
     app.setDesktopFileName("glmdesk")
     app.setWindowIcon(_app_icon())
-    install_translators(app, SettingsStore().language())  # before any widget is built
+    language = install_translators(app, SettingsStore().language())  # before any widget is built
+    apply_interface_font(app, language)
+    theme_controller(SettingsStore())  # light or dark before the first paint
     splash = startup_splash(app.windowIcon())
     splash.show()
     app.processEvents()  # paint it before the blocking imports

@@ -64,6 +64,8 @@ class ChatSession(QObject):
         last_answer_removed(): Regenerate removed the newest answer.
         conversation_cleared(): New chat.
         conversation_replaced(list): The conversation was replaced (opened from history).
+        conversation_rewound(int): Messages from this index on left the conversation (an
+            edit or a regeneration of an earlier message makes a new branch from there).
         error_occurred(ErrorInfo): A failure outside a load or an answer.
         tool_call_requested(ToolCall): An answer ended with a call of an offered tool; it
             waits for :meth:`submit_tool_result`, :meth:`decline_tool_call` or (the
@@ -87,6 +89,7 @@ class ChatSession(QObject):
     last_answer_removed = Signal()
     conversation_cleared = Signal()
     conversation_replaced = Signal(object)
+    conversation_rewound = Signal(int)
     error_occurred = Signal(object)
     tool_call_requested = Signal(object)
     code_started = Signal()
@@ -462,6 +465,16 @@ class ChatSession(QObject):
         for message in shown:
             self.state.add(message, AnswerRecord("stop") if message.role == "assistant" else None)
         self.conversation_replaced.emit(shown)
+
+    def rewind(self, index: int) -> bool:
+        """Drop the messages from ``index`` on (then :meth:`send` an edited message, or
+        :meth:`regenerate` the answer); False while an answer is written or for a bad index."""
+        if self._current is not None or not 0 <= index < len(self.state):
+            return False
+        while len(self.state) > index:
+            self.state.pop()
+        self.conversation_rewound.emit(index)
+        return True
 
     # Closing ------------------------------------------------------------------------
     def is_closed(self) -> bool:

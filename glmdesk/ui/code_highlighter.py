@@ -60,6 +60,17 @@ def is_code_block(block) -> bool:
     return seen and block.textList() is None
 
 
+def highlight_colours(dark: bool) -> dict[str, str]:
+    """Keyword, string, number and comment colours (``#rrggbb``) for a light or dark code block.
+
+    Each reaches WCAG's 4.5:1 contrast against the theme's code background
+    (``glmdesk.ui.theme.LIGHT/DARK.code_background``), so comments stay readable too.
+    """
+    if dark:
+        return {"kw": "#d19cf0", "str": "#9fd47f", "num": "#e5a872", "com": "#9da3ad"}
+    return {"kw": "#8e1f8c", "str": "#2c6e2f", "num": "#8a5300", "com": "#5f6670"}
+
+
 class CodeHighlighter(QSyntaxHighlighter):
     """Highlights code blocks of a Markdown document.
 
@@ -74,13 +85,9 @@ class CodeHighlighter(QSyntaxHighlighter):
 
     def set_dark(self, dark: bool) -> None:
         """Switch colours for a dark or light background (call rehighlight after)."""
-        palette = (
-            {"kw": "#c678dd", "str": "#98c379", "num": "#d19a66", "com": "#7f848e"}
-            if dark
-            else {"kw": "#a626a4", "str": "#50a14f", "num": "#986801", "com": "#8e908c"}
-        )
+        self.dark = dark
         self._formats = {}
-        for name, colour in palette.items():
+        for name, colour in highlight_colours(dark).items():
             fmt = QTextCharFormat()
             fmt.setForeground(QColor(colour))
             if name == "kw":

@@ -23,6 +23,12 @@ write that failed (a full disk) waits in a queue, in order, and is retried every
 :data:`RETRY_MS` ms and before the next write; the window keeps showing the
 conversation meanwhile. A round whose start could not be stored is later stored
 whole (question and answer in one transaction), never the answer alone.
+
+Branches (:mod:`glmdesk.core.history_tree`): Regenerate, and an edit or regeneration
+of an earlier message (the session's ``conversation_rewound``), set an *anchor*: the
+next message saved goes under it, as a sibling of the one it replaces, instead of
+after the branch's end. Nothing is deleted and no conversation is copied. The
+conversation on screen is always the one highlighted in the panel.
 """
 
 from __future__ import annotations
@@ -37,7 +43,8 @@ from PySide6.QtCore import QObject, QTimer, Slot
 from glmdesk.core.history import History
 from glmdesk.core.history_errors import HistoryError
 from glmdesk.core.history_rounds import begin_round, save_round
-from glmdesk.core.history_types import GenerationStats
+from glmdesk.core.history_tree import ACTIVE
+from glmdesk.core.history_types import GenerationStats, StoredMessage
 from glmdesk.core.messages import ChatMessage
 from glmdesk.ui.messages import error_sentence
 
@@ -45,6 +52,17 @@ from glmdesk.ui.messages import error_sentence
 CHECKPOINT_S = 2.0
 #: Milliseconds between retries of writes that failed.
 RETRY_MS = 5000
+
+
+class _SiblingOfLastAnswer:
+    """Anchor after Regenerate: the parent of the branch's last answer, looked up when
+    the new answer is written (the old one may still wait in the retry queue)."""
+
+    def __repr__(self) -> str:
+        return "SIBLING_OF_LAST_ANSWER"
+
+
+SIBLING_OF_LAST_ANSWER: Any = _SiblingOfLastAnswer()
 
 
 @dataclasses.dataclass
@@ -60,6 +78,7 @@ class _Answer:
 
     conv: ConversationRef
     settings: dict[str, Any]
+    anchor: Any = ACTIVE  # parent of the first message of this round (see the module docstring)
     message_id: int | None = None  # the stored ``partial`` row, if its round began in the file
     unsaved_user: str | None = None  # the question, when the round could not begin in the file
     parts: list[str] = dataclasses.field(default_factory=list)
@@ -85,6 +104,7 @@ class HistoryController(QObject):
         self.history = history
         self.panel = panel
         self._conv = ConversationRef()
+        self._anchor: Any = ACTIVE  # parent of the next message saved (see the module docstring)
         self._answer: _Answer | None = None
         self._last_checkpoint = 0.0
         self._pending: list[Callable[[], None]] = []  # failed writes, oldest first
@@ -100,7 +120,9 @@ class HistoryController(QObject):
         session.answer_finished.connect(self._on_answer_finished)
         session.last_answer_removed.connect(self._on_last_answer_removed)
         session.conversation_cleared.connect(self._on_conversation_cleared)
+        session.conversation_rewound.connect(self._on_conversation_rewound)
         if panel is not None:
+            panel.search_result_selected.connect(self._on_search_result_selected)
             panel.conversation_selected.connect(self.open_conversation)
             panel.conversation_deleted.connect(self._on_conversation_deleted)
             panel.new_chat_requested.connect(self._on_new_chat_requested)
@@ -191,18 +213,94 @@ class HistoryController(QObject):
     def _refresh(self) -> None:
         if self.panel is not None:
             self.panel.refresh()
+            self.panel.highlight_conversation(self._conv.id)
+
+    def _take_anchor(self) -> Any:
+        anchor, self._anchor = self._anchor, ACTIVE
+        return anchor
+
+    def _parent(self, conversation_id: int | None, anchor: Any) -> Any:
+        """The stored parent an anchor stands for, when the write runs."""
+        if anchor is not SIBLING_OF_LAST_ANSWER:
+            return anchor
+        stored = self.history.messages(conversation_id) if conversation_id is not None else []
+        return stored[-1].parent_id if stored and stored[-1].role == "assistant" else ACTIVE
 
     @Slot(int)
     def open_conversation(self, conversation_id: int) -> None:
-        """Show a saved conversation; the next message continues it."""
+        """Show a saved conversation (its branch on screen); the next message continues it."""
         if conversation_id == self._conv.id and not self.session.is_streaming():
             return
+        self.reload(conversation_id)
+
+    def reload(self, conversation_id: int | None = None) -> bool:
+        """Show ``conversation_id`` (default: the open one) as stored, on its active branch."""
+        cid = self._conv.id if conversation_id is None else conversation_id
         loaded: list[list[ChatMessage]] = []
-        if not self._run(lambda: loaded.append(self.history.chat_messages(conversation_id))):
-            return
+        if cid is None or not self._run(lambda: loaded.append(self.history.chat_messages(cid))):
+            return False
         # The session stops (and we save) a running answer before switching.
-        self.session.show_conversation(loaded[0], key=("history", conversation_id))
-        self._conv = ConversationRef(conversation_id)
+        self.session.show_conversation(loaded[0], key=("history", cid))
+        if cid != self._conv.id:
+            self._conv = ConversationRef(cid)
+        self._anchor = ACTIVE
+        if self.panel is not None:
+            self.panel.highlight_conversation(cid)
+        return True
+
+    def shown_messages(self) -> list[tuple[StoredMessage, tuple[int, ...]]]:
+        """The stored messages on screen (as the chat shows them: no system messages, no
+        images, no empty answers), each with its siblings' ids; empty when not saved."""
+        cid = self._conv.id
+        loaded: list[list[tuple[StoredMessage, tuple[int, ...]]]] = []
+        if cid is None or not self._run(lambda: loaded.append(self.history.branch_with_siblings(cid))):
+            return []
+        return [
+            (m, s)
+            for m, s in loaded[0]
+            if m.role != "system"
+            and m.kind != "image"
+            and not (m.kind == "text" and m.role == "assistant" and m.text == "")
+        ]
+
+    def switch_sibling(self, index: int, step: int) -> bool:
+        """Show the previous (``step=-1``) or next (``+1``) version of the message at ``index``."""
+        shown = self.shown_messages()
+        if self.session.is_streaming() or self._pending or not 0 <= index < len(shown):
+            return False
+        message, siblings = shown[index]
+        position = siblings.index(message.id) + step
+        if not 0 <= position < len(siblings):
+            return False
+        if not self._run(lambda: self.history.switch_branch(siblings[position]), again=True):
+            return False
+        return self.reload()
+
+    def delete_at(self, index: int) -> bool:
+        """Delete the message at ``index`` for good (its replies move up) and show the result."""
+        shown = self.shown_messages()
+        if self.session.is_streaming() or self._pending or not 0 <= index < len(shown):
+            return False
+        if not self._run(lambda: self.history.delete_message(shown[index][0].id), again=True):
+            return False
+        self.reload()
+        self._refresh()
+        return True
+
+    @Slot(int)
+    def _on_conversation_rewound(self, index: int) -> None:
+        shown = self.shown_messages()
+        if 0 <= index < len(shown):
+            self._anchor = shown[index - 1][0].id if index > 0 else shown[0][0].parent_id
+
+    @Slot(int, int)
+    def _on_search_result_selected(self, conversation_id: int, message_id: int) -> None:
+        try:  # a hit on another branch opens that branch
+            if not self._run(lambda: self.history.switch_branch(message_id), again=True):
+                return
+        except KeyError:
+            return
+        self.reload(conversation_id)
 
     @Slot(int, object, object)
     def _on_message_added(self, _index: int, message: ChatMessage, record) -> None:
@@ -217,7 +315,8 @@ class HistoryController(QObject):
             return
         answer, self._answer = self._answer, None
         if answer is None:  # an answer the window added without starting it
-            self._queue(lambda conv=self._conv: self._save(conv, None, message.content, "stop", None, None))
+            conv, anchor = self._conv, self._take_anchor()
+            self._queue(lambda: self._save(conv, None, message.content, "stop", None, None, anchor))
             self._refresh()
             return
         stats = GenerationStats(
@@ -245,11 +344,13 @@ class HistoryController(QObject):
             )
         else:
             self._queue(
-                lambda: self._save(answer.conv, answer.unsaved_user, message.content, reason, stats, settings)
+                lambda: self._save(
+                    answer.conv, answer.unsaved_user, message.content, reason, stats, settings, answer.anchor
+                )
             )
         self._refresh()
 
-    def _save(self, conv: ConversationRef, user, text, reason, stats, settings) -> None:
+    def _save(self, conv: ConversationRef, user, text, reason, stats, settings, anchor=ACTIVE) -> None:
         conv.id = save_round(
             self.history,
             conv.id,
@@ -259,6 +360,7 @@ class HistoryController(QObject):
             stats=stats,
             model=self._model_name(),
             settings=settings,
+            parent_id=self._parent(conv.id, anchor),
         )
 
     @Slot(object, str)
@@ -277,18 +379,26 @@ class HistoryController(QObject):
 
     def _begin_answer(self, user: str | None) -> None:
         """Store the start of a round (``user``: its question) or of a new answer (``None``)."""
-        answer = _Answer(self._conv, dataclasses.asdict(self.session.params_box.get()))
+        answer = _Answer(self._conv, dataclasses.asdict(self.session.params_box.get()), self._take_anchor())
         self._answer = answer
         model = self._model_name()
 
         def begin() -> None:
             if user is None:
                 answer.message_id = self.history.begin_assistant_message(
-                    answer.conv.id, model=model, settings=answer.settings
+                    answer.conv.id,
+                    model=model,
+                    settings=answer.settings,
+                    parent_id=self._parent(answer.conv.id, answer.anchor),
                 )
                 return
             answer.conv.id, answer.message_id = begin_round(
-                self.history, answer.conv.id, user, model=model, settings=answer.settings
+                self.history,
+                answer.conv.id,
+                user,
+                model=model,
+                settings=answer.settings,
+                parent_id=self._parent(answer.conv.id, answer.anchor),
             )
 
         # Earlier rounds first; a round that cannot begin is stored whole when it ends.
@@ -323,31 +433,28 @@ class HistoryController(QObject):
             mid = answer.message_id
             self._queue(lambda: self.history.delete_message(mid))
         elif answer.unsaved_user is not None:
-            self._queue(lambda: self._save(answer.conv, answer.unsaved_user, None, "stop", None, None))
+            self._queue(
+                lambda: self._save(answer.conv, answer.unsaved_user, None, "stop", None, None, answer.anchor)
+            )
         self._refresh()
 
     @Slot()
     def _on_last_answer_removed(self) -> None:
-        conv = self._conv
-
-        def remove() -> None:
-            if conv.id is None:
-                return
-            stored = self.history.messages(conv.id)
-            if stored and stored[-1].role == "assistant":
-                self.history.delete_message(stored[-1].id)
-
-        self._queue(remove)
+        self._anchor = SIBLING_OF_LAST_ANSWER  # the new answer becomes the old one's sibling
 
     @Slot()
     def _on_conversation_cleared(self) -> None:
         self._conv = ConversationRef()
+        self._anchor = ACTIVE
+        if self.panel is not None:
+            self.panel.highlight_conversation(None)
 
     @Slot(int)
     def _on_conversation_deleted(self, conversation_id: int) -> None:
         if conversation_id == self._conv.id:
             self.session.new_chat()  # stops and saves a running answer first
             self._conv = ConversationRef()
+            self._anchor = ACTIVE
 
     @Slot()
     def _on_new_chat_requested(self) -> None:

@@ -28,6 +28,7 @@ from PySide6.QtGui import (
     QAction,
     QGuiApplication,
     QKeySequence,
+    QPalette,
 )
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -115,6 +116,9 @@ class HistoryPanel(QWidget):
         self.stack = QStackedWidget()
         self.stack.addWidget(self.list_view)
         self.stack.addWidget(self.results_view)
+        self.no_results_label = QLabel(wordWrap=True, objectName="no_results")
+        self.no_results_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+        self.no_results_label.hide()
         self.undo_label = QLabel()
         self.undo_button = QPushButton(self.tr("Undo"))
         self.undo_bar = QWidget()
@@ -130,6 +134,7 @@ class HistoryPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.addLayout(buttons)
         layout.addWidget(self.search_box)  # its own row: room for the placeholder
+        layout.addWidget(self.no_results_label)
         layout.addWidget(self.stack, 1)
         layout.addWidget(self.undo_bar)
 
@@ -198,6 +203,20 @@ class HistoryPanel(QWidget):
         row = self.model.row_of(conversation_id)
         self._set_current(row)
         return row >= 0
+
+    def highlight_conversation(self, conversation_id: int | None) -> None:
+        """Highlight the conversation on screen without opening it again (``None``: none)."""
+        if conversation_id == self.current_conversation_id():
+            return
+        self._quiet = True
+        try:
+            row = -1 if conversation_id is None else self.model.row_of(conversation_id)
+            if row < 0 and conversation_id is not None:  # saved since the list was loaded
+                self.model.reload()
+                row = self.model.row_of(conversation_id)
+            self._set_current(row)
+        finally:
+            self._quiet = False
 
     def _set_current(self, row: int) -> None:
         if row < 0:
@@ -435,11 +454,19 @@ class HistoryPanel(QWidget):
         if generation != self._search_generation:
             return  # a newer search is on its way
         self.results.set_hits(hits)
+        query = self.search_box.text().strip()
+        self.no_results_label.setText(
+            self.tr("No messages match \u201c{query}\u201d.").format(query=query)
+            if not hits and query
+            else ""
+        )
+        self.no_results_label.setVisible(not hits and bool(query))
         if self._announce_search:
             self._announce_search = False
             self.search_finished.emit(self.results.rowCount())
 
     def _show_list(self) -> None:
+        self.no_results_label.hide()
         self.stack.setCurrentWidget(self.list_view)
 
     def _on_hit_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:

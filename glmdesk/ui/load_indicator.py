@@ -1,8 +1,13 @@
-"""Loading progress in the status bar: the stage, a bar (busy when the size is unknown), Cancel."""
+"""Loading progress in the status bar: the stage, a bar (busy when the size is unknown), Cancel.
+
+A stage whose size is unknown (``total == 0``: the first conversion of a GGUF file,
+reading a hub model's metadata) shows a moving busy bar and the seconds elapsed,
+updated every second, so a long step never looks frozen.
+"""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Signal, Slot
+from PySide6.QtCore import QElapsedTimer, QTimer, Signal, Slot
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QWidget
 
 
@@ -31,6 +36,11 @@ class LoadIndicator(QWidget):
         layout.addWidget(self.bar)
         layout.addWidget(self.cancel_button)
         self.cancel_button.clicked.connect(self._on_cancel)
+        self._busy_text = ""
+        self._elapsed = QElapsedTimer()
+        self._ticker = QTimer(self)
+        self._ticker.setInterval(1000)
+        self._ticker.timeout.connect(self._show_elapsed)
         self.hide()
 
     def stage_text(self, stage: str) -> str:
@@ -49,14 +59,15 @@ class LoadIndicator(QWidget):
 
     def start(self, name: str) -> None:
         """Show the indicator for loading ``name``."""
-        self.stage_label.setText(self.tr("Loading {name}...").format(name=name))
-        self.bar.setRange(0, 0)
+        self._set_busy(self.tr("Loading {name}...").format(name=name))
         self.cancel_button.setEnabled(True)
         self.show()
 
     def update_progress(self, stage: str, done: int, total: int) -> None:
         """Show one progress report (``total == 0``: size unknown, the bar is busy)."""
         if total > 0:
+            self._ticker.stop()
+            self._busy_text = ""
             self.bar.setRange(0, total)
             self.bar.setValue(min(done, total))
             self.stage_label.setText(
@@ -64,16 +75,34 @@ class LoadIndicator(QWidget):
                     stage=self.stage_text(stage), done=done, total=total
                 )
             )
-        else:
-            self.bar.setRange(0, 0)
-            self.stage_label.setText(self.stage_text(stage))
+        elif self.stage_text(stage) != self._busy_text:
+            self._set_busy(self.stage_text(stage))
+
+    def _set_busy(self, text: str) -> None:
+        self._busy_text = text
+        self.bar.setRange(0, 0)  # Qt's busy indicator
+        self.stage_label.setText(text)
+        self._elapsed.start()
+        self._ticker.start()
+
+    @Slot()
+    def _show_elapsed(self) -> None:
+        seconds = self._elapsed.elapsed() // 1000
+        if self._busy_text and seconds >= 1:
+            self.stage_label.setText(
+                self.tr("{stage} ({seconds} s)").format(stage=self._busy_text, seconds=seconds)
+            )
 
     def finish(self) -> None:
         """Hide the indicator."""
+        self._ticker.stop()
+        self._busy_text = ""
         self.hide()
 
     @Slot()
     def _on_cancel(self) -> None:
+        self._ticker.stop()
+        self._busy_text = ""
         self.cancel_button.setEnabled(False)
         self.stage_label.setText(self.tr("Cancelling..."))
         self.cancel_requested.emit()

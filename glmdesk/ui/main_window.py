@@ -10,16 +10,18 @@ from __future__ import annotations
 import functools
 
 from PySide6.QtCore import QCoreApplication, Qt, Signal, Slot
-from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
+from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QMainWindow, QSplitter, QVBoxLayout, QWidget
 
 from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import FAMILY_DEFAULTS, LoadSettings, ParamsBox, SamplingParams, family_defaults
 from glmdesk.engine.memory import MIB, MemoryProbe
+from glmdesk.ui.answer_notes import AnswerNotes
+from glmdesk.ui.branch_actions import BranchActions
+from glmdesk.ui.chat_area import ChatArea
 from glmdesk.ui.chat_session import ChatSession
 from glmdesk.ui.chat_view import ChatView
-from glmdesk.ui.conversation import AnswerRecord
 from glmdesk.ui.input_box import InputBox
 from glmdesk.ui.memory_gauge import MemoryGauge
 from glmdesk.ui.messages import error_sentence, note_sentence
@@ -30,6 +32,7 @@ from glmdesk.ui.settings_store import SettingsStore
 from glmdesk.ui.sidebar import Sidebar
 from glmdesk.ui.status_bar import StatusBar
 from glmdesk.ui.tool_controller import ToolController, shown_text
+from glmdesk.ui.window_menus import ProductMenus
 
 
 def _shutdown_on_destroy(session, *_args) -> None:
@@ -86,7 +89,8 @@ class MainWindow(QMainWindow):
         self.sidebar.set_cache_settings(self.store.cache_settings())
         self.sidebar.set_language(self.store.language())
         self.sidebar.language_changed.connect(self._on_language_changed)
-        self._build_actions()
+        self.notes = AnswerNotes(self)
+        self.menus = ProductMenus(self)  # the actions and menus (File, Chat, View, Help)
         self._restore_geometry()
 
         if model is not None and backend is None:
@@ -103,6 +107,7 @@ class MainWindow(QMainWindow):
         self.serve.serving_failed.connect(self.status.showMessage)
         self.file_menu.insertAction(self.quit_action, self.serve.action)
         self.tools = ToolController(self.session, self.chat_view, self.sidebar.tools_panel, self.notice, self)
+        self.branch_actions = BranchActions(self)  # open_history gives it the history controller
         app = QCoreApplication.instance()
         if app is not None:
             app.aboutToQuit.connect(self.shutdown)
@@ -110,6 +115,7 @@ class MainWindow(QMainWindow):
 
     def _connect_session(self) -> None:
         session = self.session
+        self.chat_area.watch(session)  # first: the welcome knows the model before model_ready goes out
         for name in (
             "message_added",
             "last_answer_removed",
@@ -133,6 +139,7 @@ class MainWindow(QMainWindow):
         session.last_answer_removed.connect(self._on_last_answer_removed)
         session.conversation_replaced.connect(self._on_conversation_replaced)
         session.error_occurred.connect(self._on_error_occurred)
+        session.conversation_rewound.connect(self._on_conversation_rewound)
 
     # The session's state, for the history controller and tests -----------------------
     @property
@@ -174,7 +181,8 @@ class MainWindow(QMainWindow):
         column = QVBoxLayout(chat_column)
         column.setContentsMargins(0, 0, 0, 0)
         column.setSpacing(0)
-        column.addWidget(self.chat_view, 1)
+        self.chat_area = ChatArea(self.chat_view)  # the welcome while the chat is empty
+        column.addWidget(self.chat_area, 1)
         column.addWidget(self.notice)
         column.addWidget(self.input_box)
 
@@ -205,35 +213,8 @@ class MainWindow(QMainWindow):
         self.sidebar.cache_settings_changed.connect(self._on_cache_settings_changed)
         self.status.load_indicator.cancel_requested.connect(self.cancel_load)
         self.chat_view.message_copied.connect(self._on_message_copied)
-
-    def _build_actions(self) -> None:
-        def action(text: str, shortcut, slot) -> QAction:
-            act = QAction(text, self)
-            act.setShortcut(QKeySequence(shortcut))
-            act.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
-            act.triggered.connect(slot)
-            self.addAction(act)
-            return act
-
-        self.open_action = action(
-            self.tr("&Open model..."), QKeySequence.StandardKey.Open, self.open_model_dialog
-        )
-        self.new_chat_action = action(self.tr("&New chat"), QKeySequence.StandardKey.New, self.new_chat)
-        self.quit_action = action(self.tr("&Quit"), QKeySequence.StandardKey.Quit, self.close)
-        self.stop_action = action(self.tr("&Stop answer"), Qt.Key.Key_Escape, self.stop_answer)
-        self.regenerate_action = action(self.tr("&Regenerate last answer"), "Ctrl+R", self.regenerate)
-        self.copy_action = action(self.tr("&Copy last answer"), "Ctrl+Shift+C", self.copy_last_answer)
-        self.sidebar_action = action(self.tr("Show &settings"), "Ctrl+B", self._toggle_sidebar)
-        self.sidebar_action.setCheckable(True)
-        self.sidebar_action.setChecked(True)
-        menu = self.file_menu = self.menuBar().addMenu(self.tr("&File"))
-        for act in (self.open_action, self.new_chat_action, self.quit_action):
-            menu.addAction(act)
-        chat = self.menuBar().addMenu(self.tr("&Chat"))
-        for act in (self.stop_action, self.regenerate_action, self.copy_action):
-            chat.addAction(act)
-        view = self.menuBar().addMenu(self.tr("&View"))
-        view.addAction(self.sidebar_action)
+        self.chat_area.welcome.prompt_chosen.connect(self._on_example_chosen)
+        self.chat_area.welcome.open_model_requested.connect(self.open_model_dialog)
 
     def _restore_geometry(self) -> None:
         geometry = self.store.bytes_value("geometry")
@@ -278,7 +259,8 @@ class MainWindow(QMainWindow):
     @Slot()
     def open_model_dialog(self) -> None:
         """Ask for a model and load it."""
-        dialog = OpenModelDialog(self.load_settings or self.store.last_model(), self.availability, self)
+        current = self.load_settings or self.store.last_model()
+        dialog = OpenModelDialog(current, self.availability, self, self.store.recent_models())
         if dialog.exec() == OpenModelDialog.DialogCode.Accepted:
             self.load_model(dialog.load_settings())
 
@@ -366,8 +348,14 @@ class MainWindow(QMainWindow):
             self.chat_view.scroll_to_end()
             self.input_box.clear_text()
 
+    @Slot(str)
+    def _on_example_chosen(self, text: str) -> None:
+        if not self.send_message(text):
+            self.input_box.set_text(text)  # not ready yet: it waits in the input box
+
     @Slot(int)
     def _on_answer_started(self, _request_id: int) -> None:
+        self.status.reset_answer_figures()
         self.notice.dismiss()
         self.chat_view.begin_stream()
         self.input_box.set_streaming(True)
@@ -399,58 +387,24 @@ class MainWindow(QMainWindow):
         elif chunk is not None and 0 < chunk.reply_limit < self.params_box.get().max_new_tokens:
             # The prompt left less room than max new tokens: say what the reply could use.
             self.notice.show_info(
-                self.tr(
-                    "Only {tokens} tokens are left in the context window for this answer (max new tokens is {max})."
-                ).format(tokens=chunk.reply_limit, max=self.params_box.get().max_new_tokens)
+                self.notes.reply_limit(chunk.reply_limit, self.params_box.get().max_new_tokens)
             )
         if widget is not None:
             if text:
-                widget.set_stats(self._stats_text(record))
+                widget.set_stats(self.notes.stats_text(record))
             else:
                 self.chat_view.remove_last()  # nothing was written
                 if record.finish_reason == "cancelled":
                     self.status.showMessage(self.tr("Stopped before the first token."), 5000)
-        self._mark_dropped(record.dropped_messages)
+        self.notes.mark_dropped(self.chat_view, self.status, record.dropped_messages)
         if record.n_tokens:
             self.status.show_speed(record.ttft_s, record.tokens_per_s)
         self._update_actions()
 
-    def _stats_text(self, record: AnswerRecord) -> str:
-        reasons = {
-            "stop": "",
-            "length": self.tr("max tokens reached"),
-            "cancelled": self.tr("stopped"),
-            "error": self.tr("failed"),
-        }
-        stats = self.tr("{tokens} tokens, {rate} tokens/s, first token after {ttft} s").format(
-            tokens=record.n_tokens, rate=f"{record.tokens_per_s:.1f}", ttft=f"{record.ttft_s:.2f}"
-        )
-        reason = reasons.get(record.finish_reason, "")
-        return self.tr("{stats} ({reason})").format(stats=stats, reason=reason) if reason else stats
-
-    def _mark_dropped(self, dropped: tuple[int, ...]) -> None:
-        widgets = self.chat_view.messages()
-        for index, widget in enumerate(widgets):
-            if index in dropped:
-                widget.set_note(
-                    self.tr(
-                        "Left out of the model's context: the conversation is longer than the context window."
-                    )
-                )
-        if dropped:
-            self.status.showMessage(
-                self.tr("{count} earlier messages were left out of the context.").format(count=len(dropped)),
-                8000,
-            )
-
     # Chat actions ------------------------------------------------------------------
-    def show_conversation(self, messages: list[ChatMessage]) -> None:
-        """Replace the open conversation with ``messages`` (from the history).
-
-        An answer being written is stopped first and kept in the conversation it
-        belongs to. The next message continues the shown conversation.
-        """
-        self.session.show_conversation(messages)
+    def show_conversation(self, messages: list[ChatMessage], key: object = None) -> None:
+        """Replace the open conversation with ``messages`` (see :meth:`ChatSession.show_conversation`)."""
+        self.session.show_conversation(messages, key)
 
     @Slot(object)
     def _on_conversation_replaced(self, messages: list) -> None:
@@ -475,8 +429,14 @@ class MainWindow(QMainWindow):
         """Start an empty conversation (an answer being written is stopped and kept)."""
         self.session.new_chat()
 
+    @Slot(int)
+    def _on_conversation_rewound(self, index: int) -> None:
+        while len(self.chat_view.messages()) > index:
+            self.chat_view.remove_last()
+
     @Slot()
     def _on_conversation_cleared(self) -> None:
+        self.status.reset_answer_figures()
         self.chat_view.clear()
         self.notice.dismiss()
         self._update_actions()
@@ -495,7 +455,8 @@ class MainWindow(QMainWindow):
         self.status.showMessage(self.tr("Message copied."), 3000)
 
     @Slot()
-    def _toggle_sidebar(self) -> None:
+    def toggle_sidebar(self) -> None:
+        """Show or hide the sidebar (View -> Show settings)."""
         side = self.splitter.widget(2)
         side.setVisible(not side.isVisible())
         self.sidebar_action.setChecked(side.isVisible())

@@ -1,4 +1,5 @@
-"""Live memory gauge: used / total, split into weights, KV cache and other, with a one-minute plot.
+"""Live memory gauge: used / total, split into weights, KV cache and other, with a one-minute
+plot (MiB/GiB scale, time axis, values on hover).
 
 Readings come from :class:`glmdesk.engine.memory.MemoryProbe` (NVML on NVIDIA
 machines, this process's memory otherwise) every :data:`POLL_INTERVAL_MS`. NVML is
@@ -8,13 +9,14 @@ for it; afterwards one poll costs well under a millisecond on the GUI thread.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections import deque
 
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt, QTimer, Slot
 from PySide6.QtGui import QColor, QPainter, QPainterPath, QPalette, QPen
-from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QLabel, QSizePolicy, QToolTip, QVBoxLayout, QWidget
 
 from glmdesk.engine.memory import MemoryProbe, MemoryReading
 
@@ -31,39 +33,143 @@ def _mib_text(mib: float) -> str:
     return f"{mib:.0f} MiB"
 
 
+def scale_step(top_mib: float, lines: int = 3) -> float:
+    """Spacing of the plot's horizontal lines, in MiB: 1, 2 or 5 times a power of two's
+    MiB or GiB unit, so that about ``lines`` lines cover ``top_mib``.
+
+    Args:
+        top_mib: The largest value to show, in MiB (0 or less counts as 1).
+        lines: Lines wanted above zero.
+    """
+    raw = max(top_mib, 1.0) / max(lines, 1)
+    unit = 1024.0 if raw >= 512 else 1.0
+    value = raw / unit
+    power = 10 ** math.floor(math.log10(value))
+    for factor in (1, 2, 5, 10):
+        if factor * power >= value:
+            return factor * power * unit
+    return 10 * power * unit  # pragma: no cover - the loop always returns
+
+
 class _Plot(QWidget):
-    """Stacked area plot of the last minute: weights, KV cache, other."""
+    """Stacked area plot of the last minute (weights, KV cache, other) with a MiB/GiB scale
+    on the left, a time axis below, and the values under the mouse in a tool tip."""
+
+    LEFT = 52  # px for the scale's labels
+    BOTTOM = 14  # px for the time axis
 
     def __init__(self, gauge: MemoryGauge) -> None:
         super().__init__(gauge)
         self._gauge = gauge
-        self.setMinimumHeight(48)
+        self.hover_index: int | None = None
+        self.setMinimumHeight(84)
+        self.setMouseTracking(True)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
 
     def sizeHint(self) -> QSize:  # noqa: N802 (Qt override)
-        return QSize(200, 56)
+        return QSize(220, 92)
+
+    def _area(self) -> QRectF:
+        return QRectF(self.rect()).adjusted(self.LEFT + 0.5, 4.5, -4.5, -self.BOTTOM - 0.5)
+
+    def _step(self) -> float:
+        area = self._area()
+        capacity = HISTORY_SECONDS * 1000 // POLL_INTERVAL_MS
+        return area.width() / max(capacity - 1, 1)
+
+    def top_mib(self) -> tuple[float, float]:
+        """The plot's top value and its line spacing, in MiB."""
+        samples = self._gauge.history
+        if not samples:
+            return 1024.0, 512.0
+        if samples[-1].source == "gpu":
+            top = max(samples[-1].total_mib, 1.0)
+            return top, scale_step(top)
+        top = max(max(s.used_mib, s.weights_mib + s.kv_mib) for s in samples) * 1.05
+        step = scale_step(top)
+        return math.ceil(top / step) * step, step
+
+    def sample_index_at(self, x: float) -> int | None:
+        """Index into the gauge's history of the sample drawn nearest to ``x`` (px), or ``None``."""
+        samples = self._gauge.history
+        area = self._area()
+        if not samples or not area.left() - 2 <= x <= area.right() + 2:
+            return None
+        step = self._step()
+        offset = round((area.right() - x) / step) if step > 0 else 0
+        index = len(samples) - 1 - offset
+        return index if 0 <= index < len(samples) else None
+
+    def tooltip_text(self, index: int) -> str:
+        """The values of sample ``index`` in words."""
+        sample = self._gauge.history[index]
+        ago = (len(self._gauge.history) - 1 - index) * POLL_INTERVAL_MS / 1000
+        when = self.tr("now") if ago < 0.5 else self.tr("{seconds} s ago").format(seconds=f"{ago:.0f}")
+        return self.tr("{when}\nused {used}\nweights {weights}\nKV cache {kv}\nother {other}").format(
+            when=when,
+            used=_mib_text(sample.used_mib),
+            weights=_mib_text(sample.weights_mib),
+            kv=_mib_text(sample.kv_mib),
+            other=_mib_text(sample.other_mib),
+        )
+
+    def mouseMoveEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        index = self.sample_index_at(event.position().x())
+        self.hover_index = index
+        if index is None:
+            QToolTip.hideText()
+        else:
+            QToolTip.showText(event.globalPosition().toPoint(), self.tooltip_text(index), self)
+        self.update()
+
+    def leaveEvent(self, _event) -> None:  # noqa: N802 (Qt override)
+        self.hover_index = None
+        self.update()
 
     def paintEvent(self, _event) -> None:  # noqa: N802 (Qt override)
         samples = self._gauge.history
         painter = QPainter(self)
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        rect = QRectF(self.rect()).adjusted(0.5, 0.5, -0.5, -0.5)
+        rect = self._area()
         palette = self.palette()
+        quiet = palette.color(QPalette.ColorRole.PlaceholderText)
         painter.fillRect(rect, palette.color(QPalette.ColorRole.Base))
-        painter.setPen(QPen(palette.color(QPalette.ColorRole.Mid), 1))
-        painter.drawRect(rect)
-        if not samples:
-            return
-        top = max(max(s.used_mib, s.weights_mib + s.kv_mib) for s in samples) * 1.1 or 1.0
-        if samples[-1].source == "gpu":
-            top = max(samples[-1].total_mib, 1.0)
-        capacity = HISTORY_SECONDS * 1000 // POLL_INTERVAL_MS
-        step = rect.width() / max(capacity - 1, 1)
-        x0 = rect.right() - step * (len(samples) - 1)
+        top, step = self.top_mib()
 
         def y(value: float) -> float:
             return rect.bottom() - min(value / top, 1.0) * rect.height()
 
+        self._draw_axes(painter, rect, top, step, y, quiet)
+        if samples:
+            self._draw_bands(painter, rect, samples, y)
+        painter.setPen(QPen(palette.color(QPalette.ColorRole.Mid), 1))
+        painter.drawRect(rect)
+
+    def _draw_axes(self, painter: QPainter, rect: QRectF, top: float, step: float, y, quiet) -> None:
+        font = painter.font()
+        font.setPointSizeF(max(6.0, font.pointSizeF() * 0.8))
+        painter.setFont(font)
+        grid = QColor(quiet)
+        grid.setAlpha(70)
+        value = 0.0
+        while value <= top + 1e-6:
+            level = y(value)
+            painter.setPen(QPen(grid, 1, Qt.PenStyle.DotLine))
+            painter.drawLine(QPointF(rect.left(), level), QPointF(rect.right(), level))
+            painter.setPen(quiet)
+            label = QRectF(0, level - 8, self.LEFT - 4, 16)
+            painter.drawText(
+                label, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, _mib_text(value)
+            )
+            value += step
+        below = QRectF(rect.left(), rect.bottom() + 1, rect.width(), self.BOTTOM)
+        painter.drawText(below, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop, self.tr("-60 s"))
+        painter.drawText(below, Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop, self.tr("-30 s"))
+        painter.drawText(below, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignTop, self.tr("now"))
+
+    def _draw_bands(self, painter: QPainter, rect: QRectF, samples, y) -> None:
+        step = self._step()
+        x0 = rect.right() - step * (len(samples) - 1)
         # Stacked bands, bottom to top: weights, KV cache, other (up to "used").
         bands = (
             (lambda s: 0.0, lambda s: s.weights_mib, WEIGHTS_COLOUR),
@@ -83,6 +189,10 @@ class _Plot(QWidget):
                 path.lineTo(QPointF(x, y(low(sample))))
             path.closeSubpath()
             painter.fillPath(path, colour)
+        if self.hover_index is not None and self.hover_index < len(xs):
+            painter.setPen(QPen(self.palette().color(QPalette.ColorRole.Text), 1))
+            x = xs[self.hover_index]
+            painter.drawLine(QPointF(x, rect.top()), QPointF(x, rect.bottom()))
 
 
 class MemoryGauge(QWidget):

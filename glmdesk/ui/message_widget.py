@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal, Slot
-from PySide6.QtGui import QGuiApplication, QPalette
+from PySide6.QtGui import QColor, QGuiApplication, QPalette
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton, QVBoxLayout, QWidget
 
 from glmdesk.ui.long_markdown import SegmentedMarkdownView
 from glmdesk.ui.markdown_view import is_dark
+from glmdesk.ui.theme import theme_colours
 
 
 class MessageWidget(QFrame):
@@ -100,13 +101,9 @@ class MessageWidget(QFrame):
 
     def _apply_colours(self) -> None:
         palette = self.palette()
-        base = QGuiApplication.palette().color(QPalette.ColorRole.Base)
-        dark = is_dark(QGuiApplication.palette())
-        if self.role == "user":
-            colour = base.lighter(125) if dark else base.darker(104)
-        else:
-            colour = base
-        palette.setColor(QPalette.ColorRole.Window, colour)
+        colours = theme_colours("dark" if is_dark(QGuiApplication.palette()) else "light")
+        colour = colours.user_bubble if self.role == "user" else colours.assistant_bubble
+        palette.setColor(QPalette.ColorRole.Window, QColor(colour))
         self.setPalette(palette)
 
     def text(self) -> str:

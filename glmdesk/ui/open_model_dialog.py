@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from PySide6.QtCore import Slot
+from PySide6.QtCore import Qt, Slot
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -39,6 +39,7 @@ from glmdesk.core.settings import CPU_ONLY_QUANTIZATIONS, DEVICES, PRECISIONS, Q
 from glmdesk.engine.backends import is_gguf_model
 from glmdesk.ui.llamacpp_options import LlamaCppOptions
 from glmdesk.ui.messages import option_reason
+from glmdesk.ui.recent_models import recent_label
 from glmdesk.ui.remote_server_box import RemoteServerBox
 
 
@@ -50,6 +51,8 @@ class OpenModelDialog(QDialog):
         availability: ``{"quantization:4bit": None or ErrorInfo, ...}``
             (:func:`glmdesk.engine.options.option_availability`).
         parent: Parent widget.
+        recent: Models loaded lately, newest first (``None``: the embedded model),
+            offered in a "Recent" list that fills in the model.
     """
 
     def __init__(
@@ -57,6 +60,7 @@ class OpenModelDialog(QDialog):
         current: LoadSettings | None = None,
         availability: dict[str, ErrorInfo | None] | None = None,
         parent: QWidget | None = None,
+        recent: list[str | None] | None = None,
     ) -> None:
         super().__init__(parent)
         self.setObjectName("open_model_dialog")
@@ -169,7 +173,20 @@ class OpenModelDialog(QDialog):
         self.trust_note.setWordWrap(True)
         self.trust_note.setForegroundRole(QPalette.ColorRole.PlaceholderText)
 
+        self.recent_combo = QComboBox()
+        self.recent_combo.setObjectName("recent_models")
+        self.recent_combo.addItem(self.tr("Choose a recent model..."), None)
+        for model in recent or []:
+            self.recent_combo.addItem(recent_label(model), model or "")
+            self.recent_combo.setItemData(
+                self.recent_combo.count() - 1, model or recent_label(model), Qt.ItemDataRole.ToolTipRole
+            )
+        self.recent_combo.activated.connect(self._on_recent_chosen)
         form = QFormLayout()
+        if recent:
+            form.addRow(self.tr("Recent"), self.recent_combo)
+        else:
+            self.recent_combo.hide()
         form.addRow(self.tr("Model"), row)
         form.addRow(self.tr("Engine"), self.engine_combo)
         form.addRow("", self.engine_note)
@@ -220,6 +237,12 @@ class OpenModelDialog(QDialog):
         self._update_trust()
         if self._trusted_folder and self._trusted_folder == current.model:
             self.trust_check.setChecked(True)
+
+    @Slot(int)
+    def _on_recent_chosen(self, index: int) -> None:
+        model = self.recent_combo.itemData(index)
+        if model is not None:
+            self.model_edit.setText(model)
 
     def _combo(self, group: str, keys, current: str, names: dict[str, str]) -> QComboBox:
         combo = QComboBox()

@@ -8,6 +8,7 @@ the frozen settings dataclasses; an invalid one falls back to the default.
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict
 
 from PySide6.QtCore import QByteArray, QSettings
@@ -17,6 +18,8 @@ from glmdesk.ui.api_keys import api_key, save_api_key
 from glmdesk.ui.i18n import LANGUAGE_CODES, LANGUAGE_KEY, SYSTEM_LANGUAGE
 
 SCHEMA_VERSION = 1
+#: Most models kept in File -> Recent models.
+RECENT_MODELS = 8
 ORGANIZATION = "glmdesk"
 APPLICATION = "glmdesk"
 
@@ -184,8 +187,40 @@ class SettingsStore:
         self._set("model/use_mmap", load.use_mmap)
         self._set("model/n_gpu_layers", load.n_gpu_layers)
         self._set("model/trust_remote_code", bool(load.trust_remote_code and load.model))
+        self.add_recent_model(load.model)
+
+    def recent_models(self) -> list[str | None]:
+        """Models loaded lately, newest first (``None`` is the embedded model); at most
+        :data:`RECENT_MODELS`. A damaged value reads as an empty list."""
+        try:
+            value = json.loads(str(self.qsettings.value("model/recent", "[]") or "[]"))
+        except ValueError:
+            return []
+        if not isinstance(value, list):
+            return []
+        models = [(item or None) for item in value if isinstance(item, str)]
+        return list(dict.fromkeys(models))[:RECENT_MODELS]
+
+    def add_recent_model(self, model: str | None) -> None:
+        """Put ``model`` (a path or hub id; ``None`` for the embedded model) first in the recent list."""
+        models = [model or None] + [m for m in self.recent_models() if m != (model or None)]
+        self._set("model/recent", json.dumps([m or "" for m in models[:RECENT_MODELS]], ensure_ascii=False))
+
+    def remove_recent_model(self, model: str | None) -> None:
+        """Forget ``model`` in the recent list (for example a folder that no longer exists)."""
+        models = [m for m in self.recent_models() if m != (model or None)]
+        self._set("model/recent", json.dumps([m or "" for m in models], ensure_ascii=False))
 
     # Window -----------------------------------------------------------------
+    def theme(self) -> str:
+        """Theme choice: ``system`` (default), ``light`` or ``dark``."""
+        value = str(self.qsettings.value("window/theme", "system") or "system")
+        return value if value in ("system", "light", "dark") else "system"
+
+    def save_theme(self, choice: str) -> None:
+        """Remember the theme choice (applies at once)."""
+        self._set("window/theme", choice)
+
     def language(self) -> str:
         """Interface language: ``system`` (default) or one of ``LANGUAGE_CODES``; read at start."""
         value = str(self.qsettings.value(LANGUAGE_KEY, SYSTEM_LANGUAGE) or SYSTEM_LANGUAGE)

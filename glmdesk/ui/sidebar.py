@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
 
 from glmdesk.core.settings import CACHE_STRATEGIES, CacheSettings, SamplingParams
 from glmdesk.ui.i18n import LANGUAGES, SYSTEM_LANGUAGE
+from glmdesk.ui.sidebar_sections import fold_sidebar
 from glmdesk.ui.slider_spin import SliderSpin, caption
 from glmdesk.ui.tools_panel import ToolsPanel
 
@@ -79,6 +80,7 @@ class Sidebar(QScrollArea):
         self.setWidget(body)
         scrollbar = self.verticalScrollBar().sizeHint().width()
         self.setMinimumWidth(body.minimumSizeHint().width() + scrollbar + 2)
+        self.sections = fold_sidebar(self)  # collapsible sections, less used rows under Advanced
         self.set_params(self._params, emit=False)
         self.set_cache_availability({"full": None})
 

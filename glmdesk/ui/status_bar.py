@@ -84,3 +84,12 @@ class StatusBar(QStatusBar):
         self.speed_label.setText(
             self.tr("TTFT {ttft} s, {rate} tokens/s").format(ttft=f"{ttft_s:.2f}", rate=f"{tokens_per_s:.1f}")
         )
+
+    def reset_answer_figures(self) -> None:
+        """Clear the last answer's figures (context used, KV cache state, speed): on New and
+        when an answer starts, so no stale number stays on screen."""
+        if self._context_length:
+            self.show_context(0)
+        self.cache_label.setText("")
+        self.speed_label.setText("")
+        self.clearMessage()

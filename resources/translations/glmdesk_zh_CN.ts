@@ -2,6 +2,108 @@
 <!DOCTYPE TS>
 <TS version="2.1" language="zh_CN" sourcelanguage="en">
 <context>
+    <name>AboutDialog</name>
+    <message>
+        <source>About glmdesk</source>
+        <extracomment>The Apache License 2.0 text shipped in ``resources/licenses`` (glmdesk&apos;s own licence and the embedded model&apos;s; its redistribution needs the text alongside).</extracomment>
+        <translation>关于 glmdesk</translation>
+    </message>
+    <message>
+        <source>A desktop chat app for ChatGLM-family models running on your own machine. Licensed under the Apache License 2.0.</source>
+        <translation>在你自己的电脑上运行 ChatGLM 系列模型的桌面聊天应用。采用 Apache License 2.0 许可。</translation>
+    </message>
+    <message>
+        <source>Embedded model</source>
+        <translation>内置模型</translation>
+    </message>
+    <message>
+        <source>Models you open keep their own licences: read the licence in the model&apos;s folder (ChatGLM and GLM-4 weights come with THUDM&apos;s model licence).</source>
+        <translation>你打开的模型遵循其各自的许可：请阅读模型文件夹中的许可文件（ChatGLM 与 GLM-4 的权重附带 THUDM 的模型许可）。</translation>
+    </message>
+    <message>
+        <source>Apache License 2.0 (glmdesk and the embedded model):</source>
+        <translation>Apache License 2.0（glmdesk 与内置模型）：</translation>
+    </message>
+</context>
+<context>
+    <name>AnswerNotes</name>
+    <message>
+        <source>max tokens reached</source>
+        <translation>已达到最大 token 数</translation>
+    </message>
+    <message>
+        <source>stopped</source>
+        <translation>已停止</translation>
+    </message>
+    <message>
+        <source>failed</source>
+        <translation>失败</translation>
+    </message>
+    <message>
+        <source>{tokens} tokens, {rate} tokens/s, first token after {ttft} s</source>
+        <translation>{tokens} 个 token，{rate} token/秒，首 token 延迟 {ttft} 秒</translation>
+    </message>
+    <message>
+        <source>{stats} ({reason})</source>
+        <translation>{stats}（{reason}）</translation>
+    </message>
+    <message>
+        <source>Only {tokens} tokens are left in the context window for this answer (max new tokens is {max}).</source>
+        <translation>上下文窗口只剩 {tokens} 个 token 可用于此回答（最大新 token 数为 {max}）。</translation>
+    </message>
+    <message>
+        <source>Left out of the model&apos;s context: the conversation is longer than the context window.</source>
+        <translation>未放入模型上下文：对话长度超出了上下文窗口。</translation>
+    </message>
+    <message>
+        <source>{count} earlier messages were left out of the context.</source>
+        <translation>有 {count} 条较早的消息未放入上下文。</translation>
+    </message>
+</context>
+<context>
+    <name>BranchActions</name>
+    <message>
+        <source>{tokens} tokens</source>
+        <translation>{tokens} 个 token</translation>
+    </message>
+    <message>
+        <source>{rate} tokens/s</source>
+        <translation>{rate} token/秒</translation>
+    </message>
+    <message>
+        <source>TTFT {ttft} s</source>
+        <translation>首 token 延迟 {ttft} 秒</translation>
+    </message>
+    <message>
+        <source>temperature {value}</source>
+        <translation>温度 {value}</translation>
+    </message>
+    <message>
+        <source>max {tokens} new tokens</source>
+        <translation>最大新 token 数 {tokens}</translation>
+    </message>
+    <message>
+        <source>cut at the token limit</source>
+        <translation>达到 token 上限而截断</translation>
+    </message>
+    <message>
+        <source>stopped</source>
+        <translation>已停止</translation>
+    </message>
+    <message>
+        <source>failed</source>
+        <translation>失败</translation>
+    </message>
+    <message>
+        <source>Message copied as Markdown.</source>
+        <translation>已复制为 Markdown。</translation>
+    </message>
+    <message>
+        <source>Message copied as plain text.</source>
+        <translation>已复制为纯文本。</translation>
+    </message>
+</context>
+<context>
     <name>ConversationListModel</name>
     <message>
         <source>Untitled</source>
@@ -16,6 +118,21 @@
 Updated {when} · {model}</source>
         <translation>{title}
 更新于 {when} · {model}</translation>
+    </message>
+</context>
+<context>
+    <name>EditDialog</name>
+    <message>
+        <source>Edit message</source>
+        <translation>编辑消息</translation>
+    </message>
+    <message>
+        <source>Sending makes a new version of this message; the earlier one and its answers stay, one click away.</source>
+        <translation>发送后将生成此消息的新版本；原来的版本及其回答会保留，点一下即可切换回去。</translation>
+    </message>
+    <message>
+        <source>Send</source>
+        <translation>发送</translation>
     </message>
 </context>
 <context>
@@ -307,6 +424,10 @@ Updated {when} · {model}</source>
         <source>Could not import {path}: {error}</source>
         <translation>无法导入 {path}：{error}</translation>
     </message>
+    <message>
+        <source>No messages match “{query}”.</source>
+        <translation>没有消息匹配“{query}”。</translation>
+    </message>
 </context>
 <context>
     <name>InputBox</name>
@@ -426,6 +547,10 @@ Updated {when} · {model}</source>
         <translation>{stage}：{done}/{total}</translation>
     </message>
     <message>
+        <source>{stage} ({seconds} s)</source>
+        <translation>{stage}（{seconds} 秒）</translation>
+    </message>
+    <message>
         <source>Cancelling...</source>
         <translation>正在取消…</translation>
     </message>
@@ -496,46 +621,6 @@ Updated {when} · {model}</source>
         <translation>glmdesk</translation>
     </message>
     <message>
-        <source>&amp;Open model...</source>
-        <translation>打开模型(&amp;O)…</translation>
-    </message>
-    <message>
-        <source>&amp;New chat</source>
-        <translation>新建对话(&amp;N)</translation>
-    </message>
-    <message>
-        <source>&amp;Quit</source>
-        <translation>退出(&amp;Q)</translation>
-    </message>
-    <message>
-        <source>&amp;Stop answer</source>
-        <translation>停止回答(&amp;S)</translation>
-    </message>
-    <message>
-        <source>&amp;Regenerate last answer</source>
-        <translation>重新生成上一个回答(&amp;R)</translation>
-    </message>
-    <message>
-        <source>&amp;Copy last answer</source>
-        <translation>复制上一个回答(&amp;C)</translation>
-    </message>
-    <message>
-        <source>Show &amp;settings</source>
-        <translation>显示设置(&amp;S)</translation>
-    </message>
-    <message>
-        <source>&amp;File</source>
-        <translation>文件(&amp;F)</translation>
-    </message>
-    <message>
-        <source>&amp;Chat</source>
-        <translation>对话(&amp;C)</translation>
-    </message>
-    <message>
-        <source>&amp;View</source>
-        <translation>视图(&amp;V)</translation>
-    </message>
-    <message>
         <source>the embedded model</source>
         <translation>内置模型</translation>
     </message>
@@ -556,40 +641,8 @@ Updated {when} · {model}</source>
         <translation>请等待模型加载完成后再发送消息。</translation>
     </message>
     <message>
-        <source>Only {tokens} tokens are left in the context window for this answer (max new tokens is {max}).</source>
-        <translation>上下文窗口只剩 {tokens} 个 token 可用于此回答（最大新 token 数为 {max}）。</translation>
-    </message>
-    <message>
         <source>Stopped before the first token.</source>
         <translation>在生成第一个 token 之前已停止。</translation>
-    </message>
-    <message>
-        <source>max tokens reached</source>
-        <translation>已达到最大 token 数</translation>
-    </message>
-    <message>
-        <source>stopped</source>
-        <translation>已停止</translation>
-    </message>
-    <message>
-        <source>failed</source>
-        <translation>失败</translation>
-    </message>
-    <message>
-        <source>{tokens} tokens, {rate} tokens/s, first token after {ttft} s</source>
-        <translation>{tokens} 个 token，{rate} token/秒，首 token 延迟 {ttft} 秒</translation>
-    </message>
-    <message>
-        <source>{stats} ({reason})</source>
-        <translation>{stats}（{reason}）</translation>
-    </message>
-    <message>
-        <source>Left out of the model&apos;s context: the conversation is longer than the context window.</source>
-        <translation>未放入模型上下文：对话长度超出了上下文窗口。</translation>
-    </message>
-    <message>
-        <source>{count} earlier messages were left out of the context.</source>
-        <translation>有 {count} 条较早的消息未放入上下文。</translation>
     </message>
     <message>
         <source>Answer copied.</source>
@@ -641,6 +694,58 @@ Updated {when} · {model}</source>
     <message>
         <source>&lt;span style=&quot;color:{wc}&quot;&gt;&amp;#9632;&lt;/span&gt;&amp;nbsp;weights&amp;nbsp;{weights} &lt;span style=&quot;color:{kc}&quot;&gt;&amp;#9632;&lt;/span&gt;&amp;nbsp;KV&amp;nbsp;cache&amp;nbsp;{kv} &lt;span style=&quot;color:{oc}&quot;&gt;&amp;#9632;&lt;/span&gt;&amp;nbsp;other&amp;nbsp;{other}</source>
         <translation>&lt;span style=&quot;color:{wc}&quot;&gt;&amp;#9632;&lt;/span&gt;&amp;nbsp;权重&amp;nbsp;{weights} &lt;span style=&quot;color:{kc}&quot;&gt;&amp;#9632;&lt;/span&gt;&amp;nbsp;KV&amp;nbsp;缓存&amp;nbsp;{kv} &lt;span style=&quot;color:{oc}&quot;&gt;&amp;#9632;&lt;/span&gt;&amp;nbsp;其他&amp;nbsp;{other}</translation>
+    </message>
+</context>
+<context>
+    <name>MessageFooter</name>
+    <message>
+        <source>Previous version</source>
+        <extracomment>Actions a footer offers, by role.</extracomment>
+        <translation>上一个版本</translation>
+    </message>
+    <message>
+        <source>Next version</source>
+        <translation>下一个版本</translation>
+    </message>
+    <message>
+        <source>Copy</source>
+        <translation>复制</translation>
+    </message>
+    <message>
+        <source>Copy this message</source>
+        <translation>复制这条消息</translation>
+    </message>
+    <message>
+        <source>Edit</source>
+        <translation>编辑</translation>
+    </message>
+    <message>
+        <source>Edit and send again: the answer below becomes another version</source>
+        <translation>编辑后重新发送：下面的回答将成为另一个版本</translation>
+    </message>
+    <message>
+        <source>Regenerate</source>
+        <translation>重新生成</translation>
+    </message>
+    <message>
+        <source>Write this answer again as another version</source>
+        <translation>重新写这条回答，作为另一个版本</translation>
+    </message>
+    <message>
+        <source>Delete</source>
+        <translation>删除</translation>
+    </message>
+    <message>
+        <source>Delete this message (the replies below it stay)</source>
+        <translation>删除这条消息（它下面的回复会保留）</translation>
+    </message>
+    <message>
+        <source>Copy as plain text</source>
+        <translation>复制为纯文本</translation>
+    </message>
+    <message>
+        <source>Copy as Markdown</source>
+        <translation>复制为 Markdown</translation>
     </message>
 </context>
 <context>
@@ -780,6 +885,14 @@ Updated {when} · {model}</source>
         <translation>仅用于你信任的文件夹：模型自带的代码将以你的权限运行。ChatGLM2/3 和 GLM-4 无需此项即可运行。</translation>
     </message>
     <message>
+        <source>Choose a recent model...</source>
+        <translation>选择最近使用的模型…</translation>
+    </message>
+    <message>
+        <source>Recent</source>
+        <translation>最近使用</translation>
+    </message>
+    <message>
         <source>Model</source>
         <translation>模型</translation>
     </message>
@@ -857,6 +970,76 @@ Updated {when} · {model}</source>
     </message>
 </context>
 <context>
+    <name>ProductMenus</name>
+    <message>
+        <source>&amp;Help</source>
+        <translation>帮助(&amp;H)</translation>
+    </message>
+    <message>
+        <source>&amp;Keyboard shortcuts</source>
+        <translation>键盘快捷键(&amp;K)</translation>
+    </message>
+    <message>
+        <source>&amp;About glmdesk</source>
+        <translation>关于 glmdesk(&amp;A)</translation>
+    </message>
+    <message>
+        <source>&amp;Open model...</source>
+        <translation>打开模型(&amp;O)…</translation>
+    </message>
+    <message>
+        <source>&amp;New chat</source>
+        <translation>新建对话(&amp;N)</translation>
+    </message>
+    <message>
+        <source>&amp;Quit</source>
+        <translation>退出(&amp;Q)</translation>
+    </message>
+    <message>
+        <source>&amp;Stop answer</source>
+        <translation>停止回答(&amp;S)</translation>
+    </message>
+    <message>
+        <source>&amp;Regenerate last answer</source>
+        <translation>重新生成上一个回答(&amp;R)</translation>
+    </message>
+    <message>
+        <source>&amp;Copy last answer</source>
+        <translation>复制上一个回答(&amp;C)</translation>
+    </message>
+    <message>
+        <source>Show &amp;settings</source>
+        <translation>显示设置(&amp;S)</translation>
+    </message>
+    <message>
+        <source>&amp;File</source>
+        <translation>文件(&amp;F)</translation>
+    </message>
+    <message>
+        <source>&amp;Chat</source>
+        <translation>对话(&amp;C)</translation>
+    </message>
+    <message>
+        <source>&amp;View</source>
+        <translation>视图(&amp;V)</translation>
+    </message>
+</context>
+<context>
+    <name>RecentModelsMenu</name>
+    <message>
+        <source>Recent &amp;models</source>
+        <translation>最近使用的模型(&amp;M)</translation>
+    </message>
+    <message>
+        <source>No models opened yet</source>
+        <translation>还没有打开过模型</translation>
+    </message>
+    <message>
+        <source>&amp;Clear the list</source>
+        <translation>清空列表(&amp;C)</translation>
+    </message>
+</context>
+<context>
     <name>RemoteServerBox</name>
     <message>
         <source>Remote server (vLLM, SGLang, glmdesk serve...)</source>
@@ -924,6 +1107,37 @@ Updated {when} · {model}</source>
     <message>
         <source>Serving at {url}: {count} requests</source>
         <translation>正在 {url} 提供服务：{count} 个请求</translation>
+    </message>
+</context>
+<context>
+    <name>ShortcutsDialog</name>
+    <message>
+        <source>Keyboard shortcuts</source>
+        <translation>键盘快捷键</translation>
+    </message>
+    <message>
+        <source>Send the message</source>
+        <translation>发送消息</translation>
+    </message>
+    <message>
+        <source>Enter</source>
+        <translation>Enter</translation>
+    </message>
+    <message>
+        <source>New line in the message</source>
+        <translation>在消息中换行</translation>
+    </message>
+    <message>
+        <source>Shift+Enter</source>
+        <translation>Shift+Enter</translation>
+    </message>
+    <message>
+        <source>Action</source>
+        <translation>操作</translation>
+    </message>
+    <message>
+        <source>Keys</source>
+        <translation>按键</translation>
     </message>
 </context>
 <context>
@@ -1104,6 +1318,11 @@ Updated {when} · {model}</source>
         <source>Takes effect after restarting glmdesk.</source>
         <translation>重启 glmdesk 后生效。</translation>
     </message>
+    <message>
+        <source>Advanced</source>
+        <extracomment>Sections open at start, by their position (Sampling and System prompt).</extracomment>
+        <translation>高级</translation>
+    </message>
 </context>
 <context>
     <name>StatusBar</name>
@@ -1219,6 +1438,90 @@ Updated {when} · {model}</source>
     </message>
 </context>
 <context>
+    <name>WelcomeWidget</name>
+    <message>
+        <source>Try one of these:</source>
+        <translation>试试这些：</translation>
+    </message>
+    <message>
+        <source>Send this message</source>
+        <translation>发送这条消息</translation>
+    </message>
+    <message>
+        <source>Open another model...</source>
+        <translation>打开其他模型…</translation>
+    </message>
+    <message>
+        <source>A folder of ChatGLM2, ChatGLM3, GLM-4 or any Hugging Face chat model, or a .gguf file (Ctrl+O).</source>
+        <translation>ChatGLM2、ChatGLM3、GLM-4 或任意 Hugging Face 对话模型的文件夹，或一个 .gguf 文件（Ctrl+O）。</translation>
+    </message>
+    <message>
+        <source>Explain what a KV cache is in three sentences.</source>
+        <translation>用三句话解释什么是 KV 缓存。</translation>
+    </message>
+    <message>
+        <source>用三句话介绍一下长城。</source>
+        <translation>用三句话介绍一下长城。</translation>
+    </message>
+    <message>
+        <source>Write a Python function that checks whether a word is a palindrome.</source>
+        <translation>写一个 Python 函数，判断一个单词是不是回文。</translation>
+    </message>
+    <message>
+        <source>Welcome to glmdesk</source>
+        <translation>欢迎使用 glmdesk</translation>
+    </message>
+    <message>
+        <source>The model is loading; you can type meanwhile.</source>
+        <translation>模型正在加载，你可以先输入。</translation>
+    </message>
+    <message>
+        <source>Chat with {model}</source>
+        <translation>与 {model} 对话</translation>
+    </message>
+    <message>
+        <source>{size} on {device} · {precision} · context {context} tokens</source>
+        <translation>{size}，运行于 {device} · {precision} · 上下文 {context} 个 token</translation>
+    </message>
+    <message>
+        <source>{facts}
+The small embedded model: fine for trying glmdesk; open a GLM model for real work.</source>
+        <translation>{facts}
+这是小型内置模型，适合试用 glmdesk；正式使用请打开 GLM 模型。</translation>
+    </message>
+</context>
+<context>
+    <name>_Plot</name>
+    <message>
+        <source>now</source>
+        <translation>现在</translation>
+    </message>
+    <message>
+        <source>{seconds} s ago</source>
+        <translation>{seconds} 秒前</translation>
+    </message>
+    <message>
+        <source>{when}
+used {used}
+weights {weights}
+KV cache {kv}
+other {other}</source>
+        <translation>{when}
+已用 {used}
+权重 {weights}
+KV 缓存 {kv}
+其他 {other}</translation>
+    </message>
+    <message>
+        <source>-60 s</source>
+        <translation>-60 秒</translation>
+    </message>
+    <message>
+        <source>-30 s</source>
+        <translation>-30 秒</translation>
+    </message>
+</context>
+<context>
     <name>app</name>
     <message>
         <source>Starting glmdesk...</source>
@@ -1227,6 +1530,33 @@ Updated {when} · {model}</source>
     <message>
         <source>The chat history could not be opened ({detail}); this session will not be saved.</source>
         <translation>无法打开聊天记录（{detail}），本次会话不会被保存。</translation>
+    </message>
+</context>
+<context>
+    <name>recent_models</name>
+    <message>
+        <source>Embedded model (SmolLM2-135M-Instruct)</source>
+        <translation>内置模型（SmolLM2-135M-Instruct）</translation>
+    </message>
+</context>
+<context>
+    <name>theme</name>
+    <message>
+        <source>&amp;Theme</source>
+        <extracomment>The user&apos;s choices, as stored in QSettings.</extracomment>
+        <translation>主题(&amp;T)</translation>
+    </message>
+    <message>
+        <source>Follow the &amp;system</source>
+        <translation>跟随系统(&amp;S)</translation>
+    </message>
+    <message>
+        <source>&amp;Light</source>
+        <translation>浅色(&amp;L)</translation>
+    </message>
+    <message>
+        <source>&amp;Dark</source>
+        <translation>深色(&amp;D)</translation>
     </message>
 </context>
 </TS>

@@ -205,3 +205,16 @@ def test_prebuild_never_converts_or_downloads(tmp_path):
     assert not sources._converted_target(fake).exists()  # not converted on the way
     assert prebuild_tokenizer(LoadSettings(model="someone/some-model")) is None
     assert prebuild_tokenizer(LoadSettings(model=str(tmp_path / "missing"))) is None
+
+
+def test_first_conversion_reports_an_unmeasured_step(tmp_path, monkeypatch):
+    """The GGUF conversion's steps cannot be measured: it says so (total 0, a busy
+    indicator) before the first one, instead of a bar at "0 of 1"."""
+    monkeypatch.setenv("GLMDESK_MODEL_CACHE", str(tmp_path / "cache"))
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"GGUF" + b"\0" * 64)
+    reports = []
+    with pytest.raises(GlmdeskError) as info:
+        converted_gguf_folder(broken, lambda *args: reports.append(args))
+    assert info.value.kind == "corrupt_weights"
+    assert reports == [("converting", 0, 0)]

@@ -83,14 +83,19 @@ def test_a_new_conversation_started_while_full_is_stored_whole_later(qtbot, wire
     fill_disk(history)
     send(qtbot, window, "What is the capital of France? " + "Answer briefly. " * 300)  # over a page
     assert controller.conversation_id is None and history.count_conversations() == 0
+    first_answer = window.state.messages[-1].content
     with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_MS):
-        window.regenerate()  # replaces the unsaved answer, still unsaved
+        window.regenerate()  # a new version of the unsaved answer, still unsaved
     free_disk(history)
     assert controller.retry_pending()
     cid = controller.conversation_id
     stored = history.messages(cid)
     assert [m.role for m in stored] == ["user", "assistant"]
     assert stored[1].text == window.state.messages[-1].content
+    # The first answer is kept as the other version (its parent looked up when it was stored).
+    versions = history.siblings(stored[1].id)
+    assert len(versions) == 2 and versions[1] == stored[1].id
+    assert history.get_message(versions[0]).text == first_answer
 
 
 def test_damaged_history_at_start_is_set_aside_and_the_user_told(qtbot, make_window):

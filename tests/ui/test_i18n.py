@@ -50,6 +50,7 @@ ALLOWED_WORDS = set(
     mib gib kib ms s
     enter shift+enter ctrl+enter esc ctrl+o ctrl+n ctrl+r ctrl+b ctrl+q ctrl+shift+c f2 ctrl shift alt
     localhost openai api url http vllm sglang serve gpu-box 8000/v1
+    llama.cpp transformers llama-cpp-python llamacpp pip install
     """.split()
 )
 # Values the scan test shows in the window (model name, device...): data, not interface text.
@@ -264,7 +265,7 @@ def test_visible_strings_are_translated(qtbot, chinese) -> None:
 # Following LANG ------------------------------------------------------------------------------
 _CHILD = """
 import json, sys
-from PySide6.QtWidgets import QApplication, QGroupBox, QLabel, QMenu
+from PySide6.QtWidgets import QApplication, QGroupBox, QLabel, QMenu, QToolButton
 app = QApplication(sys.argv)
 from glmdesk.ui.i18n import install_translators
 language = install_translators(app)
@@ -274,8 +275,9 @@ sidebar = window.sidebar
 print(json.dumps({
     "language": language,
     "actions": [a.text() for a in window.actions() if a.text()],
-    "menus": [m.title() for m in window.menuBar().findChildren(QMenu)],
-    "sidebar": [w.title() for w in sidebar.findChildren(QGroupBox)]
+    "menus": [m.title() for m in window.menuBar().findChildren(QMenu) if m.title()],  # not the overflow menu
+    "sidebar": [w.title() for w in sidebar.findChildren(QGroupBox) if w.title()]
+        + [w.text() for w in sidebar.findChildren(QToolButton) if w.text()]
         + [w.text() for w in sidebar.findChildren(QLabel) if w.text()],
 }, ensure_ascii=False))
 window.close()

@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Take the README's screenshots from the real app on a real X server.
+
+Usage (Debian/Ubuntu: ``apt-get install xvfb fonts-noto-cjk fonts-noto-color-emoji``)::
+
+    xvfb-run -s "-screen 0 1280x800x24" .venv/bin/python scripts/screenshots.py en light docs/screenshot-light.png
+    xvfb-run -s "-screen 0 1280x800x24" .venv/bin/python scripts/screenshots.py en light OUT.png welcome
+    LANG=zh_CN.UTF-8 xvfb-run -s "-screen 0 1280x800x24" .venv/bin/python scripts/screenshots.py zh_CN dark OUT.png
+
+The window fills the 1280x800 screen. The embedded model answers the welcome's first
+example prompt (greedy, at most 32 new tokens), then the answer is regenerated at a
+higher temperature, so it shows the "‹ 2/2 ›" switch; the mouse rests on the answer so
+its footer (figures and actions) shows. Two earlier conversations are written into the
+history beforehand so the list is not empty; everything in the chat is the model's.
+The screen is grabbed from the X server (``QScreen.grabWindow(0)``). Settings, history
+and model copies go to a temporary folder (``GLMDESK_MODEL_CACHE`` is kept when set).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+
+
+def main() -> int:
+    language, theme, out = sys.argv[1], sys.argv[2], sys.argv[3]
+    welcome_only = sys.argv[4:] == ["welcome"]  # the empty chat, before any message
+    home = tempfile.mkdtemp(prefix="glmdesk-shots-")
+    os.environ["GLMDESK_HOME"] = home
+    os.environ["XDG_CONFIG_HOME"] = os.path.join(home, "config")
+
+    from PySide6.QtCore import QCoreApplication, QPoint, QTimer
+    from PySide6.QtGui import QCursor
+    from PySide6.QtWidgets import QApplication
+
+    from glmdesk.core.history import History
+    from glmdesk.core.settings import SamplingParams
+    from glmdesk.ui.app import open_history
+    from glmdesk.ui.i18n import install_translators
+    from glmdesk.ui.main_window import MainWindow
+    from glmdesk.ui.settings_store import SettingsStore
+    from glmdesk.ui.theme import apply_interface_font
+    from glmdesk.ui.window_menus import theme_controller
+
+    QCoreApplication.setOrganizationName("glmdesk-screenshots")
+    QCoreApplication.setApplicationName("glmdesk-screenshots")
+    app = QApplication(sys.argv)
+    store = SettingsStore()
+    store.save_language(language)
+    store.save_theme(theme)
+    store.save_sampling(SamplingParams(temperature=0.0, top_p=1.0, max_new_tokens=32))
+    apply_interface_font(app, install_translators(app, language))
+    theme_controller(store)
+    with History() as history:  # earlier conversations, so the list is not empty
+        for title, question in (
+            ("Quantum computing basics", "What is a qubit?"),
+            ("周末去杭州的行程", "帮我规划一个周末去杭州的行程。"),
+        ):
+            cid = history.create_conversation(title)
+            history.add_message(cid, "user", question)
+
+    window = MainWindow(store=store)
+    controller = open_history(window)  # noqa: F841 (parented to the window)
+    window.move(0, 0)
+    window.resize(1280, 800)
+    window.show()
+    steps = {"answers": 0}
+
+    def grab() -> None:
+        screen = app.primaryScreen()
+        screen.grabWindow(0).save(out)
+        print(f"saved {out} ({screen.size().width()}x{screen.size().height()})")
+        window.close()
+        app.quit()
+
+    def on_finished(_request_id, _chunk) -> None:
+        steps["answers"] += 1
+        if steps["answers"] == 1:
+            window.sidebar.set_params(SamplingParams(temperature=0.8, top_p=0.9, max_new_tokens=32, seed=7))
+            QTimer.singleShot(200, lambda: window.branch_actions.regenerate_at(1))
+            return
+        answer = window.chat_view.messages()[1]
+        window.branch_actions.footers()[1].set_revealed(True)
+        QCursor.setPos(answer.mapToGlobal(QPoint(answer.width() // 2, answer.height() // 2)))
+        QTimer.singleShot(800, grab)
+
+    def on_ready(_info) -> None:
+        if welcome_only:
+            QTimer.singleShot(800, grab)
+            return
+        button = window.chat_area.welcome.example_buttons[0 if language == "en" else 1]
+        QTimer.singleShot(300, button.click)
+
+    window.model_ready.connect(on_ready)
+    window.answer_finished.connect(on_finished)
+    QTimer.singleShot(1_500_000, app.quit)  # never hang (25 min: a loaded 2-core machine)
+    window.start()
+    return app.exec()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
