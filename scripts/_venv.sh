@@ -14,8 +14,12 @@ if [ ! -f "$stamp" ]; then
     $VPY -m pip install -q "${GLMDESK_TORCH:-torch==2.13.0}"
     if [ "${1:-app}" = "dev" ]; then
         # The tests run the llama.cpp engine too: llama-cpp-python compiles from
-        # source the first time (about 10-15 minutes on two cores).
-        $VPY -m pip install -q -e '.[dev,llamacpp]'
+        # source the first time (PyPI has an sdist only). Only the libraries glmdesk
+        # loads are built (not the multimodal library, nor llama.cpp's tools), with
+        # every core.
+        CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF}" \
+            CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" \
+            $VPY -m pip install -q -e '.[dev,llamacpp]'
     else
         $VPY -m pip install -q -e .
     fi
