@@ -48,7 +48,7 @@ def test_import_linter_contracts_hold():
     root = ROOT.parent
     lint = Path(sys.executable).with_name("lint-imports")
     out = subprocess.run(
-        [str(lint), "--config", str(root / "pyproject.toml")],
+        [str(lint), str(root / "pyproject.toml")],
         capture_output=True,
         text=True,
         timeout=300,

@@ -210,9 +210,11 @@ def test_prebuild_never_converts_or_downloads(tmp_path):
 def test_first_conversion_reports_an_unmeasured_step(tmp_path, monkeypatch):
     """The GGUF conversion's steps cannot be measured: it says so (total 0, a busy
     indicator) before the first one, instead of a bar at "0 of 1"."""
+    from tests.engine.test_files_from_elsewhere import write_gguf
+
     monkeypatch.setenv("GLMDESK_MODEL_CACHE", str(tmp_path / "cache"))
     broken = tmp_path / "broken.gguf"
-    broken.write_bytes(b"GGUF" + b"\0" * 64)
+    write_gguf(broken, "llama")  # a sound header; transformers then finds no model in it
     reports = []
     with pytest.raises(GlmdeskError) as info:
         converted_gguf_folder(broken, lambda *args: reports.append(args))

@@ -28,13 +28,11 @@ def start_serve(*args: str) -> tuple[subprocess.Popen, str]:
         text=True,
     )
     lines = []
-    for line in proc.stderr:  # ends when the process exits
-        lines.append(line)
+    for line in proc.stderr:  # ends when the process exits (pytest's timeout bounds a hang)
+        lines.append(line)  # load progress ("\r[loading n/1000]") reads as many lines
         match = READY.search(line)
         if match:
             return proc, match.group(2)
-        if len(lines) > 200:
-            break
     proc.kill()
     raise AssertionError("glmdesk serve did not start:\n" + "".join(lines))
 
@@ -77,6 +75,10 @@ def test_chat_remote_answers_through_serve(served):
             url,
             "--prompt",
             "What is the capital of France?",
+            # On llama.cpp the embedded model's first greedy token without a system
+            # prompt is "L" by a 0.09 logit margin (transformers: "The"); with one it is Paris.
+            "--system",
+            "You are a helpful assistant.",
         ]
         + ["--temperature", "0", "--max-new-tokens", "24"],
         capture_output=True,

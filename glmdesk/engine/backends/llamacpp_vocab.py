@@ -187,7 +187,7 @@ def prompt_format_for(vocab: LlamaVocab, header, name: str) -> tuple[PromptForma
         if gmask is not None and sop is not None and None not in roles.values():
             ids = {"gmask": gmask, "sop": sop, **roles}
             stop = {vocab.eos, vocab.eot, roles["user"], roles["observation"], s("<|endoftext|>")}
-            fmt = RoleTokenFormat(vocab.encode, ids, {i for i in stop if i is not None})
+            fmt = RoleTokenFormat(vocab.encode, ids, {i for i in stop if i is not None}, family)
             fmt.name = family
             return fmt, family
         if header.architecture == "chatglm" and gmask is not None and sop is not None:
