@@ -216,7 +216,15 @@ def sampling(args, family: str) -> SamplingParams:
     return dataclasses.replace(family_defaults(family), **{k: v for k, v in values.items() if v is not None})
 
 
+_shown: list = [None]  # the last (stage, tenths) printed
+
+
 def progress(p) -> None:
-    """Show a load stage on one terminal line."""
+    """Show a load stage on one terminal line: each stage once, then every tenth of its
+    steps (llama.cpp reports up to a thousand steps while it maps a file)."""
+    tenths = 10 * p.done // p.total if p.total else -1
+    if _shown[0] == (p.stage, tenths):
+        return
+    _shown[0] = (p.stage, tenths)
     total = f" {p.done}/{p.total}" if p.total else ""
     print(f"\r[{p.stage}{total}]        ", end="", file=sys.stderr, flush=True)
