@@ -32,7 +32,7 @@ from glmdesk.core.settings import (
     LoadSettings,
     ParamsBox,
 )
-from glmdesk.engine.backends.base import Backend, Capabilities, ProgressCallback
+from glmdesk.engine.backends.base import Capabilities, ProgressCallback
 from glmdesk.engine.backends.llamacpp_kv import (
     ContextConfig,
     LlamaCacheSource,
@@ -41,6 +41,7 @@ from glmdesk.engine.backends.llamacpp_kv import (
     plan,
 )
 from glmdesk.engine.backends.llamacpp_vocab import LlamaVocab, prompt_format_for
+from glmdesk.engine.backends.local import LocalBackend
 from glmdesk.engine.chunk import GenerationChunk
 from glmdesk.engine.gguf_header import GGUFHeader, read_gguf_header
 from glmdesk.engine.info import LoadProgress, ModelInfo
@@ -254,7 +255,7 @@ def _load_model(lib, path: str, settings: LoadSettings, report, cancel: threadin
     return model, on_gpu and params.n_gpu_layers != 0
 
 
-class LlamaCppBackend(Backend):
+class LlamaCppBackend(LocalBackend):
     """Answers with llama.cpp on a GGUF file (the embedded default included)."""
 
     name = "llamacpp"
@@ -348,33 +349,11 @@ class LlamaCppBackend(Backend):
             return iter([GenerationChunk(finish_reason="error", error=error)])
         return stream_answer(self._model, messages, params, cache, stop, conversation)
 
-    def stream_prompt(
-        self,
-        prompt: str,
-        params: ParamsBox,
-        cache: CacheSettings | None = None,
-        stop: threading.Event | None = None,
-    ) -> Iterator[GenerationChunk]:
-        """Stream the continuation of a raw text prompt (llama.cpp's tokenizer, no chat format)."""
-        from glmdesk.engine.generate import stream_prompt_ids
+    def text_model(self):
+        return self._model
 
-        if self._model is None:
-            return super().stream_prompt(prompt, params, cache, stop)
-        return stream_prompt_ids(self._model, self._model.vocab.encode(prompt), params, cache, stop)
-
-    def prompt_tokens(self, messages: Sequence[ChatMessage] | str) -> int | None:
-        """Tokens in the whole prompt (nothing dropped), in tokens.
-
-        Raises:
-            RuntimeError: before :meth:`load` succeeded.
-        """
-        from glmdesk.engine.prompt import encodable
-
-        if self._model is None:
-            raise RuntimeError("no model is loaded")
-        if isinstance(messages, str):
-            return len(self._model.vocab.encode(messages))
-        return len(self._model.prompt_format.encode(encodable(messages)))
+    def encode_raw(self, text: str) -> list[int]:
+        return self._model.vocab.encode(text)
 
     def capabilities(self) -> Capabilities:
         if self._capabilities is None:

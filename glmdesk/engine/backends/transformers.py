@@ -19,7 +19,8 @@ from glmdesk.core.settings import (
     LoadSettings,
     ParamsBox,
 )
-from glmdesk.engine.backends.base import Backend, Capabilities, ProgressCallback
+from glmdesk.engine.backends.base import Capabilities, ProgressCallback
+from glmdesk.engine.backends.local import LocalBackend
 from glmdesk.engine.chunk import GenerationChunk
 from glmdesk.engine.info import ModelInfo
 
@@ -28,7 +29,7 @@ def _option_errors(prefix: str, names: Sequence[str], availability: dict[str, Er
     return {name: availability.get(f"{prefix}:{name}") for name in names}
 
 
-class TransformersBackend(Backend):
+class TransformersBackend(LocalBackend):
     """Answers with a transformers causal LM loaded by glmdesk's loader.
 
     Args:
@@ -91,33 +92,11 @@ class TransformersBackend(Backend):
     def kept_kv_bytes(self) -> int:
         return 0 if self._loaded is None else self._loaded.kv_pool.total_bytes()
 
-    def stream_prompt(
-        self,
-        prompt: str,
-        params: ParamsBox,
-        cache: CacheSettings | None = None,
-        stop: threading.Event | None = None,
-    ) -> Iterator[GenerationChunk]:
-        from glmdesk.engine.generate import stream_prompt_ids
+    def text_model(self):
+        return self._loaded
 
-        if self._loaded is None:
-            return super().stream_prompt(prompt, params, cache, stop)
-        ids = self._loaded.tokenizer.encode(prompt)
-        return stream_prompt_ids(self._loaded, ids, params, cache, stop)
-
-    def prompt_tokens(self, messages: Sequence[ChatMessage] | str) -> int | None:
-        """Tokens in the whole prompt (nothing dropped), in tokens.
-
-        Raises:
-            RuntimeError: before :meth:`load` succeeded.
-        """
-        from glmdesk.engine.prompt import encodable
-
-        if self._loaded is None:
-            raise RuntimeError("no model is loaded")
-        if isinstance(messages, str):
-            return len(self._loaded.tokenizer.encode(messages))
-        return len(self._loaded.prompt_format.encode(encodable(messages)))
+    def encode_raw(self, text: str) -> list[int]:
+        return self._loaded.tokenizer.encode(text)
 
     def capabilities(self) -> Capabilities:
         if self._capabilities is None:
