@@ -4,7 +4,7 @@ A 10 ms ``QTimer`` heartbeat on the GUI thread records every interval between it
 ticks; a tick that comes late means the event loop was blocked that long. Two
 phases: loading the embedded model (on the worker thread) and streaming a 256-token
 answer into the chat view. The same answer is also streamed from the bare engine
-(``stream_chat`` on a plain thread, no Qt) in the same run, alternating with the
+(the loaded backend's ``stream`` on a plain thread, no Qt) in the same run, alternating with the
 window, and the decode rates are compared.
 
 Goals (issue 3): longest gap <= 50 ms, p99 <= 20 ms, end-to-end tokens/s through the
@@ -50,6 +50,11 @@ def main() -> int:
     parser.add_argument("--tokens", type=int, default=256, help="tokens per answer (default 256)")
     parser.add_argument("--quantization", default="none", help="load option, e.g. int4-wo")
     parser.add_argument(
+        "--engine",
+        default="auto",
+        help="auto, transformers or llamacpp (auto: llama.cpp for the GGUF when installed)",
+    )
+    parser.add_argument(
         "--compile-decode", action="store_true", help="compile the decode step while loading (GUI gaps then)"
     )
     parser.add_argument("--sizes", action="store_true", help="long messages instead of a model (issue 19)")
@@ -78,7 +83,9 @@ def main() -> int:
 
     embedded_model_folder()  # convert once, outside the measured load
     started = time.perf_counter()
-    load = LoadSettings(quantization=args.quantization, compile_decode=args.compile_decode)
+    load = LoadSettings(
+        quantization=args.quantization, compile_decode=args.compile_decode, engine=args.engine
+    )
     preload_engine(load)  # as run_app does, before the window is shown
     import_s = time.perf_counter() - started
 
@@ -153,17 +160,15 @@ def main() -> int:
 
     params = SamplingParams(temperature=0.0, top_p=1.0, max_new_tokens=args.tokens)
     window.sidebar.set_params(params)
-    loaded = window.session.backend.loaded  # the same model object the window streams from
+    backend = window.session.backend  # the same loaded model the window streams from
 
     def bare_run() -> tuple[float, int]:
         times: list[float] = []
         box = ParamsBox(params)
 
         def run() -> None:
-            from glmdesk.engine.generate import stream_chat
-
-            for chunk in stream_chat(
-                loaded, [ChatMessage("user", PROMPT)], box, CacheSettings(), threading.Event()
+            for chunk in backend.stream(
+                [ChatMessage("user", PROMPT)], box, CacheSettings(), threading.Event()
             ):
                 if chunk.token_ids:
                     times.append(time.perf_counter())
@@ -227,7 +232,7 @@ def main() -> int:
         f"heartbeat {HEARTBEAT_MS} ms; machine: {os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.1f}"
     )
     print(f"engine import and tokenizer before the window (as run_app does): {import_s:.1f} s")
-    print(f"model load through the window: {load_s:.1f} s")
+    print(f"model load through the window: {load_s:.1f} s (engine: {backend.info.engine})")
     load_longest, load_p99 = report("while loading", load_gaps)
     stream_longest, stream_p99 = report(f"while streaming x{args.rounds}", stream_gaps)
     print(
