@@ -6,10 +6,11 @@ No code from a model folder runs here: the weights are converted once (see
 
 from __future__ import annotations
 
-from glmdesk.engine.chatglm.convert import CONVERTER_VERSION, check_convertible, convert_checkpoint
+from glmdesk.engine.chatglm.convert import CONVERTER_VERSION, convert_checkpoint
 from glmdesk.engine.chatglm.detect import FAMILIES, detect_family, is_original_checkpoint
 from glmdesk.engine.chatglm.formats import ChatGLM2Format, ChatGLM3Format, GLM4Format
 from glmdesk.engine.chatglm.prepare import PreparedCheckpoint, converted_folder, prepare_checkpoint
+from glmdesk.engine.chatglm.source_checks import check_convertible
 from glmdesk.engine.chatglm.tokenizer import SPECIAL_TOKENS, ChatGLMTokenizer
 
 __all__ = [

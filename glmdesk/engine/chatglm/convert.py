@@ -25,6 +25,11 @@ fp32 runs on the CPU are more accurate than THUDM's, never less, and long
 prompts do not accumulate the half-precision error. Nothing is stored for it:
 ``transformer.rotary_pos_emb.inv_freq`` is dropped.
 
+Before any weight is read, :mod:`.source_checks` checks the folder's files (GGUF,
+git-lfs pointers, layouts that cannot be mapped, the shard list) and
+:mod:`.glm_config` maps its config; this module maps tensor names and runs the
+shard loop.
+
 Sources: THUDM/chatglm2-6b, chatglm3-6b and glm-4-9b-chat ``modeling_chatglm.py``
 (``SelfAttention``, ``RotaryEmbedding``, ``apply_rotary_pos_emb``) and
 ``configuration_chatglm.py``; transformers ``models/glm/modeling_glm.py``.
@@ -38,27 +43,23 @@ import re
 import shutil
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from glmdesk.core.errors import GlmdeskError
-from glmdesk.engine.chatglm.detect import (
-    SENTENCEPIECE_FAMILIES,
-    declared_tokenizer,
-    detect_family,
-    is_original_checkpoint,
-    read_config,
-    rope_ratio,
-)
-from glmdesk.engine.chatglm.formats import GLM4_SPECIAL_IDS, STOP_IDS_BY_FAMILY
+from glmdesk.engine.chatglm.detect import detect_family, read_config
+from glmdesk.engine.chatglm.glm_config import Dims, glm_config, tokenizer_stop_ids
 from glmdesk.engine.chatglm.safetensors_io import ST_SIZES, ShardReader, open_shard, write_safetensors
-from glmdesk.engine.chatglm.tokenizer import SPECIAL_TOKENS
-from glmdesk.engine.file_checks import check_no_lfs_pointers
-from glmdesk.engine.gguf_header import read_gguf_header
+from glmdesk.engine.chatglm.source_checks import (
+    check_convertible,
+    check_folder_files,
+    gguf_needs_no_conversion,
+    refuse,
+    weight_files,
+)
 
 #: Bumped when the output of the conversion changes; part of the cache key.
 CONVERTER_VERSION = 1
@@ -67,275 +68,7 @@ MARKER_FILE = "glmdesk_conversion.json"
 #: Files copied next to the converted weights when present.
 TOKENIZER_FILES = ("tokenizer.model", "tokenizer.json")
 
-# THUDM configuration_chatglm.py defaults, for fields a config leaves out.
-_DEFAULTS: dict[str, Any] = {
-    "num_layers": 28,
-    "padded_vocab_size": 65024,
-    "hidden_size": 4096,
-    "ffn_hidden_size": 13696,
-    "kv_channels": 128,
-    "num_attention_heads": 32,
-    "seq_length": 2048,
-    "layernorm_epsilon": 1e-5,
-    "rmsnorm": True,
-    "apply_residual_connection_post_layernorm": False,
-    "post_layer_norm": True,
-    "add_bias_linear": False,
-    "add_qkv_bias": False,
-    "multi_query_attention": False,
-    "multi_query_group_num": 1,
-    "original_rope": True,
-}
-
 Progress = Callable[[int, int], None]
-
-
-@dataclass(frozen=True)
-class Dims:
-    """Network sizes read from a THUDM config.
-
-    Attributes:
-        vocab: Embedding rows (``padded_vocab_size``).
-        hidden: Model width.
-        ffn: SwiGLU inner width (``ffn_hidden_size``).
-        layers: Number of decoder layers.
-        heads: Query heads.
-        groups: Key/value heads (``multi_query_group_num``).
-        head_dim: Per-head width (``kv_channels``).
-        qkv_bias: Whether ``query_key_value`` has a bias.
-    """
-
-    vocab: int
-    hidden: int
-    ffn: int
-    layers: int
-    heads: int
-    groups: int
-    head_dim: int
-    qkv_bias: bool
-
-    @classmethod
-    def from_config(cls, config: dict[str, Any]) -> Dims:
-        """Read the sizes, filling THUDM's defaults."""
-
-        def get(key: str) -> Any:
-            value = config.get(key)
-            return _DEFAULTS[key] if value is None else value
-
-        heads = int(get("num_attention_heads"))
-        return cls(
-            vocab=int(get("padded_vocab_size")),
-            hidden=int(get("hidden_size")),
-            ffn=int(get("ffn_hidden_size")),
-            layers=int(get("num_layers")),
-            heads=heads,
-            groups=int(get("multi_query_group_num")) if get("multi_query_attention") else heads,
-            head_dim=int(get("kv_channels")),
-            qkv_bias=bool(get("add_qkv_bias") or get("add_bias_linear")),
-        )
-
-    def expected_shapes(self) -> dict[str, tuple[int, ...]]:
-        """Every tensor of the converted model: name -> shape."""
-        q, kv = self.heads * self.head_dim, self.groups * self.head_dim
-        shapes: dict[str, tuple[int, ...]] = {
-            "model.embed_tokens.weight": (self.vocab, self.hidden),
-            "model.norm.weight": (self.hidden,),
-            "lm_head.weight": (self.vocab, self.hidden),
-        }
-        for n in range(self.layers):
-            p = f"model.layers.{n}."
-            shapes[p + "input_layernorm.weight"] = (self.hidden,)
-            shapes[p + "post_attention_layernorm.weight"] = (self.hidden,)
-            shapes[p + "self_attn.q_proj.weight"] = (q, self.hidden)
-            shapes[p + "self_attn.k_proj.weight"] = (kv, self.hidden)
-            shapes[p + "self_attn.v_proj.weight"] = (kv, self.hidden)
-            if self.qkv_bias:
-                shapes[p + "self_attn.q_proj.bias"] = (q,)
-                shapes[p + "self_attn.k_proj.bias"] = (kv,)
-                shapes[p + "self_attn.v_proj.bias"] = (kv,)
-            shapes[p + "self_attn.o_proj.weight"] = (self.hidden, q)
-            shapes[p + "mlp.gate_up_proj.weight"] = (2 * self.ffn, self.hidden)
-            shapes[p + "mlp.down_proj.weight"] = (self.hidden, self.ffn)
-        return shapes
-
-
-# -- refusals --------------------------------------------------------------------
-
-
-def _refuse(src: Path, reason: str) -> GlmdeskError:
-    return GlmdeskError(
-        "unsupported_checkpoint", f"glmdesk cannot convert {src}: {reason}", path=str(src), reason=reason
-    )
-
-
-def _gguf_needs_no_conversion(src: Path) -> GlmdeskError:
-    """A GGUF file given to the converter: its header is read first, so a file that is
-    not GGUF at all gets the magic-bytes sentence (``not_gguf``) or ``lfs_pointer``."""
-    header = read_gguf_header(src)
-    return _refuse(
-        src,
-        f"it is a GGUF file ({header.architecture}, {', '.join(header.quantization_types)}), not a THUDM "
-        "folder; glmdesk opens a GGUF file as it is, with no conversion.",
-    )
-
-
-def check_folder_files(src: Path) -> None:
-    """Check every file of an original folder before anything reads it.
-
-    Raises:
-        GlmdeskError: ``lfs_pointer`` naming the first git-lfs pointer (a shard,
-            ``tokenizer.model``, an index) and ``git lfs pull``.
-    """
-    if src.is_dir():
-        check_no_lfs_pointers(sorted(f for f in src.iterdir() if f.is_file() and not f.name.startswith(".")))
-
-
-def check_convertible(src: Path, config: dict[str, Any], family: str) -> None:
-    """Raise if the folder is a layout the converter cannot map exactly.
-
-    Raises:
-        GlmdeskError: ``unsupported_checkpoint`` for ChatGLM-6B v1, int4/int8
-            pre-quantized THUDM folders, P-tuning prefix checkpoints, GLM-4V, a
-            folder already in Hugging Face format, or an unusual THUDM layout.
-    """
-    if family == "chatglm-v1":
-        raise _refuse(
-            src,
-            "it is a first-generation ChatGLM-6B checkpoint, a different network "
-            "(2D positions, GeLU, LayerNorm) that glmdesk does not run.",
-        )
-    if not is_original_checkpoint(family):
-        raise _refuse(
-            src, f"it is not a THUDM ChatGLM2/3 or GLM-4 folder (detected {family}); it loads as it is."
-        )
-    if config.get("quantization_bit"):
-        raise _refuse(
-            src,
-            f"it is pre-quantized by THUDM to int{config['quantization_bit']}, which only THUDM's own "
-            "code can run; use the full-precision checkpoint and glmdesk's 4-bit or 8-bit loading.",
-        )
-    if config.get("pre_seq_len"):
-        raise _refuse(
-            src,
-            "it is a P-tuning v2 prefix checkpoint (pre_seq_len is set); merge or drop the prefix "
-            "encoder and use the base model's weights.",
-        )
-    if config.get("vision_config"):
-        raise _refuse(src, "it is a GLM-4V vision-language checkpoint; glmdesk runs text models only.")
-    layout = {k: config.get(k, _DEFAULTS[k]) for k in _DEFAULTS}
-    unusual = []
-    if not layout["rmsnorm"]:
-        unusual.append("LayerNorm instead of RMSNorm")
-    if layout["apply_residual_connection_post_layernorm"]:
-        unusual.append("post-norm residuals")
-    if not layout["post_layer_norm"]:
-        unusual.append("no final norm")
-    if layout["add_bias_linear"]:
-        unusual.append("biases on every linear layer")
-    if not layout["multi_query_attention"]:
-        unusual.append("no grouped-query attention")
-    if not layout["original_rope"]:
-        unusual.append("a non-original rotary embedding")
-    if unusual:
-        raise _refuse(
-            src,
-            "its config describes a layout no released ChatGLM2/3 or GLM-4 has: " + ", ".join(unusual) + ".",
-        )
-
-
-# -- config ------------------------------------------------------------------------
-
-
-def glm_config(
-    config: dict[str, Any], family: str, dtype: str, stop_ids: Sequence[int] = ()
-) -> dict[str, Any]:
-    """The ``config.json`` of the converted ``GlmForCausalLM`` folder.
-
-    Args:
-        config: The THUDM config.
-        family: Detected family (decides the rope scaling and eos list).
-        dtype: Weight dtype name (``"float16"``, ``"bfloat16"``, ``"float32"``).
-        stop_ids: The folder tokenizer's stop ids (:func:`tokenizer_stop_ids`);
-            default: the released family's.
-
-    Returns:
-        A JSON-ready dict. ``rope_theta = 10000 * rope_ratio`` (ChatGLM3 long
-        context and GLM-4); ChatGLM2-6B-32K divides positions by ``rope_ratio``
-        instead, which is linear rope scaling with that factor.
-    """
-    dims = Dims.from_config(config)
-    ratio = rope_ratio(config)
-    if family == "chatglm2-32k":
-        rope = {"rope_type": "linear", "factor": ratio, "rope_theta": 10000.0, "partial_rotary_factor": 0.5}
-    else:
-        rope = {"rope_type": "default", "rope_theta": 10000.0 * ratio, "partial_rotary_factor": 0.5}
-    eos, pad = _declared_stop_ids(config, family, dims.vocab, tuple(stop_ids))
-    return {
-        "architectures": ["GlmForCausalLM"],
-        "model_type": "glm",
-        "vocab_size": dims.vocab,
-        "hidden_size": dims.hidden,
-        "intermediate_size": dims.ffn,
-        "num_hidden_layers": dims.layers,
-        "num_attention_heads": dims.heads,
-        "num_key_value_heads": dims.groups,
-        "head_dim": dims.head_dim,
-        "hidden_act": "silu",
-        "attention_dropout": 0.0,
-        "max_position_embeddings": int(config.get("seq_length") or _DEFAULTS["seq_length"]),
-        "rms_norm_eps": float(config.get("layernorm_epsilon") or _DEFAULTS["layernorm_epsilon"]),
-        "attention_bias": dims.qkv_bias,
-        "tie_word_embeddings": False,
-        "rope_parameters": rope,
-        "pad_token_id": pad,
-        "eos_token_id": eos,
-        "bos_token_id": None,
-        "use_cache": True,
-        "dtype": dtype,
-    }
-
-
-def tokenizer_stop_ids(src: Path, family: str) -> tuple[int, ...]:
-    """The family's stop ids in the vocabulary of the folder's own tokenizer file.
-
-    ChatGLM2/3: sentencepiece's eos, and for ChatGLM3 ``<|user|>`` and
-    ``<|observation|>`` (special tokens follow the sentencepiece pieces); GLM-4:
-    ``<|endoftext|>``, ``<|user|>``, ``<|observation|>`` after the tiktoken ranks.
-    For the released models these are :data:`STOP_IDS_BY_FAMILY`, which is also the
-    answer when the file cannot be read.
-    """
-    file = src / "tokenizer.model"
-    kind = declared_tokenizer(src) if file.is_file() else None
-    try:
-        if kind == "sentencepiece" and family in SENTENCEPIECE_FAMILIES:
-            import sentencepiece as spm
-
-            sp = spm.SentencePieceProcessor(model_file=str(file))
-            n, eos = sp.vocab_size(), sp.eos_id()
-            roles = (n + SPECIAL_TOKENS.index("<|user|>"), n + SPECIAL_TOKENS.index("<|observation|>"))
-            return (eos,) if family.startswith("chatglm2") else (eos, *roles)
-        if kind == "tiktoken" and family == "glm4":
-            with file.open("rb") as fh:
-                n = sum(1 for line in fh if line.strip())
-            names = list(GLM4_SPECIAL_IDS)
-            return tuple(n + names.index(t) for t in ("<|endoftext|>", "<|user|>", "<|observation|>"))
-    except (OSError, RuntimeError):
-        pass
-    return STOP_IDS_BY_FAMILY[family]
-
-
-def _declared_stop_ids(config: dict[str, Any], family: str, vocab: int, stops=()) -> tuple[list[int], int]:
-    """``(eos ids, pad id)`` for the converted config: the tokenizer's stop ids
-    (:func:`tokenizer_stop_ids`, else the family's) and the eos ids the THUDM config
-    declares, each kept only when it is inside the vocabulary."""
-    declared = config.get("eos_token_id")
-    declared = [declared] if isinstance(declared, int) else list(declared or [])
-    family_stops = stops or STOP_IDS_BY_FAMILY[family]
-    eos = sorted({int(i) for i in (*family_stops, *declared) if 0 <= int(i) < vocab})
-    pad = config.get("pad_token_id")
-    if not isinstance(pad, int) or not 0 <= pad < vocab:
-        pad = STOP_IDS_BY_FAMILY[family][0] if family == "glm4" and vocab > 151329 else 0
-    return eos, pad
 
 
 # -- key mapping ---------------------------------------------------------------------
@@ -375,7 +108,7 @@ def map_key(name: str, dims: Dims, src: Path) -> list[Target]:
     if name in _TOP:
         return [(_TOP[name], None, None)]
     if name.startswith("transformer.prefix_encoder."):
-        raise _refuse(src, "it is a P-tuning v2 prefix checkpoint (it holds prefix_encoder weights).")
+        raise refuse(src, "it is a P-tuning v2 prefix checkpoint (it holds prefix_encoder weights).")
     match = _LAYER.match(name)
     if match:
         n, rest = int(match.group(1)), match.group(2)
@@ -391,62 +124,11 @@ def map_key(name: str, dims: Dims, src: Path) -> list[Target]:
                 (f"{base}self_attn.v_proj.{kind}", q + kv, kv),
             ]
         if rest.endswith("weight_scale"):
-            raise _refuse(src, "it holds THUDM quantization scales (a pre-quantized int4/int8 checkpoint).")
-    raise _refuse(src, f"it holds a tensor glmdesk does not know how to map: {name}.")
-
-
-# -- source shards ---------------------------------------------------------------------
-
-
-def weight_files(src: Path) -> list[Path]:
-    """The weight shards of a THUDM folder, safetensors preferred, in index order.
-
-    Raises:
-        GlmdeskError: ``not_a_model`` if there are none; ``corrupt_weights`` if an
-            index names a missing shard or is not JSON.
-    """
-    for index_name, single, pattern in (
-        ("model.safetensors.index.json", "model.safetensors", "*.safetensors"),
-        ("pytorch_model.bin.index.json", "pytorch_model.bin", "pytorch_model*.bin"),
-    ):
-        index = src / index_name
-        if index.exists():
-            try:
-                weight_map = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
-            except (OSError, ValueError, KeyError, TypeError) as exc:
-                raise GlmdeskError(
-                    "corrupt_weights",
-                    f"The weight index {index} could not be read ({exc}).",
-                    path=str(src),
-                    file=index_name,
-                    detail=str(exc),
-                ) from exc
-            files = sorted(set(weight_map.values()))
-            for f in files:
-                if not (src / f).is_file():
-                    raise GlmdeskError(
-                        "corrupt_weights",
-                        f"The weight file {f} listed in {index_name} is missing from {src}.",
-                        path=str(src),
-                        file=f,
-                        detail="missing",
-                    )
-            return [src / f for f in files]
-        if (src / single).is_file():
-            return [src / single]
-        found = sorted(p for p in src.glob(pattern) if p.is_file())
-        if found:
-            return found
-    raise GlmdeskError(
-        "not_a_model", f"The folder {src} holds no weight files (.safetensors or .bin).", path=str(src)
-    )
+            raise refuse(src, "it holds THUDM quantization scales (a pre-quantized int4/int8 checkpoint).")
+    raise refuse(src, f"it holds a tensor glmdesk does not know how to map: {name}.")
 
 
 # -- conversion -------------------------------------------------------------------------
-
-
-def _dtype_name(dtype: torch.dtype) -> str:
-    return str(dtype).removeprefix("torch.")
 
 
 def _check_cancel(cancel: threading.Event | None) -> None:
@@ -554,7 +236,7 @@ def convert_checkpoint(
     dst = Path(dst).expanduser().absolute()
     family = detect_family(src)
     if family == "gguf" and src.is_file():
-        raise _gguf_needs_no_conversion(src)
+        raise gguf_needs_no_conversion(src)
     check_folder_files(src)
     config = read_config(src) if (src / "config.json").exists() else {}
     check_convertible(src, config, family)

@@ -18,13 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from glmdesk.core.errors import GlmdeskError
-from glmdesk.engine.chatglm.convert import (
-    CONVERTER_VERSION,
-    MARKER_FILE,
-    Progress,
-    check_folder_files,
-    convert_checkpoint,
-)
+from glmdesk.engine.chatglm.convert import CONVERTER_VERSION, MARKER_FILE, Progress, convert_checkpoint
 from glmdesk.engine.chatglm.detect import (
     ORIGINAL_FAMILIES,
     SENTENCEPIECE_FAMILIES,
@@ -33,6 +27,7 @@ from glmdesk.engine.chatglm.detect import (
 )
 from glmdesk.engine.chatglm.formats import GLM4_STOP_IDS, ChatGLM2Format, ChatGLM3Format, GLM4Format
 from glmdesk.engine.chatglm.glm4_tokenizer import load_glm4_tokenizer
+from glmdesk.engine.chatglm.source_checks import check_folder_files
 from glmdesk.engine.chatglm.tokenizer import ChatGLMTokenizer
 from glmdesk.engine.prompt import ChatTemplateFormat, PromptFormat
 
