@@ -10,7 +10,6 @@ Nothing here places weights on a device.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ from glmdesk.core import paths
 from glmdesk.core.errors import GlmdeskError, corrupt_weights
 from glmdesk.core.settings import LoadSettings
 from glmdesk.engine import chatglm, sources
-from glmdesk.engine.file_checks import check_no_lfs_pointers
+from glmdesk.engine.file_checks import check_no_lfs_pointers, read_safetensors_header
 from glmdesk.engine.prompt import PromptFormat
 
 Report = Callable[..., None]
@@ -125,18 +124,11 @@ def _check_folder(folder: Path) -> None:
 
 
 def _check_safetensors(file: Path) -> None:
-    """Check a safetensors header and that the file holds every byte it declares."""
-    size = file.stat().st_size
+    """Check a safetensors header and that the file holds every byte it declares
+    (:func:`~glmdesk.engine.file_checks.read_safetensors_header`)."""
     try:
-        with open(file, "rb") as fh:
-            header_len = int.from_bytes(fh.read(8), "little")
-            if header_len <= 0 or 8 + header_len > size:
-                raise ValueError("header is cut off")
-            header = json.loads(fh.read(header_len))
-        end = max((v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"), default=0)
-        if 8 + header_len + end > size:
-            raise ValueError(f"{size} bytes on disk, {8 + header_len + end} expected")
-    except (ValueError, KeyError, TypeError, OSError) as exc:
+        read_safetensors_header(file)
+    except (ValueError, OSError) as exc:
         raise corrupt_weights(
             file, f"The weight file {file.name} in {file.parent} is damaged or incomplete ({exc}).", exc
         ) from exc

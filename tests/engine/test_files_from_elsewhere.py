@@ -117,3 +117,48 @@ def test_hugging_face_folder_cloned_without_git_lfs(embedded_folder, tmp_path):
     with pytest.raises(GlmdeskError) as err:
         load_model(LoadSettings(model=str(folder)))
     assert err.value.kind == "lfs_pointer" and "model.safetensors" in err.value.message
+
+
+def _safetensors_file(tmp_path):
+    import torch
+    from safetensors.torch import save_file
+
+    path = tmp_path / "w.safetensors"
+    tensors = {"b.weight": torch.ones(3, 5, dtype=torch.float16), "a.bias": torch.zeros(7)}
+    save_file(tensors, str(path), metadata={"format": "pt"})
+    return path
+
+
+def test_safetensors_header_is_read_as_the_library_reads_it(tmp_path):
+    from safetensors import safe_open
+
+    from glmdesk.engine.file_checks import read_safetensors_header
+
+    path = _safetensors_file(tmp_path)
+    header = read_safetensors_header(path)
+    with safe_open(str(path), framework="pt") as handle:
+        assert sorted(header.tensors) == list(handle.keys())
+        for name in handle.keys():
+            view = handle.get_slice(name)
+            assert header.tensors[name]["shape"] == list(view.get_shape())
+            assert header.tensors[name]["dtype"] == view.get_dtype()
+        assert header.metadata == handle.metadata()
+    assert 8 + header.header_bytes + header.data_bytes == path.stat().st_size == 8 + header.header_bytes + 58
+
+
+@pytest.mark.parametrize(
+    ("cut", "words"),
+    [(-10, "bytes on disk"), (20, "header is cut off"), (4, "header is cut off")],
+)
+def test_a_cut_safetensors_file_is_named_by_the_one_parser(tmp_path, cut, words):
+    from glmdesk.engine.file_checks import SafetensorsHeaderError, read_safetensors_header
+    from glmdesk.engine.model_source import _check_safetensors
+
+    path = _safetensors_file(tmp_path)
+    path.write_bytes(path.read_bytes()[:cut])
+    with pytest.raises(SafetensorsHeaderError, match=words):
+        read_safetensors_header(path)
+    with pytest.raises(GlmdeskError) as err:
+        _check_safetensors(path)
+    assert err.value.kind == "corrupt_weights" and err.value.params["file"] == "w.safetensors"
+    assert "is damaged or incomplete (" in err.value.message and words in err.value.message

@@ -8,7 +8,8 @@ storage and released, so writing costs one tensor of memory.
 File format (https://github.com/huggingface/safetensors): 8-byte little-endian
 header length ``N``, ``N`` bytes of JSON (``{name: {dtype, shape, data_offsets}}``
 plus ``__metadata__``), padded with spaces to a multiple of 8, then the raw
-little-endian tensor data.
+little-endian tensor data. Reading a header goes through
+:func:`glmdesk.engine.file_checks.read_safetensors_header`, the one parser.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import torch
 from safetensors import SafetensorError, safe_open
 
 from glmdesk.core.errors import GlmdeskError, corrupt_weights
+from glmdesk.engine.file_checks import SafetensorsHeader, SafetensorsHeaderError, read_safetensors_header
 
 _TORCH_TO_ST = {
     torch.float64: "F64",
@@ -59,28 +61,35 @@ class ShardReader:
         path: The shard file.
     """
 
-    def __init__(self, path: Path, handle: Any, tensors: dict[str, torch.Tensor] | None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        handle: Any,
+        tensors: dict[str, torch.Tensor] | None,
+        header: SafetensorsHeader | None = None,
+    ) -> None:
         self.path = path
         self._handle = handle  # safe_open handle, or None for .bin
         self._tensors = tensors  # mmapped state dict for .bin
+        self._header = header  # parsed safetensors header, or None for .bin
 
     def keys(self) -> list[str]:
         """Tensor names in file order (safetensors: sorted by name)."""
         if self._tensors is not None:
             return [k for k, v in self._tensors.items() if isinstance(v, torch.Tensor)]
-        return list(self._handle.keys())
+        return sorted(self._header.tensors)
 
     def shape(self, key: str) -> list[int]:
         """Shape without reading the data."""
         if self._tensors is not None:
             return list(self._tensors[key].shape)
-        return list(self._handle.get_slice(key).get_shape())
+        return [int(d) for d in self._header.tensors[key]["shape"]]
 
     def dtype(self, key: str) -> str:
         """safetensors dtype code (``"F16"``, ``"BF16"``...)."""
         if self._tensors is not None:
             return _TORCH_TO_ST[self._tensors[key].dtype]
-        return str(self._handle.get_slice(key).get_dtype())
+        return str(self._header.tensors[key]["dtype"])
 
     def tensor(self, key: str) -> torch.Tensor:
         """The tensor's data (a memory-mapped view for ``.bin``)."""
@@ -98,7 +107,7 @@ def _what_is_wrong(exc: BaseException) -> str:
         return "it is not a PyTorch weight file"
     if isinstance(exc, OSError):
         return f"the system could not read it ({exc.strerror or exc.__class__.__name__})"
-    if isinstance(exc, SafetensorError) or "header" in str(exc).lower():
+    if isinstance(exc, (SafetensorError, SafetensorsHeaderError)) or "header" in str(exc).lower():
         return "its safetensors header is damaged"
     return "its contents are not a weight file"
 
@@ -114,18 +123,21 @@ def _corrupt(src: Path, file: Path, exc: BaseException) -> GlmdeskError:
 
 @contextmanager
 def open_shard(file: Path, src: Path) -> Iterator[ShardReader]:
-    """Open one shard lazily: ``safe_open`` or ``torch.load(weights_only=True, mmap=True)``.
+    """Open one shard lazily: the header (names, dtypes, shapes) through
+    :func:`~glmdesk.engine.file_checks.read_safetensors_header`, the data through
+    ``safe_open``; or ``torch.load(weights_only=True, mmap=True)`` for ``.bin``.
 
     Raises:
         GlmdeskError: ``corrupt_weights`` when the file cannot be parsed.
     """
     if file.suffix == ".safetensors":
         try:
+            header = read_safetensors_header(file)
             handle = safe_open(str(file), framework="pt", device="cpu")
         except (SafetensorError, OSError, ValueError) as exc:
             raise _corrupt(src, file, exc) from exc
         try:
-            yield ShardReader(file, handle, None)
+            yield ShardReader(file, handle, None, header)
         finally:
             del handle
         return

@@ -217,6 +217,20 @@ def test_damaged_shard_is_corrupt(make_checkpoint, tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("keep", [100, -16])
+def test_cut_safetensors_shard_is_corrupt(make_checkpoint, tmp_path, keep):
+    """Header cut off or data cut short: read by the one safetensors header parser,
+    worded as the converter words a damaged header."""
+    src, *_ = make_checkpoint("chatglm3", fmt="safetensors", n_shards=2)
+    shard = sorted(src.glob("*.safetensors"))[1]
+    shard.write_bytes(shard.read_bytes()[:keep])
+    with pytest.raises(GlmdeskError) as err:
+        convert_checkpoint(src, tmp_path / "out")
+    assert err.value.kind == "corrupt_weights" and err.value.params["file"] == shard.name
+    assert "its safetensors header is damaged" in err.value.message
+    assert not (tmp_path / "out").exists()
+
+
 def test_wrong_shape_is_corrupt(make_checkpoint, tmp_path):
     src, *_ = make_checkpoint("chatglm3", config_extra={"ffn_hidden_size": 80})
     with pytest.raises(GlmdeskError) as err:
