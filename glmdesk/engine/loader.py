@@ -4,7 +4,8 @@
 2. placement (:mod:`glmdesk.engine.placement`): device, precision, bitsandbytes, tokenizer;
 3. acceleration (:mod:`glmdesk.engine.acceleration`): fused step, weight-only int8/int4,
    threads, compile;
-4. chat setup (here): prompt format, stop ids, context length, :class:`ModelInfo`.
+4. chat setup (here): prompt format, stop ids (:mod:`glmdesk.engine.stop_ids`), context
+   length, :class:`ModelInfo`.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from glmdesk.engine.cache import kv_budget_bytes, kv_bytes_per_token
 from glmdesk.engine.info import LoadProgress, ModelInfo, context_limit
 from glmdesk.engine.kv_pool import KVPool
 from glmdesk.engine.prompt import ChatTemplateFormat, PromptFormat
+from glmdesk.engine.stop_ids import hf_stop_ids
 from glmdesk.engine.threads import ThreadTuner
 
 
@@ -182,29 +184,5 @@ def _chat_template_format(model, tokenizer, ready) -> PromptFormat:
             f"{ready.source.name} has no chat template, so it cannot be used for chat.",
             path=str(ready.source.location),
         )
-    return ChatTemplateFormat(tokenizer, _stop_ids(model, tokenizer))
-
-
-def _stop_ids(model, tokenizer) -> frozenset[int]:
-    """Every id that ends a reply: generation config and config eos lists, the
-    tokenizer's eos, and common end-of-turn tokens present in the vocabulary."""
-    ids: set[int] = set()
-    for source in (getattr(model, "generation_config", None), model.config):
-        eos = getattr(source, "eos_token_id", None)
-        if isinstance(eos, int):
-            ids.add(eos)
-        elif eos:
-            ids.update(int(i) for i in eos)
-    if getattr(tokenizer, "eos_token_id", None) is not None:
-        ids.add(int(tokenizer.eos_token_id))
-    # One lookup per name: get_vocab() builds the whole vocabulary as a dict in Rust,
-    # holding the GIL (~30 ms for 49K tokens) while the window waits.
-    backend = getattr(tokenizer, "backend_tokenizer", None)
-    lookup = getattr(backend, "token_to_id", None)
-    if lookup is None:
-        lookup = (tokenizer.get_vocab() if hasattr(tokenizer, "get_vocab") else {}).get
-    for name in ("<|im_end|>", "<|eot_id|>", "<|end|>", "<|endoftext|>", "<|user|>", "<|observation|>"):
-        token_id = lookup(name)
-        if token_id is not None:
-            ids.add(int(token_id))
-    return frozenset(ids)
+    stops = hf_stop_ids(ready.family, tokenizer, getattr(model, "generation_config", None), model.config)
+    return ChatTemplateFormat(tokenizer, stops)

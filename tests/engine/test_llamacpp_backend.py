@@ -129,6 +129,25 @@ def test_stop_ids_from_the_gguf_match_the_transformers_path(backend, embedded):
     assert backend.model.vocab.special_id("<|im_end|>") in backend.capabilities().stop_ids
 
 
+def test_embedded_stop_ids_are_the_same_whichever_path_asks(backend, embedded):
+    """SmolLM2 stops on ``<|im_end|>`` (its eos) and ``<|endoftext|>``: through the
+    transformers loader, llama.cpp's GGUF vocabulary and the backends' capabilities."""
+    from glmdesk.engine.backends.transformers import TransformersBackend
+
+    tok = embedded.tokenizer
+    expected = frozenset(tok.convert_tokens_to_ids(t) for t in ("<|im_end|>", "<|endoftext|>"))
+    assert len(expected) == 2 and tok.eos_token_id in expected
+    transformers_backend = TransformersBackend(embedded)
+    assert {
+        "transformers loader": embedded.prompt_format.stop_ids,
+        "transformers backend": transformers_backend.capabilities().stop_ids,
+        "llama.cpp vocabulary": backend.model.vocab.stop_ids(),
+        "llama.cpp backend": backend.capabilities().stop_ids,
+    } == dict.fromkeys(
+        ("transformers loader", "transformers backend", "llama.cpp vocabulary", "llama.cpp backend"), expected
+    )
+
+
 def test_capabilities(backend):
     caps = backend.capabilities()
     assert caps.engine == "llamacpp" and caps.context_length == 8192 and caps.memory_probe == "cpu"

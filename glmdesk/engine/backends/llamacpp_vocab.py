@@ -18,10 +18,7 @@ from collections.abc import Sequence
 from glmdesk.core.errors import GlmdeskError
 from glmdesk.engine.chatglm.formats import ChatGLM2Format, RoleTokenFormat
 from glmdesk.engine.prompt import ChatTemplateFormat, PromptFormat
-
-#: End-of-turn token texts that end a reply when the vocabulary has them (as the
-#: transformers path's ``loader._stop_ids``).
-END_TOKENS = ("<|im_end|>", "<|eot_id|>", "<|end|>", "<|endoftext|>", "<|user|>", "<|observation|>")
+from glmdesk.engine.stop_ids import stop_ids
 
 
 class LlamaVocab:
@@ -108,10 +105,10 @@ class LlamaVocab:
             return ids[0]
         return None
 
-    def stop_ids(self) -> frozenset[int]:
-        """eos, eot and the end-of-turn tokens of :data:`END_TOKENS` the vocabulary has."""
-        ids = {self.eos, self.eot, *(self.special_id(name) for name in END_TOKENS)}
-        return frozenset(i for i in ids if i is not None)
+    def stop_ids(self, family: str = "gguf") -> frozenset[int]:
+        """eos, eot and the family's end-of-turn tokens the vocabulary has (the one
+        rule, :func:`glmdesk.engine.stop_ids.stop_ids`)."""
+        return stop_ids(family, (self.eos, self.eot), self.special_id)
 
 
 class TemplateTokenizer:
@@ -186,8 +183,7 @@ def prompt_format_for(vocab: LlamaVocab, header, name: str) -> tuple[PromptForma
         sop, family = (s("<sop>"), "glm4") if s("<sop>") is not None else (s("sop"), "chatglm3")
         if gmask is not None and sop is not None and None not in roles.values():
             ids = {"gmask": gmask, "sop": sop, **roles}
-            stop = {vocab.eos, vocab.eot, roles["user"], roles["observation"], s("<|endoftext|>")}
-            fmt = RoleTokenFormat(vocab.encode, ids, {i for i in stop if i is not None}, family)
+            fmt = RoleTokenFormat(vocab.encode, ids, vocab.stop_ids(family), family)
             fmt.name = family
             return fmt, family
         if header.architecture == "chatglm" and gmask is not None and sop is not None:

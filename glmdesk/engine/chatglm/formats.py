@@ -20,6 +20,8 @@ from glmdesk.core.messages import ChatMessage
 from glmdesk.core.tools import ToolSet
 from glmdesk.engine.chatglm.tools import call_text, chatglm3_system_text, glm4_tools_text
 from glmdesk.engine.prompt import PromptFormat, ReplyFilter, plain_messages
+from glmdesk.engine.stop_ids import stop_ids as family_stop_ids
+from glmdesk.engine.stop_ids import token_lookup
 
 #: GLM-4 ids (tiktoken vocabulary of 151329 ranks, special tokens after it).
 GLM4_SPECIAL_IDS = {
@@ -34,11 +36,12 @@ GLM4_SPECIAL_IDS = {
     "<|assistant|>": 151337,
     "<|observation|>": 151338,
 }
-#: The one home of the original families' stop ids in their full vocabularies:
-#: eos, and for ChatGLM3 and GLM-4 ``<|user|>`` and ``<|observation|>`` (THUDM's
-#: generation_config.json eos lists; ChatGLM3's ``tokenization_chatglm.py``). The
-#: formats take the same ids from the tokenizer they are given, so a folder with
-#: another vocabulary size stops on its own ids.
+#: The original families' stop ids in their released vocabularies: what the one rule
+#: (:func:`glmdesk.engine.stop_ids.stop_ids`) gives there (eos, and for ChatGLM3 and
+#: GLM-4 ``<|user|>`` and ``<|observation|>``: THUDM's generation_config.json eos
+#: lists). The formats ask the rule with the tokenizer they are given, so a folder with
+#: another vocabulary size stops on its own ids; the converter falls back on these
+#: when a folder's tokenizer file cannot be read.
 STOP_IDS_BY_FAMILY: dict[str, tuple[int, ...]] = {
     "chatglm2": (2,),
     "chatglm2-32k": (2,),
@@ -46,8 +49,6 @@ STOP_IDS_BY_FAMILY: dict[str, tuple[int, ...]] = {
     "chatglm3-32k": (2, 64795, 64797),
     "glm4": (151329, 151336, 151338),
 }
-#: GLM-4-9B-chat's eos list (generation_config.json): endoftext, user, observation.
-GLM4_STOP_IDS = frozenset(STOP_IDS_BY_FAMILY["glm4"])
 
 
 class TextEncoder(Protocol):
@@ -192,7 +193,7 @@ class ChatGLM2Format(PromptFormat):
     def __init__(self, tokenizer) -> None:
         self.tokenizer = tokenizer
         self.prefix = [tokenizer.special_id("[gMASK]"), tokenizer.special_id("sop")]
-        self.stop_ids = frozenset({tokenizer.eos_token_id})
+        self.stop_ids = family_stop_ids("chatglm2", (tokenizer.eos_token_id,), token_lookup(tokenizer))
 
     def build_text(self, messages: Sequence[ChatMessage]) -> str:
         """Return the prompt text after ``[gMASK] sop`` (for display and tests)."""
@@ -314,7 +315,7 @@ class ChatGLM3Format(RoleTokenFormat):
                 "assistant": s("<|assistant|>"),
                 "observation": s("<|observation|>"),
             },
-            {tokenizer.eos_token_id, s("<|user|>"), s("<|observation|>")},
+            family_stop_ids("chatglm3", (tokenizer.eos_token_id,), token_lookup(tokenizer)),
             "chatglm3",
         )
         self.tokenizer = tokenizer
@@ -327,7 +328,8 @@ class GLM4Format(RoleTokenFormat):
         encode: Plain-text encoder of the GLM-4 tokenizer.
         special_ids: Token name -> id (defaults to :data:`GLM4_SPECIAL_IDS`).
         extra_stop_ids: Added to the ids of ``<|endoftext|>``, ``<|user|>`` and
-            ``<|observation|>`` in ``special_ids`` (e.g. generation_config's eos list).
+            ``<|observation|>`` in ``special_ids`` (e.g. generation_config's eos list;
+            :func:`glmdesk.engine.stop_ids.stop_ids`).
     """
 
     name = "glm4"
@@ -349,6 +351,6 @@ class GLM4Format(RoleTokenFormat):
                 "assistant": ids["<|assistant|>"],
                 "observation": ids["<|observation|>"],
             },
-            {ids["<|endoftext|>"], ids["<|user|>"], ids["<|observation|>"]} | set(extra_stop_ids),
+            family_stop_ids("glm4", extra_stop_ids, ids.get),
             "glm4",
         )

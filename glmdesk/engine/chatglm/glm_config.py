@@ -11,7 +11,7 @@ and ``generation_config.json``; transformers ``models/glm/configuration_glm.py``
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,7 @@ from typing import Any
 from glmdesk.engine.chatglm.detect import SENTENCEPIECE_FAMILIES, declared_tokenizer, rope_ratio
 from glmdesk.engine.chatglm.formats import GLM4_SPECIAL_IDS, STOP_IDS_BY_FAMILY
 from glmdesk.engine.chatglm.tokenizer import SPECIAL_TOKENS
+from glmdesk.engine.stop_ids import stop_ids as family_stop_ids
 
 # THUDM configuration_chatglm.py defaults, for fields a config leaves out.
 THUDM_DEFAULTS: dict[str, Any] = {
@@ -162,11 +163,15 @@ def glm_config(
 def tokenizer_stop_ids(src: Path, family: str) -> tuple[int, ...]:
     """The family's stop ids in the vocabulary of the folder's own tokenizer file.
 
+    The one rule (:func:`glmdesk.engine.stop_ids.stop_ids`) on the file's vocabulary:
     ChatGLM2/3: sentencepiece's eos, and for ChatGLM3 ``<|user|>`` and
     ``<|observation|>`` (special tokens follow the sentencepiece pieces); GLM-4:
     ``<|endoftext|>``, ``<|user|>``, ``<|observation|>`` after the tiktoken ranks.
     For the released models these are :data:`STOP_IDS_BY_FAMILY`, which is also the
     answer when the file cannot be read.
+
+    Returns:
+        The ids, ascending.
     """
     file = src / "tokenizer.model"
     kind = declared_tokenizer(src) if file.is_file() else None
@@ -175,17 +180,22 @@ def tokenizer_stop_ids(src: Path, family: str) -> tuple[int, ...]:
             import sentencepiece as spm
 
             sp = spm.SentencePieceProcessor(model_file=str(file))
-            n, eos = sp.vocab_size(), sp.eos_id()
-            roles = (n + SPECIAL_TOKENS.index("<|user|>"), n + SPECIAL_TOKENS.index("<|observation|>"))
-            return (eos,) if family.startswith("chatglm2") else (eos, *roles)
+            return tuple(
+                sorted(family_stop_ids(family, (sp.eos_id(),), _after(sp.vocab_size(), SPECIAL_TOKENS)))
+            )
         if kind == "tiktoken" and family == "glm4":
             with file.open("rb") as fh:
                 n = sum(1 for line in fh if line.strip())
-            names = list(GLM4_SPECIAL_IDS)
-            return tuple(n + names.index(t) for t in ("<|endoftext|>", "<|user|>", "<|observation|>"))
+            return tuple(sorted(family_stop_ids(family, (), _after(n, list(GLM4_SPECIAL_IDS)))))
     except (OSError, RuntimeError):
         pass
     return STOP_IDS_BY_FAMILY[family]
+
+
+def _after(n: int, specials) -> Callable[[str], int | None]:
+    """Lookup of special tokens numbered after a vocabulary's ``n`` ordinary pieces."""
+    index = {name: n + i for i, name in enumerate(specials)}
+    return index.get
 
 
 def _declared_stop_ids(config: dict[str, Any], family: str, vocab: int, stops=()) -> tuple[list[int], int]:

@@ -25,11 +25,12 @@ from glmdesk.engine.chatglm.detect import (
     detect_family,
     read_config,
 )
-from glmdesk.engine.chatglm.formats import GLM4_STOP_IDS, ChatGLM2Format, ChatGLM3Format, GLM4Format
+from glmdesk.engine.chatglm.formats import ChatGLM2Format, ChatGLM3Format, GLM4Format
 from glmdesk.engine.chatglm.glm4_tokenizer import load_glm4_tokenizer
 from glmdesk.engine.chatglm.source_checks import check_folder_files
 from glmdesk.engine.chatglm.tokenizer import ChatGLMTokenizer
 from glmdesk.engine.prompt import ChatTemplateFormat, PromptFormat
+from glmdesk.engine.stop_ids import stop_ids, token_lookup
 
 
 @dataclass(frozen=True)
@@ -157,10 +158,10 @@ def prepare_checkpoint(
 
         config = read_config(src)
         tokenizer = AutoTokenizer.from_pretrained(str(src), trust_remote_code=False)
-        stop_ids = frozenset(GLM4_STOP_IDS | _generation_eos(src))
-        fmt = ChatTemplateFormat(tokenizer, stop_ids)
+        stops = stop_ids(family, _generation_eos(src), token_lookup(tokenizer))
+        fmt = ChatTemplateFormat(tokenizer, stops)
         context = int(config.get("max_position_embeddings") or 131072)
-        return PreparedCheckpoint(src, family, tokenizer, fmt, stop_ids, context)
+        return PreparedCheckpoint(src, family, tokenizer, fmt, stops, context)
     if family == "chatglm-v1":
         reason = (
             "it is a first-generation ChatGLM-6B checkpoint, a different network that glmdesk does not run."
