@@ -69,6 +69,16 @@ class OpenModelDialog(QDialog):
         current = current or LoadSettings()
         self._availability = availability or {}
 
+        row = self._build_model_row(current)
+        self._build_load_options(current)
+        self._build_engine_choice(current)
+        self._build_trust(current)
+        self._build_recent(recent)
+        buttons = self._lay_out(row, bool(recent), current)
+        self._connect_updates(buttons, current)
+
+    def _build_model_row(self, current: LoadSettings) -> QHBoxLayout:
+        """The model: its line edit and the Folder, .gguf file and Embedded buttons."""
         self.model_edit = QLineEdit(current.model or "")
         self.model_edit.setPlaceholderText(self.tr("Empty: the embedded default model"))
         self.model_edit.setToolTip(
@@ -83,7 +93,13 @@ class OpenModelDialog(QDialog):
         row.addWidget(folder_button)
         row.addWidget(file_button)
         row.addWidget(embedded_button)
+        folder_button.clicked.connect(self._choose_folder)
+        file_button.clicked.connect(self._choose_file)
+        embedded_button.clicked.connect(self.model_edit.clear)
+        return row
 
+    def _build_load_options(self, current: LoadSettings) -> None:
+        """Quantization, precision, device, CPU threads, fused and compiled decode step."""
         self.quantization_combo = self._combo(
             "quantization",
             QUANTIZATIONS,
@@ -119,7 +135,7 @@ class OpenModelDialog(QDialog):
         )
         self.threads_spin = QSpinBox()
         self.threads_spin.setRange(0, max(64, os.cpu_count() or 1))
-        self.threads_spin.setSpecialValueText(self.tr("Automatic (one per core)"))
+        self.threads_spin.setSpecialValueText(self._automatic_threads_text("transformers"))
         self.threads_spin.setValue(current.threads)
         self.threads_spin.setToolTip(self.tr("Threads for the CPU's matrix kernels"))
         self.fused_check = QCheckBox(self.tr("Fused decode step"))
@@ -146,6 +162,9 @@ class OpenModelDialog(QDialog):
             )
         )
         self.fused_check.toggled.connect(self._on_fused_toggled)
+
+    def _build_engine_choice(self, current: LoadSettings) -> None:
+        """The engine, the note on it, llama.cpp's options and why options are disabled."""
         self.engine_combo = self._combo(
             "engine",
             ("auto", "llamacpp", "transformers"),
@@ -161,6 +180,8 @@ class OpenModelDialog(QDialog):
         self.reasons_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
         self.reasons_label.setVisible(bool(self.reasons_label.text()))
 
+    def _build_trust(self, current: LoadSettings) -> None:
+        """The per-folder choice to run a folder's own code, and its warning."""
         self.trust_check = QCheckBox()
         self.trust_check.setChecked(False)
         self._trusted_folder = current.model if current.trust_remote_code else None
@@ -173,6 +194,8 @@ class OpenModelDialog(QDialog):
         self.trust_note.setWordWrap(True)
         self.trust_note.setForegroundRole(QPalette.ColorRole.PlaceholderText)
 
+    def _build_recent(self, recent: list[str | None] | None) -> None:
+        """The Recent list: models loaded lately, each filling in the model when chosen."""
         self.recent_combo = QComboBox()
         self.recent_combo.setObjectName("recent_models")
         self.recent_combo.addItem(self.tr("Choose a recent model..."), None)
@@ -182,8 +205,11 @@ class OpenModelDialog(QDialog):
                 self.recent_combo.count() - 1, model or recent_label(model), Qt.ItemDataRole.ToolTipRole
             )
         self.recent_combo.activated.connect(self._on_recent_chosen)
+
+    def _lay_out(self, row: QHBoxLayout, has_recent: bool, current: LoadSettings) -> QDialogButtonBox:
+        """The form, the remote server box, the notes and the Open/Cancel buttons."""
         form = QFormLayout()
-        if recent:
+        if has_recent:
             form.addRow(self.tr("Recent"), self.recent_combo)
         else:
             self.recent_combo.hide()
@@ -216,10 +242,10 @@ class OpenModelDialog(QDialog):
         applies.setWordWrap(True)
         layout.addWidget(applies)
         layout.addWidget(buttons)
+        return buttons
 
-        folder_button.clicked.connect(self._choose_folder)
-        file_button.clicked.connect(self._choose_file)
-        embedded_button.clicked.connect(self.model_edit.clear)
+    def _connect_updates(self, buttons: QDialogButtonBox, current: LoadSettings) -> None:
+        """Wire the buttons and the updates that enable, disable and explain options."""
         self.model_edit.textChanged.connect(self._update_trust)
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
@@ -396,6 +422,14 @@ class OpenModelDialog(QDialog):
             torch_side and self.fused_check.isChecked() and not self._compile_reason
         )
         self.llama_options.set_active(engine == "llamacpp", self.device_combo.currentData() != "cpu")
+        self.threads_spin.setSpecialValueText(self._automatic_threads_text(engine))
+
+    def _automatic_threads_text(self, engine: str) -> str:
+        """What threads 0 means: llama.cpp runs one thread per physical core; transformers
+        starts there and adapts the count to measured decode steps (glmdesk.engine.threads)."""
+        if engine == "llamacpp":
+            return self.tr("Automatic (one per core)")
+        return self.tr("Automatic (adapts to CPU load)")
 
     def accept(self) -> None:
         """Close with the choices, unless the server URL is malformed (said in the box)."""

@@ -968,6 +968,10 @@ Updated {when} · {model}</source>
         <source>Runs in transformers (the weights dequantized to fp32, converted once), where the torch quantizations and the compiled decode step are.</source>
         <translation>使用 transformers 运行（权重反量化为 fp32，只转换一次），torch 量化和编译解码步骤都在这里。</translation>
     </message>
+    <message>
+        <source>Automatic (adapts to CPU load)</source>
+        <translation>自动（随 CPU 负载调整）</translation>
+    </message>
 </context>
 <context>
     <name>ProductMenus</name>

@@ -29,9 +29,12 @@ def test_gguf_defaults_to_llama_cpp_with_the_reason(qtbot, tmp_path) -> None:
     chosen = dialog.load_settings()
     assert (chosen.engine, chosen.n_ctx, chosen.n_batch, chosen.use_mmap) == ("auto", 4096, 256, False)
 
+    # threads 0: llama.cpp runs one per physical core; transformers adapts the count to load
+    assert dialog.threads_spin.value() == 0 and dialog.threads_spin.text() == "Automatic (one per core)"
     dialog.engine_combo.setCurrentIndex(dialog.engine_combo.findData("transformers"))
     assert dialog.quantization_combo.isEnabled() and not options.ctx_spin.isEnabled()
     assert "Runs in transformers" in dialog.engine_note.text()
+    assert dialog.threads_spin.text() == "Automatic (adapts to CPU load)"
 
     folder = tmp_path / "glm"
     folder.mkdir()
