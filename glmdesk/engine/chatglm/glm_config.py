@@ -21,7 +21,7 @@ from glmdesk.engine.chatglm.formats import GLM4_SPECIAL_IDS, STOP_IDS_BY_FAMILY
 from glmdesk.engine.chatglm.tokenizer import SPECIAL_TOKENS
 from glmdesk.engine.stop_ids import stop_ids as family_stop_ids
 
-# THUDM configuration_chatglm.py defaults, for fields a config leaves out.
+#: THUDM configuration_chatglm.py defaults, for fields a config leaves out.
 THUDM_DEFAULTS: dict[str, Any] = {
     "num_layers": 28,
     "padded_vocab_size": 65024,
