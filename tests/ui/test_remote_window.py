@@ -96,3 +96,21 @@ def test_open_model_greys_out_local_options_for_a_server(qtbot):
     remote = OpenModelDialog(LoadSettings(remote_url="http://gpu-box:8000/v1"))
     qtbot.addWidget(remote)
     assert not remote.local_options.isEnabled() and not remote.local_reason.isHidden()
+
+
+def test_sampling_timing_follows_the_capabilities_fields(qtbot):
+    from glmdesk.engine.backends.base import SAMPLING_FIELDS, Capabilities
+    from glmdesk.ui.sidebar import Sidebar
+
+    sidebar = Sidebar()
+    qtbot.addWidget(sidebar)
+    assert "next token" in sidebar.sampling_timing.text()  # before any model: the local engines' rule
+    mixed = Capabilities(engine="x", live_sampling=frozenset({"temperature", "max_new_tokens"}))
+    sidebar.set_sampling_timing(mixed.live_sampling)
+    text = sidebar.sampling_timing.text()
+    assert text.startswith("Temperature, Max new tokens apply from the next token") and "next answer" in text
+    sidebar.set_sampling_timing(frozenset())
+    assert "next answer" in sidebar.sampling_timing.text()
+    sidebar.set_sampling_timing(Capabilities(engine="x").live_sampling)
+    assert sidebar.sampling_timing.text().startswith("Applies from the next token")
+    assert Capabilities(engine="x").live_sampling == frozenset(SAMPLING_FIELDS) - {"seed"}
