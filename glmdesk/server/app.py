@@ -109,16 +109,23 @@ async def _disconnected(request: Request) -> None:
             return
 
 
-async def _unless_gone(request: Request, awaitable):
-    """``await awaitable``, unless the client disconnects first (then ClientGone)."""
+async def _unless_gone(request: Request, awaitable, undo: Callable[[object], None] | None = None):
+    """``await awaitable``, unless the client disconnects first (then ClientGone).
+
+    When both happen in the same turn of the loop the client's leaving wins: the
+    awaitable's result is handed to ``undo`` (a queue place given back) and ClientGone
+    is raised, so a request whose client has gone never starts.
+    """
     task = asyncio.ensure_future(awaitable)
     watch = asyncio.ensure_future(_disconnected(request))
     try:
         done, _ = await asyncio.wait({task, watch}, return_when=asyncio.FIRST_COMPLETED)
     finally:
         watch.cancel()
-    if task in done:
+    if watch not in done:
         return task.result()
+    if task in done and undo is not None and not task.cancelled() and task.exception() is None:
+        undo(task.result())
     task.cancel()
     raise ClientGone
 
@@ -133,7 +140,7 @@ async def _answer(
     """Wait for the model, start the answer, send it as events or one JSON body."""
     stops = StopStrings(stop_strings(body))
     loop = asyncio.get_running_loop()
-    await _unless_gone(request, state.turns.acquire())
+    await _unless_gone(request, state.turns.acquire(), undo=lambda _held: state.turns.release())
     record = AnswerRecord(reply.id)
     state.records.append(record)
     run = AnswerRun(loop, make_stream, record, state.turns.release)

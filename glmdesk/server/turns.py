@@ -17,12 +17,18 @@ class Turns:
     Args:
         queue_size: Requests that may wait while one answers; one more is refused.
         retry_after_s: The ``Retry-After`` given with the refusal, in s.
+
+    Attributes:
+        waiting: Requests waiting now.
+        left: Requests that left the queue before their turn (their waiting task was
+            cancelled: the client disconnected), since the server started.
     """
 
     def __init__(self, queue_size: int, retry_after_s: int) -> None:
         self.queue_size = queue_size
         self.retry_after_s = retry_after_s
         self.waiting = 0
+        self.left = 0
         self._lock = asyncio.Lock()
 
     @property
@@ -33,8 +39,12 @@ class Turns:
     async def acquire(self) -> None:
         """Wait for the model.
 
+        Cancelling the waiting task takes the request out of the queue without ever
+        giving it the model (``asyncio.Lock`` then wakes the next waiter itself).
+
         Raises:
             APIError: 429 with ``Retry-After`` when :attr:`queue_size` requests wait already.
+            asyncio.CancelledError: when the waiting task is cancelled.
         """
         if self._lock.locked() and self.waiting >= self.queue_size:
             raise APIError(
@@ -47,6 +57,9 @@ class Turns:
         self.waiting += 1
         try:
             await self._lock.acquire()
+        except asyncio.CancelledError:
+            self.left += 1
+            raise
         finally:
             self.waiting -= 1
 

@@ -288,7 +288,9 @@ class MainWindow(QMainWindow):
             self.store.save_last_model(self.session.loaded_settings)
         self.status.show_model(info)
         self.gauge.set_weights_bytes(int(info.footprint_mib * MIB))
-        self.gauge.set_device(info.device)
+        self.gauge.show_capabilities(self.session.capabilities, info.device)
+        if self.session.capabilities is not None:  # when sampling changes apply: per token or per answer
+            self.sidebar.set_sampling_timing(self.session.capabilities.live_sampling)
         kv = self.session.capabilities.kv_strategies if self.session.capabilities else {"full": None}
         self.sidebar.set_cache_availability(
             {k: (None if v is None else error_sentence(v)) for k, v in kv.items()}

@@ -5,6 +5,11 @@ Readings come from :class:`glmdesk.engine.memory.MemoryProbe` (NVML on NVIDIA
 machines, this process's memory otherwise) every :data:`POLL_INTERVAL_MS`. NVML is
 initialised once on a plain background thread, so the first poll does not wait
 for it; afterwards one poll costs well under a millisecond on the GUI thread.
+
+With a remote backend (``Capabilities.memory_probe == "remote"``) this machine's memory
+is not the model's: the gauge says "remote" and, when the server publishes a KV-cache
+gauge on its Prometheus ``/metrics`` (vLLM, SGLang, glmdesk serve), that figure in
+percent, read every :data:`REMOTE_POLL_S` on a thread of its own.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import math
 import threading
 import time
 from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt, QTimer, Slot
 from PySide6.QtGui import QColor, QPainter, QPainterPath, QPalette, QPen
@@ -21,6 +27,8 @@ from PySide6.QtWidgets import QLabel, QSizePolicy, QToolTip, QVBoxLayout, QWidge
 from glmdesk.engine.memory import MemoryProbe, MemoryReading
 
 POLL_INTERVAL_MS = 500
+#: How often a remote server's ``/metrics`` is read, in s (vLLM refreshes it every few s).
+REMOTE_POLL_S = 2.0
 HISTORY_SECONDS = 60
 WEIGHTS_COLOUR = QColor("#4e79a7")
 KV_COLOUR = QColor("#f28e2b")
@@ -213,6 +221,11 @@ class MemoryGauge(QWidget):
         self.reading: MemoryReading | None = None
         self._weights_bytes = 0
         self._kv_bytes = 0
+        self.remote_url: str | None = None  # the server's API URL while the model is remote
+        self.remote_usage: float | None = None  # its KV-cache usage (0-1), when it says
+        self._remote_read: Future | None = None
+        self._remote_read_at = 0.0
+        self._remote_pool: ThreadPoolExecutor | None = None
 
         self.title_label = QLabel()
         self.title_label.setObjectName("memory_title")
@@ -249,6 +262,24 @@ class MemoryGauge(QWidget):
         """Watch the card the model was loaded on (``ModelInfo.device``, e.g. ``cuda:1``)."""
         self.probe.set_device(device)
 
+    def show_capabilities(self, capabilities, device: str) -> None:
+        """Follow a newly loaded model: its :class:`~glmdesk.engine.backends.base.Capabilities`
+        say where its memory is (``memory_probe``); ``device`` is ``ModelInfo.device``.
+
+        A remote model's memory is the server's: the gauge shows "remote" and the
+        server's KV-cache usage when its ``/metrics`` has it; otherwise the local probe
+        watches ``device``.
+        """
+        remote = capabilities is not None and capabilities.memory_probe == "remote"
+        self.remote_url = capabilities.device if remote else None
+        self.remote_usage = None
+        self._remote_read, self._remote_read_at = None, 0.0  # a read still running is ignored
+        for widget in (self.split_label, self.plot):
+            widget.setVisible(not remote)
+        if not remote:
+            self.set_device(device)
+        self.poll()
+
     def set_kv_bytes(self, value: int) -> None:
         """Bytes the KV cache holds now (from the last chunk)."""
         self._kv_bytes = max(0, int(value))
@@ -273,9 +304,45 @@ class MemoryGauge(QWidget):
             return self.tr("No NVIDIA GPU was found.")
         return ""
 
+    def _poll_remote(self) -> None:
+        """Show "remote" and the server's KV-cache usage; start the next ``/metrics`` read
+        on the pool's thread when none is running and :data:`REMOTE_POLL_S` have passed."""
+        read = self._remote_read
+        if read is not None and read.done():
+            self._remote_read = None
+            try:
+                self.remote_usage = read.result()
+            except Exception:  # read_kv_usage never raises; kept as a safety net
+                self.remote_usage = None
+        now = time.monotonic()
+        if self._remote_read is None and now - self._remote_read_at >= REMOTE_POLL_S:
+            if self._remote_pool is None:
+                self._remote_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gauge-metrics")
+            self._remote_read = self._remote_pool.submit(_read_remote_usage, self.remote_url)
+            self._remote_read_at = now
+        self.title_label.setText(self.tr("Memory: remote"))
+        self.title_label.setToolTip(
+            self.tr(
+                "The model runs on the server at {url}; this computer's memory is not the model's."
+            ).format(url=self.remote_url)
+        )
+        if self.remote_usage is None:
+            self.amount_label.setText(self.tr("On the server at {url}").format(url=self.remote_url))
+        else:
+            self.amount_label.setText(
+                self.tr("KV cache {percent} used on the server").format(
+                    percent=f"{self.remote_usage:.1%}"
+                    if self.remote_usage < 0.1
+                    else f"{self.remote_usage:.0%}"
+                )
+            )
+
     @Slot()
     def poll(self) -> None:
         """Take one reading and repaint; never raises."""
+        if self.remote_url is not None:
+            self._poll_remote()
+            return
         started = time.perf_counter()
         try:
             reading = self.probe.read(self._weights_bytes, self._kv_bytes)
@@ -317,3 +384,12 @@ class MemoryGauge(QWidget):
         self.timer.stop()
         self._init_thread.join(timeout=2.0)
         self.probe.close()
+        if self._remote_pool is not None:
+            self._remote_pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _read_remote_usage(url: str) -> float | None:
+    """The server's KV-cache usage (0-1) or ``None``; runs on the gauge's pool thread."""
+    from glmdesk.engine.backends.remote import read_kv_usage  # openai and httpx only when remote
+
+    return read_kv_usage(url)

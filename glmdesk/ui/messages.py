@@ -37,6 +37,19 @@ def _template(kind: str, params: dict) -> str | None:
             "{path} needs its own Python code to run; allow it for this folder in Open model "
             "only if you trust where it came from.",
         )
+    if kind == "invalid_setting" and params.get("reason") == "server_decides":
+        return QCoreApplication.translate(
+            "ErrorMessages",
+            "The server keeps its own KV cache: its strategy is chosen when the server is started.",
+        )
+    if (
+        kind in ("quantization_unavailable", "precision_unavailable")
+        and params.get("reason") == "server_decides"
+    ):
+        return QCoreApplication.translate(
+            "ErrorMessages",
+            "The server loads its model with its own precision and quantization, chosen when the server is started.",
+        )
     if kind == "quantization_unavailable" and params.get("reason") == "cpu_only":
         return QCoreApplication.translate(
             "ErrorMessages",

@@ -227,9 +227,16 @@ class OpenModelDialog(QDialog):
             QDialogButtonBox.StandardButton.Open | QDialogButtonBox.StandardButton.Cancel
         )
         self.remote_box = RemoteServerBox(current)
+        self.local_options = QWidget()  # greyed out as a whole while the model comes from a server
+        form.setContentsMargins(0, 0, 0, 0)
+        self.local_options.setLayout(form)
+        self.local_reason = QLabel()
+        self.local_reason.setWordWrap(True)
+        self.local_reason.setForegroundRole(QPalette.ColorRole.PlaceholderText)
         layout = QVBoxLayout(self)
-        layout.addLayout(form)
+        layout.addWidget(self.local_options)
         layout.addWidget(self.remote_box)
+        layout.addWidget(self.local_reason)
         layout.addWidget(self.reasons_label)
         layout.addWidget(self.trust_check)
         layout.addWidget(self.trust_note)
@@ -263,6 +270,26 @@ class OpenModelDialog(QDialog):
         self._update_trust()
         if self._trusted_folder and self._trusted_folder == current.model:
             self.trust_check.setChecked(True)
+        self.remote_box.toggled.connect(self._on_remote_toggled)
+        self._on_remote_toggled(self.remote_box.isChecked())
+
+    @Slot(bool)
+    def _on_remote_toggled(self, remote: bool) -> None:
+        """Grey out this computer's load options while the model comes from a server, and say why."""
+        self.local_options.setEnabled(not remote)
+        self.trust_check.setVisible(not remote)
+        self.trust_note.setVisible(not remote)
+        reason = (
+            self.tr(
+                "The model, engine, precision, quantization and threads above are for models on this "
+                "computer: a server loads its model with its own, and keeps its own KV cache."
+            )
+            if remote
+            else ""
+        )
+        self.local_options.setToolTip(reason)
+        self.local_reason.setText(reason)
+        self.local_reason.setVisible(remote)
 
     @Slot(int)
     def _on_recent_chosen(self, index: int) -> None:

@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 )
 
 from glmdesk.core.settings import CACHE_STRATEGIES, CacheSettings, SamplingParams
+from glmdesk.engine.backends.base import SAMPLING_FIELDS
 from glmdesk.ui.i18n import LANGUAGES, SYSTEM_LANGUAGE
 from glmdesk.ui.sidebar_sections import fold_sidebar
 from glmdesk.ui.slider_spin import SliderSpin, caption
@@ -65,6 +66,7 @@ class Sidebar(QScrollArea):
         self._cache = CacheSettings()
         self._defaults = SamplingParams()
         self._updating = False
+        self._no_cache_choice: str | None = None  # why no KV-cache strategy can be chosen here
 
         body = QWidget()
         column = QVBoxLayout(body)
@@ -137,13 +139,10 @@ class Sidebar(QScrollArea):
         form.addRow(self.tr("Max new tokens"), self.max_new_tokens)
         form.addRow(self.tr("Seed"), self.seed)
         form.addRow(self.refused_label)
-        form.addRow(
-            caption(
-                self.tr(
-                    "Applies from the next token, also to an answer being written. The seed applies from the next message."
-                )
-            )
-        )
+        self.sampling_timing = caption("")
+        self.sampling_timing.setObjectName("sampling_timing")
+        form.addRow(self.sampling_timing)
+        self.set_sampling_timing(frozenset(SAMPLING_FIELDS) - {"seed"})
         form.addRow(self.reset_button)
 
         for spin in (self.temperature.spin, self.top_p.spin, self.repetition_penalty.spin, self.min_p):
@@ -240,6 +239,41 @@ class Sidebar(QScrollArea):
         if emit:
             self.params_changed.emit(params)
 
+    def set_sampling_timing(self, live: frozenset[str]) -> None:
+        """Say when a sampling change takes effect, from the backend's
+        :class:`~glmdesk.engine.backends.base.Capabilities`.
+
+        Args:
+            live: The fields read before every token (``Capabilities.live_sampling``); the
+                others are read once, when an answer starts (a remote server's request
+                cannot change mid-answer, so there none is live).
+        """
+        if not live:
+            text = self.tr(
+                "Applies from the next answer: the settings go with each question, so an answer "
+                "being written keeps the ones it started with."
+            )
+        elif live >= frozenset(SAMPLING_FIELDS) - {"seed"}:
+            text = self.tr(
+                "Applies from the next token, also to an answer being written. The seed applies from the next message."
+            )
+        else:
+            text = self.tr(
+                "{live} apply from the next token, also to an answer being written; the others from the next answer."
+            ).format(live=", ".join(self._field_names()[name] for name in SAMPLING_FIELDS if name in live))
+        self.sampling_timing.setText(text)
+
+    def _field_names(self) -> dict[str, str]:
+        return {
+            "temperature": self.tr("Temperature"),
+            "top_p": self.tr("Top-p"),
+            "top_k": self.tr("Top-k"),
+            "min_p": self.tr("Min-p"),
+            "repetition_penalty": self.tr("Repetition penalty"),
+            "max_new_tokens": self.tr("Max new tokens"),
+            "seed": self.tr("Seed"),
+        }
+
     def set_defaults(self, params: SamplingParams) -> None:
         """The model family's defaults, used by the Model defaults button."""
         self._defaults = params
@@ -331,23 +365,33 @@ class Sidebar(QScrollArea):
                 unavailable.
         """
         model = self.cache_combo.model()
+        reasons = []
         for row in range(self.cache_combo.count()):
             key = self.cache_combo.itemData(row)
             reason = availability.get(key, self.tr("Not available in this build."))
             item = model.item(row)
             item.setEnabled(reason is None)
             item.setToolTip(reason or "")
+            reasons.append(reason)
         current = self.cache_combo.currentData()
         if availability.get(current, "missing") is not None:
             self.cache_combo.setCurrentIndex(self.cache_combo.findData("full"))
+        # No strategy at all (a remote server keeps its own cache): the whole section is
+        # greyed out and says why.
+        self._no_cache_choice = reasons[0] if reasons and None not in reasons else None
+        self.cache_combo.setEnabled(self._no_cache_choice is None)
+        self.cache_combo.setToolTip(self._no_cache_choice or "")
+        self.cache_reason.setText(self._no_cache_choice or "")
+        self.cache_reason.setVisible(self._no_cache_choice is not None)
         self._update_cache_controls()
 
     def _update_cache_controls(self) -> None:
         strategy = self.cache_combo.currentData()
-        windowed = strategy in ("sliding_window", "dynamic")
+        chosen_here = self.cache_combo.isEnabled()
+        windowed = strategy in ("sliding_window", "dynamic") and chosen_here
         self.window_spin.setEnabled(windowed)
         self.sinks_spin.setEnabled(windowed)
-        self.budget_spin.setEnabled(strategy == "dynamic")
+        self.budget_spin.setEnabled(strategy == "dynamic" and chosen_here)
 
     @Slot()
     def _on_cache_edited(self) -> None:
@@ -371,7 +415,8 @@ class Sidebar(QScrollArea):
             )
             self.cache_reason.show()
             return
-        self.cache_reason.hide()
+        self.cache_reason.setText(self._no_cache_choice or "")
+        self.cache_reason.setVisible(self._no_cache_choice is not None)
         if cache != self._cache:
             self._cache = cache
             self.cache_settings_changed.emit(cache)

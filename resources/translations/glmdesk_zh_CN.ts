@@ -162,6 +162,14 @@ Updated {when} · {model}</source>
         <translation>{path} 需要运行其自带的 Python 代码；仅当你信任它的来源时，才在“打开模型”中为该文件夹允许运行。</translation>
     </message>
     <message>
+        <source>The server keeps its own KV cache: its strategy is chosen when the server is started.</source>
+        <translation>服务器自行管理 KV 缓存：其策略在启动服务器时选择。</translation>
+    </message>
+    <message>
+        <source>The server loads its model with its own precision and quantization, chosen when the server is started.</source>
+        <translation>服务器以自己的精度和量化加载模型，二者在启动服务器时选择。</translation>
+    </message>
+    <message>
         <source>{quantization} runs on the CPU only; choose the CPU device, or 8-bit or 4-bit NF4 on a GPU.</source>
         <translation>{quantization} 只能在 CPU 上运行；请选择 CPU 设备，或在 GPU 上使用 8 位或 4 位 NF4。</translation>
     </message>
@@ -684,6 +692,22 @@ Updated {when} · {model}</source>
         <translation>未找到 NVIDIA GPU。</translation>
     </message>
     <message>
+        <source>Memory: remote</source>
+        <translation>内存：远程</translation>
+    </message>
+    <message>
+        <source>The model runs on the server at {url}; this computer&apos;s memory is not the model&apos;s.</source>
+        <translation>模型运行在 {url} 的服务器上；本机内存并非模型所用的内存。</translation>
+    </message>
+    <message>
+        <source>On the server at {url}</source>
+        <translation>位于 {url} 的服务器上</translation>
+    </message>
+    <message>
+        <source>KV cache {percent} used on the server</source>
+        <translation>服务器 KV 缓存已用 {percent}</translation>
+    </message>
+    <message>
         <source>{used} of {total} used on the GPU</source>
         <translation>GPU 显存已用 {used}，共 {total}</translation>
     </message>
@@ -919,6 +943,10 @@ Updated {when} · {model}</source>
     <message>
         <source>The model, precision, quantization and threads apply when loading finishes; the current model stays in use until then.</source>
         <translation>模型、精度、量化和线程数设置在加载完成后生效；在此之前继续使用当前模型。</translation>
+    </message>
+    <message>
+        <source>The model, engine, precision, quantization and threads above are for models on this computer: a server loads its model with its own, and keeps its own KV cache.</source>
+        <translation>上面的模型、引擎、精度、量化和线程设置仅适用于本机上的模型：服务器以自己的设置加载模型，并自行管理 KV 缓存。</translation>
     </message>
     <message>
         <source>Runs on the CPU only: choose the CPU device, or 8-bit or 4-bit NF4 on a GPU.</source>
@@ -1291,6 +1319,14 @@ Updated {when} · {model}</source>
         <translation>模型、精度和量化在加载模型时生效：文件 &gt; 打开模型（Ctrl+O）。</translation>
     </message>
     <message>
+        <source>Applies from the next answer: the settings go with each question, so an answer being written keeps the ones it started with.</source>
+        <translation>从下一个回答起生效：这些设置随每个问题一起发送，正在生成的回答仍使用开始时的设置。</translation>
+    </message>
+    <message>
+        <source>{live} apply from the next token, also to an answer being written; the others from the next answer.</source>
+        <translation>{live} 从下一个 token 起生效，对正在生成的回答同样有效；其余设置从下一个回答起生效。</translation>
+    </message>
+    <message>
         <source>Repetition penalty {value} is refused: below 1.0 it would reward repetition. {kept} stays in force (1.0 is off).</source>
         <translation>重复惩罚 {value} 无效：低于 1.0 会鼓励重复。继续使用 {kept}（1.0 表示关闭）。</translation>
     </message>
@@ -1498,6 +1534,7 @@ The small embedded model: fine for trying glmdesk; open a GLM model for real wor
     <name>_Plot</name>
     <message>
         <source>now</source>
+        <extracomment>How often a remote server&apos;s ``/metrics`` is read, in s (vLLM refreshes it every few s).</extracomment>
         <translation>现在</translation>
     </message>
     <message>

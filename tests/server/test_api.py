@@ -4,6 +4,7 @@ server on 127.0.0.1 with the real embedded model; nothing mocked."""
 from __future__ import annotations
 
 import threading
+import time
 
 import httpx
 import openai
@@ -209,6 +210,50 @@ def test_disconnect_mid_answer_frees_the_model(server, state):
     assert gone.finish_reason == "cancelled" and gone.n_generated < 400
     nxt = state.records[-1]
     assert nxt is not gone and nxt.started >= gone.ended
+
+
+def _wait_for(condition, timeout_s: float = 120.0) -> None:
+    """Return once ``condition()`` holds; fail after ``timeout_s`` (s)."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "the server did not get there in time"
+        threading.Event().wait(0.02)
+
+
+def test_disconnect_while_queued_leaves_the_queue_without_running(server, state):
+    c, name = client(server), model_id(server)
+    holder = c.chat.completions.create(
+        model=name, messages=STORY, temperature=0, max_tokens=1000, stream=True
+    )
+    next(iter(holder))  # this answer holds the model
+    held = state.records[-1]
+    before, left = state.requests, state.turns.left
+    # A client that gives up while it waits behind the answer: its read timeout closes the connection.
+    with pytest.raises(openai.APITimeoutError):
+        c.with_options(timeout=httpx.Timeout(3.0, connect=10.0)).chat.completions.create(
+            model=name, messages=PARIS, temperature=0, max_tokens=24
+        )
+    _wait_for(lambda: state.turns.left == left + 1)
+    assert state.turns.waiting == 0 and state.requests == before  # dropped, never run
+    assert held.ended == 0 and state.records[-1] is held
+
+    # The next request waits behind the running answer and gets the model the moment it ends.
+    replies: list = []
+
+    def ask() -> None:
+        replies.append(c.chat.completions.create(model=name, messages=PARIS, temperature=0, max_tokens=24))
+
+    thread = threading.Thread(target=ask)
+    thread.start()
+    _wait_for(lambda: state.turns.waiting == 1)
+    holder.close()
+    thread.join(240)
+    assert "Paris" in replies[0].choices[0].message.content
+    assert held.finish_reason == "cancelled" and state.requests == before + 1
+    nxt = state.records[-1]
+    assert state.records[-2] is held and nxt.started >= held.ended
+    _wait_for(lambda: nxt.ended > 0)  # its thread lets go of the model just after the reply
+    assert nxt.finish_reason == "stop"
 
 
 def test_two_clients_at_once_take_turns(server, state):

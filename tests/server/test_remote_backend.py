@@ -15,7 +15,7 @@ from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import CACHE_STRATEGIES, LoadSettings, ParamsBox, SamplingParams
 from glmdesk.engine.backends import create_backend
 from glmdesk.engine.backends.base import SAMPLING_FIELDS
-from glmdesk.engine.backends.remote import RemoteBackend, base_url, parse_kv_usage
+from glmdesk.engine.backends.remote import RemoteBackend, base_url, metrics_url, parse_kv_usage
 from glmdesk.server.config import ServeSettings
 from glmdesk.server.runner import ServerThread
 
@@ -174,6 +174,12 @@ def test_helpers():
         'vllm:kv_cache_usage_perc{engine="1",model_name="glm"} 0.5\nvllm:num_requests_running 3\n'
     )
     assert parse_kv_usage(text) == 0.5 and parse_kv_usage("other_metric 1\n") is None
+    # The text format's corners: a timestamp after the value, a quoted "} " in a label
+    # value, tabs, NaN (skipped), vLLM's older name.
+    assert parse_kv_usage("vllm:gpu_cache_usage_perc 0.125 1700000000000\n") == 0.125
+    assert parse_kv_usage('vllm:kv_cache_usage_perc{model_name="a} \\"b\\""}\t0.75\n') == 0.75
+    assert parse_kv_usage("glmdesk:kv_cache_usage_perc NaN\n") is None
+    assert metrics_url("http://gpu:8000") == metrics_url("http://gpu:8000/v1/") == "http://gpu:8000/metrics"
     assert "secret" not in repr(LoadSettings(remote_url="http://h:1/v1", remote_api_key="secret"))
     with pytest.raises(ValueError, match="http:// or https://"):
         LoadSettings(remote_url="ftp://h/v1")

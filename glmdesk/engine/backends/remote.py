@@ -9,6 +9,8 @@ Prometheus ``/metrics`` when it has one (vLLM's ``vllm:kv_cache_usage_perc``).
 
 from __future__ import annotations
 
+import math
+import re
 import threading
 from collections.abc import Hashable, Iterator, Sequence
 from urllib.parse import urlsplit, urlunsplit
@@ -54,34 +56,81 @@ def base_url(url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, path or "/v1", "", ""))
 
 
+#: One sample line of the Prometheus text exposition format, version 0.0.4
+#: (https://prometheus.io/docs/instrumenting/exposition_formats/#text-format-details):
+#: ``metric_name [{label="value",...}] value [timestamp]``; label values are quoted
+#: strings with ``\\``, ``\"`` and ``\n`` escapes, so they may hold ``}`` or spaces.
+_SAMPLE_LINE = re.compile(
+    r"""^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)"""
+    r"""(?:\{(?:[^"}]|"(?:[^"\\]|\\.)*")*\})?"""
+    r"""[ \t]+(?P<value>\S+)(?:[ \t]+-?\d+)?[ \t]*$"""
+)
+
+
 def parse_kv_usage(text: str) -> float | None:
-    """The first KV-cache usage gauge in Prometheus text exposition format, as a
-    fraction 0-1 (several engines or labels: the largest value), or ``None``."""
+    """The KV-cache usage in a Prometheus ``/metrics`` page, as a fraction 0-1.
+
+    Reads the sample lines of :data:`KV_USAGE_GAUGES` (comments and other metrics are
+    skipped; NaN values too). With several samples (vLLM labels one per engine) the
+    largest is the answer.
+
+    Args:
+        text: The page, in the text exposition format (see :data:`_SAMPLE_LINE`).
+
+    Returns:
+        The usage (vLLM, SGLang and glmdesk serve report a fraction, 1 meaning full),
+        or ``None`` when the page has none of these gauges.
+    """
     values: list[float] = []
     for line in text.splitlines():
-        if not line or line.startswith("#"):
+        match = _SAMPLE_LINE.match(line.strip())
+        if match is None or match["name"] not in KV_USAGE_GAUGES:
             continue
-        name = line.split("{", 1)[0].split(" ", 1)[0]
-        if name in KV_USAGE_GAUGES:
-            try:
-                values.append(
-                    float(line.rsplit(" ", 1)[-1] if "}" not in line else line.rsplit("}", 1)[1].split()[0])
-                )
-            except (ValueError, IndexError):
-                continue
+        try:
+            value = float(match["value"])  # also "NaN", "+Inf", "-Inf" as the format allows
+        except ValueError:
+            continue
+        if math.isfinite(value):
+            values.append(value)
     return max(values) if values else None
 
 
-#: Why local KV-cache strategies, quantizations and precisions do not apply.
+def metrics_url(url: str) -> str:
+    """The Prometheus page of the server whose API is at ``url``
+    (``http://gpu-box:8000/v1`` -> ``http://gpu-box:8000/metrics``; vLLM, SGLang and
+    glmdesk serve serve it beside ``/v1``)."""
+    parts = urlsplit(base_url(url))
+    root = parts.path.rstrip("/")
+    root = root[: -len("/v1")] if root.endswith("/v1") else root
+    return urlunsplit((parts.scheme, parts.netloc, f"{root}/metrics", "", ""))
+
+
+def read_kv_usage(url: str, timeout_s: float = 2.0) -> float | None:
+    """The KV-cache usage of the server at ``url`` as a fraction 0-1, read from its
+    ``/metrics`` (:func:`metrics_url`, :func:`parse_kv_usage`), or ``None`` when it has
+    no such page or gauge, or cannot be reached within ``timeout_s`` (s). Blocks on the
+    network: call it off the GUI thread. Never raises."""
+    try:
+        response = httpx.get(metrics_url(url), timeout=timeout_s)
+    except Exception:
+        return None
+    if response.status_code != 200:
+        return None
+    return parse_kv_usage(response.text)
+
+
+#: Why local KV-cache strategies, quantizations and precisions do not apply (English).
 SERVER_DECIDES = "the server decides this; start the server with the option you want"
+#: The same as a reason code (``ErrorInfo.params["reason"]``), which the UI words itself.
+SERVER_DECIDES_CODE = "server_decides"
 
 
 def _unavailable(kind: str, key: str, names: Sequence[str]) -> dict[str, ErrorInfo | None]:
     out: dict[str, ErrorInfo | None] = {}
     for name in names:
-        params = {key: name, "reason": SERVER_DECIDES}
+        params = {key: name, "reason": SERVER_DECIDES_CODE}
         if kind == "invalid_setting":
-            params = {"name": "kv_cache", "value": name, "reason": SERVER_DECIDES}
+            params = {"name": "kv_cache", "value": name, "reason": SERVER_DECIDES_CODE}
         out[name] = ErrorInfo(kind, f"{name}: {SERVER_DECIDES}.", params)
     return out
 
@@ -277,21 +326,11 @@ class RemoteBackend(Backend):
 
     def kv_cache_usage(self, timeout_s: float = 2.0) -> float | None:
         """The server's KV-cache usage as a fraction 0-1, from its Prometheus
-        ``/metrics`` (:data:`KV_USAGE_GAUGES`), or ``None`` when it has none.
+        ``/metrics`` (:func:`read_kv_usage`), or ``None`` when it has none.
         Never raises."""
         if not self.url:
             return None
-        parts = urlsplit(self.url)
-        root = parts.path.rstrip("/")
-        root = root[: -len("/v1")] if root.endswith("/v1") else root
-        metrics = urlunsplit((parts.scheme, parts.netloc, f"{root}/metrics", "", ""))
-        try:
-            response = httpx.get(metrics, timeout=timeout_s)
-        except Exception:
-            return None
-        if response.status_code != 200:
-            return None
-        return parse_kv_usage(response.text)
+        return read_kv_usage(self.url, timeout_s)
 
     def capabilities(self) -> Capabilities:
         info = self.info
@@ -315,4 +354,12 @@ class RemoteBackend(Backend):
             client.close()
 
 
-__all__ = ["DEFAULT_CONTEXT", "RemoteBackend", "base_url", "parse_kv_usage", "request_sampling"]
+__all__ = [
+    "DEFAULT_CONTEXT",
+    "RemoteBackend",
+    "base_url",
+    "metrics_url",
+    "parse_kv_usage",
+    "read_kv_usage",
+    "request_sampling",
+]
