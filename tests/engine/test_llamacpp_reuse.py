@@ -77,13 +77,16 @@ def test_multi_turn_answers_with_reuse_equal_answers_without(backend, name):
         # everything the last answer processed is kept; only the new tokens are prefilled
         assert final.reused_tokens == previous[2].prompt_tokens + stepped(previous[2])
         assert evaluated == final.prompt_tokens - final.reused_tokens + stepped(final)
-    for (_, _, final, evaluated) in without[1:]:
+    for _, _, final, evaluated in without[1:]:
         assert evaluated == final.prompt_tokens + stepped(final)
     if name != "full":  # the window was passed: tokens stayed evicted across turns
         last = with_reuse[-1][2].cache
         assert last.evicted > 0 and last.tokens_held <= 44
         assert last.tokens_seen == with_reuse[-1][2].prompt_tokens + stepped(with_reuse[-1][2])
-        assert (last.tokens_held, last.evicted) == (without[-1][2].cache.tokens_held, without[-1][2].cache.evicted)
+        assert (last.tokens_held, last.evicted) == (
+            without[-1][2].cache.tokens_held,
+            without[-1][2].cache.evicted,
+        )
     backend.forget_conversation(f"reuse-{name}")
 
 
