@@ -188,3 +188,22 @@ def test_step_all_matches_after_a_cut_back(backend):
         fresh = backend.model.open_source(CacheSettings()).step_all(ids[:14])[-1]
     assert kept == 10
     assert torch.allclose(cut, fresh, atol=1e-3, rtol=0)
+
+
+def test_cli_chat_on_llama_cpp_reuses_between_turns(embedded_folder):
+    import re
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-m", "glmdesk", "chat", "--engine", "llamacpp", "--threads", "1"]
+        + ["--system", "You are a helpful assistant.", "--temperature", "0", "--max-new-tokens", "8"],
+        input="Name a colour.\nAnd a fruit?\n/clear\nAnd a fruit?\n/exit\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    turns = re.findall(r"\[\d+ tokens, TTFT [\d.]+ s(, (\d+) prompt tokens reused)?", out.stderr)
+    assert len(turns) == 3
+    assert turns[0][1] == "" and int(turns[1][1]) > 20 and turns[2][1] == ""  # /clear forgets it
