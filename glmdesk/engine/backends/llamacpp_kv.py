@@ -269,13 +269,6 @@ class LlamaCacheSource:
         q = len(self.ids)
         size = min(self.context.config.n_batch, n_left)
         if not self.bounded:
-            if len(self.context.ids) + size > self.capacity:
-                raise GlmdeskError(
-                    "prompt_too_long",
-                    f"The conversation needs more than the {self.capacity} tokens of the context.",
-                    tokens=len(self.context.ids) + n_left,
-                    limit=self.capacity,
-                )
             return size
         limit = self.capacity if q < self.capacity else self.span + self.evicted_before(q)
         return min(size, limit - q)
@@ -283,6 +276,13 @@ class LlamaCacheSource:
     def _run(self, ids: list[int], all_logits: bool = False) -> torch.Tensor:
         """Evict what position ``len(self.ids) + len(ids) - 1`` needs, then evaluate."""
         ctx = self.context
+        if not self.bounded and len(ctx.ids) + len(ids) > self.capacity:
+            raise GlmdeskError(
+                "prompt_too_long",
+                f"The conversation needs more than the {self.capacity} tokens of the context.",
+                tokens=len(ctx.ids) + len(ids),
+                limit=self.capacity,
+            )
         self._exact = False  # a failed decode leaves the cache in an unknown state
         want = self.evicted_before(len(self.ids) + len(ids) - 1)
         have = len(self.ids) - len(ctx.ids)
