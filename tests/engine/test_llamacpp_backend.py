@@ -19,6 +19,7 @@ from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import CacheSettings, LoadSettings, ParamsBox, SamplingParams
 from glmdesk.engine.backends import create_backend, engine_for
 from glmdesk.engine.backends.llamacpp import LlamaCppBackend
+from glmdesk.engine.backends.llamacpp_kv import evict_block
 from glmdesk.engine.prompt import ChatTemplateFormat
 
 # Without a system prompt llama.cpp's first greedy token is "L" (logit 24.74 against "The"
@@ -217,10 +218,13 @@ def test_window_keeps_answering_past_the_window_with_bytes_flat(backend):
     chunks = run(backend, messages, SamplingParams(temperature=0.0, max_new_tokens=140), cache)
     final = chunks[-1]
     assert final.finish_reason == "length" and final.n_generated == 140
-    assert final.cache.evicted == final.prompt_tokens + 139 - 64  # the last token is not evaluated
-    held = [c.cache for c in chunks if c.cache.tokens_held == 64]
-    assert len(held) > 60 and len({s.kv_bytes for s in held}) == 1
-    assert max(c.cache.kv_bytes for c in chunks) == held[0].kv_bytes
+    seen = final.prompt_tokens + 139  # the last token is not evaluated
+    block = evict_block(60, backend.model.n_batch)  # 15 tokens evicted at once
+    assert final.cache.tokens_seen == seen and final.cache.evicted == -(-(seen - 64) // block) * block
+    after = [c.cache for c in chunks if c.cache.evicted]
+    assert len(after) > 60 and all(64 - block < s.tokens_held <= 64 for s in after)
+    full = {s.kv_bytes for s in after if s.tokens_held == 64}
+    assert len(full) == 1 and max(c.cache.kv_bytes for c in chunks) == full.pop()
     text = text_of(chunks)  # still counting right, ~100 tokens after the window first filled
     assert text.startswith("1, 2, 3, ") and ", ".join(str(i) for i in range(20, 36)) in text
 
@@ -232,7 +236,9 @@ def test_dynamic_switches_to_the_window_at_the_budget(backend):
     chunks = run(backend, messages, SamplingParams(temperature=0.0, max_new_tokens=120), cache)
     states = [c.cache.state for c in chunks]
     switched = states.index("windowed")
-    assert chunks[switched - 1].cache.tokens_held == 100 and chunks[-1].cache.tokens_held == 64
+    block = evict_block(60, backend.model.n_batch)
+    assert chunks[switched - 1].cache.tokens_held == 100
+    assert all(64 - block < c.cache.tokens_held <= 64 for c in chunks[switched:])
     assert (
         chunks[-1].finish_reason == "length"
         and max(c.cache.kv_bytes for c in chunks) <= 100 * per_token * 1.01

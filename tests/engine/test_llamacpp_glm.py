@@ -136,3 +136,30 @@ def test_random_glm_answers_through_the_loop(tiny_glm):
         final = list(backend.stream([ChatMessage("user", "hello")], box, cache))[-1]
         assert final.finish_reason in ("stop", "length"), final.error
         assert final.cache.kv_bytes > 0
+
+
+@pytest.mark.parametrize(
+    "cache", [CacheSettings(), CacheSettings(strategy="sliding_window", window=24, sinks=2)]
+)
+def test_glm_format_reuse_gives_the_answers_of_a_fresh_prefill(tiny_glm, cache):
+    """Issue 21 on GLM-4's role tokens: a kept cache (window evicting past 26 tokens)
+    answers each turn as a fresh prefill of the whole conversation does."""
+    backend, _ = tiny_glm
+    box = ParamsBox(SamplingParams(temperature=0.0, max_new_tokens=6))
+    answers = {}
+    for key in ("glm", None):
+        messages, turns = [ChatMessage("system", "be brief")], []
+        for question in ("hello the tel", "hello", "the hello tel"):
+            messages.append(ChatMessage("user", question))
+            chunks = list(backend.stream(messages, box, cache, conversation=key))
+            assert chunks[-1].error is None, chunks[-1].error
+            turns.append(([i for c in chunks for i in c.token_ids], chunks[-1].reused_tokens))
+            messages.append(ChatMessage("assistant", "".join(c.text for c in chunks)))
+        answers[key] = turns
+    assert [ids for ids, _ in answers["glm"]] == [ids for ids, _ in answers[None]]
+    reused = [n > 0 for _, n in answers["glm"]]
+    # GLM-4 writes "\n" after <|assistant|> in the history, so a turn keeps the previous
+    # prompt, not its answer; the window's third turn then starts where a block was
+    # evicted since, and is prefilled afresh.
+    assert reused == ([False, True, True] if cache.strategy == "full" else [False, True, False])
+    backend.forget_conversation("glm")

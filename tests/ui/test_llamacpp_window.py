@@ -1,5 +1,5 @@
 """The window on the llama.cpp engine (issue 17): the embedded GGUF loads there, an answer
-streams with its KV cache counted, and a file that is not GGUF is named at once while the
+streams with its KV cache counted, the next turn reuses it (issue 21), and a file that is not GGUF is named at once while the
 model in use stays."""
 
 from __future__ import annotations
@@ -25,6 +25,11 @@ def test_window_answers_on_llama_cpp_and_names_a_bad_file(qtbot, make_window, tm
     assert finished.args[1].finish_reason in ("stop", "length")
     assert window.chat_view.messages()[-1].text().strip()
     assert kv_seen and kv_seen[-1] > 0  # llama.cpp's own KV bytes reach the gauge
+    assert window.session.kept_kv_bytes() > 0  # kept in llama.cpp's context for the next turn
+    with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_MS) as second:
+        assert window.send_message("And of Italy?")
+    final = second.args[1]  # only the new turn was prefilled (issue 21)
+    assert final.finish_reason in ("stop", "length") and 0 < final.reused_tokens < final.prompt_tokens
 
     fake = tmp_path / "model.gguf"
     fake.write_text("<html><body>404 Not Found</body></html>\n")

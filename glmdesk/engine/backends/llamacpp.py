@@ -45,6 +45,7 @@ from glmdesk.engine.backends.local import LocalBackend
 from glmdesk.engine.chunk import GenerationChunk
 from glmdesk.engine.gguf_header import GGUFHeader, read_gguf_header
 from glmdesk.engine.info import LoadProgress, ModelInfo
+from glmdesk.engine.kv_pool import KVPool
 
 _log_lines: deque[str] = deque(maxlen=6)
 _log_callback = None
@@ -143,6 +144,16 @@ class LlamaCppModel:
         lock: One answer at a time.
         vocab: The :class:`LlamaVocab`.
         header: The file's :class:`GGUFHeader`.
+        kv_pool: The kept cache: the most recent conversation's source only (see
+            :class:`~glmdesk.engine.kv_pool.KVPool`). llama.cpp keeps one context of
+            ``n_ctx`` cells, allocated once; a second conversation kept beside it would
+            need either a second context (another full allocation) or a share of the
+            same cells as another sequence, which would shrink the room each
+            conversation has (the window and dynamic contexts are sized for exactly
+            one) and make an answer's room depend on other conversations. So opening a
+            fresh source (another conversation, other settings, a completion) drops the
+            kept one first, and switching back to a conversation prefills it afresh
+            (llama.cpp's server keeps one cached prompt per slot the same way).
     """
 
     def __init__(self, lib, model, header: GGUFHeader, settings: LoadSettings, info_name: str) -> None:
@@ -157,6 +168,8 @@ class LlamaCppModel:
         self.device = "cpu"
         self.lock = threading.Lock()
         self._context: LlamaContext | None = None
+        # No byte budget: the kept tokens sit in the context's buffer, allocated anyway.
+        self.kv_pool = KVPool(lambda compat, held: 1 << 62, max_entries=1)
 
     def decode(self, ids: Sequence[int]) -> str:
         """Ids to text from llama.cpp's token bytes, special tokens skipped."""
@@ -203,13 +216,15 @@ class LlamaCppModel:
             context.close()
 
     def open_source(self, cache: CacheSettings) -> LlamaCacheSource:
-        """A :class:`LlamaCacheSource` of the chosen strategy (cache cleared).
+        """A :class:`LlamaCacheSource` of the chosen strategy (cache cleared, the kept
+        conversation's source dropped).
 
         Raises:
             GlmdeskError: ``invalid_setting`` when the strategy cannot run here.
         """
         per_token = kv_bytes_per_token(self.header, "f16")
         kv_type, n_ctx, capacity = plan(cache, self.context_length, per_token, cache.kv_bits)
+        self.kv_pool.clear()  # the kept conversation's tokens are about to be overwritten
         context = self.context_for(kv_type, n_ctx)
         self._check_shift(context, cache, capacity)
         return LlamaCacheSource(context, cache, cache.strategy, capacity)
@@ -220,6 +235,7 @@ class LlamaCppModel:
 
     def close(self) -> None:
         """Free the context and the weights. Idempotent."""
+        self.kv_pool.clear()
         if self._context is not None:
             self._context.close()
             self._context = None
@@ -348,6 +364,13 @@ class LlamaCppBackend(LocalBackend):
             error = ErrorInfo("generation_failed", "No model is loaded.", {"detail": "no model is loaded"})
             return iter([GenerationChunk(finish_reason="error", error=error)])
         return stream_answer(self._model, messages, params, cache, stop, conversation)
+
+    def forget_conversation(self, conversation: Hashable) -> None:
+        if self._model is not None:
+            self._model.kv_pool.discard(conversation)
+
+    def kept_kv_bytes(self) -> int:
+        return 0 if self._model is None else self._model.kv_pool.total_bytes()
 
     def text_model(self):
         return self._model

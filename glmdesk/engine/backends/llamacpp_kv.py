@@ -10,19 +10,29 @@ glmdesk's decode loop (processors, live sampling, Stop) runs on llama.cpp's logi
   al. 2023, arXiv:2309.17453). The oldest non-sink positions are removed with
   ``llama_memory_seq_rm`` and the rest shifted down with ``llama_memory_seq_add``,
   which re-rotates the keys (llama.cpp's own context shift in ``tools/main``); the
-  context is sized S + W cells, so memory stays flat.
+  context is sized S + W cells, so memory stays flat. Eviction goes in blocks of
+  :func:`evict_block` tokens at fixed positions of the sequence (see
+  :meth:`LlamaCacheSource.evicted_before`), so what each token attends to depends on
+  its position only, never on how the prompt was cut into batches: a cache kept
+  from the last answer and extended equals a fresh prefill of the whole
+  conversation, and the model always sees the sinks and at least W - block of the
+  last tokens.
 - ``dynamic``: full while the held tokens fit the memory budget (the context is
   sized to the budget), then the window.
 - ``quantized``: full, with the cache stored as ``q8_0`` or ``q4_0`` (llama.cpp's
   ``type_k``/``type_v``; a quantized V cache needs flash attention, turned on here).
+  Each token's rows are quantized on their own, so cutting the cache back is exact.
 
-The accounting (:class:`~glmdesk.engine.chunk.CacheStats`) is read from llama.cpp:
-``llama_state_seq_get_size`` (bytes of the sequence's KV cells) and the positions
-held (``llama_memory_seq_pos_min/max``).
+A source is kept between answers (:meth:`LlamaCacheSource.reuse`): the next prompt
+prefills only the tokens after the longest common token prefix the cache holds
+exactly. The accounting (:class:`~glmdesk.engine.chunk.CacheStats`) is read from
+llama.cpp: ``llama_state_seq_get_size`` (bytes of the sequence's KV cells) and the
+positions held (``llama_memory_seq_pos_min/max``).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -31,6 +41,7 @@ import torch
 
 from glmdesk.core.errors import GlmdeskError
 from glmdesk.core.settings import CacheSettings
+from glmdesk.engine.cache.base import common_prefix
 from glmdesk.engine.chunk import CacheStats
 
 #: ggml type codes of the KV cache (ggml.h ``enum ggml_type``).
@@ -98,6 +109,31 @@ class LlamaContext:
         #: Ids whose keys/values the cache holds, in position order (sinks first).
         self.ids: list[int] = []
         self.empty_bytes = int(lib.llama_state_seq_get_size(self.ctx, 0))
+        #: Tokens given to ``llama_decode`` since the context was made (prefill and
+        #: decode steps together), in tokens: what reuse saves shows here.
+        self.n_decoded = 0
+        #: The :class:`LlamaCacheSource` whose tokens the cache holds (``None``: nobody's).
+        self.owner: object | None = None
+        self._guard = threading.Lock()
+
+    def own(self, source: object) -> None:
+        """Clear the cache and hand it to ``source`` (a new answer's or a fresh prefill's)."""
+        with self._guard:
+            self.clear()
+            self.owner = source
+
+    def disown(self, source: object) -> None:
+        """Clear the cache if ``source`` still owns it (a kept source dropped later must
+        not clear another conversation's tokens)."""
+        with self._guard:
+            if self.owner is source:
+                self.clear()
+                self.owner = None
+
+    def truncate(self, n: int) -> None:
+        """Keep the first ``n`` held positions, remove the rest (``llama_memory_seq_rm``)."""
+        self.lib.llama_memory_seq_rm(self.mem, 0, n, -1)
+        del self.ids[n:]
 
     @property
     def can_shift(self) -> bool:
@@ -107,7 +143,8 @@ class LlamaContext:
     def clear(self) -> None:
         """Forget every held token (metadata only: the buffer stays allocated and is
         not rewritten, so its untouched pages stay unmapped on the CPU)."""
-        self.lib.llama_memory_clear(self.mem, False)
+        if self.ctx:
+            self.lib.llama_memory_clear(self.mem, False)
         self.ids.clear()
 
     def eval(self, ids: Sequence[int], all_logits: bool = False) -> torch.Tensor:
@@ -133,6 +170,7 @@ class LlamaContext:
         if rc != 0:
             raise RuntimeError(f"llama_decode returned {rc} with {len(self.ids)} of {self.n_ctx} cells held")
         self.ids.extend(ids)
+        self.n_decoded += n
         if all_logits:
             ptr = self.lib.llama_get_logits(self.ctx)
             return torch.from_numpy(np.ctypeslib.as_array(ptr, shape=(n, self.n_vocab)).copy())
@@ -172,19 +210,33 @@ class LlamaContext:
             self.ctx = None
 
 
+def evict_block(window: int, n_batch: int) -> int:
+    """Tokens evicted at once by the window strategies: a quarter of the window, at
+    most one prefill batch, at least 1, in tokens.
+
+    Larger blocks mean fewer context shifts (each re-rotates every held key) and
+    longer prefill batches once the window is full; the model then sees between
+    ``window - block + 1`` and ``window`` recent tokens besides the sinks.
+    """
+    return max(1, min(n_batch, window // 4))
+
+
 class LlamaCacheSource:
-    """A :class:`~glmdesk.engine.decoding.LogitsSource` over a :class:`LlamaContext`.
+    """A :class:`~glmdesk.engine.decoding.LogitsSource` over a :class:`LlamaContext`,
+    reusable across answers (a :class:`~glmdesk.engine.decoding.ReusableSource`).
 
     Args:
-        context: The context (cleared here; its ids list stays for reuse later).
+        context: The context (cleared here and owned by this source).
         cache: The strategy's settings.
+        name: The strategy's name.
         capacity: Cells this strategy may fill before evicting, in tokens
             (``None``: the context's ``n_ctx``, no eviction).
-        name: The strategy's name.
 
     Attributes:
         bounded: True for the window and dynamic strategies (answers may run past
             the context).
+        ids: The id processed at each position of the sequence, evicted ones
+            included (every answer of the conversation the source was kept for).
     """
 
     device = "cpu"
@@ -194,78 +246,124 @@ class LlamaCacheSource:
         self.bounded = capacity is not None
         self.capacity = capacity if capacity is not None else context.n_ctx
         self.sinks = cache.sinks
-        self.windowed = name == "sliding_window"
-        self.evicted = 0
-        self.seen = 0
-        context.clear()
+        self.span = cache.sinks + cache.window
+        self.block = evict_block(cache.window, context.config.n_batch)
+        self.ids: list[int] = []
+        self._exact = True
+        context.own(self)
 
-    def _make_room(self, n: int) -> None:
-        """Evict the oldest non-sink tokens so that ``n`` more fit the capacity."""
-        ctx = self.context
-        if len(ctx.ids) + n <= self.capacity:
-            return
+    def evicted_before(self, q: int) -> int:
+        """Tokens evicted when position ``q`` (0-based, of the whole sequence) is
+        processed, in tokens: none while ``q`` fits the capacity, then whole blocks
+        so that ``q`` and the tokens held fit sinks + window. A function of ``q`` only,
+        so every batching of a sequence leaves the same tokens held."""
+        if not self.bounded or q < self.capacity:
+            return 0
+        over = q + 1 - self.span
+        return -(-over // self.block) * self.block
+
+    def _batch_size(self, n_left: int) -> int:
+        """Tokens of the next batch: at most ``n_batch``, and never across a position
+        where the eviction count changes (each token of a batch sees the same held
+        tokens before it)."""
+        q = len(self.ids)
+        size = min(self.context.config.n_batch, n_left)
         if not self.bounded:
+            return size
+        limit = self.capacity if q < self.capacity else self.span + self.evicted_before(q)
+        return min(size, limit - q)
+
+    def _run(self, ids: list[int], all_logits: bool = False) -> torch.Tensor:
+        """Evict what position ``len(self.ids) + len(ids) - 1`` needs, then evaluate."""
+        ctx = self.context
+        if not self.bounded and len(ctx.ids) + len(ids) > self.capacity:
             raise GlmdeskError(
                 "prompt_too_long",
                 f"The conversation needs more than the {self.capacity} tokens of the context.",
-                tokens=len(ctx.ids) + n,
+                tokens=len(ctx.ids) + len(ids),
                 limit=self.capacity,
             )
-        if not self.windowed:  # dynamic: the budget is reached, switch to the window
-            self.windowed = True
-            self.capacity = min(self.capacity, self.cache.sinks + self.cache.window)
-        excess = len(ctx.ids) + n - self.capacity
-        ctx.evict(self.sinks, excess)
-        self.evicted += excess
+        self._exact = False  # a failed decode leaves the cache in an unknown state
+        want = self.evicted_before(len(self.ids) + len(ids) - 1)
+        have = len(self.ids) - len(ctx.ids)
+        ctx.evict(self.sinks, want - have)
+        logits = ctx.eval(ids, all_logits)
+        self.ids.extend(ids)
+        self._exact = True
+        return logits
 
-    def _chunk(self) -> int:
-        size = self.context.config.n_batch
-        if self.bounded:  # a chunk must fit beside the sinks and some window
-            size = min(size, max(1, self.capacity - self.sinks - 1))
-        return size
+    def _batches(self, ids: list[int], all_logits: bool = False) -> list[torch.Tensor]:
+        out, at = [], 0
+        while at < len(ids):
+            size = self._batch_size(len(ids) - at)
+            out.append(self._run(ids[at : at + size], all_logits))
+            at += size
+        return out
 
     def prefill(self, input_ids: torch.Tensor) -> torch.Tensor:
-        """Run the prompt ``[1, n]`` in batches of ``n_batch``; return the last logits ``[vocab]``."""
-        ids = [int(i) for i in input_ids.reshape(-1).tolist()]
-        size, logits = self._chunk(), None
-        for at in range(0, len(ids), size):
-            part = ids[at : at + size]
-            self._make_room(len(part))
-            logits = self.context.eval(part)
-        self.seen += len(ids)
-        return logits
+        """Run the prompt ``[1, n]`` in batches (see :meth:`_batch_size`) after the
+        held sequence; return the last logits ``[vocab]``."""
+        return self._batches([int(i) for i in input_ids.reshape(-1).tolist()])[-1]
 
     def step(self, token_id: int) -> torch.Tensor:
         """Append one token; return the next-token logits ``[vocab]`` float32."""
-        self._make_room(1)
-        self.seen += 1
-        return self.context.eval([token_id])
+        return self._run([int(token_id)])
 
     def step_all(self, ids: Sequence[int]) -> torch.Tensor:
         """Append ``ids`` one batch at a time; logits of every position ``[n, vocab]``
         (for perplexity)."""
-        out = []
-        for at in range(0, len(ids), self._chunk()):
-            part = list(ids[at : at + self._chunk()])
-            self._make_room(len(part))
-            out.append(self.context.eval(part, all_logits=True))
-        self.seen += len(ids)
-        return torch.cat(out)
+        return torch.cat(self._batches([int(i) for i in ids], all_logits=True))
+
+    def reuse(self, prompt_ids: Sequence[int]) -> int:
+        """Keep the longest prefix of ``prompt_ids`` the cache holds exactly; drop the rest.
+
+        The common prefix of :attr:`ids` and ``prompt_ids`` (ids compared, not text),
+        at most ``len(prompt_ids) - 1`` (the last prompt token is always run: its
+        logits start the answer). The window strategies keep it only when no block
+        was evicted after it (:meth:`evicted_before` gives the same count at its end
+        as now), since evicted tokens cannot come back; otherwise, or when the cache
+        was left unfinished by an error or taken by another source, nothing is kept
+        and the cache is cleared (a fresh prefill, the same answer).
+
+        Args:
+            prompt_ids: The new prompt, shape ``[n_prompt]``.
+
+        Returns:
+            Tokens reused; the caller prefills ``prompt_ids[returned:]`` next.
+        """
+        ctx, seen = self.context, len(self.ids)
+        common = min(common_prefix(self.ids, prompt_ids), len(prompt_ids) - 1)
+        exact = self._exact and ctx.owner is self and bool(ctx.ctx)
+        keep = 0
+        if exact and common > 0 and self.evicted_before(common - 1) == self.evicted_before(seen - 1):
+            keep = common
+        if keep == 0:
+            ctx.own(self)
+        elif keep < seen:
+            ctx.truncate(keep - self.evicted_before(seen - 1))
+        del self.ids[keep:]
+        self._exact = True
+        return keep
 
     def stats(self) -> CacheStats:
         """Bytes and tokens held, read from llama.cpp."""
+        seen = len(self.ids)
+        windowed = self.name == "sliding_window" or (self.bounded and seen > self.capacity)
         return CacheStats(
             strategy=self.name,
-            state="windowed" if self.windowed else "full",
-            kv_bytes=self.context.kv_bytes(),
-            tokens_held=self.context.held(),
-            tokens_seen=self.seen,
-            evicted=self.evicted,
+            state="windowed" if windowed else "full",
+            kv_bytes=self.context.kv_bytes() if self.context.owner is self else 0,
+            tokens_held=self.context.held() if self.context.owner is self else 0,
+            tokens_seen=seen,
+            evicted=self.evicted_before(seen - 1) if seen else 0,
         )
 
     def release(self) -> None:
-        """Nothing to free: the context's buffer is allocated once and reused (its ids
-        stay, so a later answer could keep the common prefix)."""
+        """Forget the tokens (the context is cleared if this source still owns it; its
+        buffer stays allocated for the next answer)."""
+        self.context.disown(self)
+        self.ids = []
+        self._exact = False
 
 
 def kv_bytes_per_token(header, kv_type: str) -> float:
@@ -310,4 +408,4 @@ def plan(cache: CacheSettings, n_ctx: int, per_token_f16: float, kv_bits: int) -
     return "f16", capacity, capacity
 
 
-__all__ = ["ContextConfig", "LlamaCacheSource", "LlamaContext", "kv_bytes_per_token", "plan"]
+__all__ = ["ContextConfig", "LlamaCacheSource", "LlamaContext", "evict_block", "kv_bytes_per_token", "plan"]
