@@ -63,6 +63,8 @@ class History(MessageStore, Branches, ToolMessages):
     Args:
         path: Database file; ``None`` for ``paths.data_dir() / "history.sqlite3"``;
             ``":memory:"`` for a throwaway database.
+        check: Run ``PRAGMA quick_check`` first (``False`` for a second connection
+            to a file another one has just checked: the history writer's).
 
     Attributes:
         set_aside: Where a damaged file found at open was moved (``PRAGMA quick_check``
@@ -78,9 +80,12 @@ class History(MessageStore, Branches, ToolMessages):
         sqlite3.Error: when the file cannot be opened for reasons other than damage.
     """
 
-    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, check: bool = True) -> None:
         self.path = Path(path) if path is not None else paths.data_dir() / DB_NAME
-        self._conn, self.set_aside = open_checked(path if path is not None else self.path, connect)
+        if check:
+            self._conn, self.set_aside = open_checked(path if path is not None else self.path, connect)
+        else:  # a second connection to a file just checked (the history writer's)
+            self._conn, self.set_aside = connect(self.path), None
         self._depth = 0
 
     # -- connection -----------------------------------------------------------------
