@@ -52,6 +52,14 @@ from glmdesk.core.history_tree import ACTIVE
 from glmdesk.core.history_types import GenerationStats, StoredMessage
 from glmdesk.core.history_writer import HistoryWriter
 from glmdesk.core.messages import ChatMessage
+from glmdesk.ui.history_anchors import (
+    SIBLING_OF_LAST_ANSWER,
+    Answer,
+    ConversationRef,
+    Rewound,
+    parent_of,
+    shown,
+)
 from glmdesk.ui.history_writes import WriteQueue
 from glmdesk.ui.messages import error_sentence
 
@@ -59,69 +67,6 @@ from glmdesk.ui.messages import error_sentence
 CHECKPOINT_S = 2.0
 #: Milliseconds between retries of writes that failed.
 RETRY_MS = 5000
-
-
-class _SiblingOfLastAnswer:
-    """Anchor after Regenerate: the parent of the branch's last answer, looked up when
-    the new answer is written (the old one may still wait in the retry queue)."""
-
-    def __repr__(self) -> str:
-        return "SIBLING_OF_LAST_ANSWER"
-
-
-SIBLING_OF_LAST_ANSWER: Any = _SiblingOfLastAnswer()
-
-
-@dataclasses.dataclass(frozen=True)
-class _Rewound:
-    """Anchor after an edit or regeneration of the message shown at ``index``: its parent,
-    looked up when the next message is written (after the writes before it)."""
-
-    index: int
-
-
-@dataclasses.dataclass
-class ConversationRef:
-    """A conversation whose id is ``None`` until its first round is stored."""
-
-    id: int | None = None
-
-
-@dataclasses.dataclass
-class _Answer:
-    """The answer being written: where it goes and what of its round is stored."""
-
-    conv: ConversationRef
-    settings: dict[str, Any]
-    anchor: Any = ACTIVE  # parent of the first message of this round (see the module docstring)
-    message_id: int | None = None  # the stored ``partial`` row, once its round began in the file
-    unsaved_user: str | None = None  # the question, until its round begins in the file
-    parts: list[str] = dataclasses.field(default_factory=list)
-
-
-def shown(history: History, conversation_id: int) -> list[tuple[StoredMessage, tuple[int, ...]]]:
-    """The stored messages as the chat shows them (no system messages, no images, no
-    empty answers), each with its siblings' ids."""
-    return [
-        (m, s)
-        for m, s in history.branch_with_siblings(conversation_id)
-        if m.role != "system"
-        and m.kind != "image"
-        and not (m.kind == "text" and m.role == "assistant" and m.text == "")
-    ]
-
-
-def _parent(history: History, conversation_id: int | None, anchor: Any) -> Any:
-    """The stored parent an anchor stands for, when the write runs (on the writer's history)."""
-    if anchor is SIBLING_OF_LAST_ANSWER:
-        stored = history.messages(conversation_id) if conversation_id is not None else []
-        return stored[-1].parent_id if stored and stored[-1].role == "assistant" else ACTIVE
-    if isinstance(anchor, _Rewound):
-        on_screen = shown(history, conversation_id) if conversation_id is not None else []
-        if not 0 <= anchor.index < len(on_screen):
-            return ACTIVE
-        return on_screen[anchor.index - 1][0].id if anchor.index > 0 else on_screen[0][0].parent_id
-    return anchor
 
 
 class HistoryController(QObject):
@@ -163,11 +108,12 @@ class HistoryController(QObject):
         self.writes.drained.connect(self._on_drained)
         self._conv = ConversationRef()
         self._anchor: Any = ACTIVE  # parent of the next message saved (see the module docstring)
-        self._answer: _Answer | None = None
+        self._answer: Answer | None = None
         self._last_checkpoint = 0.0
         self._reported: str | None = None  # the failure kind on show
         self._deferred = ""  # a failure sentence to show after the current signal chain
         self._to_show: int | None = None  # a conversation to show once the writes before are stored
+        self._shown_cache: tuple[int | None, list] = (None, [])  # the last shown_messages() read
         session.message_added.connect(self._on_message_added)
         session.answer_started.connect(self._on_answer_started)
         session.tool_images_added.connect(self._on_tool_images_added)
@@ -319,8 +265,14 @@ class HistoryController(QObject):
         cid = self._conv.id
         if cid is None:
             return []
+        if self.writes.busy() and self._shown_cache[0] == cid:
+            # Writes are on their way: the file holds nothing newer yet; they end with
+            # ``writes_stored`` (read again then), so a long conversation is not re-read
+            # on every event of an answer.
+            return self._shown_cache[1]
         ok, loaded = self._read(lambda: shown(self.history, cid))
-        return loaded if ok else []
+        self._shown_cache = (cid, loaded if ok else [])
+        return self._shown_cache[1]
 
     def switch_sibling(self, index: int, step: int) -> bool:
         """Show the previous (``step=-1``) or next (``+1``) version of the message at ``index``.
@@ -361,7 +313,7 @@ class HistoryController(QObject):
     # -- session slots -------------------------------------------------------------------
     @Slot(int)
     def _on_conversation_rewound(self, index: int) -> None:
-        self._anchor = _Rewound(index)  # resolved when the next message is written
+        self._anchor = Rewound(index)  # resolved when the next message is written
 
     @Slot(int, int)
     def _on_search_result_selected(self, conversation_id: int, message_id: int) -> None:
@@ -427,7 +379,7 @@ class HistoryController(QObject):
             stats=stats,
             model=model,
             settings=settings,
-            parent_id=_parent(h, conv.id, anchor),
+            parent_id=parent_of(h, conv.id, anchor),
         )
 
     @Slot(object, str)
@@ -447,12 +399,12 @@ class HistoryController(QObject):
     def _begin_answer(self, user: str | None) -> None:
         """Store the start of a round (``user``: its question) or of a new answer (``None``)."""
         settings = dataclasses.asdict(self.session.params_box.get())
-        answer = _Answer(self._conv, settings, self._take_anchor(), unsaved_user=user)
+        answer = Answer(self._conv, settings, self._take_anchor(), unsaved_user=user)
         self._answer = answer
         model = self._model_name()
 
         def begin(h: History) -> None:
-            parent = _parent(h, answer.conv.id, answer.anchor)
+            parent = parent_of(h, answer.conv.id, answer.anchor)
             if user is None:
                 if answer.conv.id is not None:
                     answer.message_id = h.begin_assistant_message(

@@ -14,24 +14,12 @@ message (the order changes).
 from __future__ import annotations
 
 import re
-import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import (
-    QModelIndex,
-    Qt,
-    QThreadPool,
-    QTimer,
-    Signal,
-)
-from PySide6.QtGui import (
-    QAction,
-    QGuiApplication,
-    QKeySequence,
-    QPalette,
-)
+from PySide6.QtCore import QModelIndex, Qt, QThreadPool, QTimer, Signal
+from PySide6.QtGui import QAction, QGuiApplication, QKeySequence, QPalette
 from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
@@ -48,12 +36,7 @@ from PySide6.QtWidgets import (
 from glmdesk.core import history_search
 from glmdesk.core.history import History
 from glmdesk.core.history_io import read_export
-from glmdesk.ui.history_models import (
-    ID_ROLE,
-    MESSAGE_ROLE,
-    ConversationListModel,
-    SearchResultModel,
-)
+from glmdesk.ui.history_models import ID_ROLE, MESSAGE_ROLE, ConversationListModel, SearchResultModel
 from glmdesk.ui.html_delegate import HtmlDelegate
 
 UNDO_MS = 10_000
@@ -474,20 +457,14 @@ class HistoryPanel(QWidget):
         self._search_pool.start(lambda: self._search_job(path, text, generation))
 
     def _search_job(self, path: Path, text: str, generation: int) -> None:
-        """Runs on the search thread: its own read-only connection, results by queued signal.
+        """Runs on the search thread: a read-only connection of its own (opened by core),
+        results by queued signal.
 
         A one- or two-character term scans every message (``LIKE``); on 200,000
         messages that is 60-160 ms, which the window's thread would otherwise spend
         frozen. sqlite3 releases the GIL while the query runs.
         """
-        try:
-            conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5.0)
-            try:
-                hits = history_search.search(conn, text)
-            finally:
-                conn.close()
-        except sqlite3.Error:
-            hits = []
+        hits = history_search.search_file(path, text)
         try:
             self._search_done.emit(generation, hits)
         except RuntimeError:  # the panel was deleted meanwhile (window closing)
