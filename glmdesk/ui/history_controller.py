@@ -435,7 +435,7 @@ class HistoryController(QObject):
         ):
             mid, text = answer.message_id, "".join(answer.parts)
             # Given up when it fails: the finish saves the whole answer anyway.
-            self.writes.submit(lambda h: h.checkpoint_partial(mid, text), droppable=True)
+            self.writes.submit(lambda h: h.checkpoint_partial(mid, text), droppable=True, quiet=True)
             self._last_checkpoint = now
 
     @Slot(int, object)

@@ -43,6 +43,7 @@ class Write:
     then: Callable[[Any], None] | None = None  # on the GUI thread, with the result
     droppable: bool = False  # a failure is reported, not retried
     again: bool = False  # report a failure even if its kind was reported before
+    quiet: bool = False  # storing it changes nothing shown (a checkpoint): no ``drained`` for it
     retried: bool = False  # it failed at least once
     future: Future | None = None
     handled: bool = False
@@ -60,7 +61,7 @@ class WriteQueue(QObject):
         write_failed(HistoryError, bool): A write failed (the error, whether to report it
             even if this kind was reported before).
         write_recovered(): A write that had failed is stored now.
-        drained(): A write was stored and nothing is queued any more.
+        drained(): Writes were stored (not only quiet ones) and nothing is queued any more.
     """
 
     write_failed = Signal(object, bool)
@@ -75,6 +76,7 @@ class WriteQueue(QObject):
         self._in_flight: Write | None = None
         self._blocked = False  # the head failed and waits for its retry
         self._after: list[Callable[[], None]] = []
+        self._stored = False  # a write that is not quiet was stored since the last ``drained``
         self._retry = QTimer(self)
         self._retry.setSingleShot(True)
         self._retry.setInterval(retry_ms)
@@ -102,6 +104,7 @@ class WriteQueue(QObject):
         then: Callable[[Any], None] | None = None,
         droppable: bool = False,
         again: bool = False,
+        quiet: bool = False,
     ) -> None:
         """Queue ``run(history)`` after every write before it (see the module docstring).
 
@@ -110,8 +113,10 @@ class WriteQueue(QObject):
             then: Called on the GUI thread with the result once it is stored.
             droppable: Give it up after one failure instead of retrying it.
             again: Report a failure even if its kind was reported before (the user acts anew).
+            quiet: Storing it changes nothing the window shows (a checkpoint of the answer
+                being written): it alone does not emit :attr:`drained`.
         """
-        self._queue.append(Write(run, then, droppable, again))
+        self._queue.append(Write(run, then, droppable, again, quiet))
         self._pump()
 
     def after_writes(self, read: Callable[[], None]) -> None:
@@ -194,7 +199,9 @@ class WriteQueue(QObject):
             self.write_recovered.emit()
         if error is None and write.then is not None:
             write.then(write.future.result())
-        if not self._queue:
+        self._stored = self._stored or not write.quiet
+        if not self._queue and self._stored:
+            self._stored = False
             self.drained.emit()
         self._pump()
 
