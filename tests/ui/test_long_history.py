@@ -86,3 +86,23 @@ def test_quit_waits_for_the_writes_still_queued(qtbot, wired):
     controller.close()  # what run_app does after the event loop ends
     (conversation,) = history.list_conversations()
     assert [m.text for m in history.messages(conversation.id)] == [big, "Got it."]
+
+
+def test_the_input_box_gives_back_the_whole_text_as_the_general_loop_does(qtbot):
+    from PySide6.QtCore import QMimeData
+
+    from glmdesk.ui.input_box import InputBox
+
+    box = InputBox()
+    qtbot.addWidget(box)
+    assert box.text() == ""
+    text = "first line\n" + "x" * 2500 + "\n\n" + one_line_json(5000) + "\nlast"
+    data = QMimeData()
+    data.setText(text)
+    box.editor.insertFromMimeData(data)
+    box.editor.insertPlainText("\nTyped 词 😀")
+    doc = box.editor.document()
+    assert doc.blockCount() > 10  # long lines are cut for display into soft-break blocks
+    whole = box.editor.verbatim_text()
+    assert whole == box.editor.verbatim_text(0, doc.characterCount() - 1)
+    assert whole == text + "\nTyped 词 😀" == box.text()
