@@ -67,7 +67,7 @@ class WriteQueue(QObject):
     write_failed = Signal(object, bool)
     write_recovered = Signal()
     drained = Signal()
-    _done = Signal(object)  # a Write, from the writer thread
+    _done = Signal(object, object)  # (Write, the Future of this try), from the writer thread
 
     def __init__(self, writer: HistoryWriter, retry_ms: int, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -151,7 +151,7 @@ class WriteQueue(QObject):
             done, _ = concurrent.futures.wait([write.future], timeout=timeout_s)
             if not done:
                 break
-            self._on_done(write)
+            self._on_done(write, write.future)
         return not self._queue
 
     def close(self) -> None:
@@ -173,18 +173,18 @@ class WriteQueue(QObject):
         write = self._queue[0]
         self._in_flight = write
         write.future = self.writer.submit(write.run)
-        write.future.add_done_callback(lambda _future, write=write: self._emit_done(write))
+        write.future.add_done_callback(lambda future, write=write: self._emit_done(write, future))
 
-    def _emit_done(self, write: Write) -> None:
+    def _emit_done(self, write: Write, future: Future) -> None:
         try:
-            self._done.emit(write)  # queued to the GUI thread (direct when written in place)
+            self._done.emit(write, future)  # queued to the GUI thread (direct when written in place)
         except RuntimeError:  # the queue was deleted meanwhile (window closing)
             pass
 
-    @Slot(object)
-    def _on_done(self, write: Write) -> None:
-        if write.handled or write is not self._in_flight:
-            return  # flush() took it already
+    @Slot(object, object)
+    def _on_done(self, write: Write, future: Future) -> None:
+        if write.handled or write is not self._in_flight or future is not write.future:
+            return  # flush() took it already (or it is an earlier try's news)
         write.handled = True
         self._in_flight = None
         error = write.future.exception()
