@@ -44,35 +44,17 @@ from typing import Any
 from glmdesk.core import paths
 from glmdesk.core.history_errors import open_checked, storage_errors
 from glmdesk.core.history_io import to_markdown
-from glmdesk.core.history_rows import (
-    CONV_COLS,
-    MSG_COLS,
-    STATS_ASSIGN,
-    auto_title,
-    db_role,
-    kind_params,
-    settings_json,
-    stats_params,
-    to_conversation,
-    to_message,
-)
+from glmdesk.core.history_messages import MessageStore
+from glmdesk.core.history_rows import CONV_COLS, to_conversation
 from glmdesk.core.history_schema import DB_NAME, connect
 from glmdesk.core.history_search import search as _search
 from glmdesk.core.history_tools import ToolMessages
-from glmdesk.core.history_tree import ACTIVE, Branches
-from glmdesk.core.history_types import (
-    Conversation,
-    GenerationStats,
-    SearchHit,
-    StoredMessage,
-    encode_text,
-)
-from glmdesk.core.messages import FINISH_REASONS, ROLES, ChatMessage
+from glmdesk.core.history_tree import Branches
+from glmdesk.core.history_types import Conversation, SearchHit
 from glmdesk.core.text import storable_text
-from glmdesk.core.tools import ToolCall
 
 
-class History(Branches, ToolMessages):
+class History(MessageStore, Branches, ToolMessages):
     """The chat history database (see the module docstring for threads and call order).
 
     Messages form a tree per conversation (branches; see :mod:`glmdesk.core.history_tree`):
@@ -81,6 +63,8 @@ class History(Branches, ToolMessages):
     Args:
         path: Database file; ``None`` for ``paths.data_dir() / "history.sqlite3"``;
             ``":memory:"`` for a throwaway database.
+        check: Run ``PRAGMA quick_check`` first (``False`` for a second connection
+            to a file another one has just checked: the history writer's).
 
     Attributes:
         set_aside: Where a damaged file found at open was moved (``PRAGMA quick_check``
@@ -96,9 +80,12 @@ class History(Branches, ToolMessages):
         sqlite3.Error: when the file cannot be opened for reasons other than damage.
     """
 
-    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, check: bool = True) -> None:
         self.path = Path(path) if path is not None else paths.data_dir() / DB_NAME
-        self._conn, self.set_aside = open_checked(path if path is not None else self.path, connect)
+        if check:
+            self._conn, self.set_aside = open_checked(path if path is not None else self.path, connect)
+        else:  # a second connection to a file just checked (the history writer's)
+            self._conn, self.set_aside = connect(self.path), None
         self._depth = 0
 
     # -- connection -----------------------------------------------------------------
@@ -264,229 +251,6 @@ class History(Branches, ToolMessages):
         )
         if cur.rowcount == 0:
             raise KeyError(f"no conversation {conversation_id}")
-
-    # -- messages ---------------------------------------------------------------------
-    @storage_errors
-    def add_message(
-        self,
-        conversation_id: int,
-        role: str,
-        text: str,
-        *,
-        model: str | None = None,
-        settings: Any = None,
-        finish_reason: str | None = None,
-        stats: GenerationStats | None = None,
-        parent_id: Any = ACTIVE,
-    ) -> int:
-        """Append a finished message and commit it; return its id. It becomes the active leaf.
-
-        The first user message of an untitled conversation becomes its title (first
-        line, at most 60 characters).
-
-        Args:
-            conversation_id: Conversation to append to.
-            role: ``system``, ``user``, ``assistant`` or ``observation`` (a tool's
-                result; :meth:`add_observation` also names the tool).
-            text: Exact text (any ``str``: NULs and lone surrogates round-trip).
-            model: Model that wrote it (assistant messages).
-            settings: Sampling settings used: a dataclass (``SamplingParams``) or a
-                JSON-serialisable mapping.
-            finish_reason: For assistant messages, one of ``stop``, ``length``,
-                ``cancelled``, ``error``.
-            stats: Generation statistics.
-            parent_id: The message it follows: :data:`ACTIVE` (the end of the branch on
-                screen), another message of the conversation (an edit makes a sibling of
-                the edited message), or ``None`` (a new first message).
-
-        Raises:
-            KeyError: for an unknown conversation or a parent not in it.
-            ValueError: for an unknown role or finish reason.
-            TypeError: for text that is not a ``str`` or settings that are not JSON.
-        """
-        if role not in ROLES:
-            raise ValueError(f"unknown role {role!r}; expected one of {ROLES}")
-        kind = "observation" if role == "observation" else "text"
-        with self.transaction():
-            mid = self._insert(
-                conversation_id,
-                role,
-                text,
-                "complete",
-                model,
-                settings,
-                kind_params(kind, None, "", None),
-                parent_id,
-            )
-            self._finish_fields(mid, finish_reason, stats)
-            if role == "user":
-                self._conn.execute(
-                    "UPDATE conversations SET title = ? WHERE id = ? AND title = ''",
-                    (auto_title(text), conversation_id),
-                )
-        return mid
-
-    @storage_errors
-    def begin_assistant_message(
-        self, conversation_id: int, *, model: str | None = None, settings: Any = None, parent_id: Any = ACTIVE
-    ) -> int:
-        """Insert an empty ``partial`` assistant message, commit, and return its id.
-
-        ``parent_id`` as in :meth:`add_message`: Regenerate passes the user message, so
-        the new answer becomes a sibling of the earlier ones.
-
-        Raises:
-            KeyError: for an unknown conversation or a parent not in it.
-            TypeError: for settings that are neither a dataclass nor a mapping.
-        """
-        with self.transaction():
-            return self._insert(
-                conversation_id, "assistant", "", "partial", model, settings, parent_id=parent_id
-            )
-
-    @storage_errors
-    def checkpoint_partial(self, message_id: int, text: str) -> None:
-        """Save the answer so far (one UPDATE, committed). Call at most every few seconds.
-
-        Raises:
-            KeyError: if ``message_id`` is not a ``partial`` message (unknown or finished).
-        """
-        stored, raw = encode_text(text)
-        cur = self._conn.execute(
-            "UPDATE messages SET text = ?, text_raw = ?, updated = ? WHERE id = ? AND state = 'partial'",
-            (stored, raw, time.time(), message_id),
-        )
-        if cur.rowcount == 0:
-            raise KeyError(f"no partial message {message_id}")
-
-    @storage_errors
-    def finish_assistant_message(
-        self,
-        message_id: int,
-        text: str,
-        finish_reason: str,
-        *,
-        stats: GenerationStats | None = None,
-        settings: Any = None,
-        model: str | None = None,
-        tool_call: ToolCall | None = None,
-    ) -> None:
-        """Save the final answer once, mark it ``complete`` and commit.
-
-        Args:
-            message_id: From :meth:`begin_assistant_message`.
-            text: The whole answer (for ``cancelled`` or ``error``, the text so far).
-            finish_reason: ``stop``, ``length``, ``cancelled`` or ``error``.
-            stats: Generation statistics.
-            settings: Replaces the settings given at the start (if the user moved a
-                slider mid-answer, pass the last ones); ``None`` keeps them.
-            model: Replaces the model given at the start; ``None`` keeps it.
-            tool_call: The call the answer ended with (``finish_reason`` ``tool_calls``):
-                the message becomes a tool-call message, ``text`` what was shown before it.
-
-        Raises:
-            KeyError: if ``message_id`` is not a ``partial`` message.
-            ValueError: for an unknown finish reason.
-        """
-        if finish_reason not in FINISH_REASONS:
-            raise ValueError(f"unknown finish reason {finish_reason!r}; expected one of {FINISH_REASONS}")
-        stored, raw = encode_text(text)
-        now = time.time()
-        with self.transaction():
-            cur = self._conn.execute(
-                "UPDATE messages SET text = ?, text_raw = ?, updated = ?, state = 'complete', "
-                "settings = coalesce(?, settings), model = coalesce(?, model) "
-                "WHERE id = ? AND state = 'partial'",
-                (stored, raw, now, settings_json(settings), model, message_id),
-            )
-            if cur.rowcount == 0:
-                raise KeyError(f"no partial message {message_id}")
-            self._finish_fields(message_id, finish_reason, stats)
-            if tool_call is not None:
-                kind, tool, _ = kind_params("tool_call", tool_call, "", None)
-                self._conn.execute(
-                    "UPDATE messages SET kind = ?, tool = ? WHERE id = ?", (kind, tool, message_id)
-                )
-            self._conn.execute(
-                "UPDATE conversations SET updated = ? WHERE id = "
-                "(SELECT conversation_id FROM messages WHERE id = ?)",
-                (now, message_id),
-            )
-
-    @storage_errors
-    def get_message(self, message_id: int) -> StoredMessage:
-        """Return one message.
-
-        Raises:
-            KeyError: for an unknown id.
-        """
-        row = self._conn.execute(f"SELECT {MSG_COLS} FROM messages WHERE id = ?", (message_id,)).fetchone()
-        if row is None:
-            raise KeyError(f"no message {message_id}")
-        return to_message(row)
-
-    @storage_errors
-    def chat_messages(self, conversation_id: int) -> list[ChatMessage]:
-        """Return the conversation as the engine's messages, to continue it.
-
-        Empty assistant messages (an answer that failed or is just starting) are
-        left out, tool calls kept; images are left out (their observation says
-        ``[Image]``); an interrupted partial answer is kept as the user saw it.
-
-        Raises:
-            KeyError: for an unknown conversation.
-        """
-        return [
-            m.to_chat_message()
-            for m in self.messages(conversation_id)
-            if m.kind != "image" and not (m.kind == "text" and m.role == "assistant" and m.text == "")
-        ]
-
-    @storage_errors
-    def partial_messages(self) -> list[StoredMessage]:
-        """Assistant messages left ``partial`` (a crash interrupted them), oldest first."""
-        rows = self._conn.execute(f"SELECT {MSG_COLS} FROM messages WHERE state = 'partial' ORDER BY id")
-        return [to_message(row) for row in rows]
-
-    def _insert(
-        self,
-        conversation_id: int,
-        role: str,
-        text: str,
-        state: str,
-        model: str | None,
-        settings: Any,
-        extra: tuple[Any, ...] = ("text", None, None),
-        parent_id: Any = ACTIVE,
-    ) -> int:
-        stored, raw = encode_text(text)
-        now = time.time()
-        parent = self._parent_for(conversation_id, parent_id)
-        try:
-            cur = self._conn.execute(
-                "INSERT INTO messages (conversation_id, role, text, text_raw, created, updated, state, "
-                "model, settings, kind, tool, data, parent_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    conversation_id, db_role(role, extra[0]), stored, raw, now, now, state, model,
-                    settings_json(settings), *extra, parent,
-                ),
-            )  # fmt: skip
-        except sqlite3.IntegrityError as exc:
-            raise KeyError(f"no conversation {conversation_id}") from exc
-        mid = int(cur.lastrowid)
-        self._conn.execute(
-            "UPDATE conversations SET updated = ?, model = coalesce(?, model), active_leaf = ? WHERE id = ?",
-            (now, model, mid, conversation_id),
-        )
-        return mid
-
-    def _finish_fields(
-        self, message_id: int, finish_reason: str | None, stats: GenerationStats | None
-    ) -> None:
-        if finish_reason is not None and finish_reason not in FINISH_REASONS:
-            raise ValueError(f"unknown finish reason {finish_reason!r}; expected one of {FINISH_REASONS}")
-        params = (*stats_params(finish_reason, stats), message_id)
-        self._conn.execute(f"UPDATE messages SET {STATS_ASSIGN} WHERE id = ?", params)
 
     # -- search, Markdown export (JSON export and import: history_tree) ----------------
     @storage_errors

@@ -15,7 +15,19 @@ _UNSAFE = re.compile("[\x00\ud800-\udfff]")
 
 def storable_text(text: str) -> str:
     """Return ``text`` with each NUL and lone surrogate replaced by U+FFFD (history's
-    searchable text; the exact text is stored beside it)."""
+    searchable text; the exact text is stored beside it).
+
+    Text with neither (nearly all) is returned as it is after two C-speed checks: the
+    regular expression alone took 73 ms on 2 MB here, holding the GIL all along (the
+    history writer's thread then froze the window's).
+    """
+    if "\x00" not in text:
+        try:
+            text.encode("utf-8")  # fails on any surrogate code point
+        except UnicodeEncodeError:
+            pass
+        else:
+            return text
     return _UNSAFE.sub("\ufffd", text)
 
 

@@ -80,6 +80,7 @@ class BranchActions(QObject):
     def __init__(self, window, controller=None) -> None:
         super().__init__(window)
         self.window = window
+        self._controller = None
         self.controller = controller
         session = window.session
         for signal in (
@@ -90,6 +91,17 @@ class BranchActions(QObject):
             session.conversation_rewound,
         ):
             signal.connect(self.decorate)
+
+    @property
+    def controller(self):
+        """The :class:`HistoryController` (or ``None``); footers are redrawn when its writes are stored."""
+        return self._controller
+
+    @controller.setter
+    def controller(self, controller) -> None:
+        self._controller = controller
+        if controller is not None:  # versions and figures are read once their writes are stored
+            controller.writes_stored.connect(self.decorate)
 
     def footers(self) -> list[MessageFooter]:
         """The footers of the messages on screen, in order (tests)."""

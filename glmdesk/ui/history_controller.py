@@ -1,14 +1,15 @@
 """Saves the open conversation as it happens; opens conversations picked in the panel.
 
-A plain QObject on the GUI thread, the only owner of the :class:`History`
-database (the worker never touches it). It listens to the
-:class:`~glmdesk.ui.chat_session.ChatSession`, never to the window. The flow for
-one answer:
+A plain QObject on the GUI thread. It listens to the
+:class:`~glmdesk.ui.chat_session.ChatSession`, never to the window. It reads with
+the GUI thread's :class:`History`; every write goes through a
+:class:`~glmdesk.ui.history_writes.WriteQueue` to the history writer's own thread
+(issue 19, item 4: a 2 MB message and its full-text index take seconds to store
+under load), one at a time, in order. The flow for one answer:
 
 1. ``message_added`` (user): the conversation (if new), the user message and an
    empty ``partial`` assistant message are committed in one transaction
-   (:func:`~glmdesk.core.history_rounds.begin_round`), before the worker sees the
-   request.
+   (:func:`~glmdesk.core.history_rounds.begin_round`), before any later write.
 2. ``answer_started``: the checkpoint clock starts (Regenerate: a new ``partial``
    answer is inserted).
 3. ``chunk_shown``: the text so far is checkpointed at most every
@@ -17,12 +18,16 @@ one answer:
    is finished exactly once with its statistics. An answer that wrote nothing is
    removed.
 
-Failures (issue 19): every :class:`HistoryError` is caught here, in
-:meth:`HistoryController._run`, and shown once in the window's notice bar. A
-write that failed (a full disk) waits in a queue, in order, and is retried every
-:data:`RETRY_MS` ms and before the next write; the window keeps showing the
-conversation meanwhile. A round whose start could not be stored is later stored
-whole (question and answer in one transaction), never the answer alone.
+Each write decides what to store when it runs (on the writer thread), from what the
+writes before it stored: the answer of a round whose start failed is stored whole
+with its question, never alone.
+
+Failures (issue 19): every :class:`HistoryError`, of the chat's writes, of the
+history panel's (rename, delete, import...) and of reads, reaches
+:meth:`HistoryController.report` and is shown once in the window's notice bar. A
+write that failed (a full disk) waits at the head of the queue and is retried
+every :data:`RETRY_MS` ms; the window keeps showing the conversation meanwhile.
+:meth:`HistoryController.close` (at quit) waits for every write.
 
 Branches (:mod:`glmdesk.core.history_tree`): Regenerate, and an edit or regeneration
 of an earlier message (the session's ``conversation_rewound``), set an *anchor*: the
@@ -38,14 +43,24 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QObject, QTimer, Slot
+from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
 from glmdesk.core.history import History
 from glmdesk.core.history_errors import HistoryError
 from glmdesk.core.history_rounds import begin_round, save_round
 from glmdesk.core.history_tree import ACTIVE
 from glmdesk.core.history_types import GenerationStats, StoredMessage
+from glmdesk.core.history_writer import HistoryWriter
 from glmdesk.core.messages import ChatMessage
+from glmdesk.ui.history_anchors import (
+    SIBLING_OF_LAST_ANSWER,
+    Answer,
+    ConversationRef,
+    Rewound,
+    parent_of,
+    shown,
+)
+from glmdesk.ui.history_writes import WriteQueue
 from glmdesk.ui.messages import error_sentence
 
 #: Seconds between checkpoints of a streaming answer.
@@ -54,65 +69,51 @@ CHECKPOINT_S = 2.0
 RETRY_MS = 5000
 
 
-class _SiblingOfLastAnswer:
-    """Anchor after Regenerate: the parent of the branch's last answer, looked up when
-    the new answer is written (the old one may still wait in the retry queue)."""
-
-    def __repr__(self) -> str:
-        return "SIBLING_OF_LAST_ANSWER"
-
-
-SIBLING_OF_LAST_ANSWER: Any = _SiblingOfLastAnswer()
-
-
-@dataclasses.dataclass
-class ConversationRef:
-    """A conversation whose id is ``None`` until its first round is stored."""
-
-    id: int | None = None
-
-
-@dataclasses.dataclass
-class _Answer:
-    """The answer being written: where it goes and what of its round is stored."""
-
-    conv: ConversationRef
-    settings: dict[str, Any]
-    anchor: Any = ACTIVE  # parent of the first message of this round (see the module docstring)
-    message_id: int | None = None  # the stored ``partial`` row, if its round began in the file
-    unsaved_user: str | None = None  # the question, when the round could not begin in the file
-    parts: list[str] = dataclasses.field(default_factory=list)
-
-
 class HistoryController(QObject):
     """Connects a :class:`ChatSession` and a :class:`HistoryPanel` to a :class:`History`.
 
     Args:
         session: The chat session (its signals drive saving; it shows what is opened).
-        history: The open database.
+        history: The open database (read on the GUI thread).
         panel: The history panel, or ``None``.
         parent: The owning QObject (the window).
         notice: Where failures are shown (a :class:`NoticeBar`); default: ``parent.notice``.
+        writer: Where writes run; default: a :class:`HistoryWriter` of ``history``'s file
+            (a thread with its own connection).
+
+    Signals:
+        writes_stored(): Every write submitted so far is stored (or given up): what the
+            window shows from the history (versions, figures) can be read again.
     """
 
+    writes_stored = Signal()
+
     def __init__(
-        self, session, history: History, panel=None, parent: QObject | None = None, notice=None
+        self,
+        session,
+        history: History,
+        panel=None,
+        parent: QObject | None = None,
+        notice=None,
+        writer: HistoryWriter | None = None,
     ) -> None:
         super().__init__(parent or session)
         self.session = session
         self.notice = notice if notice is not None else getattr(parent, "notice", None)
         self.history = history
         self.panel = panel
+        self.writes = WriteQueue(writer if writer is not None else HistoryWriter(history), RETRY_MS, self)
+        self.writes.write_failed.connect(self.report)
+        self.writes.write_recovered.connect(self._on_write_recovered)
+        self.writes.drained.connect(self._on_drained)
         self._conv = ConversationRef()
         self._anchor: Any = ACTIVE  # parent of the next message saved (see the module docstring)
-        self._answer: _Answer | None = None
+        self._answer: Answer | None = None
         self._last_checkpoint = 0.0
-        self._pending: list[Callable[[], None]] = []  # failed writes, oldest first
         self._reported: str | None = None  # the failure kind on show
         self._deferred = ""  # a failure sentence to show after the current signal chain
-        self._retry = QTimer(self)
-        self._retry.setInterval(RETRY_MS)
-        self._retry.timeout.connect(self.retry_pending)
+        self._to_show: int | None = None  # a conversation to show once the writes before are stored
+        self._shown_cache: tuple[int | None, list] = (None, [])  # the last shown_messages() read
         session.message_added.connect(self._on_message_added)
         session.answer_started.connect(self._on_answer_started)
         session.tool_images_added.connect(self._on_tool_images_added)
@@ -126,45 +127,67 @@ class HistoryController(QObject):
             panel.conversation_selected.connect(self.open_conversation)
             panel.conversation_deleted.connect(self._on_conversation_deleted)
             panel.new_chat_requested.connect(self._on_new_chat_requested)
+            panel.attach_writes(self.write)
 
     @property
     def conversation_id(self) -> int | None:
         """The open conversation's id (``None`` for a new one not stored yet)."""
         return self._conv.id
 
+    @property
+    def writer(self) -> HistoryWriter:
+        """The history writer (its thread and connection)."""
+        return self.writes.writer
+
     def close(self) -> None:
-        """Try the waiting writes a last time and stop retrying (before the history closes)."""
-        self._retry.stop()
-        if self._pending:
-            self.retry_pending()
-            self._retry.stop()
+        """Wait for every write (a waiting one is tried once more), then close the writer."""
+        self.writes.close()
 
     def pending_writes(self) -> int:
-        """Number of writes waiting for a retry (0 when everything is stored)."""
-        return len(self._pending)
+        """Number of writes not stored yet (0 when everything is stored)."""
+        return self.writes.pending()
 
-    # -- the one place failures are caught ------------------------------------------
-    def _run(self, write: Callable[[], Any], *, again: bool = False) -> bool:
-        """Run ``write`` now; on a :class:`HistoryError` show it and return ``False``.
+    def flush(self, timeout_s: float | None = None) -> bool:
+        """Wait until every write is stored or one failed; whether nothing waits (tests)."""
+        return self.writes.flush(timeout_s)
+
+    @Slot()
+    def retry_pending(self, again: bool = False) -> None:
+        """Try a write that waits for space now (``again``: report it anew if it fails)."""
+        self.writes.retry(again)
+
+    def write(
+        self, run: Callable[[History], Any], then: Callable[[Any], None] | None = None, **options: bool
+    ) -> None:
+        """Queue a write of the history panel or the window (failures reach :meth:`report`).
 
         Args:
-            write: One history call (one transaction).
-            again: Show the sentence even if this kind was shown before (a new round).
+            run: ``run(history)`` on the writer thread (one transaction).
+            then: Called on the GUI thread with its result once stored.
+            options: ``droppable`` (default ``True``: a failed rename is not retried) and
+                ``again`` (default ``True``: the user acted, so a failure is news).
         """
+        self.writes.submit(
+            run, then=then, droppable=options.get("droppable", True), again=options.get("again", True)
+        )
+
+    # -- the one place failures are shown -------------------------------------------
+    @Slot(object, bool)
+    def report(self, error: HistoryError, again: bool = False) -> None:
+        """Show a history failure once in the window (``again``: even if this kind is on show)."""
+        if (again or error.kind != self._reported) and self.notice is not None:
+            self._deferred = error_sentence(error.info)
+            # After the current signal chain: the window clears its notice bar as an answer starts.
+            QTimer.singleShot(0, self._show_deferred)
+        self._reported = error.kind
+
+    def _read(self, read: Callable[[], Any], again: bool = False) -> tuple[bool, Any]:
+        """Run a read of the GUI thread's history; ``(False, None)`` after a failure (shown)."""
         try:
-            write()
+            return True, read()
         except HistoryError as exc:
-            if (again or exc.kind != self._reported) and self.notice is not None:
-                self._deferred = error_sentence(exc.info)
-                # After the current signal chain: the window clears its notice bar as an answer starts.
-                QTimer.singleShot(0, self._show_deferred)
-            self._reported = exc.kind
-            if self._pending:
-                self._retry.start()
-            return False
-        if not self._pending:  # storage works: a later failure is news again
-            self._reported = None
-        return True
+            self.report(exc, again)
+            return False, None
 
     @Slot()
     def _show_deferred(self) -> None:
@@ -172,40 +195,20 @@ class HistoryController(QObject):
             self.notice.show_error(self._deferred)
         self._deferred = ""
 
-    def _queue(self, write: Callable[[], None]) -> None:
-        """Queue a write after any that wait, then try them all in order."""
-        self._pending.append(write)
-        self.retry_pending()
+    @Slot()
+    def _on_write_recovered(self) -> None:
+        if self._reported is not None and self.notice is not None:
+            self.notice.show_info(self.tr("The chat history is saved again."))
+        self._reported = None
 
     @Slot()
-    def retry_pending(self, again: bool = False) -> bool:
-        """Run the waiting writes in order; stop at the first that fails again.
+    def _on_drained(self) -> None:
+        if not self.writes.blocked():
+            self._reported = None  # storage works: a later failure is news again
+        self._refresh()
+        self.writes_stored.emit()
 
-        Args:
-            again: Show a failure even if its kind was shown before (the user acts anew).
-
-        Returns:
-            Whether nothing waits any more.
-        """
-        stored, shown = False, self._reported
-        while self._pending:
-            write = self._pending[0]
-            try:
-                ok = self._run(write, again=again)
-            except KeyError:  # its conversation was erased meanwhile: nothing to store
-                ok = True
-            if not ok:
-                self._retry.start()
-                return False
-            self._pending.pop(0)
-            stored = True
-        self._retry.stop()
-        self._reported = None
-        if stored and shown is not None and self.notice is not None:
-            self.notice.show_info(self.tr("The chat history is saved again."))
-        return True
-
-    # -- slots -----------------------------------------------------------------------
+    # -- opening and showing -----------------------------------------------------------
     def _model_name(self) -> str | None:
         info = self.session.model_info
         return info.name if info is not None else None
@@ -219,13 +222,6 @@ class HistoryController(QObject):
         anchor, self._anchor = self._anchor, ACTIVE
         return anchor
 
-    def _parent(self, conversation_id: int | None, anchor: Any) -> Any:
-        """The stored parent an anchor stands for, when the write runs."""
-        if anchor is not SIBLING_OF_LAST_ANSWER:
-            return anchor
-        stored = self.history.messages(conversation_id) if conversation_id is not None else []
-        return stored[-1].parent_id if stored and stored[-1].role == "assistant" else ACTIVE
-
     @Slot(int)
     def open_conversation(self, conversation_id: int) -> None:
         """Show a saved conversation (its branch on screen); the next message continues it."""
@@ -234,90 +230,114 @@ class HistoryController(QObject):
         self.reload(conversation_id)
 
     def reload(self, conversation_id: int | None = None) -> bool:
-        """Show ``conversation_id`` (default: the open one) as stored, on its active branch."""
+        """Show ``conversation_id`` (default: the open one) as stored, on its active branch.
+
+        Waits (without blocking) for the writes before it, so it shows what was written.
+        Returns ``False`` when there is nothing to show.
+        """
         cid = self._conv.id if conversation_id is None else conversation_id
-        loaded: list[list[ChatMessage]] = []
-        if cid is None or not self._run(lambda: loaded.append(self.history.chat_messages(cid))):
+        if cid is None:
             return False
+        waiting, self._to_show = self._to_show is not None, cid  # requests coalesce: the newest wins
+        if not waiting:
+            self.writes.after_writes(self._show)
+        return True
+
+    def _show(self) -> None:
+        cid, self._to_show = self._to_show, None
+        if cid is None:
+            return
+        ok, loaded = self._read(lambda: self.history.chat_messages(cid))
+        if not ok:
+            return
         # The session stops (and we save) a running answer before switching.
-        self.session.show_conversation(loaded[0], key=("history", cid))
+        self.session.show_conversation(loaded, key=("history", cid))
         if cid != self._conv.id:
             self._conv = ConversationRef(cid)
         self._anchor = ACTIVE
         if self.panel is not None:
             self.panel.highlight_conversation(cid)
-        return True
 
     def shown_messages(self) -> list[tuple[StoredMessage, tuple[int, ...]]]:
         """The stored messages on screen (as the chat shows them: no system messages, no
-        images, no empty answers), each with its siblings' ids; empty when not saved."""
+        images, no empty answers), each with its siblings' ids; empty when not saved.
+        What is still being written is not in it yet (see :attr:`writes_stored`)."""
         cid = self._conv.id
-        loaded: list[list[tuple[StoredMessage, tuple[int, ...]]]] = []
-        if cid is None or not self._run(lambda: loaded.append(self.history.branch_with_siblings(cid))):
+        if cid is None:
             return []
-        return [
-            (m, s)
-            for m, s in loaded[0]
-            if m.role != "system"
-            and m.kind != "image"
-            and not (m.kind == "text" and m.role == "assistant" and m.text == "")
-        ]
+        if self.writes.busy() and self._shown_cache[0] == cid:
+            # Writes are on their way: the file holds nothing newer yet; they end with
+            # ``writes_stored`` (read again then), so a long conversation is not re-read
+            # on every event of an answer.
+            return self._shown_cache[1]
+        ok, loaded = self._read(lambda: shown(self.history, cid))
+        self._shown_cache = (cid, loaded if ok else [])
+        return self._shown_cache[1]
 
     def switch_sibling(self, index: int, step: int) -> bool:
-        """Show the previous (``step=-1``) or next (``+1``) version of the message at ``index``."""
-        shown = self.shown_messages()
-        if self.session.is_streaming() or self._pending or not 0 <= index < len(shown):
-            return False
-        message, siblings = shown[index]
-        position = siblings.index(message.id) + step
-        if not 0 <= position < len(siblings):
-            return False
-        if not self._run(lambda: self.history.switch_branch(siblings[position]), again=True):
-            return False
-        return self.reload()
+        """Show the previous (``step=-1``) or next (``+1``) version of the message at ``index``.
 
-    def delete_at(self, index: int) -> bool:
-        """Delete the message at ``index`` for good (its replies move up) and show the result."""
-        shown = self.shown_messages()
-        if self.session.is_streaming() or self._pending or not 0 <= index < len(shown):
+        Returns whether the switch was accepted (it happens once the writes before it are stored).
+        """
+        if self.session.is_streaming() or self.writes.blocked():
             return False
-        if not self._run(lambda: self.history.delete_message(shown[index][0].id), again=True):
-            return False
-        self.reload()
-        self._refresh()
+        self.writes.after_writes(lambda: self._switch_sibling(index, step))
         return True
 
+    def _switch_sibling(self, index: int, step: int) -> None:
+        on_screen = self.shown_messages()
+        if not 0 <= index < len(on_screen):
+            return
+        message, siblings = on_screen[index]
+        position = siblings.index(message.id) + step
+        if 0 <= position < len(siblings):
+            target = siblings[position]
+            self.write(lambda h: h.switch_branch(target), lambda _r: self.reload())
+
+    def delete_at(self, index: int) -> bool:
+        """Delete the message at ``index`` for good (its replies move up) and show the result.
+
+        Returns whether the deletion was accepted (it happens after the writes before it).
+        """
+        if self.session.is_streaming() or self.writes.blocked():
+            return False
+        self.writes.after_writes(lambda: self._delete_at(index))
+        return True
+
+    def _delete_at(self, index: int) -> None:
+        on_screen = self.shown_messages()
+        if 0 <= index < len(on_screen):
+            mid = on_screen[index][0].id
+            self.write(lambda h: h.delete_message(mid), lambda _r: (self.reload(), self._refresh()))
+
+    # -- session slots -------------------------------------------------------------------
     @Slot(int)
     def _on_conversation_rewound(self, index: int) -> None:
-        shown = self.shown_messages()
-        if 0 <= index < len(shown):
-            self._anchor = shown[index - 1][0].id if index > 0 else shown[0][0].parent_id
+        self._anchor = Rewound(index)  # resolved when the next message is written
 
     @Slot(int, int)
     def _on_search_result_selected(self, conversation_id: int, message_id: int) -> None:
-        try:  # a hit on another branch opens that branch
-            if not self._run(lambda: self.history.switch_branch(message_id), again=True):
-                return
-        except KeyError:
-            return
-        self.reload(conversation_id)
+        # A hit on another branch opens that branch (an erased message: nothing to open).
+        self.write(lambda h: h.switch_branch(message_id), lambda _r: self.reload(conversation_id))
 
     @Slot(int, object, object)
     def _on_message_added(self, _index: int, message: ChatMessage, record) -> None:
         if message.role == "user":
             self._begin_answer(message.content)  # the question and its empty answer, one transaction
             return
+        conv = self._conv
         if message.role == "observation":  # a tool's result, before the answer continues
-            conv, text, name = self._conv, message.content, message.name
-            self._queue(
-                lambda: conv.id is not None and self.history.add_observation(conv.id, text, name=name)
-            )
+            text, name = message.content, message.name
+            self.writes.submit(lambda h: conv.id is not None and h.add_observation(conv.id, text, name=name))
             return
+        model = self._model_name()
         answer, self._answer = self._answer, None
         if answer is None:  # an answer the window added without starting it
-            conv, anchor = self._conv, self._take_anchor()
-            self._queue(lambda: self._save(conv, None, message.content, "stop", None, None, anchor))
-            self._refresh()
+            anchor = self._take_anchor()
+            self.writes.submit(
+                lambda h: self._save(h, conv, None, message.content, "stop", None, None, anchor, model),
+                then=lambda _r: self._refresh(),
+            )
             return
         stats = GenerationStats(
             ttft_s=record.ttft_s if record else None,
@@ -328,12 +348,11 @@ class HistoryController(QObject):
         reason = record.finish_reason if record is not None else "stop"
         params = record.params if record is not None else None
         settings = dataclasses.asdict(params) if params is not None else answer.settings
-        model = self._model_name()
-        if answer.message_id is not None:
-            mid = answer.message_id
-            self._queue(
-                lambda: self.history.finish_assistant_message(
-                    mid,
+
+        def finish(h: History) -> None:  # decided when it runs: did the round begin in the file?
+            if answer.message_id is not None:
+                h.finish_assistant_message(
+                    answer.message_id,
                     message.content,
                     reason,
                     stats=stats,
@@ -341,34 +360,34 @@ class HistoryController(QObject):
                     model=model,
                     tool_call=message.tool_call,
                 )
-            )
-        else:
-            self._queue(
-                lambda: self._save(
-                    answer.conv, answer.unsaved_user, message.content, reason, stats, settings, answer.anchor
-                )
-            )
-        self._refresh()
+            else:
+                self._save(
+                    h, answer.conv, answer.unsaved_user, message.content, reason, stats, settings,
+                    answer.anchor, model,
+                )  # fmt: skip
 
-    def _save(self, conv: ConversationRef, user, text, reason, stats, settings, anchor=ACTIVE) -> None:
+        self.writes.submit(finish)
+
+    @staticmethod
+    def _save(h: History, conv: ConversationRef, user, text, reason, stats, settings, anchor, model) -> None:
         conv.id = save_round(
-            self.history,
+            h,
             conv.id,
             user,
             text,
             finish_reason=reason,
             stats=stats,
-            model=self._model_name(),
+            model=model,
             settings=settings,
-            parent_id=self._parent(conv.id, anchor),
+            parent_id=parent_of(h, conv.id, anchor),
         )
 
     @Slot(object, str)
     def _on_tool_images_added(self, images: list, name: str) -> None:
         conv = self._conv
         for png in images:
-            self._queue(
-                lambda png=png: conv.id is not None and self.history.add_image(conv.id, png, name=name)
+            self.writes.submit(
+                lambda h, png=png: conv.id is not None and h.add_image(conv.id, png, name=name)
             )
 
     @Slot(int)
@@ -379,33 +398,28 @@ class HistoryController(QObject):
 
     def _begin_answer(self, user: str | None) -> None:
         """Store the start of a round (``user``: its question) or of a new answer (``None``)."""
-        answer = _Answer(self._conv, dataclasses.asdict(self.session.params_box.get()), self._take_anchor())
+        settings = dataclasses.asdict(self.session.params_box.get())
+        answer = Answer(self._conv, settings, self._take_anchor(), unsaved_user=user)
         self._answer = answer
         model = self._model_name()
 
-        def begin() -> None:
+        def begin(h: History) -> None:
+            parent = parent_of(h, answer.conv.id, answer.anchor)
             if user is None:
-                answer.message_id = self.history.begin_assistant_message(
-                    answer.conv.id,
-                    model=model,
-                    settings=answer.settings,
-                    parent_id=self._parent(answer.conv.id, answer.anchor),
-                )
+                if answer.conv.id is not None:
+                    answer.message_id = h.begin_assistant_message(
+                        answer.conv.id, model=model, settings=settings, parent_id=parent
+                    )
                 return
             answer.conv.id, answer.message_id = begin_round(
-                self.history,
-                answer.conv.id,
-                user,
-                model=model,
-                settings=answer.settings,
-                parent_id=self._parent(answer.conv.id, answer.anchor),
+                h, answer.conv.id, user, model=model, settings=settings, parent_id=parent
             )
+            answer.unsaved_user = None
 
-        # Earlier rounds first; a round that cannot begin is stored whole when it ends.
-        waiting = not self.retry_pending(again=True)
-        if waiting or (user is None and answer.conv.id is None) or not self._run(begin, again=True):
-            answer.unsaved_user = user
-        self._refresh()
+        if self.writes.blocked():  # earlier rounds first: this one is stored whole when it ends
+            self.writes.retry(again=True)
+        else:  # a round that cannot begin is stored whole when it ends
+            self.writes.submit(begin, then=lambda _r: self._refresh(), droppable=True, again=True)
 
     @Slot(int, object)
     def _on_chunk_shown(self, _request_id: int, chunk) -> None:
@@ -416,11 +430,12 @@ class HistoryController(QObject):
         now = time.monotonic()
         if (
             answer.message_id is not None
-            and not self._pending
+            and not self.writes.pending()
             and now - self._last_checkpoint >= CHECKPOINT_S
         ):
             mid, text = answer.message_id, "".join(answer.parts)
-            self._run(lambda: self.history.checkpoint_partial(mid, text))  # the finish saves it anyway
+            # Given up when it fails: the finish saves the whole answer anyway.
+            self.writes.submit(lambda h: h.checkpoint_partial(mid, text), droppable=True, quiet=True)
             self._last_checkpoint = now
 
     @Slot(int, object)
@@ -428,15 +443,14 @@ class HistoryController(QObject):
         answer, self._answer = self._answer, None
         if answer is None:
             return
-        # Nothing was written: leave no empty answer, keep the question as shown.
-        if answer.message_id is not None:
-            mid = answer.message_id
-            self._queue(lambda: self.history.delete_message(mid))
-        elif answer.unsaved_user is not None:
-            self._queue(
-                lambda: self._save(answer.conv, answer.unsaved_user, None, "stop", None, None, answer.anchor)
-            )
-        self._refresh()
+
+        def discard(h: History) -> None:  # nothing was written: no empty answer, keep the question
+            if answer.message_id is not None:
+                h.delete_message(answer.message_id)
+            elif answer.unsaved_user is not None:
+                self._save(h, answer.conv, answer.unsaved_user, None, "stop", None, None, answer.anchor, None)
+
+        self.writes.submit(discard)
 
     @Slot()
     def _on_last_answer_removed(self) -> None:

@@ -18,9 +18,14 @@ _Index = QModelIndex | QPersistentModelIndex
 
 
 class ConversationListModel(QAbstractListModel):
-    """Live conversations, newest first, loaded a page at a time (keyset paging)."""
+    """Live conversations, newest first, loaded a page at a time (keyset paging).
 
-    conversation_renamed = Signal(int, str)
+    Signals:
+        rename_requested(int, str): The user edited a title (id, new title); the panel
+            stores it and reloads the list.
+    """
+
+    rename_requested = Signal(int, str)
 
     def __init__(self, history: History, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -85,11 +90,8 @@ class ConversationListModel(QAbstractListModel):
     def setData(self, index: _Index, value: object, role: int = Qt.ItemDataRole.EditRole) -> bool:
         if role != Qt.ItemDataRole.EditRole or not index.isValid() or not str(value).strip():
             return False
-        conv = self._rows[index.row()]
-        self._history.rename_conversation(conv.id, str(value).strip())
-        self._rows[index.row()] = self._history.get_conversation(conv.id)
-        self.dataChanged.emit(index, index)
-        self.conversation_renamed.emit(conv.id, self._rows[index.row()].title)
+        # The panel stores it (through the history controller's writes when attached).
+        self.rename_requested.emit(self._rows[index.row()].id, str(value).strip())
         return True
 
 

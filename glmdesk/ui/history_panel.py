@@ -14,22 +14,12 @@ message (the order changes).
 from __future__ import annotations
 
 import re
-import sqlite3
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from PySide6.QtCore import (
-    QModelIndex,
-    Qt,
-    QThreadPool,
-    QTimer,
-    Signal,
-)
-from PySide6.QtGui import (
-    QAction,
-    QGuiApplication,
-    QKeySequence,
-    QPalette,
-)
+from PySide6.QtCore import QModelIndex, Qt, QThreadPool, QTimer, Signal
+from PySide6.QtGui import QAction, QGuiApplication, QKeySequence, QPalette
 from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
@@ -46,12 +36,7 @@ from PySide6.QtWidgets import (
 from glmdesk.core import history_search
 from glmdesk.core.history import History
 from glmdesk.core.history_io import read_export
-from glmdesk.ui.history_models import (
-    ID_ROLE,
-    MESSAGE_ROLE,
-    ConversationListModel,
-    SearchResultModel,
-)
+from glmdesk.ui.history_models import ID_ROLE, MESSAGE_ROLE, ConversationListModel, SearchResultModel
 from glmdesk.ui.html_delegate import HtmlDelegate
 
 UNDO_MS = 10_000
@@ -96,6 +81,7 @@ class HistoryPanel(QWidget):
         self._history = history
         self._pending_delete: int | None = None
         self._quiet = False
+        self._writes: Callable[..., None] | None = None  # the history controller's, once attached
         history.purge_deleted()  # deletions not undone before the last exit are final
 
         self.search_box = QLineEdit(
@@ -153,7 +139,8 @@ class HistoryPanel(QWidget):
         # A new chat is saved when its first message is sent, never as an empty row.
         new_button.clicked.connect(self.new_chat_requested)
         import_button.clicked.connect(self._ask_import)
-        self.model.conversation_renamed.connect(self.conversation_renamed)
+        # Queued: the list reloads after the editor has committed, not inside setData.
+        self.model.rename_requested.connect(self.rename_conversation, Qt.ConnectionType.QueuedConnection)
         self.list_view.selectionModel().currentChanged.connect(self._on_current_changed)
         self.results_view.selectionModel().currentChanged.connect(self._on_hit_changed)
         self._add_actions()
@@ -236,24 +223,51 @@ class HistoryPanel(QWidget):
         if cid is not None:
             action(cid)
 
+    # -- writes ------------------------------------------------------------------------------
+    def attach_writes(self, write: Callable[..., None]) -> None:
+        """Send the panel's writes through ``write(run, then)`` (the history controller's:
+        its writer thread and its one error handling, so a full disk or a damaged file
+        during a rename, delete or import is shown in the window like any other)."""
+        self._writes = write
+
+    def _write(self, run: Callable[[History], Any], then: Callable[[Any], None]) -> Any:
+        """Run ``run(history)``, then ``then(result)``; through the controller when attached.
+
+        Returns:
+            The result when it ran here; ``None`` when the controller queued it.
+        """
+        if self._writes is not None:
+            self._writes(run, then)
+            return None
+        result = run(self._history)
+        then(result)
+        return result
+
     # -- operations (no dialogs: the window and tests call these) ------------------------
-    def new_conversation(self) -> int:
-        """Create an empty conversation and select it; return its id."""
-        cid = self._history.create_conversation()
-        self.refresh()
-        self.conversation_created.emit(cid)
-        self.select_conversation(cid)
-        return cid
+    def new_conversation(self) -> int | None:
+        """Create an empty conversation and select it; return its id (``None`` when queued)."""
+
+        def created(cid: int) -> None:
+            self.refresh()
+            self.conversation_created.emit(cid)
+            self.select_conversation(cid)
+
+        return self._write(lambda h: h.create_conversation(), created)
 
     def rename_conversation(self, conversation_id: int, title: str) -> None:
-        """Rename a conversation.
+        """Rename a conversation (``conversation_renamed`` follows once it is stored).
 
         Raises:
-            KeyError: for an unknown id.
+            KeyError: for an unknown id (without the controller; with it, nothing happens).
         """
-        self._history.rename_conversation(conversation_id, title)
-        self.refresh()
-        self.conversation_renamed.emit(conversation_id, self._history.get_conversation(conversation_id).title)
+
+        def renamed(_result: None) -> None:
+            self.refresh()
+            self.conversation_renamed.emit(
+                conversation_id, self._history.get_conversation(conversation_id).title
+            )
+
+        self._write(lambda h: h.rename_conversation(conversation_id, title), renamed)
 
     def delete_conversation(self, conversation_id: int) -> None:
         """Move a conversation to the bin and offer Undo for 10 s (purging an earlier pending one).
@@ -265,17 +279,20 @@ class HistoryPanel(QWidget):
             KeyError: for an unknown id.
         """
         self._purge_pending()
-        self._history.delete_conversation(conversation_id)
-        self._pending_delete = conversation_id
         title = self._history.get_conversation(conversation_id).title or self.tr("Untitled")
-        self.undo_label.setText(self.tr("Deleted “{title}”.").format(title=title))
-        self.undo_bar.show()
-        self._undo_timer.start()
-        if self.current_conversation_id() == conversation_id:
-            self._set_current(-1)
-        self.refresh()
-        self._refresh_results()
-        self.conversation_deleted.emit(conversation_id)
+
+        def deleted(_result: None) -> None:
+            self._pending_delete = conversation_id
+            self.undo_label.setText(self.tr("Deleted “{title}”.").format(title=title))
+            self.undo_bar.show()
+            self._undo_timer.start()
+            if self.current_conversation_id() == conversation_id:
+                self._set_current(-1)
+            self.refresh()
+            self._refresh_results()
+            self.conversation_deleted.emit(conversation_id)
+
+        self._write(lambda h: h.delete_conversation(conversation_id), deleted)
 
     def undo_delete(self) -> None:
         """Restore the conversation deleted last, if its Undo bar is still shown."""
@@ -284,28 +301,33 @@ class HistoryPanel(QWidget):
         self.undo_bar.hide()
         if cid is None:
             return
-        self._history.restore_conversation(cid)
-        self.refresh()
-        self._refresh_results()
-        self.conversation_restored.emit(cid)
+
+        def restored(_result: None) -> None:
+            self.refresh()
+            self._refresh_results()
+            self.conversation_restored.emit(cid)
+
+        self._write(lambda h: h.restore_conversation(cid), restored)
 
     def _purge_pending(self) -> None:
         cid, self._pending_delete = self._pending_delete, None
         self._undo_timer.stop()
         self.undo_bar.hide()
         if cid is not None:
-            self._history.purge_deleted(cid)
+            self._write(lambda h: h.purge_deleted(cid), lambda _count: None)
 
-    def duplicate_conversation(self, conversation_id: int) -> int:
-        """Copy a conversation (titled "… (copy)"), select the copy and return its id."""
+    def duplicate_conversation(self, conversation_id: int) -> int | None:
+        """Copy a conversation (titled "… (copy)"), select the copy and return its id
+        (``None`` when the controller queued it: ``conversation_duplicated`` follows)."""
         title = self._history.get_conversation(conversation_id).title or self.tr("Untitled")
-        new_id = self._history.duplicate_conversation(
-            conversation_id, self.tr("{title} (copy)").format(title=title)
-        )
-        self.refresh()
-        self.conversation_duplicated.emit(conversation_id, new_id)
-        self.select_conversation(new_id)
-        return new_id
+        copy_title = self.tr("{title} (copy)").format(title=title)
+
+        def duplicated(new_id: int) -> None:
+            self.refresh()
+            self.conversation_duplicated.emit(conversation_id, new_id)
+            self.select_conversation(new_id)
+
+        return self._write(lambda h: h.duplicate_conversation(conversation_id, copy_title), duplicated)
 
     def markdown_labels(self) -> dict[str, str]:
         """Translated headings for Markdown export."""
@@ -342,19 +364,23 @@ class HistoryPanel(QWidget):
         Path(path).write_text(text, encoding="utf-8")
         self.conversation_exported.emit(conversation_id, str(path))
 
-    def import_conversation(self, path: str | Path) -> int:
-        """Import a JSON export, select it and return its id.
+    def import_conversation(self, path: str | Path) -> int | None:
+        """Import a JSON export, select it and return its id (``None`` when the controller
+        queued it: ``conversation_imported`` follows).
 
         Raises:
             OSError: when the file cannot be read.
             ValueError: a sentence naming the problem when it is not a glmdesk conversation
                 (as an editor may save it back: see ``history_io.read_export``).
         """
-        cid = self._history.import_json(read_export(path))
-        self.refresh()
-        self.conversation_imported.emit(cid)
-        self.select_conversation(cid)
-        return cid
+        data = read_export(path)
+
+        def imported(cid: int) -> None:
+            self.refresh()
+            self.conversation_imported.emit(cid)
+            self.select_conversation(cid)
+
+        return self._write(lambda h: h.import_json(data), imported)
 
     # -- dialogs ---------------------------------------------------------------------------
     def _ask_rename(self) -> None:
@@ -431,20 +457,14 @@ class HistoryPanel(QWidget):
         self._search_pool.start(lambda: self._search_job(path, text, generation))
 
     def _search_job(self, path: Path, text: str, generation: int) -> None:
-        """Runs on the search thread: its own read-only connection, results by queued signal.
+        """Runs on the search thread: a read-only connection of its own (opened by core),
+        results by queued signal.
 
         A one- or two-character term scans every message (``LIKE``); on 200,000
         messages that is 60-160 ms, which the window's thread would otherwise spend
         frozen. sqlite3 releases the GIL while the query runs.
         """
-        try:
-            conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5.0)
-            try:
-                hits = history_search.search(conn, text)
-            finally:
-                conn.close()
-        except sqlite3.Error:
-            hits = []
+        hits = history_search.search_file(path, text)
         try:
             self._search_done.emit(generation, hits)
         except RuntimeError:  # the panel was deleted meanwhile (window closing)

@@ -48,6 +48,8 @@ class PromptEdit(QPlainTextEdit):
         """The text between document positions ``start`` and ``end`` (default: all),
         with display-only cuts removed and real line breaks as ``\n``."""
         doc = self.document()
+        if start == 0 and end is None:
+            return self._whole_text()
         end = doc.characterCount() - 1 if end is None else end
         parts: list[str] = []
         block = doc.findBlock(start)
@@ -58,6 +60,18 @@ class PromptEdit(QPlainTextEdit):
                 if block.position() > start and block.position() <= end:
                     parts.append("" if block.userState() == SOFT_BREAK else "\n")
             parts.append(block.text()[lo:hi])
+            block = block.next()
+        return "".join(parts)
+
+    def _whole_text(self) -> str:
+        """All of :meth:`verbatim_text`, block by block without position arithmetic
+        (sending 2 MB: 2,000 blocks; the general loop's 14,000 ``position`` calls and
+        slicing took about twice as long here)."""
+        block = self.document().begin()
+        parts = [block.text()]
+        block = block.next()
+        while block.isValid():
+            parts += ("" if block.userState() == SOFT_BREAK else "\n", block.text())
             block = block.next()
         return "".join(parts)
 

@@ -26,6 +26,7 @@ from glmdesk.core.errors import ErrorInfo, GlmdeskError
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import CacheSettings, LoadSettings
 from glmdesk.engine.chunk import GenerationChunk
+from glmdesk.engine.quiet import quiet_libraries
 
 
 def _error_chunk(info: ErrorInfo) -> GenerationChunk:
@@ -102,9 +103,12 @@ class Worker(QObject):
 
                 self._factory = create_backend
             backend = self._factory(settings)
-            info = backend.load(
-                settings, progress=lambda p: self.load_progressed.emit(load_id, p), cancel=cancel
-            )
+            # The window's stderr stays as quiet as the CLI's: no library progress bars
+            # (transformers' GGUF conversion draws tqdm bars), each library note once.
+            with quiet_libraries():
+                info = backend.load(
+                    settings, progress=lambda p: self.load_progressed.emit(load_id, p), cancel=cancel
+                )
             capabilities = backend.capabilities()
         except GlmdeskError as exc:
             self._discard(backend)

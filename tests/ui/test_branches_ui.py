@@ -28,6 +28,7 @@ def wired(window, tmp_path):
     controller = HistoryController(window.session, history, panel, window)
     window.branch_actions.controller = controller
     yield window, history, panel, controller
+    controller.close()
     history.close()
 
 
@@ -73,12 +74,14 @@ def test_regenerate_and_edit_make_versions_and_the_switch_moves_between_them(qtb
     window, history, panel, controller = wired
     actions = window.branch_actions
     _answer(qtbot, window, lambda: window.send_message("Name a colour."))
+    controller.flush()  # the history is written on its own thread; footers follow its writes
     first_answer = _texts(window)[1]
     cid = controller.conversation_id
 
     # Regenerate the answer: a second version beside the first, in the same conversation.
     window.sidebar.set_params(SamplingParams(temperature=1.5, top_p=1.0, max_new_tokens=12, seed=3))
     _answer(qtbot, window, lambda: actions.regenerate_at(1))
+    controller.flush()
     footers = actions.footers()
     assert footers[1].position_label.text() == "2/2" and footers[1].position_label.isVisibleTo(footers[1])
     assert footers[1].previous_button.isEnabled() and not footers[1].next_button.isEnabled()
@@ -88,18 +91,22 @@ def test_regenerate_and_edit_make_versions_and_the_switch_moves_between_them(qtb
 
     # The switch shows the first version again, and back.
     assert controller.switch_sibling(1, -1)
+    controller.flush()
     assert _texts(window)[1] == first_answer
     assert actions.footers()[1].position_label.text() == "1/2"
     actions.footers()[1].next_button.click()
+    controller.flush()
     assert actions.footers()[1].position_label.text() == "2/2"
 
     # Edit the question: a new version of it with its own answer; the old one stays.
     _answer(qtbot, window, lambda: actions.edit_message(0, "Name a fruit."))
+    controller.flush()
     assert _texts(window)[0] == "Name a fruit."
     assert actions.footers()[0].position_label.text() == "2/2"
     assert len(_texts(window)) == 2
     assert len(history.tree(cid)) == 5 and history.count_conversations() == 1
     actions.footers()[0].previous_button.click()
+    controller.flush()
     assert _texts(window)[0] == "Name a colour." and len(_texts(window)) == 2
 
     # Export from the panel: JSON holds the tree, Markdown the branch on screen; import
@@ -110,7 +117,10 @@ def test_regenerate_and_edit_make_versions_and_the_switch_moves_between_them(qtb
     assert [m["parent"] for m in json.loads(exported)["messages"]] == [None, 0, 0, None, 3]
     markdown = (tmp_path / "branch.md").read_text(encoding="utf-8")
     assert "Name a colour." in markdown and "Name a fruit." not in markdown
-    copy = panel.import_conversation(tmp_path / "tree.json")
+    with qtbot.waitSignal(panel.conversation_imported, timeout=10_000) as imported:
+        panel.import_conversation(tmp_path / "tree.json")
+    controller.flush()
+    copy = imported.args[0]
     assert len(history.tree(copy)) == 5
     assert controller.conversation_id == copy and panel.current_conversation_id() == copy
     assert _texts(window)[0] == "Name a colour."
@@ -121,6 +131,7 @@ def test_delete_copy_and_footer_figures(qtbot, wired) -> None:
     window, history, panel, controller = wired
     actions = window.branch_actions
     _answer(qtbot, window, lambda: window.send_message("Say **hello**."))
+    controller.flush()
     footer = actions.footers()[1]
     assert not footer.is_revealed() and not footer.stats_label.isVisible()
     footer.set_revealed(True)  # what hovering does
@@ -132,6 +143,7 @@ def test_delete_copy_and_footer_figures(qtbot, wired) -> None:
     actions.footers()[0].action_requested.emit("copy_text")
     assert QGuiApplication.clipboard().text() == "Say hello."
     assert actions.delete_at(1)
+    controller.flush()
     assert _texts(window) == ["Say **hello**."]
     assert [m.text for m in history.messages(controller.conversation_id)] == ["Say **hello**."]
 
@@ -147,6 +159,7 @@ def test_search_hit_on_another_branch_opens_it_and_is_highlighted(qtbot, wired) 
     with qtbot.waitSignal(panel.search_finished, timeout=10_000):
         panel.search("zebra")
     panel.results_view.setCurrentIndex(panel.results.index(0))
+    controller.flush()
     assert _texts(window)[-1] == "It is Mars (zebra branch)."
     assert controller.conversation_id == cid
     with qtbot.waitSignal(panel.search_finished, timeout=10_000):

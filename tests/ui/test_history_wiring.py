@@ -1,4 +1,8 @@
-"""The window saves as it chats and opens saved conversations (issues 6 and 7 cases 10, 14)."""
+"""The window saves as it chats and opens saved conversations (issues 6 and 7 cases 10, 14).
+
+Writes run on the history writer's thread; a test waits for them (``controller.flush()``)
+before it reads the file, as the window's own reads wait for the writes before them.
+"""
 
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ def wired(window, tmp_path):
     window.set_history_panel(panel)
     controller = HistoryController(window.session, history, panel, window)
     yield window, history, panel, controller
+    controller.close()
     history.close()
 
 
@@ -35,12 +40,13 @@ def test_user_message_is_committed_before_the_answer_starts(qtbot, wired):
     seen = []
 
     def at_start(_request_id):
-        cid = controller.conversation_id
-        seen.append([m.role for m in history.messages(cid)])
+        controller.flush()  # the writes queued before the answer starts
+        seen.append([m.role for m in history.messages(controller.conversation_id)])
 
     window.answer_started.connect(at_start)
     final = send(qtbot, window, "What is the capital of France?")
     assert seen[0][0] == "user"
+    controller.flush()
     stored = history.messages(controller.conversation_id)
     assert [m.role for m in stored] == ["user", "assistant"]
     assert stored[1].complete and stored[1].finish_reason == final.finish_reason
@@ -53,23 +59,27 @@ def test_partial_answer_is_checkpointed_and_stop_saves_once(qtbot, wired, monkey
     monkeypatch.setattr(history_controller, "CHECKPOINT_S", 0.0)  # every chunk
     window.sidebar.set_params(replace(window.sidebar.params(), max_new_tokens=200))
     checkpoints = []
-    original = history.checkpoint_partial
+    writers = controller.writer.call(lambda h: h)  # the writer thread's history
+    original = writers.checkpoint_partial
     monkeypatch.setattr(
-        history, "checkpoint_partial", lambda mid, text: (checkpoints.append(text), original(mid, text))
+        writers, "checkpoint_partial", lambda mid, text: (checkpoints.append(text), original(mid, text))
     )
     with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_MS) as finished:
         window.send_message("Write a long story about a lighthouse keeper.")
         qtbot.waitUntil(lambda: len(checkpoints) >= 3, timeout=ANSWER_MS)
+        controller.flush()
         stored = history.messages(controller.conversation_id)
         assert not stored[-1].complete and stored[-1].text == checkpoints[-1]
         window.stop_answer()
     assert finished.args[1].finish_reason == "cancelled"
+    controller.flush()
     stored = history.messages(controller.conversation_id)
     assert [m.role for m in stored] == ["user", "assistant"]  # saved once
     assert stored[-1].complete and stored[-1].finish_reason == "cancelled"
     assert stored[-1].text == window.state.messages[-1].content
     # The next message works and continues the same conversation.
     send(qtbot, window, "What is the capital of France?")
+    controller.flush()
     assert len(history.messages(controller.conversation_id)) == 4
 
 
@@ -78,6 +88,7 @@ def test_stop_right_after_send_leaves_no_empty_answer(qtbot, wired):
     with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_MS):
         window.send_message("Hello")
         window.stop_answer()
+    controller.flush()
     roles = [m.role for m in history.messages(controller.conversation_id)]
     assert roles in (["user"], ["user", "assistant"])
     assert all(m.complete for m in history.messages(controller.conversation_id))
@@ -88,6 +99,7 @@ def test_regenerate_replaces_the_saved_answer(qtbot, wired):
     send(qtbot, window, "What is the capital of France?")
     with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_MS):
         window.regenerate()
+    controller.flush()
     stored = history.messages(controller.conversation_id)
     assert [m.role for m in stored] == ["user", "assistant"]
 
@@ -102,15 +114,18 @@ def test_switching_conversation_mid_answer_saves_to_its_own(qtbot, wired):
     window.chunk_shown.connect(lambda *a: chunks.append(a))
     with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_MS):
         window.send_message("Write a long story about a lighthouse keeper.")
-        first = controller.conversation_id
         qtbot.waitUntil(lambda: len(chunks) >= 2, timeout=ANSWER_MS)
+        controller.flush()
+        first = controller.conversation_id
         panel.conversation_selected.emit(other)  # as a click in the panel does
+        controller.flush()
     stored = history.messages(first)
     assert [m.role for m in stored] == ["user", "assistant"]
     assert stored[-1].finish_reason == "cancelled" and stored[-1].text
     assert controller.conversation_id == other
     assert [m.content for m in window.state.messages] == ["Old question", "Old answer"]
     send(qtbot, window, "What is the capital of France?")
+    controller.flush()
     assert len(history.messages(other)) == 4 and len(history.messages(first)) == 2
 
 
@@ -121,11 +136,13 @@ def test_deleting_the_open_conversation_mid_answer(qtbot, wired):
     window.chunk_shown.connect(lambda *a: chunks.append(a))
     with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_MS):
         window.send_message("Write a long story about a lighthouse keeper.")
-        cid = controller.conversation_id
         qtbot.waitUntil(lambda: len(chunks) >= 2, timeout=ANSWER_MS)
+        controller.flush()
+        cid = controller.conversation_id
         history.delete_conversation(cid)
         panel.conversation_deleted.emit(cid)
     assert controller.conversation_id is None and len(window.state.messages) == 0
+    controller.flush()
     history.restore_conversation(cid)  # undo brings back what was saved
     stored = history.messages(cid)
     assert [m.role for m in stored] == ["user", "assistant"] and stored[-1].complete
@@ -140,8 +157,10 @@ def test_closing_mid_answer_saves_the_partial_answer(qtbot, make_window, shared_
     window.chunk_shown.connect(lambda *a: chunks.append(a))
     window.send_message("Write a long story about a lighthouse keeper.")
     qtbot.waitUntil(lambda: len(chunks) >= 2, timeout=ANSWER_MS)
+    controller.flush()
     cid = controller.conversation_id
     window.close()
+    controller.close()  # as the app does at quit: every write is stored first
     stored = history.messages(cid)
     assert [m.role for m in stored] == ["user", "assistant"]
     assert stored[-1].complete and stored[-1].finish_reason == "cancelled" and stored[-1].text

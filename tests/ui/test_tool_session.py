@@ -67,11 +67,13 @@ def test_function_call_waits_for_the_users_result_and_continues(qtbot, session, 
         ("observation", '{"temperature": 22}'),
         ("assistant", "It is 22."),
     ]
+    controller.flush()  # written on the history writer's thread
     stored = history.messages(controller.conversation_id)
     assert [(m.role, m.kind) for m in stored] == [
         ("user", "text"), ("assistant", "tool_call"), ("observation", "observation"), ("assistant", "text"),
     ]  # fmt: skip
     assert stored[1].tool_call.arguments == {"city": "北京"} and stored[1].finish_reason == "tool_calls"
+    controller.close()
     history.close()
 
 
