@@ -5,9 +5,7 @@ write, so the real decode loop, parser and routes do the rest."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import httpx
 import openai
@@ -15,16 +13,6 @@ import pytest
 
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.tools import FunctionSpec, ToolCall, ToolSet
-from glmdesk.engine.backends.transformers import TransformersBackend
-from glmdesk.server.app import create_app
-from glmdesk.server.config import ServeSettings
-from glmdesk.server.runner import ServerThread
-
-_spec = importlib.util.spec_from_file_location(
-    "tool_models", Path(__file__).parents[1] / "engine" / "chatglm" / "tool_models.py"
-)
-tm = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(tm)
 
 WEATHER = {
     "type": "function",
@@ -37,38 +25,12 @@ WEATHER = {
 ASK = [{"role": "user", "content": "北京天气怎么样？"}]
 
 
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    return tm.tiny_glm4(tm.write_glm4_tokenizer(tmp_path_factory.mktemp("glm4tok")))
-
-
-@pytest.fixture(scope="module")
-def glm_server(tiny):
-    """``glmdesk serve`` over the tiny GLM-4 model on a free port."""
-    settings = ServeSettings(port=0, queue_size=4)
-    srv = ServerThread(create_app(TransformersBackend(tiny), settings), settings).start()
-    yield srv
-    srv.stop()
-
-
-def force(tiny, *replies: str) -> None:
-    """The next answers write ``replies`` (a call ends with ``<|observation|>``, text with
-    ``<|user|>``, as GLM-4 does)."""
-    special = tiny.tokenizer.special_ids
-    scripts = []
-    for reply in replies:
-        end = special["<|observation|>"] if reply.startswith("get_weather\n") else special["<|user|>"]
-        scripts.append(tiny.tokenizer.encode(reply) + [end])
-    forcer = tm.ForceTokens(scripts)
-    tiny.logits_processors = lambda: (forcer,)
-
-
 def client(server) -> openai.OpenAI:
     return openai.OpenAI(base_url=server.url, api_key="none", max_retries=0, timeout=120)
 
 
-def test_non_stream_tool_call_then_the_result_continues(glm_server, tiny):
-    force(tiny, 'get_weather\n{"city": "北京"}')
+def test_non_stream_tool_call_then_the_result_continues(glm_server, tiny, force):
+    force('get_weather\n{"city": "北京"}')
     reply = client(glm_server).chat.completions.create(
         model="tiny-glm4", messages=ASK, tools=[WEATHER], temperature=0, max_tokens=60
     )
@@ -79,7 +41,7 @@ def test_non_stream_tool_call_then_the_result_continues(glm_server, tiny):
     assert call.function.name == "get_weather" and json.loads(call.function.arguments) == {"city": "北京"}
     assert not choice.message.content
 
-    force(tiny, "\n北京 22 度。")
+    force("\n北京 22 度。")
     follow = ASK + [
         choice.message.model_dump(exclude_none=True),
         {"role": "tool", "tool_call_id": call.id, "content": '{"temperature": 22}'},
@@ -100,8 +62,8 @@ def test_non_stream_tool_call_then_the_result_continues(glm_server, tiny):
     assert again.usage.prompt_tokens == len(tiny.prompt_format.encode(expected))
 
 
-def test_streamed_tool_call_arrives_as_deltas(glm_server, tiny):
-    force(tiny, 'get_weather\n{"city": "上海"}')
+def test_streamed_tool_call_arrives_as_deltas(glm_server, tiny, force):
+    force('get_weather\n{"city": "上海"}')
     chunks = list(
         client(glm_server).chat.completions.create(
             model="tiny-glm4", messages=ASK, tools=[WEATHER], tool_choice="auto", stream=True, max_tokens=60
@@ -116,10 +78,10 @@ def test_streamed_tool_call_arrives_as_deltas(glm_server, tiny):
     assert not "".join(c.choices[0].delta.content or "" for c in chunks)
 
 
-def test_named_tool_choice_and_none(glm_server, tiny):
+def test_named_tool_choice_and_none(glm_server, tiny, force):
     other = {"type": "function", "function": {"name": "get_time", "parameters": {}}}
     # Named: only that function is offered, so a call of another one is text.
-    force(tiny, 'get_weather\n{"city": "北京"}')
+    force('get_weather\n{"city": "北京"}')
     reply = client(glm_server).chat.completions.create(
         model="tiny-glm4",
         messages=ASK,
@@ -130,7 +92,7 @@ def test_named_tool_choice_and_none(glm_server, tiny):
     assert reply.choices[0].finish_reason == "stop" and reply.choices[0].message.tool_calls is None
     assert reply.choices[0].message.content.startswith("get_weather")
     # "none": nothing is offered; the prompt is the one without tools.
-    force(tiny, "Hello world")
+    force("Hello world")
     reply = client(glm_server).chat.completions.create(
         model="tiny-glm4", messages=ASK, tools=[WEATHER], tool_choice="none", max_tokens=60
     )
