@@ -85,3 +85,15 @@ def test_client_parser_holds_call_text_and_releases_what_is_not_a_call():
     # Text that is not a tool name is shown at once.
     calls = RemoteCalls(tools, ("glm4",))
     assert calls.text("get") == "" and calls.text("ting there") == "getting there"
+
+
+def test_a_server_whose_model_has_no_tool_format_says_so(server):
+    """glmdesk serve with the embedded SmolLM2 refuses tools; the sentence reaches the user."""
+    remote = connect(server)
+    try:
+        messages = [ChatMessage("system", "", tools=ToolSet((WEATHER,))), ChatMessage("user", "hi")]
+        last = list(remote.stream(messages, GREEDY))[-1]
+        assert last.finish_reason == "error" and "HTTP 400" in last.error.message
+        assert "no tool-call format" in last.error.message
+    finally:
+        remote.close()
