@@ -8,6 +8,9 @@ import json
 import subprocess
 import sys
 
+from glmdesk.core.messages import ChatMessage
+from glmdesk.core.tools import ToolCall, ToolSet, function_spec
+
 FUNCTIONS = [
     {
         "name": "get_weather",
@@ -43,6 +46,29 @@ def test_custom_function_card_typed_result_and_answer(glm_server, force, tmp_pat
     assert '┌─ tool call: get_weather\n│ {\n│   "city": "北京"\n│ }\n└─' in out.stdout
     assert "Result of get_weather" in out.stdout
     assert out.stdout.rstrip().endswith("北京 22 度。")
+
+
+def test_interactive_chat_keeps_calls_and_results_in_the_conversation(glm_server, tiny, force, tmp_path):
+    force('get_weather\n{"city": "北京"}', "\n北京 22 度。", "\n好的。")
+    script = '北京天气？\n{"temperature": 22}\n谢谢\n/exit\n'
+    out = glmdesk(
+        "chat", "--remote", glm_server.url, "--tools", functions_file(tmp_path, FUNCTIONS), input_text=script
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count("┌─ tool call: get_weather") == 1
+    assert "北京 22 度。\n> 好的。\n> " in out.stdout and "error" not in out.stderr
+    # The second message's prompt held the call and its result.
+    tools = ToolSet(tuple(function_spec(f) for f in FUNCTIONS))
+    second = [
+        ChatMessage("system", "", tools=tools),
+        ChatMessage("user", "北京天气？"),
+        ChatMessage("assistant", "", tool_call=ToolCall("get_weather", {"city": "北京"})),
+        ChatMessage("observation", '{"temperature": 22}', name="get_weather"),
+        ChatMessage("assistant", "北京 22 度。"),
+        ChatMessage("user", "谢谢"),
+    ]
+    state = glm_server.server.config.app.state.glmdesk
+    assert state.records[-1].prompt_tokens == len(tiny.prompt_format.encode(second))
 
 
 def test_interpreter_runs_only_after_yes(glm_server, force, tmp_path):
