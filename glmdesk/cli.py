@@ -23,9 +23,11 @@ from glmdesk.cli_options import (
     without_uncompilable,
 )
 from glmdesk.cli_serve import add_serve_parser, serve
+from glmdesk.cli_tools import add_tool_arguments, tool_family, tool_options, with_tools
 from glmdesk.core.errors import GlmdeskError
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import ParamsBox
+from glmdesk.engine.chunk import GenerationChunk
 
 
 def _chat_parser(sub) -> None:
@@ -46,6 +48,7 @@ def _chat_parser(sub) -> None:
     add_sampling_arguments(p)
     p.add_argument("--system", help="system prompt (instructions the model reads before every message)")
     p.add_argument("--prompt", help="answer this one message and exit")
+    add_tool_arguments(p)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -92,10 +95,14 @@ def _ctrl_c_stops(stop: threading.Event):
         signal.signal(signal.SIGINT, previous)
 
 
-def _stream_one(backend, messages, box, cache, stop, conversation=None) -> tuple[str | None, str]:
+def _stream_one(
+    backend, messages, box, cache, stop, conversation=None, tools=None, rounds=None
+) -> tuple[str | None, str]:
     """Print one streamed answer (Ctrl+C stops it and keeps it).
 
     ``conversation``: the key under which the KV cache is kept for the next turn.
+    ``tools``: a :class:`~glmdesk.cli_tools.TerminalTools` that answers tool calls;
+    each answered call's two messages (call, observation) are appended to ``rounds``.
 
     Returns:
         ``(text, finish reason)``; the text is ``None`` after an error.
@@ -104,8 +111,21 @@ def _stream_one(backend, messages, box, cache, stop, conversation=None) -> tuple
 
     parts: list[str] = []
     last = None
+    if tools is None:
+        items = backend.stream(messages, box, cache, stop, conversation=conversation)
+    else:
+        from glmdesk.cli_tools import stream_with_tools
+
+        items = stream_with_tools(backend, messages, box, cache, stop, conversation, tools)
     with _ctrl_c_stops(stop), quiet_libraries():
-        for chunk in backend.stream(messages, box, cache, stop, conversation=conversation):
+        for chunk in items:
+            if not isinstance(chunk, GenerationChunk):  # a ToolRound: answered; the answer goes on
+                if rounds is not None:
+                    rounds.extend(chunk.messages)
+                parts.clear()
+                continue
+            if chunk.finish_reason == "tool_calls" and parts:
+                print()
             if last is None and 0 < chunk.reply_limit < box.get().max_new_tokens:
                 print(
                     f"(note: only {chunk.reply_limit} tokens are left in the context window for this answer; "
@@ -117,6 +137,8 @@ def _stream_one(backend, messages, box, cache, stop, conversation=None) -> tuple
                 parts.append(chunk.text)
             last = chunk
     print()
+    if last is not None and last.notice is not None:
+        print(f"(note: {last.notice.message})", file=sys.stderr)
     if last is not None and last.dropped_messages:
         print(f"({len(last.dropped_messages)} earlier messages left the context window)", file=sys.stderr)
     if last is not None and last.finish_reason == "error":
@@ -154,6 +176,7 @@ def _chat(args) -> int:
         settings = load_settings(args)
         cache = cache_settings(args)
         sampling(args, "generic")  # refuse bad values before a long load
+        toolset, tool_settings = tool_options(args)
         settings = without_uncompilable(settings, cache)
         if args.prompt is not None and not args.prompt.strip():
             _error("chat", "the prompt is empty.")
@@ -177,19 +200,34 @@ def _chat(args) -> int:
     for note in info.notes:
         print(f"note: {note.message}", file=sys.stderr)
     system = [ChatMessage("system", args.system)] if args.system else []
+    tools = None
+    if toolset:
+        from glmdesk.cli_tools import TerminalTools
+
+        family = tool_family(info)
+        if family is None:
+            backend.close()
+            _error(
+                "chat",
+                f"{info.name} has no tool-call format (only ChatGLM3 and GLM-4 models do); leave out --tools and --interpreter.",
+            )
+            return 2
+        system, tools = with_tools(system, toolset), TerminalTools(family, tool_settings)
     try:
         if args.prompt is not None:
             messages = system + [ChatMessage("user", args.prompt)]
-            text, reason = _stream_one(backend, messages, box, cache, threading.Event())
+            text, reason = _stream_one(backend, messages, box, cache, threading.Event(), tools=tools)
             if text is None:
                 return 1
             return 130 if reason == "cancelled" else 0
-        return _interactive(backend, system, box, cache)
+        return _interactive(backend, system, box, cache, tools)
     finally:
+        if tools is not None:
+            tools.close()
         backend.close()
 
 
-def _interactive(backend, system, box, cache) -> int:
+def _interactive(backend, system, box, cache, tools=None) -> int:
     print("Type a message. /clear starts over, /exit leaves, Ctrl+C stops an answer.", file=sys.stderr)
     history: list[ChatMessage] = []
     stop = threading.Event()
@@ -212,10 +250,12 @@ def _interactive(backend, system, box, cache) -> int:
             continue
         history.append(ChatMessage("user", line))
         stop.clear()
-        text, _reason = _stream_one(backend, system + history, box, cache, stop, conversation)
+        rounds: list[ChatMessage] = []
+        text, _reason = _stream_one(backend, system + history, box, cache, stop, conversation, tools, rounds)
         if text is None:
             history.pop()
         else:
+            history += rounds
             history.append(ChatMessage("assistant", text))
 
 

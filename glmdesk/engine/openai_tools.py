@@ -23,7 +23,6 @@ from typing import Any
 
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.tools import INTERPRETER, ToolCall, ToolSet, check_functions, function_spec
-from glmdesk.engine.chatglm.tools import CallError, parse_call
 
 
 def toolset_from_openai(tools: Sequence[Mapping[str, Any]] | None, tool_choice: Any = "auto") -> ToolSet:
@@ -176,6 +175,8 @@ def parse_glm_reply(family: str, text: str, tools: ToolSet) -> ToolCall | None:
         text: The reply as a server returned it (special tokens already removed).
         tools: What the request offered.
     """
+    from glmdesk.engine.chatglm.tools import CallError, parse_call  # the package imports torch
+
     if not tools:
         return None
     metadata, newline, content = text.lstrip(" ").partition("\n")
@@ -185,3 +186,45 @@ def parse_glm_reply(family: str, text: str, tools: ToolSet) -> ToolCall | None:
         return parse_call(family, metadata.strip(), content, tools)
     except CallError:
         return None
+
+
+def messages_to_openai(messages: Sequence[ChatMessage]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The inverse of :func:`messages_from_openai`, for the remote backend.
+
+    Returns:
+        ``(wire, tools)``: the ``messages`` of a request (a call is an assistant message
+        with ``tool_calls``; an observation a ``tool`` message with the ``tool_call_id``
+        of the call before it) and its ``tools`` (the custom functions on the system
+        message; the code interpreter has no OpenAI form and is not sent).
+    """
+    wire: list[dict[str, Any]] = []
+    tools: list[dict[str, Any]] = []
+    last_id = ""
+    for m in messages:
+        if m.role == "system" and m.tools:
+            tools = [{"type": "function", "function": f.definition()} for f in m.tools.functions]
+        if m.role == "assistant" and m.tool_call is not None:
+            entry = tool_call_to_openai(m.tool_call)
+            last_id = entry["id"]
+            wire.append({"role": "assistant", "content": m.content or None, "tool_calls": [entry]})
+        elif m.role == "observation":
+            wire.append({"role": "tool", "tool_call_id": last_id, "content": m.content})
+        else:
+            wire.append({"role": m.role, "content": m.content})
+    return wire, tools
+
+
+def call_from_openai(name: str, arguments: str, call_id: str, tools: ToolSet) -> ToolCall | None:
+    """A streamed or returned ``tool_calls`` entry as a :class:`ToolCall`, or ``None`` when
+    it names a tool that was not offered or its arguments are not a JSON object."""
+    try:
+        parsed = json.loads(arguments or "{}")
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(parsed, dict):
+        return None
+    if name in (INTERPRETER, "python") and tools.interpreter and set(parsed) == {"code"}:
+        return ToolCall(INTERPRETER, parsed, "", "interpreter", call_id)
+    if tools.function(name) is None:
+        return None
+    return ToolCall(name, parsed, "", "function", call_id)

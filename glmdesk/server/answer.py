@@ -65,6 +65,7 @@ class AnswerRecord:
         n_generated: Tokens generated, in tokens.
         finish_reason: The engine's finish reason (``cancelled`` when the client left).
         kv_tokens: Positions the KV cache holds now (while it runs), in tokens.
+        prompt_tokens: The prompt's length once answered, in tokens.
     """
 
     id: str
@@ -73,6 +74,7 @@ class AnswerRecord:
     n_generated: int = 0
     finish_reason: str | None = None
     kv_tokens: int = 0
+    prompt_tokens: int = 0
 
 
 class AnswerRun:
@@ -130,6 +132,7 @@ class AnswerRun:
             if last is not None:
                 self.record.n_generated = last.n_generated
                 self.record.finish_reason = last.finish_reason
+                self.record.prompt_tokens = last.prompt_tokens
             self._put(None)
             try:
                 self.loop.call_soon_threadsafe(self._on_done)

@@ -25,6 +25,7 @@ from glmdesk.server.schemas import (
     CompletionRequest,
     SamplingFields,
     chat_messages,
+    chat_tools,
     completion_prompt,
     sampling_params,
     stop_strings,
@@ -164,7 +165,7 @@ async def _answer(
         raise
     if out.last is not None and out.last.finish_reason == "error":
         raise from_engine(out.last.error)
-    return JSONResponse(reply.whole("".join(out.text), out.finish, out.last))
+    return JSONResponse(reply.whole("".join(out.text), out.finish, out.last, out.call))
 
 
 async def _collect(run: AnswerRun, first: GenerationChunk, stops: StopStrings, out: Outcome) -> None:
@@ -267,7 +268,8 @@ def _answer_routes(app: FastAPI, state: ServerState, guarded: list) -> None:
     @app.post("/v1/chat/completions", dependencies=guarded)
     async def chat_completions(body: ChatRequest, request: Request) -> Response:
         state.check_model(body.model)
-        messages = chat_messages(body)
+        tool_format = backend.capabilities().tool_calls
+        messages = chat_messages(body, chat_tools(body, tool_format), tool_format)
         params = ParamsBox(sampling_params(body, state.base_params, await state.room(messages)))
         reply = Reply(
             f"chatcmpl-{uuid.uuid4().hex}", state.model_id, chat=True, usage_chunk=wants_usage(body)

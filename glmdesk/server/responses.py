@@ -2,7 +2,8 @@
 
 Shapes follow OpenAI's chat completion, chat completion chunk and completion objects
 (vLLM returns the same): a stream sends the role first (chat), one delta per text
-piece, a last chunk with ``finish_reason``, optionally a usage chunk
+piece, a tool call as ``delta.tool_calls`` deltas (id and name, then the arguments, as
+vLLM streams them), a last chunk with ``finish_reason``, optionally a usage chunk
 (``stream_options.include_usage``), then ``data: [DONE]``.
 """
 
@@ -13,7 +14,9 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
+from glmdesk.core.tools import ToolCall
 from glmdesk.engine.chunk import GenerationChunk
+from glmdesk.engine.openai_tools import tool_call_deltas, tool_call_to_openai
 from glmdesk.server.answer import AnswerRun, StopStrings
 from glmdesk.server.errors import from_engine
 
@@ -42,12 +45,21 @@ class Reply:
         kind = ("chat.completion.chunk" if stream else "chat.completion") if self.chat else "text_completion"
         return {"id": self.id, "object": kind, "created": self.created, "model": self.model}
 
-    def piece(self, text: str | None = None, finish: str | None = None, role: bool = False) -> dict:
-        """A stream chunk with one text piece and/or the finish reason."""
+    def piece(
+        self,
+        text: str | None = None,
+        finish: str | None = None,
+        role: bool = False,
+        tool_call: dict | None = None,
+    ) -> dict:
+        """A stream chunk with one text piece, one ``delta.tool_calls`` entry and/or the
+        finish reason."""
         if self.chat:
             delta: dict = {"role": "assistant", "content": ""} if role else {}
             if text:
                 delta["content"] = text
+            if tool_call is not None:
+                delta["tool_calls"] = [tool_call]
             choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
         else:
             choice = {"index": 0, "text": text or "", "logprobs": None, "finish_reason": finish}
@@ -60,12 +72,20 @@ class Reply:
         """The usage chunk (no choices)."""
         return self._head(stream=True) | {"choices": [], "usage": usage(last)}
 
-    def whole(self, text: str, finish: str, last: GenerationChunk) -> dict:
-        """The non-stream response."""
+    def whole(self, text: str, finish: str, last: GenerationChunk, call: ToolCall | None = None) -> dict:
+        """The non-stream response (``message.tool_calls`` when the answer is a call;
+        ``content`` is then the text shown before it, or ``null``)."""
         if self.chat:
+            message: dict = {"role": "assistant", "content": text}
+            if call is not None:
+                message = {
+                    "role": "assistant",
+                    "content": text or None,
+                    "tool_calls": [tool_call_to_openai(call)],
+                }
             choice = {
                 "index": 0,
-                "message": {"role": "assistant", "content": text},
+                "message": message,
                 "logprobs": None,
                 "finish_reason": finish,
             }
@@ -84,9 +104,9 @@ def usage(last: GenerationChunk) -> dict:
 
 
 def finish_reason(engine_reason: str | None) -> str:
-    """OpenAI's finish reason: ``length`` stays; everything else that ends an answer
-    without an error (a stop id, a stop string, Stop) is ``stop``."""
-    return "length" if engine_reason == "length" else "stop"
+    """OpenAI's finish reason: ``length`` and ``tool_calls`` stay; everything else that
+    ends an answer without an error (a stop id, a stop string, Stop) is ``stop``."""
+    return engine_reason if engine_reason in ("length", "tool_calls") else "stop"
 
 
 def event(body: dict | str) -> str:
@@ -97,11 +117,13 @@ def event(body: dict | str) -> str:
 
 @dataclass
 class Outcome:
-    """How an answer's text ended: its pieces so far, and the engine's last chunk."""
+    """How an answer's text ended: its pieces so far, the engine's last chunk, and the
+    tool call it ended with (``finish == "tool_calls"``)."""
 
     text: list[str] = field(default_factory=list)
     last: GenerationChunk | None = None
     finish: str = "stop"
+    call: ToolCall | None = None
 
 
 async def pieces(
@@ -125,6 +147,8 @@ async def pieces(
         if chunk.finish_reason is not None:
             shown += stops.flush() if chunk.finish_reason != "error" else ""
             out.finish = finish_reason(chunk.finish_reason)
+            if out.finish == "tool_calls":
+                out.call = chunk.tool_call
             if shown:
                 yield shown
             return
@@ -146,6 +170,9 @@ async def sse(run: AnswerRun, first: GenerationChunk, stops: StopStrings, reply:
         if last is not None and last.finish_reason == "error":
             yield event(from_engine(last.error).body())
         else:
+            if out.call is not None:
+                for delta in tool_call_deltas(out.call):
+                    yield event(reply.piece(tool_call=delta))
             yield event(reply.piece(finish=out.finish))
             if reply.usage_chunk and last is not None:
                 yield event(reply.usage_only(last))

@@ -8,17 +8,22 @@ parameters (``top_k``, ``min_p``, ``repetition_penalty``).
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import SamplingParams
+from glmdesk.core.tools import ToolSet
+from glmdesk.engine.openai_tools import messages_from_openai, toolset_from_openai
 from glmdesk.server.errors import APIError
 
 #: At most this many stop strings per request (OpenAI allows 4; vLLM more).
 MAX_STOP_STRINGS = 16
 #: OpenAI's "developer" role is a system message for models that predate it.
 _ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
+#: Tool results (``function`` is OpenAI's older name of ``tool``).
+_TOOL_ROLES = ("tool", "function")
 
 
 class _Body(BaseModel):
@@ -37,6 +42,9 @@ class MessageIn(_Body):
 
     role: str
     content: str | list[TextPart] | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    tool_call_id: str | None = None
+    name: str | None = None
 
 
 class StreamOptions(_Body):
@@ -67,6 +75,8 @@ class ChatRequest(SamplingFields):
     """``POST /v1/chat/completions``."""
 
     messages: list[MessageIn]
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] | None = None
 
 
 class CompletionRequest(SamplingFields):
@@ -76,25 +86,76 @@ class CompletionRequest(SamplingFields):
     echo: bool = False
 
 
-def chat_messages(body: ChatRequest) -> list[ChatMessage]:
-    """The request's messages as :class:`ChatMessage` values.
+def chat_tools(body: ChatRequest, tool_format: bool) -> ToolSet:
+    """The tools the request offers the model (empty for none, or ``tool_choice: "none"``).
+
+    Args:
+        body: The request.
+        tool_format: Whether the served model's prompt format has tool calls.
 
     Raises:
-        APIError: 400 for an unknown role, non-text content, or a conversation that
-            does not end with a user message.
+        APIError: 400 for malformed ``tools``/``tool_choice``, ``tool_choice:
+            "required"`` (GLM models choose for themselves whether to call; nothing
+            here can force a call), or tools offered to a model without a tool format
+            (as vLLM refuses tools it has no parser for).
     """
-    out: list[ChatMessage] = []
+    choice = "auto" if body.tool_choice is None else body.tool_choice
+    if not body.tools or choice == "none":
+        if isinstance(choice, dict) and not body.tools:
+            raise APIError(400, "tool_choice names a function, but the request has no tools.", "tool_choice")
+        return ToolSet()
+    if choice == "required":
+        raise APIError(
+            400,
+            'tool_choice "required" is not supported: a GLM model decides itself whether to call a '
+            'tool. Use "auto" or name the function.',
+            "tool_choice",
+        )
+    if not tool_format:
+        raise APIError(
+            400,
+            "This model has no tool-call format (only ChatGLM3 and GLM-4 models do); send the "
+            'request without tools or with tool_choice "none".',
+            "tools",
+        )
+    try:
+        return toolset_from_openai(body.tools, choice)
+    except ValueError as exc:
+        raise APIError(400, str(exc), "tools" if "tool_choice" not in str(exc) else "tool_choice") from None
+
+
+def chat_messages(
+    body: ChatRequest, tools: ToolSet | None = None, tool_format: bool = False
+) -> list[ChatMessage]:
+    """The request's messages as :class:`ChatMessage` values (via
+    :func:`~glmdesk.engine.openai_tools.messages_from_openai`): ``tool`` messages become
+    observations, assistant ``tool_calls`` become call turns, ``tools`` go on the
+    system message.
+
+    Raises:
+        APIError: 400 for an unknown role, non-text content, tool turns for a model
+            without a tool format, malformed calls, or a conversation that does not
+            end with a user message or a tool result.
+    """
+    if not body.messages:
+        raise APIError(400, "The request has no messages.", "messages")
+    raw: list[dict[str, Any]] = []
     for i, message in enumerate(body.messages):
-        role = _ROLES.get(message.role)
-        if role is None:
+        if message.role not in _ROLES and message.role not in _TOOL_ROLES:
             raise APIError(
                 400,
-                f"messages[{i}] has the role {message.role!r}; this server takes system, user and assistant messages.",
+                f"messages[{i}] has the role {message.role!r}; this server takes system, user, "
+                "assistant and tool messages.",
                 f"messages[{i}].role",
+            )
+        if not tool_format and (message.role in _TOOL_ROLES or message.tool_calls):
+            raise APIError(
+                400,
+                f"messages[{i}] is a tool call or result, but this model has no tool-call format.",
+                f"messages[{i}]",
             )
         content = message.content
         if isinstance(content, list):
-            parts = []
             for part in content:
                 if part.type != "text" or part.text is None:
                     raise APIError(
@@ -102,13 +163,16 @@ def chat_messages(body: ChatRequest) -> list[ChatMessage]:
                         f"messages[{i}] has a {part.type!r} part; this model reads text only.",
                         f"messages[{i}].content",
                     )
-                parts.append(part.text)
-            content = "".join(parts)
-        out.append(ChatMessage(role, content or ""))
-    if not out:
-        raise APIError(400, "The request has no messages.", "messages")
-    if out[-1].role != "user":
-        raise APIError(400, "The last message must be the user's message to answer.", "messages")
+            content = "".join(part.text or "" for part in content)
+        raw.append(message.model_dump() | {"content": content or ""})
+    try:
+        out = messages_from_openai(raw, tools or ToolSet())
+    except ValueError as exc:
+        raise APIError(400, str(exc), "messages") from None
+    if out[-1].role not in ("user", "observation"):
+        raise APIError(
+            400, "The last message must be the user's message or a tool result to answer.", "messages"
+        )
     return out
 
 

@@ -3,6 +3,9 @@ free port of 127.0.0.1 (uvicorn on its own thread), loaded once per session."""
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
+
 import pytest
 
 from glmdesk.core.settings import LoadSettings
@@ -34,3 +37,45 @@ def server(backend):
 def state(server):
     """The running server's :class:`~glmdesk.server.app.ServerState`."""
     return server.server.config.app.state.glmdesk
+
+
+_spec = importlib.util.spec_from_file_location(
+    "tool_models", Path(__file__).parents[1] / "engine" / "chatglm" / "tool_models.py"
+)
+tm = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(tm)
+
+
+@pytest.fixture(scope="session")
+def tiny(tmp_path_factory):
+    """A tiny GLM-4 model (random weights, trained tiny vocabulary; see tool_models.py)."""
+    return tm.tiny_glm4(tm.write_glm4_tokenizer(tmp_path_factory.mktemp("glm4tok")))
+
+
+@pytest.fixture(scope="module")
+def glm_server(tiny):
+    """``glmdesk serve`` over the tiny GLM-4 model on a free port."""
+    settings = ServeSettings(port=0, queue_size=4)
+    srv = ServerThread(create_app(TransformersBackend(tiny), settings), settings).start()
+    yield srv
+    srv.stop()
+
+
+def force_replies(tiny, *replies: str) -> None:
+    """The next answers write ``replies`` (a call, name, newline and arguments, ends with
+    ``<|observation|>``; an answer, starting with a newline or one line, with ``<|user|>``,
+    as GLM-4 does)."""
+    special = tiny.tokenizer.special_ids
+    scripts = []
+    for reply in replies:
+        call = "\n" in reply and not reply.startswith("\n")  # GLM-4: name, newline, arguments
+        end = special["<|observation|>"] if call else special["<|user|>"]
+        scripts.append(tiny.tokenizer.encode(reply) + [end])
+    forcer = tm.ForceTokens(scripts)
+    tiny.logits_processors = lambda: (forcer,)
+
+
+@pytest.fixture
+def force(tiny):
+    """``force(*replies)``: the tiny model's next answers write ``replies``."""
+    return lambda *replies: force_replies(tiny, *replies)

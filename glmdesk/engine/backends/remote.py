@@ -29,6 +29,7 @@ from glmdesk.core.settings import (
     ParamsBox,
     SamplingParams,
 )
+from glmdesk.core.tools import ToolSet
 from glmdesk.engine.backends import remote_errors
 from glmdesk.engine.backends.base import SAMPLING_FIELDS, Backend, Capabilities, ProgressCallback
 from glmdesk.engine.chunk import GenerationChunk
@@ -149,6 +150,18 @@ def request_sampling(p: SamplingParams) -> tuple[dict, dict]:
     if p.repetition_penalty != 1.0:
         extra["repetition_penalty"] = p.repetition_penalty
     return fields, extra
+
+
+def _families(model_id: str) -> tuple[str, ...]:
+    """The GLM tool formats to try on a served model's text, from its id (``chatglm3``
+    first for ``chatglm3-6b``; ``glm4`` first otherwise, as for ``glm-4-9b-chat``)."""
+    return ("chatglm3", "glm4") if "chatglm3" in model_id.lower() else ("glm4", "chatglm3")
+
+
+def _offered(messages: Sequence[ChatMessage]) -> ToolSet | None:
+    """The tools the system messages offer (the last set wins), or ``None``."""
+    found = [m.tools for m in messages if m.role == "system" and m.tools]
+    return found[-1] if found else None
 
 
 class RemoteBackend(Backend):
@@ -273,23 +286,31 @@ class RemoteBackend(Backend):
         """Stream one answer from the server (``cache`` and ``conversation`` are the
         server's business: vLLM and SGLang cache prefixes themselves).
 
+        Tools offered on the system message are sent as ``tools``; calls and observations
+        as ``tool_calls``/``tool`` messages. A call the server returns (parsed, or as GLM
+        text it did not parse) ends the answer with ``tool_calls``.
+
         Sampling is read once, when the request is sent. Stop ends the answer at once
         with ``cancelled`` and closes the stream (vLLM aborts the request when its
         client goes away).
         """
-        wire = [{"role": m.role, "content": m.content} for m in messages]
+        from glmdesk.engine.openai_tools import messages_to_openai
+
+        wire, tools = messages_to_openai(messages)
+        offered = {"tools": tools} if tools else {}
 
         def start(fields: dict, extra: dict):
             return self._require().chat.completions.create(
                 model=self.model,
                 messages=wire,
+                **offered,
                 stream=True,
                 stream_options={"include_usage": True},
                 extra_body=extra or None,
                 **fields,
             )
 
-        return self._answer(start, params, stop or threading.Event(), chat=True)
+        return self._answer(start, params, stop or threading.Event(), chat=True, tools=_offered(messages))
 
     def stream_prompt(
         self,
@@ -311,7 +332,7 @@ class RemoteBackend(Backend):
         return self._answer(start, params, stop or threading.Event(), chat=False)
 
     def _answer(
-        self, start, params: ParamsBox, stop: threading.Event, chat: bool
+        self, start, params: ParamsBox, stop: threading.Event, chat: bool, tools: ToolSet | None = None
     ) -> Iterator[GenerationChunk]:
         from glmdesk.engine.backends.remote_stream import RemoteAnswer
 
@@ -320,7 +341,7 @@ class RemoteBackend(Backend):
                 "generation_failed", "No server is connected.", {"detail": "no server is connected"}
             )
             return iter([GenerationChunk(finish_reason="error", error=error)])
-        answer = RemoteAnswer(self.url, self.model, self.stall_s, chat)
+        answer = RemoteAnswer(self.url, self.model, self.stall_s, chat, tools, _families(self.model))
         fields, extra = request_sampling(params.get())
         return answer.run(lambda: start(fields, extra), stop)
 
@@ -345,7 +366,7 @@ class RemoteBackend(Backend):
             device=self.url,
             context_length=info.context_length,
             stop_ids=frozenset(),
-            tool_calls=False,
+            tool_calls=True,  # passed through; a server whose model has none refuses them
         )
 
     def close(self) -> None:

@@ -12,8 +12,10 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
-from glmdesk.core.errors import GlmdeskError
+from glmdesk.core.errors import ErrorInfo, GlmdeskError
+from glmdesk.core.tools import ToolSet
 from glmdesk.engine.backends import remote_errors
+from glmdesk.engine.backends.remote_tools import RemoteCalls
 from glmdesk.engine.chunk import GenerationChunk
 
 _POLL_S = 0.05  # how often the waiting side checks Stop, in s
@@ -28,10 +30,23 @@ class RemoteAnswer:
         model: The model id.
         stall_s: The stream's read timeout (no byte for this long: ``server_stalled``), in s.
         chat: A chat completion (deltas) or a raw completion (text).
+        tools: The tools the request offered (their calls end the answer with
+            ``tool_calls``, as the local backends' do).
+        families: GLM formats to parse call text with when the server returns no
+            ``tool_calls`` (see :class:`~glmdesk.engine.backends.remote_tools.RemoteCalls`).
     """
 
-    def __init__(self, url: str, model: str, stall_s: float, chat: bool) -> None:
+    def __init__(
+        self,
+        url: str,
+        model: str,
+        stall_s: float,
+        chat: bool,
+        tools: ToolSet | None = None,
+        families: tuple[str, ...] = ("glm4", "chatglm3"),
+    ) -> None:
         self.url, self.model, self.stall_s, self.chat = url, model, stall_s, chat
+        self.calls = RemoteCalls(tools or ToolSet(), families)
         self.start = time.perf_counter()
         self.first_at = 0.0
         self.ttft = 0.0
@@ -39,8 +54,9 @@ class RemoteAnswer:
         self.prompt_tokens = 0
         self.pieces = 0
 
-    def chunk(self, text: str = "", finish: str | None = None, error=None) -> GenerationChunk:
-        """A chunk with the client's timings (tokens/s after the first token)."""
+    def chunk(self, text: str = "", finish: str | None = None, error=None, **more) -> GenerationChunk:
+        """A chunk with the client's timings (tokens/s after the first token); ``more``:
+        further :class:`GenerationChunk` fields (tool call, notice)."""
         rate = 0.0
         if self.n_generated > 1 and self.first_at:
             rate = (self.n_generated - 1) / max(time.perf_counter() - self.first_at, 1e-9)
@@ -52,6 +68,8 @@ class RemoteAnswer:
             tokens_per_s=rate,
             finish_reason=finish,
             error=error,
+            tool_pending=self.calls.pending if finish is None else None,
+            **more,
         )
 
     def _read(self, open_stream: Callable, out: queue.Queue, stop: threading.Event) -> None:
@@ -103,8 +121,9 @@ class RemoteAnswer:
                 elif kind == "event":
                     text, reason = self._take(item)
                     finish = reason or finish
-                    if text:
-                        yield self.chunk(text)
+                    shown = self.calls.text(text)
+                    if shown or self.calls.pending is not None:
+                        yield self.chunk(shown)
                     if stop.is_set():
                         yield self.chunk(finish="cancelled")
                         return
@@ -128,11 +147,15 @@ class RemoteAnswer:
             self.prompt_tokens = usage.prompt_tokens or 0
             self.n_generated = usage.completion_tokens or self.n_generated
         text, reason = "", None
+        calls = False
         for choice in event.choices or ():
             piece = (choice.delta.content if self.chat else choice.text) or ""
             text += piece
             reason = choice.finish_reason or reason
-        if text:
+            for delta in (getattr(choice.delta, "tool_calls", None) or ()) if self.chat else ():
+                self.calls.add_delta(delta)
+                calls = True
+        if text or calls:
             if not self.first_at:
                 self.first_at = time.perf_counter()
                 self.ttft = self.first_at - self.start
@@ -151,4 +174,15 @@ class RemoteAnswer:
                 detail="the stream ended without a finish reason",
             )
             return self.chunk(finish="error", error=error.info)
-        return self.chunk(finish="length" if finish == "length" else "stop")
+        call, rest = self.calls.finish()
+        if call is not None and finish != "length":
+            return self.chunk(finish="tool_calls", tool_call=call)
+        notice = None
+        if self.calls.pending is not None:
+            reason = "its arguments did not parse, or it names a tool that was not offered"
+            notice = ErrorInfo(
+                "tool_call_invalid",
+                f"The model wrote a tool call that glmdesk did not run, so it is shown as text: {reason}.",
+                {"reason": reason},
+            )
+        return self.chunk(rest, finish="length" if finish == "length" else "stop", notice=notice)

@@ -1,0 +1,176 @@
+"""Tools in ``glmdesk chat``: custom functions from a JSON file and/or the code
+interpreter, a call printed as a card, the user's result typed in (or the code run
+after a y/N), up to ``--tool-rounds`` calls per message (the window's "Tool calls per
+message", default 5)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from glmdesk.core.messages import ChatMessage
+from glmdesk.core.tools import ToolCall, ToolSet, ToolSettings, parse_functions
+
+#: The tool formats glmdesk knows (a model of another family has no tool calls).
+TOOL_FAMILIES = ("chatglm3", "glm4")
+
+
+def add_tool_arguments(p: argparse.ArgumentParser) -> None:
+    """``--tools FILE``, ``--interpreter``, ``--tool-rounds N``, ``--interpreter-timeout S``."""
+    defaults = ToolSettings()
+    p.add_argument(
+        "--tools",
+        metavar="FILE",
+        help="offer the custom functions of this JSON file (a list of OpenAI-style function "
+        "definitions); you type each call's result",
+    )
+    p.add_argument(
+        "--interpreter",
+        action="store_true",
+        help="offer the code interpreter (code runs only after you confirm it, in its own process and folder)",
+    )
+    p.add_argument(
+        "--tool-rounds",
+        type=int,
+        default=defaults.max_rounds,
+        metavar="N",
+        help="tool calls answered per message, at most (default: %(default)s)",
+    )
+    p.add_argument(
+        "--interpreter-timeout",
+        type=float,
+        default=defaults.timeout_s,
+        metavar="S",
+        help="time limit of one interpreter run, in s (default: %(default)s)",
+    )
+
+
+def tool_options(args) -> tuple[ToolSet, ToolSettings]:
+    """The tools and limits the flags ask for.
+
+    Raises:
+        ValueError: one sentence per problem of the functions file, or a limit out of range.
+    """
+    settings = ToolSettings(max_rounds=args.tool_rounds, timeout_s=args.interpreter_timeout)
+    functions: tuple = ()
+    if args.tools:
+        try:
+            text = Path(args.tools).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ValueError(f"the functions file {args.tools} cannot be read ({exc}).") from None
+        functions, problems = parse_functions(text)
+        if problems:
+            raise ValueError(f"the functions file {args.tools} has problems:\n  " + "\n  ".join(problems))
+        if not functions:
+            raise ValueError(f"the functions file {args.tools} lists no functions.")
+    return ToolSet(functions, interpreter=bool(args.interpreter)), settings
+
+
+def tool_family(info) -> str | None:
+    """The tool format of a loaded model: its family, or for a remote server's model, a
+    guess from its id (``chatglm3`` in it, else ``glm4``); ``None`` for a local model
+    without a tool format."""
+    if info.family in TOOL_FAMILIES:
+        return info.family
+    if info.engine == "remote":
+        return "chatglm3" if "chatglm3" in info.name.lower() else "glm4"
+    return None
+
+
+def card(call: ToolCall) -> str:
+    """A call as a card-like block of text (the tool's name, then its arguments
+    pretty-printed, or the code)."""
+    title = "code interpreter" if call.kind == "interpreter" else f"tool call: {call.name}"
+    body = call.code if call.kind == "interpreter" else call.arguments_json(indent=2)
+    lines = [f"┌─ {title}"] + [f"│ {line}" for line in body.splitlines()] + ["└─"]
+    return "\n".join(lines)
+
+
+class TerminalTools:
+    """Answers the model's calls in the terminal (blocking on ``ask``, as ``input``).
+
+    Args:
+        family: The model's tool format (``chatglm3`` or ``glm4``: how the interpreter's
+            result is worded).
+        settings: Limits (rounds, interpreter time limit and memory).
+        ask: Reads one line after a prompt (``input``); EOF declines.
+        out: Where cards and results are printed (the terminal).
+    """
+
+    def __init__(
+        self, family: str, settings: ToolSettings, ask: Callable[[str], str] = input, out=None
+    ) -> None:
+        self.family, self.settings, self.ask = family, settings, ask
+        self.out = out or sys.stdout
+        self.interpreter = None
+
+    def _line(self, prompt: str) -> str:
+        try:
+            return self.ask(prompt)
+        except EOFError:
+            return ""
+
+    def handle(self, call: ToolCall):
+        """The result of ``call`` (see :func:`~glmdesk.engine.tool_loop.answer_with_tools`)."""
+        from glmdesk.engine.tool_loop import DECLINED, ToolResult
+
+        print(card(call), file=self.out, flush=True)
+        if call.kind == "interpreter":
+            if self._line("Run this code? [y/N] ").strip().lower() not in ("y", "yes"):
+                print("(declined)", file=self.out)
+                return ToolResult(DECLINED, declined=True)
+            return self._run(call)
+        text = self._line(f"Result of {call.name} (an empty line declines): ")
+        if not text.strip():
+            print("(declined)", file=self.out)
+            return ToolResult(DECLINED, declined=True)
+        return ToolResult(text)
+
+    def _run(self, call: ToolCall):
+        from glmdesk.core import paths
+        from glmdesk.core.errors import GlmdeskError
+        from glmdesk.engine.interpreter import CodeInterpreter, new_workdir
+        from glmdesk.engine.tool_loop import ToolResult, run_interpreter
+
+        if self.interpreter is None:
+            workdir = new_workdir(paths.interpreter_root(), f"terminal-{id(self)}")
+            self.interpreter = CodeInterpreter(workdir, self.settings.timeout_s, self.settings.memory_mib)
+        try:
+            result = run_interpreter(self.interpreter, call, self.family)
+        except GlmdeskError as exc:
+            result = ToolResult(f"The code could not run: {exc.message}")
+        shown = result.content + (
+            f"\n({len(result.images)} image(s) not shown here)" if result.images else ""
+        )
+        print("\n".join(["┌─ result"] + [f"│ {line}" for line in shown.splitlines()] + ["└─"]), file=self.out)
+        return result
+
+    def close(self) -> None:
+        """Stop the interpreter's kernel, if it started."""
+        if self.interpreter is not None:
+            self.interpreter.close()
+            self.interpreter = None
+
+
+def with_tools(system: list[ChatMessage], tools: ToolSet) -> list[ChatMessage]:
+    """The system messages with ``tools`` offered on the first (one is added if none)."""
+    if not tools:
+        return system
+    first = system[0] if system else ChatMessage("system", "")
+    return [ChatMessage("system", first.content, tools=tools), *system[1:]]
+
+
+def stream_with_tools(
+    backend, messages, box, cache, stop: threading.Event, conversation, tools: TerminalTools
+):
+    """The answer's items: the chunks of every segment and a ``ToolRound`` after each
+    answered call (``answer_with_tools`` over ``backend.stream``)."""
+    from glmdesk.engine.tool_loop import answer_with_tools
+
+    def stream(m, p, c, s):
+        return backend.stream(m, p, c, s, conversation=conversation)
+
+    return answer_with_tools(stream, messages, box, tools.handle, tools.settings.max_rounds, cache, stop)

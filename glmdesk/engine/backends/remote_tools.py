@@ -1,0 +1,87 @@
+"""Tool calls in a remote answer: ``tool_calls`` deltas a server parsed, or GLM call
+text it did not (vLLM has no tool parser for glm-4-9b-chat), read with the engine's
+parser.
+
+Source: OpenAI API reference, streamed ``delta.tool_calls`` (``index``, ``id``,
+``function.name``, then ``function.arguments`` pieces concatenated per index).
+"""
+
+from __future__ import annotations
+
+from glmdesk.core.tools import INTERPRETER, ToolCall, ToolSet
+
+# The GLM parsers (glmdesk.engine.chatglm, which imports torch) are imported only when
+# an answer offers tools: a remote chat without tools never loads torch.
+
+
+class RemoteCalls:
+    """Collects one answer's tool call (only the first is answered, as the local backends do).
+
+    Text that may be a call written as GLM text is held back: while the first line could
+    still be an offered tool's name, and after it when it is one (then :attr:`pending`
+    names the tool, so the UI shows a card).
+
+    Args:
+        tools: What the request offered (empty: every text is passed through).
+        families: The GLM formats to try on the text, in order (``glm4``, ``chatglm3``).
+    """
+
+    def __init__(self, tools: ToolSet, families: tuple[str, ...]) -> None:
+        self.tools, self.families = tools, families
+        self.names = {f.name for f in tools.functions}
+        if tools.interpreter:
+            from glmdesk.engine.chatglm.tools import INTERPRETER_METADATA
+
+            self.names |= {INTERPRETER_METADATA[f] for f in families}
+        self.held = ""
+        self.pending: str | None = None
+        self.decided = not tools
+        self.streamed: dict[int, dict[str, str]] = {}
+
+    def add_delta(self, delta) -> None:
+        """Take one ``delta.tool_calls`` entry (an object of the ``openai`` client)."""
+        slot = self.streamed.setdefault(delta.index or 0, {"id": "", "name": "", "arguments": ""})
+        if delta.id:
+            slot["id"] = delta.id
+        function = delta.function
+        if function is not None:
+            slot["name"] += function.name or ""
+            slot["arguments"] += function.arguments or ""
+        self.pending = slot["name"] or self.pending
+
+    def text(self, piece: str) -> str:
+        """The part of the answer's text that can be shown now."""
+        if self.decided:
+            return piece
+        self.held += piece
+        if self.pending is not None:
+            return ""
+        head, newline, _ = self.held.lstrip(" \n").partition("\n")
+        if newline and head.strip() in self.names:
+            self.pending = head.strip()
+            return ""
+        if not newline and any(name.startswith(head) for name in self.names):
+            return ""
+        self.decided = True
+        out, self.held = self.held, ""
+        return out
+
+    def finish(self) -> tuple[ToolCall | None, str]:
+        """At the end: ``(call, text still to show)``; the call is ``None`` when nothing
+        parsed (the held text is then shown)."""
+        from glmdesk.engine.openai_tools import call_from_openai, parse_glm_reply
+
+        if self.streamed:
+            first = self.streamed[min(self.streamed)]
+            call = call_from_openai(first["name"], first["arguments"], first["id"], self.tools)
+            if call is not None:
+                return call, ""
+        if self.held and self.pending is not None:
+            for family in self.families:
+                call = parse_glm_reply(family, self.held.lstrip("\n"), self.tools)
+                if call is not None:
+                    if call.kind == "interpreter" and call.name != INTERPRETER:
+                        call = ToolCall(INTERPRETER, call.arguments, call.raw, "interpreter")
+                    return call, ""
+        out, self.held = self.held, ""
+        return None, out
