@@ -31,7 +31,7 @@ from glmdesk.ui.serve_controller import ServeController
 from glmdesk.ui.settings_store import SettingsStore
 from glmdesk.ui.sidebar import Sidebar
 from glmdesk.ui.status_bar import StatusBar
-from glmdesk.ui.tool_controller import ToolController, shown_text
+from glmdesk.ui.tool_controller import ToolController, show_stored
 from glmdesk.ui.window_menus import ProductMenus
 
 
@@ -411,7 +411,7 @@ class MainWindow(QMainWindow):
         self.chat_view.clear()
         self.notice.dismiss()
         for message in messages:
-            self.chat_view.add_message(message.role, shown_text(message))
+            show_stored(self.chat_view, message)
         self.chat_view.scroll_to_end()
         self._update_actions()
 

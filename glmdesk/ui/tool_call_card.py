@@ -7,11 +7,27 @@ killed with Stop, and its output (text and images) is shown when it comes back.
 
 from __future__ import annotations
 
-from PySide6.QtCore import Signal, Slot
+from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtGui import QPixmap
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
 
 from glmdesk.core.tools import ToolCall
+
+#: Widest a tool's image is shown, in px (wider ones are scaled down, aspect kept).
+IMAGE_MAX_WIDTH_PX = 640
+
+
+def image_label(png: bytes) -> QLabel | None:
+    """A label showing a tool's PNG image, or ``None`` when the bytes are no PNG."""
+    pixmap = QPixmap()
+    if not pixmap.loadFromData(png, "PNG"):
+        return None
+    if pixmap.width() > IMAGE_MAX_WIDTH_PX:
+        pixmap = pixmap.scaledToWidth(IMAGE_MAX_WIDTH_PX, Qt.TransformationMode.SmoothTransformation)
+    label = QLabel()
+    label.setObjectName("tool_image")
+    label.setPixmap(pixmap)
+    return label
 
 
 class ToolCallCard(QFrame):
@@ -97,8 +113,6 @@ class ToolCallCard(QFrame):
         self.output.setText(text)
         self.output.setVisible(bool(text))
         for png in images:
-            pixmap = QPixmap()
-            if pixmap.loadFromData(png, "PNG"):
-                label = QLabel()
-                label.setPixmap(pixmap)
+            label = image_label(png)
+            if label is not None:
                 self.images.addWidget(label)
