@@ -38,7 +38,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QObject, QTimer, Slot
+from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
 from glmdesk.core.history import History
 from glmdesk.core.history_errors import HistoryError
@@ -93,7 +93,12 @@ class HistoryController(QObject):
         panel: The history panel, or ``None``.
         parent: The owning QObject (the window).
         notice: Where failures are shown (a :class:`NoticeBar`); default: ``parent.notice``.
+
+    Signals:
+        conversation_opened(int): A stored conversation is now on screen (its id).
     """
+
+    conversation_opened = Signal(int)
 
     def __init__(
         self, session, history: History, panel=None, parent: QObject | None = None, notice=None
@@ -144,6 +149,11 @@ class HistoryController(QObject):
         return len(self._pending)
 
     # -- the one place failures are caught ------------------------------------------
+    def store(self, write: Callable[[], Any]) -> bool:
+        """Run one history call now with this controller's failure handling (a failure
+        is shown once in the notice bar); returns whether it worked."""
+        return self._run(write)
+
     def _run(self, write: Callable[[], Any], *, again: bool = False) -> bool:
         """Run ``write`` now; on a :class:`HistoryError` show it and return ``False``.
 
@@ -246,6 +256,7 @@ class HistoryController(QObject):
         self._anchor = ACTIVE
         if self.panel is not None:
             self.panel.highlight_conversation(cid)
+        self.conversation_opened.emit(cid)
         return True
 
     def shown_messages(self) -> list[tuple[StoredMessage, tuple[int, ...]]]:

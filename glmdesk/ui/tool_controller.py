@@ -52,6 +52,7 @@ class ToolController(QObject):
         super().__init__(parent)
         self.session, self.chat_view, self.panel, self.notice = session, chat_view, panel, notice
         self.card: ToolCallCard | None = None
+        self.memory = None  # the ToolsMemory keeping the section per conversation, once history is open
         panel.tools_changed.connect(self._on_tools_changed)
         session.model_ready.connect(self._on_model_ready)
         session.tool_call_requested.connect(self._on_tool_call_requested)
