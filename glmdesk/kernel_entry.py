@@ -63,3 +63,52 @@ def run_kernel(args: list[str]) -> int:
 
     kernelapp.launch_new_instance()
     return 0
+
+
+#: The cell :func:`check_interpreter` runs, and what it must print (the answer and the
+#: kernel's address-space limit in MiB, "none" where the platform has no RLIMIT_AS).
+CHECK_CELL = (
+    "try:\n"
+    "    import resource\n"
+    "    limit = resource.getrlimit(resource.RLIMIT_AS)[0] // 2**20\n"
+    "except ImportError:\n"
+    "    limit = 'none'\n"
+    "print(6 * 7, limit)"
+)
+CHECK_MEMORY_MIB = 2048
+
+
+def check_interpreter() -> int:
+    """``glmdesk --check-interpreter``: start the code interpreter's kernel exactly as
+    the app does (in a bundle: this executable with :data:`KERNEL_FLAG`), run
+    :data:`CHECK_CELL` through jupyter_client, print one line, stop the kernel.
+
+    Returns:
+        0 when the cell printed ``42`` and the limit, else 1 (the reason is printed).
+    """
+    import tempfile
+    import time
+    from pathlib import Path
+
+    from glmdesk.core.errors import GlmdeskError
+    from glmdesk.engine.interpreter import CodeInterpreter, app_entry
+
+    how = "this executable " + KERNEL_FLAG if app_entry() else "python -m ipykernel_launcher"
+    start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="glmdesk-kernel-check-") as folder:
+        it = CodeInterpreter(Path(folder) / "work", timeout_s=60.0, memory_mib=CHECK_MEMORY_MIB)
+        try:
+            result = it.run(CHECK_CELL)
+        except GlmdeskError as exc:
+            print(f"check-interpreter: FAILED: {exc}")
+            return 1
+        finally:
+            it.close()
+    words = result.text.split()
+    ok = result.status == "ok" and words[:1] == ["42"] and words[1:] in (["none"], [str(CHECK_MEMORY_MIB)])
+    print(
+        f"check-interpreter: {'ok' if ok else 'FAILED'}: kernel started as {how}; "
+        f"status {result.status}, output {result.text.strip()!r}, "
+        f"{time.monotonic() - start:.1f} s from start to the cell's output"
+    )
+    return 0 if ok else 1

@@ -75,3 +75,12 @@ def test_a_bad_kernel_launch_says_what_it_needs() -> None:
         [sys.executable, str(ENTRY_SCRIPT), KERNEL_FLAG], capture_output=True, text=True, timeout=60
     )
     assert done.returncode != 0 and "memory limit in bytes" in done.stderr
+
+
+def test_check_interpreter_runs_one_cell_in_a_kernel_started_as_the_app_does(capsys) -> None:
+    from glmdesk.cli import main
+
+    assert main(["--check-interpreter"]) == 0  # what packaging/check_bundle.sh runs in the bundle
+    line = capsys.readouterr().out.strip()
+    assert line.startswith("check-interpreter: ok: kernel started as python -m ipykernel_launcher")
+    assert "output '42 2048'" in line
