@@ -108,3 +108,41 @@ def test_a_call_shows_a_card_and_the_typed_result_continues_the_answer(qtbot, ma
     with qtbot.waitSignal(window.session.answer_finished, timeout=30_000):
         qtbot.mouseClick(card.send_button, Qt.MouseButton.LeftButton)
     assert window.chat_view.messages()[-1].text() == "It is 22."
+
+
+def test_a_runaway_run_is_killed_with_one_click_and_the_window_keeps_running(qtbot, make_window, tiny):
+    from PySide6.QtCore import QTimer
+
+    from glmdesk.core.settings import SamplingParams
+
+    ids = tiny.tokenizer.encode
+    obs, end = tiny.tokenizer.special_ids["<|observation|>"], tiny.tokenizer.special_ids["<|user|>"]
+    loop = ids("python\n```python\nopen('go', 'w').close()\nwhile True: pass\n```") + [obs]
+    forcer = tm.ForceTokens([loop, ids("\n") + ids("Done.") + [end]])
+    tiny.logits_processors = lambda: (forcer,)
+    window = make_window(tiny)
+    window.sidebar.set_params(
+        SamplingParams(temperature=0.0, top_p=1.0, max_new_tokens=80)
+    )  # the code is long
+    window.sidebar.tools_panel.set_mode("interpreter")
+    with qtbot.waitSignal(window.session.tool_call_requested, timeout=30_000):
+        window.send_message("loop forever")
+    card = window.chat_view.cards()[-1]
+    with qtbot.waitSignal(window.session.code_started, timeout=5_000):
+        qtbot.mouseClick(card.run_button, Qt.MouseButton.LeftButton)  # returns: the code runs elsewhere
+    qtbot.waitUntil(lambda: (window.session.interpreter.workdir / "go").exists(), timeout=30_000)
+    ticks = []
+    timer = QTimer(window)
+    timer.timeout.connect(lambda: ticks.append(window.session.is_running_code()))
+    timer.start(20)
+    qtbot.waitUntil(lambda: len(ticks) >= 5, timeout=5_000)  # the event loop runs during the run
+    timer.stop()
+    assert all(ticks) and card.kill_button.isVisible() and not card.run_button.isVisible()
+    with qtbot.waitSignal(window.session.code_finished, timeout=10_000) as finished:
+        qtbot.mouseClick(card.kill_button, Qt.MouseButton.LeftButton)  # the one click
+    assert finished.args[0].status == "killed" and "stopped by the user" in card.output.text()
+    qtbot.waitUntil(
+        lambda: not window.session.is_streaming() and window.session.state.messages[-1].content == "Done.",
+        timeout=30_000,
+    )
+    assert window.chat_view.messages()[-1].text() == "Done."
