@@ -347,6 +347,9 @@ class MainWindow(QMainWindow):
             self.chat_view.add_message("user", message.content)
             self.chat_view.scroll_to_end()
             self.input_box.clear_text()
+        elif message.role == "observation":  # a tool's result: its own block, as when reopened
+            show_stored(self.chat_view, message)
+            self.chat_view.scroll_to_end()
 
     @Slot(str)
     def _on_example_chosen(self, text: str) -> None:
@@ -392,7 +395,7 @@ class MainWindow(QMainWindow):
         if widget is not None:
             if text:
                 widget.set_stats(self.notes.stats_text(record))
-            else:
+            elif record.finish_reason != "tool_calls":  # a call's message holds its card
                 self.chat_view.remove_last()  # nothing was written
                 if record.finish_reason == "cancelled":
                     self.status.showMessage(self.tr("Stopped before the first token."), 5000)

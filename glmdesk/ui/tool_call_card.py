@@ -1,8 +1,9 @@
 """A tool call in the chat: the tool's name and arguments (or code), and what the user does.
 
 For a custom function the user types the result (the demos' manual observation) or
-declines; for the code interpreter the code runs only after Run, a running run is
-killed with Stop, and its output (text and images) is shown when it comes back.
+declines; for the code interpreter the code runs only after Run and a running run is
+killed with Stop. The result (the run's text and images) is the observation block
+shown under the card, while streaming and when the conversation is reopened.
 """
 
 from __future__ import annotations
@@ -65,10 +66,6 @@ class ToolCallCard(QFrame):
         self.run_button = QPushButton(self.tr("Run"))
         self.kill_button = QPushButton(self.tr("Stop"))
         self.decline_button = QPushButton(self.tr("Decline"))
-        self.output = QLabel()
-        self.output.setWordWrap(True)
-        self.output.hide()
-        self.images = QVBoxLayout()
         buttons = QHBoxLayout()
         for button in (self.send_button, self.run_button, self.kill_button, self.decline_button):
             buttons.addWidget(button)
@@ -78,8 +75,6 @@ class ToolCallCard(QFrame):
         column.addWidget(self.arguments)
         column.addWidget(self.result_edit)
         column.addLayout(buttons)
-        column.addWidget(self.output)
-        column.addLayout(self.images)
         self.send_button.setVisible(not code)
         self.run_button.setVisible(code)
         self.kill_button.hide()
@@ -102,17 +97,9 @@ class ToolCallCard(QFrame):
 
     @Slot()
     def set_done(self) -> None:
-        """The call was answered: no more buttons."""
+        """The call was answered: no more buttons (its result shows as the observation
+        block under the card, with the run's output and images)."""
         for button in (self.send_button, self.run_button, self.kill_button, self.decline_button):
             button.hide()
         self.result_edit.setReadOnly(True)
-
-    def show_output(self, text: str, images: tuple[bytes, ...] = ()) -> None:
-        """Show what the run printed, and its images."""
-        self.set_done()
-        self.output.setText(text)
-        self.output.setVisible(bool(text))
-        for png in images:
-            label = image_label(png)
-            if label is not None:
-                self.images.addWidget(label)
+        self.result_edit.hide()

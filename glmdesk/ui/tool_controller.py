@@ -79,7 +79,9 @@ class ToolController(QObject):
 
     def _add_card(self, call: ToolCall, done: bool = False) -> ToolCallCard:
         card = ToolCallCard(call)
-        self.chat_view.add_card(card)
+        self.chat_view.add_card(
+            card, under=self.chat_view.messages()[-1] if self.chat_view.messages() else None
+        )
         if done:
             card.set_done()
         return card
@@ -106,7 +108,7 @@ class ToolController(QObject):
         if isinstance(result, ErrorInfo):
             self.card.set_running(False)
             return
-        self.card.show_output(result.observation(), result.images)
+        self.card.set_done()  # the output follows as the observation block
 
     @Slot(int, object)
     def _on_answer_finished(self, _request_id: int, chunk) -> None:
