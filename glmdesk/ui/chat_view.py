@@ -94,6 +94,7 @@ class ChatView(QScrollArea):
         if not self._messages:
             return
         widget = self._messages.pop()
+        self._cards = [card for card in self._cards if card not in widget.attachments]  # they go with it
         if widget is self._streaming:
             self._streaming = None
             self._timer.stop()

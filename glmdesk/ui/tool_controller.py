@@ -29,7 +29,7 @@ def show_stored(chat_view, message) -> MessageWidget:
     if message.tool_call is not None:
         card = ToolCallCard(message.tool_call)
         card.set_done()
-        widget.attach(card)
+        chat_view.add_card(card, under=widget)
     for png in message.images:
         label = image_label(png)
         if label is not None:

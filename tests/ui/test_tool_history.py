@@ -84,7 +84,7 @@ def test_a_reopened_conversation_shows_cards_observation_blocks_and_images(qtbot
         "assistant",
     ]
     call, code = widgets[1].attachments[0], widgets[3].attachments[0]
-    assert isinstance(call, ToolCallCard) and isinstance(code, ToolCallCard)
+    assert isinstance(call, ToolCallCard) and window.chat_view.cards() == [call, code]
     assert "get_weather" in call.title.text() and '"city": "北京"' in call.arguments.toPlainText()
     assert code.arguments.toPlainText() == "plot([1, 2])" and widgets[3].text() == "画图："
     for card in (call, code):  # answered: nothing left to click
@@ -100,6 +100,13 @@ def test_a_reopened_conversation_shows_cards_observation_blocks_and_images(qtbot
     # The conversation continues from what was stored (the image is no prompt message).
     assert [m.role for m in window.session.state.messages][-2:] == ["observation", "assistant"]
     assert window.session.state.messages[4].images == (png(),)
+    window.chat_view.remove_last()  # a message's cards go with it
+    window.chat_view.remove_last()
+    window.chat_view.remove_last()
+    assert window.chat_view.cards() == [call]
+    qtbot.waitUntil(lambda: len(window.chat_view.findChildren(ToolCallCard)) == 1, timeout=MS)
+    window.chat_view.clear()
+    assert window.chat_view.cards() == [] and window.chat_view.messages() == []
 
 
 def test_tools_section_is_kept_per_conversation_and_after_a_restart(qtbot, open_window) -> None:
