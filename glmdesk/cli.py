@@ -57,6 +57,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--install-desktop-entry", action="store_true", help="add glmdesk to the app menu")
     parser.add_argument("--uninstall-desktop-entry", action="store_true", help="remove it from the app menu")
     parser.add_argument("--self-test", action="store_true", help="load the embedded model, answer once, exit")
+    parser.add_argument(
+        "--check-interpreter",
+        action="store_true",
+        help="start the code interpreter's kernel, run one cell, exit",
+    )
     sub = parser.add_subparsers(dest="command")
     _chat_parser(sub)
     add_serve_parser(sub)
@@ -303,6 +308,10 @@ def main(argv: list[str] | None = None) -> int:
         from glmdesk import selftest
 
         return selftest.run()
+    if args.check_interpreter:
+        from glmdesk.kernel_entry import check_interpreter
+
+        return check_interpreter()
     return gui_main(argv)
 
 

@@ -4,7 +4,10 @@
 #   1. `glmdesk --self-test` with an empty user cache (first start: converts the bundled
 #      GGUF into the cache), then again (every later start): exit 0, "Paris" in the answer;
 #   2. the window starts and keeps running for 20 s (offscreen);
-#   3. `--install-desktop-entry` into a temporary XDG_DATA_HOME points Exec at the frozen
+#   3. the code interpreter's kernel: the frozen executable started as a kernel
+#      (`glmdesk --glmdesk-kernel ...`, as the app starts it) runs one cell, with its
+#      memory limit, through jupyter_client in the bundled app itself;
+#   4. `--install-desktop-entry` into a temporary XDG_DATA_HOME points Exec at the frozen
 #      executable and the entry validates; `--uninstall-desktop-entry` removes it.
 #
 # Linux only (the Windows and macOS bundles are untested). Prints the bundle size and the time from start to first token. Not part of the test
@@ -56,6 +59,14 @@ if [ "$rc" -eq 124 ]; then
 else
     echo "   FAILED: exited with $rc before 20 s" && tail -30 "$WORK/gui.log" | sed 's/^/   | /'
     failed=1
+fi
+
+echo "== code interpreter: one cell in the bundled app's kernel"
+rc=0
+"$APP" --check-interpreter >"$WORK/kernel.log" 2>&1 || rc=$?
+sed 's/^/   /' "$WORK/kernel.log" | tail -5
+if [ "$rc" -ne 0 ] || ! grep -q "^check-interpreter: ok" "$WORK/kernel.log"; then
+    echo "   FAILED (exit $rc)"; failed=1
 fi
 
 echo "== desktop entry"

@@ -1,4 +1,5 @@
-"""Entry script of the frozen app: PyInstaller starts here, then ``glmdesk.cli.main``."""
+"""Entry script of the frozen app: PyInstaller starts here, then ``glmdesk.cli.main``
+(or, given ``--glmdesk-kernel``, the code interpreter's kernel: ``glmdesk.kernel_entry``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,10 @@ import sys
 
 
 def _main() -> int:
+    from glmdesk.kernel_entry import is_kernel_launch, run_kernel
+
+    if is_kernel_launch(sys.argv):  # the code interpreter's kernel (glmdesk.kernel_entry)
+        return run_kernel(sys.argv[2:])
     multiprocessing.freeze_support()  # a child process of the frozen app must not start the app
     # A windowed Windows executable has no console: sys.stdout and sys.stderr are None,
     # and libraries that write progress (tqdm, logging) would fail.

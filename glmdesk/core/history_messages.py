@@ -11,6 +11,7 @@ with :meth:`MessageStore.add_message`; tool calls and observations with
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 import time
 from contextlib import AbstractContextManager
@@ -213,17 +214,22 @@ class MessageStore:
         """Return the conversation as the engine's messages, to continue it.
 
         Empty assistant messages (an answer that failed or is just starting) are
-        left out, tool calls kept; images are left out (their observation says
-        ``[Image]``); an interrupted partial answer is kept as the user saw it.
+        left out, tool calls kept; an image is not a message of its own: its PNG bytes
+        ride on the observation before it (``ChatMessage.images``; the observation's
+        text says ``[Image]`` to the model); an interrupted partial answer is kept as
+        the user saw it.
 
         Raises:
             KeyError: for an unknown conversation.
         """
-        return [
-            m.to_chat_message()
-            for m in self.messages(conversation_id)
-            if m.kind != "image" and not (m.kind == "text" and m.role == "assistant" and m.text == "")
-        ]
+        out: list[ChatMessage] = []
+        for m in self.messages(conversation_id):
+            if m.kind == "image":
+                if out and out[-1].role == "observation" and m.image:
+                    out[-1] = dataclasses.replace(out[-1], images=out[-1].images + (m.image,))
+            elif not (m.kind == "text" and m.role == "assistant" and m.text == ""):
+                out.append(m.to_chat_message())
+        return out
 
     @storage_errors
     def partial_messages(self) -> list[StoredMessage]:

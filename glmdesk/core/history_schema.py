@@ -127,12 +127,21 @@ def _v4_branches(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX IF NOT EXISTS messages_parent ON messages (parent_id)")
 
 
+def _v5_conversation_tools(conn: sqlite3.Connection) -> None:
+    # A conversation remembers its Tools section (ConversationTools.to_json: mode,
+    # custom functions as typed, limits); NULL means no tools. Added only when
+    # missing, so it composes with other migrations in any order.
+    if "tools" not in _columns(conn, "conversations"):
+        conn.execute("ALTER TABLE conversations ADD COLUMN tools TEXT")
+
+
 #: ``MIGRATIONS[i]`` upgrades a database from schema version ``i`` to ``i + 1``.
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _v1_tables,
     _v2_search,
     _v3_tool_messages,
     _v4_branches,
+    _v5_conversation_tools,
 ]
 
 #: The schema version this code writes.

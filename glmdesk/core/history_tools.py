@@ -1,4 +1,5 @@
-"""Tool calls, observations and images in the history (mixed into :class:`History`).
+"""Tool calls, observations and images in the history (mixed into :class:`History`),
+and each conversation's Tools section (``conversations.tools``, schema version 5).
 
 Each is a message of its own kind (``messages.kind``, schema version 3, see
 :mod:`glmdesk.core.history_schema`): an assistant message that made a call, the
@@ -12,7 +13,7 @@ from typing import Any
 from glmdesk.core.history_errors import storage_errors
 from glmdesk.core.history_rows import kind_params
 from glmdesk.core.history_types import GenerationStats
-from glmdesk.core.tools import ToolCall
+from glmdesk.core.tools import ConversationTools, ToolCall
 
 
 class ToolMessages:
@@ -74,3 +75,31 @@ class ToolMessages:
         with self.transaction():
             extra = kind_params("image", None, name, png)
             return self._insert(conversation_id, "observation", text, "complete", None, None, extra)
+
+    @storage_errors
+    def set_conversation_tools(self, conversation_id: int, tools: ConversationTools) -> None:
+        """Remember a conversation's Tools section (mode, functions as typed, limits).
+
+        Raises:
+            KeyError: for an unknown conversation.
+        """
+        with self.transaction():
+            cur = self._conn.execute(
+                "UPDATE conversations SET tools = ? WHERE id = ?", (tools.to_json(), conversation_id)
+            )
+            if cur.rowcount == 0:
+                raise KeyError(f"no conversation {conversation_id}")
+
+    @storage_errors
+    def conversation_tools(self, conversation_id: int) -> ConversationTools:
+        """A conversation's Tools section (no tools when never set or unreadable).
+
+        Raises:
+            KeyError: for an unknown conversation.
+        """
+        row = self._conn.execute(
+            "SELECT tools FROM conversations WHERE id = ?", (conversation_id,)
+        ).fetchone()
+        if row is None:
+            raise KeyError(f"no conversation {conversation_id}")
+        return ConversationTools.from_json(row[0])

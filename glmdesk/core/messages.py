@@ -25,6 +25,8 @@ class ChatMessage:
         tool_call: For an assistant message: the tool call it made.
         tools: For a system message: the tools the conversation offers.
         name: For an observation: the tool whose result it is (may be empty).
+        images: For an observation: PNG files' bytes the tool returned (the code
+            interpreter's plots), shown in the window; prompts use ``content`` only.
 
     Raises:
         ValueError: for an unknown role, or a field that does not belong to the role.
@@ -35,6 +37,7 @@ class ChatMessage:
     tool_call: ToolCall | None = None
     tools: ToolSet | None = None
     name: str = ""
+    images: tuple[bytes, ...] = ()
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
@@ -43,3 +46,5 @@ class ChatMessage:
             raise ValueError("only an assistant message carries a tool call")
         if self.tools is not None and self.role != "system":
             raise ValueError("only a system message offers tools")
+        if self.images and self.role != "observation":
+            raise ValueError("only an observation carries images")

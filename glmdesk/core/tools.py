@@ -252,3 +252,65 @@ def calls_since_user(messages: Sequence[Any]) -> int:
         if m.role == "assistant" and getattr(m, "tool_call", None) is not None:
             n += 1
     return n
+
+
+#: What a conversation's Tools section can be set to.
+TOOL_MODES = ("none", "interpreter", "functions")
+
+
+@dataclass(frozen=True)
+class ConversationTools:
+    """A conversation's Tools section as stored with the conversation (history schema 5).
+
+    The "always run code" switch is deliberately not part of it: reopening a
+    conversation, or the app after a restart, never runs model-written code without
+    a new click (see :class:`ToolSettings`, where it lives for the open session only).
+
+    Attributes:
+        mode: One of :data:`TOOL_MODES`.
+        functions_json: The custom functions as the user typed them (kept even while
+            they do not validate, so nothing typed is lost).
+        max_rounds: Tool calls per user message, in calls (1-50).
+        timeout_s: The interpreter's time limit, in s (1-3600).
+
+    Raises:
+        ValueError: for an unknown mode or a limit out of range (``ToolSettings``'s
+            sentences).
+    """
+
+    mode: str = "none"
+    functions_json: str = ""
+    max_rounds: int = ToolSettings.max_rounds
+    timeout_s: float = ToolSettings.timeout_s
+
+    def __post_init__(self) -> None:
+        if self.mode not in TOOL_MODES:
+            raise ValueError(f"Unknown tools mode {self.mode!r}; expected one of {TOOL_MODES}.")
+        ToolSettings(max_rounds=self.max_rounds, timeout_s=self.timeout_s)  # range checks
+
+    def to_json(self) -> str:
+        """The stored form: a JSON object of the four fields."""
+        return json.dumps(
+            {
+                "mode": self.mode,
+                "functions": self.functions_json,
+                "max_rounds": self.max_rounds,
+                "timeout_s": self.timeout_s,
+            },
+            ensure_ascii=False,
+        )
+
+    @classmethod
+    def from_json(cls, text: str | None) -> ConversationTools:
+        """Read :meth:`to_json`'s form; ``None``, damaged JSON or bad values give the
+        defaults (no tools): a stored value never stops a conversation from opening."""
+        try:
+            data = json.loads(text) if text else {}
+            return cls(
+                mode=str(data.get("mode", "none")),
+                functions_json=str(data.get("functions", "")),
+                max_rounds=int(data.get("max_rounds", ToolSettings.max_rounds)),
+                timeout_s=float(data.get("timeout_s", ToolSettings.timeout_s)),
+            )
+        except (ValueError, TypeError, AttributeError):
+            return cls()

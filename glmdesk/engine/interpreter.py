@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from glmdesk.core.errors import GlmdeskError
+from glmdesk.kernel_entry import kernel_argv
 
 #: Seconds a run may take after an interrupt before the kernel is killed, in s.
 INTERRUPT_GRACE_S = 3.0
@@ -54,6 +55,12 @@ _LAUNCHER = (
     "resource.setrlimit(resource.RLIMIT_AS, (b, b)); "
     "os.execv(sys.executable, [sys.executable] + sys.argv[2:])"
 )
+
+
+def app_entry() -> list[str] | None:
+    """``[sys.executable]`` in a packaged (PyInstaller) app, whose executable runs a
+    kernel when given :data:`~glmdesk.kernel_entry.KERNEL_FLAG`; ``None`` from source."""
+    return [sys.executable] if getattr(sys, "frozen", False) else None
 
 
 @dataclass(frozen=True)
@@ -100,14 +107,21 @@ class CodeInterpreter:
             kernel's cwd and ``HOME``.
         timeout_s: Default time limit per run, in s.
         memory_mib: Address-space limit of the kernel process, in MiB.
+        entry: The command that starts the app's entry script, to run the kernel as
+            ``entry --glmdesk-kernel ...`` (:mod:`glmdesk.kernel_entry`); default
+            :func:`app_entry` (the executable in a packaged app, else ``python -m
+            ipykernel_launcher``).
 
     The kernel starts on the first :meth:`run` (about 1-2 s). :meth:`run` blocks
     its caller (call it from a worker thread); :meth:`kill` may be called from any
     thread and never blocks for long.
     """
 
-    def __init__(self, workdir: Path, timeout_s: float = 60.0, memory_mib: int = 2048) -> None:
+    def __init__(
+        self, workdir: Path, timeout_s: float = 60.0, memory_mib: int = 2048, entry: list[str] | None = None
+    ) -> None:
         self.workdir = Path(workdir)
+        self.entry = app_entry() if entry is None else list(entry)
         self.timeout_s = float(timeout_s)
         self.memory_mib = int(memory_mib)
         self._km = None
@@ -119,8 +133,20 @@ class CodeInterpreter:
     def _spec_dir(self) -> Path:
         spec = self.workdir / ".glmdesk-kernel" / "kernels" / "glmdesk-python"
         spec.mkdir(parents=True, exist_ok=True)
-        argv = [sys.executable, "-c", _LAUNCHER, str(self.memory_mib * 1024 * 1024)]
-        argv += ["-m", "ipykernel_launcher", "-f", "{connection_file}"]
+        limit = self.memory_mib * 1024 * 1024
+        if self.entry is not None:  # the packaged app: it runs the kernel itself (kernel_entry)
+            argv = kernel_argv(self.entry, limit)
+        else:
+            argv = [
+                sys.executable,
+                "-c",
+                _LAUNCHER,
+                str(limit),
+                "-m",
+                "ipykernel_launcher",
+                "-f",
+                "{connection_file}",
+            ]
         kernel = {"argv": argv, "display_name": "glmdesk interpreter", "language": "python"}
         (spec / "kernel.json").write_text(json.dumps(kernel), encoding="utf-8")
         return spec.parent

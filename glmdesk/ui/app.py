@@ -19,6 +19,7 @@ from glmdesk.ui.main_window import MainWindow
 from glmdesk.ui.messages import history_set_aside_sentence
 from glmdesk.ui.settings_store import APPLICATION, ORGANIZATION, SettingsStore
 from glmdesk.ui.theme import apply_interface_font
+from glmdesk.ui.tool_memory import ToolsMemory
 from glmdesk.ui.window_menus import theme_controller
 
 
@@ -81,6 +82,7 @@ def open_history(window: MainWindow) -> HistoryController | None:
     window.set_history_panel(panel)
     controller = HistoryController(window.session, history, panel, window)
     window.branch_actions.controller = controller  # versions of messages are kept
+    window.tools.memory = ToolsMemory(controller, window.sidebar.tools_panel, window.session, controller)
     return controller
 
 

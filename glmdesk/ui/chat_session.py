@@ -360,7 +360,7 @@ class ChatSession(QObject):
         if call is None or self._current is not None or not self.is_ready():
             return False
         self.pending_call = None
-        message = ChatMessage("observation", content, name=call.name)
+        message = ChatMessage("observation", content, name=call.name, images=tuple(images))
         index = self.state.add(message)
         self.message_added.emit(index, message, None)
         if images:

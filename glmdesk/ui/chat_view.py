@@ -73,9 +73,14 @@ class ChatView(QScrollArea):
         self._follow = True
         return widget
 
-    def add_card(self, widget: QWidget) -> QWidget:
-        """Append a widget that is not a message (a tool call's card); :meth:`clear` removes it."""
-        self._layout.insertWidget(self._layout.count() - 1, widget)
+    def add_card(self, widget: QWidget, under: MessageWidget | None = None) -> QWidget:
+        """Show a widget that is not a message (a tool call's card): inside the message
+        ``under`` (the answer that made the call, so the messages keep the
+        conversation's indices), else after the last message; :meth:`clear` removes it."""
+        if under is not None:
+            under.attach(widget)
+        else:
+            self._layout.insertWidget(self._layout.count() - 1, widget)
         self._cards.append(widget)
         self._follow = True
         return widget
@@ -89,6 +94,7 @@ class ChatView(QScrollArea):
         if not self._messages:
             return
         widget = self._messages.pop()
+        self._cards = [card for card in self._cards if card not in widget.attachments]  # they go with it
         if widget is self._streaming:
             self._streaming = None
             self._timer.stop()

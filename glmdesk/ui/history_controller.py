@@ -84,9 +84,11 @@ class HistoryController(QObject):
     Signals:
         writes_stored(): Every write submitted so far is stored (or given up): what the
             window shows from the history (versions, figures) can be read again.
+        conversation_opened(int): A stored conversation is now on screen (its id).
     """
 
     writes_stored = Signal()
+    conversation_opened = Signal(int)
 
     def __init__(
         self,
@@ -133,6 +135,17 @@ class HistoryController(QObject):
     def conversation_id(self) -> int | None:
         """The open conversation's id (``None`` for a new one not stored yet)."""
         return self._conv.id
+
+    @property
+    def conversation(self) -> ConversationRef:
+        """The open conversation; its ``id`` may come with its first round's write, so a
+        write that needs it reads it when it runs on the writer thread."""
+        return self._conv
+
+    def read(self, read: Callable[[], Any]) -> tuple[bool, Any]:
+        """Run a read of the GUI thread's history with this controller's failure handling:
+        ``(True, value)``, or ``(False, None)`` after a failure (shown once)."""
+        return self._read(read)
 
     @property
     def writer(self) -> HistoryWriter:
@@ -257,6 +270,7 @@ class HistoryController(QObject):
         self._anchor = ACTIVE
         if self.panel is not None:
             self.panel.highlight_conversation(cid)
+        self.conversation_opened.emit(cid)
 
     def shown_messages(self) -> list[tuple[StoredMessage, tuple[int, ...]]]:
         """The stored messages on screen (as the chat shows them: no system messages, no

@@ -31,7 +31,7 @@ from glmdesk.ui.serve_controller import ServeController
 from glmdesk.ui.settings_store import SettingsStore
 from glmdesk.ui.sidebar import Sidebar
 from glmdesk.ui.status_bar import StatusBar
-from glmdesk.ui.tool_controller import ToolController, shown_text
+from glmdesk.ui.tool_controller import ToolController, show_stored
 from glmdesk.ui.window_menus import ProductMenus
 
 
@@ -349,6 +349,9 @@ class MainWindow(QMainWindow):
             self.chat_view.add_message("user", message.content)
             self.chat_view.scroll_to_end()
             self.input_box.clear_text()
+        elif message.role == "observation":  # a tool's result: its own block, as when reopened
+            show_stored(self.chat_view, message)
+            self.chat_view.scroll_to_end()
 
     @Slot(str)
     def _on_example_chosen(self, text: str) -> None:
@@ -394,7 +397,7 @@ class MainWindow(QMainWindow):
         if widget is not None:
             if text:
                 widget.set_stats(self.notes.stats_text(record))
-            else:
+            elif record.finish_reason != "tool_calls":  # a call's message holds its card
                 self.chat_view.remove_last()  # nothing was written
                 if record.finish_reason == "cancelled":
                     self.status.showMessage(self.tr("Stopped before the first token."), 5000)
@@ -413,7 +416,7 @@ class MainWindow(QMainWindow):
         self.chat_view.clear()
         self.notice.dismiss()
         for message in messages:
-            self.chat_view.add_message(message.role, shown_text(message))
+            show_stored(self.chat_view, message)
         self.chat_view.scroll_to_end()
         self._update_actions()
 

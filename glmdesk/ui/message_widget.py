@@ -33,6 +33,7 @@ class MessageWidget(QFrame):
         self.setAutoFillBackground(True)
         self._text = ""
         self._streaming = False
+        self.attachments: list[QWidget] = []  # see attach()
 
         self.author_label = QLabel(self._author(role))
         font = self.author_label.font()
@@ -119,6 +120,15 @@ class MessageWidget(QFrame):
             self.view.set_markdown(text)
         else:
             self.view.fold(text)
+
+    def attach(self, widget: QWidget) -> QWidget:
+        """Show ``widget`` under the text (a reopened tool call's card, a tool's image);
+        a message with no text shows only what is attached."""
+        layout = self.layout()
+        layout.insertWidget(layout.indexOf(self.stats_label), widget)
+        self.attachments.append(widget)
+        self.view.setVisible(bool(self._text))
+        return widget
 
     def is_folded(self) -> bool:
         """True while only the beginning of a long message is drawn."""

@@ -1,17 +1,34 @@
 """A tool call in the chat: the tool's name and arguments (or code), and what the user does.
 
 For a custom function the user types the result (the demos' manual observation) or
-declines; for the code interpreter the code runs only after Run, a running run is
-killed with Stop, and its output (text and images) is shown when it comes back.
+declines; for the code interpreter the code runs only after Run and a running run is
+killed with Stop. The result (the run's text and images) is the observation block
+shown under the card, while streaming and when the conversation is reopened.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import Signal, Slot
+from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtGui import QPixmap
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
 
 from glmdesk.core.tools import ToolCall
+
+#: Widest a tool's image is shown, in px (wider ones are scaled down, aspect kept).
+IMAGE_MAX_WIDTH_PX = 640
+
+
+def image_label(png: bytes) -> QLabel | None:
+    """A label showing a tool's PNG image, or ``None`` when the bytes are no PNG."""
+    pixmap = QPixmap()
+    if not pixmap.loadFromData(png, "PNG"):
+        return None
+    if pixmap.width() > IMAGE_MAX_WIDTH_PX:
+        pixmap = pixmap.scaledToWidth(IMAGE_MAX_WIDTH_PX, Qt.TransformationMode.SmoothTransformation)
+    label = QLabel()
+    label.setObjectName("tool_image")
+    label.setPixmap(pixmap)
+    return label
 
 
 class ToolCallCard(QFrame):
@@ -49,10 +66,6 @@ class ToolCallCard(QFrame):
         self.run_button = QPushButton(self.tr("Run"))
         self.kill_button = QPushButton(self.tr("Stop"))
         self.decline_button = QPushButton(self.tr("Decline"))
-        self.output = QLabel()
-        self.output.setWordWrap(True)
-        self.output.hide()
-        self.images = QVBoxLayout()
         buttons = QHBoxLayout()
         for button in (self.send_button, self.run_button, self.kill_button, self.decline_button):
             buttons.addWidget(button)
@@ -62,8 +75,6 @@ class ToolCallCard(QFrame):
         column.addWidget(self.arguments)
         column.addWidget(self.result_edit)
         column.addLayout(buttons)
-        column.addWidget(self.output)
-        column.addLayout(self.images)
         self.send_button.setVisible(not code)
         self.run_button.setVisible(code)
         self.kill_button.hide()
@@ -86,19 +97,9 @@ class ToolCallCard(QFrame):
 
     @Slot()
     def set_done(self) -> None:
-        """The call was answered: no more buttons."""
+        """The call was answered: no more buttons (its result shows as the observation
+        block under the card, with the run's output and images)."""
         for button in (self.send_button, self.run_button, self.kill_button, self.decline_button):
             button.hide()
         self.result_edit.setReadOnly(True)
-
-    def show_output(self, text: str, images: tuple[bytes, ...] = ()) -> None:
-        """Show what the run printed, and its images."""
-        self.set_done()
-        self.output.setText(text)
-        self.output.setVisible(bool(text))
-        for png in images:
-            pixmap = QPixmap()
-            if pixmap.loadFromData(png, "PNG"):
-                label = QLabel()
-                label.setPixmap(pixmap)
-                self.images.addWidget(label)
+        self.result_edit.hide()

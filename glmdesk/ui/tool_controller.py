@@ -4,28 +4,37 @@ from __future__ import annotations
 
 import dataclasses
 
-from PySide6.QtCore import QCoreApplication, QObject, Slot
+from PySide6.QtCore import QObject, Slot
 
 from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.tools import ToolCall, ToolSet, ToolSettings
+from glmdesk.ui.message_widget import MessageWidget
 from glmdesk.ui.messages import error_sentence
-from glmdesk.ui.tool_call_card import ToolCallCard
+from glmdesk.ui.tool_call_card import ToolCallCard, image_label
 
 
-def shown_text(message) -> str:
-    """A message's Markdown in the chat; a tool call (reopened from history) shows its
-    tool and arguments, or its code, as a code block."""
-    call = message.tool_call
-    if call is None:
-        return message.content
-    if call.kind == "interpreter":
-        label = QCoreApplication.translate("ToolCallCard", "Code interpreter")
-        block = f"```python\n{call.code}\n```"
-    else:
-        label = QCoreApplication.translate("ToolCallCard", "Tool call: {name}").format(name=call.name)
-        block = f"```json\n{call.arguments_json(indent=2)}\n```"
-    head = f"{message.content}\n\n" if message.content else ""
-    return f"{head}**{label}**\n\n{block}"
+def show_stored(chat_view, message) -> MessageWidget:
+    """Add a stored message (a reopened conversation) to ``chat_view`` as it looked while
+    streaming: a tool call as its card (answered: no buttons) under what the assistant
+    wrote before it, an observation as its own block with the tool's images under it.
+
+    Args:
+        chat_view: The :class:`~glmdesk.ui.chat_view.ChatView`.
+        message: A :class:`~glmdesk.core.messages.ChatMessage`.
+
+    Returns:
+        The message's widget (one per message, so indices match the conversation).
+    """
+    widget = chat_view.add_message(message.role, message.content)
+    if message.tool_call is not None:
+        card = ToolCallCard(message.tool_call)
+        card.set_done()
+        chat_view.add_card(card, under=widget)
+    for png in message.images:
+        label = image_label(png)
+        if label is not None:
+            widget.attach(label)
+    return widget
 
 
 class ToolController(QObject):
@@ -43,6 +52,7 @@ class ToolController(QObject):
         super().__init__(parent)
         self.session, self.chat_view, self.panel, self.notice = session, chat_view, panel, notice
         self.card: ToolCallCard | None = None
+        self.memory = None  # the ToolsMemory keeping the section per conversation, once history is open
         panel.tools_changed.connect(self._on_tools_changed)
         session.model_ready.connect(self._on_model_ready)
         session.tool_call_requested.connect(self._on_tool_call_requested)
@@ -69,7 +79,9 @@ class ToolController(QObject):
 
     def _add_card(self, call: ToolCall, done: bool = False) -> ToolCallCard:
         card = ToolCallCard(call)
-        self.chat_view.add_card(card)
+        self.chat_view.add_card(
+            card, under=self.chat_view.messages()[-1] if self.chat_view.messages() else None
+        )
         if done:
             card.set_done()
         return card
@@ -96,7 +108,7 @@ class ToolController(QObject):
         if isinstance(result, ErrorInfo):
             self.card.set_running(False)
             return
-        self.card.show_output(result.observation(), result.images)
+        self.card.set_done()  # the output follows as the observation block
 
     @Slot(int, object)
     def _on_answer_finished(self, _request_id: int, chunk) -> None:

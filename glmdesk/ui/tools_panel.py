@@ -15,7 +15,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from glmdesk.core.tools import ToolSet, ToolSettings, parse_functions
+from glmdesk.core.tools import ConversationTools, ToolSet, ToolSettings, parse_functions
 
 #: Modes of the section, in the order of the combo box.
 MODES = ("none", "interpreter", "functions")
@@ -112,6 +112,33 @@ class ToolsPanel(QGroupBox):
             timeout_s=float(self.timeout.value()),
             always_run=self.always_run.isChecked(),
         )
+
+    def choice(self) -> ConversationTools:
+        """What the section is set to, as stored with the conversation (no always-run)."""
+        return ConversationTools(
+            self.current_mode(),
+            self.functions_edit.toPlainText(),
+            self.max_rounds.value(),
+            float(self.timeout.value()),
+        )
+
+    def set_choice(self, choice: ConversationTools) -> None:
+        """Show a conversation's stored section; "always run code" is switched off (it
+        is never restored: a reopened conversation runs no code without a click).
+        ``tools_changed`` is emitted once, with the whole new state."""
+        widgets = (self.mode, self.functions_edit, self.always_run, self.max_rounds, self.timeout)
+        for widget in widgets:
+            widget.blockSignals(True)
+        try:
+            self.functions_edit.setPlainText(choice.functions_json)
+            self.mode.setCurrentIndex(MODES.index(choice.mode))
+            self.always_run.setChecked(False)
+            self.max_rounds.setValue(choice.max_rounds)
+            self.timeout.setValue(round(choice.timeout_s))
+        finally:
+            for widget in widgets:
+                widget.blockSignals(False)
+        self._on_edited()
 
     @Slot()
     def _on_edited(self) -> None:

@@ -88,6 +88,7 @@ def test_calls_observations_and_images_round_trip(tmp_path: Path) -> None:
         assert chat[1] == ChatMessage("assistant", "我来查一下。", tool_call=CALL)
         assert chat[2] == ChatMessage("observation", '{"temperature": 22}', name="get_weather")
         assert chat[3].tool_call == RUN and len(chat) == 6  # the image is not a prompt message
+        assert chat[4].images == (PNG,) and chat[2].images == ()  # it rides on its observation
 
         exported = h.export_json(cid)
         copy = h.import_json(exported)

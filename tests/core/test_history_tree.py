@@ -277,7 +277,7 @@ def test_a_schema_2_database_migrates_through_tools_and_branches(tmp_path: Path)
         )
     conn.close()
     with History(db) as h:
-        assert schema_version(h.connection) == SCHEMA_VERSION == 4
+        assert schema_version(h.connection) == SCHEMA_VERSION
         assert [(m.id, m.parent_id, m.kind) for m in h.messages(1)] == [(1, None, "text"), (2, 1, "text")]
         call = h.add_tool_call(1, ToolCall("get_weather", {"city": "北京"}))
         assert h.get_message(call).parent_id == 2 and h.active_leaf(1) == call

@@ -61,21 +61,8 @@ def test_card_shows_the_call_and_the_users_choices(qtbot):
     assert code.kill_button.isVisible() and not code.run_button.isVisible()
     with qtbot.waitSignal(code.kill_requested, timeout=1000):
         qtbot.mouseClick(code.kill_button, Qt.MouseButton.LeftButton)
-    code.show_output("1", (tm_png(),))
-    assert code.output.text() == "1" and code.images.count() == 1
-
-
-def tm_png() -> bytes:
-    from PySide6.QtCore import QBuffer, QByteArray, QIODevice
-    from PySide6.QtGui import QImage
-
-    image = QImage(4, 4, QImage.Format.Format_RGB32)
-    image.fill(0xFF0000)
-    data = QByteArray()
-    buffer = QBuffer(data)
-    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
-    image.save(buffer, "PNG")
-    return bytes(data)
+    code.set_done()
+    assert all(b.isHidden() for b in (code.run_button, code.kill_button, code.decline_button))
 
 
 def test_tools_are_greyed_out_for_a_model_without_a_tool_format(window):
@@ -107,4 +94,48 @@ def test_a_call_shows_a_card_and_the_typed_result_continues_the_answer(qtbot, ma
     card.result_edit.setPlainText('{"temperature": 22}')
     with qtbot.waitSignal(window.session.answer_finished, timeout=30_000):
         qtbot.mouseClick(card.send_button, Qt.MouseButton.LeftButton)
-    assert window.chat_view.messages()[-1].text() == "It is 22."
+    widgets = window.chat_view.messages()  # the call's message holds the card; the result is its own block
+    assert [w.role for w in widgets] == ["user", "assistant", "observation", "assistant"]
+    assert widgets[1].attachments == [card] and widgets[2].text() == '{"temperature": 22}'
+    assert card.result_edit.isHidden() and widgets[-1].text() == "It is 22."
+
+
+def test_a_runaway_run_is_killed_with_one_click_and_the_window_keeps_running(qtbot, make_window, tiny):
+    from PySide6.QtCore import QTimer
+
+    from glmdesk.core.settings import SamplingParams
+
+    ids = tiny.tokenizer.encode
+    obs, end = tiny.tokenizer.special_ids["<|observation|>"], tiny.tokenizer.special_ids["<|user|>"]
+    loop = ids("python\n```python\nopen('go', 'w').close()\nwhile True: pass\n```") + [obs]
+    forcer = tm.ForceTokens([loop, ids("\n") + ids("Done.") + [end]])
+    tiny.logits_processors = lambda: (forcer,)
+    window = make_window(tiny)
+    window.sidebar.set_params(
+        SamplingParams(temperature=0.0, top_p=1.0, max_new_tokens=80)
+    )  # the code is long
+    window.sidebar.tools_panel.set_mode("interpreter")
+    with qtbot.waitSignal(window.session.tool_call_requested, timeout=30_000):
+        window.send_message("loop forever")
+    card = window.chat_view.cards()[-1]
+    with qtbot.waitSignal(window.session.code_started, timeout=5_000):
+        qtbot.mouseClick(card.run_button, Qt.MouseButton.LeftButton)  # returns: the code runs elsewhere
+    qtbot.waitUntil(lambda: (window.session.interpreter.workdir / "go").exists(), timeout=30_000)
+    ticks = []
+    timer = QTimer(window)
+    timer.timeout.connect(lambda: ticks.append(window.session.is_running_code()))
+    timer.start(20)
+    qtbot.waitUntil(lambda: len(ticks) >= 5, timeout=5_000)  # the event loop runs during the run
+    timer.stop()
+    assert all(ticks) and card.kill_button.isVisible() and not card.run_button.isVisible()
+    with qtbot.waitSignal(window.session.code_finished, timeout=10_000) as finished:
+        qtbot.mouseClick(card.kill_button, Qt.MouseButton.LeftButton)  # the one click
+    assert finished.args[0].status == "killed" and card.kill_button.isHidden()
+    qtbot.waitUntil(
+        lambda: not window.session.is_streaming() and window.session.state.messages[-1].content == "Done.",
+        timeout=30_000,
+    )
+    widgets = window.chat_view.messages()  # one widget per message, as when reopened
+    assert [w.role for w in widgets] == ["user", "assistant", "observation", "assistant"]
+    assert widgets[1].attachments == [card] and "stopped by the user" in widgets[2].text()
+    assert widgets[-1].text() == "Done."
