@@ -139,6 +139,7 @@ def test_tools_section_is_kept_per_conversation_and_after_a_restart(qtbot, open_
     panel.set_mode("functions", WEATHER + " ")  # typed but not valid yet: kept as typed
     with qtbot.waitSignal(window.answer_finished, timeout=MS):
         assert window.send_message("hi")
+    assert controller.flush(10)  # history writes run on the writer thread
     new_id = controller.conversation_id
     assert (
         new_id not in (a, b) and controller.history.conversation_tools(new_id).functions_json == WEATHER + " "
