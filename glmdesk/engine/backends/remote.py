@@ -307,6 +307,7 @@ class RemoteBackend(Backend):
             context_length=info.context_length,
             stop_ids=frozenset(),
             tool_calls=False,
+            continue_answers=False,  # a chat completion always starts a new turn
         )
 
     def close(self) -> None:
