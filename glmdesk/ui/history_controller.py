@@ -374,8 +374,21 @@ class HistoryController(QObject):
     @Slot(int)
     def _on_answer_started(self, _request_id: int) -> None:
         self._last_checkpoint = time.monotonic()
-        if self._answer is None:  # Regenerate: a new answer to the stored question
+        if self._answer is None and self.session.is_resuming():
+            self._resume_answer()
+        elif self._answer is None:  # Regenerate: a new answer to the stored question
             self._begin_answer(None)
+
+    def _resume_answer(self) -> None:
+        """Continue: the stored answer on screen becomes ``partial`` again; checkpoints and
+        the finish write the whole text into that same row (no new message)."""
+        shown = self.shown_messages()
+        answer = _Answer(self._conv, dataclasses.asdict(self.session.params_box.get()))
+        answer.parts.append(self.session.state.messages[-1].content)
+        self._answer = answer
+        if shown and shown[-1][0].role == "assistant" and shown[-1][0].text == answer.parts[0]:
+            mid = answer.message_id = shown[-1][0].id
+            self._queue(lambda: self.history.resume_assistant_message(mid))
 
     def _begin_answer(self, user: str | None) -> None:
         """Store the start of a round (``user``: its question) or of a new answer (``None``)."""
