@@ -469,13 +469,16 @@ class ChatSession(QObject):
         """KV bytes the backend keeps for conversations between answers, in bytes."""
         return self.backend.kept_kv_bytes() if self.backend is not None else 0
 
-    def show_conversation(self, messages: list[ChatMessage], key: object = None) -> None:
+    def show_conversation(
+        self, messages: list[ChatMessage], key: object = None, last_reason: str = "stop"
+    ) -> None:
         """Replace the open conversation with ``messages`` (from the history).
 
         An answer being written is stopped first and kept in the conversation it
         belongs to (its ``message_added`` goes out before the switch). ``key`` names the
         conversation for the KV cache kept between turns (the history's id), so that
-        switching back to it reuses its cache while the budget keeps it.
+        switching back to it reuses its cache while the budget keeps it. ``last_reason``:
+        the stored finish reason of the last answer (``length``: it can be continued).
         """
         self.abandon_answer()
         self._close_interpreter()
@@ -485,8 +488,9 @@ class ChatSession(QObject):
             key = ("new", self._new_chats)
         self.conversation_key = key
         shown = [m for m in messages if m.role != "system"]
-        for message in shown:
-            self.state.add(message, AnswerRecord("stop") if message.role == "assistant" else None)
+        for i, message in enumerate(shown):
+            reason = last_reason if i == len(shown) - 1 else "stop"
+            self.state.add(message, AnswerRecord(reason) if message.role == "assistant" else None)
         self.conversation_replaced.emit(shown)
 
     def rewind(self, index: int) -> bool:

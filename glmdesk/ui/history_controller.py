@@ -236,11 +236,17 @@ class HistoryController(QObject):
     def reload(self, conversation_id: int | None = None) -> bool:
         """Show ``conversation_id`` (default: the open one) as stored, on its active branch."""
         cid = self._conv.id if conversation_id is None else conversation_id
-        loaded: list[list[ChatMessage]] = []
-        if cid is None or not self._run(lambda: loaded.append(self.history.chat_messages(cid))):
+        loaded: list = []
+
+        def read() -> None:
+            leaf = self.history.active_leaf(cid)
+            last = self.history.get_message(leaf).finish_reason if leaf is not None else None
+            loaded.extend((self.history.chat_messages(cid), last or "stop"))  # "length": Continue
+
+        if cid is None or not self._run(read):
             return False
         # The session stops (and we save) a running answer before switching.
-        self.session.show_conversation(loaded[0], key=("history", cid))
+        self.session.show_conversation(loaded[0], key=("history", cid), last_reason=loaded[1])
         if cid != self._conv.id:
             self._conv = ConversationRef(cid)
         self._anchor = ACTIVE

@@ -77,6 +77,12 @@ def test_continue_appears_on_a_cut_answer_and_fills_the_same_bubble(qtbot, wired
     assert [s for _m, s in controller.shown_messages()][-1] == (answers[-1].id,)  # no new version
     assert _continue_shown(window)[-1]  # cut again at the limit: Continue stays offered
 
+    # Reopened from the history, the cut answer still offers Continue; a finished one does not.
+    cid = controller.conversation_id
+    window.new_chat()
+    controller.open_conversation(cid)
+    qtbot.waitUntil(lambda: _continue_shown(window) == [False, False, False, True], timeout=5000)
+
 
 def test_footer_takes_no_space_while_hidden(qtbot) -> None:
     bubble = MessageWidget("assistant", "A short answer.")
