@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QObject, QSize, Qt, Signal, Slot
 from PySide6.QtGui import QAction, QColor, QFont, QGuiApplication, QPainter, QPalette, QPixmap
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QMenu, QSizePolicy, QToolButton, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QMenu, QSizePolicy, QToolButton, QVBoxLayout, QWidget
 
 from glmdesk.ui.theme import theme_colours
 
@@ -99,12 +99,18 @@ class MessageFooter(QWidget):
             "regenerate": (self.tr("Regenerate"), self.tr("Write this answer again as another version")),
             "delete": (self.tr("Delete"), self.tr("Delete this message (the replies below it stay)")),
         }
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(0, 2, 0, 0)
+        # The figures on their own line above the switch and the actions: a narrow bubble
+        # (1024x700 windows) wraps them across its width, not in a column beside the buttons.
+        column = QVBoxLayout(self)
+        column.setContentsMargins(0, 2, 0, 0)
+        column.setSpacing(0)
+        column.addWidget(self.stats_label)
+        layout = QHBoxLayout()
         layout.setSpacing(2)
+        column.addLayout(layout)
         for widget in (self.previous_button, self.position_label, self.next_button):
             layout.addWidget(widget)
-        layout.addWidget(self.stats_label, 1)
+        layout.addStretch(1)
         for key in ROLE_ACTIONS.get(role, ("copy",)):
             text, tip = names[key]
             button = self._tool(text, tip)
