@@ -9,7 +9,8 @@ from glmdesk.engine.chatglm import ChatGLM2Format, ChatGLM3Format, ChatGLMTokeni
 from glmdesk.engine.chatglm.formats import GLM4Format
 from glmdesk.engine.chatglm.glm4_tokenizer import load_glm4_tokenizer
 from glmdesk.engine.context import fit_prompt
-from glmdesk.engine.generate import _reply_filter
+from glmdesk.engine.detokenizer import IncrementalDetokenizer
+from glmdesk.engine.generate import RESUME_CONTEXT_TOKENS, _reply_filter
 
 QUESTION = ChatMessage("user", "hello world")
 PARTIAL = ChatMessage("assistant", "the sea is blue and")
@@ -76,3 +77,16 @@ def test_fit_prompt_keeps_the_question_with_the_partial_answer(name, request):
     assert tight.ids[-len(fmt._encode(PARTIAL.content)) :] == fmt._encode(PARTIAL.content)
     with pytest.raises(ValueError):
         fit_prompt(fmt, [ChatMessage("system", "only a system prompt")], 100)
+
+
+def test_continued_text_keeps_its_leading_space_after_the_answer_tail(sp_model_file):
+    tok = ChatGLMTokenizer(sp_model_file)
+    ids = tok.encode("the sea is blue and the sky")
+    k = next(i for i in range(2, len(ids)) if tok.sp.id_to_piece(ids[i]).startswith("▁"))
+    alone = IncrementalDetokenizer(tok.decode)
+    after = IncrementalDetokenizer(tok.decode)
+    after.add_context(ids[k - RESUME_CONTEXT_TOKENS : k] if k >= RESUME_CONTEXT_TOKENS else ids[:k])
+    text_alone = "".join(alone.push(i) for i in ids[k:]) + alone.flush()
+    text_after = "".join(after.push(i) for i in ids[k:]) + after.flush()
+    assert tok.decode(ids[:k]) + text_after == tok.decode(ids)
+    assert text_after.startswith(" ") and text_alone == text_after[1:]  # sentencepiece drops it alone
