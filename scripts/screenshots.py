@@ -6,8 +6,9 @@ Usage (Debian/Ubuntu: ``apt-get install xvfb fonts-noto-cjk fonts-noto-color-emo
     xvfb-run -s "-screen 0 1280x800x24" .venv/bin/python scripts/screenshots.py en light docs/screenshot-light.png
     xvfb-run -s "-screen 0 1280x800x24" .venv/bin/python scripts/screenshots.py en light OUT.png welcome
     LANG=zh_CN.UTF-8 xvfb-run -s "-screen 0 1280x800x24" .venv/bin/python scripts/screenshots.py zh_CN dark OUT.png
+    xvfb-run -s "-screen 0 1024x700x24" .venv/bin/python scripts/screenshots.py en light OUT.png --size 1024x700
 
-The window fills the 1280x800 screen. The embedded model answers the welcome's first
+The window fills the screen (``--size WxH``, default 1280x800: give the X screen the same size). The embedded model answers the welcome's first
 example prompt (greedy, at most 32 new tokens), then the answer is regenerated at a
 higher temperature, so it shows the "‹ 2/2 ›" switch; the mouse rests on the answer so
 its footer (figures and actions) shows. Two earlier conversations are written into the
@@ -24,8 +25,14 @@ import tempfile
 
 
 def main() -> int:
-    language, theme, out = sys.argv[1], sys.argv[2], sys.argv[3]
-    welcome_only = sys.argv[4:] == ["welcome"]  # the empty chat, before any message
+    args = sys.argv[1:]
+    width, height = 1280, 800
+    if "--size" in args:
+        at = args.index("--size")
+        width, height = (int(v) for v in args[at + 1].split("x"))
+        del args[at : at + 2]
+    language, theme, out = args[0], args[1], args[2]
+    welcome_only = args[3:] == ["welcome"]  # the empty chat, before any message
     home = tempfile.mkdtemp(prefix="glmdesk-shots-")
     os.environ["GLMDESK_HOME"] = home
     os.environ["XDG_CONFIG_HOME"] = os.path.join(home, "config")
@@ -63,7 +70,7 @@ def main() -> int:
     window = MainWindow(store=store)
     controller = open_history(window)  # noqa: F841 (parented to the window)
     window.move(0, 0)
-    window.resize(1280, 800)
+    window.resize(width, height)
     window.show()
     steps = {"answers": 0}
 

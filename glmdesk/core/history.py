@@ -33,7 +33,6 @@ never depend on which conversation is shown.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import sqlite3
 import time

@@ -80,8 +80,10 @@ def fit_prompt(
 
     Args:
         fmt: The model's prompt format.
-        messages: System messages, then turns ending with a user message, or with an
-            observation (the answer continues after a tool's result).
+        messages: System messages, then turns ending with a user message, with an
+            observation (the answer continues after a tool's result), or with an
+            assistant message (Continue: the prompt ends with its text, the turn left
+            open; it stays in the newest round with the question it answers).
         max_prompt_tokens: Context length minus the answer budget, in tokens: older
             rounds are dropped until the prompt fits this.
         fallback_tokens: A larger limit (context length minus a minimal reply), in tokens,
@@ -94,10 +96,10 @@ def fit_prompt(
             the (fallback) limit, ``prompt_too_long`` when the newest message does;
             its ``tokens`` and ``limit`` are the message's own tokens and the room left
             for it. Nothing should be generated.
-        ValueError: when ``messages`` does not end with a user message or an observation.
+        ValueError: when ``messages`` is empty or ends with a system message.
     """
-    if not messages or messages[-1].role not in ("user", "observation"):
-        raise ValueError("the conversation must end with a user message or an observation")
+    if not messages or messages[-1].role not in ("user", "observation", "assistant"):
+        raise ValueError("the conversation must end with a user message, an observation or an answer")
     system, rounds = _rounds(messages)
     first = 0
     while True:

@@ -34,6 +34,17 @@ class IncrementalDetokenizer:
         self._read = 0  # ids already turned into emitted text
         self._emitted = 0  # characters emitted so far
 
+    def add_context(self, ids: Sequence[int]) -> None:
+        """Start after ``ids`` (shape ``[n]``, e.g. the tail of a continued answer in the
+        prompt): they are the first window's left context and are never emitted, so a
+        tokenizer's leading-space rule (sentencepiece drops a first piece's space) sees the
+        text the new ids follow. Call before the first :meth:`push`."""
+        if self.ids:
+            raise RuntimeError("add_context must come before the first id")
+        self.ids = list(ids)
+        self._prefix, self._read = 0, len(self.ids)
+        self._emitted = len(self._decode(self.ids))
+
     def push(self, token_id: int) -> str:
         """Add one id; return the newly completed text (possibly ``""``)."""
         self.ids.append(token_id)

@@ -28,7 +28,7 @@ from glmdesk.engine.chunk import CacheStats, GenerationChunk
 from glmdesk.engine.context import FittedPrompt, fit_prompt
 from glmdesk.engine.decoding import LogitsSource, Sampler, answer_seed, generate_tokens
 from glmdesk.engine.detokenizer import IncrementalDetokenizer
-from glmdesk.engine.prompt import PromptFormat, ReplyFilter, encodable
+from glmdesk.engine.prompt import PromptFormat, ReplyFilter, continued, encodable
 
 #: Builds the prompt for an answer from the prompt limit (context minus answer budget,
 #: in tokens); raises ``GlmdeskError("prompt_too_long")`` when it cannot fit.
@@ -192,6 +192,10 @@ class _Answer:
         )
 
 
+#: Prompt ids a continued answer's detokenizer starts after (its leading-space context).
+RESUME_CONTEXT_TOKENS = 4
+
+
 def stream_answer(
     model: TextModel,
     messages: Sequence[ChatMessage],
@@ -204,7 +208,9 @@ def stream_answer(
 
     Args:
         model: The loaded model (a :class:`TextModel`).
-        messages: System messages, then turns ending with the user message to answer.
+        messages: System messages, then turns ending with the user message to answer,
+            or with an assistant message to continue (Continue after the length limit:
+            the new text follows that message's text; chunks carry only the new text).
         params: Read before every token; replace its value to change sampling
             mid-answer (applies from the next token). ``seed`` is read once.
         cache: KV-cache strategy for this answer (default: full).
@@ -232,16 +238,20 @@ def stream_answer(
         yield from _stream(
             model,
             lambda limit, fallback: fit_prompt(model.prompt_format, encodable(messages), limit, fallback),
-            _reply_filter(model.prompt_format, offered_tools(messages)),
+            _reply_filter(model.prompt_format, offered_tools(messages), continued(messages)),
             params,
             cache,
             stop,
             conversation,
+            resume=continued(messages),
         )
 
 
-def _reply_filter(fmt: PromptFormat, tools: ToolSet | None) -> ReplyFilter:
-    """The format's reply filter; with tools offered, its tool-call filter when it has one."""
+def _reply_filter(fmt: PromptFormat, tools: ToolSet | None, resumed: bool = False) -> ReplyFilter:
+    """The format's reply filter; with tools offered, its tool-call filter when it has one;
+    for the rest of an open answer (``resumed``: Continue), its continuation filter."""
+    if resumed:
+        return fmt.continuation_filter()
     tool_filter = getattr(fmt, "tool_reply_filter", None)
     return tool_filter(tools) if tools and tool_filter is not None else fmt.reply_filter()
 
@@ -300,6 +310,7 @@ def _stream(
     cache: CacheSettings,
     stop: threading.Event,
     conversation: Hashable | None = None,
+    resume: bool = False,
 ) -> Iterator[GenerationChunk]:
     answer = _Answer(model, cache, shown)
     pool = answer.pool if conversation is not None else None
@@ -312,6 +323,8 @@ def _stream(
         fallback = model.context_length - min_reply_tokens(p)
         fitted = prompt(limit, fallback)
         answer.n_prompt, answer.dropped = len(fitted.ids), fitted.dropped
+        if resume:  # the answer's tail in the prompt is the new text's left context
+            answer.detok.add_context(fitted.ids[-RESUME_CONTEXT_TOKENS:])
         answer.reply_limit = reply_limit(p, model.context_length, answer.n_prompt, cache)
         if stop.is_set():
             yield answer.chunk(finish="cancelled")

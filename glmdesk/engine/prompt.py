@@ -88,7 +88,9 @@ class PromptFormat(ABC):
 
         Args:
             messages: Optional system messages first, then user/assistant turns
-                ending with a user message.
+                ending with a user message (or an observation), or with an assistant
+                message to continue (Continue after the length limit): the prompt then
+                ends with that message's text, its turn left open (no closing markup).
 
         Returns:
             Token ids, shape ``[n_prompt]``. Message text is always encoded as plain
@@ -99,6 +101,17 @@ class PromptFormat(ABC):
         """Return a fresh :class:`ReplyFilter` for the shown reply text (e.g. ChatGLM3
         drops the empty metadata line). Default: every delta shown as it is."""
         return ReplyFilter()
+
+    def continuation_filter(self) -> ReplyFilter:
+        """Return a fresh :class:`ReplyFilter` for the rest of an open assistant turn
+        (Continue): the reply's start (metadata line, leading whitespace) is already
+        in the prompt. Default: every delta shown as it is."""
+        return ReplyFilter()
+
+
+def continued(messages: Sequence[ChatMessage]) -> bool:
+    """Whether ``messages`` ends with an assistant message to continue (not a tool call)."""
+    return bool(messages) and messages[-1].role == "assistant" and messages[-1].tool_call is None
 
 
 class ChatTemplateFormat(PromptFormat):
@@ -129,14 +142,21 @@ class ChatTemplateFormat(PromptFormat):
         self.stop_ids = frozenset(stop_ids)
 
     def encode(self, messages: Sequence[ChatMessage]) -> list[int]:
-        messages = plain_messages(messages)
+        """See :meth:`PromptFormat.encode`. An assistant message to continue is written as
+        the template's generation prompt after the turns before it, then its text: the
+        prompt the answer was generated from, followed by what was generated."""
+        partial = messages[-1].content if continued(messages) else None
+        messages = plain_messages(messages[:-1] if partial is not None else messages)
         ids: list[int] = []
         for part in render_template_parts(self.tokenizer, messages):
             if isinstance(part, Markup):
                 ids += self.tokenizer.encode(part.text, add_special_tokens=False)
             elif part:
-                ids += self.tokenizer.encode(part, add_special_tokens=False, split_special_tokens=True)
-        return ids
+                ids += self._plain(part)
+        return ids + (self._plain(partial) if partial else [])
+
+    def _plain(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text, add_special_tokens=False, split_special_tokens=True)
 
 
 @dataclass(frozen=True)

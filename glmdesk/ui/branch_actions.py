@@ -1,5 +1,5 @@
-"""Per-message actions and branches in the chat view: copy, edit and resend, regenerate,
-delete, and the "‹ 2/3 ›" switch between versions.
+"""Per-message actions and branches in the chat view: copy, edit and resend, continue,
+regenerate, delete, and the "‹ 2/3 ›" switch between versions.
 
 A GUI-thread QObject beside the window. It gives every message widget a
 :class:`~glmdesk.ui.message_footer.MessageFooter`, fills in the figures (from the
@@ -122,8 +122,10 @@ class BranchActions(QObject):
         streaming = self.window.session.is_streaming()
         stored = self.controller.shown_messages() if self.controller is not None else []
         records = self.window.session.state.records
+        continuable = not streaming and self.window.session.can_continue() and len(widgets) == len(records)
         for index, widget in enumerate(widgets):
             footer = self._footer(widget)
+            footer.set_continuable(continuable and index == len(widgets) - 1 and not widget.is_streaming())
             if index < len(stored) and stored[index][0].text == widget.text():
                 message, siblings = stored[index]
                 footer.set_siblings(siblings.index(message.id) + 1, len(siblings))
@@ -177,6 +179,8 @@ class BranchActions(QObject):
             dialog = EditDialog(widget.text(), self.window)
             if dialog.exec() == EditDialog.DialogCode.Accepted:
                 self.edit_message(index, dialog.text())
+        elif action == "continue":
+            self.continue_at(index)
         elif action == "regenerate":
             self.regenerate_at(index)
         elif action == "delete":
@@ -204,6 +208,13 @@ class BranchActions(QObject):
             return False
         window.regenerate()
         return window.session.is_streaming()
+
+    def continue_at(self, index: int) -> bool:
+        """Continue the answer at ``index`` (the last one, cut by the length limit) in place."""
+        window = self.window
+        if index != len(window.session.state) - 1:
+            return False
+        return window.session.continue_answer(window.sidebar.system_prompt(), window.sidebar.cache_settings())
 
     def delete_at(self, index: int) -> bool:
         """Delete the message at ``index`` (saved conversations: its replies stay)."""

@@ -22,7 +22,7 @@ from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import CacheSettings, LoadSettings, ParamsBox
 from glmdesk.core.tools import ToolCall, ToolSet, ToolSettings, calls_since_user
-from glmdesk.ui.conversation import AnswerRecord, ChatState
+from glmdesk.ui.conversation import AnswerRecord, ChatState, continued_answer
 from glmdesk.ui.worker import Worker, start_thread, stop_thread
 
 _QUEUED = Qt.ConnectionType.QueuedConnection
@@ -137,6 +137,7 @@ class ChatSession(QObject):
         self._last_request: tuple[str, CacheSettings] = ("", CacheSettings())
         self._code_run = 0
         self._running_code: int | None = None
+        self._resumed: tuple[str, AnswerRecord | None] | None = None  # Continue: the text and record so far
 
         self.worker = Worker(params, factory, options)
         self.thread = start_thread(self.worker)
@@ -265,6 +266,24 @@ class ChatSession(QObject):
         self._start_answer(system_prompt, cache)
         return True
 
+    def can_continue(self) -> bool:
+        """True when the last answer was cut by the length limit and the backend can continue it."""
+        return self.state.continuable() and (self.capabilities is None or self.capabilities.continue_answers)
+
+    def continue_answer(self, system_prompt: str, cache: CacheSettings) -> bool:
+        """Continue the last answer where the length limit cut it, in the same message: the
+        prompt ends with its text and the new text is appended (``message_added`` then
+        carries the whole answer at the same index). False when it cannot continue now."""
+        if self._current is not None or not self.is_ready() or not self.can_continue():
+            return False
+        self._resumed = (self.state.messages[-1].content, self.state.records[-1])
+        self._start_answer(system_prompt, cache)
+        return True
+
+    def is_resuming(self) -> bool:
+        """True while the answer being written continues the last answer (Continue)."""
+        return self._resumed is not None
+
     def _start_answer(self, system_prompt: str, cache: CacheSettings) -> None:
         self._request_id += 1
         self._current = self._request_id
@@ -326,6 +345,10 @@ class ChatSession(QObject):
             record = dataclasses.replace(record, finish_reason="stop", notice=notice)
             chunk = dataclasses.replace(chunk, finish_reason="stop", tool_call=None, notice=notice)
             call = None
+        resumed, self._resumed = self._resumed, None
+        if resumed is not None:  # Continue: one answer, the old text and the new
+            text, record = continued_answer(*resumed, text, record)
+            self.state.pop()
         self.last_answer = (text, record)
         if call is not None:
             index = self.state.add(ChatMessage("assistant", text, tool_call=call), record)
@@ -446,13 +469,16 @@ class ChatSession(QObject):
         """KV bytes the backend keeps for conversations between answers, in bytes."""
         return self.backend.kept_kv_bytes() if self.backend is not None else 0
 
-    def show_conversation(self, messages: list[ChatMessage], key: object = None) -> None:
+    def show_conversation(
+        self, messages: list[ChatMessage], key: object = None, last_reason: str = "stop"
+    ) -> None:
         """Replace the open conversation with ``messages`` (from the history).
 
         An answer being written is stopped first and kept in the conversation it
         belongs to (its ``message_added`` goes out before the switch). ``key`` names the
         conversation for the KV cache kept between turns (the history's id), so that
-        switching back to it reuses its cache while the budget keeps it.
+        switching back to it reuses its cache while the budget keeps it. ``last_reason``:
+        the stored finish reason of the last answer (``length``: it can be continued).
         """
         self.abandon_answer()
         self._close_interpreter()
@@ -462,8 +488,9 @@ class ChatSession(QObject):
             key = ("new", self._new_chats)
         self.conversation_key = key
         shown = [m for m in messages if m.role != "system"]
-        for message in shown:
-            self.state.add(message, AnswerRecord("stop") if message.role == "assistant" else None)
+        for i, message in enumerate(shown):
+            reason = last_reason if i == len(shown) - 1 else "stop"
+            self.state.add(message, AnswerRecord(reason) if message.role == "assistant" else None)
         self.conversation_replaced.emit(shown)
 
     def rewind(self, index: int) -> bool:

@@ -114,13 +114,18 @@ class ChatView(QScrollArea):
         self._follow = True
 
     # Streaming --------------------------------------------------------------
-    def begin_stream(self) -> MessageWidget:
-        """Append an empty assistant message that :meth:`append_text` fills."""
+    def begin_stream(self, resume: bool = False) -> MessageWidget:
+        """Append an empty assistant message that :meth:`append_text` fills; ``resume``
+        (Continue): the last message, when it is an answer, is filled on from its text."""
         self.finish_stream()
-        widget = self.add_message("assistant", "")
+        widgets = self.messages()
+        if resume and widgets and widgets[-1].role == "assistant":
+            widget = widgets[-1]
+        else:
+            widget = self.add_message("assistant", "")
         widget.set_streaming(True)
         self._streaming = widget
-        self._stream_text = ""
+        self._stream_text = widget.text()
         self._dirty = False
         return widget
 

@@ -6,7 +6,7 @@ owner) saves from the window's ``message_added`` signal. No Qt here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.messages import ChatMessage
@@ -44,6 +44,18 @@ class AnswerRecord:
     notice: ErrorInfo | None = None
 
 
+def continued_answer(
+    before: str, old: AnswerRecord | None, new_text: str, new: AnswerRecord
+) -> tuple[str, AnswerRecord]:
+    """The whole answer after Continue: ``before + new_text`` and its record (the new
+    finish reason, tokens counted over both parts, the continuation's speed and TTFT).
+    When nothing new was written, the old record stays (so it can be continued again)."""
+    if not new_text and new.error is None and old is not None:
+        return before, old
+    n_before = old.n_tokens if old is not None else 0
+    return before + new_text, replace(new, n_tokens=n_before + new.n_tokens)
+
+
 class ChatState:
     """User and assistant messages in order, each assistant message with its record."""
 
@@ -73,6 +85,11 @@ class ChatState:
         """Remove every message."""
         self.messages.clear()
         self.records.clear()
+
+    def continuable(self) -> bool:
+        """True when the newest message is an answer cut by the length limit (Continue)."""
+        last = self.records[-1] if self.records else None
+        return last is not None and last.finish_reason == "length" and self.messages[-1].tool_call is None
 
     def last_role(self) -> str | None:
         """Role of the newest message, or ``None``."""

@@ -260,11 +260,17 @@ class HistoryController(QObject):
         cid, self._to_show = self._to_show, None
         if cid is None:
             return
-        ok, loaded = self._read(lambda: self.history.chat_messages(cid))
+
+        def read() -> tuple[list[ChatMessage], str]:
+            leaf = self.history.active_leaf(cid)
+            last = self.history.get_message(leaf).finish_reason if leaf is not None else None
+            return self.history.chat_messages(cid), last or "stop"  # "length": Continue
+
+        ok, loaded = self._read(read)
         if not ok:
             return
         # The session stops (and we save) a running answer before switching.
-        self.session.show_conversation(loaded, key=("history", cid))
+        self.session.show_conversation(loaded[0], key=("history", cid), last_reason=loaded[1])
         if cid != self._conv.id:
             self._conv = ConversationRef(cid)
         self._anchor = ACTIVE
@@ -407,8 +413,27 @@ class HistoryController(QObject):
     @Slot(int)
     def _on_answer_started(self, _request_id: int) -> None:
         self._last_checkpoint = time.monotonic()
-        if self._answer is None:  # Regenerate: a new answer to the stored question
+        if self._answer is None and self.session.is_resuming():
+            self._resume_answer()
+        elif self._answer is None:  # Regenerate: a new answer to the stored question
             self._begin_answer(None)
+
+    def _resume_answer(self) -> None:
+        """Continue: the stored answer on screen becomes ``partial`` again; checkpoints and
+        the finish write the whole text into that same row (no new message). The row is
+        found when the write runs, after the write that stored the cut answer."""
+        conv, text = self._conv, self.session.state.messages[-1].content
+        answer = Answer(conv, dataclasses.asdict(self.session.params_box.get()))
+        answer.parts.append(text)
+        self._answer = answer
+
+        def resume(h: History) -> None:
+            leaf = h.active_leaf(conv.id) if conv.id is not None else None
+            if leaf is not None and (m := h.get_message(leaf)).role == "assistant" and m.text == text:
+                h.resume_assistant_message(leaf)
+                answer.message_id = leaf
+
+        self.writes.submit(resume)
 
     def _begin_answer(self, user: str | None) -> None:
         """Store the start of a round (``user``: its question) or of a new answer (``None``)."""

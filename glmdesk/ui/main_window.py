@@ -362,7 +362,7 @@ class MainWindow(QMainWindow):
     def _on_answer_started(self, _request_id: int) -> None:
         self.status.reset_answer_figures()
         self.notice.dismiss()
-        self.chat_view.begin_stream()
+        self.chat_view.begin_stream(resume=self.session.is_resuming())
         self.input_box.set_streaming(True)
         self._update_actions()
 

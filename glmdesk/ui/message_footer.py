@@ -3,21 +3,22 @@
 Attached to a :class:`~glmdesk.ui.message_widget.MessageWidget` from outside
 (:meth:`MessageFooter.attach`), so the bubble itself stays a plain view. The figures
 and the action buttons show while the mouse is over the message (or after a click on
-it); the branch switch shows whenever the message has siblings.
+it); the branch switch shows whenever the message has siblings. Otherwise the footer
+is hidden and takes no space. Continue shows only on an answer cut by the length limit.
 """
 
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QObject, QSize, Qt, Signal, Slot
 from PySide6.QtGui import QAction, QColor, QFont, QGuiApplication, QPainter, QPalette, QPixmap
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QMenu, QSizePolicy, QToolButton, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QMenu, QSizePolicy, QToolButton, QVBoxLayout, QWidget
 
 from glmdesk.ui.theme import theme_colours
 
 #: Actions a footer offers, by role.
 ROLE_ACTIONS = {
     "user": ("copy", "edit", "delete"),
-    "assistant": ("copy", "regenerate", "delete"),
+    "assistant": ("copy", "continue", "regenerate", "delete"),
     "system": ("copy",),
 }
 
@@ -55,8 +56,8 @@ class MessageFooter(QWidget):
         parent: Parent widget.
 
     Signals:
-        action_requested(str): ``copy_text``, ``copy_markdown``, ``edit``, ``regenerate``
-            or ``delete``.
+        action_requested(str): ``copy_text``, ``copy_markdown``, ``edit``, ``continue``,
+            ``regenerate`` or ``delete``.
         sibling_requested(int): -1 for the previous sibling, +1 for the next.
     """
 
@@ -69,6 +70,8 @@ class MessageFooter(QWidget):
         self.role = role
         self._revealed = False
         self._pinned = False
+        self._several = False
+        self._continuable = False
         self.previous_button = self._tool("\u2039", self.tr("Previous version"))
         self.next_button = self._tool("\u203a", self.tr("Next version"))
         self.position_label = QLabel()
@@ -89,19 +92,33 @@ class MessageFooter(QWidget):
                 self.tr("Edit"),
                 self.tr("Edit and send again: the answer below becomes another version"),
             ),
+            "continue": (
+                self.tr("Continue"),
+                self.tr("Go on writing this answer where the token limit cut it"),
+            ),
             "regenerate": (self.tr("Regenerate"), self.tr("Write this answer again as another version")),
             "delete": (self.tr("Delete"), self.tr("Delete this message (the replies below it stay)")),
         }
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(0, 2, 0, 0)
+        # The figures on their own line above the switch and the actions: a narrow bubble
+        # (1024x700 windows) wraps them across its width, not in a column beside the buttons.
+        column = QVBoxLayout(self)
+        column.setContentsMargins(0, 2, 0, 0)
+        column.setSpacing(0)
+        column.addWidget(self.stats_label)
+        layout = QHBoxLayout()
         layout.setSpacing(2)
+        column.addLayout(layout)
         for widget in (self.previous_button, self.position_label, self.next_button):
             layout.addWidget(widget)
-        layout.addWidget(self.stats_label, 1)
+        layout.addStretch(1)
         for key in ROLE_ACTIONS.get(role, ("copy",)):
             text, tip = names[key]
             button = self._tool(text, tip)
             button.setObjectName(f"action_{key}")
+            if key == "continue":  # shown on few answers: leaves no gap where it is not
+                policy = button.sizePolicy()
+                policy.setRetainSizeWhenHidden(False)
+                button.setSizePolicy(policy)
             if key == "copy":
                 menu = QMenu(button)
                 for action_key, label in (
@@ -145,12 +162,18 @@ class MessageFooter(QWidget):
 
     def set_siblings(self, position: int, count: int) -> None:
         """Show "‹ position/count ›" when the message has other versions (``count > 1``)."""
-        several = count > 1
+        several = self._several = count > 1
         self.position_label.setText(f"{position}/{count}")
         for widget in (self.previous_button, self.position_label, self.next_button):
             widget.setVisible(several)
         self.previous_button.setEnabled(position > 1)
         self.next_button.setEnabled(position < count)
+        self._update_revealed()
+
+    def set_continuable(self, continuable: bool) -> None:
+        """Offer Continue (an answer cut by the length limit, last on its branch)."""
+        self._continuable = continuable
+        self._update_revealed()
 
     def set_actions_enabled(self, enabled: bool) -> None:
         """Disable the actions that start an answer or change the conversation (while one is written)."""
@@ -171,8 +194,10 @@ class MessageFooter(QWidget):
 
     def _update_revealed(self) -> None:
         self.stats_label.setVisible(self._revealed and bool(self.stats_label.text()))
-        for button in self.buttons.values():
-            button.setVisible(self._revealed)
+        for key, button in self.buttons.items():
+            button.setVisible(self._revealed and (key != "continue" or self._continuable))
+        if self.parentWidget() is not None:  # never a window of its own before attach
+            self.setVisible(self._revealed or self._several)  # hidden: no space taken
 
     @Slot()
     def _on_menu_action(self) -> None:
@@ -185,6 +210,7 @@ class MessageFooter(QWidget):
         """Put this footer under ``message`` (a MessageWidget), give it its role's badge and
         colours, and follow the mouse over it; its own copy button and figures line give way."""
         message.layout().addWidget(self)
+        self._update_revealed()
         header = message.layout().itemAt(0).layout()
         if header is not None:
             badge = QLabel()

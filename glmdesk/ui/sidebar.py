@@ -71,6 +71,7 @@ class Sidebar(QScrollArea):
         body = QWidget()
         column = QVBoxLayout(body)
         column.setContentsMargins(8, 8, 8, 8)
+        column.setSpacing(2)  # section headers sit close: every section fits at 1024x700
         column.addWidget(self._build_sampling())
         column.addWidget(self._build_system_prompt())
         self.tools_panel = ToolsPanel()
@@ -158,7 +159,7 @@ class Sidebar(QScrollArea):
         column = QVBoxLayout(box)
         self.system_prompt_edit = QPlainTextEdit()
         self.system_prompt_edit.setPlaceholderText(self.tr("Optional instructions for the model"))
-        self.system_prompt_edit.setMaximumHeight(110)
+        self.system_prompt_edit.setMaximumHeight(72)  # three lines and a half; it scrolls beyond
         column.addWidget(self.system_prompt_edit)
         column.addWidget(caption(self.tr("Applies from the next message.")))
         self.system_prompt_edit.textChanged.connect(self._on_system_prompt_edited)
@@ -176,6 +177,10 @@ class Sidebar(QScrollArea):
         }
         for key in CACHE_STRATEGIES:
             self.cache_combo.addItem(names.get(key, key), key)
+        # Long names must not widen the sidebar (1024x700 windows): the box elides, its list does not.
+        self.cache_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.cache_combo.setMinimumContentsLength(14)
+        self.cache_combo.view().setMinimumWidth(self.cache_combo.view().sizeHintForColumn(0) + 16)
         self.window_spin = QSpinBox()
         self.window_spin.setRange(16, 1 << 20)
         self.window_spin.setSingleStep(256)

@@ -748,6 +748,14 @@ Updated {when} · {model}</source>
         <translation>编辑后重新发送：下面的回答将成为另一个版本</translation>
     </message>
     <message>
+        <source>Continue</source>
+        <translation>继续</translation>
+    </message>
+    <message>
+        <source>Go on writing this answer where the token limit cut it</source>
+        <translation>从达到 token 上限处接着写这条回答</translation>
+    </message>
+    <message>
         <source>Regenerate</source>
         <translation>重新生成</translation>
     </message>
@@ -1403,6 +1411,7 @@ Updated {when} · {model}</source>
     <name>ToolCallCard</name>
     <message>
         <source>Code interpreter</source>
+        <extracomment>Widest a tool&apos;s image is shown, in px (wider ones are scaled down, aspect kept).</extracomment>
         <translation>代码解释器</translation>
     </message>
     <message>

@@ -50,6 +50,7 @@ def test_capabilities_say_what_the_server_decides(remote):
     caps = remote.capabilities()
     assert caps.per_answer_sampling == frozenset(SAMPLING_FIELDS) and not caps.live_sampling
     assert caps.memory_probe == "remote" and caps.device == remote.url
+    assert not caps.continue_answers  # a chat completion always starts a new turn
     assert set(caps.kv_strategies) == set(CACHE_STRATEGIES)
     assert all(info is not None and info.params["reason"] for info in caps.kv_strategies.values())
     assert all(info is not None for info in caps.quantizations.values())

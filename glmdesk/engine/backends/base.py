@@ -44,6 +44,8 @@ class Capabilities:
         context_length: The context window, in tokens.
         stop_ids: Ids that end a reply (empty when the backend does not expose ids).
         tool_calls: Whether the model's prompt format has tool calls.
+        continue_answers: Whether an answer cut by the length limit can be continued in
+            place (:meth:`Backend.stream` with the conversation ending with that answer).
     """
 
     engine: str
@@ -57,6 +59,7 @@ class Capabilities:
     context_length: int = 0
     stop_ids: frozenset[int] = frozenset()
     tool_calls: bool = False
+    continue_answers: bool = True
 
     def __post_init__(self) -> None:
         if self.memory_probe not in MEMORY_PROBES:

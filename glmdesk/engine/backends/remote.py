@@ -367,6 +367,7 @@ class RemoteBackend(Backend):
             context_length=info.context_length,
             stop_ids=frozenset(),
             tool_calls=True,  # passed through; a server whose model has none refuses them
+            continue_answers=False,  # a chat completion always starts a new turn
         )
 
     def close(self) -> None:

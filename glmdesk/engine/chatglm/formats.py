@@ -19,7 +19,7 @@ from typing import Protocol
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.tools import ToolSet
 from glmdesk.engine.chatglm.tools import call_text, chatglm3_system_text, glm4_tools_text
-from glmdesk.engine.prompt import PromptFormat, ReplyFilter, plain_messages
+from glmdesk.engine.prompt import PromptFormat, ReplyFilter, continued, plain_messages
 from glmdesk.engine.stop_ids import stop_ids as family_stop_ids
 from glmdesk.engine.stop_ids import token_lookup
 
@@ -108,8 +108,8 @@ class ChatGLM2ReplyFilter(ReplyFilter):
 
     MARKER = "[Round"
 
-    def __init__(self) -> None:
-        self._started = False
+    def __init__(self, started: bool = False) -> None:
+        self._started = started  # True: the reply's start is already shown (Continue)
         self._held = ""
         self._stopped = False
 
@@ -182,7 +182,8 @@ class ChatGLM2Format(PromptFormat):
     older rounds (the fitter keeps system messages).
 
     A last round whose answer is missing is the open question; the reply is
-    stopped by eos (id 2 in the real model).
+    stopped by eos (id 2 in the real model). A conversation ending with an assistant
+    message (Continue) ends the prompt with that answer's text, the round left open.
 
     Args:
         tokenizer: A :class:`~glmdesk.engine.chatglm.tokenizer.ChatGLMTokenizer`.
@@ -198,7 +199,11 @@ class ChatGLM2Format(PromptFormat):
     def build_text(self, messages: Sequence[ChatMessage]) -> str:
         """Return the prompt text after ``[gMASK] sop`` (for display and tests)."""
         system, rounds = _split_rounds(messages)
-        if not rounds or rounds[-1][1] is not None:
+        partial = None
+        if continued(messages):
+            q, partial = rounds.pop()
+            rounds.append((q, None))
+        elif not rounds or rounds[-1][1] is not None:
             rounds.append(("", None))
         if system:
             q, a = rounds[0]
@@ -206,7 +211,7 @@ class ChatGLM2Format(PromptFormat):
         parts = []
         for i, (q, a) in enumerate(rounds, start=1):
             if a is None:
-                parts.append(f"[Round {i}]\n\n问：{q}\n\n答：")
+                parts.append(f"[Round {i}]\n\n问：{q}\n\n答：{partial or ''}")
             else:
                 parts.append(f"[Round {i}]\n\n问：{q}\n\n答：{a}\n\n")
         return "".join(parts)
@@ -217,6 +222,10 @@ class ChatGLM2Format(PromptFormat):
     def reply_filter(self) -> ReplyFilter:
         """A fresh :class:`ChatGLM2ReplyFilter`."""
         return ChatGLM2ReplyFilter()
+
+    def continuation_filter(self) -> ReplyFilter:
+        """A :class:`ChatGLM2ReplyFilter` that keeps leading whitespace (mid-answer)."""
+        return ChatGLM2ReplyFilter(started=True)
 
 
 class RoleTokenFormat(PromptFormat):
@@ -274,7 +283,14 @@ class RoleTokenFormat(PromptFormat):
         return ids + (self.encode_message("system", content) if content else [])
 
     def encode(self, messages: Sequence[ChatMessage]) -> list[int]:
+        """See :meth:`PromptFormat.encode`. An assistant message to continue ends the
+        prompt as ``<|assistant|>`` + enc("\\n") + enc(its text), the turn left open."""
         ids = [self.ids["gmask"], self.ids["sop"]]
+        if continued(messages):
+            *messages, last = messages
+            for m in messages:
+                ids += self.encode_chat_message(m)
+            return ids + self.encode_message("assistant", last.content)
         for m in messages:
             ids += self.encode_chat_message(m)
         ids.append(self.ids["assistant"])
