@@ -12,6 +12,7 @@ import dataclasses
 from typing import Any
 
 from glmdesk.core.history import History
+from glmdesk.core.history_rounds import save_round
 from glmdesk.core.history_tree import ACTIVE
 from glmdesk.core.history_types import StoredMessage
 
@@ -77,3 +78,22 @@ def parent_of(history: History, conversation_id: int | None, anchor: Any) -> Any
             return ACTIVE
         return on_screen[anchor.index - 1][0].id if anchor.index > 0 else on_screen[0][0].parent_id
     return anchor
+
+
+def save_whole_round(
+    h: History, conv: ConversationRef, user, text, reason, stats, settings, anchor, model
+) -> None:
+    """Store a round whose start is not in the file yet, whole, in one transaction (on the
+    writer thread): ``user`` (the question, or ``None`` for an answer alone) and the
+    answer ``text`` under ``anchor``; a new conversation gets its id in ``conv``."""
+    conv.id = save_round(
+        h,
+        conv.id,
+        user,
+        text,
+        finish_reason=reason,
+        stats=stats,
+        model=model,
+        settings=settings,
+        parent_id=parent_of(h, conv.id, anchor),
+    )

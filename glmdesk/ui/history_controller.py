@@ -47,7 +47,7 @@ from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
 from glmdesk.core.history import History
 from glmdesk.core.history_errors import HistoryError
-from glmdesk.core.history_rounds import begin_round, save_round
+from glmdesk.core.history_rounds import begin_round
 from glmdesk.core.history_tree import ACTIVE
 from glmdesk.core.history_types import GenerationStats, StoredMessage
 from glmdesk.core.history_writer import HistoryWriter
@@ -58,6 +58,7 @@ from glmdesk.ui.history_anchors import (
     ConversationRef,
     Rewound,
     parent_of,
+    save_whole_round,
     shown,
 )
 from glmdesk.ui.history_writes import WriteQueue
@@ -355,7 +356,7 @@ class HistoryController(QObject):
         if answer is None:  # an answer the window added without starting it
             anchor = self._take_anchor()
             self.writes.submit(
-                lambda h: self._save(h, conv, None, message.content, "stop", None, None, anchor, model),
+                lambda h: save_whole_round(h, conv, None, message.content, "stop", None, None, anchor, model),
                 then=lambda _r: self._refresh(),
             )
             return
@@ -381,26 +382,12 @@ class HistoryController(QObject):
                     tool_call=message.tool_call,
                 )
             else:
-                self._save(
+                save_whole_round(
                     h, answer.conv, answer.unsaved_user, message.content, reason, stats, settings,
                     answer.anchor, model,
                 )  # fmt: skip
 
         self.writes.submit(finish)
-
-    @staticmethod
-    def _save(h: History, conv: ConversationRef, user, text, reason, stats, settings, anchor, model) -> None:
-        conv.id = save_round(
-            h,
-            conv.id,
-            user,
-            text,
-            finish_reason=reason,
-            stats=stats,
-            model=model,
-            settings=settings,
-            parent_id=parent_of(h, conv.id, anchor),
-        )
 
     @Slot(object, str)
     def _on_tool_images_added(self, images: list, name: str) -> None:
@@ -487,7 +474,9 @@ class HistoryController(QObject):
             if answer.message_id is not None:
                 h.delete_message(answer.message_id)
             elif answer.unsaved_user is not None:
-                self._save(h, answer.conv, answer.unsaved_user, None, "stop", None, None, answer.anchor, None)
+                save_whole_round(
+                    h, answer.conv, answer.unsaved_user, None, "stop", None, None, answer.anchor, None
+                )
 
         self.writes.submit(discard)
 

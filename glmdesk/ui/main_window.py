@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import functools
 
-from PySide6.QtCore import QCoreApplication, Qt, Signal, Slot
+from PySide6.QtCore import QCoreApplication, Signal, Slot
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QMainWindow, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QMainWindow, QWidget
 
 from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.messages import ChatMessage
@@ -19,19 +19,13 @@ from glmdesk.core.settings import FAMILY_DEFAULTS, LoadSettings, ParamsBox, Samp
 from glmdesk.engine.memory import MIB, MemoryProbe
 from glmdesk.ui.answer_notes import AnswerNotes
 from glmdesk.ui.branch_actions import BranchActions
-from glmdesk.ui.chat_area import ChatArea
 from glmdesk.ui.chat_session import ChatSession
-from glmdesk.ui.chat_view import ChatView
-from glmdesk.ui.input_box import InputBox
-from glmdesk.ui.memory_gauge import MemoryGauge
 from glmdesk.ui.messages import error_sentence, note_sentence
-from glmdesk.ui.notice_bar import NoticeBar
 from glmdesk.ui.open_model_dialog import OpenModelDialog
 from glmdesk.ui.serve_controller import ServeController
 from glmdesk.ui.settings_store import SettingsStore
-from glmdesk.ui.sidebar import Sidebar
-from glmdesk.ui.status_bar import StatusBar
 from glmdesk.ui.tool_controller import ToolController, show_stored
+from glmdesk.ui.window_layout import lay_out
 from glmdesk.ui.window_menus import ProductMenus
 
 
@@ -169,43 +163,7 @@ class MainWindow(QMainWindow):
 
     # Building -------------------------------------------------------------------
     def _build(self, probe: MemoryProbe | None) -> None:
-        self.history_pane = QWidget()  # the history panel goes here (set_history_panel)
-        self.history_pane.setObjectName("history_pane")
-        QVBoxLayout(self.history_pane).setContentsMargins(0, 0, 0, 0)
-        self.history_pane.hide()
-
-        self.chat_view = ChatView()
-        self.notice = NoticeBar()
-        self.input_box = InputBox()
-        chat_column = QWidget()
-        column = QVBoxLayout(chat_column)
-        column.setContentsMargins(0, 0, 0, 0)
-        column.setSpacing(0)
-        self.chat_area = ChatArea(self.chat_view)  # the welcome while the chat is empty
-        column.addWidget(self.chat_area, 1)
-        column.addWidget(self.notice)
-        column.addWidget(self.input_box)
-
-        self.sidebar = Sidebar(self.params_box.get())
-        self.gauge = MemoryGauge(probe)
-        side_column = QWidget()
-        side = QVBoxLayout(side_column)
-        side.setContentsMargins(0, 0, 0, 0)
-        side.addWidget(self.sidebar, 1)
-        side.addWidget(self.gauge)
-
-        self.splitter = QSplitter(Qt.Orientation.Horizontal)
-        self.splitter.setObjectName("main_splitter")
-        self.splitter.addWidget(self.history_pane)
-        self.splitter.addWidget(chat_column)
-        self.splitter.addWidget(side_column)
-        self.splitter.setStretchFactor(1, 1)
-        self.splitter.setCollapsible(1, False)
-        self.splitter.setSizes([240, 760, 380])
-        self.setCentralWidget(self.splitter)
-        self.status = StatusBar()
-        self.setStatusBar(self.status)
-
+        lay_out(self, probe)
         self.input_box.message_submitted.connect(self.send_message)
         self.input_box.stop_requested.connect(self.stop_answer)
         self.sidebar.params_changed.connect(self._on_params_changed)
