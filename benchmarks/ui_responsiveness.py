@@ -161,6 +161,7 @@ def main() -> int:
     params = SamplingParams(temperature=0.0, top_p=1.0, max_new_tokens=args.tokens)
     window.sidebar.set_params(params)
     backend = window.session.backend  # the same loaded model the window streams from
+    engine = backend.info.engine
 
     def bare_run() -> tuple[float, int]:
         times: list[float] = []
@@ -232,7 +233,7 @@ def main() -> int:
         f"heartbeat {HEARTBEAT_MS} ms; machine: {os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.1f}"
     )
     print(f"engine import and tokenizer before the window (as run_app does): {import_s:.1f} s")
-    print(f"model load through the window: {load_s:.1f} s (engine: {backend.info.engine})")
+    print(f"model load through the window: {load_s:.1f} s (engine: {engine})")
     load_longest, load_p99 = report("while loading", load_gaps)
     stream_longest, stream_p99 = report(f"while streaming x{args.rounds}", stream_gaps)
     print(
