@@ -6,7 +6,7 @@ The busy load is a child process spinning in a loop, pinned to the last CPU
 - ``cores``: one thread per physical core, fixed (torch's default; glmdesk's
   default before issue 21);
 - ``1`` .. ``cores-1``: fixed counts;
-- ``adaptive``: :class:`glmdesk.engine.threads.ThreadTuner` (glmdesk's default now),
+- ``adaptive``: :class:`glmdesk.engine.threads.ThreadTuner` (glmdesk's thread count),
   one tuner kept across answers as in the app;
 - ``cores passive`` and ``adaptive passive``: the same with ``OMP_WAIT_POLICY=PASSIVE``,
   which OpenMP reads only when it loads, so they run in a child process started
@@ -99,7 +99,7 @@ def main() -> int:
     parser.add_argument("--tokens", type=int, default=60)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    import torch
+    import torch  # before glmdesk (which sets OMP_WAIT_POLICY=PASSIVE): this process spins as OpenMP does by default
 
     cores = torch.get_num_threads()
     if args.child:
@@ -134,7 +134,8 @@ def main() -> int:
             f"{name:17} {q:>11.1f} {qt:>7.3f} {b:>10.1f} {bt:>7.3f} {b / best_busy:>15.2f} {q / quiet_ref:>11.2f}"
         )
     print(
-        f"goals for the default (adaptive): busy/best fixed >= 0.8, quiet/cores >= 0.95; "
+        f"goals for glmdesk's default (adaptive passive: importing glmdesk sets OMP_WAIT_POLICY=PASSIVE): "
+        f"busy/best fixed >= 0.8, quiet/cores >= 0.95; "
         f"load average now {os.getloadavg()[0]:.1f}"
     )
     return 0

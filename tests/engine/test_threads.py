@@ -7,6 +7,10 @@ this machine's timings; the last tests run it on the real model.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -107,3 +111,14 @@ def test_the_default_adapts_and_the_setting_overrides(embedded):
         assert torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(DEFAULT_THREADS)
+
+
+@pytest.mark.parametrize(("given", "expected"), [(None, "PASSIVE"), ("ACTIVE", "ACTIVE")])
+def test_waiting_openmp_threads_sleep_unless_the_user_says_otherwise(given, expected):
+    """glmdesk sets OMP_WAIT_POLICY before torch or llama.cpp load OpenMP; a user's value stays."""
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    if given is not None:
+        env["OMP_WAIT_POLICY"] = given
+    code = "import glmdesk, os, sys; print(os.environ['OMP_WAIT_POLICY'], 'torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == [expected, "False"]  # set before torch is loaded
