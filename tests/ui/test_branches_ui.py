@@ -51,6 +51,7 @@ def test_welcome_example_prompt_is_sent_and_new_chat_brings_it_back(qtbot, wired
         qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
     assert not area.showing_welcome()
     assert _texts(window)[0] == button.text()
+    assert controller.flush(10)
     assert history.messages(controller.conversation_id)[0].text == button.text()
     # The status bar shows this answer's figures; New clears them with the conversation.
     assert window.status.speed_label.text()

@@ -69,6 +69,7 @@ def test_continue_appears_on_a_cut_answer_and_fills_the_same_bubble(qtbot, wired
     assert record.n_tokens == 16  # both parts counted
     assert [m.content for m in window.session.state.messages][-1] == whole
 
+    assert controller.flush(10)  # history writes run on the writer thread
     stored = history.messages(controller.conversation_id)
     answers = [m for m in stored if m.role == "assistant"]
     assert len(answers) == 2  # the continued answer is the same message, not a new one
