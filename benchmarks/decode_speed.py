@@ -300,18 +300,18 @@ def llama_cpp_row(pairs: int = 3, new: int = 200, compile_too: bool = False) -> 
         )
     prompt = loads["fp32, fused step"].prompt_format.encode(messages)
 
-    class NoStop:
-        name = loads["fp32, fused step"].prompt_format.name
+    class NoStop(type(loads["fp32, fused step"].prompt_format)):
+        """The model's own format with no stop ids and the same prompt every time."""
+
         stop_ids = frozenset()
 
-        def encode(self, msgs):
+        def encode(self, *_args, **_kwargs):
             return prompt
 
-        def reply_filter(self):
-            return lambda text: text
-
     for loaded in loads.values():
-        loaded.prompt_format = NoStop()
+        no_stop = NoStop.__new__(NoStop)
+        no_stop.__dict__.update(loaded.prompt_format.__dict__)
+        loaded.prompt_format = no_stop
     threads = torch.get_num_threads()
     llm = llama_cpp.Llama(
         model_path=str(embedded_gguf_path()), n_ctx=1024, n_threads=threads, verbose=False, seed=0
