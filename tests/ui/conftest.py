@@ -80,3 +80,28 @@ def make_window(qtbot):
 def window(make_window, shared_model):
     """A window using the shared embedded model, ready to chat."""
     return make_window(shared_model)
+
+
+def attach_history(window, path):
+    """A history file at ``path`` wired to ``window`` as the app wires it (panel, controller,
+    version actions); returns ``(history, panel, controller)``. Close the controller, then
+    the history."""
+    from glmdesk.core.history import History
+    from glmdesk.ui.history_controller import HistoryController
+    from glmdesk.ui.history_panel import HistoryPanel
+
+    history = History(path)
+    panel = HistoryPanel(history)
+    window.set_history_panel(panel)
+    controller = HistoryController(window.session, history, panel, window)
+    window.branch_actions.controller = controller
+    return history, panel, controller
+
+
+@pytest.fixture
+def wired(window, tmp_path):
+    """The shared-model window with a history: ``(window, history, panel, controller)``."""
+    history, panel, controller = attach_history(window, tmp_path / "history.sqlite3")
+    yield window, history, panel, controller
+    controller.close()
+    history.close()

@@ -8,28 +8,12 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 
-from glmdesk.core.history import History
 from glmdesk.core.settings import SamplingParams
-from glmdesk.ui.history_controller import HistoryController
-from glmdesk.ui.history_panel import HistoryPanel
 
 ANSWER_MS = 120_000
-
-
-@pytest.fixture
-def wired(window, tmp_path):
-    history = History(tmp_path / "history.sqlite3")
-    panel = HistoryPanel(history)
-    window.set_history_panel(panel)
-    controller = HistoryController(window.session, history, panel, window)
-    window.branch_actions.controller = controller
-    yield window, history, panel, controller
-    controller.close()
-    history.close()
 
 
 def _answer(qtbot, window, start) -> None:

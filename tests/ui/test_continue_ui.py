@@ -6,28 +6,13 @@ The Continue test uses the real embedded model (greedy), loaded once per session
 
 from __future__ import annotations
 
-import pytest
 from PySide6.QtCore import Qt
 
-from glmdesk.core.history import History
 from glmdesk.core.settings import SamplingParams
-from glmdesk.ui.history_controller import HistoryController
-from glmdesk.ui.history_panel import HistoryPanel
 from glmdesk.ui.message_footer import MessageFooter
 from glmdesk.ui.message_widget import MessageWidget
 
 ANSWER_MS = 120_000
-
-
-@pytest.fixture
-def wired(window, tmp_path):
-    history = History(tmp_path / "history.sqlite3")
-    panel = HistoryPanel(history)
-    window.set_history_panel(panel)
-    controller = HistoryController(window.session, history, panel, window)
-    window.branch_actions.controller = controller
-    yield window, history, controller
-    history.close()
 
 
 def _continue_shown(window) -> list[bool]:
@@ -42,7 +27,7 @@ def _continue_shown(window) -> list[bool]:
 
 
 def test_continue_appears_on_a_cut_answer_and_fills_the_same_bubble(qtbot, wired) -> None:
-    window, history, controller = wired
+    window, history, _panel, controller = wired
     window.sidebar.set_system_prompt("You are a helpful assistant.")
     window.sidebar.set_params(SamplingParams(temperature=0.0, top_p=1.0, max_new_tokens=64))
     with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_MS):

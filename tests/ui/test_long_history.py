@@ -14,10 +14,8 @@ import threading
 
 import pytest
 
-from glmdesk.core.history import History
-from glmdesk.ui.history_controller import HistoryController
-from glmdesk.ui.history_panel import HistoryPanel
 from tests.core.test_history_writer import one_line_json
+from tests.ui.conftest import attach_history
 from tests.ui.fake_backend import FakeBackend
 
 MS = 30_000
@@ -33,11 +31,7 @@ def wired(qtbot, tmp_path):
     window.show()
     with qtbot.waitSignal(window.model_ready, timeout=MS):
         window.start()
-    history = History(tmp_path / "history.sqlite3")
-    panel = HistoryPanel(history)
-    window.set_history_panel(panel)
-    controller = HistoryController(window.session, history, panel, window)
-    window.branch_actions.controller = controller
+    history, panel, controller = attach_history(window, tmp_path / "history.sqlite3")
     yield window, history, panel, controller
     window.close()
     controller.close()
