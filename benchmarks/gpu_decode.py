@@ -18,6 +18,15 @@ under ``torch.compile(mode="reduce-overhead")`` (CUDA graphs).
 Run on a CUDA machine (a few minutes on one large GPU)::
 
     python benchmarks/gpu_decode.py [--contexts 1024 8192 32768] [--new 32] [--cuda-graph]
+    python benchmarks/gpu_decode.py --strategies [--contexts 8192 32768 65536 131072]
+
+``--strategies`` runs issue 5's table instead: a ChatGLM3-6B-128K-shaped model (rope
+theta 10000 x 500) in bf16, one growing sequence per KV strategy (full; 4 attention
+sinks + a 16K window, StreamingLLM arXiv:2309.17453; dynamic with a 2 GiB KV budget,
+which switches near 73K tokens), prefilled in 2,048-token chunks to 8K, 32K, 64K and
+128K tokens with ``--new`` greedy tokens decoded at each; printed per point: time to
+prefill this far (s), decode tokens/s, KV MiB held and the peak memory torch allocated
+since the strategy started (MiB).
 
 ``--tiny`` runs the same code on a small random model on the CPU (bitsandbytes'
 CPU backend), to check the script itself; its figures mean nothing.
@@ -35,7 +44,7 @@ from torch import nn
 from transformers import GlmConfig, GlmForCausalLM
 
 from glmdesk.core.settings import CacheSettings
-from glmdesk.engine.cache import FullCacheStrategy, kv_bytes_per_token
+from glmdesk.engine.cache import FullCacheStrategy, kv_bytes_per_token, make_cache_strategy
 
 CHATGLM3_6B = {
     "vocab_size": 65024,
@@ -143,6 +152,66 @@ def decode_rate(model, settings, context: int, new: int, max_tokens: int, static
     return rate
 
 
+STRATEGIES = {
+    "full": CacheSettings(strategy="full"),
+    "sinks 4 + window 16K": CacheSettings(strategy="sliding_window", sinks=4, window=16384),
+    "dynamic, 2 GiB budget": CacheSettings(strategy="dynamic", sinks=4, window=16384, budget_mib=2048),
+}
+
+
+def mib(n_bytes: float) -> float:
+    return n_bytes / 2**20
+
+
+@torch.inference_mode()
+def strategy_table(model, contexts: list[int], new: int, tiny: bool) -> None:
+    """Issue 5's table: one growing sequence per strategy (see the module docstring)."""
+    device = model.device
+    vocab = model.config.vocab_size
+    print("| strategy | context | prefill to here s | decode tokens/s | KV MiB held | peak MiB | state |")
+    print("|---|---:|---:|---:|---:|---:|---|")
+    for name, settings in STRATEGIES.items():
+        if tiny:  # scale the window and budget with the contexts
+            settings = CacheSettings(
+                strategy=settings.strategy,
+                sinks=4,
+                window=64,
+                budget_mib=None if settings.budget_mib is None else 0.05,
+            )
+        gc.collect()
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats(device)
+        strategy = make_cache_strategy(model, settings)
+        strategy.reuse([0])  # a fresh cache
+        generator = torch.Generator(device="cpu").manual_seed(0)
+        prefill_s, done = 0.0, 0
+        for context in contexts:
+            ids = torch.randint(0, vocab, (1, context - done), generator=generator)
+            sync(device)
+            t0 = time.perf_counter()
+            logits = strategy.prefill(ids)
+            sync(device)
+            prefill_s += time.perf_counter() - t0
+            token = int(logits.argmax())
+            sync(device)
+            t0 = time.perf_counter()
+            for _ in range(new):
+                token = int(strategy.step(token).argmax())
+            sync(device)
+            rate = new / (time.perf_counter() - t0)
+            done = context + new
+            stats = strategy.stats()
+            peak = mib(torch.cuda.max_memory_allocated(device)) if device.type == "cuda" else float("nan")
+            print(
+                f"| {name} | {context} | {prefill_s:.2f} | {rate:.1f} | {mib(stats.kv_bytes):.1f} | {peak:.0f} "
+                f"| {stats.state} |",
+                flush=True,
+            )
+        strategy.release()
+        del strategy
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--contexts", type=int, nargs="+", default=[1024, 8192, 32768])
@@ -151,9 +220,12 @@ def main() -> None:
         "--kinds", nargs="+", default=["bf16", "nf4", "int8"], choices=["bf16", "nf4", "int8"]
     )
     parser.add_argument("--cuda-graph", action="store_true", help="also bf16 under CUDA graphs")
+    parser.add_argument("--strategies", action="store_true", help="issue 5's KV-strategy table (bf16)")
     parser.add_argument("--tiny", action="store_true", help="a small model on the CPU (checks the script)")
     args = parser.parse_args()
 
+    if args.strategies and args.contexts == parser.get_default("contexts"):
+        args.contexts = [8192, 32768, 65536, 131072]
     if args.tiny:
         device, shape = torch.device("cpu"), TINY
         args.contexts = sorted({min(c, 256) for c in args.contexts} | {64})
@@ -162,8 +234,10 @@ def main() -> None:
     else:
         print("skipped: no CUDA device (use --tiny to check the script on the CPU)")
         return
-    max_tokens = max(args.contexts) + args.new + 8
+    max_tokens = max(args.contexts) + args.new * len(args.contexts) + 8
     settings = CacheSettings(prefill_chunk=2048)
+    if args.strategies:  # ChatGLM3-6B-128K: rope_ratio 500
+        shape = {**shape, "rope_parameters": {**shape["rope_parameters"], "rope_theta": 10000.0 * 500}}
     config = make_config(shape, max_tokens)
     card = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU (--tiny)"
     bandwidth = copy_bandwidth(device, 64 if args.tiny else 1024)
@@ -172,10 +246,23 @@ def main() -> None:
     print(
         f"measured copy bandwidth {bandwidth / 1e9:.0f} GB/s; KV {kv_per_token / 1024:.0f} KiB per token (bf16)"
     )
+    torch.manual_seed(0)
+    if args.strategies:
+        default = torch.get_default_dtype()
+        torch.set_default_dtype(torch.bfloat16)
+        try:
+            with torch.device(device):
+                model = GlmForCausalLM(config).eval()
+        finally:
+            torch.set_default_dtype(default)
+        print(
+            f"weights {mib(bytes_read_per_token(model)):.0f} MiB (bf16), prefill chunk {settings.prefill_chunk}"
+        )
+        strategy_table(model, args.contexts, args.new, args.tiny)
+        return
     print("| weights | context | tokens/s | bound tokens/s | of bound | weights read MiB |")
     print("|---|---:|---:|---:|---:|---:|")
 
-    torch.manual_seed(0)
     for kind in [*args.kinds, *(["bf16 + CUDA graph"] if args.cuda_graph and device.type == "cuda" else [])]:
         default = torch.get_default_dtype()
         torch.set_default_dtype(torch.bfloat16)

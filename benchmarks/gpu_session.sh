@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The GPU checks in one run, sized to about eight minutes on one large NVIDIA card.
+#
+# Run from the repository root on a CUDA machine whose python3 has torch (a CUDA
+# build) and the project's other engine dependencies. Wheels in .whl/ (bitsandbytes,
+# the pinned transformers, platformdirs, gguf), when present, are installed into
+# /tmp/site first: a machine with no package index can take them that way.
+#
+#   1. tests/engine/chatglm/test_gpu.py and the NVML test: the app's backend places
+#      tiny ChatGLM3 / GLM-4 folders on cuda:0 in bf16, LLM.int8 and NF4, streams,
+#      runs each KV strategy and reuse, and the gauge reads the card.
+#   2. benchmarks/gpu_decode.py: ChatGLM3-6B shape, bf16 / NF4 / INT8 decode
+#      tokens/s at 1K, 8K and 32K against the measured copy-bandwidth bound (issue 10).
+#   3. benchmarks/gpu_decode.py --strategies: the KV strategies at 8K-128K, 128K
+#      prefill in chunks, peak memory (issue 5).
+#   4. bf16 under CUDA graphs (torch.compile reduce-overhead) at 1K and 8K.
+#
+# Each part has its own time limit; logs go to $OUT (default /tmp/gpu-session).
+set -u
+OUT=${OUT:-/tmp/gpu-session}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 PYTHONPATH=$PWD
+if compgen -G ".whl/*.whl" >/dev/null; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+        && export PYTHONPATH=$PWD:/tmp/site
+fi
+start=$(date +%s)
+part() {  # part NAME SECONDS COMMAND...
+    local name=$1 limit=$2
+    shift 2
+    echo "== $name (limit ${limit}s, at $(($(date +%s) - start))s)"
+    timeout "$limit" "$@" >"$OUT/$name.txt" 2>&1
+    echo "rc=$?" >>"$OUT/$name.txt"
+    tail -n 40 "$OUT/$name.txt"
+}
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+python3 -c "import torch, transformers, bitsandbytes as b; print('torch', torch.__version__, 'transformers', transformers.__version__, 'bitsandbytes', b.__version__)"
+part tests 150 python3 -m pytest -q -p no:cacheprovider -o addopts=--import-mode=importlib \
+    tests/engine/chatglm/test_gpu.py tests/engine/test_memory_device.py
+part decode 140 python3 benchmarks/gpu_decode.py --new 32
+part strategies 150 python3 benchmarks/gpu_decode.py --strategies --new 16
+part cuda_graph 110 python3 benchmarks/gpu_decode.py --kinds bf16 --contexts 1024 8192 --new 32 --cuda-graph
+echo "== done at $(($(date +%s) - start))s"

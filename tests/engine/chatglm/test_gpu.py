@@ -1,0 +1,121 @@
+"""ChatGLM checkpoints on a CUDA GPU, through the app's own backend (skipped without CUDA).
+
+What a GPU user gets when they open a model folder: the transformers backend places
+the weights on ``cuda:0`` in bf16 (or bitsandbytes LLM.int8 / NF4), streams a greedy
+answer, accounts the KV cache, and the gauge reads the card through NVML. The tiny
+checkpoints are the ones the CPU tests build (random weights, THUDM's file layout).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from glmdesk.core.messages import ChatMessage
+from glmdesk.core.settings import CacheSettings, LoadSettings, ParamsBox, SamplingParams
+from glmdesk.engine.backends import create_backend
+from glmdesk.engine.memory import MemoryProbe
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+GREEDY = SamplingParams(temperature=0.0, max_new_tokens=24)
+
+
+def load(settings: LoadSettings):
+    backend = create_backend(settings)
+    backend.load(settings)
+    return backend
+
+
+def answer(backend, cache=None, question="你好", key=None):
+    chunks = list(
+        backend.stream(
+            [ChatMessage("user", question)], ParamsBox(GREEDY), cache or CacheSettings(), conversation=key
+        )
+    )
+    final = chunks[-1]
+    assert final.error is None and final.finish_reason in ("stop", "length"), final.error
+    return [t for c in chunks for t in c.token_ids], final
+
+
+@pytest.mark.parametrize("quantization", ["none", "8bit", "4bit"])
+def test_chatglm3_folder_loads_on_the_gpu_and_streams(make_checkpoint, monkeypatch, tmp_path, quantization):
+    monkeypatch.setenv("GLMDESK_MODEL_CACHE", str(tmp_path / "models"))
+    src, *_ = make_checkpoint("chatglm3", n_shards=2)
+    backend = load(LoadSettings(model=str(src), quantization=quantization))
+    info, caps = backend.info, backend.capabilities()
+    assert (info.device, info.dtype, info.quantization) == ("cuda:0", "bf16", quantization)
+    assert caps.memory_probe == "cuda" and caps.device == "cuda:0"
+    model = backend.loaded.model
+    assert next(model.parameters()).device.type == "cuda"
+    if quantization != "none":
+        import bitsandbytes as bnb
+
+        layer_type = bnb.nn.Linear4bit if quantization == "4bit" else bnb.nn.Linear8bitLt
+        layers = [m for m in model.modules() if isinstance(m, layer_type)]
+        assert layers, f"no {layer_type.__name__} layers after a {quantization} load"
+        if quantization == "4bit":
+            assert all(m.weight.quant_type == "nf4" for m in layers)
+    ids, final = answer(backend)
+    assert ids and final.n_generated == len(ids) and final.cache.kv_bytes > 0
+    assert final.ttft_s > 0
+    probe = MemoryProbe(info.device)
+    probe.set_device(info.device)
+    reading = probe.read(weights_bytes=int(info.footprint_mib * 2**20), kv_bytes=final.cache.kv_bytes)
+    assert reading.source == "gpu" and reading.fallback is None
+    assert reading.device == torch.cuda.get_device_name(0)
+    # NVML counts the whole card: at least what torch itself holds for this process.
+    assert reading.used_mib >= torch.cuda.memory_allocated(0) / 2**20
+    assert 0 < reading.weights_mib <= reading.used_mib
+    backend.close()
+
+
+def test_gpu_answers_match_the_cpu_in_fp32(make_checkpoint, monkeypatch, tmp_path):
+    """Same greedy tokens from the same folder on the CPU and the GPU (fp32 both)."""
+    monkeypatch.setenv("GLMDESK_MODEL_CACHE", str(tmp_path / "models"))
+    src, *_ = make_checkpoint("chatglm3", n_shards=1)
+    cpu = load(LoadSettings(model=str(src), device="cpu", precision="fp32", threads=1))
+    gpu = load(LoadSettings(model=str(src), device="cuda", precision="fp32"))
+    assert gpu.info.device == "cuda:0" and cpu.info.device == "cpu"
+    for question in ("你好", "What is the weather today?"):
+        assert answer(cpu, question=question)[0] == answer(gpu, question=question)[0]
+    cpu.close()
+    gpu.close()
+
+
+@pytest.mark.parametrize(
+    "cache",
+    [
+        CacheSettings(),
+        CacheSettings(strategy="sliding_window", sinks=4, window=16),
+        CacheSettings(strategy="dynamic", budget_mib=0.01, sinks=4, window=16),
+    ],
+    ids=["full", "sliding_window", "dynamic"],
+)
+def test_glm4_strategies_and_reuse_on_the_gpu(make_glm4_checkpoint, monkeypatch, tmp_path, cache):
+    """Each KV strategy answers past its window on the GPU, and a kept conversation
+    answers a second time from its KV cache with the same tokens as a fresh prefill."""
+    monkeypatch.setenv("GLMDESK_MODEL_CACHE", str(tmp_path / "models"))
+    src, _ = make_glm4_checkpoint(n_shards=1)
+    backend = load(LoadSettings(model=str(src)))
+    assert backend.info.prompt_format == "glm4" and backend.info.device == "cuda:0"
+    fresh, final = answer(backend, cache)
+    if cache.strategy != "full":
+        assert final.cache.evicted > 0 and final.cache.tokens_held < final.cache.tokens_seen
+    if cache.strategy == "full":
+        first, _ = answer(backend, cache, key="c")
+        again, again_final = answer(backend, cache, key="c")
+        assert first == again == fresh
+        assert again_final.reused_tokens > 0
+    backend.close()
+
+
+def test_kv_budget_reads_free_gpu_memory(make_glm4_checkpoint, monkeypatch, tmp_path):
+    """Dynamic without a budget takes free GPU memory: on a large card it never windows
+    a short answer."""
+    monkeypatch.setenv("GLMDESK_MODEL_CACHE", str(tmp_path / "models"))
+    src, _ = make_glm4_checkpoint(n_shards=1)
+    backend = load(LoadSettings(model=str(src)))
+    _, final = answer(backend, CacheSettings(strategy="dynamic"))
+    assert final.cache.state == "full" and final.cache.evicted == 0
+    backend.close()
