@@ -12,12 +12,16 @@ to the longest context) at 1K, 8K and 32K tokens of context, against the bound
 where the copy bandwidth is measured in the same run (a 1 GiB device-to-device
 copy: read + write bytes / time). Goal: bf16 at 70% of the bound or better.
 
-``--cuda-graph`` also runs bf16 with the static cache (whole buffer, fixed shapes)
-under ``torch.compile(mode="reduce-overhead")`` (CUDA graphs).
+The decode rows run with the attention kernels glmdesk's decode steps use
+(:data:`~glmdesk.engine.cache.base.DECODE_ATTENTION_KERNELS`: not cuDNN's);
+``--cudnn`` adds a bf16 row with cuDNN's attention allowed, for the side-by-side.
+``--cuda-graph`` adds transformers' own ``generate`` with its ``StaticCache``, whose
+decode steps it compiles (``torch.compile`` mode ``reduce-overhead``: CUDA graphs),
+as the reference for what CUDA graphs give (glmdesk's own loop does not use them).
 
 Run on a CUDA machine (a few minutes on one large GPU)::
 
-    python benchmarks/gpu_decode.py [--contexts 1024 8192 32768] [--new 32] [--cuda-graph]
+    python benchmarks/gpu_decode.py [--contexts 1024 8192 32768] [--new 32] [--cudnn] [--cuda-graph]
     python benchmarks/gpu_decode.py --strategies [--contexts 8192 32768 65536 131072]
 
 ``--strategies`` runs issue 5's table instead: a ChatGLM3-6B-128K-shaped model (rope
@@ -41,10 +45,12 @@ import time
 
 import torch
 from torch import nn
+from torch.nn.attention import SDPBackend
 from transformers import GlmConfig, GlmForCausalLM
 
 from glmdesk.core.settings import CacheSettings
 from glmdesk.engine.cache import FullCacheStrategy, kv_bytes_per_token, make_cache_strategy
+from glmdesk.engine.cache import base as cache_base
 
 CHATGLM3_6B = {
     "vocab_size": 65024,
@@ -134,13 +140,13 @@ def bytes_read_per_token(model: nn.Module) -> int:
 
 
 @torch.inference_mode()
-def decode_rate(model, settings, context: int, new: int, max_tokens: int, static: bool) -> float:
+def decode_rate(model, settings, context: int, new: int, max_tokens: int) -> float:
     """Greedy decode tokens/s after ``context`` random prompt tokens (3 warm-up steps first)."""
     device = model.device
-    strategy = FullCacheStrategy(model, settings, static=static, max_tokens=max_tokens)
+    strategy = FullCacheStrategy(model, settings, max_tokens=max_tokens)
     ids = torch.randint(0, model.config.vocab_size, (1, context), device=device)
     token = int(strategy.prefill(ids).argmax())
-    for _ in range(3):  # warm-up (and graph capture)
+    for _ in range(3):  # warm-up
         token = int(strategy.step(token).argmax())
     sync(device)
     t0 = time.perf_counter()
@@ -212,6 +218,37 @@ def strategy_table(model, contexts: list[int], new: int, tiny: bool) -> None:
         del strategy
 
 
+def static_graph_rate(model, context: int, new: int) -> float:
+    """Greedy decode tokens/s of transformers' own ``generate`` with its ``StaticCache``,
+    whose decode steps ``generate`` compiles (``torch.compile``, mode
+    ``reduce-overhead``: CUDA graphs): the reference for what CUDA graphs give.
+    Rate = ``new`` extra tokens / the time they add (two lengths, best of two each,
+    after two warm-up calls that compile)."""
+    from transformers import StaticCache
+
+    prompt = torch.randint(0, model.config.vocab_size, (1, context), device=model.device)
+    cache = StaticCache(config=model.config, max_cache_len=context + new + 16)
+
+    def run(n: int) -> float:
+        cache.reset()
+        sync(model.device)
+        t0 = time.perf_counter()
+        model.generate(
+            prompt,
+            attention_mask=torch.ones_like(prompt),
+            max_new_tokens=n,
+            min_new_tokens=n,
+            do_sample=False,
+            cache=cache,
+        )
+        sync(model.device)
+        return time.perf_counter() - t0
+
+    run(8), run(8)
+    short, long = min(run(8), run(8)), min(run(8 + new), run(8 + new))
+    return new / (long - short)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--contexts", type=int, nargs="+", default=[1024, 8192, 32768])
@@ -219,7 +256,12 @@ def main() -> None:
     parser.add_argument(
         "--kinds", nargs="+", default=["bf16", "nf4", "int8"], choices=["bf16", "nf4", "int8"]
     )
-    parser.add_argument("--cuda-graph", action="store_true", help="also bf16 under CUDA graphs")
+    parser.add_argument(
+        "--cuda-graph", action="store_true", help="also transformers' StaticCache decode under CUDA graphs"
+    )
+    parser.add_argument(
+        "--cudnn", action="store_true", help="also bf16 with cuDNN's attention allowed (glmdesk turns it off)"
+    )
     parser.add_argument("--strategies", action="store_true", help="issue 5's KV-strategy table (bf16)")
     parser.add_argument("--tiny", action="store_true", help="a small model on the CPU (checks the script)")
     args = parser.parse_args()
@@ -263,7 +305,12 @@ def main() -> None:
     print("| weights | context | tokens/s | bound tokens/s | of bound | weights read MiB |")
     print("|---|---:|---:|---:|---:|---:|")
 
-    for kind in [*args.kinds, *(["bf16 + CUDA graph"] if args.cuda_graph and device.type == "cuda" else [])]:
+    rows = list(args.kinds)
+    if args.cudnn and device.type == "cuda":
+        rows.insert(rows.index("bf16") + 1 if "bf16" in rows else 0, "bf16, cuDNN attention")
+    if args.cuda_graph and device.type == "cuda":
+        rows.append("bf16, transformers StaticCache + CUDA graphs")
+    for kind in rows:
         default = torch.get_default_dtype()
         torch.set_default_dtype(torch.bfloat16)
         try:
@@ -274,16 +321,20 @@ def main() -> None:
         if kind in ("nf4", "int8"):
             quantize(model, kind, device)
         weights = bytes_read_per_token(model)
-        static = kind == "bf16 + CUDA graph"
-        if static:
-            compiled = torch.compile(model.forward, mode="reduce-overhead", fullgraph=False)
-            model.forward = compiled
+        decode_kernels = cache_base.DECODE_ATTENTION_KERNELS
+        if kind == "bf16, cuDNN attention":
+            cache_base.DECODE_ATTENTION_KERNELS = [SDPBackend.CUDNN_ATTENTION, *decode_kernels]
         for context in args.contexts:
-            rate = decode_rate(model, settings, context, args.new, max_tokens, static)
-            bound = bandwidth / (weights + kv_per_token * (max_tokens if static else context))
+            if "CUDA graphs" in kind:
+                rate = static_graph_rate(model, context, args.new)
+            else:
+                rate = decode_rate(model, settings, context, args.new, max_tokens)
+            bound = bandwidth / (weights + kv_per_token * context)
             print(
-                f"| {kind} | {context} | {rate:.1f} | {bound:.1f} | {rate / bound:.0%} | {weights / 2**20:.0f} |"
+                f"| {kind} | {context} | {rate:.1f} | {bound:.1f} | {rate / bound:.0%} | {weights / 2**20:.0f} |",
+                flush=True,
             )
+        cache_base.DECODE_ATTENTION_KERNELS = decode_kernels
         del model
         gc.collect()
         if device.type == "cuda":

@@ -109,3 +109,22 @@ def test_quantized_without_backend_names_the_package(embedded_model, monkeypatch
         make_cache_strategy(embedded_model, CacheSettings(strategy="quantized"))
     assert caught.value.kind == "invalid_setting"
     assert "optimum-quanto" in caught.value.message
+
+
+def test_decode_steps_on_cuda_leave_cudnn_attention_out():
+    """cuDNN's attention plans each new key length (3x slower decode on an H200):
+    single-token steps on CUDA allow every other SDPA backend; prefill chunks and the
+    CPU keep all of them."""
+    import torch
+
+    from glmdesk.engine.cache.base import attention_kernels
+
+    assert torch.backends.cuda.cudnn_sdp_enabled()
+    with attention_kernels(torch.device("cuda", 0), 1):
+        assert not torch.backends.cuda.cudnn_sdp_enabled()
+        assert torch.backends.cuda.flash_sdp_enabled() and torch.backends.cuda.mem_efficient_sdp_enabled()
+        assert torch.backends.cuda.math_sdp_enabled()
+    assert torch.backends.cuda.cudnn_sdp_enabled()
+    for device, n in ((torch.device("cuda", 0), 2048), (torch.device("cpu"), 1)):
+        with attention_kernels(device, n):
+            assert torch.backends.cuda.cudnn_sdp_enabled()

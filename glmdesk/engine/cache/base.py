@@ -7,10 +7,12 @@ across transformers 4.4x-5.x; every use of them stays in this package).
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
 import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from glmdesk.core.settings import CacheSettings
 from glmdesk.engine.chunk import CacheStats
@@ -65,6 +67,25 @@ def tensor_bytes(*tensors: torch.Tensor | None) -> int:
     return sum(t.numel() * t.element_size() for t in tensors if t is not None)
 
 
+#: Attention kernels for a single-token decode step on a CUDA device: every SDPA
+#: backend but cuDNN's. cuDNN's fused attention builds an execution plan for each new
+#: key length, and a decode step's key length grows by one every token. Measured on an
+#: H200 with torch 2.11, a ChatGLM3-6B-shaped model in bf16 (``benchmarks/gpu_decode.py
+#: --cudnn``): 20 tokens/s with cuDNN chosen against 62 without, at 1K tokens (1.5 ms of
+#: CPU per attention call in the profile). Prefill chunks keep every backend: there,
+#: cuDNN's attention took a 128K-token prefill in 21 s against 37 s without it.
+DECODE_ATTENTION_KERNELS = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
+
+
+def attention_kernels(device: torch.device, n_tokens: int):
+    """The SDPA backends for a forward of ``n_tokens`` tokens on ``device``: a context
+    manager that allows :data:`DECODE_ATTENTION_KERNELS` for one token on CUDA, and
+    changes nothing otherwise (the CPU; prefill chunks)."""
+    if device.type == "cuda" and n_tokens == 1:
+        return sdpa_kernel(DECODE_ATTENTION_KERNELS)
+    return contextlib.nullcontext()
+
+
 def run_model(
     model,
     cache,
@@ -97,14 +118,15 @@ def run_model(
     if step is not None and step.accepts(cache, n, attention_mask):
         return step(cache, input_ids, start)
     positions = torch.arange(start, start + n, device=input_ids.device).unsqueeze(0)
-    out = model(
-        input_ids=input_ids,
-        attention_mask=attention_mask,
-        position_ids=positions,
-        cache=cache,
-        use_cache=True,
-        logits_to_keep=1,
-    )
+    with attention_kernels(input_ids.device, n):
+        out = model(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            position_ids=positions,
+            cache=cache,
+            use_cache=True,
+            logits_to_keep=1,
+        )
     return out.logits[0, -1].float()
 
 

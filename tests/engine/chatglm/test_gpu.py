@@ -88,7 +88,7 @@ def test_gpu_answers_match_the_cpu_in_fp32(make_checkpoint, monkeypatch, tmp_pat
     [
         CacheSettings(),
         CacheSettings(strategy="sliding_window", sinks=4, window=16),
-        CacheSettings(strategy="dynamic", budget_mib=0.01, sinks=4, window=16),
+        CacheSettings(strategy="dynamic", budget_mib=0.002, sinks=4, window=16),
     ],
     ids=["full", "sliding_window", "dynamic"],
 )
