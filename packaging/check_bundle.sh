@@ -6,7 +6,8 @@
 #   2. the window starts and keeps running for 20 s (offscreen);
 #   3. the code interpreter's kernel: the frozen executable started as a kernel
 #      (`glmdesk --glmdesk-kernel ...`, as the app starts it) runs one cell, with its
-#      memory limit, through jupyter_client in the bundled app itself;
+#      memory limit, through jupyter_client in the bundled app itself, then a cell that
+#      plots with matplotlib: a PNG image must come back;
 #   4. `--install-desktop-entry` into a temporary XDG_DATA_HOME points Exec at the frozen
 #      executable and the entry validates; `--uninstall-desktop-entry` removes it.
 #
@@ -61,12 +62,13 @@ else
     failed=1
 fi
 
-echo "== code interpreter: one cell in the bundled app's kernel"
+echo "== code interpreter: one cell and one plot in the bundled app's kernel"
 rc=0
 "$APP" --check-interpreter >"$WORK/kernel.log" 2>&1 || rc=$?
-sed 's/^/   /' "$WORK/kernel.log" | tail -5
-if [ "$rc" -ne 0 ] || ! grep -q "^check-interpreter: ok" "$WORK/kernel.log"; then
-    echo "   FAILED (exit $rc)"; failed=1
+grep "^check-interpreter:" "$WORK/kernel.log" | sed 's/^/   /'
+if [ "$rc" -ne 0 ] || ! grep -q "^check-interpreter: ok" "$WORK/kernel.log" \
+    || ! grep -q "^check-interpreter: plot ok: matplotlib returned a PNG of" "$WORK/kernel.log"; then
+    echo "   FAILED (exit $rc)"; tail -20 "$WORK/kernel.log" | sed 's/^/   | /'; failed=1
 fi
 
 echo "== desktop entry"

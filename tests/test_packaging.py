@@ -323,6 +323,30 @@ def test_spec_and_launcher_compile():
         compile((ROOT / "packaging" / name).read_text(), name, "exec")
 
 
+def test_spec_bundles_what_the_interpreters_plots_need():
+    """matplotlib (and PIL, which writes its PNGs) are not excluded, and the backend the
+    kernel names in MPLBACKEND is one PyInstaller's matplotlib hook collects."""
+    import ast
+
+    tree = ast.parse((ROOT / "packaging" / "glmdesk.spec").read_text())
+    values = {
+        node.targets[0].id: node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
+    }
+    excludes = {e.value for e in values["excludes"].elts}
+    assert not {"matplotlib", "matplotlib_inline", "PIL", "numpy"} & excludes
+    backends = ast.literal_eval(values["MATPLOTLIB_BACKENDS"])
+    from glmdesk.engine.interpreter import CodeInterpreter
+
+    assert CodeInterpreter(ROOT / "unused")._env()["MPLBACKEND"] in backends
+    analysis = next(
+        n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "Analysis"
+    )
+    config = next(k.value for k in analysis.keywords if k.arg == "hooksconfig")
+    assert ast.unparse(config) == "{'matplotlib': {'backends': MATPLOTLIB_BACKENDS}}"
+
+
 # --- self-test --------------------------------------------------------------------------
 
 

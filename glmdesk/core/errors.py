@@ -38,6 +38,7 @@ ERROR_KINDS = (
     "history_disk_full",  # path: str, detail: str
     "history_damaged",  # path: str, detail: str
     "history_unavailable",  # path: str, detail: str
+    "import_tools_invalid",  # title: str, problems: str (English), kept: bool (functions kept as written)
     # A remote OpenAI-compatible server (vLLM, SGLang, glmdesk serve):
     "server_unreachable",  # url: str, reason: refused|dns|tls|timeout|other, detail: str
     "server_auth_failed",  # url: str

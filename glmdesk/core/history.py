@@ -264,7 +264,8 @@ class History(MessageStore, Branches, ToolMessages):
 
     @storage_errors
     def export_markdown(self, conversation_id: int, labels: Mapping[str, str] | None = None) -> str:
-        """Return the branch on screen as Markdown (also for the clipboard).
+        """Return the branch on screen as Markdown (also for the clipboard), with the
+        conversation's Tools section when it offers tools.
 
         Args:
             conversation_id: Conversation to export.
@@ -273,4 +274,9 @@ class History(MessageStore, Branches, ToolMessages):
         Raises:
             KeyError: for an unknown conversation.
         """
-        return to_markdown(self.get_conversation(conversation_id), self.messages(conversation_id), labels)
+        return to_markdown(
+            self.get_conversation(conversation_id),
+            self.messages(conversation_id),
+            labels,
+            self.conversation_tools(conversation_id),
+        )

@@ -1,10 +1,11 @@
 """Export conversations as Markdown and JSON, and read the JSON back.
 
-JSON format (``"format": "glmdesk-conversation"``, ``"version": 3``)::
+JSON format (``"format": "glmdesk-conversation"``, ``"version": 4``)::
 
-    {"format": "glmdesk-conversation", "version": 3,
+    {"format": "glmdesk-conversation", "version": 4,
      "conversation": {"title": str, "created": s, "updated": s, "model": str | null,
-                      "active": int | null},
+                      "active": int | null,
+                      "tools": {"mode", "functions", "max_rounds", "timeout_s"}},
      "messages": [{"parent": int | null, "role": str, "text": str, "created": s, "updated": s,
                    "state": "partial" | "complete", "finish_reason": str | null,
                    "model": str | null, "settings": {...} | null,
@@ -20,9 +21,11 @@ JSON format (``"format": "glmdesk-conversation"``, ``"version": 3``)::
 Version 3 holds the whole tree of a conversation (see :mod:`glmdesk.core.history_tree`):
 messages are listed parents first; ``parent`` is the index in ``messages`` of the
 message each one follows (``null`` for a first message) and ``active`` the index of
-the last message of the branch on screen. Older files are still read: version 1 (no
-tool messages) and version 2 (tool messages) hold a single branch without ``parent``
-or ``active``, so each message follows the one before it.
+the last message of the branch on screen. Version 4 adds the conversation's Tools
+section, ``tools`` (see :mod:`glmdesk.core.history_io_tools`). Older files are still
+read: version 3 without ``tools`` (no tools offered), version 1 (no tool messages)
+and version 2 (tool messages), which hold a single branch without ``parent`` or
+``active``, so each message follows the one before it.
 
 Times are seconds since the Unix epoch. Database ids are not exported, so
 ``export_json(import_json(x)) == x``. Lone surrogates are written as ``\\uXXXX``
@@ -45,6 +48,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from glmdesk.core.history_io_tools import TOOLS_LABELS, parse_tools, tools_json, tools_markdown
 from glmdesk.core.history_types import (
     MESSAGE_KINDS,
     STATES,
@@ -54,10 +58,10 @@ from glmdesk.core.history_types import (
 )
 from glmdesk.core.messages import FINISH_REASONS, ROLES
 from glmdesk.core.text import storable_text
-from glmdesk.core.tools import ToolCall
+from glmdesk.core.tools import ConversationTools, ToolCall
 
 FORMAT = "glmdesk-conversation"
-VERSION = 3
+VERSION = 4
 
 #: English labels used by :func:`to_markdown`; the UI passes translated ones.
 MARKDOWN_LABELS = {
@@ -71,6 +75,7 @@ MARKDOWN_LABELS = {
     "observation": "Observation",
     "tool_call": "Tool call",
     "image": "Image",
+    **TOOLS_LABELS,
 }
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -79,7 +84,10 @@ _STAT_NAMES = ("ttft_s", "tokens_per_s", "n_tokens", "prompt_tokens", "dropped_t
 
 
 def to_markdown(
-    conversation: Conversation, messages: Sequence[StoredMessage], labels: Mapping[str, str] | None = None
+    conversation: Conversation,
+    messages: Sequence[StoredMessage],
+    labels: Mapping[str, str] | None = None,
+    tools: ConversationTools | None = None,
 ) -> str:
     """Render a conversation as Markdown (valid UTF-8: NULs and lone surrogates become U+FFFD).
 
@@ -88,11 +96,13 @@ def to_markdown(
         messages: Its messages in order.
         labels: Headings and markers keyed as :data:`MARKDOWN_LABELS` (missing keys
             fall back to English).
+        tools: Its Tools section, shown under the header when it offers tools.
     """
     words = {**MARKDOWN_LABELS, **(labels or {})}
     when = datetime.fromtimestamp(conversation.created).astimezone().strftime("%Y-%m-%d %H:%M")
     lines = [f"# {storable_text(conversation.title) or words['untitled']}", ""]
     lines += [f"_{when}" + (f" · {conversation.model}_" if conversation.model else "_"), ""]
+    lines += tools_markdown(tools, words)
     for message in messages:
         heading = f"### {words[message.role]}"
         if message.tool_name:
@@ -159,7 +169,10 @@ def _message_json(message: StoredMessage, parent: int | None) -> dict[str, Any]:
 
 
 def to_json(
-    conversation: Conversation, messages: Sequence[StoredMessage], active_leaf: int | None = None
+    conversation: Conversation,
+    messages: Sequence[StoredMessage],
+    active_leaf: int | None = None,
+    tools: ConversationTools | None = None,
 ) -> str:
     """Serialize a conversation losslessly (see the module docstring); returns valid UTF-8 text.
 
@@ -168,6 +181,7 @@ def to_json(
         messages: Every message, parents before children (``parent_id`` links them;
             a parent missing from ``messages`` makes a message a first one).
         active_leaf: Id of the last message of the branch on screen, or ``None``.
+        tools: Its Tools section (``None``: no tools).
     """
     index = {m.id: i for i, m in enumerate(messages)}
     document = {
@@ -179,6 +193,7 @@ def to_json(
             "updated": conversation.updated,
             "model": conversation.model,
             "active": index.get(active_leaf) if active_leaf is not None else None,
+            "tools": tools_json(tools or ConversationTools()),
         },
         "messages": [_message_json(m, index.get(m.parent_id)) for m in messages],
     }
@@ -271,13 +286,16 @@ def parse_json(text: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 
     Returns:
         The conversation header (title, created, updated, model, ``active``: index of
-        the active leaf or ``None``) and the messages as dicts with the columns of
-        :class:`StoredMessage` (``stats`` as a :class:`GenerationStats`) and ``parent``
-        (index of an earlier message, or ``None``).
+        the active leaf or ``None``, ``tools``: a :class:`ConversationTools` or ``None``,
+        ``tools_note``: an :class:`~glmdesk.core.errors.ErrorInfo` when the Tools
+        section could not be used as it is, else ``None``) and the messages as dicts
+        with the columns of :class:`StoredMessage` (``stats`` as a
+        :class:`GenerationStats`) and ``parent`` (index of an earlier message, or ``None``).
 
     Raises:
         ValueError: with a sentence saying what is wrong, for anything but a
-            conversation exported by glmdesk (JSON format version 1, 2 or 3).
+            conversation exported by glmdesk (JSON format version 1 to 4). A Tools
+            section that cannot be used is not one: it gives ``tools_note``.
     """
     try:
         document = json.loads(text.removeprefix("\ufeff"))  # a byte order mark read as text
@@ -301,6 +319,7 @@ def parse_json(text: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         "model": _optional_str(header.get("model"), "model"),
     }
     conv["updated"] = _number(header.get("updated"), "updated", conv["created"])
+    conv["tools"], conv["tools_note"] = parse_tools(header.get("tools"), conv["title"])
     messages = [_parse_message(i, item, now) for i, item in enumerate(items)]
     single_branch = version < 3 and all("parent" not in item for item in items)
     if single_branch:  # versions 1 and 2: each message follows the one before it

@@ -25,7 +25,7 @@ from typing import Any
 from glmdesk.core.history_errors import storage_errors
 from glmdesk.core.history_io import parse_json, to_json
 from glmdesk.core.history_rows import COPY_COLS, MSG_COLS, copy_params, to_message
-from glmdesk.core.history_types import Conversation, StoredMessage
+from glmdesk.core.history_types import Conversation, ImportedConversation, StoredMessage
 from glmdesk.core.text import storable_text
 
 
@@ -53,7 +53,8 @@ class Branches:
     _conn: sqlite3.Connection
     path: Path  # where storage errors say the file is
 
-    # Provided by History.
+    # Provided by History (and conversation_tools by history_tools.ToolMessages, after
+    # this class in History's bases: a stub here would hide it).
     def transaction(self) -> Any:  # pragma: no cover - overridden
         raise NotImplementedError
 
@@ -223,7 +224,8 @@ class Branches:
     # -- copies, export, import ------------------------------------------------------------
     @storage_errors
     def duplicate_conversation(self, conversation_id: int, title: str | None = None) -> int:
-        """Copy a conversation with every branch; the copy is the newest and shows the same branch.
+        """Copy a conversation with every branch and its Tools section; the copy is the
+        newest and shows the same branch.
 
         Args:
             conversation_id: Source.
@@ -244,6 +246,10 @@ class Branches:
             new_id = self._new_conversation(
                 source.title if title is None else title, None, None, source.model
             )
+            self._conn.execute(  # the Tools section as stored (never "always run": not stored)
+                "UPDATE conversations SET tools = (SELECT tools FROM conversations WHERE id = ?) WHERE id = ?",
+                (conversation_id, new_id),
+            )
             ids: dict[int, int] = {}
             for old, parent in rows:
                 ids[old] = int(
@@ -259,7 +265,7 @@ class Branches:
     @storage_errors
     def export_json(self, conversation_id: int) -> str:
         """Return the conversation as JSON: every branch, the settings per message, the
-        branch on screen (lossless; format in :mod:`glmdesk.core.history_io`).
+        branch on screen, the Tools section (lossless; format in :mod:`glmdesk.core.history_io`).
 
         Raises:
             KeyError: for an unknown conversation.
@@ -268,12 +274,28 @@ class Branches:
             self.get_conversation(conversation_id),
             self.tree(conversation_id),
             self.active_leaf(conversation_id),
+            self.conversation_tools(conversation_id),
         )
 
     @storage_errors
     def import_json(self, text: str) -> int:
         """Add a conversation exported by :meth:`export_json` (any format version), in one
-        transaction; return its id.
+        transaction; return its id (:meth:`import_conversation` also says what was not taken).
+
+        Raises:
+            ValueError: when ``text`` is not a glmdesk conversation export.
+        """
+        return self.import_conversation(text).conversation_id
+
+    @storage_errors
+    def import_conversation(self, text: str) -> ImportedConversation:
+        """Add a conversation exported by :meth:`export_json` (any format version), in one
+        transaction, with its Tools section when the file has one.
+
+        A Tools section that cannot be used does not stop the import: the conversation
+        is added and the result's ``notes`` say why its section was left out (or kept
+        with custom functions that do not validate; see
+        :mod:`glmdesk.core.history_io_tools`).
 
         Raises:
             ValueError: when ``text`` is not a glmdesk conversation export.
@@ -283,6 +305,10 @@ class Branches:
             cid = self._new_conversation(
                 header["title"], header["created"], header["updated"], header["model"]
             )
+            if header["tools"] is not None:
+                self._conn.execute(
+                    "UPDATE conversations SET tools = ? WHERE id = ?", (header["tools"].to_json(), cid)
+                )
             ids: list[int] = []
             for item in items:
                 parent = None if item["parent"] is None else ids[item["parent"]]
@@ -294,7 +320,8 @@ class Branches:
                 ids.append(int(cur.lastrowid))
             active = header["active"]
             self._set_active(cid, ids[active] if active is not None else (ids[-1] if ids else None))
-        return cid
+        note = header["tools_note"]
+        return ImportedConversation(cid, () if note is None else (note,))
 
     # -- helpers -------------------------------------------------------------------------
     def _locate(self, message_id: int) -> tuple[int, int | None]:

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, is_dataclass
 from typing import Any
 
+from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.text import storable_text
 from glmdesk.core.tools import ToolCall
@@ -206,3 +207,18 @@ class SearchHit:
     role: str
     snippet: str
     spans: tuple[tuple[int, int], ...] = ()
+
+
+@dataclass(frozen=True)
+class ImportedConversation:
+    """What importing an exported conversation gave.
+
+    Attributes:
+        conversation_id: The new conversation's id.
+        notes: What the file held that could not be taken as it is, one
+            :class:`~glmdesk.core.errors.ErrorInfo` each (``import_tools_invalid``: its
+            Tools section); empty when everything was imported.
+    """
+
+    conversation_id: int
+    notes: tuple[ErrorInfo, ...] = ()

@@ -38,6 +38,7 @@ from glmdesk.core.history import History
 from glmdesk.core.history_io import read_export
 from glmdesk.ui.history_models import ID_ROLE, MESSAGE_ROLE, ConversationListModel, SearchResultModel
 from glmdesk.ui.html_delegate import HtmlDelegate
+from glmdesk.ui.tool_memory import tools_markdown_labels
 
 UNDO_MS = 10_000
 SEARCH_DELAY_MS = 150
@@ -56,6 +57,7 @@ class HistoryPanel(QWidget):
         conversation_deleted(int) (moved to the bin), conversation_restored(int)
         (undo), conversation_duplicated(int, int) (source, copy),
         conversation_imported(int), conversation_exported(int, str) (id, path),
+        import_noted(int, ErrorInfo) (imported id, a part not taken as it is: its tools),
         conversation_copied(int) (Markdown on the clipboard).
         search_finished(int): Results shown (count).
         search_result_selected(int, int): A hit was picked (conversation, message);
@@ -70,6 +72,7 @@ class HistoryPanel(QWidget):
     conversation_restored = Signal(int)
     conversation_duplicated = Signal(int, int)
     conversation_imported = Signal(int)
+    import_noted = Signal(int, object)
     conversation_exported = Signal(int, str)
     conversation_copied = Signal(int)
     search_finished = Signal(int)
@@ -339,6 +342,7 @@ class HistoryPanel(QWidget):
             "partial": self.tr("(unfinished)"),
             "cancelled": self.tr("(stopped)"),
             "error": self.tr("(failed)"),
+            **tools_markdown_labels(),
         }
 
     def copy_markdown(self, conversation_id: int) -> None:
@@ -366,7 +370,7 @@ class HistoryPanel(QWidget):
 
     def import_conversation(self, path: str | Path) -> int | None:
         """Import a JSON export, select it and return its id (``None`` when the controller
-        queued it: ``conversation_imported`` follows).
+        queued it: ``conversation_imported`` follows; ``import_noted`` before it).
 
         Raises:
             OSError: when the file cannot be read.
@@ -375,12 +379,16 @@ class HistoryPanel(QWidget):
         """
         data = read_export(path)
 
-        def imported(cid: int) -> None:
+        def imported(result) -> None:  # a core.history_types.ImportedConversation
+            cid = result.conversation_id
             self.refresh()
+            for note in result.notes:
+                self.import_noted.emit(cid, note)
             self.conversation_imported.emit(cid)
             self.select_conversation(cid)
 
-        return self._write(lambda h: h.import_json(data), imported)
+        result = self._write(lambda h: h.import_conversation(data), imported)
+        return None if result is None else result.conversation_id
 
     # -- dialogs ---------------------------------------------------------------------------
     def _ask_rename(self) -> None:

@@ -130,10 +130,10 @@ def _answer_template(kind: str, params: dict) -> str | None:
             "{file} in {path} is a Git LFS pointer, not the file itself (the folder was cloned without "
             "git-lfs): run git lfs pull in that folder, or download the file again.",
         )
-    return _history_template(kind) or _remote_template(kind, params)
+    return _history_template(kind, params) or _remote_template(kind, params)
 
 
-def _history_template(kind: str) -> str | None:
+def _history_template(kind: str, params: dict) -> str | None:
     if kind == "history_disk_full":
         return QCoreApplication.translate(
             "ErrorMessages",
@@ -149,6 +149,17 @@ def _history_template(kind: str) -> str | None:
     if kind == "history_unavailable":
         return QCoreApplication.translate(
             "ErrorMessages", "The chat history ({path}) could not be saved or read: {detail}"
+        )
+    if kind == "import_tools_invalid" and params.get("kept"):
+        return QCoreApplication.translate(
+            "ErrorMessages",
+            "“{title}” was imported. Its custom functions have problems, so none is offered until "
+            "you fix them in the Tools section: {problems}",
+        )
+    if kind == "import_tools_invalid":
+        return QCoreApplication.translate(
+            "ErrorMessages",
+            "“{title}” was imported without its Tools section, which could not be used: {problems}",
         )
     return None
 

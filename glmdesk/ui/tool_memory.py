@@ -11,13 +11,38 @@ validate), the calls per message and the code time limit
 never stored and is switched off whenever a conversation is opened or a new one
 started: opening a conversation, or the app after a restart, never runs code the
 model wrote without a click in this session.
+
+A duplicated conversation has its source's section (the history copies it); an
+imported one has the file's, and a section the file holds that cannot be used as it
+is (``import_tools_invalid``) is said in the notice bar once the conversation is open.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import QObject, Slot
+import dataclasses
 
+from PySide6.QtCore import QCoreApplication, QObject, Slot
+
+from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.tools import ConversationTools
+from glmdesk.ui.messages import error_sentence
+
+
+def tools_markdown_labels() -> dict[str, str]:
+    """Translated labels of the Tools section in Markdown exports (keys of
+    ``core.history_io_tools.TOOLS_LABELS``; ``{seconds}`` in s, ``{rounds}`` in calls)."""
+    return {
+        "tools": QCoreApplication.translate("ToolsMemory", "Tools"),
+        "tools_interpreter": QCoreApplication.translate(
+            "ToolsMemory", "Code interpreter, {seconds} s per run"
+        ),
+        "tools_functions": QCoreApplication.translate("ToolsMemory", "Custom functions"),
+        "tools_invalid": QCoreApplication.translate(
+            "ToolsMemory",
+            "Custom functions, none offered (none is defined, or the definitions have problems)",
+        ),
+        "tools_rounds": QCoreApplication.translate("ToolsMemory", "Up to {rounds} tool calls per message."),
+    }
 
 
 class ToolsMemory(QObject):
@@ -36,11 +61,14 @@ class ToolsMemory(QObject):
         self.controller, self.panel = controller, panel
         self._restoring = False
         self._saved: tuple[int, ConversationTools] | None = None  # what the file holds, for which id
+        self._import_notes: dict[int, list[ErrorInfo]] = {}  # shown once the conversation is open
         # Connected after the controller's own slots, so a new conversation has its id here.
         controller.conversation_opened.connect(self._on_opened)
         panel.tools_changed.connect(self._on_changed)
         session.message_added.connect(self._on_message_added)
         session.conversation_cleared.connect(self._on_cleared)
+        if controller.panel is not None:
+            controller.panel.import_noted.connect(self._on_import_noted)
 
     @Slot(int)
     def _on_opened(self, conversation_id: int) -> None:
@@ -56,6 +84,17 @@ class ToolsMemory(QObject):
             self.panel.set_choice(loaded)
         finally:
             self._restoring = False
+        notes = self._import_notes.pop(conversation_id, [])
+        if notes and self.controller.notice is not None:  # after the chat was replaced (it clears)
+            self.controller.notice.show_error(" ".join(self._sentence(note) for note in notes))
+
+    @Slot(int, object)
+    def _on_import_noted(self, conversation_id: int, note: ErrorInfo) -> None:
+        self._import_notes.setdefault(conversation_id, []).append(note)
+
+    def _sentence(self, note: ErrorInfo) -> str:
+        title = note.params.get("title") or self.tr("Untitled")
+        return error_sentence(dataclasses.replace(note, params={**note.params, "title": title}))
 
     @Slot(object, object)
     def _on_changed(self, _tools, _settings) -> None:

@@ -254,6 +254,14 @@ Updated {when} · {model}</source>
         <translation>无法保存或读取聊天记录（{path}）：{detail}</translation>
     </message>
     <message>
+        <source>“{title}” was imported. Its custom functions have problems, so none is offered until you fix them in the Tools section: {problems}</source>
+        <translation>已导入“{title}”。其自定义函数有问题，在“工具”部分修正之前不会提供任何函数：{problems}</translation>
+    </message>
+    <message>
+        <source>“{title}” was imported without its Tools section, which could not be used: {problems}</source>
+        <translation>已导入“{title}”，但其“工具”设置无法使用，未一并导入：{problems}</translation>
+    </message>
+    <message>
         <source>Nothing answers at {url}: the connection was refused. Is the server running, on that port?</source>
         <translation>{url} 无响应：连接被拒绝。服务器是否已启动，端口是否正确？</translation>
     </message>
@@ -1448,6 +1456,33 @@ Updated {when} · {model}</source>
     <message>
         <source>{model} has no tool-call format (ChatGLM3 and GLM-4 have one).</source>
         <translation>{model} 没有工具调用格式（ChatGLM3 和 GLM-4 有）。</translation>
+    </message>
+</context>
+<context>
+    <name>ToolsMemory</name>
+    <message>
+        <source>Tools</source>
+        <translation>工具</translation>
+    </message>
+    <message>
+        <source>Code interpreter, {seconds} s per run</source>
+        <translation>代码解释器，每次运行限时 {seconds} 秒</translation>
+    </message>
+    <message>
+        <source>Custom functions</source>
+        <translation>自定义函数</translation>
+    </message>
+    <message>
+        <source>Custom functions, none offered (none is defined, or the definitions have problems)</source>
+        <translation>自定义函数，未提供任何函数（没有定义，或定义有问题）</translation>
+    </message>
+    <message>
+        <source>Up to {rounds} tool calls per message.</source>
+        <translation>每条消息最多调用工具 {rounds} 次。</translation>
+    </message>
+    <message>
+        <source>Untitled</source>
+        <translation>未命名对话</translation>
     </message>
 </context>
 <context>

@@ -98,7 +98,7 @@ def test_calls_observations_and_images_round_trip(tmp_path: Path) -> None:
             (m.role, m.kind, m.text, m.tool_call, m.tool_name, m.image) for m in stored
         ]
         doc = json.loads(exported)
-        assert doc["version"] == 3 and doc["messages"][1]["tool_call"]["arguments"] == {
+        assert doc["version"] == 4 and doc["messages"][1]["tool_call"]["arguments"] == {
             "city": "北京",
             "days": [1, 2],
         }

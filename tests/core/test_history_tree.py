@@ -150,7 +150,7 @@ def test_json_export_holds_the_tree_and_markdown_the_branch(history: History) ->
     cid = ids["cid"]
     exported = history.export_json(cid)
     doc = json.loads(exported)
-    assert doc["version"] == 3
+    assert doc["version"] == 4
     assert [m["parent"] for m in doc["messages"]] == [None, 0, 1, 2, 0, 1, 5]
     assert doc["conversation"]["active"] == 6
     markdown = history.export_markdown(cid)
@@ -291,7 +291,7 @@ def test_tool_messages_keep_their_branch_through_copy_and_export(history: Histor
     history.add_message(cid, "assistant", "22 度。", finish_reason="stop")
     other = _answer(history, cid, "I cannot look that up.", parent_id=q)  # a version without the call
     doc = json.loads(history.export_json(cid))
-    assert doc["version"] == 3
+    assert doc["version"] == 4
     assert [(m["parent"], m.get("kind", "text")) for m in doc["messages"]] == [
         (None, "text"), (0, "tool_call"), (1, "observation"), (2, "text"), (0, "text"),
     ]  # fmt: skip

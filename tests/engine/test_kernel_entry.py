@@ -4,15 +4,24 @@ kernel started through the app's entry script with the kernel flag (as the bundl
 from __future__ import annotations
 
 import json
+import struct
 import subprocess
 import sys
 import threading
+import zlib
 from pathlib import Path
 
 import pytest
 
 from glmdesk.engine.interpreter import CodeInterpreter, app_entry, new_workdir
-from glmdesk.kernel_entry import KERNEL_FLAG, is_kernel_launch, kernel_argv, run_kernel
+from glmdesk.kernel_entry import (
+    KERNEL_FLAG,
+    PNG_SIGNATURE,
+    is_kernel_launch,
+    kernel_argv,
+    png_size,
+    run_kernel,
+)
 
 ENTRY_SCRIPT = Path(__file__).parents[2] / "packaging" / "glmdesk_main.py"
 PROBE = (
@@ -81,6 +90,20 @@ def test_check_interpreter_runs_one_cell_in_a_kernel_started_as_the_app_does(cap
     from glmdesk.cli import main
 
     assert main(["--check-interpreter"]) == 0  # what packaging/check_bundle.sh runs in the bundle
-    line = capsys.readouterr().out.strip()
+    line, plot = capsys.readouterr().out.strip().splitlines()
     assert line.startswith("check-interpreter: ok: kernel started as python -m ipykernel_launcher")
     assert "output '42 2048'" in line
+    assert plot.startswith("check-interpreter: plot ok: matplotlib returned a PNG of ")
+
+
+def _chunk(kind: bytes, body: bytes) -> bytes:
+    return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+
+def test_png_size_reads_the_header_and_refuses_anything_else() -> None:
+    # A 7x5 grey PNG written by hand after the specification (8-bit greyscale, filter 0 rows).
+    header = struct.pack(">IIBBBBB", 7, 5, 8, 0, 0, 0, 0)
+    pixels = zlib.compress(b"".join(b"\x00" + bytes(7) for _ in range(5)))
+    data = PNG_SIGNATURE + _chunk(b"IHDR", header) + _chunk(b"IDAT", pixels) + _chunk(b"IEND", b"")
+    assert png_size(data) == (7, 5)
+    assert png_size(data[:20]) is None and png_size(b"GIF89a" + data[6:]) is None

@@ -329,6 +329,8 @@ PARAMS = {
     "url": "http://gpu-box:8000/v1",
     "status": 503,
     "seconds": 120,
+    "title": "天气",
+    "problems": "Function 1 needs a name.",
 }
 
 

@@ -3,11 +3,13 @@ conversation's Tools section is kept with it (reopened, and after a restart)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from PySide6.QtWidgets import QLabel
 
 from glmdesk.core.history import History
-from glmdesk.core.tools import INTERPRETER, ConversationTools, ToolCall
+from glmdesk.core.tools import INTERPRETER, ConversationTools, ToolCall, parse_functions
 from glmdesk.ui.app import open_history
 from glmdesk.ui.tool_call_card import ToolCallCard
 
@@ -154,3 +156,71 @@ def test_tools_section_is_kept_per_conversation_and_after_a_restart(qtbot, open_
             controller2.open_conversation(cid)
         assert panel2.current_mode() == mode and not panel2.always_run.isChecked()
     assert panel2.functions_edit.toPlainText() == WEATHER + " "
+
+
+def test_a_duplicated_conversation_opens_with_the_same_tools_section(qtbot, open_window) -> None:
+    with History() as h:
+        a, b = h.create_conversation("functions"), h.create_conversation("interpreter")
+        for cid in (a, b):
+            h.add_message(cid, "user", "hi")
+    window, controller = open_window()
+    panel, history_panel = window.sidebar.tools_panel, controller.panel
+    with qtbot.waitSignal(controller.conversation_opened, timeout=MS):
+        controller.open_conversation(a)
+    panel.set_mode("functions", WEATHER)
+    panel.max_rounds.setValue(3)
+    with qtbot.waitSignal(controller.conversation_opened, timeout=MS):
+        controller.open_conversation(b)
+    panel.set_mode("interpreter")
+    panel.timeout.setValue(30)
+    panel.always_run.setChecked(True)
+    assert window.session.tool_settings.always_run
+    copies = []
+    for source, choice in (
+        (a, ConversationTools("functions", WEATHER, max_rounds=3)),
+        (b, ConversationTools("interpreter", timeout_s=30.0)),
+    ):
+        with qtbot.waitSignal(history_panel.conversation_duplicated, timeout=MS) as duplicated:
+            history_panel.duplicate_conversation(source)  # as its menu item does
+        copy = duplicated.args[1]
+        copies.append(copy)
+        qtbot.waitUntil(lambda copy=copy: controller.conversation_id == copy, timeout=MS)
+        assert copy not in (a, b) and panel.choice() == choice
+        assert not panel.always_run.isChecked() and not window.session.tool_settings.always_run
+        assert window.session.tool_settings.max_rounds == choice.max_rounds
+    assert [f.name for f in window.session.tools.functions] == []  # the interpreter's copy is open
+    with qtbot.waitSignal(controller.conversation_opened, timeout=MS):
+        controller.open_conversation(copies[0])  # the copy of the functions conversation
+    assert [f.name for f in window.session.tools.functions] == ["get_weather"]  # offered as in its source
+
+
+def test_an_import_with_unusable_tools_opens_and_says_why(qtbot, open_window, tmp_path) -> None:
+    with History() as h:
+        cid = h.create_conversation("天气")
+        h.add_message(cid, "user", "北京天气？")
+        h.set_conversation_tools(cid, ConversationTools("functions", WEATHER))
+        doc = json.loads(h.export_json(cid))
+    window, controller = open_window()
+    panel, notice = window.sidebar.tools_panel, window.notice
+    bad = '[{"name": "get weather"}]'
+    doc["conversation"]["tools"]["functions"] = bad
+    kept = tmp_path / "kept.json"
+    kept.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+    with qtbot.waitSignal(controller.conversation_opened, timeout=MS) as opened:
+        controller.panel.import_conversation(kept)
+    assert opened.args[0] != cid and [w.text() for w in window.chat_view.messages()] == ["北京天气？"]
+    (problem,) = parse_functions(bad)[1]
+    assert notice.kind == "error" and "“天气” was imported" in notice.text() and problem in notice.text()
+    assert panel.current_mode() == "functions" and panel.functions_edit.toPlainText() == bad  # as written
+    assert panel.problems() == [problem] and window.session.tools.functions == ()  # nothing offered
+    doc["conversation"]["tools"] = {"mode": "shell"}
+    doc["conversation"]["title"] = ""
+    dropped = tmp_path / "dropped.json"
+    dropped.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+    with qtbot.waitSignal(controller.conversation_opened, timeout=MS):
+        controller.panel.import_conversation(dropped)
+    assert "“Untitled” was imported without its Tools section" in notice.text() and "'shell'" in notice.text()
+    assert panel.current_mode() == "none"
+    with qtbot.waitSignal(controller.conversation_opened, timeout=MS):
+        controller.open_conversation(cid)  # said once: another conversation shows no note
+    assert notice.text() == ""

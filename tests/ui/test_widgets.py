@@ -283,6 +283,8 @@ def test_every_error_kind_has_a_sentence() -> None:
         "url": "http://gpu-box:8000/v1",
         "status": 503,
         "seconds": 120,
+        "title": "天气",
+        "problems": "Function 1 needs a name.",
     }
     for kind in ERROR_KINDS:
         sentence = error_sentence(ErrorInfo(kind, "ENGLISH FALLBACK", params))
