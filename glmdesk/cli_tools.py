@@ -19,7 +19,8 @@ TOOL_FAMILIES = ("chatglm3", "glm4")
 
 
 def add_tool_arguments(p: argparse.ArgumentParser) -> None:
-    """``--tools FILE``, ``--interpreter``, ``--tool-rounds N``, ``--interpreter-timeout S``."""
+    """``--tools FILE``, ``--interpreter``, ``--tool-choice NAME``, ``--tool-rounds N``,
+    ``--interpreter-timeout S``."""
     defaults = ToolSettings()
     p.add_argument(
         "--tools",
@@ -31,6 +32,12 @@ def add_tool_arguments(p: argparse.ArgumentParser) -> None:
         "--interpreter",
         action="store_true",
         help="offer the code interpreter (code runs only after you confirm it, in its own process and folder)",
+    )
+    p.add_argument(
+        "--tool-choice",
+        metavar="NAME",
+        help="make the first answer to each message call the function NAME of --tools (the "
+        "model writes only its arguments; later answers choose freely)",
     )
     p.add_argument(
         "--tool-rounds",
@@ -52,7 +59,8 @@ def tool_options(args) -> tuple[ToolSet, ToolSettings]:
     """The tools and limits the flags ask for.
 
     Raises:
-        ValueError: one sentence per problem of the functions file, or a limit out of range.
+        ValueError: one sentence per problem of the functions file, a ``--tool-choice``
+            that names no function of it, or a limit out of range.
     """
     settings = ToolSettings(max_rounds=args.tool_rounds, timeout_s=args.interpreter_timeout)
     functions: tuple = ()
@@ -66,7 +74,14 @@ def tool_options(args) -> tuple[ToolSet, ToolSettings]:
             raise ValueError(f"the functions file {args.tools} has problems:\n  " + "\n  ".join(problems))
         if not functions:
             raise ValueError(f"the functions file {args.tools} lists no functions.")
-    return ToolSet(functions, interpreter=bool(args.interpreter)), settings
+    forced = getattr(args, "tool_choice", None)
+    if forced is not None and not args.tools:
+        raise ValueError("--tool-choice needs --tools FILE: it names one of that file's functions.")
+    if forced is not None and not any(f.name == forced for f in functions):
+        raise ValueError(
+            f"--tool-choice names {forced!r}, which the functions file {args.tools} does not list."
+        )
+    return ToolSet(functions, interpreter=bool(args.interpreter), forced=forced), settings
 
 
 def tool_family(info) -> str | None:

@@ -63,10 +63,25 @@ class ToolSet:
     Attributes:
         functions: Custom functions, in the order the user listed them.
         interpreter: Whether the code interpreter is offered.
+        forced: The name of an offered function the answer must call (OpenAI's
+            ``tool_choice`` naming a function), or ``None``: the model decides. A
+            GLM prompt then ends with the assistant turn opened and this name written
+            as its metadata line, so the model writes only the arguments.
+
+    Raises:
+        ValueError: when ``forced`` names no offered function.
     """
 
     functions: tuple[FunctionSpec, ...] = ()
     interpreter: bool = False
+    forced: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.forced is not None and self.function(self.forced) is None:
+            offered = ", ".join(f.name for f in self.functions) or "none"
+            raise ValueError(
+                f"The function {self.forced!r} cannot be forced: it is not offered (offered: {offered})."
+            )
 
     def __bool__(self) -> bool:
         return bool(self.functions) or self.interpreter

@@ -28,7 +28,7 @@ from glmdesk.engine.chunk import CacheStats, GenerationChunk
 from glmdesk.engine.context import FittedPrompt, fit_prompt
 from glmdesk.engine.decoding import LogitsSource, Sampler, answer_seed, generate_tokens
 from glmdesk.engine.detokenizer import IncrementalDetokenizer
-from glmdesk.engine.prompt import PromptFormat, ReplyFilter, continued, encodable
+from glmdesk.engine.prompt import PromptFormat, ReplyFilter, continued, encodable, forced_call
 
 #: Builds the prompt for an answer from the prompt limit (context minus answer budget,
 #: in tokens); raises ``GlmdeskError("prompt_too_long")`` when it cannot fit.
@@ -211,6 +211,10 @@ def stream_answer(
         messages: System messages, then turns ending with the user message to answer,
             or with an assistant message to continue (Continue after the length limit:
             the new text follows that message's text; chunks carry only the new text).
+            Tools go on a system message (``ChatMessage.tools``); when they force a
+            function (``ToolSet.forced``) and the format has tool calls, the prompt ends
+            with that function's metadata line and the answer is its call: finish
+            ``tool_calls`` when the arguments parse, else the text with a notice.
         params: Read before every token; replace its value to change sampling
             mid-answer (applies from the next token). ``seed`` is read once.
         cache: KV-cache strategy for this answer (default: full).
@@ -243,8 +247,14 @@ def stream_answer(
             cache,
             stop,
             conversation,
-            resume=continued(messages),
+            resume=continued(messages) or _opens_call(model.prompt_format, messages),
         )
+
+
+def _opens_call(fmt: PromptFormat, messages: Sequence[ChatMessage]) -> bool:
+    """Whether the prompt ends inside a forced call's turn (its metadata line written):
+    the reply's text then continues the prompt's, as after Continue."""
+    return bool(getattr(fmt, "tool_calls", False)) and forced_call(messages) is not None
 
 
 def _reply_filter(fmt: PromptFormat, tools: ToolSet | None, resumed: bool = False) -> ReplyFilter:

@@ -28,10 +28,15 @@ from glmdesk.core.tools import INTERPRETER, ToolCall, ToolSet, check_functions, 
 def toolset_from_openai(tools: Sequence[Mapping[str, Any]] | None, tool_choice: Any = "auto") -> ToolSet:
     """The tools a request offers.
 
-    ``tool_choice``: ``"none"`` offers nothing; ``"auto"``, ``"required"`` or absent
-    offer every function; ``{"type": "function", "function": {"name": N}}`` offers only
-    ``N``. GLM models cannot be forced to call, so ``required`` and a named function
-    only narrow what is offered.
+    ``tool_choice``: ``"none"`` offers nothing; ``"auto"`` or absent offer every
+    function and the model decides; ``{"type": "function", "function": {"name": N}}``
+    offers every function and forces the call of ``N`` (``ToolSet.forced``: a GLM
+    prompt then ends with ``N``'s metadata line, so the model writes its arguments);
+    ``"required"`` forces the one function when exactly one is offered (a GLM model
+    can be made to call a named function, not to choose among several).
+
+    Every function stays offered when one is forced, so the system turn, and the KV
+    cache kept for it, is the same whatever a request's ``tool_choice``.
 
     Raises:
         ValueError: with one sentence per problem (for a 400 answer).
@@ -53,17 +58,30 @@ def toolset_from_openai(tools: Sequence[Mapping[str, Any]] | None, tool_choice: 
     if problems:
         raise ValueError(" ".join(problems))
     specs = tuple(function_spec(f) for f in functions)
+    return ToolSet(specs, forced=_forced(tool_choice, specs))
+
+
+def _forced(tool_choice: Any, specs: Sequence[Any]) -> str | None:
+    """The function ``tool_choice`` forces, or ``None`` (see :func:`toolset_from_openai`)."""
     if isinstance(tool_choice, Mapping):
-        name = (tool_choice.get("function") or {}).get("name")
-        chosen = tuple(s for s in specs if s.name == name)
-        if not chosen:
+        function = tool_choice.get("function")
+        name = function.get("name") if isinstance(function, Mapping) else None
+        if not any(s.name == name for s in specs):
             raise ValueError(f"tool_choice names the function {name!r}, which is not among the tools.")
-        specs = chosen
-    elif tool_choice not in (None, "auto", "required"):
+        return name
+    if tool_choice == "required":
+        if len(specs) != 1:
+            raise ValueError(
+                f'tool_choice "required" needs exactly one function here, not {len(specs)}: a GLM '
+                "model can be made to call a named function, not to choose among several. Name the "
+                'function, or use "auto".'
+            )
+        return specs[0].name
+    if tool_choice not in (None, "auto"):
         raise ValueError(
             f"tool_choice must be 'none', 'auto', 'required' or a named function, not {tool_choice!r}."
         )
-    return ToolSet(specs)
+    return None
 
 
 def _text(content: Any) -> str:

@@ -114,6 +114,19 @@ def continued(messages: Sequence[ChatMessage]) -> bool:
     return bool(messages) and messages[-1].role == "assistant" and messages[-1].tool_call is None
 
 
+def forced_call(messages: Sequence[ChatMessage]) -> str | None:
+    """The function the answer must call, or ``None``.
+
+    That is the ``forced`` name of the tools the system messages offer (the last set
+    wins, as :func:`glmdesk.engine.generate.offered_tools`), unless the conversation
+    ends with an answer to continue (Continue goes on with that answer's text).
+    """
+    if continued(messages):
+        return None
+    found = [m.tools for m in messages if m.role == "system" and m.tools]
+    return found[-1].forced if found else None
+
+
 class ChatTemplateFormat(PromptFormat):
     """The tokenizer's own Jinja chat template (Hugging Face ``apply_chat_template``).
 

@@ -72,6 +72,16 @@ def rounds_exceeded(max_rounds: int) -> ErrorInfo:
     )
 
 
+def _unforced(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
+    """``messages`` with no function forced (``ToolSet.forced``): after the forced call's
+    result, the model chooses whether to call again (a client does the same with OpenAI's
+    ``tool_choice``, else every answer would be that call)."""
+    return [
+        replace(m, tools=replace(m.tools, forced=None)) if m.tools is not None and m.tools.forced else m
+        for m in messages
+    ]
+
+
 def answer_with_tools(
     stream: StreamFn,
     messages: Sequence[ChatMessage],
@@ -87,6 +97,8 @@ def answer_with_tools(
         stream: ``Backend.stream`` (or :func:`~glmdesk.engine.generate.stream_answer`
             bound to a model).
         messages: The conversation ending with the user message (or an observation).
+            A function forced by its tools (``ToolSet.forced``) is forced in the first
+            answer only; the answers after its result choose freely.
         params: Live sampling parameters.
         handle: Returns the result of a call (blocking is fine; it runs on the
             caller's thread); a declined call returns ``ToolResult(DECLINED,
@@ -127,7 +139,7 @@ def answer_with_tools(
             ChatMessage("assistant", shown, tool_call=call),
             ChatMessage("observation", result.content, name=call.name),
         )
-        history += pair
+        history = [*_unforced(history), *pair]
         yield ToolRound(call, result, pair)
         if stop.is_set():
             return

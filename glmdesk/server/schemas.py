@@ -93,24 +93,22 @@ def chat_tools(body: ChatRequest, tool_format: bool) -> ToolSet:
         body: The request.
         tool_format: Whether the served model's prompt format has tool calls.
 
+    A named function in ``tool_choice`` is forced (``ToolSet.forced``: the answer is
+    that function's call); ``"required"`` forces the only function when exactly one is
+    offered (see :func:`~glmdesk.engine.openai_tools.toolset_from_openai`).
+
     Raises:
-        APIError: 400 for malformed ``tools``/``tool_choice``, ``tool_choice:
-            "required"`` (GLM models choose for themselves whether to call; nothing
-            here can force a call), or tools offered to a model without a tool format
-            (as vLLM refuses tools it has no parser for).
+        APIError: 400 for malformed ``tools``/``tool_choice``, a ``tool_choice`` naming
+            a function that is not among the tools, ``"required"`` with several
+            functions (a GLM model can be made to call a named function, not to choose
+            among several), or tools offered to a model without a tool format (as vLLM
+            refuses tools it has no parser for).
     """
     choice = "auto" if body.tool_choice is None else body.tool_choice
     if not body.tools or choice == "none":
         if isinstance(choice, dict) and not body.tools:
             raise APIError(400, "tool_choice names a function, but the request has no tools.", "tool_choice")
         return ToolSet()
-    if choice == "required":
-        raise APIError(
-            400,
-            'tool_choice "required" is not supported: a GLM model decides itself whether to call a '
-            'tool. Use "auto" or name the function.',
-            "tool_choice",
-        )
     if not tool_format:
         raise APIError(
             400,

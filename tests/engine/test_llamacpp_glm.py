@@ -38,8 +38,8 @@ def byte_symbols() -> list[str]:
     return [chr(b) if b in keep else chr(next(extra)) for b in range(256)]
 
 
-def write_tiny_glm(path) -> dict[str, int]:
-    """Write the GGUF; return the special tokens' ids."""
+def write_tiny_glm(path, context_length: int = 512) -> dict[str, int]:
+    """Write the GGUF (``context_length`` in tokens); return the special tokens' ids."""
     import gguf
 
     tokens = byte_symbols() + [m.replace(" ", "") for m in MERGES] + SPECIALS
@@ -49,7 +49,7 @@ def write_tiny_glm(path) -> dict[str, int]:
     head = n_embd // n_head
     w = gguf.GGUFWriter(str(path), "chatglm")
     w.add_name("tiny-glm4")
-    w.add_context_length(512)
+    w.add_context_length(context_length)
     w.add_embedding_length(n_embd)
     w.add_feed_forward_length(n_ff)
     w.add_block_count(n_layer)
@@ -163,3 +163,46 @@ def test_glm_format_reuse_gives_the_answers_of_a_fresh_prefill(tiny_glm, cache):
     # evicted since, and is prefilled afresh.
     assert reused == ([False, True, True] if cache.strategy == "full" else [False, True, False])
     backend.forget_conversation("glm")
+
+
+@pytest.fixture(scope="module")
+def tiny_glm_2k(tmp_path_factory):
+    """The tiny GGUF with room for GLM-4's tools turn (about 600 byte-level tokens)."""
+    path = tmp_path_factory.mktemp("glm2k") / "tiny-glm4.gguf"
+    ids = write_tiny_glm(path, context_length=2048)
+    backend = LlamaCppBackend()
+    backend.load(LoadSettings(model=str(path), engine="llamacpp"))
+    yield backend, ids
+    backend.close()
+
+
+def test_forced_call_on_llamacpp(tiny_glm_2k, monkeypatch):
+    """A forced function (``ToolSet.forced``): the prompt ends with ``<|assistant|>`` and the
+    function's metadata line as the GGUF tokenizer encodes GLM-4's text, and the loop, with a
+    test-only processor forcing only the argument tokens, ends with that call."""
+    import torch
+
+    from glmdesk.core.tools import FunctionSpec, ToolSet
+
+    backend, ids = tiny_glm_2k
+    fmt, vocab = backend.model.prompt_format, backend.model.vocab
+    tools = ToolSet((FunctionSpec("hello", "", {}), FunctionSpec("tel", "", {})), forced="tel")
+    messages = [ChatMessage("system", "", tools=tools), ChatMessage("user", "hello the tel")]
+    got = fmt.encode(messages)
+    unforced = fmt.encode([ChatMessage("system", "", tools=ToolSet(tools.functions)), messages[1]])
+    assert unforced[-1] == ids["<|assistant|>"] and got == unforced + vocab.encode("tel\n")
+    script = vocab.encode('{"the": "hello"}') + [ids["<|observation|>"]]
+
+    def force(seen: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        k = seen.shape[1] - len(got)
+        forced = torch.full_like(scores, float("-inf"))
+        forced[:, script[min(k, len(script) - 1)]] = 0.0
+        return forced
+
+    monkeypatch.setattr(backend.model, "logits_processors", lambda: (force,))
+    box = ParamsBox(SamplingParams(temperature=0.0, max_new_tokens=40))
+    chunks = list(backend.stream(messages, box))
+    last = chunks[-1]
+    assert last.finish_reason == "tool_calls", (last.error, last.notice)
+    assert (last.tool_call.name, dict(last.tool_call.arguments)) == ("tel", {"the": "hello"})
+    assert last.prompt_tokens == len(got) and "".join(c.text for c in chunks) == ""

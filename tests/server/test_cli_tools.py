@@ -113,3 +113,53 @@ def test_a_model_without_a_tool_format_is_refused():
     """The embedded SmolLM2 (the default model) has no tool format."""
     out = glmdesk("chat", "--interpreter", "--engine", "transformers", "--prompt", "hi")
     assert out.returncode == 2 and "has no tool-call format" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_tool_choice_forces_the_first_answer_only(glm_server, tiny, tmp_path):
+    """``--tool-choice NAME``: the first answer is NAME's call (the model wrote only the
+    arguments); after the typed result the model answers freely (the prompt unforced)."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(
+        "tool_models", Path(__file__).parents[1] / "engine" / "chatglm" / "tool_models.py"
+    )
+    tm = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tm)
+    special, enc = tiny.tokenizer.special_ids, tiny.tokenizer.encode
+    forcer = tm.ForceTokens(
+        [
+            enc('{"city": "北京"}') + [special["<|observation|>"]],
+            enc("\n北京 22 度。") + [special["<|user|>"]],
+        ]
+    )
+    tiny.logits_processors = lambda: (forcer,)
+    out = glmdesk(
+        "chat", "--remote", glm_server.url, "--tools", functions_file(tmp_path, FUNCTIONS),
+        "--tool-choice", "get_weather", "--prompt", "北京天气？", input_text='{"temperature": 22}\n',
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert '┌─ tool call: get_weather\n│ {\n│   "city": "北京"\n│ }\n└─' in out.stdout
+    assert out.stdout.rstrip().endswith("北京 22 度。")
+    tools = ToolSet(tuple(function_spec(f) for f in FUNCTIONS))
+    after = [
+        ChatMessage("system", "", tools=tools),
+        ChatMessage("user", "北京天气？"),
+        ChatMessage("assistant", "", tool_call=ToolCall("get_weather", {"city": "北京"}, '{"city": "北京"}')),
+        ChatMessage("observation", '{"temperature": 22}', name="get_weather"),
+    ]
+    records = glm_server.server.config.app.state.glmdesk.records
+    forced = ToolSet(tools.functions, forced="get_weather")
+    assert records[-2].prompt_tokens == len(
+        tiny.prompt_format.encode([ChatMessage("system", "", tools=forced), after[1]])
+    )
+    assert records[-1].prompt_tokens == len(tiny.prompt_format.encode(after))
+
+
+def test_tool_choice_must_name_a_listed_function(tmp_path):
+    out = glmdesk("chat", "--tool-choice", "get_weather", "--prompt", "hi")
+    assert out.returncode == 2 and "--tool-choice needs --tools FILE" in out.stderr
+    out = glmdesk(
+        "chat", "--tools", functions_file(tmp_path, FUNCTIONS), "--tool-choice", "nope", "--prompt", "hi"
+    )
+    assert out.returncode == 2 and "--tool-choice names 'nope'" in out.stderr

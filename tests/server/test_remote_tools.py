@@ -4,6 +4,9 @@ give, whether the server parsed them (``tool_calls``) or returned GLM text."""
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
+
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
 from glmdesk.core.tools import INTERPRETER, FunctionSpec, ToolSet
@@ -13,6 +16,11 @@ from glmdesk.engine.backends.remote_tools import RemoteCalls
 WEATHER = FunctionSpec(
     "get_weather", "查询天气", {"type": "object", "properties": {"city": {"type": "string"}}}
 )
+_spec = importlib.util.spec_from_file_location(
+    "tool_models", Path(__file__).parents[1] / "engine" / "chatglm" / "tool_models.py"
+)
+tm = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(tm)
 GREEDY = ParamsBox(SamplingParams(temperature=0, max_new_tokens=60))
 
 
@@ -95,5 +103,25 @@ def test_a_server_whose_model_has_no_tool_format_says_so(server):
         last = list(remote.stream(messages, GREEDY))[-1]
         assert last.finish_reason == "error" and "HTTP 400" in last.error.message
         assert "no tool-call format" in last.error.message
+    finally:
+        remote.close()
+
+
+def test_a_forced_function_is_passed_through_as_tool_choice(glm_server, tiny):
+    """The remote backend sends ``ToolSet.forced`` as ``tool_choice`` naming the function;
+    glmdesk serve then writes its metadata line, so the model writes only the arguments."""
+    other = FunctionSpec("get_time", "", {"type": "object", "properties": {}})
+    observation = tiny.tokenizer.special_ids["<|observation|>"]
+    forcer = tm.ForceTokens([tiny.tokenizer.encode('{"zone": "UTC"}') + [observation]])
+    tiny.logits_processors = lambda: (forcer,)
+    remote = connect(glm_server)
+    try:
+        tools = ToolSet((WEATHER, other), forced="get_time")
+        messages = [ChatMessage("system", "", tools=tools), ChatMessage("user", "几点了？")]
+        chunks = list(remote.stream(messages, GREEDY))
+        last = chunks[-1]
+        assert last.finish_reason == "tool_calls" and last.error is None
+        assert (last.tool_call.name, dict(last.tool_call.arguments)) == ("get_time", {"zone": "UTC"})
+        assert last.prompt_tokens == len(tiny.prompt_format.encode(messages))
     finally:
         remote.close()

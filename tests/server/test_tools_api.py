@@ -5,7 +5,9 @@ write, so the real decode loop, parser and routes do the rest."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
+from pathlib import Path
 
 import httpx
 import openai
@@ -23,6 +25,11 @@ WEATHER = {
     },
 }
 ASK = [{"role": "user", "content": "北京天气怎么样？"}]
+_spec = importlib.util.spec_from_file_location(
+    "tool_models", Path(__file__).parents[1] / "engine" / "chatglm" / "tool_models.py"
+)
+tm = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(tm)
 
 
 def client(server) -> openai.OpenAI:
@@ -78,20 +85,64 @@ def test_streamed_tool_call_arrives_as_deltas(glm_server, tiny, force):
     assert not "".join(c.choices[0].delta.content or "" for c in chunks)
 
 
-def test_named_tool_choice_and_none(glm_server, tiny, force):
-    other = {"type": "function", "function": {"name": "get_time", "parameters": {}}}
-    # Named: only that function is offered, so a call of another one is text.
-    force('get_weather\n{"city": "北京"}')
+def force_arguments(tiny, *arguments: str) -> None:
+    """The next answers write only ``arguments`` then ``<|observation|>``: the forced
+    call's name is the prompt's, never written by the model."""
+    observation = tiny.tokenizer.special_ids["<|observation|>"]
+    forcer = tm.ForceTokens([tiny.tokenizer.encode(a) + [observation] for a in arguments])
+    tiny.logits_processors = lambda: (forcer,)
+
+
+OTHER = {"type": "function", "function": {"name": "get_time", "parameters": {}}}
+NAMED = {"type": "function", "function": {"name": "get_time"}}
+
+
+def test_named_tool_choice_forces_the_call(glm_server, tiny):
+    force_arguments(tiny, '{"zone": "UTC"}')
     reply = client(glm_server).chat.completions.create(
-        model="tiny-glm4",
-        messages=ASK,
-        tools=[WEATHER, other],
-        tool_choice={"type": "function", "function": {"name": "get_time"}},
-        max_tokens=60,
+        model="tiny-glm4", messages=ASK, tools=[WEATHER, OTHER], tool_choice=NAMED, max_tokens=60
     )
-    assert reply.choices[0].finish_reason == "stop" and reply.choices[0].message.tool_calls is None
-    assert reply.choices[0].message.content.startswith("get_weather")
-    # "none": nothing is offered; the prompt is the one without tools.
+    choice = reply.choices[0]
+    assert choice.finish_reason == "tool_calls" and not choice.message.content
+    (call,) = choice.message.tool_calls
+    assert call.function.name == "get_time" and json.loads(call.function.arguments) == {"zone": "UTC"}
+    # Both functions are offered; the prompt ends with get_time's metadata line.
+    specs = tuple(FunctionSpec(t["function"]["name"], raw=t["function"]) for t in (WEATHER, OTHER))
+    forced = [ChatMessage("system", "", tools=ToolSet(specs, forced="get_time")), ChatMessage("user", ASK[0]["content"])]  # fmt: skip
+    prompt = tiny.prompt_format.encode(forced)
+    assert reply.usage.prompt_tokens == len(prompt)
+    assert prompt[-len(tiny.tokenizer.encode("get_time\n")) :] == tiny.tokenizer.encode("get_time\n")
+
+
+def test_named_tool_choice_forces_the_call_streamed(glm_server, tiny):
+    force_arguments(tiny, '{"city": "上海"}')
+    chunks = list(
+        client(glm_server).chat.completions.create(
+            model="tiny-glm4",
+            messages=ASK,
+            tools=[WEATHER, OTHER],
+            tool_choice={"type": "function", "function": {"name": "get_weather"}},
+            stream=True,
+            max_tokens=60,
+        )
+    )
+    deltas = [d for c in chunks if c.choices for d in (c.choices[0].delta.tool_calls or [])]
+    assert deltas[0].id.startswith("call_") and deltas[0].function.name == "get_weather"
+    assert json.loads("".join(d.function.arguments or "" for d in deltas)) == {"city": "上海"}
+    assert [c.choices[0].finish_reason for c in chunks if c.choices[0].finish_reason] == ["tool_calls"]
+    assert not "".join(c.choices[0].delta.content or "" for c in chunks)
+
+
+def test_required_forces_the_only_function(glm_server, tiny):
+    force_arguments(tiny, '{"city": "北京"}')
+    reply = client(glm_server).chat.completions.create(
+        model="tiny-glm4", messages=ASK, tools=[WEATHER], tool_choice="required", max_tokens=60
+    )
+    assert reply.choices[0].finish_reason == "tool_calls"
+    assert reply.choices[0].message.tool_calls[0].function.name == "get_weather"
+
+
+def test_tool_choice_none_offers_nothing(glm_server, tiny, force):
     force("Hello world")
     reply = client(glm_server).chat.completions.create(
         model="tiny-glm4", messages=ASK, tools=[WEATHER], tool_choice="none", max_tokens=60
@@ -105,7 +156,11 @@ def test_named_tool_choice_and_none(glm_server, tiny, force):
 @pytest.mark.parametrize(
     ("body", "param", "words"),
     [
-        ({"tools": [WEATHER], "tool_choice": "required"}, "tool_choice", '"required" is not supported'),
+        (
+            {"tools": [WEATHER, OTHER], "tool_choice": "required"},
+            "tool_choice",
+            '"required" needs exactly one function here, not 2',
+        ),
         (
             {"tools": [{"type": "function", "function": {"name": "bad name"}}]},
             "tools",

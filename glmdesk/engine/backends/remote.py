@@ -34,6 +34,7 @@ from glmdesk.engine.backends import remote_errors
 from glmdesk.engine.backends.base import SAMPLING_FIELDS, Backend, Capabilities, ProgressCallback
 from glmdesk.engine.chunk import GenerationChunk
 from glmdesk.engine.info import LoadProgress, ModelInfo
+from glmdesk.engine.prompt import forced_call
 
 #: Context window assumed when the server does not say (vLLM and glmdesk serve list
 #: ``max_model_len`` in ``/v1/models``), in tokens.
@@ -286,7 +287,8 @@ class RemoteBackend(Backend):
         """Stream one answer from the server (``cache`` and ``conversation`` are the
         server's business: vLLM and SGLang cache prefixes themselves).
 
-        Tools offered on the system message are sent as ``tools``; calls and observations
+        Tools offered on the system message are sent as ``tools`` (a forced function,
+        ``ToolSet.forced``, as ``tool_choice`` naming it); calls and observations
         as ``tool_calls``/``tool`` messages. A call the server returns (parsed, or as GLM
         text it did not parse) ends the answer with ``tool_calls``.
 
@@ -297,7 +299,10 @@ class RemoteBackend(Backend):
         from glmdesk.engine.openai_tools import messages_to_openai
 
         wire, tools = messages_to_openai(messages)
-        offered = {"tools": tools} if tools else {}
+        offered: dict = {"tools": tools} if tools else {}
+        forced = forced_call(messages)
+        if tools and forced:  # passed through: the server makes its model call it
+            offered["tool_choice"] = {"type": "function", "function": {"name": forced}}
 
         def start(fields: dict, extra: dict):
             return self._require().chat.completions.create(

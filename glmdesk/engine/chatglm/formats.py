@@ -19,7 +19,7 @@ from typing import Protocol
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.tools import ToolSet
 from glmdesk.engine.chatglm.tools import call_text, chatglm3_system_text, glm4_tools_text
-from glmdesk.engine.prompt import PromptFormat, ReplyFilter, continued, plain_messages
+from glmdesk.engine.prompt import PromptFormat, ReplyFilter, continued, forced_call, plain_messages
 from glmdesk.engine.stop_ids import stop_ids as family_stop_ids
 from glmdesk.engine.stop_ids import token_lookup
 
@@ -237,6 +237,13 @@ class RoleTokenFormat(PromptFormat):
     with a tool call is written with the tool's name as metadata and the call's text
     as content; an observation is an ``<|observation|>`` turn with empty metadata.
 
+    A forced call (``ToolSet.forced``, OpenAI's ``tool_choice`` naming a function) ends
+    the prompt with ``<|assistant|>`` + enc(name + "\n"): the metadata line is written,
+    so the model writes the call's arguments (GLM-4: JSON; ChatGLM3: the fenced
+    ``tool_call(...)``). The metadata is encoded as THUDM's ``build_single_message``
+    does, so the call's turn re-encoded in the next prompt (``<|assistant|>`` +
+    enc(name + "\n") + enc(call text)) starts with the same ids (KV reuse).
+
     Args:
         encode: Plain-text encoder (never returns special ids).
         special_ids: Ids of ``[gMASK]``, ``sop``, ``<|system|>``, ``<|user|>``,
@@ -284,7 +291,8 @@ class RoleTokenFormat(PromptFormat):
 
     def encode(self, messages: Sequence[ChatMessage]) -> list[int]:
         """See :meth:`PromptFormat.encode`. An assistant message to continue ends the
-        prompt as ``<|assistant|>`` + enc("\\n") + enc(its text), the turn left open."""
+        prompt as ``<|assistant|>`` + enc("\\n") + enc(its text), the turn left open; a
+        forced call as ``<|assistant|>`` + enc(name + "\\n")."""
         ids = [self.ids["gmask"], self.ids["sop"]]
         if continued(messages):
             *messages, last = messages
@@ -294,7 +302,8 @@ class RoleTokenFormat(PromptFormat):
         for m in messages:
             ids += self.encode_chat_message(m)
         ids.append(self.ids["assistant"])
-        return ids
+        forced = forced_call(messages)
+        return ids + self._encode(forced + "\n") if forced else ids
 
     def reply_filter(self) -> ReplyFilter:
         """A fresh :class:`LeadingMetadataFilter`."""

@@ -27,7 +27,8 @@ class ToolReplyFilter(ReplyFilter):
 
     Args:
         family: ``chatglm3`` or ``glm4`` (how calls are written).
-        tools: What the conversation offers.
+        tools: What the conversation offers. With ``tools.forced`` the prompt ended
+            with that function's metadata line, so the reply starts inside its call.
         segment_id: The ``<|assistant|>`` id (starts a new segment mid-reply).
 
     Attributes:
@@ -48,6 +49,8 @@ class ToolReplyFilter(ReplyFilter):
         self._call = ""
         self._shown_any = False
         self._stopped = False
+        if tools.forced is not None:  # the prompt wrote the metadata line: the reply is the call
+            self._state, self._meta = "call", tools.forced
 
     @property
     def stopped(self) -> bool:

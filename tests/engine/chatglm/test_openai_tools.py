@@ -23,10 +23,21 @@ TRACK = {"type": "function", "function": {"name": "track", "description": "ä»·æ 
 def test_tools_and_tool_choice():
     assert [f.name for f in toolset_from_openai([WEATHER, TRACK]).functions] == ["get_weather", "track"]
     assert not toolset_from_openai([WEATHER], "none")
-    only = toolset_from_openai([WEATHER, TRACK], {"type": "function", "function": {"name": "track"}})
-    assert [f.name for f in only.functions] == ["track"]
+    # A named function is forced; every function stays offered (the same system turn).
+    named = toolset_from_openai([WEATHER, TRACK], {"type": "function", "function": {"name": "track"}})
+    assert [f.name for f in named.functions] == ["get_weather", "track"] and named.forced == "track"
+    assert toolset_from_openai([WEATHER, TRACK], "auto").forced is None
+    assert toolset_from_openai([WEATHER]).forced is None
+    # "required" forces the only function; with several it is refused with a sentence.
+    assert toolset_from_openai([WEATHER], "required").forced == "get_weather"
+    with pytest.raises(ValueError, match='"required" needs exactly one function here, not 2'):
+        toolset_from_openai([WEATHER, TRACK], "required")
     with pytest.raises(ValueError, match="not among the tools"):
         toolset_from_openai([WEATHER], {"type": "function", "function": {"name": "nope"}})
+    with pytest.raises(ValueError, match="not among the tools"):
+        toolset_from_openai([WEATHER], {"type": "function", "function": "get_weather"})
+    with pytest.raises(ValueError, match="must be 'none', 'auto'"):
+        toolset_from_openai([WEATHER], "always")
     with pytest.raises(ValueError, match="Tool 2 is not a function tool"):
         toolset_from_openai([WEATHER, {"type": "retrieval"}])
     with pytest.raises(ValueError, match="name"):
