@@ -12,7 +12,7 @@ import openai
 
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
-from glmdesk.core.tools import FunctionSpec, ToolSet
+from glmdesk.core.tools import INTERPRETER, FunctionSpec, ToolSet
 from glmdesk.engine.backends.remote import RemoteBackend
 
 WEATHER = {
@@ -95,3 +95,21 @@ def test_the_remote_backend_shows_the_servers_fragments_as_a_live_call(glm_serve
         "unit": "celsius",
     }
     assert "".join(c.text for c in chunks) == ""
+
+
+def test_glm_call_text_from_a_server_without_a_parser_shows_live_too(glm_server, force):
+    """The interpreter is not sent to servers, so its call comes back as GLM text; the
+    remote backend holds it back and gives the same live chunks (code as written)."""
+    remote = RemoteBackend()
+    remote.load(LoadSettings(remote_url=glm_server.url))
+    try:
+        messages = [ChatMessage("system", "", tools=ToolSet(interpreter=True)), ChatMessage("user", "6*7?")]
+        force("python\n```python\nx = 6 * 7\nprint(x)\n```")
+        chunks = list(remote.stream(messages, ParamsBox(SamplingParams(temperature=0, max_new_tokens=60))))
+    finally:
+        remote.close()
+    live = [c.tool_text for c in chunks if c.tool_pending is not None]
+    assert {c.tool_pending for c in chunks if c.tool_pending is not None} == {INTERPRETER}
+    assert len(set(live)) >= 5 and all(b.startswith(a) for a, b in zip(live, live[1:], strict=False))
+    assert live[-1] == "```python\nx = 6 * 7\nprint(x)\n```"
+    assert chunks[-1].finish_reason == "tool_calls" and chunks[-1].tool_call.code == "x = 6 * 7\nprint(x)"
