@@ -37,38 +37,51 @@ from glmdesk.engine.chunk import GenerationChunk
 from glmdesk.engine.openai_tools import tool_call_deltas
 
 
-def json_object_end(text: str) -> int:
-    """Index just after the top-level JSON object that ``text`` starts with (``text[0]``
-    is ``{``), or ``-1`` while it is still open; braces inside strings do not count."""
-    depth, in_string, escaped = 0, False, False
-    for i, ch in enumerate(text):
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
+class JsonObjectEnd:
+    """Finds where the top-level JSON object at the start of a growing text ends; braces
+    and brackets inside strings do not count. Incremental: each call reads only what was
+    added since the last (the text must only grow), so a long call costs O(n) in all."""
+
+    def __init__(self) -> None:
+        self.pos, self.depth, self.in_string, self.escaped = 0, 0, False, False
+        self.end = -1
+
+    def __call__(self, text: str) -> int:
+        """Index just after the object that ``text`` (starting with ``{``) opens, or
+        ``-1`` while it is still open."""
+        if self.end >= 0:
+            return self.end
+        for i in range(self.pos, len(text)):
+            ch = text[i]
+            if self.in_string:
+                if self.escaped:
+                    self.escaped = False
+                elif ch == "\\":
+                    self.escaped = True
+                elif ch == '"':
+                    self.in_string = False
             elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "{[":
-            depth += 1
-        elif ch in "}]":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-    return -1
+                self.in_string = True
+            elif ch in "{[":
+                self.depth += 1
+            elif ch in "}]":
+                self.depth -= 1
+                if self.depth == 0:
+                    self.end = i + 1
+                    return self.end
+        self.pos = len(text)
+        return -1
 
 
-def json_prefix(text: str) -> str:
+def json_prefix(text: str, scan: JsonObjectEnd | None = None) -> str:
     """The longest part of ``text`` that can be streamed as JSON arguments now: the
     text without leading and trailing whitespace, up to the end of its first JSON
     object, when it is a valid prefix of JSON; ``""`` when it is not (yet) one, or
-    does not start with ``{``."""
+    does not start with ``{``. ``scan``: the scanner kept for this (growing) text."""
     body = text.lstrip()
     if not body.startswith("{"):
         return ""
-    end = json_object_end(body)
+    end = (scan or JsonObjectEnd())(body)
     body = (body[:end] if end >= 0 else body).rstrip()
     try:
         jiter.from_json(body.encode(), partial_mode="trailing-strings")
@@ -88,6 +101,7 @@ class ToolCallStream:
     def __init__(self) -> None:
         self.id: str | None = None
         self.sent = ""
+        self._scan = JsonObjectEnd()
 
     def update(self, chunk: GenerationChunk) -> list[dict[str, Any]]:
         """The deltas ``chunk`` adds: the first delta when a call starts, then new
@@ -100,7 +114,7 @@ class ToolCallStream:
             name = "python" if chunk.tool_pending == INTERPRETER else chunk.tool_pending
             head = {"name": name, "arguments": ""}
             out.append({"index": 0, "id": self.id, "type": "function", "function": head})
-        prefix = json_prefix(chunk.tool_text)  # "" once the text is no JSON prefix: nothing more
+        prefix = json_prefix(chunk.tool_text, self._scan)  # "" once the text is no JSON prefix: nothing more
         if len(prefix) > len(self.sent) and prefix.startswith(self.sent):
             out.append(self._piece(prefix[len(self.sent) :]))
             self.sent = prefix

@@ -22,7 +22,7 @@ from glmdesk.engine.chatglm import prepare_checkpoint
 from glmdesk.engine.generate import stream_answer
 from glmdesk.engine.info import ModelInfo
 from glmdesk.engine.loader import LoadedModel
-from glmdesk.server.tool_stream import ToolCallStream, json_prefix
+from glmdesk.server.tool_stream import JsonObjectEnd, ToolCallStream, json_prefix
 
 _spec = importlib.util.spec_from_file_location("tool_models", Path(__file__).with_name("tool_models.py"))
 tm = importlib.util.module_from_spec(_spec)
@@ -155,3 +155,11 @@ def test_stop_while_a_call_is_written_keeps_it_as_text_with_a_note(g4):
 )
 def test_json_prefix(text, sendable):
     assert json_prefix(text) == sendable
+
+
+def test_json_prefix_with_a_kept_scanner_equals_a_fresh_one_on_every_prefix():
+    text = ' {"q": "a \\"}\\" b", "n": [1, {"m": "]"}], "ok": true}\n```'
+    scan = JsonObjectEnd()
+    got = [json_prefix(text[:i], scan) for i in range(len(text) + 1)]
+    assert got == [json_prefix(text[:i]) for i in range(len(text) + 1)]
+    assert got[-1] == text.strip().removesuffix("```").strip()
