@@ -12,7 +12,7 @@ from __future__ import annotations
 from html import escape
 
 from PySide6.QtCore import Qt, QTimer, Signal, Slot
-from PySide6.QtGui import QPalette, QPixmap, QTextCursor
+from PySide6.QtGui import QFontDatabase, QPalette, QPixmap, QTextCursor
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
 
 from glmdesk.core.tools import INTERPRETER, ToolCall
@@ -85,7 +85,8 @@ class ToolCallCard(QFrame):
         self.title = QLabel()
         self.state_label = QLabel()
         self.state_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
-        self.arguments = QPlainTextEdit()
+        self.arguments = QPlainTextEdit()  # monospace: code and JSON as written
+        self.arguments.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         self.arguments.setReadOnly(True)
         self.result_edit = QPlainTextEdit()
         self.result_edit.setPlaceholderText(self.tr("Type the tool's result here"))
@@ -145,8 +146,10 @@ class ToolCallCard(QFrame):
     @Slot()
     def _flush(self) -> None:
         shown = live_arguments(self._live)
-        if shown == self._shown:
+        if self.call is not None or shown == self._shown:
             return
+        bar = self.arguments.verticalScrollBar()
+        following = bar.value() >= bar.maximum() - 4  # the user did not scroll up to read
         if shown.startswith(self._shown):  # the usual case: only the new end is laid out
             cursor = QTextCursor(self.arguments.document())
             cursor.movePosition(QTextCursor.MoveOperation.End)
@@ -155,8 +158,8 @@ class ToolCallCard(QFrame):
             self.arguments.setPlainText(shown)
         self._shown = shown
         self.render_count += 1
-        bar = self.arguments.verticalScrollBar()
-        bar.setValue(bar.maximum())
+        if following:
+            bar.setValue(bar.maximum())
 
     def set_call(self, call: ToolCall) -> None:
         """Show the recognised ``call`` (arguments pretty-printed, or the code) with its
