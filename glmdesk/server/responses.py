@@ -3,8 +3,9 @@
 Shapes follow OpenAI's chat completion, chat completion chunk and completion objects
 (vLLM returns the same): a stream sends the role first (chat), one delta per text
 piece, a tool call as ``delta.tool_calls`` deltas while it is written (id and name
-first, then the arguments; :mod:`glmdesk.server.tool_stream`), a last chunk with ``finish_reason``, optionally a usage chunk
-(``stream_options.include_usage``), then ``data: [DONE]``.
+first, then the arguments; :mod:`glmdesk.server.tool_stream`), a last chunk with
+``finish_reason``, optionally a usage chunk (``stream_options.include_usage``), then
+``data: [DONE]``.
 """
 
 from __future__ import annotations
