@@ -50,6 +50,11 @@ class GenerationChunk:
             out of the prompt to fit the context window.
         tool_pending: While a tool call's text streams (held back, not in ``text``):
             the tool's name (``interpreter`` for code), so the UI can show a card.
+        tool_text: While ``tool_pending`` is set: the call's text written so far (a
+            string of characters, the whole text each time, not a delta; it grows from
+            chunk to chunk): what the model wrote after the metadata line (ChatGLM3's
+            fenced ``tool_call(...)``, GLM-4's JSON arguments, the interpreter's fenced
+            code), or a remote server's ``function.arguments`` so far. ``""`` otherwise.
         tool_call: On the final chunk with ``finish_reason == "tool_calls"``: the call.
         notice: On the final chunk: why a call-like reply was shown as text
             (``ErrorInfo`` of kind ``tool_call_invalid``), else ``None``.
@@ -74,6 +79,7 @@ class GenerationChunk:
     cache: CacheStats = CacheStats()
     dropped_messages: tuple[int, ...] = ()
     tool_pending: str | None = None
+    tool_text: str = ""
     tool_call: ToolCall | None = None
     notice: ErrorInfo | None = None
     reused_tokens: int = 0

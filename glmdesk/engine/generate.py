@@ -184,6 +184,7 @@ class _Answer:
             cache=self.stats,
             dropped_messages=self.dropped,
             tool_pending=getattr(self.shown, "pending", None) if finish is None else None,
+            tool_text=getattr(self.shown, "call_text", "") if finish is None else "",
             tool_call=call,
             notice=None if note is None else tool_notice(note),
             reused_tokens=self.reused,

@@ -2,9 +2,10 @@
 
 Shapes follow OpenAI's chat completion, chat completion chunk and completion objects
 (vLLM returns the same): a stream sends the role first (chat), one delta per text
-piece, a tool call as ``delta.tool_calls`` deltas (id and name, then the arguments, as
-vLLM streams them), a last chunk with ``finish_reason``, optionally a usage chunk
-(``stream_options.include_usage``), then ``data: [DONE]``.
+piece, a tool call as ``delta.tool_calls`` deltas while it is written (id and name
+first, then the arguments; :mod:`glmdesk.server.tool_stream`), a last chunk with
+``finish_reason``, optionally a usage chunk (``stream_options.include_usage``), then
+``data: [DONE]``.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from dataclasses import dataclass, field
 
 from glmdesk.core.tools import ToolCall
 from glmdesk.engine.chunk import GenerationChunk
-from glmdesk.engine.openai_tools import tool_call_deltas, tool_call_to_openai
+from glmdesk.engine.openai_tools import tool_call_to_openai
 from glmdesk.server.answer import AnswerRun, StopStrings
 from glmdesk.server.errors import from_engine
+from glmdesk.server.tool_stream import ToolCallStream
 
 
 @dataclass
@@ -127,10 +129,16 @@ class Outcome:
 
 
 async def pieces(
-    run: AnswerRun, first: GenerationChunk, stops: StopStrings, out: Outcome
-) -> AsyncIterator[str]:
+    run: AnswerRun,
+    first: GenerationChunk,
+    stops: StopStrings,
+    out: Outcome,
+    calls: ToolCallStream | None = None,
+) -> AsyncIterator[str | dict]:
     """The shown text pieces of ``run``, ``stop`` strings cut out; fills ``out``.
 
+    With ``calls`` (a stream), a tool call being written also yields its
+    ``delta.tool_calls`` entries (dicts) as they come (see :mod:`glmdesk.server.tool_stream`).
     A stop string sets the run's stop event (the answer's thread ends within one token)
     and ends the pieces with finish reason ``stop``.
     """
@@ -154,6 +162,8 @@ async def pieces(
             return
         if shown:
             yield shown
+        for delta in calls.update(chunk) if calls is not None else ():
+            yield delta
         chunk = await run.next()
 
 
@@ -161,17 +171,21 @@ async def sse(run: AnswerRun, first: GenerationChunk, stops: StopStrings, reply:
     """The event stream of one answer. Leaving early (the client went away) sets the
     run's stop event, so the answer ends within one token."""
     out = Outcome()
+    calls = ToolCallStream() if reply.chat else None
     try:
         if reply.chat:
             yield event(reply.piece(role=True))
-        async for text in pieces(run, first, stops, out):
-            yield event(reply.piece(text))
+        async for item in pieces(run, first, stops, out, calls):
+            if isinstance(item, dict):
+                yield event(reply.piece(tool_call=item))
+            else:
+                yield event(reply.piece(item))
         last = out.last
         if last is not None and last.finish_reason == "error":
             yield event(from_engine(last.error).body())
         else:
-            if out.call is not None:
-                for delta in tool_call_deltas(out.call):
+            if out.call is not None and calls is not None:
+                for delta in calls.finish(out.call):
                     yield event(reply.piece(tool_call=delta))
             yield event(reply.piece(finish=out.finish))
             if reply.usage_chunk and last is not None:

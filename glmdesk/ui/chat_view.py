@@ -85,6 +85,20 @@ class ChatView(QScrollArea):
         self._follow = True
         return widget
 
+    def remove_card(self, card: QWidget) -> None:
+        """Remove a card shown by :meth:`add_card` (a live tool call that turned out to be
+        text); a card already gone with its message is ignored."""
+        if card not in self._cards:
+            return
+        self._cards.remove(card)
+        for message in self._messages:
+            if card in message.attachments:
+                message.detach(card)
+                break
+        else:
+            self._layout.removeWidget(card)
+        card.deleteLater()
+
     def cards(self) -> list[QWidget]:
         """The cards, oldest first."""
         return list(self._cards)

@@ -120,6 +120,8 @@ class MessageWidget(QFrame):
             self.view.set_markdown(text)
         else:
             self.view.fold(text)
+        if self.attachments:
+            self.view.setVisible(bool(text))
 
     def attach(self, widget: QWidget) -> QWidget:
         """Show ``widget`` under the text (a reopened tool call's card, a tool's image);
@@ -129,6 +131,14 @@ class MessageWidget(QFrame):
         self.attachments.append(widget)
         self.view.setVisible(bool(self._text))
         return widget
+
+    def detach(self, widget: QWidget) -> None:
+        """Take ``widget`` (shown by :meth:`attach`) out of the message; the caller deletes it."""
+        if widget in self.attachments:
+            self.attachments.remove(widget)
+            self.layout().removeWidget(widget)
+            widget.hide()
+        self.view.setVisible(bool(self._text) or not self.attachments)
 
     def is_folded(self) -> bool:
         """True while only the beginning of a long message is drawn."""

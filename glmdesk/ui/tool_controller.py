@@ -40,6 +40,10 @@ def show_stored(chat_view, message) -> MessageWidget:
 class ToolController(QObject):
     """Tools section -> session; session's calls -> cards; cards' buttons -> session.
 
+    A call shows as a card from its first chunk (``GenerationChunk.tool_pending``): the
+    live card grows with ``tool_text`` and becomes the finished card when the answer
+    ends with the call, or goes when the call ends as text (not parsed, Stop, length).
+
     Args:
         session: The :class:`~glmdesk.ui.chat_session.ChatSession`.
         chat_view: Where cards go.
@@ -52,10 +56,12 @@ class ToolController(QObject):
         super().__init__(parent)
         self.session, self.chat_view, self.panel, self.notice = session, chat_view, panel, notice
         self.card: ToolCallCard | None = None
+        self.live: ToolCallCard | None = None  # the call being written in the answer that streams
         self.memory = None  # the ToolsMemory keeping the section per conversation, once history is open
         panel.tools_changed.connect(self._on_tools_changed)
         session.model_ready.connect(self._on_model_ready)
         session.tool_call_requested.connect(self._on_tool_call_requested)
+        session.chunk_shown.connect(self._on_chunk_shown)
         session.code_started.connect(self._on_code_started)
         session.code_finished.connect(self._on_code_finished)
         session.answer_finished.connect(self._on_answer_finished)
@@ -86,9 +92,32 @@ class ToolController(QObject):
             card.set_done()
         return card
 
+    @Slot(int, object)
+    def _on_chunk_shown(self, _request_id: int, chunk) -> None:
+        """A call being written shows as a live card under the answer, growing with it; a
+        call released as text (it did not parse) takes its card away."""
+        pending = getattr(chunk, "tool_pending", None)
+        if pending is None:
+            if self.live is not None:
+                self._drop_live()
+            return
+        if self.live is None:
+            self.live = ToolCallCard(pending=pending)
+            self.chat_view.add_card(self.live, under=self.chat_view.streaming_message())
+        self.live.set_live_text(chunk.tool_text)
+
+    def _drop_live(self) -> None:
+        card, self.live = self.live, None
+        if card is not None:
+            self.chat_view.remove_card(card)
+
     @Slot(object)
     def _on_tool_call_requested(self, call: ToolCall) -> None:
-        card = self._add_card(call)
+        card, self.live = self.live, None
+        if card is not None:  # the live card becomes the finished one
+            card.set_call(call)
+        else:
+            card = self._add_card(call)
         card.result_submitted.connect(self.session.submit_tool_result)
         card.declined.connect(self.session.decline_tool_call)
         card.run_requested.connect(self.session.run_tool_code)
@@ -112,6 +141,8 @@ class ToolController(QObject):
 
     @Slot(int, object)
     def _on_answer_finished(self, _request_id: int, chunk) -> None:
+        if getattr(chunk, "finish_reason", None) != "tool_calls" or getattr(chunk, "tool_call", None) is None:
+            self._drop_live()  # no call to answer: the text (if any) and the note say what happened
         notice = getattr(chunk, "notice", None)
         if notice is not None:
             self.notice.show_info(error_sentence(notice))

@@ -1419,7 +1419,6 @@ Updated {when} · {model}</source>
     <name>ToolCallCard</name>
     <message>
         <source>Code interpreter</source>
-        <extracomment>Widest a tool&apos;s image is shown, in px (wider ones are scaled down, aspect kept).</extracomment>
         <translation>代码解释器</translation>
     </message>
     <message>
@@ -1428,6 +1427,7 @@ Updated {when} · {model}</source>
     </message>
     <message>
         <source>Type the tool&apos;s result here</source>
+        <extracomment>Widest a tool&apos;s image is shown, in px (wider ones are scaled down, aspect kept).</extracomment>
         <translation>在此输入工具的结果</translation>
     </message>
     <message>
@@ -1445,6 +1445,10 @@ Updated {when} · {model}</source>
     <message>
         <source>Decline</source>
         <translation>拒绝</translation>
+    </message>
+    <message>
+        <source>writing...</source>
+        <translation>生成中…</translation>
     </message>
 </context>
 <context>

@@ -69,6 +69,7 @@ class RemoteAnswer:
             finish_reason=finish,
             error=error,
             tool_pending=self.calls.pending if finish is None else None,
+            tool_text=self.calls.call_text if finish is None else "",
             **more,
         )
 

@@ -59,12 +59,24 @@ class RemoteCalls:
         head, newline, _ = self.held.lstrip(" \n").partition("\n")
         if newline and head.strip() in self.names:
             self.pending = head.strip()
+            if self.tools.interpreter and self.tools.function(self.pending) is None:
+                self.pending = INTERPRETER  # ``python``/``interpreter``: code, as the local chunks say
             return ""
         if not newline and any(name.startswith(head) for name in self.names):
             return ""
         self.decided = True
         out, self.held = self.held, ""
         return out
+
+    @property
+    def call_text(self) -> str:
+        """The pending call's text so far: the streamed ``function.arguments`` of the first
+        call, or the GLM call text after its metadata line; ``""`` when no call is pending."""
+        if self.pending is None:
+            return ""
+        if self.streamed:
+            return self.streamed[min(self.streamed)]["arguments"]
+        return self.held.lstrip(" \n").partition("\n")[2]
 
     def finish(self) -> tuple[ToolCall | None, str]:
         """At the end: ``(call, text still to show)``; the call is ``None`` when nothing

@@ -64,6 +64,14 @@ class ToolReplyFilter(ReplyFilter):
             return None
         return self._meta if self.tools.function(self._meta) else INTERPRETER
 
+    @property
+    def call_text(self) -> str:
+        """The pending call's text written so far, exactly as the model wrote it after the
+        metadata line (ChatGLM3's fenced ``tool_call(...)``, GLM-4's JSON arguments, the
+        interpreter's fenced code); it only grows while the call streams. ``""`` when no
+        call is pending."""
+        return self._call if self._state == "call" else ""
+
     def see_token(self, token_id: int) -> str:
         """Called with every generated id before its text; a new segment ends the current."""
         if token_id != self.segment_id:

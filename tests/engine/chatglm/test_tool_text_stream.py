@@ -1,0 +1,165 @@
+"""A tool call streams while it is written: the real decode loop on tiny ChatGLM3 and
+GLM-4 models (a test-only logits processor forces the call's tokens) gives chunks that
+name the pending tool and carry the call's text so far; ``glmdesk serve``'s delta
+builder turns those real chunks into ``delta.tool_calls`` (JSON arguments piece by
+piece for GLM-4, once parsed for ChatGLM3)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import threading
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import GlmForCausalLM
+
+from glmdesk.core.messages import ChatMessage
+from glmdesk.core.settings import ParamsBox, SamplingParams
+from glmdesk.core.tools import INTERPRETER, FunctionSpec, ToolSet
+from glmdesk.engine.chatglm import prepare_checkpoint
+from glmdesk.engine.generate import stream_answer
+from glmdesk.engine.info import ModelInfo
+from glmdesk.engine.loader import LoadedModel
+from glmdesk.server.tool_stream import JsonObjectEnd, ToolCallStream, json_prefix
+
+_spec = importlib.util.spec_from_file_location("tool_models", Path(__file__).with_name("tool_models.py"))
+tm = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(tm)
+
+TOOLS = ToolSet((FunctionSpec("get_weather", "Weather of a city"),), interpreter=True)
+ASK = [ChatMessage("system", "", tools=TOOLS), ChatMessage("user", "北京天气怎么样？")]
+
+
+@pytest.fixture(scope="module")
+def g4(glm4_tokenizer_folder):
+    return tm.tiny_glm4(glm4_tokenizer_folder)
+
+
+@pytest.fixture
+def g3(make_checkpoint, tmp_path):
+    src, *_ = make_checkpoint("chatglm3", n_shards=1)
+    p = prepare_checkpoint(src, tmp_path / "cache")
+    model = GlmForCausalLM.from_pretrained(p.hf_folder, dtype=torch.float32).eval()
+    info = ModelInfo("tiny", "chatglm3", "folder", "tiny", "cpu", "fp32", "none", 0.0, 2048, 0, "chatglm3")
+    return LoadedModel(model, p.tokenizer, p.prompt_format, info)
+
+
+def special(loaded, name: str) -> int:
+    tok = loaded.tokenizer
+    return tok.special_id(name) if hasattr(tok, "special_id") else tok.special_ids[name]
+
+
+def stream(loaded, script: list[int], messages=ASK, stop=None, max_new=200):
+    forcer = tm.ForceTokens([script])
+    loaded.logits_processors = lambda: (forcer,)
+    box = ParamsBox(SamplingParams(temperature=0.0, max_new_tokens=max_new))
+    return stream_answer(loaded, messages, box, stop=stop)
+
+
+def live_texts(chunks, name: str) -> list[str]:
+    """The call's text of each pending chunk, checked to only grow."""
+    texts = [c.tool_text for c in chunks if c.tool_pending is not None]
+    assert {c.tool_pending for c in chunks if c.tool_pending is not None} == {name}
+    assert all(b.startswith(a) for a, b in zip(texts, texts[1:], strict=False))
+    assert all(c.tool_text == "" for c in chunks if c.tool_pending is None)
+    return texts
+
+
+def deltas(chunks) -> tuple[list[list[dict]], ToolCallStream]:
+    """What glmdesk serve sends per chunk (the last entry: after the final chunk)."""
+    calls = ToolCallStream()
+    sent = [calls.update(c) for c in chunks[:-1]]
+    return sent + [calls.finish(chunks[-1].tool_call)], calls
+
+
+def test_glm4_call_text_grows_and_its_json_arguments_stream_as_written(g4):
+    arguments = '{"city": "北京", "unit": "celsius"}'
+    obs = special(g4, "<|observation|>")
+    chunks = list(stream(g4, g4.tokenizer.encode("get_weather\n" + arguments) + [obs]))
+    texts = live_texts(chunks, "get_weather")
+    assert len(set(texts)) >= 5 and texts[-1] == arguments  # one step per token, the whole call at last
+    assert "".join(c.text for c in chunks) == "" and chunks[-1].finish_reason == "tool_calls"
+
+    sent, calls = deltas(chunks)
+    flat = [d for step in sent for d in step]
+    assert flat[0] == {
+        "index": 0,
+        "id": calls.id,
+        "type": "function",
+        "function": {"name": "get_weather", "arguments": ""},
+    }
+    pieces = [d["function"]["arguments"] for d in flat[1:]]
+    assert "".join(pieces) == arguments and json.loads("".join(pieces)) == chunks[-1].tool_call.arguments
+    # The head went out with the first pending chunk; the arguments while written, not at the end.
+    first = next(i for i, c in enumerate(chunks) if c.tool_pending)
+    assert sent[first][0]["id"] == calls.id and sum(1 for s in sent[:-1] for _ in s) >= 5
+    assert sent[-1] == []
+
+
+def test_chatglm3_call_text_grows_and_its_arguments_go_once_parsed(g3):
+    written = "```python\ntool_call(city='北京')\n```"
+    obs = special(g3, "<|observation|>")
+    chunks = list(stream(g3, g3.tokenizer.encode("get_weather\n" + written) + [obs]))
+    texts = live_texts(chunks, "get_weather")
+    assert len(set(texts)) >= 5 and texts[-1] == written
+    assert chunks[-1].finish_reason == "tool_calls"
+    sent, _calls = deltas(chunks)
+    assert [len(s) for s in sent[:-1] if s] == [1]  # the head only, while written
+    assert sent[-1] == [{"index": 0, "function": {"arguments": '{"city": "北京"}'}}]
+
+
+def test_interpreter_code_streams_after_the_text_before_it(g4):
+    obs, seg = special(g4, "<|observation|>"), special(g4, "<|assistant|>")
+    code = "```python\nprint(1 + 2)\n```"
+    script = g4.tokenizer.encode("\n") + g4.tokenizer.encode("我来算。") + [seg]
+    chunks = list(stream(g4, script + g4.tokenizer.encode("python\n" + code) + [obs]))
+    texts = live_texts(chunks, INTERPRETER)
+    assert texts[-1] == code and len(set(texts)) >= 3
+    first = next(i for i, c in enumerate(chunks) if c.tool_pending)
+    assert "".join(c.text for c in chunks[:first]) == "我来算。"
+    assert chunks[-1].tool_call.code == "print(1 + 2)"
+
+
+def test_stop_while_a_call_is_written_keeps_it_as_text_with_a_note(g4):
+    """Stop mid-call: the call is not run, nor kept as a call; its text so far is the
+    answer's text (cancelled), with the note saying why (what the history stores)."""
+    obs = special(g4, "<|observation|>")
+    stop = threading.Event()
+    chunks = []
+    for chunk in stream(
+        g4, g4.tokenizer.encode('get_weather\n{"city": "北京", "unit": "celsius"}') + [obs], stop=stop
+    ):
+        chunks.append(chunk)
+        if chunk.tool_pending and len(chunk.tool_text) >= 6:
+            stop.set()
+    last = chunks[-1]
+    assert last.finish_reason == "cancelled" and last.tool_call is None and last.tool_pending is None
+    written = [c.tool_text for c in chunks if c.tool_pending][-1]
+    assert "".join(c.text for c in chunks) == "get_weather\n" + written
+    assert last.notice.kind == "tool_call_invalid"
+
+
+@pytest.mark.parametrize(
+    ("text", "sendable"),
+    [
+        ('{"city": "北', '{"city": "北'),
+        ('  {"a": [1, {"b": "}"}]', '{"a": [1, {"b": "}"}]'),
+        ('{"a": 1}\n```', '{"a": 1}'),  # nothing after the object
+        ('{"a": 1, ', '{"a": 1,'),  # trailing whitespace waits
+        ('{"city": 北京}', ""),  # not a JSON prefix: nothing more goes out
+        ("```json\n{", ""),
+        ("tool_call(city='x')", ""),
+    ],
+)
+def test_json_prefix(text, sendable):
+    assert json_prefix(text) == sendable
+
+
+def test_json_prefix_with_a_kept_scanner_equals_a_fresh_one_on_every_prefix():
+    text = ' {"q": "a \\"}\\" b", "n": [1, {"m": "]"}], "ok": true}\n```'
+    scan = JsonObjectEnd()
+    got = [json_prefix(text[:i], scan) for i in range(len(text) + 1)]
+    assert got == [json_prefix(text[:i]) for i in range(len(text) + 1)]
+    assert got[-1] == text.strip().removesuffix("```").strip()
