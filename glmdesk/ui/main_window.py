@@ -384,6 +384,11 @@ class MainWindow(QMainWindow):
         self.session.regenerate(self.sidebar.system_prompt(), self.sidebar.cache_settings())
 
     @Slot()
+    def continue_answer(self) -> None:
+        """Chat -> Continue: write on from where the length limit cut the last answer."""
+        self.branch_actions.continue_at(len(self.session.state) - 1)
+
+    @Slot()
     def _on_last_answer_removed(self) -> None:
         self.chat_view.remove_last()
 
@@ -430,6 +435,7 @@ class MainWindow(QMainWindow):
         ready = self.session.is_ready()
         idle = not self.session.is_streaming()
         self.regenerate_action.setEnabled(ready and idle and len(self.state) > 0)
+        self.continue_action.setEnabled(ready and idle and self.session.can_continue())
         self.stop_action.setEnabled(not idle)
         self.copy_action.setEnabled(any(m.role == "assistant" for m in self.state.messages))
 

@@ -27,7 +27,7 @@ def theme_controller(store) -> ThemeController:
 class ProductMenus(QObject):
     """Builds a :class:`MainWindow`'s actions (set on the window as ``open_action``,
     ``new_chat_action``, ``quit_action``, ``stop_action``, ``regenerate_action``,
-    ``copy_action``, ``sidebar_action``; ``file_menu``) and its menu bar.
+    ``continue_action``, ``copy_action``, ``sidebar_action``; ``file_menu``) and its menu bar.
 
     Args:
         window: The main window.
@@ -70,6 +70,9 @@ class ProductMenus(QObject):
         w.quit_action = action(self.tr("&Quit"), QKeySequence.StandardKey.Quit, w.close)
         w.stop_action = action(self.tr("&Stop answer"), Qt.Key.Key_Escape, w.stop_answer)
         w.regenerate_action = action(self.tr("&Regenerate last answer"), "Ctrl+R", w.regenerate)
+        w.continue_action = action(
+            self.tr("C&ontinue the cut answer"), "Ctrl+Shift+Return", w.continue_answer
+        )
         w.copy_action = action(self.tr("&Copy last answer"), "Ctrl+Shift+C", w.copy_last_answer)
         w.sidebar_action = action(self.tr("Show &settings"), "Ctrl+B", w.toggle_sidebar)
         w.sidebar_action.setCheckable(True)
@@ -78,7 +81,7 @@ class ProductMenus(QObject):
         for act in (w.open_action, w.new_chat_action, w.quit_action):
             menu.addAction(act)
         chat = w.menuBar().addMenu(self.tr("&Chat"))
-        for act in (w.stop_action, w.regenerate_action, w.copy_action):
+        for act in (w.stop_action, w.regenerate_action, w.continue_action, w.copy_action):
             chat.addAction(act)
         w.menuBar().addMenu(self.tr("&View")).addAction(w.sidebar_action)
 

@@ -1052,6 +1052,10 @@ Updated {when} · {model}</source>
         <translation>重新生成上一个回答(&amp;R)</translation>
     </message>
     <message>
+        <source>C&amp;ontinue the cut answer</source>
+        <translation>继续被截断的回答(&amp;O)</translation>
+    </message>
+    <message>
         <source>&amp;Copy last answer</source>
         <translation>复制上一个回答(&amp;C)</translation>
     </message>

@@ -69,6 +69,18 @@ def test_continue_appears_on_a_cut_answer_and_fills_the_same_bubble(qtbot, wired
     controller.open_conversation(cid)
     qtbot.waitUntil(lambda: _continue_shown(window) == [False, False, False, True], timeout=5000)
 
+    # Chat -> Continue (Ctrl+Shift+Return) does what the footer's button does, here on the
+    # reopened conversation; it is offered only while the last answer is cut.
+    assert window.continue_action.isEnabled()
+    with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_MS):
+        window.continue_action.trigger()
+    longer, record = window.session.last_answer
+    assert longer.startswith(whole) and len(longer) > len(whole)
+    assert len(window.chat_view.messages()) == 4 and window.chat_view.messages()[-1].text() == longer
+    assert window.continue_action.isEnabled() == (record.finish_reason == "length")
+    window.new_chat()
+    assert not window.continue_action.isEnabled()
+
 
 def test_footer_takes_no_space_while_hidden(qtbot) -> None:
     bubble = MessageWidget("assistant", "A short answer.")
