@@ -78,6 +78,17 @@ def make_config(shape: dict, max_tokens: int) -> GlmConfig:
     return GlmConfig(**shape, max_position_embeddings=max_tokens, tie_word_embeddings=False, pad_token_id=0)
 
 
+def new_model(config: GlmConfig, device: torch.device) -> nn.Module:
+    """A ``GlmForCausalLM`` with random weights, created in bf16 on ``device``."""
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(torch.bfloat16)
+    try:
+        with torch.device(device):
+            return GlmForCausalLM(config).eval()
+    finally:
+        torch.set_default_dtype(default)
+
+
 def copy_bandwidth(device: torch.device, mib: int) -> float:
     """Device copy bandwidth in bytes/s (read + write), best of 5."""
     src = torch.empty(mib * 2**20, dtype=torch.uint8, device=device)
@@ -290,13 +301,7 @@ def main() -> None:
     )
     torch.manual_seed(0)
     if args.strategies:
-        default = torch.get_default_dtype()
-        torch.set_default_dtype(torch.bfloat16)
-        try:
-            with torch.device(device):
-                model = GlmForCausalLM(config).eval()
-        finally:
-            torch.set_default_dtype(default)
+        model = new_model(config, device)
         print(
             f"weights {mib(bytes_read_per_token(model)):.0f} MiB (bf16), prefill chunk {settings.prefill_chunk}"
         )
@@ -311,13 +316,7 @@ def main() -> None:
     if args.cuda_graph and device.type == "cuda":
         rows.append("bf16, transformers StaticCache + CUDA graphs")
     for kind in rows:
-        default = torch.get_default_dtype()
-        torch.set_default_dtype(torch.bfloat16)
-        try:
-            with torch.device(device):
-                model = GlmForCausalLM(config).eval()
-        finally:
-            torch.set_default_dtype(default)
+        model = new_model(config, device)
         if kind in ("nf4", "int8"):
             quantize(model, kind, device)
         weights = bytes_read_per_token(model)

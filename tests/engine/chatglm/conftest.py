@@ -20,6 +20,9 @@ import sentencepiece as spm
 import torch
 from safetensors.torch import save_file
 
+from glmdesk.engine.chatglm import ChatGLM3Format, ChatGLMTokenizer, GLM4Format
+from glmdesk.engine.chatglm.glm4_tokenizer import load_glm4_tokenizer
+
 CORPUS = [
     "Hello world, this is a tiny corpus for testing the ChatGLM tokenizer.",
     "The quick brown fox jumps over the lazy dog. What is the weather today?",
@@ -292,3 +295,27 @@ def make_glm4_checkpoint(tmp_path) -> Callable[..., tuple[Path, dict]]:
         return folder, config
 
     return make
+
+
+@pytest.fixture(scope="module")
+def sp(sp_model_file):
+    """The fixture's sentencepiece model, loaded."""
+    return spm.SentencePieceProcessor(model_file=str(sp_model_file))
+
+
+@pytest.fixture(scope="module")
+def g3(sp_model_file):
+    """ChatGLM3's prompt format over the fixture's tokenizer."""
+    return ChatGLM3Format(ChatGLMTokenizer(sp_model_file))
+
+
+@pytest.fixture(scope="module")
+def glm4_tok(glm4_tokenizer_folder):
+    """The tiny GLM-4 tokenizer (tiktoken ranks + GLM-4's special tokens)."""
+    return load_glm4_tokenizer(glm4_tokenizer_folder)
+
+
+@pytest.fixture(scope="module")
+def g4(glm4_tok):
+    """GLM-4's prompt format over the tiny tokenizer."""
+    return GLM4Format(glm4_tok.encode, glm4_tok.special_ids)

@@ -5,30 +5,13 @@ from __future__ import annotations
 import pytest
 
 from glmdesk.core.messages import ChatMessage
-from glmdesk.engine.chatglm import ChatGLM2Format, ChatGLM3Format, ChatGLMTokenizer
-from glmdesk.engine.chatglm.formats import GLM4Format
-from glmdesk.engine.chatglm.glm4_tokenizer import load_glm4_tokenizer
+from glmdesk.engine.chatglm import ChatGLM2Format, ChatGLMTokenizer
 from glmdesk.engine.context import fit_prompt
 from glmdesk.engine.detokenizer import IncrementalDetokenizer
 from glmdesk.engine.generate import RESUME_CONTEXT_TOKENS, _reply_filter
 
 QUESTION = ChatMessage("user", "hello world")
 PARTIAL = ChatMessage("assistant", "the sea is blue and")
-
-
-@pytest.fixture(scope="module")
-def g3(sp_model_file):
-    return ChatGLM3Format(ChatGLMTokenizer(sp_model_file))
-
-
-@pytest.fixture(scope="module")
-def glm4_tok(glm4_tokenizer_folder):
-    return load_glm4_tokenizer(glm4_tokenizer_folder)
-
-
-@pytest.fixture(scope="module")
-def g4(glm4_tok):
-    return GLM4Format(glm4_tok.encode, glm4_tok.special_ids)
 
 
 @pytest.mark.parametrize("name", ["g3", "g4"])

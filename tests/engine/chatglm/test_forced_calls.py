@@ -14,15 +14,13 @@ import json
 from pathlib import Path
 
 import pytest
-import sentencepiece as spm
 import torch
 from transformers import GlmForCausalLM
 
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import ParamsBox, SamplingParams
 from glmdesk.core.tools import ToolCall, ToolSet, parse_functions
-from glmdesk.engine.chatglm import ChatGLM3Format, ChatGLMTokenizer, GLM4Format, prepare_checkpoint
-from glmdesk.engine.chatglm.glm4_tokenizer import load_glm4_tokenizer
+from glmdesk.engine.chatglm import prepare_checkpoint
 from glmdesk.engine.chatglm.tools import CHATGLM3_TOOL_INTRO
 from glmdesk.engine.generate import stream_answer
 from glmdesk.engine.info import ModelInfo
@@ -69,26 +67,6 @@ def test_forced_must_name_an_offered_function():
 
 
 # --- prompt ids --------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def sp(sp_model_file):
-    return spm.SentencePieceProcessor(model_file=str(sp_model_file))
-
-
-@pytest.fixture(scope="module")
-def g3(sp_model_file):
-    return ChatGLM3Format(ChatGLMTokenizer(sp_model_file))
-
-
-@pytest.fixture(scope="module")
-def glm4_tok(glm4_tokenizer_folder):
-    return load_glm4_tokenizer(glm4_tokenizer_folder)
-
-
-@pytest.fixture(scope="module")
-def g4(glm4_tok):
-    return GLM4Format(glm4_tok.encode, glm4_tok.special_ids)
 
 
 def test_chatglm3_forced_prompt_ends_with_the_metadata_line(g3, sp):

@@ -5,13 +5,9 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-import pytest
-import sentencepiece as spm
-
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.tools import INTERPRETER, ToolCall, ToolSet, parse_functions
-from glmdesk.engine.chatglm import ChatGLM3Format, ChatGLMTokenizer, GLM4Format
-from glmdesk.engine.chatglm.glm4_tokenizer import load_glm4_tokenizer
+from glmdesk.engine.chatglm import ChatGLMTokenizer, GLM4Format
 from glmdesk.engine.chatglm.tools import (
     CHATGLM3_CI_PROMPT,
     CHATGLM3_TOOL_INTRO,
@@ -32,26 +28,6 @@ WEATHER = {
     },
 }
 PRICE = {"name": "track", "description": "追踪指定股票的实时价格", "parameters": {"type": "object", "properties": {"symbol": {"type": "string"}}}}  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def sp(sp_model_file):
-    return spm.SentencePieceProcessor(model_file=str(sp_model_file))
-
-
-@pytest.fixture(scope="module")
-def g3(sp_model_file):
-    return ChatGLM3Format(ChatGLMTokenizer(sp_model_file))
-
-
-@pytest.fixture(scope="module")
-def glm4_tok(glm4_tokenizer_folder):
-    return load_glm4_tokenizer(glm4_tokenizer_folder)
-
-
-@pytest.fixture(scope="module")
-def g4(glm4_tok):
-    return GLM4Format(glm4_tok.encode, glm4_tok.special_ids)
 
 
 def functions(*defs):
