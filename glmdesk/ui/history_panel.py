@@ -85,7 +85,6 @@ class HistoryPanel(QWidget):
         self._pending_delete: int | None = None
         self._quiet = False
         self._writes: Callable[..., None] | None = None  # the history controller's, once attached
-        history.purge_deleted()  # deletions not undone before the last exit are final
 
         self.search_box = QLineEdit(
             placeholderText=self.tr("Search all conversations"), clearButtonEnabled=True
@@ -230,8 +229,12 @@ class HistoryPanel(QWidget):
     def attach_writes(self, write: Callable[..., None]) -> None:
         """Send the panel's writes through ``write(run, then)`` (the history controller's:
         its writer thread and its one error handling, so a full disk or a damaged file
-        during a rename, delete or import is shown in the window like any other)."""
+        during a rename, delete or import is shown in the window like any other).
+
+        The first write empties the bin: deletions not undone before the last exit are
+        final (on the writer thread, not while the window starts)."""
         self._writes = write
+        self._write(lambda h: h.purge_deleted(), lambda _count: None)
 
     def _write(self, run: Callable[[History], Any], then: Callable[[Any], None]) -> Any:
         """Run ``run(history)``, then ``then(result)``; through the controller when attached.

@@ -130,6 +130,7 @@ def test_damaged_history_at_start_is_set_aside_and_the_user_told(qtbot, make_win
     assert window.notice.kind == "error"
     assert str(moved) in window.notice.text() and str(path) in window.notice.text()
     assert controller.history.count_conversations() == 0
+    controller.close()  # the writer first (it empties the bin at start), then the file
     controller.history.close()
 
 

@@ -176,3 +176,27 @@ def test_status_bar_says_when_the_window_cache_evicts(qtbot, window):
     assert final.cache.strategy == "sliding_window" and final.cache.evicted > 0
     assert final.cache.tokens_held == 36
     assert "evicted" in window.status.cache_label.text()
+
+
+def test_the_bin_is_emptied_on_the_writer_thread_when_the_window_opens_its_history(qtbot, window, tmp_path):
+    """A conversation deleted and not undone before the last exit is gone for good once
+    the window's history is attached (the purge runs on the writer thread, not while the
+    window is being built)."""
+    from tests.ui.conftest import attach_history
+
+    path = tmp_path / "history.sqlite3"
+    last_session = History(path)
+    keep, gone = last_session.create_conversation("keep"), last_session.create_conversation("gone")
+    last_session.delete_conversation(gone)
+    last_session.close()
+
+    history, panel, controller = attach_history(window, path)
+    try:
+        assert controller.flush(10)
+        with pytest.raises(KeyError):
+            history.get_conversation(gone)
+        assert history.get_conversation(keep).title == "keep"
+        assert [c.id for c in history.list_conversations()] == [keep]
+    finally:
+        controller.close()
+        history.close()

@@ -203,7 +203,8 @@ def _build_window():
     """The window as ``glmdesk/ui/app.py`` builds it (history panel included), no model loaded.
 
     Returns:
-        ``(window, history)``; the caller closes both.
+        ``(window, controller)``; the caller closes the window, the controller, then its
+        history.
     """
     from glmdesk.ui.app import open_history
     from glmdesk.ui.main_window import MainWindow
@@ -211,7 +212,7 @@ def _build_window():
     window = MainWindow()
     controller = open_history(window)
     assert controller is not None, window.notice.text()
-    return window, controller.history
+    return window, controller
 
 
 def _fill_window(window) -> None:
@@ -241,7 +242,7 @@ def _fill_window(window) -> None:
 def test_visible_strings_are_translated(qtbot, chinese) -> None:
     from glmdesk.ui.open_model_dialog import OpenModelDialog
 
-    window, history = _build_window()
+    window, controller = _build_window()
     qtbot.addWidget(window)
     try:
         _fill_window(window)
@@ -251,7 +252,8 @@ def test_visible_strings_are_translated(qtbot, chinese) -> None:
         texts = _visible_texts(window) + _visible_texts(dialog)
     finally:
         window.close()
-        history.close()
+        controller.close()
+        controller.history.close()
     assert any(CJK.search(t) for _, t in texts)
     offenders = _untranslated(texts)
     unexpected = {t: w for t, w in offenders.items() if t not in KNOWN_UNWRAPPED}
