@@ -4,7 +4,10 @@ A fixed chat (passages of ``data/public_domain.txt``, about 250 tokens per
 question, greedy answers of up to 40 tokens) grows to about 6,000 tokens. Each
 turn is answered twice, alternating which goes first: with a conversation key
 (the kept cache prefills only the new tokens) and without one (the whole prompt
-is prefilled, as before issue 21). Both answers must be the same ids. Prints per
+is prefilled, as before issue 21). Both answers must be the same ids (on llama.cpp a
+turn can differ without a cache fault: its results depend on how a prompt is split
+into batches, and two fresh prefills with different ``n_batch`` differ the same way;
+measured once at turn 12 of 20). Prints per
 turn the tokens prefilled (``new``), TTFT of each and the share of the new tokens'
 prefill FLOPs spent in attention over the kept context, then the turn-20 / turn-1
 TTFT ratio of each (goal with reuse: <= 1.5) and why it is what it is: with reuse
