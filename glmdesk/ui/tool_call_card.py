@@ -20,6 +20,8 @@ from glmdesk.ui.chat_view import REPAINT_INTERVAL_MS
 
 #: Widest a tool's image is shown, in px (wider ones are scaled down, aspect kept).
 IMAGE_MAX_WIDTH_PX = 640
+#: Most lines the arguments (or code) box grows to; longer text scrolls inside it.
+ARGUMENT_MAX_LINES = 16
 
 
 def image_label(png: bytes) -> QLabel | None:
@@ -88,6 +90,11 @@ class ToolCallCard(QFrame):
         self.arguments = QPlainTextEdit()  # monospace: code and JSON as written
         self.arguments.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         self.arguments.setReadOnly(True)
+        # The box is as tall as its text (up to ARGUMENT_MAX_LINES lines, wrapped lines
+        # counted): a one-line call takes one line, a long one scrolls.
+        self.arguments.document().documentLayout().documentSizeChanged.connect(self._fit_arguments)
+        self.arguments.document().contentsChanged.connect(self._fit_arguments)
+        self._fit_arguments()
         self.result_edit = QPlainTextEdit()
         self.result_edit.setPlaceholderText(self.tr("Type the tool's result here"))
         self.result_edit.setFixedHeight(70)
@@ -127,6 +134,22 @@ class ToolCallCard(QFrame):
             self.result_edit.hide()
             for button in (self.send_button, self.run_button, self.kill_button, self.decline_button):
                 button.hide()
+
+    @Slot()
+    def _fit_arguments(self, *_args) -> None:
+        box = self.arguments
+        # Measured from the laid-out blocks: a line holding CJK (a fallback font) is
+        # taller than the monospace font's line spacing.
+        height, lines, block = 0.0, 0, box.document().firstBlock()
+        while block.isValid() and lines < ARGUMENT_MAX_LINES:
+            rect = box.blockBoundingRect(block)
+            count = max(1, block.layout().lineCount())
+            take = min(count, ARGUMENT_MAX_LINES - lines)
+            height += rect.height() * take / count
+            lines += take
+            block = block.next()
+        chrome = 2 * box.document().documentMargin() + 2 * box.frameWidth() + 2
+        box.setFixedHeight(int(max(height, box.fontMetrics().lineSpacing()) + chrome))
 
     def _set_title(self, code: bool, name: str) -> None:
         title = self.tr("Code interpreter") if code else self.tr("Tool call: {name}").format(name=name)

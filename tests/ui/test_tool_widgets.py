@@ -139,3 +139,33 @@ def test_a_runaway_run_is_killed_with_one_click_and_the_window_keeps_running(qtb
     assert [w.role for w in widgets] == ["user", "assistant", "observation", "assistant"]
     assert widgets[1].attachments == [card] and "stopped by the user" in widgets[2].text()
     assert widgets[-1].text() == "Done."
+
+
+def test_the_arguments_box_is_as_tall_as_its_text_up_to_a_limit(qtbot):
+    from glmdesk.ui.tool_call_card import ARGUMENT_MAX_LINES
+
+    one = ToolCallCard(ToolCall("get_weather", {"city": "北京"}))
+    code = ToolCallCard(ToolCall(INTERPRETER, {"code": "x = 1\ny = 2\nprint(x + y)"}, kind="interpreter"))
+    long = ToolCallCard(
+        ToolCall(INTERPRETER, {"code": "\n".join(f"print({i})" for i in range(200))}, kind="interpreter")
+    )
+    for card in (one, code, long):
+        qtbot.addWidget(card)
+        card.resize(600, card.sizeHint().height())
+        card.show()
+    line = one.arguments.fontMetrics().lineSpacing()
+    # {"city": "北京"} pretty-printed is 3 lines; the code 3 lines: shown whole, no
+    # scrolling (a line with CJK is taller); the long code is capped and scrolls.
+    for short in (one, code):
+        assert short.arguments.height() < 7 * line and short.arguments.verticalScrollBar().maximum() == 0
+    assert long.arguments.height() > (ARGUMENT_MAX_LINES - 1) * line
+    assert long.arguments.height() < (ARGUMENT_MAX_LINES + 2) * line
+    assert long.arguments.verticalScrollBar().maximum() > 0  # the rest scrolls inside the box
+
+    live = ToolCallCard(pending="get_weather")
+    qtbot.addWidget(live)
+    live.show()
+    short = live.arguments.height()
+    live.set_live_text('{"city": "北京",\n "days": 3,\n "unit": "celsius"')
+    qtbot.waitUntil(lambda: live.arguments.height() > short, timeout=2000)
+    assert live.arguments.verticalScrollBar().maximum() == 0
