@@ -163,3 +163,42 @@ def test_json_prefix_with_a_kept_scanner_equals_a_fresh_one_on_every_prefix():
     got = [json_prefix(text[:i], scan) for i in range(len(text) + 1)]
     assert got == [json_prefix(text[:i]) for i in range(len(text) + 1)]
     assert got[-1] == text.strip().removesuffix("```").strip()
+
+
+def test_chatglm3_call_through_glmdesk_serve_and_the_openai_client(g3):
+    """ChatGLM3 end to end: a real ``glmdesk serve`` on 127.0.0.1 over the tiny ChatGLM3
+    model, the official ``openai`` client; the streamed call (its arguments sent once
+    parsed) accumulates to the non-stream answer's call."""
+    import openai
+
+    from glmdesk.engine.backends.transformers import TransformersBackend
+    from glmdesk.server.app import create_app
+    from glmdesk.server.config import ServeSettings
+    from glmdesk.server.runner import ServerThread
+
+    written = "```python\ntool_call(city='北京', days=3)\n```"
+    script = g3.tokenizer.encode("get_weather\n" + written) + [special(g3, "<|observation|>")]
+    tools = [{"type": "function", "function": {"name": "get_weather", "description": "Weather of a city"}}]
+    ask = [{"role": "user", "content": "北京天气怎么样？"}]
+    settings = ServeSettings(port=0, queue_size=4)
+    server = ServerThread(create_app(TransformersBackend(g3), settings), settings).start()
+    try:
+        client = openai.OpenAI(base_url=server.url, api_key="none", max_retries=0, timeout=120)
+        g3.logits_processors = lambda: (tm.ForceTokens([script]),)
+        whole = client.chat.completions.create(model="tiny", messages=ask, tools=tools, temperature=0)
+        choice = whole.choices[0]
+        assert choice.finish_reason == "tool_calls" and not choice.message.content
+        (call,) = choice.message.tool_calls
+        assert call.function.name == "get_weather"
+        assert json.loads(call.function.arguments) == {"city": "北京", "days": 3}
+
+        g3.logits_processors = lambda: (tm.ForceTokens([script]),)
+        with client.chat.completions.stream(model="tiny", messages=ask, tools=tools, temperature=0) as events:
+            final = events.get_final_completion()
+        streamed = final.choices[0]
+        assert streamed.finish_reason == "tool_calls"
+        (again,) = streamed.message.tool_calls
+        assert again.function.name == "get_weather"
+        assert json.loads(again.function.arguments) == json.loads(call.function.arguments)
+    finally:
+        server.stop()
