@@ -17,6 +17,15 @@
 #   4. NF4 / INT8 / bf16 decode at 1K, 8K and 32K (issue 10).
 #
 # Each part has its own time limit; logs go to $OUT (default /tmp/gpu-session).
+#
+# The wheels, made on a machine with an index (bitsandbytes' wheel holds a library per
+# CUDA version: keep the machine's, e.g. cuda130/132 for torch +cu130, to stay small):
+#   pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+#       --platform manylinux_2_28_x86_64 --platform manylinux_2_24_x86_64 -d .whl \
+#       bitsandbytes==0.50.2 transformers==5.24.0 platformdirs gguf
+#   zip -d .whl/bitsandbytes-*.whl 'bitsandbytes/libbitsandbytes_cuda11*' \
+#       'bitsandbytes/libbitsandbytes_cuda12*' 'bitsandbytes/libbitsandbytes_rocm*' 'bitsandbytes/libbitsandbytes_xpu*'
+# Measured 2026-11-30 on an H200 with these: README, "Measured on a GPU".
 set -u
 OUT=${OUT:-/tmp/gpu-session}
 mkdir -p "$OUT"
