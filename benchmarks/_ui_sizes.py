@@ -161,6 +161,20 @@ def run(scale: float = 1.0) -> list[tuple[str, float]]:
 
         results.append((f"send {size // 1000} KB", measure(send, done=stored)))
 
+    from glmdesk.core.tools import MAX_FUNCTIONS_CHARS
+    from glmdesk.ui.tools_panel import ToolsPanel
+
+    tools = ToolsPanel()
+    tools.show()
+    tools.set_mode("functions", "")
+    for label, size in (("refused", int(2_000_000 * scale)), ("taken", int(MAX_FUNCTIONS_CHARS * 0.9))):
+        data = QMimeData()
+        data.setText(one_line_json(size))
+        tools.functions_edit.clear()
+        gap = measure(lambda data=data: tools.functions_edit.insertFromMimeData(data))
+        results.append((f"paste {size // 1000} KB into functions ({label})", gap))
+    tools.close()
+
     for kb in (1000, 2000):
         size = int(kb * 1000 * scale)
         answer = one_line_json(size)

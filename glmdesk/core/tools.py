@@ -201,18 +201,30 @@ def check_functions(items: Any) -> list[str]:
     return [p for i, item in enumerate(items) for p in _problems(i, item, seen)]
 
 
+#: Longest custom-function text accepted, in characters. The definitions go into the
+#: system turn of every prompt: 100,000 characters are about 25,000-50,000 tokens,
+#: already most of a 32K context.
+MAX_FUNCTIONS_CHARS = 100_000
+
+
 def parse_functions(text: str) -> tuple[tuple[FunctionSpec, ...], list[str]]:
     """Read the custom functions a user typed.
 
     Args:
         text: A JSON list of OpenAI-style function definitions (each a
             ``{"name", "description", "parameters"}`` object, or an OpenAI ``tools``
-            entry ``{"type": "function", "function": {...}}``). Blank text is no functions.
+            entry ``{"type": "function", "function": {...}}``). Blank text is no functions;
+            text over :data:`MAX_FUNCTIONS_CHARS` is a problem (it is not parsed).
 
     Returns:
         ``(functions, problems)``: the functions when ``problems`` is empty, else
         ``()`` and one sentence per problem.
     """
+    if len(text) > MAX_FUNCTIONS_CHARS:
+        return (), [
+            f"The definitions are {len(text):,} characters; they go into every prompt, so at most "
+            f"{MAX_FUNCTIONS_CHARS:,} are taken."
+        ]
     if not text.strip():
         return (), []
     try:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Signal, Slot
+from PySide6.QtCore import QMimeData, Signal, Slot
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -15,10 +15,31 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from glmdesk.core.tools import ConversationTools, ToolSet, ToolSettings, parse_functions
+from glmdesk.core.tools import MAX_FUNCTIONS_CHARS, ConversationTools, ToolSet, ToolSettings, parse_functions
 
 #: Modes of the section, in the order of the combo box.
 MODES = ("none", "interpreter", "functions")
+
+
+class FunctionsEdit(QPlainTextEdit):
+    """The custom functions' JSON. A paste that would take the text over
+    :data:`~glmdesk.core.tools.MAX_FUNCTIONS_CHARS` is refused whole (a 2 MB one-line
+    paste would stall the window for seconds, and could never fit a prompt).
+
+    Signals:
+        paste_refused(int): The length the text would have had, in characters.
+    """
+
+    paste_refused = Signal(int)
+
+    def insertFromMimeData(self, source: QMimeData) -> None:  # noqa: N802 (Qt override)
+        if source.hasText():
+            selected = len(self.textCursor().selectedText())
+            length = self.document().characterCount() - 1 - selected + len(source.text())
+            if length > MAX_FUNCTIONS_CHARS:
+                self.paste_refused.emit(length)
+                return
+        super().insertFromMimeData(source)
 
 
 class ToolsPanel(QGroupBox):
@@ -36,7 +57,7 @@ class ToolsPanel(QGroupBox):
         super().__init__(self.tr("Tools"), parent)
         self.mode = QComboBox()
         self.mode.addItems([self.tr("None"), self.tr("Code interpreter"), self.tr("Custom functions")])
-        self.functions_edit = QPlainTextEdit()
+        self.functions_edit = FunctionsEdit()
         self.functions_edit.setPlaceholderText(
             self.tr("A JSON list of function definitions, each with a name, a description and parameters.")
         )
@@ -69,6 +90,7 @@ class ToolsPanel(QGroupBox):
             column.addWidget(widget)
         self.mode.currentIndexChanged.connect(self._on_edited)
         self.functions_edit.textChanged.connect(self._on_edited)
+        self.functions_edit.paste_refused.connect(self._on_paste_refused)
         self.always_run.toggled.connect(self._on_edited)
         self.max_rounds.valueChanged.connect(self._on_edited)
         self.timeout.valueChanged.connect(self._on_edited)
@@ -139,6 +161,16 @@ class ToolsPanel(QGroupBox):
             for widget in widgets:
                 widget.blockSignals(False)
         self._on_edited()
+
+    @Slot(int)
+    def _on_paste_refused(self, length: int) -> None:
+        self.problems_label.setText(
+            self.tr(
+                "The pasted text was not added: the definitions would be {length} characters, and they "
+                "go into every prompt, so at most {limit} are taken."
+            ).format(length=f"{length:,}", limit=f"{MAX_FUNCTIONS_CHARS:,}")
+        )
+        self.problems_label.setVisible(True)
 
     @Slot()
     def _on_edited(self) -> None:

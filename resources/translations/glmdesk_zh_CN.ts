@@ -1431,7 +1431,7 @@ Updated {when} · {model}</source>
     </message>
     <message>
         <source>Type the tool&apos;s result here</source>
-        <extracomment>Widest a tool&apos;s image is shown, in px (wider ones are scaled down, aspect kept).</extracomment>
+        <extracomment>Widest a tool&apos;s image is shown, in px (wider ones are scaled down, aspect kept). Most lines the arguments (or code) box grows to; longer text scrolls inside it.</extracomment>
         <translation>在此输入工具的结果</translation>
     </message>
     <message>
@@ -1527,6 +1527,10 @@ Updated {when} · {model}</source>
     <message>
         <source>Code time limit</source>
         <translation>代码运行时限</translation>
+    </message>
+    <message>
+        <source>The pasted text was not added: the definitions would be {length} characters, and they go into every prompt, so at most {limit} are taken.</source>
+        <translation>粘贴的内容未添加：函数定义将达到 {length} 个字符，而它们会进入每一次提示，因此最多接受 {limit} 个字符。</translation>
     </message>
 </context>
 <context>

@@ -169,3 +169,36 @@ def test_the_arguments_box_is_as_tall_as_its_text_up_to_a_limit(qtbot):
     live.set_live_text('{"city": "北京",\n "days": 3,\n "unit": "celsius"')
     qtbot.waitUntil(lambda: live.arguments.height() > short, timeout=2000)
     assert live.arguments.verticalScrollBar().maximum() == 0
+
+
+def test_a_paste_over_the_functions_limit_is_refused_with_a_sentence(qtbot):
+    """A 2 MB one-line paste into the custom functions would stall the window for seconds
+    and could never fit a prompt: it is refused whole, the text kept, the reason shown."""
+    import json
+
+    from PySide6.QtGui import QGuiApplication
+
+    from glmdesk.core.tools import MAX_FUNCTIONS_CHARS
+
+    panel = ToolsPanel()
+    qtbot.addWidget(panel)
+    panel.show()
+    kept = '[{"name": "get_weather", "parameters": {"type": "object"}}]'
+    panel.set_mode("functions", kept)
+    huge = json.dumps(
+        [{"name": f"f{i}", "description": "天气" * 150} for i in range(6000)], ensure_ascii=False
+    )
+    assert len(huge.encode()) > 2_000_000
+    QGuiApplication.clipboard().setText(huge)
+    panel.functions_edit.selectAll()
+    panel.functions_edit.paste()
+    assert panel.functions_edit.toPlainText() == kept and [s.name for s in panel.toolset().functions] == [
+        "get_weather"
+    ]
+    assert panel.problems_label.isVisible() and f"{MAX_FUNCTIONS_CHARS:,}" in panel.problems_label.text()
+
+    fits = json.dumps([{"name": f"f{i}", "description": "天气"} for i in range(50)], ensure_ascii=False)
+    QGuiApplication.clipboard().setText(fits)
+    panel.functions_edit.selectAll()
+    panel.functions_edit.paste()
+    assert len(panel.toolset().functions) == 50 and not panel.problems_label.isVisible()

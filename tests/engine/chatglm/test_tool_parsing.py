@@ -113,6 +113,14 @@ def test_function_definitions_are_validated_with_a_sentence_each():
     assert problems[0].startswith("This is not valid JSON")
     _, problems = parse_functions('[{"name": "x", "parameters": {"type": "string"}}]')
     assert 'type "object"' in problems[0]
+    # Definitions go into every prompt: text over the limit is one sentence, not parsed.
+    from glmdesk.core.tools import MAX_FUNCTIONS_CHARS
+
+    many = "[" + ",".join(f'{{"name": "f{i}", "description": "{"x" * 60}"}}' for i in range(2000)) + "]"
+    assert len(many) > MAX_FUNCTIONS_CHARS
+    specs, problems = parse_functions(many)
+    assert specs == () and len(problems) == 1 and f"{MAX_FUNCTIONS_CHARS:,}" in problems[0]
+    assert parse_functions(many[:MAX_FUNCTIONS_CHARS].rsplit("},", 1)[0] + "}]")[1] == []
 
 
 def run_filter(family, parts, cut_off=False, tokens=()):
