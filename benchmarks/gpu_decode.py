@@ -150,6 +150,16 @@ def bytes_read_per_token(model: nn.Module) -> int:
     return total
 
 
+def timed_decode(strategy, token: int, new: int) -> tuple[float, int]:
+    """Decode ``new`` greedy tokens after ``token``; ``(tokens/s, last token)``."""
+    sync(strategy.device)
+    t0 = time.perf_counter()
+    for _ in range(new):
+        token = int(strategy.step(token).argmax())
+    sync(strategy.device)
+    return new / (time.perf_counter() - t0), token
+
+
 @torch.inference_mode()
 def decode_rate(model, settings, context: int, new: int, max_tokens: int) -> float:
     """Greedy decode tokens/s after ``context`` random prompt tokens (3 warm-up steps first)."""
@@ -157,14 +167,8 @@ def decode_rate(model, settings, context: int, new: int, max_tokens: int) -> flo
     strategy = FullCacheStrategy(model, settings, max_tokens=max_tokens)
     ids = torch.randint(0, model.config.vocab_size, (1, context), device=device)
     token = int(strategy.prefill(ids).argmax())
-    for _ in range(3):  # warm-up
-        token = int(strategy.step(token).argmax())
-    sync(device)
-    t0 = time.perf_counter()
-    for _ in range(new):
-        token = int(strategy.step(token).argmax())
-    sync(device)
-    rate = new / (time.perf_counter() - t0)
+    _, token = timed_decode(strategy, token, 3)  # warm-up
+    rate, _ = timed_decode(strategy, token, new)
     strategy.release()
     return rate
 
@@ -210,13 +214,7 @@ def strategy_table(model, contexts: list[int], new: int, tiny: bool) -> None:
             logits = strategy.prefill(ids)
             sync(device)
             prefill_s += time.perf_counter() - t0
-            token = int(logits.argmax())
-            sync(device)
-            t0 = time.perf_counter()
-            for _ in range(new):
-                token = int(strategy.step(token).argmax())
-            sync(device)
-            rate = new / (time.perf_counter() - t0)
+            rate, _ = timed_decode(strategy, int(logits.argmax()), new)
             done = context + new
             stats = strategy.stats()
             peak = mib(torch.cuda.max_memory_allocated(device)) if device.type == "cuda" else float("nan")

@@ -39,6 +39,17 @@ def state(server):
     return server.server.config.app.state.glmdesk
 
 
+#: An OpenAI ``tools`` entry and a question for it (tool tests against a real server).
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "查询天气",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+    },
+}
+ASK = [{"role": "user", "content": "北京天气怎么样？"}]
+
 _spec = importlib.util.spec_from_file_location(
     "tool_models", Path(__file__).parents[1] / "engine" / "chatglm" / "tool_models.py"
 )

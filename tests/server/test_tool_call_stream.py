@@ -14,16 +14,8 @@ from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
 from glmdesk.core.tools import INTERPRETER, FunctionSpec, ToolSet
 from glmdesk.engine.backends.remote import RemoteBackend
+from tests.server.conftest import ASK, WEATHER
 
-WEATHER = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "查询天气",
-        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
-    },
-}
-ASK = [{"role": "user", "content": "北京天气怎么样？"}]
 CALL = 'get_weather\n{"city": "北京", "unit": "celsius"}'
 
 

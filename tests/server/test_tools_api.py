@@ -15,16 +15,8 @@ import pytest
 
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.tools import FunctionSpec, ToolCall, ToolSet
+from tests.server.conftest import ASK, WEATHER
 
-WEATHER = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "查询天气",
-        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
-    },
-}
-ASK = [{"role": "user", "content": "北京天气怎么样？"}]
 _spec = importlib.util.spec_from_file_location(
     "tool_models", Path(__file__).parents[1] / "engine" / "chatglm" / "tool_models.py"
 )

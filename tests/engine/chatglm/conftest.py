@@ -319,3 +319,20 @@ def glm4_tok(glm4_tokenizer_folder):
 def g4(glm4_tok):
     """GLM-4's prompt format over the tiny tokenizer."""
     return GLM4Format(glm4_tok.encode, glm4_tok.special_ids)
+
+
+@pytest.fixture
+def chatglm3_loaded(make_checkpoint, tmp_path):
+    """A tiny ChatGLM3 checkpoint converted and loaded as a
+    :class:`~glmdesk.engine.loader.LoadedModel` (fp32, CPU), for the real decode loop."""
+    from transformers import GlmForCausalLM
+
+    from glmdesk.engine.chatglm import prepare_checkpoint
+    from glmdesk.engine.info import ModelInfo
+    from glmdesk.engine.loader import LoadedModel
+
+    src, *_ = make_checkpoint("chatglm3", n_shards=1)
+    p = prepare_checkpoint(src, tmp_path / "cache")
+    model = GlmForCausalLM.from_pretrained(p.hf_folder, dtype=torch.float32).eval()
+    info = ModelInfo("tiny", "chatglm3", "folder", "tiny", "cpu", "fp32", "none", 0.0, 2048, 0, "chatglm3")
+    return LoadedModel(model, p.tokenizer, p.prompt_format, info)

@@ -14,17 +14,12 @@ import json
 from pathlib import Path
 
 import pytest
-import torch
-from transformers import GlmForCausalLM
 
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import ParamsBox, SamplingParams
 from glmdesk.core.tools import ToolCall, ToolSet, parse_functions
-from glmdesk.engine.chatglm import prepare_checkpoint
 from glmdesk.engine.chatglm.tools import CHATGLM3_TOOL_INTRO
 from glmdesk.engine.generate import stream_answer
-from glmdesk.engine.info import ModelInfo
-from glmdesk.engine.loader import LoadedModel
 
 
 def _load(name: str):
@@ -123,15 +118,6 @@ def g4_loaded(glm4_tokenizer_folder):
     return models.tiny_glm4(glm4_tokenizer_folder)
 
 
-@pytest.fixture
-def g3_loaded(make_checkpoint, tmp_path):
-    src, *_ = make_checkpoint("chatglm3", n_shards=1)
-    p = prepare_checkpoint(src, tmp_path / "cache")
-    model = GlmForCausalLM.from_pretrained(p.hf_folder, dtype=torch.float32).eval()
-    info = ModelInfo("tiny", "chatglm3", "folder", "tiny", "cpu", "fp32", "none", 0.0, 2048, 0, "chatglm3")
-    return LoadedModel(model, p.tokenizer, p.prompt_format, info)
-
-
 def special(loaded, name):
     tok = loaded.tokenizer
     return tok.special_id(name) if hasattr(tok, "special_id") else tok.special_ids[name]
@@ -186,8 +172,8 @@ def test_glm4_forced_call_with_bad_arguments_is_text_with_a_note(g4_loaded):
     assert last.notice.kind == "tool_call_invalid" and "JSON" in last.notice.params["reason"]
 
 
-def test_chatglm3_forced_call_from_argument_tokens_only(g3_loaded):
-    loaded = g3_loaded
+def test_chatglm3_forced_call_from_argument_tokens_only(chatglm3_loaded):
+    loaded = chatglm3_loaded
     tok = loaded.tokenizer
     obs = special(loaded, "<|observation|>")
     msgs = [ChatMessage("system", "", tools=forced_tools("get_weather")), ChatMessage("user", "天气？")]

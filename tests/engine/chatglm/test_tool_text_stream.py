@@ -12,16 +12,11 @@ import threading
 from pathlib import Path
 
 import pytest
-import torch
-from transformers import GlmForCausalLM
 
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import ParamsBox, SamplingParams
 from glmdesk.core.tools import INTERPRETER, FunctionSpec, ToolSet
-from glmdesk.engine.chatglm import prepare_checkpoint
 from glmdesk.engine.generate import stream_answer
-from glmdesk.engine.info import ModelInfo
-from glmdesk.engine.loader import LoadedModel
 from glmdesk.server.tool_stream import JsonObjectEnd, ToolCallStream, json_prefix
 
 _spec = importlib.util.spec_from_file_location("tool_models", Path(__file__).with_name("tool_models.py"))
@@ -35,15 +30,6 @@ ASK = [ChatMessage("system", "", tools=TOOLS), ChatMessage("user", "北京天气
 @pytest.fixture(scope="module")
 def g4(glm4_tokenizer_folder):
     return tm.tiny_glm4(glm4_tokenizer_folder)
-
-
-@pytest.fixture
-def g3(make_checkpoint, tmp_path):
-    src, *_ = make_checkpoint("chatglm3", n_shards=1)
-    p = prepare_checkpoint(src, tmp_path / "cache")
-    model = GlmForCausalLM.from_pretrained(p.hf_folder, dtype=torch.float32).eval()
-    info = ModelInfo("tiny", "chatglm3", "folder", "tiny", "cpu", "fp32", "none", 0.0, 2048, 0, "chatglm3")
-    return LoadedModel(model, p.tokenizer, p.prompt_format, info)
 
 
 def special(loaded, name: str) -> int:
@@ -98,10 +84,12 @@ def test_glm4_call_text_grows_and_its_json_arguments_stream_as_written(g4):
     assert sent[-1] == []
 
 
-def test_chatglm3_call_text_grows_and_its_arguments_go_once_parsed(g3):
+def test_chatglm3_call_text_grows_and_its_arguments_go_once_parsed(chatglm3_loaded):
     written = "```python\ntool_call(city='北京')\n```"
-    obs = special(g3, "<|observation|>")
-    chunks = list(stream(g3, g3.tokenizer.encode("get_weather\n" + written) + [obs]))
+    obs = special(chatglm3_loaded, "<|observation|>")
+    chunks = list(
+        stream(chatglm3_loaded, chatglm3_loaded.tokenizer.encode("get_weather\n" + written) + [obs])
+    )
     texts = live_texts(chunks, "get_weather")
     assert len(set(texts)) >= 5 and texts[-1] == written
     assert chunks[-1].finish_reason == "tool_calls"
@@ -165,7 +153,7 @@ def test_json_prefix_with_a_kept_scanner_equals_a_fresh_one_on_every_prefix():
     assert got[-1] == text.strip().removesuffix("```").strip()
 
 
-def test_chatglm3_call_through_glmdesk_serve_and_the_openai_client(g3):
+def test_chatglm3_call_through_glmdesk_serve_and_the_openai_client(chatglm3_loaded):
     """ChatGLM3 end to end: a real ``glmdesk serve`` on 127.0.0.1 over the tiny ChatGLM3
     model, the official ``openai`` client; the streamed call (its arguments sent once
     parsed) accumulates to the non-stream answer's call."""
@@ -177,14 +165,16 @@ def test_chatglm3_call_through_glmdesk_serve_and_the_openai_client(g3):
     from glmdesk.server.runner import ServerThread
 
     written = "```python\ntool_call(city='北京', days=3)\n```"
-    script = g3.tokenizer.encode("get_weather\n" + written) + [special(g3, "<|observation|>")]
+    script = chatglm3_loaded.tokenizer.encode("get_weather\n" + written) + [
+        special(chatglm3_loaded, "<|observation|>")
+    ]
     tools = [{"type": "function", "function": {"name": "get_weather", "description": "Weather of a city"}}]
     ask = [{"role": "user", "content": "北京天气怎么样？"}]
     settings = ServeSettings(port=0, queue_size=4)
-    server = ServerThread(create_app(TransformersBackend(g3), settings), settings).start()
+    server = ServerThread(create_app(TransformersBackend(chatglm3_loaded), settings), settings).start()
     try:
         client = openai.OpenAI(base_url=server.url, api_key="none", max_retries=0, timeout=120)
-        g3.logits_processors = lambda: (tm.ForceTokens([script]),)
+        chatglm3_loaded.logits_processors = lambda: (tm.ForceTokens([script]),)
         whole = client.chat.completions.create(model="tiny", messages=ask, tools=tools, temperature=0)
         choice = whole.choices[0]
         assert choice.finish_reason == "tool_calls" and not choice.message.content
@@ -192,7 +182,7 @@ def test_chatglm3_call_through_glmdesk_serve_and_the_openai_client(g3):
         assert call.function.name == "get_weather"
         assert json.loads(call.function.arguments) == {"city": "北京", "days": 3}
 
-        g3.logits_processors = lambda: (tm.ForceTokens([script]),)
+        chatglm3_loaded.logits_processors = lambda: (tm.ForceTokens([script]),)
         with client.chat.completions.stream(model="tiny", messages=ask, tools=tools, temperature=0) as events:
             final = events.get_final_completion()
         streamed = final.choices[0]
