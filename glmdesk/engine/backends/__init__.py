@@ -124,8 +124,8 @@ def create_backend(settings: LoadSettings) -> Backend:
 def _check_gguf_types(settings: LoadSettings) -> None:
     """Refuse a user's GGUF file whose tensor types transformers cannot dequantize
     (:func:`~glmdesk.engine.gguf_header.check_transformers_tensor_types`)."""
-    if settings.model is None or not settings.model.strip().lower().endswith(".gguf"):
-        return
+    if not settings.model or not settings.model.strip() or not is_gguf_model(settings.model):
+        return  # the embedded model's types are known to be readable
     from glmdesk.engine.gguf_header import check_transformers_tensor_types, read_gguf_header
     from glmdesk.engine.sources import resolve_source
 
