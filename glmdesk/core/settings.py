@@ -8,10 +8,12 @@ a sentence a user can act on.
 
 from __future__ import annotations
 
-import math
 import threading
 from dataclasses import dataclass, field
+from typing import ClassVar
 from urllib.parse import urlsplit
+
+from glmdesk.core.sampling_fields import SAMPLING_TABLE, SamplingField
 
 QUANTIZATIONS = ("none", "8bit", "4bit", "int8-wo", "int4-wo")
 #: Quantizations done by bitsandbytes (the rest are torch weight-only CPU kernels).
@@ -26,11 +28,6 @@ ENGINES = ("auto", "transformers", "llamacpp", "remote")
 #: llama.cpp's full-cache context when ``LoadSettings.n_ctx`` is 0 and the model was
 #: trained longer, in tokens (a 128K context's KV cache would take gigabytes).
 LLAMA_DEFAULT_N_CTX = 8192
-
-
-def _finite(name: str, value: float) -> None:
-    if not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number, not {value!r}.")
 
 
 @dataclass(frozen=True)
@@ -49,6 +46,9 @@ class SamplingParams:
         max_new_tokens: Upper bound on generated tokens, in tokens.
         seed: Seed for the sampler's random generator; ``None`` draws a fresh one.
 
+    Ranges, labels, options and request names: one row each in
+    :data:`~glmdesk.core.sampling_fields.SAMPLING_TABLE`.
+
     Raises:
         ValueError: when a value is out of its range, with the reason.
     """
@@ -61,28 +61,13 @@ class SamplingParams:
     max_new_tokens: int = 512
     seed: int | None = None
 
+    #: The table the fields are validated, shown, stored and sent by; a subclass with
+    #: one more field adds its row (:mod:`glmdesk.core.sampling_fields`).
+    TABLE: ClassVar[tuple[SamplingField, ...]] = SAMPLING_TABLE
+
     def __post_init__(self) -> None:
-        for name in ("temperature", "top_p", "min_p", "repetition_penalty"):
-            _finite(name, getattr(self, name))
-        if not 0.0 <= self.temperature <= 2.0:
-            raise ValueError(f"Temperature must be between 0 and 2 (0 means greedy), not {self.temperature}.")
-        if not 0.0 <= self.top_p <= 1.0:
-            raise ValueError(f"Top-p must be between 0 and 1, not {self.top_p}.")
-        if not 0.0 <= self.min_p <= 1.0:
-            raise ValueError(f"Min-p must be between 0 and 1, not {self.min_p}.")
-        if int(self.top_k) != self.top_k or self.top_k < 0:
-            raise ValueError(f"Top-k must be a whole number, 0 or more (0 is off), not {self.top_k}.")
-        if self.repetition_penalty < 1.0:
-            raise ValueError(
-                "Repetition penalty must be at least 1.0 (1.0 is off); values below 1.0 "
-                f"would make the model repeat itself, so {self.repetition_penalty} is refused."
-            )
-        if self.repetition_penalty > 10.0:
-            raise ValueError(f"Repetition penalty must be at most 10, not {self.repetition_penalty}.")
-        if int(self.max_new_tokens) != self.max_new_tokens or self.max_new_tokens < 1:
-            raise ValueError(f"Max new tokens must be 1 or more, not {self.max_new_tokens}.")
-        if self.seed is not None and (int(self.seed) != self.seed or not 0 <= self.seed < 2**63):
-            raise ValueError(f"Seed must be a whole number from 0 to 2^63-1, not {self.seed}.")
+        for row in self.TABLE:
+            row.check(getattr(self, row.name))
 
     @property
     def greedy(self) -> bool:
