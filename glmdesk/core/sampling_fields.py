@@ -1,24 +1,27 @@
 """One table of the sampling fields: every place that shows, stores, parses or sends one reads it.
 
-Each :class:`SamplingField` row says everything about one field of
-:class:`~glmdesk.core.settings.SamplingParams`: its valid range and the sentence that
-refuses a value outside it, the sidebar's control (kind, range, step, label, tooltip,
-whether it sits under "Advanced"), the command-line help, the name in an OpenAI /
-vLLM request, and whether the decode loop reads it before every token or once per
-answer. From the rows:
+Each :class:`SamplingField` row of :data:`SAMPLING_TABLE` says everything about one
+field of :class:`SamplingParams` (defined below, beside its table): its valid range and
+the sentence that refuses a value outside it, the sidebar's control (kind, range, step,
+label, tooltip, whether it sits under "Advanced"), the command-line help, the name in
+an OpenAI / vLLM request, and whether the decode loop reads it before every token or
+once per answer. From the rows:
 
 - ``SamplingParams.__post_init__`` validates (:meth:`SamplingField.check`);
 - the sidebar builds its controls (``glmdesk.ui.sampling_controls``);
 - the settings store saves and reads ``sampling/<name>`` (``glmdesk.ui.settings_store``);
-- ``glmdesk chat`` / ``glmdesk serve`` get ``--<name>`` options (``glmdesk.cli_options``);
+- ``glmdesk chat`` gets ``--<name>`` options (``glmdesk.cli_options``);
 - ``glmdesk serve``'s request body gets the request fields (``glmdesk.server.schemas``),
   read by :func:`params_from_request`;
 - the remote backend's request is :func:`request_fields`.
 
-Defaults are ``SamplingParams``' field defaults, replaced per model family by its
-published demo settings (``FAMILY_DEFAULTS``). A subclass of ``SamplingParams`` with
-one more field and ``TABLE = SamplingParams.TABLE + (row,)`` is a params type every
-consumer above accepts (they read ``type(params).TABLE`` or take the type).
+A new sampling control is its row in :data:`SAMPLING_TABLE` and its field on
+:class:`SamplingParams`, both here; what the decode loop does with it goes in
+``glmdesk.engine.sampling``. Defaults are ``SamplingParams``' field defaults, replaced
+per model family by its published demo settings (``FAMILY_DEFAULTS``). A subclass of
+``SamplingParams`` with one more field and ``TABLE = (*SamplingParams.TABLE, row)`` is a
+params type every consumer above accepts (they read ``type(params).TABLE`` or take the
+type), which is how a test adds a row.
 
 English strings the window shows (labels, tooltips, control texts, refusals) are
 marked with :func:`QT_TRANSLATE_NOOP` in the ``Sidebar`` context, so that
@@ -30,7 +33,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 #: Kinds of sidebar control: a slider with a spin box, a spin box, a text entry
 #: (a whole number or empty, for optional fields).
@@ -242,6 +245,51 @@ SAMPLING_TABLE: tuple[SamplingField, ...] = (
         live=False,
     ),
 )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """Decoding parameters read by the decode loop before every token.
+
+    Attributes:
+        temperature: Softmax temperature; ``0`` means greedy (argmax). Range 0-2.
+        top_p: Nucleus sampling mass (Holtzman et al. 2019). ``1`` is off; ``0``
+            keeps only the most likely token.
+        top_k: Keep the k most likely tokens; ``0`` is off.
+        min_p: Drop tokens below ``min_p`` x the top probability; ``0`` is off.
+        repetition_penalty: CTRL penalty (Keskar et al. 2019) on every token already
+            in the prompt or answer; ``1.0`` is off. Values below 1.0 would reward
+            repetition and are refused.
+        max_new_tokens: Upper bound on generated tokens, in tokens.
+        seed: Seed for the sampler's random generator; ``None`` draws a fresh one.
+
+    Ranges, labels, options and request names: one row each in :data:`SAMPLING_TABLE`
+    (also importable from :mod:`glmdesk.core.settings`).
+
+    Raises:
+        ValueError: when a value is out of its range, with the reason.
+    """
+
+    temperature: float = 0.7
+    top_p: float = 0.9
+    top_k: int = 0
+    min_p: float = 0.0
+    repetition_penalty: float = 1.0
+    max_new_tokens: int = 512
+    seed: int | None = None
+
+    #: The table the fields are validated, shown, stored and sent by; a subclass with
+    #: one more field adds its row.
+    TABLE: ClassVar[tuple[SamplingField, ...]] = SAMPLING_TABLE
+
+    def __post_init__(self) -> None:
+        for row in self.TABLE:
+            row.check(getattr(self, row.name))
+
+    @property
+    def greedy(self) -> bool:
+        """True when decoding is argmax (temperature 0)."""
+        return self.temperature == 0.0
 
 
 def field_names(table: tuple[SamplingField, ...] = SAMPLING_TABLE) -> tuple[str, ...]:

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import ClassVar
 from urllib.parse import urlsplit
 
-from glmdesk.core.sampling_fields import SAMPLING_TABLE, SamplingField
+# SamplingParams lives beside its table (one row and one field per sampling control).
+from glmdesk.core.sampling_fields import SamplingParams
 
 QUANTIZATIONS = ("none", "8bit", "4bit", "int8-wo", "int4-wo")
 #: Quantizations done by bitsandbytes (the rest are torch weight-only CPU kernels).
@@ -28,51 +28,6 @@ ENGINES = ("auto", "transformers", "llamacpp", "remote")
 #: llama.cpp's full-cache context when ``LoadSettings.n_ctx`` is 0 and the model was
 #: trained longer, in tokens (a 128K context's KV cache would take gigabytes).
 LLAMA_DEFAULT_N_CTX = 8192
-
-
-@dataclass(frozen=True)
-class SamplingParams:
-    """Decoding parameters read by the decode loop before every token.
-
-    Attributes:
-        temperature: Softmax temperature; ``0`` means greedy (argmax). Range 0-2.
-        top_p: Nucleus sampling mass (Holtzman et al. 2019). ``1`` is off; ``0``
-            keeps only the most likely token.
-        top_k: Keep the k most likely tokens; ``0`` is off.
-        min_p: Drop tokens below ``min_p`` x the top probability; ``0`` is off.
-        repetition_penalty: CTRL penalty (Keskar et al. 2019) on every token already
-            in the prompt or answer; ``1.0`` is off. Values below 1.0 would reward
-            repetition and are refused.
-        max_new_tokens: Upper bound on generated tokens, in tokens.
-        seed: Seed for the sampler's random generator; ``None`` draws a fresh one.
-
-    Ranges, labels, options and request names: one row each in
-    :data:`~glmdesk.core.sampling_fields.SAMPLING_TABLE`.
-
-    Raises:
-        ValueError: when a value is out of its range, with the reason.
-    """
-
-    temperature: float = 0.7
-    top_p: float = 0.9
-    top_k: int = 0
-    min_p: float = 0.0
-    repetition_penalty: float = 1.0
-    max_new_tokens: int = 512
-    seed: int | None = None
-
-    #: The table the fields are validated, shown, stored and sent by; a subclass with
-    #: one more field adds its row (:mod:`glmdesk.core.sampling_fields`).
-    TABLE: ClassVar[tuple[SamplingField, ...]] = SAMPLING_TABLE
-
-    def __post_init__(self) -> None:
-        for row in self.TABLE:
-            row.check(getattr(self, row.name))
-
-    @property
-    def greedy(self) -> bool:
-        """True when decoding is argmax (temperature 0)."""
-        return self.temperature == 0.0
 
 
 @dataclass(frozen=True)
