@@ -39,6 +39,13 @@ from glmdesk.ui.tools_panel import ToolsPanel
 class Sidebar(QScrollArea):
     """The settings pane on the right of the chat.
 
+    Args:
+        params: The sampling parameters shown first (default ``SamplingParams()``). Their
+            type's ``TABLE`` gives the sampling controls, one per row
+            (:attr:`sampling_controls`, each also this sidebar's attribute of the field's
+            name: ``sidebar.top_p``).
+        parent: The parent widget.
+
     Signals:
         params_changed(SamplingParams): New valid sampling parameters (apply from the next token).
         system_prompt_changed(str): The system prompt changed (applies from the next message).
