@@ -10,6 +10,7 @@ import sys
 
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.tools import ToolCall, ToolSet, function_spec
+from tests.helpers import tool_models as tm
 
 FUNCTIONS = [
     {
@@ -118,14 +119,6 @@ def test_a_model_without_a_tool_format_is_refused():
 def test_tool_choice_forces_the_first_answer_only(glm_server, tiny, tmp_path):
     """``--tool-choice NAME``: the first answer is NAME's call (the model wrote only the
     arguments); after the typed result the model answers freely (the prompt unforced)."""
-    import importlib.util
-    from pathlib import Path
-
-    spec = importlib.util.spec_from_file_location(
-        "tool_models", Path(__file__).parents[1] / "engine" / "chatglm" / "tool_models.py"
-    )
-    tm = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tm)
     special, enc = tiny.tokenizer.special_ids, tiny.tokenizer.encode
     forcer = tm.ForceTokens(
         [
