@@ -670,6 +670,17 @@ Updated {when} · {model}</source>
     </message>
 </context>
 <context>
+    <name>MarkdownView</name>
+    <message>
+        <source>(TeX shown: {command} cannot be drawn here)</source>
+        <translation>（显示 TeX 源码：此处无法绘制 {command}）</translation>
+    </message>
+    <message>
+        <source>(TeX shown: this formula cannot be drawn here)</source>
+        <translation>（显示 TeX 源码：此处无法绘制该公式）</translation>
+    </message>
+</context>
+<context>
     <name>MemoryGauge</name>
     <message>
         <source>CPU (looking for a GPU)</source>
