@@ -11,6 +11,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFont, QFontInfo, QGuiApplication, QPalette, QTextCursor
 
 from glmdesk.ui.chat_view import ChatView
+from glmdesk.ui.long_markdown import split_segments
 from glmdesk.ui.markdown_view import MarkdownView
 from glmdesk.ui.math_render import MathRenderer, shared_renderer
 from glmdesk.ui.math_text import find_math
@@ -221,3 +222,13 @@ def test_copy_and_plain_text_copy_of_a_message_keep_the_tex(qtbot):
     segment.setTextCursor(cursor)
     assert segment.createMimeDataFromSelection().text() == "So $a^2+b^2=c^2$"
     assert shared_renderer().pending() == 0
+
+
+def test_a_long_paragraph_is_never_cut_inside_a_display_formula():
+    formula = "$$\n" + "".join(f"a_{{{i}}} + " for i in range(30)) + "\n= b\n$$\n"
+    text = "words " * 150 + "\n" + formula + "more " * 300
+    start = text.index("$$")
+    segments = split_segments(text)
+    assert len(segments) > 1
+    assert any(s.start <= start and text.index("$$", start + 2) + 2 <= s.end for s in segments)
+    assert "".join(text[s.start : s.end] for s in segments) == text
