@@ -107,7 +107,6 @@ class MarkdownView(QTextBrowser):
         self._formulas: dict[str, Formula] = {}
         self._generation = 0
         self._waiting = False  # some formulas are still being drawn
-        self._listening = False
         self._rendering = False
         self._pending: list[tuple] = []
         self.setOpenLinks(False)
@@ -179,9 +178,8 @@ class MarkdownView(QTextBrowser):
         shown, self._formulas, self._waiting = substitute(
             self._markdown, self._resolve, self._formula_note, self._generation
         )
-        if self._waiting and not self._listening:
-            shared_renderer().formulas_ready.connect(self._on_formulas_ready)
-            self._listening = True
+        if self._waiting:
+            shared_renderer().redraw_later(self)
         self._rendering = True  # one height change per render, not one per step
         try:
             self.document().setMarkdown(keep_line_breaks(shown), _FEATURES)
@@ -207,11 +205,15 @@ class MarkdownView(QTextBrowser):
             return self.tr("(TeX shown: {command} cannot be drawn here)").format(command=error)
         return self.tr("(TeX shown: this formula cannot be drawn here)")
 
-    @Slot()
-    def _on_formulas_ready(self) -> None:
+    def redraw_formulas(self) -> None:
+        """Draw again when some of the formulas waited for have arrived (else wait on)."""
         renderer = shared_renderer()
-        if self._waiting and any(renderer.has(key) for key in self._pending):
+        if not self._waiting:
+            return
+        if any(renderer.has(key) for key in self._pending):
             self._render()
+        else:
+            renderer.redraw_later(self)
 
     def _decorate_code_blocks(self) -> None:
         palette = QGuiApplication.palette()  # our own palette's Base is transparent

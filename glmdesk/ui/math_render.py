@@ -29,6 +29,7 @@ import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass
 
+import shiboken6
 from PySide6.QtCore import QObject, QTimer, Signal, Slot
 from PySide6.QtGui import QColor, QImage
 from PySide6.QtWidgets import QApplication
@@ -180,9 +181,11 @@ class MathRenderer(QObject):
     """Draws formulas on one background thread and caches them (one per application).
 
     Use :func:`shared_renderer`. :meth:`image` answers from the cache or asks the
-    thread for the formula; :attr:`formulas_ready` tells views to draw again. Only the
-    thread calls mathtext (matplotlib is not thread-safe); colouring the mask and the
-    cache stay on the GUI thread.
+    thread for the formula; a view that waits for formulas (:meth:`redraw_later`) is
+    redrawn when some arrive, one view per event-loop turn (so a dozen segments
+    waiting at once never stall the window together). Only the thread calls mathtext
+    (matplotlib is not thread-safe); colouring the mask and the cache stay on the GUI
+    thread.
 
     Signals:
         formulas_ready(): Formulas asked for were drawn (or found impossible to draw).
@@ -206,6 +209,11 @@ class MathRenderer(QObject):
         self._tell_later.setSingleShot(True)
         self._tell_later.timeout.connect(self._tell)
         self._drawn.connect(self._collect)
+        self._waiting_views: dict[int, QObject] = {}  # views to redraw when formulas arrive
+        self._redraws: deque[QObject] = deque()
+        self._redraw_timer = QTimer(self)
+        self._redraw_timer.setInterval(0)
+        self._redraw_timer.timeout.connect(self._redraw_one)
 
     def is_warm(self) -> bool:
         """True once matplotlib's mathtext is imported and its parser built."""
@@ -306,11 +314,29 @@ class MathRenderer(QObject):
             return
         self._tell()
 
+    def redraw_later(self, view: QObject) -> None:
+        """Call ``view.redraw_formulas()`` once after the next formulas arrive."""
+        self._waiting_views[id(view)] = view
+
     @Slot()
     def _tell(self) -> None:
         self._tell_later.stop()
         self._told = time.perf_counter()
+        self._redraws.extend(self._waiting_views.values())
+        self._waiting_views.clear()
+        if self._redraws:
+            self._redraw_timer.start()
         self.formulas_ready.emit()
+
+    @Slot()
+    def _redraw_one(self) -> None:
+        while self._redraws:
+            view = self._redraws.popleft()
+            if shiboken6.isValid(view):  # not deleted since (a segment replaced, a chat cleared)
+                view.redraw_formulas()
+                break
+        if not self._redraws:
+            self._redraw_timer.stop()
 
 
 _SHARED: MathRenderer | None = None
