@@ -153,12 +153,15 @@ class MarkdownView(QTextBrowser):
         return document_text(self.document(), self._formulas)
 
     def createMimeDataFromSelection(self) -> QMimeData:  # noqa: N802 (Qt override)
-        """A copied selection: formulas as their TeX source (plain text only)."""
+        """A copied selection: with formulas in it, plain text with their TeX source
+        (Qt's HTML would name images no other program can open); else Qt's own."""
         cursor = self.textCursor()
+        start, end = cursor.selectionStart(), cursor.selectionEnd()
+        text = document_text(self.document(), self._formulas, start, end)
+        if not any(formula.source in text for formula in self._formulas.values()):
+            return super().createMimeDataFromSelection()
         data = QMimeData()
-        data.setText(
-            document_text(self.document(), self._formulas, cursor.selectionStart(), cursor.selectionEnd())
-        )
+        data.setText(text)
         return data
 
     def markdown(self) -> str:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _LIST_ITEM = re.compile(r"^ {0,3}([-*+]|\d{1,9}[.)])(\s|$)")
+_SPECIAL = re.compile(r"[\\$`]")
 _PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 
 
@@ -128,6 +129,9 @@ def _scan(text: str, start: int, end: int) -> list[MathSpan]:
         if span is not None:
             spans.append(span)
             i = span.end
+        elif step == 1 and c not in "\\$":
+            found = _SPECIAL.search(text, i + 1, end)  # skip plain text in one step
+            i = found.start() if found else end
         else:
             i += step
     return spans
