@@ -8,15 +8,17 @@ KaTeX web view would draw more of LaTeX but adds Qt WebEngine (~100 MB in the bu
 a browser process per window, a slow start, asynchronous layout that pytest-qt cannot
 easily wait on); a pure-Python TeX-to-SVG renderer would be a new dependency with the
 same subset problem. What mathtext cannot draw is shown as its TeX source with a note
-(see :data:`UNSUPPORTED_NOTE`): environments (``\\begin{aligned}``, ``cases``, matrices),
+(:attr:`Mask.error` names the command; the view words the note): environments (``\\begin{aligned}``, ``cases``, matrices),
 ``\\\\`` line breaks, ``\\boxed``, ``\\color``, ``\\underbrace``, ``\\xrightarrow``.
 A few common LaTeX spellings it lacks are rewritten first (:data:`ALIASES`).
 
-Costs measured on the 2-core machine (loaded): importing mathtext 0.4-1.2 s and its
-first formula 0.27 s, so both run once on a background thread (:meth:`MathRenderer.warm_up`);
-then 1-25 ms per formula, so formulas are drawn on the GUI thread a few per event-loop
-turn (:data:`TURN_BUDGET_S`) and kept in an LRU cache keyed by TeX, size, device pixel
-ratio (the mask) and colour (the image). Until its image is ready a formula shows as text.
+Costs measured on the 2-core machine (loaded): importing mathtext 0.4-1.2 s, its first
+formula 0.27 s, then 1-60 ms per formula (pure Python, holding the GIL). So one
+background thread imports mathtext (:meth:`MathRenderer.warm_up`, started by the chat
+view a second after it first shows) and draws every formula, with a short thread switch
+interval while it works (:data:`SWITCH_S`); masks are kept in an LRU cache keyed by TeX,
+size and device pixel ratio, coloured images by that and the colour, so a theme switch
+only recolours. Until its image is ready a formula shows as its TeX, as text.
 """
 
 from __future__ import annotations
@@ -37,9 +39,9 @@ from PySide6.QtWidgets import QApplication
 #: While formulas are being drawn, views are told at most this often, in s (each
 #: telling redraws the views waiting for them).
 READY_INTERVAL_S = 0.1
-#: The interpreter's thread switch interval while the drawing thread works, in s: with
-#: the default 5 ms each return of the GUI thread from Qt waited for the drawing thread's
-#: turn to end, which held a repaint up to 0.4 s.
+#: The interpreter's thread switch interval while the drawing thread works, in s: the GUI
+#: thread, whenever it wants the interpreter back (after each call into Qt that let it
+#: go), waits at most this long instead of the default 5 ms.
 SWITCH_S = 0.0005
 #: Formula masks kept (each a few KB).
 MASK_CACHE = 4096
@@ -234,27 +236,28 @@ class MathRenderer(QObject):
         return key in self._masks
 
     def _run(self) -> None:  # the drawing thread
-        interval = sys.getswitchinterval()
-        sys.setswitchinterval(min(interval, SWITCH_S))
-        try:
-            draw_mask("x^2", 12.0, 1.0)
-        finally:
-            sys.setswitchinterval(interval)
+        usable = self._draw(("x^2", 12.0, 1.0)).error is None
         self._warm.set()
         while True:
             key = self._requests.get()
             if key is None:
                 return
-            interval = sys.getswitchinterval()
-            sys.setswitchinterval(min(interval, SWITCH_S))
-            try:
-                self._results.append((key, draw_mask(*key)))
-            finally:
-                sys.setswitchinterval(interval)
+            self._results.append((key, self._draw(key) if usable else Mask(b"", 0, 0, 0, "")))
             try:
                 self._drawn.emit()  # queued to the GUI thread, where this object lives
             except RuntimeError:  # the application is gone
                 return
+
+    @staticmethod
+    def _draw(key: tuple) -> Mask:
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(min(interval, SWITCH_S))
+        try:
+            return draw_mask(*key)
+        except Exception:  # noqa: BLE001 (matplotlib missing or broken: every formula stays TeX)
+            return Mask(b"", 0, 0, 0, "")
+        finally:
+            sys.setswitchinterval(interval)
 
     @Slot()
     def stop(self) -> None:
