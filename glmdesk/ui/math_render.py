@@ -23,6 +23,7 @@ only recolours. Until its image is ready a formula shows as its TeX, as text.
 
 from __future__ import annotations
 
+import gc
 import queue
 import re
 import sys
@@ -43,6 +44,11 @@ READY_INTERVAL_S = 0.1
 #: thread, whenever it wants the interpreter back (after each call into Qt that let it
 #: go), waits at most this long instead of the default 5 ms.
 SWITCH_S = 0.0005
+#: After each formula the drawing thread collects the young generations (gen 0 and 1,
+#: about a millisecond): mathtext's parse trees are cyclic garbage that otherwise lived
+#: on into the oldest generation, whose full collections (150-200 ms on the busy 2-core
+#: machine, holding the interpreter) came every hundred formulas and stalled the window.
+YOUNG_GC = 1
 #: Formula masks kept (each a few KB).
 MASK_CACHE = 4096
 #: Coloured images kept.
@@ -237,12 +243,14 @@ class MathRenderer(QObject):
 
     def _run(self) -> None:  # the drawing thread
         usable = self._draw(("x^2", 12.0, 1.0)).error is None
+        gc.collect()  # the import's garbage, now while the window is idle, not in an answer
         self._warm.set()
         while True:
             key = self._requests.get()
             if key is None:
                 return
             self._results.append((key, self._draw(key) if usable else Mask(b"", 0, 0, 0, "")))
+            gc.collect(YOUNG_GC)
             try:
                 self._drawn.emit()  # queued to the GUI thread, where this object lives
             except RuntimeError:  # the application is gone
