@@ -121,21 +121,13 @@ def _add_llamacpp_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def add_sampling_arguments(p: argparse.ArgumentParser) -> None:
-    """Sampling options (unset ones take the model family's published defaults)."""
-    p.add_argument("--temperature", type=float, help="0 to 2; 0 is greedy (always the likeliest token)")
-    p.add_argument("--top-p", type=float, help="nucleus sampling, 0 to 1; 1 is off")
-    p.add_argument("--top-k", type=int, help="sample from the k likeliest tokens, 0 or more; 0 is off")
-    p.add_argument(
-        "--min-p", type=float, help="drop tokens below min-p x the likeliest's probability, 0 to 1; 0 is off"
-    )
-    p.add_argument("--repetition-penalty", type=float, help="1 to 10; 1 is off")
-    p.add_argument(
-        "--max-new-tokens",
-        type=int,
-        help="longest answer, in tokens, 1 or more (capped by the room the context window has left)",
-    )
-    p.add_argument("--seed", type=int, help="random seed, 0 to 2^63-1, for repeatable sampling")
+def add_sampling_arguments(
+    p: argparse.ArgumentParser, params_type: type[SamplingParams] = SamplingParams
+) -> None:
+    """Sampling options, one per row of ``params_type.TABLE`` (``--top-p`` for ``top_p``;
+    unset ones take the model family's published defaults)."""
+    for row in params_type.TABLE:
+        p.add_argument(row.option, dest=row.name, type=row.type, help=row.help)
 
 
 def api_key(args) -> str | None:
@@ -198,22 +190,16 @@ def without_uncompilable(settings: LoadSettings, cache: CacheSettings) -> LoadSe
     return settings
 
 
-def sampling(args, family: str) -> SamplingParams:
-    """The family's defaults with the options given on top.
+def sampling(args, family: str, params_type: type[SamplingParams] = SamplingParams) -> SamplingParams:
+    """The family's defaults with the options given on top (the options of
+    :func:`add_sampling_arguments` for ``params_type``), as a ``params_type``.
 
     Raises:
         ValueError: with a sentence, for a value out of range.
     """
-    values = {
-        "temperature": args.temperature,
-        "top_p": args.top_p,
-        "top_k": args.top_k,
-        "min_p": args.min_p,
-        "repetition_penalty": args.repetition_penalty,
-        "max_new_tokens": args.max_new_tokens,
-        "seed": args.seed,
-    }
-    return dataclasses.replace(family_defaults(family), **{k: v for k, v in values.items() if v is not None})
+    given = {row.name: getattr(args, row.name) for row in params_type.TABLE}
+    base = dataclasses.asdict(family_defaults(family))
+    return params_type(**(base | {k: v for k, v in given.items() if v is not None}))
 
 
 _shown: list = [None]  # the last (stage, tenths) printed

@@ -48,16 +48,27 @@ def plugin_files() -> list[Path]:
     return [f for f in files if f.exists()]
 
 
+def not_found(ldd_output: str) -> list[str]:
+    """The sonames ``ldd`` printed as "not found", each once, in first-seen order.
+
+    glibc's ``ldd`` prints a missing library once for every object in the dependency tree that
+    needs it (``libqxcb.so`` and ``libQt6XcbQpa.so.6`` both need ``libxcb-icccm.so.4``), so the
+    raw lines repeat names.
+    """
+    return list(dict.fromkeys(_SONAME.findall(ldd_output)))
+
+
 def missing_libraries(files: list[Path] | None = None) -> list[str]:
-    """Shared libraries ``ldd`` reports as "not found" for ``files`` (default: :func:`plugin_files`)."""
-    missing: list[str] = []
+    """Shared libraries ``ldd`` reports as "not found" for ``files`` (default: :func:`plugin_files`),
+    each named once across all the files."""
+    missing: dict[str, None] = {}
     for path in plugin_files() if files is None else files:
         try:
             out = subprocess.run(["ldd", str(path)], capture_output=True, text=True, timeout=30).stdout
         except (OSError, subprocess.SubprocessError):
             continue
-        missing += [name for name in _SONAME.findall(out) if name not in missing]
-    return missing
+        missing.update(dict.fromkeys(not_found(out)))
+    return list(missing)
 
 
 def advice(returncode: int, qt_message: str, env: dict[str, str], missing: list[str]) -> str:
@@ -71,6 +82,7 @@ def advice(returncode: int, qt_message: str, env: dict[str, str], missing: list[
     """
     lines = ["glmdesk cannot open its window: Qt's platform plugin did not load."]
     if missing:
+        missing = list(dict.fromkeys(missing))
         packages = " ".join(dict.fromkeys(debian_package(name) for name in missing))
         lines += [
             f"These system libraries are missing: {', '.join(missing)}.",

@@ -9,7 +9,7 @@ Usage (from the repository root, with the project's virtual environment)::
 The default run:
 
 1. ``pyside6-lupdate`` reads every module of ``glmdesk/`` that imports PySide6 and
-   calls ``tr``/``translate`` and updates ``resources/translations/glmdesk_<lang>.ts``
+   calls ``tr``/``translate`` (or defines its own ``QT_TRANSLATE_NOOP`` marker) and updates ``resources/translations/glmdesk_<lang>.ts``
    (``-no-obsolete``: strings gone from the code are dropped; no source locations, so
    the file changes only when strings do);
 2. the translations in ``resources/translations/<lang>_terms.toml`` (English source
@@ -44,6 +44,7 @@ TRANSLATIONS = ROOT / "resources" / "translations"
 LANGUAGES = ("zh_CN",)
 
 _TR_CALL = re.compile(r"\b(?:tr|translate|QT_TR_NOOP|QT_TRANSLATE_NOOP)\s*\(")
+_OWN_MARKER = re.compile(r"^def QT_TRANSLATE_NOOP\(", re.MULTILINE)
 _PLACEHOLDER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}|\{\}|%(?:n|L?\d+)")
 # "&Open" but not "&&", "&nbsp;" or "&#9632;".
 _ACCELERATOR = re.compile(r"&(?!&|#\d+;|[A-Za-z]+;)\S")
@@ -82,11 +83,13 @@ def terms_path(language: str) -> Path:
 
 
 def source_files() -> list[Path]:
-    """Every module of glmdesk with translatable strings (imports PySide6 and calls tr/translate)."""
+    """Every module of glmdesk with translatable strings: those that import PySide6 and call
+    tr/translate, and plain modules that define their own ``QT_TRANSLATE_NOOP`` marker
+    (``glmdesk/core/sampling_fields.py``: strings the sidebar translates)."""
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
         text = path.read_text(encoding="utf-8")
-        if "PySide6" in text and _TR_CALL.search(text):
+        if ("PySide6" in text and _TR_CALL.search(text)) or _OWN_MARKER.search(text):
             found.append(path)
     return found
 

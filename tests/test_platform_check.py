@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-from glmdesk.platform_check import advice, check, debian_package, missing_libraries, plugin_files
+import pytest
+
+from glmdesk.platform_check import advice, check, debian_package, main, missing_libraries, plugin_files
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -30,6 +33,41 @@ def test_missing_libraries_give_the_exact_install_line():
     )
     assert "sudo apt-get install -y libxcb-icccm4 libxcb-keysyms1" in text
     assert "libxcb-icccm.so.4" in text and "scripts/run-app chat" in text
+
+
+def _shared_library(folder: Path, name: str, needs: list[str]) -> Path:
+    """Compile an empty shared library ``name`` in ``folder`` that links ``needs`` (from ``folder``)."""
+    source = folder / "empty.c"
+    source.write_text("int glmdesk_probe(void) { return 1; }\n")
+    out = folder / name
+    command = ["cc", "-shared", "-fPIC", "-Wl,--no-as-needed", "-o", str(out), str(source)]
+    command += [f"-Wl,-soname,{name}", f"-L{folder}", "-Wl,-rpath,$ORIGIN", *(f"-l:{n}" for n in needs)]
+    subprocess.run(command, check=True, capture_output=True, timeout=60)
+    return out
+
+
+@pytest.mark.skipif(not (shutil.which("cc") and shutil.which("ldd")), reason="needs a C compiler and ldd")
+def test_a_library_missing_under_two_dependencies_is_named_once(tmp_path, monkeypatch, capsys):
+    # Like Qt's xcb plugin: the plugin and the Qt library it loads both need the absent library,
+    # and glibc's ldd prints "not found" for it once per object that needs it.
+    absent = _shared_library(tmp_path, "libglmdesk-absent.so.4", [])
+    other = _shared_library(tmp_path, "libglmdesk-other.so.1", [])
+    _shared_library(tmp_path, "libqt.so", [absent.name, other.name])
+    plugin = _shared_library(tmp_path, "libplugin.so", ["libqt.so", absent.name, other.name])
+    absent.unlink()
+    other.unlink()
+    ldd = subprocess.run(["ldd", str(plugin)], capture_output=True, text=True).stdout
+    assert ldd.count("libglmdesk-absent.so.4 => not found") > 1  # what ldd itself prints
+    files = [plugin, tmp_path / "libqt.so"]
+    assert missing_libraries(files) == ["libglmdesk-absent.so.4", "libglmdesk-other.so.1"]
+
+    monkeypatch.setattr("glmdesk.platform_check.plugin_files", lambda: files)
+    monkeypatch.setenv("QT_QPA_PLATFORM", "glmdesk-no-such-platform")
+    assert main() == 1
+    err = capsys.readouterr().err
+    assert err.count("libglmdesk-absent.so.4") == 1 and err.count("libglmdesk-other.so.1") == 1
+    assert err.count("apt-get install") == 1
+    assert "sudo apt-get install -y libglmdesk-absent4 libglmdesk-other1" in err
 
 
 def test_no_display_suggests_xvfb_run_or_the_terminal():

@@ -33,7 +33,8 @@ ERROR_KINDS = (
     "tool_rounds_exceeded",  # rounds: int (not in the sentence)
     "interpreter_failed",  # detail: str
     "not_gguf",  # path: str (folder), file: str, head: str (the file's first bytes as text)
-    "gguf_unsupported",  # path: str (folder), file: str, architecture: str, engine: str
+    "gguf_unsupported",  # path: str (folder), file: str, architecture: str, engine: str,
+    #   tensor_types: str and llamacpp: bool when tensor types are what the engine cannot read
     "lfs_pointer",  # path: str (folder), file: str
     "history_disk_full",  # path: str, detail: str
     "history_damaged",  # path: str, detail: str

@@ -8,10 +8,12 @@ a sentence a user can act on.
 
 from __future__ import annotations
 
-import math
 import threading
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
+
+# SamplingParams lives beside its table (one row and one field per sampling control).
+from glmdesk.core.sampling_fields import SamplingParams
 
 QUANTIZATIONS = ("none", "8bit", "4bit", "int8-wo", "int4-wo")
 #: Quantizations done by bitsandbytes (the rest are torch weight-only CPU kernels).
@@ -26,68 +28,6 @@ ENGINES = ("auto", "transformers", "llamacpp", "remote")
 #: llama.cpp's full-cache context when ``LoadSettings.n_ctx`` is 0 and the model was
 #: trained longer, in tokens (a 128K context's KV cache would take gigabytes).
 LLAMA_DEFAULT_N_CTX = 8192
-
-
-def _finite(name: str, value: float) -> None:
-    if not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number, not {value!r}.")
-
-
-@dataclass(frozen=True)
-class SamplingParams:
-    """Decoding parameters read by the decode loop before every token.
-
-    Attributes:
-        temperature: Softmax temperature; ``0`` means greedy (argmax). Range 0-2.
-        top_p: Nucleus sampling mass (Holtzman et al. 2019). ``1`` is off; ``0``
-            keeps only the most likely token.
-        top_k: Keep the k most likely tokens; ``0`` is off.
-        min_p: Drop tokens below ``min_p`` x the top probability; ``0`` is off.
-        repetition_penalty: CTRL penalty (Keskar et al. 2019) on every token already
-            in the prompt or answer; ``1.0`` is off. Values below 1.0 would reward
-            repetition and are refused.
-        max_new_tokens: Upper bound on generated tokens, in tokens.
-        seed: Seed for the sampler's random generator; ``None`` draws a fresh one.
-
-    Raises:
-        ValueError: when a value is out of its range, with the reason.
-    """
-
-    temperature: float = 0.7
-    top_p: float = 0.9
-    top_k: int = 0
-    min_p: float = 0.0
-    repetition_penalty: float = 1.0
-    max_new_tokens: int = 512
-    seed: int | None = None
-
-    def __post_init__(self) -> None:
-        for name in ("temperature", "top_p", "min_p", "repetition_penalty"):
-            _finite(name, getattr(self, name))
-        if not 0.0 <= self.temperature <= 2.0:
-            raise ValueError(f"Temperature must be between 0 and 2 (0 means greedy), not {self.temperature}.")
-        if not 0.0 <= self.top_p <= 1.0:
-            raise ValueError(f"Top-p must be between 0 and 1, not {self.top_p}.")
-        if not 0.0 <= self.min_p <= 1.0:
-            raise ValueError(f"Min-p must be between 0 and 1, not {self.min_p}.")
-        if int(self.top_k) != self.top_k or self.top_k < 0:
-            raise ValueError(f"Top-k must be a whole number, 0 or more (0 is off), not {self.top_k}.")
-        if self.repetition_penalty < 1.0:
-            raise ValueError(
-                "Repetition penalty must be at least 1.0 (1.0 is off); values below 1.0 "
-                f"would make the model repeat itself, so {self.repetition_penalty} is refused."
-            )
-        if self.repetition_penalty > 10.0:
-            raise ValueError(f"Repetition penalty must be at most 10, not {self.repetition_penalty}.")
-        if int(self.max_new_tokens) != self.max_new_tokens or self.max_new_tokens < 1:
-            raise ValueError(f"Max new tokens must be 1 or more, not {self.max_new_tokens}.")
-        if self.seed is not None and (int(self.seed) != self.seed or not 0 <= self.seed < 2**63):
-            raise ValueError(f"Seed must be a whole number from 0 to 2^63-1, not {self.seed}.")
-
-    @property
-    def greedy(self) -> bool:
-        """True when decoding is argmax (temperature 0)."""
-        return self.temperature == 0.0
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,8 @@
 
 Shared by the llama.cpp backend and the transformers path (which converts GGUF files):
 both call :func:`read_gguf_header` first, so a file that is not GGUF, a truncated one
-or one with an unknown tensor type gets a sentence within a second instead of after a
-minute of loading.
+or one with a tensor type the engine cannot read gets a sentence within a second
+instead of after a minute of loading.
 
 The format (magic ``GGUF``, version, tensor count, key/value metadata, tensor infos,
 aligned tensor data) is the one documented in ggml's ``docs/gguf.md``; the value and
@@ -16,6 +16,7 @@ cores); this reader skips long arrays unless asked for them (about 50 ms).
 
 from __future__ import annotations
 
+import functools
 import os
 import struct
 from collections.abc import Collection, Mapping
@@ -269,13 +270,77 @@ def transformers_architectures() -> frozenset[str]:
     return frozenset(GGUF_SUPPORTED_ARCHITECTURES)
 
 
+@functools.cache
+def transformers_dequantizes(type_name: str) -> bool:
+    """Whether transformers' GGUF loader can dequantize tensors of ggml type ``type_name``.
+
+    That loader hands every tensor to ``gguf.dequantize`` (transformers
+    ``modeling_gguf_pytorch_utils.load_gguf_checkpoint``), which raises
+    ``NotImplementedError`` for a type it has no dequantizer for (``Q8_1``, ``Q8_K``,
+    the integer types). So the answer comes from that function itself, asked about one
+    block of zeros (microseconds), never from a list kept here.
+
+    Args:
+        type_name: A :class:`gguf.GGMLQuantizationType` name (``"Q4_K"``); an unknown
+            name (``"type 99"``) is not dequantizable.
+    """
+    import gguf
+    import numpy as np
+
+    try:
+        qtype = gguf.GGMLQuantizationType[type_name]
+        _block, type_bytes = gguf.GGML_QUANT_SIZES[qtype]
+    except KeyError:
+        return False
+    try:
+        gguf.dequantize(np.zeros((1, type_bytes), dtype=np.uint8), qtype)
+    except NotImplementedError:
+        return False
+    except Exception:  # the probe itself misfired: let the loader decide
+        return True
+    return True
+
+
+#: ggml types that hold activations only: ggml-cpu gives them no matrix product with
+#: weights of that type (``ggml-cpu.c``'s type traits have no ``vec_dot`` for them), so
+#: no llama.cpp build runs a model whose weights use them.
+ACTIVATION_ONLY_TYPES = frozenset({"Q8_1", "Q8_K"})
+
+
+def llama_cpp_runs(header: GGUFHeader) -> bool:
+    """Whether the llama.cpp engine could run this file, judged from the header.
+
+    True when llama-cpp-python is installed, the architecture is one the ``gguf``
+    package (llama.cpp's own) names, and every tensor type is known to it and not
+    one of :data:`ACTIVATION_ONLY_TYPES`.
+    """
+    import importlib.util
+
+    import gguf
+
+    if importlib.util.find_spec("llama_cpp") is None:
+        return False
+    if header.architecture not in set(gguf.MODEL_ARCH_NAMES.values()):
+        return False
+    return not header.unknown_types and not (header.tensor_types & ACTIVATION_ONLY_TYPES)
+
+
 def check_transformers_can_load(header: GGUFHeader) -> None:
     """Refuse a GGUF file the transformers engine cannot run, before dequantizing.
 
+    Both the architecture and every tensor type are checked, from the header only
+    (:func:`transformers_architectures`, :func:`transformers_dequantizes`): a file with
+    one tensor of a type transformers cannot dequantize, placed last, was otherwise
+    refused only after every other tensor was dequantized (issue 30: 22 s for the
+    embedded 135M model with its last tensor in Q8_1).
+
     Raises:
-        GlmdeskError: ``gguf_unsupported`` naming the file, its architecture and
-            the engine.
+        GlmdeskError: ``gguf_unsupported`` naming the file and the engine, and either
+            the architecture or the tensor types (``tensor_types``, comma-separated);
+            ``llamacpp`` says whether the llama.cpp engine could run it instead
+            (:func:`llama_cpp_runs`), and the sentence offers it only then.
     """
+    check_transformers_tensor_types(header)  # first: it needs the gguf package only
     supported = transformers_architectures()
     arch = header.architecture
     if arch in supported or arch.replace("-", "_") in supported:
@@ -285,8 +350,46 @@ def check_transformers_can_load(header: GGUFHeader) -> None:
         f"{Path(header.path).name} holds a model of architecture {arch}, which the transformers engine "
         f"cannot run from a GGUF file (it runs {', '.join(sorted(supported - {'general', 'tokenizer'}))}). "
         "Open it with the llama.cpp engine, or open the model's original folder.",
-        path=str(Path(header.path).parent),
-        file=Path(header.path).name,
-        architecture=arch,
-        engine="transformers",
+        **_params(header),
+    )
+
+
+def _params(header: GGUFHeader) -> dict[str, str]:
+    path = Path(header.path)
+    return {
+        "path": str(path.parent),
+        "file": path.name,
+        "architecture": header.architecture,
+        "engine": "transformers",
+    }
+
+
+def check_transformers_tensor_types(header: GGUFHeader) -> None:
+    """Refuse tensor types transformers cannot dequantize (:func:`transformers_dequantizes`).
+
+    Needs only the ``gguf`` package (milliseconds), so the transformers engine calls it
+    before it imports torch and transformers (seconds).
+
+    Raises:
+        GlmdeskError: ``gguf_unsupported`` with ``tensor_types`` and ``llamacpp`` (see
+            :func:`check_transformers_can_load`).
+    """
+    unreadable = [t for t in header.quantization_types if not transformers_dequantizes(t)]
+    if not unreadable:
+        return
+    types = ", ".join(unreadable)
+    llamacpp = llama_cpp_runs(header)
+    instead = (
+        "Open it with the llama.cpp engine, or open the model's original folder."
+        if llamacpp
+        else "The llama.cpp engine cannot run it either: open the model's original folder, or a GGUF "
+        "file quantized to a common type such as Q8_0 or Q4_K_M."
+    )
+    raise GlmdeskError(
+        "gguf_unsupported",
+        f"{Path(header.path).name} holds tensors of type {types}, which the transformers engine cannot "
+        f"dequantize. {instead}",
+        **_params(header),
+        tensor_types=types,
+        llamacpp=llamacpp,
     )

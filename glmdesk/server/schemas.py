@@ -10,9 +10,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from glmdesk.core.messages import ChatMessage
+from glmdesk.core.sampling_fields import RequestFieldError, params_from_request
 from glmdesk.core.settings import SamplingParams
 from glmdesk.core.tools import ToolSet
 from glmdesk.engine.openai_tools import messages_from_openai, toolset_from_openai
@@ -53,22 +54,34 @@ class StreamOptions(_Body):
     include_usage: bool = False
 
 
-class SamplingFields(_Body):
-    """The sampling fields both endpoints accept (``None``: the model family's default)."""
+class _RequestFields(_Body):
+    """What both endpoints accept besides the sampling fields."""
 
     model: str | None = None
     stream: bool = False
     stream_options: StreamOptions | None = None
-    temperature: float | None = None
-    top_p: float | None = None
-    top_k: int | None = None
-    min_p: float | None = None
-    repetition_penalty: float | None = None
-    max_tokens: int | None = None
-    max_completion_tokens: int | None = None
     stop: str | list[str] | None = None
-    seed: int | None = None
     n: int | None = Field(default=1)
+
+
+def sampling_request_model(params_type: type[SamplingParams] = SamplingParams) -> type[_RequestFields]:
+    """The request body both endpoints accept: one optional field per request name of
+    ``params_type.TABLE`` (:mod:`glmdesk.core.sampling_fields`; ``None``: the model
+    family's default), with the model, ``stream``, ``stream_options``, ``stop`` and ``n``."""
+    fields: dict[str, Any] = {}
+    for row in params_type.TABLE:
+        for name in (row.request_name, *row.request_aliases):
+            fields[name] = (row.type | None, None)
+    return create_model(
+        "SamplingFields",
+        __base__=_RequestFields,
+        __module__=__name__,
+        __doc__="The sampling fields both endpoints accept (``None``: the model family's default).",
+        **fields,
+    )
+
+
+SamplingFields = sampling_request_model()
 
 
 class ChatRequest(SamplingFields):
@@ -218,24 +231,10 @@ def sampling_params(body: SamplingFields, base: SamplingParams, room: int | None
     """
     if body.n not in (None, 1):
         raise APIError(400, f"This server gives one answer per request (n=1), not n={body.n}.", "n")
-    limit = body.max_completion_tokens if body.max_completion_tokens is not None else body.max_tokens
-    fields = {
-        "temperature": body.temperature,
-        "top_p": body.top_p,
-        "top_k": 0 if body.top_k == -1 else body.top_k,
-        "min_p": body.min_p,
-        "repetition_penalty": body.repetition_penalty,
-        "max_new_tokens": limit,
-        "seed": body.seed,
-    }
-    given = {k: v for k, v in fields.items() if v is not None}
-    for name, value in given.items():  # one at a time, to name the field at fault
-        try:
-            replace(base, **{name: value})
-        except ValueError as exc:
-            param = "max_tokens" if name == "max_new_tokens" else name
-            raise APIError(400, str(exc), param, "invalid_value") from None
-    params = replace(base, **given)
+    try:
+        params = params_from_request(dict(body), base)
+    except RequestFieldError as exc:
+        raise APIError(400, str(exc), exc.param, "invalid_value") from None
     if room is not None and params.max_new_tokens > room:
         params = replace(params, max_new_tokens=room)
     return params

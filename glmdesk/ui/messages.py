@@ -118,6 +118,19 @@ def _answer_template(kind: str, params: dict) -> str | None:
             '{file} in {path} is not a GGUF file: a GGUF file starts with the bytes "GGUF", this one '
             'starts with "{head}". Choose the .gguf file itself.',
         )
+    if kind == "gguf_unsupported" and params.get("tensor_types") and params.get("llamacpp"):
+        return QCoreApplication.translate(
+            "ErrorMessages",
+            "{file} holds tensors of type {tensor_types}, which the {engine} engine cannot dequantize; "
+            "open it with the llama.cpp engine, or open the model's original folder.",
+        )
+    if kind == "gguf_unsupported" and params.get("tensor_types"):
+        return QCoreApplication.translate(
+            "ErrorMessages",
+            "{file} holds tensors of type {tensor_types}, which neither the {engine} engine nor the "
+            "llama.cpp engine can run; open the model's original folder, or a GGUF file quantized to a "
+            "common type such as Q8_0 or Q4_K_M.",
+        )
     if kind == "gguf_unsupported":
         return QCoreApplication.translate(
             "ErrorMessages",

@@ -9,7 +9,6 @@ the frozen settings dataclasses; an invalid one falls back to the default.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 
 from PySide6.QtCore import QByteArray, QSettings
 
@@ -78,28 +77,36 @@ class SettingsStore:
             self.qsettings.setValue(key, value)
 
     # Sampling ---------------------------------------------------------------
-    def sampling(self) -> SamplingParams | None:
-        """The saved sampling parameters, or ``None`` when none (or invalid) are saved."""
+    def sampling(self, params_type: type[SamplingParams] = SamplingParams) -> SamplingParams | None:
+        """The saved sampling parameters (``sampling/<name>`` for each row of
+        ``params_type.TABLE``), or ``None`` when none (or invalid ones) are saved.
+
+        A field saved by no earlier glmdesk (a row added since) takes its default.
+        """
         s = self.qsettings
-        if s.value("sampling/temperature") is None:
+        values = {}
+        for row in params_type.TABLE:
+            raw = s.value(f"sampling/{row.name}")
+            if raw is None:
+                continue
+            try:
+                values[row.name] = (_opt_int if row.type is int else _opt_float)(raw)
+            except (TypeError, ValueError):
+                return None
+            if values[row.name] is None and not row.optional:
+                return None
+        if not values:
             return None
         try:
-            return SamplingParams(
-                temperature=float(s.value("sampling/temperature")),
-                top_p=float(s.value("sampling/top_p")),
-                top_k=int(s.value("sampling/top_k")),
-                min_p=float(s.value("sampling/min_p")),
-                repetition_penalty=float(s.value("sampling/repetition_penalty")),
-                max_new_tokens=int(s.value("sampling/max_new_tokens")),
-                seed=_opt_int(s.value("sampling/seed")),
-            )
+            return params_type(**values)
         except (TypeError, ValueError):
             return None
 
     def save_sampling(self, params: SamplingParams) -> None:
-        """Remember ``params``."""
-        for key, value in asdict(params).items():
-            self._set(f"sampling/{key}", "" if value is None else value)
+        """Remember ``params`` (each field of its type's ``TABLE``; an empty string for ``None``)."""
+        for row in type(params).TABLE:
+            value = getattr(params, row.name)
+            self._set(f"sampling/{row.name}", "" if value is None else value)
 
     # System prompt ----------------------------------------------------------
     def system_prompt(self) -> str:

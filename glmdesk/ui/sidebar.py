@@ -13,15 +13,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 from PySide6.QtCore import Qt, Signal, Slot
-from PySide6.QtGui import QRegularExpressionValidator
 from PySide6.QtWidgets import (
     QComboBox,
-    QDoubleSpinBox,
     QFormLayout,
     QFrame,
     QGroupBox,
     QLabel,
-    QLineEdit,
     QPlainTextEdit,
     QPushButton,
     QScrollArea,
@@ -30,18 +27,24 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from glmdesk.core.sampling_fields import live_fields
 from glmdesk.core.settings import CACHE_STRATEGIES, CacheSettings, SamplingParams
-from glmdesk.engine.backends.base import SAMPLING_FIELDS
 from glmdesk.ui.i18n import LANGUAGES, SYSTEM_LANGUAGE
+from glmdesk.ui.sampling_controls import SamplingControl
 from glmdesk.ui.sidebar_sections import fold_sidebar
-from glmdesk.ui.slider_spin import SliderSpin, caption
+from glmdesk.ui.slider_spin import caption
 from glmdesk.ui.tools_panel import ToolsPanel
-
-SEED_MAX = 2**63 - 1
 
 
 class Sidebar(QScrollArea):
     """The settings pane on the right of the chat.
+
+    Args:
+        params: The sampling parameters shown first (default ``SamplingParams()``). Their
+            type's ``TABLE`` gives the sampling controls, one per row
+            (:attr:`sampling_controls`, each also this sidebar's attribute of the field's
+            name: ``sidebar.top_p``).
+        parent: The parent widget.
 
     Signals:
         params_changed(SamplingParams): New valid sampling parameters (apply from the next token).
@@ -64,7 +67,7 @@ class Sidebar(QScrollArea):
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self._params = params or SamplingParams()
         self._cache = CacheSettings()
-        self._defaults = SamplingParams()
+        self._defaults = type(self._params)()
         self._updating = False
         self._no_cache_choice: str | None = None  # why no KV-cache strategy can be chosen here
 
@@ -92,38 +95,13 @@ class Sidebar(QScrollArea):
         box = QGroupBox(self.tr("Sampling"))
         form = QFormLayout(box)
         form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
-        self.temperature = SliderSpin(0.0, 2.0, 0.01, 2)
-        self.temperature.setToolTip(self.tr("0 means greedy: always the most likely token."))
-        self.top_p = SliderSpin(0.0, 1.0, 0.01, 2)
-        self.top_p.setToolTip(
-            self.tr("Keep the smallest set of tokens whose probability adds up to this; 1 is off.")
-        )
-        self.top_k = QSpinBox()
-        self.top_k.setRange(0, 1000)
-        self.top_k.setSpecialValueText(self.tr("off"))
-        self.top_k.setKeyboardTracking(False)
-        self.top_k.setToolTip(self.tr("Keep only the k most likely tokens; 0 is off."))
-        self.min_p = QDoubleSpinBox()
-        self.min_p.setRange(0.0, 1.0)
-        self.min_p.setSingleStep(0.01)
-        self.min_p.setKeyboardTracking(False)
-        self.min_p.setSpecialValueText(self.tr("off"))
-        self.min_p.setToolTip(
-            self.tr("Drop tokens less likely than this times the most likely one; 0 is off.")
-        )
-        # The spin box accepts 0-2 so that a value below 1.0 can be refused with its reason.
-        self.repetition_penalty = SliderSpin(0.0, 2.0, 0.01, 2, slider_min=1.0)
-        self.repetition_penalty.setToolTip(self.tr("1.0 is off; higher values discourage repeating tokens."))
-        self.max_new_tokens = QSpinBox()
-        self.max_new_tokens.setRange(1, 32768)
-        self.max_new_tokens.setKeyboardTracking(False)
-        self.max_new_tokens.setSuffix(self.tr(" tokens"))
-        self.seed = QLineEdit()
-        self.seed.setPlaceholderText(self.tr("random"))
-        self.seed.setValidator(QRegularExpressionValidator(r"\d{0,19}"))
-        self.seed.setToolTip(
-            self.tr("Empty: a new random seed for every answer. Read when an answer starts.")
-        )
+        # One control per row of the params type's table, also this sidebar's attribute
+        # of the field's name (``self.top_p``).
+        self.sampling_controls = {row.name: SamplingControl(row) for row in self._params.TABLE}
+        for name, control in self.sampling_controls.items():
+            if hasattr(self, name):
+                raise ValueError(f"the sampling field {name!r} would hide the sidebar's own {name!r}")
+            setattr(self, name, control.widget)
         self.reset_button = QPushButton(self.tr("Model defaults"))
         self.reset_button.setToolTip(self.tr("Use the model family's published demo settings"))
         self.refused_label = QLabel()
@@ -132,25 +110,16 @@ class Sidebar(QScrollArea):
         self.refused_label.setStyleSheet("color: #d9534f;")
         self.refused_label.hide()
 
-        form.addRow(self.tr("Temperature"), self.temperature)
-        form.addRow(self.tr("Top-p"), self.top_p)
-        form.addRow(self.tr("Top-k"), self.top_k)
-        form.addRow(self.tr("Min-p"), self.min_p)
-        form.addRow(self.tr("Repetition penalty"), self.repetition_penalty)
-        form.addRow(self.tr("Max new tokens"), self.max_new_tokens)
-        form.addRow(self.tr("Seed"), self.seed)
+        for control in self.sampling_controls.values():
+            form.addRow(control.label, control.widget)
         form.addRow(self.refused_label)
         self.sampling_timing = caption("")
         self.sampling_timing.setObjectName("sampling_timing")
         form.addRow(self.sampling_timing)
-        self.set_sampling_timing(frozenset(SAMPLING_FIELDS) - {"seed"})
+        self.set_sampling_timing(live_fields(self._params.TABLE))
         form.addRow(self.reset_button)
-
-        for spin in (self.temperature.spin, self.top_p.spin, self.repetition_penalty.spin, self.min_p):
-            spin.valueChanged.connect(self._on_sampling_edited)
-        for spin in (self.top_k, self.max_new_tokens):
-            spin.valueChanged.connect(self._on_sampling_edited)
-        self.seed.editingFinished.connect(self._on_sampling_edited)
+        for control in self.sampling_controls.values():
+            control.on_edited(self._on_sampling_edited)
         self.reset_button.clicked.connect(self.reset_to_defaults)
         return box
 
@@ -230,13 +199,8 @@ class Sidebar(QScrollArea):
         """Show ``params`` in the controls and make them the ones in force."""
         self._updating = True
         try:
-            self.temperature.set_value(params.temperature)
-            self.top_p.set_value(params.top_p)
-            self.top_k.setValue(params.top_k)
-            self.min_p.setValue(params.min_p)
-            self.repetition_penalty.set_value(params.repetition_penalty)
-            self.max_new_tokens.setValue(params.max_new_tokens)
-            self.seed.setText("" if params.seed is None else str(params.seed))
+            for name, control in self.sampling_controls.items():
+                control.set_value(getattr(params, name))
         finally:
             self._updating = False
         self._params = params
@@ -258,26 +222,15 @@ class Sidebar(QScrollArea):
                 "Applies from the next answer: the settings go with each question, so an answer "
                 "being written keeps the ones it started with."
             )
-        elif live >= frozenset(SAMPLING_FIELDS) - {"seed"}:
+        elif live >= live_fields(self._params.TABLE):
             text = self.tr(
                 "Applies from the next token, also to an answer being written. The seed applies from the next message."
             )
         else:
             text = self.tr(
                 "{live} apply from the next token, also to an answer being written; the others from the next answer."
-            ).format(live=", ".join(self._field_names()[name] for name in SAMPLING_FIELDS if name in live))
+            ).format(live=", ".join(c.label for name, c in self.sampling_controls.items() if name in live))
         self.sampling_timing.setText(text)
-
-    def _field_names(self) -> dict[str, str]:
-        return {
-            "temperature": self.tr("Temperature"),
-            "top_p": self.tr("Top-p"),
-            "top_k": self.tr("Top-k"),
-            "min_p": self.tr("Min-p"),
-            "repetition_penalty": self.tr("Repetition penalty"),
-            "max_new_tokens": self.tr("Max new tokens"),
-            "seed": self.tr("Seed"),
-        }
 
     def set_defaults(self, params: SamplingParams) -> None:
         """The model family's defaults, used by the Model defaults button."""
@@ -298,31 +251,17 @@ class Sidebar(QScrollArea):
     def _on_sampling_edited(self) -> None:
         if self._updating:
             return
-        penalty = self.repetition_penalty.value()
-        if penalty < 1.0:
-            self._show_refused(
-                self.tr(
-                    "Repetition penalty {value} is refused: below 1.0 it would reward repetition. "
-                    "{kept} stays in force (1.0 is off)."
-                ).format(value=f"{penalty:.2f}", kept=f"{self._params.repetition_penalty:.2f}")
-            )
-            return
-        seed_text = self.seed.text().strip()
-        seed = int(seed_text) if seed_text else None
-        if seed is not None and seed > SEED_MAX:
-            self._show_refused(self.tr("The seed must be at most {maximum}.").format(maximum=SEED_MAX))
-            return
+        values = {}
+        for name, control in self.sampling_controls.items():
+            value = control.value()
+            refusal = control.refusal(value, getattr(self._params, name))
+            if refusal:  # the row's own sentence, translated; the value in force stays
+                self._show_refused(refusal)
+                return
+            values[name] = value
         try:
-            params = SamplingParams(
-                temperature=self.temperature.value(),
-                top_p=self.top_p.value(),
-                top_k=self.top_k.value(),
-                min_p=round(self.min_p.value(), 2),
-                repetition_penalty=penalty,
-                max_new_tokens=self.max_new_tokens.value(),
-                seed=seed,
-            )
-        except ValueError as exc:  # every range is bounded above; kept as a safety net
+            params = replace(self._params, **values)
+        except ValueError as exc:  # the field's English sentence
             self._show_refused(str(exc))
             return
         self._show_refused("")

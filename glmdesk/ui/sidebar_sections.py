@@ -1,5 +1,6 @@
 """The sidebar as collapsible sections (Sampling, System prompt, Tools, KV cache, Model, Interface),
-with the less used rows of Sampling and KV cache under an "Advanced" toggle.
+with the less used rows of Sampling (the table's ``advanced`` rows) and KV cache under an
+"Advanced" toggle.
 
 Applied to a built :class:`~glmdesk.ui.sidebar.Sidebar` by :func:`fold_sidebar`: each
 ``QGroupBox`` gets a clickable header with an arrow in place of its title, so the
@@ -71,8 +72,8 @@ def fold_sidebar(sidebar) -> dict[str, QToolButton]:
         toggles[f"section{number}"] = header
     advanced = QCoreApplication.translate("Sidebar", "Advanced")
     toggles["sampling_advanced"] = _advanced(
-        sidebar.top_k.parentWidget().layout(),
-        [sidebar.min_p, sidebar.repetition_penalty, sidebar.seed],
+        sidebar.refused_label.parentWidget().layout(),
+        [c.widget for c in sidebar.sampling_controls.values() if c.row.advanced],
         sidebar.refused_label,
         advanced,
     )

@@ -234,6 +234,14 @@ Updated {when} · {model}</source>
         <translation>{path} 中的 {file} 不是 GGUF 文件：GGUF 文件以字节“GGUF”开头，而它以“{head}”开头。请选择 .gguf 文件本身。</translation>
     </message>
     <message>
+        <source>{file} holds tensors of type {tensor_types}, which the {engine} engine cannot dequantize; open it with the llama.cpp engine, or open the model&apos;s original folder.</source>
+        <translation>{file} 中含有 {tensor_types} 类型的张量，{engine} 引擎无法对其反量化；请用 llama.cpp 引擎打开，或打开该模型的原始文件夹。</translation>
+    </message>
+    <message>
+        <source>{file} holds tensors of type {tensor_types}, which neither the {engine} engine nor the llama.cpp engine can run; open the model&apos;s original folder, or a GGUF file quantized to a common type such as Q8_0 or Q4_K_M.</source>
+        <translation>{file} 中含有 {tensor_types} 类型的张量，{engine} 引擎和 llama.cpp 引擎都无法运行；请打开该模型的原始文件夹，或改用常见量化类型（如 Q8_0 或 Q4_K_M）的 GGUF 文件。</translation>
+    </message>
+    <message>
         <source>{file} holds a model of architecture {architecture}, which the {engine} engine cannot run from a GGUF file; open it with the llama.cpp engine, or open the model&apos;s original folder.</source>
         <translation>{file} 中的模型架构是 {architecture}，{engine} 引擎无法从 GGUF 文件运行它；请用 llama.cpp 引擎打开，或打开该模型的原始文件夹。</translation>
     </message>
@@ -1255,6 +1263,7 @@ Updated {when} · {model}</source>
     </message>
     <message>
         <source>Temperature</source>
+        <extracomment>Kinds of sidebar control: a slider with a spin box, a spin box, a text entry (a whole number or empty, for optional fields). The sampling fields of :class:`~glmdesk.core.settings.SamplingParams`, in the sidebar&apos;s order.</extracomment>
         <translation>温度</translation>
     </message>
     <message>

@@ -87,11 +87,18 @@ def engine_for(settings: LoadSettings) -> str:
 def create_backend(settings: LoadSettings) -> Backend:
     """A new, unloaded backend for ``settings`` (call its ``load``).
 
+    A GGUF file for the transformers engine has its tensor types checked here, from the
+    header (milliseconds), before anything imports torch (seconds).
+
     Raises:
-        GlmdeskError: ``load_failed`` for an engine this build does not have.
+        GlmdeskError: ``load_failed`` for an engine this build does not have;
+            ``gguf_unsupported`` for a GGUF file with a tensor type transformers cannot
+            dequantize (and what reading its header raises: ``not_gguf``,
+            ``lfs_pointer``, ``corrupt_weights``).
     """
     engine = engine_for(settings)
     if engine == "transformers":
+        _check_gguf_types(settings)
         from glmdesk.engine.backends.transformers import TransformersBackend
 
         return TransformersBackend()
@@ -112,3 +119,16 @@ def create_backend(settings: LoadSettings) -> Backend:
     raise GlmdeskError(
         "load_failed", f"The {engine} engine is not available in this build.", detail=f"engine {engine}"
     )
+
+
+def _check_gguf_types(settings: LoadSettings) -> None:
+    """Refuse a user's GGUF file whose tensor types transformers cannot dequantize
+    (:func:`~glmdesk.engine.gguf_header.check_transformers_tensor_types`)."""
+    if not settings.model or not settings.model.strip() or not is_gguf_model(settings.model):
+        return  # the embedded model's types are known to be readable
+    from glmdesk.engine.gguf_header import check_transformers_tensor_types, read_gguf_header
+    from glmdesk.engine.sources import resolve_source
+
+    source = resolve_source(settings.model)
+    if source.kind == "gguf":
+        check_transformers_tensor_types(read_gguf_header(source.location))

@@ -16,12 +16,14 @@ from dataclasses import dataclass, field
 
 from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.messages import ChatMessage
+from glmdesk.core.sampling_fields import field_names, live_fields
 from glmdesk.core.settings import CacheSettings, LoadSettings, ParamsBox
 from glmdesk.engine.chunk import GenerationChunk
 from glmdesk.engine.info import LoadProgress, ModelInfo
 
-#: Every sampling field of :class:`~glmdesk.core.settings.SamplingParams`.
-SAMPLING_FIELDS = ("temperature", "top_p", "top_k", "min_p", "repetition_penalty", "max_new_tokens", "seed")
+#: Every sampling field of :class:`~glmdesk.core.settings.SamplingParams`
+#: (:data:`~glmdesk.core.sampling_fields.SAMPLING_TABLE`'s names).
+SAMPLING_FIELDS = field_names()
 #: Memory probes: a CUDA device (NVML and torch), process RAM, a remote server, none.
 MEMORY_PROBES = ("cuda", "cpu", "remote", "none")
 
@@ -49,8 +51,8 @@ class Capabilities:
     """
 
     engine: str
-    live_sampling: frozenset[str] = frozenset(SAMPLING_FIELDS) - {"seed"}
-    per_answer_sampling: frozenset[str] = frozenset({"seed"})
+    live_sampling: frozenset[str] = live_fields()
+    per_answer_sampling: frozenset[str] = frozenset(SAMPLING_FIELDS) - live_fields()
     kv_strategies: Mapping[str, ErrorInfo | None] = field(default_factory=dict)
     quantizations: Mapping[str, ErrorInfo | None] = field(default_factory=dict)
     precisions: Mapping[str, ErrorInfo | None] = field(default_factory=dict)

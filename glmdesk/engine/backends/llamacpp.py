@@ -43,7 +43,7 @@ from glmdesk.engine.backends.llamacpp_kv import (
 from glmdesk.engine.backends.llamacpp_vocab import LlamaVocab, prompt_format_for
 from glmdesk.engine.backends.local import LocalBackend
 from glmdesk.engine.chunk import GenerationChunk
-from glmdesk.engine.gguf_header import GGUFHeader, read_gguf_header
+from glmdesk.engine.gguf_header import ACTIVATION_ONLY_TYPES, GGUFHeader, read_gguf_header
 from glmdesk.engine.info import LoadProgress, ModelInfo
 from glmdesk.engine.kv_pool import KVPool
 
@@ -100,10 +100,12 @@ def default_threads() -> int:
 
 
 def check_runnable(header: GGUFHeader, name: str) -> None:
-    """Refuse an architecture or tensor type llama.cpp does not know.
+    """Refuse an architecture or tensor type llama.cpp does not know or cannot run.
 
     The known names are the ``gguf`` package's (``MODEL_ARCH_NAMES``,
-    ``GGMLQuantizationType``), llama.cpp's own Python package.
+    ``GGMLQuantizationType``), llama.cpp's own Python package; weights of an
+    activation-only type (:data:`~glmdesk.engine.gguf_header.ACTIVATION_ONLY_TYPES`)
+    are refused too.
 
     Raises:
         GlmdeskError: ``unsupported_checkpoint`` naming the architecture or types.
@@ -115,8 +117,9 @@ def check_runnable(header: GGUFHeader, name: str) -> None:
         raise GlmdeskError(
             "unsupported_checkpoint", f"{name} cannot be used: {reason}.", path=header.path, reason=reason
         )
-    if header.unknown_types:
-        reason = f"its tensor types ({', '.join(header.unknown_types)}) are not ones llama.cpp can run"
+    unrunnable = sorted({*header.unknown_types, *(header.tensor_types & ACTIVATION_ONLY_TYPES)})
+    if unrunnable:
+        reason = f"its tensor types ({', '.join(unrunnable)}) are not ones llama.cpp can run"
         raise GlmdeskError(
             "unsupported_checkpoint", f"{name} cannot be used: {reason}.", path=header.path, reason=reason
         )

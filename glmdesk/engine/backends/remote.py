@@ -20,6 +20,7 @@ import openai
 
 from glmdesk.core.errors import ErrorInfo, GlmdeskError
 from glmdesk.core.messages import ChatMessage
+from glmdesk.core.sampling_fields import request_fields
 from glmdesk.core.settings import (
     CACHE_STRATEGIES,
     PRECISIONS,
@@ -27,7 +28,6 @@ from glmdesk.core.settings import (
     CacheSettings,
     LoadSettings,
     ParamsBox,
-    SamplingParams,
 )
 from glmdesk.core.tools import ToolSet
 from glmdesk.engine.backends import remote_errors
@@ -135,22 +135,6 @@ def _unavailable(kind: str, key: str, names: Sequence[str]) -> dict[str, ErrorIn
             params = {"name": "kv_cache", "value": name, "reason": SERVER_DECIDES_CODE}
         out[name] = ErrorInfo(kind, f"{name}: {SERVER_DECIDES}.", params)
     return out
-
-
-def request_sampling(p: SamplingParams) -> tuple[dict, dict]:
-    """OpenAI fields and vLLM's extra fields for ``p`` (extras only when not off, so a
-    server without them, such as OpenAI's own, is not sent fields it refuses)."""
-    fields: dict = {"temperature": p.temperature, "top_p": p.top_p, "max_tokens": p.max_new_tokens}
-    if p.seed is not None:
-        fields["seed"] = p.seed
-    extra: dict = {}
-    if p.top_k:
-        extra["top_k"] = p.top_k
-    if p.min_p:
-        extra["min_p"] = p.min_p
-    if p.repetition_penalty != 1.0:
-        extra["repetition_penalty"] = p.repetition_penalty
-    return fields, extra
 
 
 def _families(model_id: str) -> tuple[str, ...]:
@@ -347,7 +331,7 @@ class RemoteBackend(Backend):
             )
             return iter([GenerationChunk(finish_reason="error", error=error)])
         answer = RemoteAnswer(self.url, self.model, self.stall_s, chat, tools, _families(self.model))
-        fields, extra = request_sampling(params.get())
+        fields, extra = request_fields(params.get())
         return answer.run(lambda: start(fields, extra), stop)
 
     def kv_cache_usage(self, timeout_s: float = 2.0) -> float | None:
@@ -388,5 +372,4 @@ __all__ = [
     "metrics_url",
     "parse_kv_usage",
     "read_kv_usage",
-    "request_sampling",
 ]

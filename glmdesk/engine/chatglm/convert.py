@@ -50,7 +50,7 @@ from typing import Any
 import torch
 
 from glmdesk.core.errors import GlmdeskError
-from glmdesk.engine.chatglm.detect import detect_family, read_config
+from glmdesk.engine.chatglm.detect import MARKER_FILE, converted_family, detect_family, read_config
 from glmdesk.engine.chatglm.glm_config import Dims, glm_config, tokenizer_stop_ids
 from glmdesk.engine.chatglm.safetensors_io import ST_SIZES, ShardReader, open_shard, write_safetensors
 from glmdesk.engine.chatglm.source_checks import (
@@ -63,8 +63,6 @@ from glmdesk.engine.chatglm.source_checks import (
 
 #: Bumped when the output of the conversion changes; part of the cache key.
 CONVERTER_VERSION = 1
-#: Written into every converted folder; its presence marks a complete conversion.
-MARKER_FILE = "glmdesk_conversion.json"
 #: Files copied next to the converted weights when present.
 TOKENIZER_FILES = ("tokenizer.model", "tokenizer.json")
 
@@ -213,7 +211,10 @@ def convert_checkpoint(
     ``model-0000i-of-0000n.safetensors`` shards with
     ``model.safetensors.index.json``, ``generation_config.json`` (eos list), the
     tokenizer files found (``tokenizer.model``, ``tokenizer.json``) and
-    :data:`MARKER_FILE`. One output shard per input shard; tensors keep their dtype.
+    :data:`~glmdesk.engine.chatglm.detect.MARKER_FILE` (with the source's family). One
+    output shard per input shard; tensors keep their dtype. The folder opens as it is
+    (:func:`~glmdesk.engine.chatglm.prepare.prepare_checkpoint`), with its family's
+    tokenizer and prompt format.
 
     Args:
         src: The original folder.
@@ -237,6 +238,8 @@ def convert_checkpoint(
     family = detect_family(src)
     if family == "gguf" and src.is_file():
         raise gguf_needs_no_conversion(src)
+    if converted_family(src):
+        raise refuse(src, "glmdesk converted it already; open it as it is.")
     check_folder_files(src)
     config = read_config(src) if (src / "config.json").exists() else {}
     check_convertible(src, config, family)

@@ -11,6 +11,10 @@ Families:
 - ``generic-hf``: any other Hugging Face folder with a ``model_type``.
 - ``gguf``: a ``.gguf`` file (or a folder holding only ``.gguf`` files).
 
+A folder written by ``glmdesk convert`` (model_type ``glm`` and :data:`MARKER_FILE`)
+keeps the family of the folder it was converted from: its tokenizer file and prompt
+format are that family's, not a Hugging Face tokenizer's.
+
 GLM-4 is told from ChatGLM2/3 by the tokenizer the folder declares (the format of
 ``tokenizer.model``: tiktoken ranks or sentencepiece; ``tokenizer_config.json``'s
 class), and only when it declares none by the vocabulary size.
@@ -47,6 +51,10 @@ ORIGINAL_FAMILIES = frozenset({"chatglm2", "chatglm2-32k", "chatglm3", "chatglm3
 
 #: Families whose tokenizer is :class:`~glmdesk.engine.chatglm.tokenizer.ChatGLMTokenizer`.
 SENTENCEPIECE_FAMILIES = frozenset({"chatglm2", "chatglm2-32k", "chatglm3", "chatglm3-32k"})
+
+#: Written into every converted folder by :func:`~glmdesk.engine.chatglm.convert.convert_checkpoint`;
+#: its presence marks a complete conversion, and its ``family`` names the source's family.
+MARKER_FILE = "glmdesk_conversion.json"
 
 _CHATGLM_CLASSES = ("ChatGLMModel", "ChatGLMForConditionalGeneration", "ChatGLMForSequenceClassification")
 _CHATGLM3_MARKERS = ("<|user|>", "<|observation|>")
@@ -93,6 +101,25 @@ def is_chatglm_config(config: dict[str, Any]) -> bool:
     if isinstance(auto_map, dict):
         names += [str(v) for v in auto_map.values()]
     return any(any(cls in str(n) for cls in _CHATGLM_CLASSES) for n in names)
+
+
+def converted_family(folder: Path, config: dict[str, Any] | None = None) -> str | None:
+    """The source family of a folder ``glmdesk convert`` wrote, else ``None``.
+
+    Args:
+        folder: A model folder.
+        config: Its ``config.json`` when already read (model_type must be ``glm``).
+    """
+    try:
+        marker = json.loads((folder / MARKER_FILE).read_text(encoding="utf-8"))
+        if config is None:
+            config = read_config(folder)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, GlmdeskError):
+        return None
+    family = marker.get("family") if isinstance(marker, dict) else None
+    if config.get("model_type") == "glm" and family in ORIGINAL_FAMILIES:
+        return family
+    return None
 
 
 def rope_ratio(config: dict[str, Any]) -> float:
@@ -203,6 +230,9 @@ def detect_family(path: str | Path) -> str:
     if not (p / "config.json").exists() and any(p.glob("*.gguf")):
         return "gguf"
     config = read_config(p)
+    converted = converted_family(p, config)
+    if converted:
+        return converted
     if is_chatglm_config(config):
         if _is_v1(config):
             return "chatglm-v1"

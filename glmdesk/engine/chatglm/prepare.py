@@ -22,6 +22,7 @@ from glmdesk.engine.chatglm.convert import CONVERTER_VERSION, MARKER_FILE, Progr
 from glmdesk.engine.chatglm.detect import (
     ORIGINAL_FAMILIES,
     SENTENCEPIECE_FAMILIES,
+    converted_family,
     detect_family,
     read_config,
 )
@@ -117,6 +118,9 @@ def prepare_checkpoint(
 ) -> PreparedCheckpoint:
     """Prepare a ChatGLM2/3, GLM-4 or GLM-4-HF folder for loading.
 
+    An original folder is converted once into the cache; a folder written by
+    ``glmdesk convert`` is used as it is, with its source family's tokenizer and format.
+
     Args:
         path: The model folder.
         cache_root: The user cache directory; conversions go to
@@ -136,6 +140,9 @@ def prepare_checkpoint(
     """
     src = Path(path).expanduser()
     family = detect_family(src)
+    # A folder `glmdesk convert` wrote is the converted copy already: it loads as it is,
+    # with its source family's tokenizer (copied beside the weights) and format.
+    converted = converted_family(src) is not None
     if family in ORIGINAL_FAMILIES:
         check_folder_files(src)  # a git-lfs pointer is named before any reader sees it
     if family in SENTENCEPIECE_FAMILIES:
@@ -145,13 +152,13 @@ def prepare_checkpoint(
         fmt: PromptFormat = (
             ChatGLM3Format(tokenizer) if family.startswith("chatglm3") else ChatGLM2Format(tokenizer)
         )
-        hf = _ensure_converted(src, Path(cache_root), progress, cancel)
+        hf = src if converted else _ensure_converted(src, Path(cache_root), progress, cancel)
         return PreparedCheckpoint(hf, family, tokenizer, fmt, fmt.stop_ids, _seq_length(config))
     if family == "glm4":
         config = read_config(src)
         tokenizer = load_glm4_tokenizer(src)
         fmt = GLM4Format(tokenizer.encode, tokenizer.special_ids, frozenset(_generation_eos(src)))
-        hf = _ensure_converted(src, Path(cache_root), progress, cancel)
+        hf = src if converted else _ensure_converted(src, Path(cache_root), progress, cancel)
         return PreparedCheckpoint(hf, family, tokenizer, fmt, fmt.stop_ids, _seq_length(config))
     if family == "glm4-hf":
         from transformers import AutoTokenizer
@@ -174,4 +181,6 @@ def prepare_checkpoint(
 
 
 def _seq_length(config: dict[str, Any]) -> int:
-    return int(config.get("seq_length") or 2048)
+    """The context window: THUDM's ``seq_length``, or a converted config's
+    ``max_position_embeddings`` (which the conversion copies from it)."""
+    return int(config.get("seq_length") or config.get("max_position_embeddings") or 2048)
