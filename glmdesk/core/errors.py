@@ -33,7 +33,7 @@ ERROR_KINDS = (
     "tool_rounds_exceeded",  # rounds: int (not in the sentence)
     "interpreter_failed",  # detail: str
     "llamacpp_unbuildable",  # reason: turned_off|packaged|no_pip|no_compiler
-    "llamacpp_build_failed",  # detail: str (pip's last lines)
+    "llamacpp_build_failed",  # detail: str (the compiler's or pip's error line), output: str
     "build_cancelled",
     "not_gguf",  # path: str (folder), file: str, head: str (the file's first bytes as text)
     "gguf_unsupported",  # path: str (folder), file: str, architecture: str, engine: str

@@ -178,11 +178,12 @@ class _Runner:
         if self.cancel is not None and self.cancel.is_set():
             raise GlmdeskError("build_cancelled", "Building llama.cpp was cancelled.")
         if code != 0:
-            detail = "\n".join(self.tail)
+            error = self._last_error()
             raise GlmdeskError(
                 "llamacpp_build_failed",
-                f"llama.cpp could not be built (pip exited with {code}): {self._last_error()}",
-                detail=detail,
+                f"llama.cpp could not be built (pip exited with {code}): {error}",
+                detail=error,
+                output="\n".join(self.tail),
             )
 
     def _kill_on_cancel(self, process: subprocess.Popen) -> None:
@@ -272,7 +273,8 @@ def ensure_llamacpp(
                 raise GlmdeskError(
                     "llamacpp_build_failed",
                     "llama.cpp was built, but no wheel that fits this Python came out of it.",
-                    detail="\n".join(runner.tail),
+                    detail="no wheel that fits this Python came out of the build",
+                    output="\n".join(runner.tail),
                 )
         report(BuildProgress("installing", 3))
         where = ["--target", str(target)] if target is not None else []

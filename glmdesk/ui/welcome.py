@@ -110,7 +110,9 @@ class WelcomeWidget(QWidget):
         buttons_enabled = info is not None
         for button in self.example_buttons:
             button.setEnabled(buttons_enabled)
+        self._engine_line = ""
         if info is None:
+            self._facts = ""
             self.title_label.setText(self.tr("Welcome to glmdesk"))
             self.model_label.setText(self.tr("The model is loading; you can type meanwhile."))
             return
@@ -126,7 +128,15 @@ class WelcomeWidget(QWidget):
             facts = self.tr(
                 "{facts}\nThe small embedded model: fine for trying glmdesk; open a GLM model for real work."
             ).format(facts=facts)
+        self._facts = facts
         self.model_label.setText(facts)
+
+    @Slot(str)
+    def set_engine_line(self, line: str) -> None:
+        """Show which engine answers and why (``EngineUpgrade.engine_line``) under the facts."""
+        self._engine_line = line
+        if self._facts:
+            self.model_label.setText(f"{self._facts}\n{line}" if line else self._facts)
 
     @Slot()
     def _on_example_clicked(self) -> None:
