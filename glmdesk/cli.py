@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 
+from glmdesk.cli_build import add_build_parser, build_llamacpp
 from glmdesk.cli_options import (
     API_KEY_ENV,
     add_model_arguments,
@@ -23,7 +24,6 @@ from glmdesk.cli_options import (
     sampling,
     without_uncompilable,
 )
-from glmdesk.cli_build import add_build_parser, build_llamacpp
 from glmdesk.cli_serve import add_serve_parser, serve
 from glmdesk.cli_tools import add_tool_arguments, tool_family, tool_options, with_tools
 from glmdesk.core.errors import GlmdeskError
