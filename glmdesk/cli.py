@@ -208,7 +208,9 @@ def _chat(args) -> int:
     for note in info.notes:
         print(f"note: {note.message}", file=sys.stderr)
         if note.kind == "engine_fallback":
-            print("note: llama.cpp answers faster: build it once with glmdesk build-llamacpp", file=sys.stderr)
+            print(
+                "note: llama.cpp answers faster: build it once with glmdesk build-llamacpp", file=sys.stderr
+            )
     system = [ChatMessage("system", args.system)] if args.system else []
     tools = None
     if toolset:

@@ -13,7 +13,9 @@ from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
 from glmdesk.engine.backends.llamacpp import LlamaCppBackend
 from glmdesk.engine.backends.transformers import TransformersBackend
 
-_spec = importlib.util.spec_from_file_location("factual", Path(__file__).parents[2] / "benchmarks" / "factual.py")
+_spec = importlib.util.spec_from_file_location(
+    "factual", Path(__file__).parents[2] / "benchmarks" / "factual.py"
+)
 factual = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(factual)
 

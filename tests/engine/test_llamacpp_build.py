@@ -88,7 +88,7 @@ def buildable(monkeypatch):
 def test_builds_once_with_stages_then_reuses_the_wheel(tmp_path, buildable) -> None:
     sources, wheels = _sdist(tmp_path / "index"), tmp_path / "wheels"
     seen: list[BuildProgress] = []
-    offline = ("--no-index", "--find-links", str(sources))
+    offline = ("--no-index", "--no-cache-dir", "--find-links", str(sources))
     wheel = ensure_llamacpp(seen.append, folder=wheels, spec=SPEC, pip_args=offline, target=tmp_path / "a")
     assert wheel.parent == wheels and wheel.name.startswith("fake_llama_engine-1.0")
     assert [p.stage for p in seen][0] == "downloading" and seen[-1].stage == "installing"
@@ -98,7 +98,7 @@ def test_builds_once_with_stages_then_reuses_the_wheel(tmp_path, buildable) -> N
 
     # A second checkout: the kept wheel installs with no source to build from at all.
     again: list[BuildProgress] = []
-    empty = ("--no-index", "--find-links", str(tmp_path / "nothing"))
+    empty = ("--no-index", "--no-cache-dir", "--find-links", str(tmp_path / "nothing"))
     assert (
         ensure_llamacpp(again.append, folder=wheels, spec=SPEC, pip_args=empty, target=tmp_path / "b")
         == wheel
@@ -109,7 +109,7 @@ def test_builds_once_with_stages_then_reuses_the_wheel(tmp_path, buildable) -> N
 
 def test_a_failed_build_names_the_compiler_error(tmp_path, buildable, monkeypatch) -> None:
     monkeypatch.setenv("FAKE_BUILD_FAIL", "1")
-    offline = ("--no-index", "--find-links", str(_sdist(tmp_path / "index")))
+    offline = ("--no-index", "--no-cache-dir", "--find-links", str(_sdist(tmp_path / "index")))
     with pytest.raises(GlmdeskError) as caught:
         ensure_llamacpp(folder=tmp_path / "wheels", spec=SPEC, pip_args=offline, target=tmp_path / "t")
     assert caught.value.kind == "llamacpp_build_failed"
@@ -119,7 +119,7 @@ def test_a_failed_build_names_the_compiler_error(tmp_path, buildable, monkeypatc
 
 def test_a_second_process_waits_for_the_lock_then_installs(tmp_path, buildable) -> None:
     sources, wheels = _sdist(tmp_path / "index"), tmp_path / "wheels"
-    offline = ("--no-index", "--find-links", str(sources))
+    offline = ("--no-index", "--no-cache-dir", "--find-links", str(sources))
     wheels.mkdir()
     other = FileLock(str(wheels / ".build.lock"))
     other.acquire()
