@@ -218,7 +218,8 @@ def ensure_llamacpp(
     spec: str | None = None,
     pip_args: Sequence[str] = (),
     target: Path | None = None,
-) -> Path:
+    build: bool = True,
+) -> Path | None:
     """Install llama-cpp-python, from the kept wheel when there is one, else built now.
 
     Args:
@@ -228,9 +229,10 @@ def ensure_llamacpp(
         spec: The requirement (default :func:`requirement`).
         pip_args: More pip options for both steps (tests: ``--no-index --find-links``).
         target: Install into this folder (``pip --target``) instead of this environment.
+        build: ``False``: only install a kept wheel (``scripts/_venv.sh`` on a new checkout).
 
     Returns:
-        The wheel that was installed.
+        The wheel that was installed; ``None`` when ``build`` is off and none is kept.
 
     Raises:
         GlmdeskError: ``llamacpp_unbuildable`` (see :func:`build_unavailable`),
@@ -261,6 +263,8 @@ def ensure_llamacpp(
                 continue
     try:
         wheel = cached_wheel(folder, spec)
+        if wheel is None and not build:
+            return None
         if wheel is None:
             error = build_unavailable()
             if error is not None:
@@ -283,3 +287,14 @@ def ensure_llamacpp(
         lock.release()
     importlib.invalidate_caches()
     return wheel
+
+
+if __name__ == "__main__":  # scripts/_venv.sh: install a kept wheel, build nothing
+    if "--kept-only" in sys.argv:
+        try:
+            found = ensure_llamacpp(build=False)
+        except GlmdeskError as exc:
+            print(f"glmdesk: the kept llama.cpp wheel did not install: {exc.message}", file=sys.stderr)
+            found = None
+        if found is not None:
+            print(f"llama.cpp installed from {found}", file=sys.stderr)

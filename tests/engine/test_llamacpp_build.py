@@ -151,6 +151,7 @@ def test_why_it_cannot_build(tmp_path, monkeypatch) -> None:
     monkeypatch.delenv("CXX", raising=False)
     monkeypatch.setattr(llamacpp_build.shutil, "which", lambda name: None)
     assert build_unavailable().params["reason"] == "no_compiler"
+    assert ensure_llamacpp(folder=tmp_path / "wheels", spec=SPEC, build=False) is None  # _venv.sh: kept only
     with pytest.raises(GlmdeskError) as caught:  # no wheel kept and no compiler: said, not tried
         ensure_llamacpp(folder=tmp_path / "wheels", spec=SPEC)
     assert caught.value.kind == "llamacpp_unbuildable" and "compiler" in caught.value.message
