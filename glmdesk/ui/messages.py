@@ -297,6 +297,12 @@ def note_sentence(note: ErrorInfo) -> str:
             "LoadNotes",
             "llama.cpp runs the GGUF file's own weights; {options} applies to the transformers engine.",
         ).format(options=note.params.get("options", ""))
+    if note.kind == "engine_fallback":
+        return QCoreApplication.translate(
+            "LoadNotes",
+            "llama.cpp is not installed yet, so transformers runs this {file_type} file with {quantization} "
+            "weights (the file's own groups and grid).",
+        ).format(file_type=note.params.get("file_type", ""), quantization=note.params.get("quantization", ""))
     if note.kind == "compile_unavailable":
         return QCoreApplication.translate(
             "LoadNotes", "The decode step was not compiled ({reason}); tokens are decoded without it."
