@@ -97,8 +97,16 @@ class WelcomeWidget(QWidget):
         outer.addStretch(2)
         self.set_model(None)
 
-    def example_prompts(self) -> list[str]:
-        """The three example prompts, in the interface language (English and Chinese examples)."""
+    def example_prompts(self, embedded: bool = False) -> list[str]:
+        """The three example prompts, in the interface language (English and Chinese
+        examples). For the embedded model (SmolLM2-135M, English only), three it answers
+        well on every engine (``benchmarks/factual.py``), in English in every language."""
+        if embedded:
+            return [
+                self.tr("What is the capital of Japan?"),
+                self.tr("Give me three tips for a good night's sleep."),
+                self.tr("Write a Python function that reverses a string."),
+            ]
         return [
             self.tr("Explain what a KV cache is in three sentences."),
             self.tr("用三句话介绍一下长城。"),
@@ -117,6 +125,8 @@ class WelcomeWidget(QWidget):
             self.model_label.setText(self.tr("The model is loading; you can type meanwhile."))
             return
         self.title_label.setText(self.tr("Chat with {model}").format(model=info.name))
+        for button, text in zip(self.example_buttons, self.example_prompts(info.source_kind == "embedded"), strict=True):
+            button.setText(text)
         precision = info.dtype if info.quantization == "none" else f"{info.dtype}, {info.quantization}"
         facts = self.tr("{size} on {device} · {precision} · context {context} tokens").format(
             size=size_text(info.footprint_mib),

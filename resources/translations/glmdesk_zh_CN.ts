@@ -1655,6 +1655,18 @@ Updated {when} · {model}</source>
         <translation>ChatGLM2、ChatGLM3、GLM-4 或任意 Hugging Face 对话模型的文件夹，或一个 .gguf 文件（Ctrl+O）。</translation>
     </message>
     <message>
+        <source>What is the capital of Japan?</source>
+        <translation>What is the capital of Japan?</translation>
+    </message>
+    <message>
+        <source>Give me three tips for a good night&apos;s sleep.</source>
+        <translation>Give me three tips for a good night&apos;s sleep.</translation>
+    </message>
+    <message>
+        <source>Write a Python function that reverses a string.</source>
+        <translation>Write a Python function that reverses a string.</translation>
+    </message>
+    <message>
         <source>Explain what a KV cache is in three sentences.</source>
         <translation>用三句话解释什么是 KV 缓存。</translation>
     </message>
