@@ -125,7 +125,9 @@ class WelcomeWidget(QWidget):
             self.model_label.setText(self.tr("The model is loading; you can type meanwhile."))
             return
         self.title_label.setText(self.tr("Chat with {model}").format(model=info.name))
-        for button, text in zip(self.example_buttons, self.example_prompts(info.source_kind == "embedded"), strict=True):
+        for button, text in zip(
+            self.example_buttons, self.example_prompts(info.source_kind == "embedded"), strict=True
+        ):
             button.setText(text)
         precision = info.dtype if info.quantization == "none" else f"{info.dtype}, {info.quantization}"
         facts = self.tr("{size} on {device} · {precision} · context {context} tokens").format(
