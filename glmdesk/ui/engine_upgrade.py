@@ -182,6 +182,7 @@ class EngineUpgrade(QObject):
     @Slot(str)
     def _on_built(self, _wheel: str) -> None:
         self.state = "ready"
+        self.session.check_options()  # Open model offers the llama.cpp engine from now on
         self.line_changed.emit(self.engine_line())
         self.build_finished.emit(True)
         self._switch_when_idle()

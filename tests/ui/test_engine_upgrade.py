@@ -60,7 +60,13 @@ def machine(monkeypatch):
 def _window(qtbot, factory):
     from glmdesk.ui.main_window import MainWindow
 
-    window = MainWindow(factory=factory, options=dict)
+    checks = []
+
+    def options():
+        checks.append(1)
+        return {"engine:llamacpp": None} if len(checks) > 1 else {"engine:llamacpp": "missing"}
+
+    window = MainWindow(factory=factory, options=options)
     qtbot.addWidget(window)
     window.show()
     with qtbot.waitSignal(window.model_ready, timeout=LOAD_TIMEOUT_MS):
@@ -91,6 +97,8 @@ def test_builds_then_switches_to_llamacpp_after_the_answer(qtbot, machine) -> No
         assert [b.info.engine for b in backends] == ["transformers", "llamacpp"]
         assert window.state.messages[-1].content == "Hello, world."  # the answer was not cut
         assert status.text() == "Engine: llama.cpp, the fastest here for a GGUF file"
+        # Open model offers llama.cpp now (read again on the worker, after the answer).
+        qtbot.waitUntil(lambda: window.availability == {"engine:llamacpp": None}, timeout=10_000)
     finally:
         window.close()
 
