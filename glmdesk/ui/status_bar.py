@@ -23,6 +23,9 @@ class StatusBar(QStatusBar):
         self.cache_label.setObjectName("cache_label")
         self.engine_label = QLabel()
         self.engine_label.setObjectName("engine_label")
+        # A long line ("... until llama.cpp is built (stage 2/3: compiling 45%)") must not
+        # widen the window: it may be cut on a narrow one; the tooltip keeps it whole.
+        self.engine_label.setMinimumWidth(40)
         self.load_indicator = LoadIndicator()
         self.addWidget(self.load_indicator)
         for label in (
@@ -59,6 +62,7 @@ class StatusBar(QStatusBar):
     def show_engine(self, line: str) -> None:
         """Show which engine answers and why, or how far its build is (one line)."""
         self.engine_label.setText(line)
+        self.engine_label.setToolTip(line)
 
     def show_no_model(self) -> None:
         """Show that no model is loaded."""
