@@ -124,7 +124,9 @@ class EngineUpgrade(QObject):
     def stage_text(self) -> str:
         """The build's stage: ``stage 2/3: compiling 45%`` (translated)."""
         p = self.progress
-        if p is None or p.stage == "waiting":
+        if p is None:
+            return self.tr("starting")
+        if p.stage == "waiting":
             return self.tr("waiting for another glmdesk that builds it")
         names = {
             "downloading": self.tr("downloading"),

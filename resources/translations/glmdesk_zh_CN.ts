@@ -190,6 +190,10 @@ Updated {when} · {model}</source>
         <translation>引擎：{how}</translation>
     </message>
     <message>
+        <source>starting</source>
+        <translation>正在开始</translation>
+    </message>
+    <message>
         <source>waiting for another glmdesk that builds it</source>
         <translation>正在等待另一个正在构建它的 glmdesk</translation>
     </message>

@@ -79,6 +79,7 @@ def test_builds_then_switches_to_llamacpp_after_the_answer(qtbot, machine) -> No
     window = _window(qtbot, factory)
     try:
         status, welcome = window.status.engine_label, window.chat_area.welcome.model_label
+        assert window.engine_upgrade.state == "building"
         qtbot.waitUntil(lambda: "compiling 45%" in status.text(), timeout=10_000)
         line = "Engine: transformers, int4-wo until llama.cpp is built (stage 2/3: compiling 45%)"
         assert status.text() == line and welcome.text().endswith("\n" + line)
