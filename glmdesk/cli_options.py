@@ -162,10 +162,14 @@ def load_settings(args) -> LoadSettings:
         use_mmap=args.use_mmap,
         n_gpu_layers=args.n_gpu_layers,
     )
-    from glmdesk.engine.backends import engine_for
+    from glmdesk.engine.backends import engine_for, wants_llamacpp
 
-    # The engine is chosen from the options asked for, before any is dropped.
-    return dataclasses.replace(settings, engine=engine_for(settings))
+    # The engine is chosen from the options asked for, before any is dropped; a GGUF file
+    # that waits for llama.cpp stays "auto", so transformers takes its weight-only scheme.
+    engine = engine_for(settings)
+    if engine == "transformers" and wants_llamacpp(settings):
+        return settings
+    return dataclasses.replace(settings, engine=engine)
 
 
 def cache_settings(args) -> CacheSettings:

@@ -17,6 +17,9 @@ import pytest
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 # Tests never reach a model hub.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# A window on a machine without llama-cpp-python would build it (minutes): never in a test
+# (the builder's and the window's tests turn it back on with fakes).
+os.environ["GLMDESK_LLAMACPP_BUILD"] = "0"
 # One converted copy of the embedded model for the whole run (and later runs).
 os.environ.setdefault("GLMDESK_MODEL_CACHE", os.path.join(tempfile.gettempdir(), "glmdesk-test-models"))
 

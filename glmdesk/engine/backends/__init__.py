@@ -22,6 +22,7 @@ __all__ = [
     "is_gguf_model",
     "llamacpp_availability",
     "llama_cpp_available",
+    "wants_llamacpp",
 ]
 
 
@@ -78,10 +79,22 @@ def engine_for(settings: LoadSettings) -> str:
         return settings.engine
     if settings.is_remote:
         return "remote"
-    torch_only = settings.quantization != "none" or settings.compile_decode
-    if is_gguf_model(settings.model) and not torch_only and llama_cpp_available():
+    if wants_llamacpp(settings) and llama_cpp_available():
         return "llamacpp"
     return "transformers"
+
+
+def wants_llamacpp(settings: LoadSettings) -> bool:
+    """Whether ``auto`` picks llama.cpp for ``settings`` once llama-cpp-python is
+    installed: a GGUF file, no server, no transformers-only option (a torch
+    quantization, the compiled decode step). Nothing is imported."""
+    torch_only = settings.quantization != "none" or settings.compile_decode
+    return (
+        settings.engine == "auto"
+        and not settings.is_remote
+        and is_gguf_model(settings.model)
+        and not torch_only
+    )
 
 
 def create_backend(settings: LoadSettings) -> Backend:

@@ -6,6 +6,7 @@ Loading is :func:`glmdesk.engine.loader.load_model`; answering is the text layer
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Hashable, Iterator, Sequence
 
@@ -55,9 +56,14 @@ class TransformersBackend(LocalBackend):
         progress: ProgressCallback | None = None,
         cancel: threading.Event | None = None,
     ) -> ModelInfo:
+        from glmdesk.engine.backends import llama_cpp_available
+        from glmdesk.engine.backends.fallback import transformers_fallback
         from glmdesk.engine.loader import load_model
 
+        settings, note = transformers_fallback(settings, llama_cpp_available())
         loaded = load_model(settings, progress=progress, cancel=cancel)
+        if note is not None:
+            loaded.info = dataclasses.replace(loaded.info, notes=(note, *loaded.info.notes))
         loaded.logits_processors()  # builds the UTF-8 guard's masks now, not at the first answer
         if self._loaded is not None and self._owns:
             self._loaded.close()
