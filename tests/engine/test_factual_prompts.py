@@ -3,21 +3,13 @@ the file is well formed, and both engines answer a few of them right, greedily."
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
+from benchmarks import factual
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
 from glmdesk.engine.backends.llamacpp import LlamaCppBackend
 from glmdesk.engine.backends.transformers import TransformersBackend
-
-_spec = importlib.util.spec_from_file_location(
-    "factual", Path(__file__).parents[2] / "benchmarks" / "factual.py"
-)
-factual = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(factual)
 
 # Answered right by llama.cpp, int4-wo and fp32 alike (benchmarks/factual.py).
 AGREED = ("What is the capital of Japan?", "Which planet is known as the Red Planet?")

@@ -15,8 +15,8 @@ from glmdesk.core.errors import ErrorInfo, GlmdeskError
 from glmdesk.engine import llamacpp_build
 from glmdesk.engine.llamacpp_build import BuildProgress
 from glmdesk.ui import engine_upgrade
+from tests.helpers.fake_backend import FakeBackend
 from tests.ui.conftest import LOAD_TIMEOUT_MS
-from tests.ui.fake_backend import FakeBackend
 
 
 class EngineFake(FakeBackend):
