@@ -64,7 +64,10 @@ class BodyBudget:
 def too_large(limit: int, declared: int | None = None) -> APIError:
     """The 413 for a body over ``limit`` bytes (``declared``: its Content-Length).
 
-    It carries ``Connection: close``: the rest of the body is never read.
+    The rest of the body is never read into the request: uvicorn drops what still
+    arrives and closes the connection once its keep-alive timeout (5 s) passes, so a
+    client that writes its whole body before reading (httpx, the ``openai`` client)
+    still gets this answer, and one that keeps sending is cut off.
     """
     size = f"{declared:,} bytes" if declared is not None else f"over {limit:,} bytes"
     return APIError(
@@ -72,7 +75,6 @@ def too_large(limit: int, declared: int | None = None) -> APIError:
         f"The request body is {size}; this server takes at most {limit:,} bytes (about "
         "what its context window can hold; the operator sets it with --max-body-mib).",
         code="request_too_large",
-        headers={"Connection": "close"},
     )
 
 
