@@ -35,9 +35,10 @@ from glmdesk.server.schemas import (
 )
 from glmdesk.server.turns import Turns
 
-#: No tokenizer glmdesk loads covers more characters with one token (the embedded
-#: SmolLM2's longest token is 81 characters), so a prompt of more than this many
-#: characters per token of context cannot fit and is refused without tokenizing it.
+#: A prompt of more than this many characters per token of context is refused without
+#: tokenizing it: it fits only if its tokens average more characters than that. The
+#: embedded SmolLM2's longest token is 81 characters (a run of spaces or of ``#``); a
+#: vocabulary with tokens over 256 characters could see a prompt refused that would fit.
 MAX_CHARS_PER_TOKEN = 256
 #: Request bodies held at once (read, parsed, validated), in multiples of the body-size limit.
 BODY_BUDGET_LIMITS = 4
