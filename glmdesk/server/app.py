@@ -17,7 +17,7 @@ from glmdesk.core.settings import FAMILY_DEFAULTS, CacheSettings, ParamsBox, Sam
 from glmdesk.engine.backends.base import Backend
 from glmdesk.engine.chunk import GenerationChunk
 from glmdesk.server.answer import AnswerRecord, AnswerRun, StopStrings
-from glmdesk.server.body import BodyBudget, ClientGone, read_request
+from glmdesk.server.body import BodyIntake, ClientGone
 from glmdesk.server.config import ServeSettings
 from glmdesk.server.errors import APIError, from_engine, install_handlers
 from glmdesk.server.responses import Outcome, Reply, pieces, sse
@@ -40,7 +40,7 @@ from glmdesk.server.turns import Turns
 #: embedded SmolLM2's longest token is 81 characters (a run of spaces or of ``#``); a
 #: vocabulary with tokens over 256 characters could see a prompt refused that would fit.
 MAX_CHARS_PER_TOKEN = 256
-#: Request bodies held at once (read, parsed, validated), in multiples of the body-size limit.
+#: Bytes of large request bodies held at once (read, parsed, validated), in body-size limits.
 BODY_BUDGET_LIMITS = 4
 
 
@@ -54,7 +54,7 @@ class ServerState:
         model_id: The id clients name (``settings.model_name`` or the model's name).
         turns: The FIFO queue for the model.
         body_limit: The largest request body read, in bytes.
-        bodies: Bounds the bytes of request bodies held at once.
+        bodies: How request bodies are taken in (limit, budget, timeout).
         tokenizing: Lets one prompt be tokenized at a time (its memory is bounded).
         requests: Answers started since the server started.
         records: The last answers, newest last (:class:`AnswerRecord`).
@@ -76,7 +76,7 @@ class ServerState:
         self.base_params: SamplingParams = FAMILY_DEFAULTS.get(family, FAMILY_DEFAULTS["generic"])
         self.turns = Turns(settings.queue_size, settings.retry_after_s)
         self.body_limit = settings.body_limit(self.context_length)
-        self.bodies = BodyBudget(BODY_BUDGET_LIMITS * self.body_limit)
+        self.bodies = BodyIntake(self.body_limit, BODY_BUDGET_LIMITS * self.body_limit)
         self.tokenizing = asyncio.Semaphore(1)
         self.requests = 0
         self.records: deque[AnswerRecord] = deque(maxlen=64)
@@ -113,9 +113,9 @@ class ServerState:
             )
 
     async def read(self, request: Request, model: type[ChatRequest] | type[CompletionRequest]):
-        """The request's body as ``model``, read within the body-size limit and budget and
-        checked with :meth:`check_chars` (see :func:`~glmdesk.server.body.read_request`)."""
-        return await read_request(request, model, self.body_limit, self.bodies, self.check_chars)
+        """The request's body as ``model``, read by :attr:`bodies` (see
+        :meth:`~glmdesk.server.body.BodyIntake.read`) and checked with :meth:`check_chars`."""
+        return await self.bodies.read(request, model, self.check_chars)
 
     async def room(self, prompt) -> int | None:
         """Tokens left for the answer after ``prompt``, or ``None`` when the backend

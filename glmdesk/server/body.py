@@ -21,8 +21,11 @@ from starlette.requests import ClientDisconnect
 from glmdesk.core.text import without_lone_surrogates
 from glmdesk.server.errors import APIError
 
-#: Bodies up to this size are parsed on the event loop; longer ones on a worker thread, in bytes.
-_PARSE_ON_LOOP_BYTES = 1 << 20
+#: Bodies up to this size are parsed on the event loop and read outside the budget
+#: (:class:`BodyIntake`); longer ones are parsed on a worker thread, in bytes.
+SMALL_BODY_BYTES = 1 << 20
+#: A body must have arrived whole this long after its headers, in s (else HTTP 408).
+BODY_TIMEOUT_S = 60.0
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _Model = TypeVar("_Model", bound=BaseModel)
 
@@ -31,27 +34,36 @@ class ClientGone(Exception):
     """The client disconnected before its answer was sent."""
 
 
-class BodyBudget:
-    """Bounds the bytes of request bodies held at once (being read, parsed, validated).
+class BodyIntake:
+    """How request bodies are taken in: their size limit, the bytes of large bodies held
+    at once, and how long one may take to arrive.
 
-    A request reserves its ``Content-Length`` (a chunked body: the body-size limit)
-    and waits while others hold too much; one body larger than the whole budget still
-    goes through, alone. Created and used on the server's event loop only.
+    A body of more than :data:`SMALL_BODY_BYTES` reserves its ``Content-Length`` (a
+    chunked body: the size limit) in the budget and waits while others hold too much;
+    one larger than the whole budget still goes through, alone. Smaller bodies are
+    never held up. A slow client holds its reservation at most ``timeout_s``. Created
+    and used on the server's event loop only.
 
     Args:
-        total: The bytes that may be held at once, in bytes.
+        limit: The largest body read, in bytes.
+        budget: The bytes of large bodies that may be held at once, in bytes.
+        timeout_s: How long a body may take to arrive after its headers, in s.
     """
 
-    def __init__(self, total: int) -> None:
-        self.total = total
+    def __init__(self, limit: int, budget: int, timeout_s: float = BODY_TIMEOUT_S) -> None:
+        self.limit, self.budget, self.timeout_s = limit, budget, timeout_s
         self.held = 0
         self._changed = asyncio.Condition()
 
     @asynccontextmanager
     async def hold(self, n: int) -> AsyncIterator[None]:
-        """Reserve ``n`` bytes for the ``async with`` block (waits for room)."""
+        """Reserve ``n`` bytes of the budget for the ``async with`` block (waits for room;
+        a small body reserves nothing)."""
+        if n <= SMALL_BODY_BYTES:
+            yield
+            return
         async with self._changed:
-            await self._changed.wait_for(lambda: self.held == 0 or self.held + n <= self.total)
+            await self._changed.wait_for(lambda: self.held == 0 or self.held + n <= self.budget)
             self.held += n
         try:
             yield
@@ -59,6 +71,36 @@ class BodyBudget:
             async with self._changed:
                 self.held -= n
                 self._changed.notify_all()
+
+    async def read(
+        self, request: Request, model: type[_Model], check: Callable[[_Model], None] | None = None
+    ) -> _Model:
+        """Read, decode and validate the body of ``request`` as ``model``, holding its
+        bytes in the budget meanwhile; ``check`` (which raises :class:`APIError` to
+        refuse the body) runs while they are still held.
+
+        Raises:
+            APIError: 413 over the limit; 408 when the body takes longer than
+                ``timeout_s``; 400 for a body that is not JSON or not valid; whatever
+                ``check`` raises.
+            ClientGone: when the client disconnects while sending the body.
+        """
+        declared = declared_length(request, self.limit)
+        async with self.hold(self.limit if declared is None else declared):
+            try:
+                async with asyncio.timeout(self.timeout_s):
+                    raw = await read_body(request, self.limit)
+            except TimeoutError:
+                raise APIError(
+                    408,
+                    f"The request body did not arrive within {self.timeout_s:g} s.",
+                    code="request_timeout",
+                ) from None
+            body = validated(model, await parse_json(raw))
+            del raw
+            if check is not None:
+                check(body)
+            return body
 
 
 def too_large(limit: int, declared: int | None = None) -> APIError:
@@ -144,7 +186,7 @@ async def parse_json(raw: bytearray) -> Any:
         return without_surrogates(json.loads(raw))
 
     try:
-        return decode() if len(raw) <= _PARSE_ON_LOOP_BYTES else await asyncio.to_thread(decode)
+        return decode() if len(raw) <= SMALL_BODY_BYTES else await asyncio.to_thread(decode)
     except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
         reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "it is not UTF-8 text"
         raise APIError(400, f"The request body is not valid JSON: {reason}.", code="invalid_json") from None
@@ -217,27 +259,3 @@ def invalid_request(errors: Sequence[Mapping[str, Any]]) -> APIError:
         where = f" in {param}" if param else ""
         message = f"The request is not valid{where}: {first.get('msg', 'bad value')}."
     return APIError(400, message, param, "invalid_request")
-
-
-async def read_request(
-    request: Request,
-    model: type[_Model],
-    limit: int,
-    budget: BodyBudget,
-    check: Callable[[_Model], None] | None = None,
-) -> _Model:
-    """Read, decode and validate the body of ``request`` as ``model``, holding its bytes
-    in ``budget`` meanwhile; ``check`` (which raises :class:`APIError` to refuse the
-    body) runs while they are still held.
-
-    Raises:
-        APIError: 413 over ``limit`` bytes; 400 for a body that is not JSON or not valid;
-            whatever ``check`` raises.
-        ClientGone: when the client disconnects while sending the body.
-    """
-    declared = declared_length(request, limit)
-    async with budget.hold(limit if declared is None else declared):
-        body = validated(model, await parse_json(await read_body(request, limit)))
-        if check is not None:
-            check(body)
-        return body

@@ -16,6 +16,7 @@ ERROR_TYPES = {
     401: "authentication_error",
     404: "invalid_request_error",
     405: "invalid_request_error",
+    408: "invalid_request_error",
     413: "invalid_request_error",
     429: "rate_limit_error",
     500: "server_error",
@@ -27,6 +28,7 @@ DEFAULT_CODES = {
     401: "invalid_api_key",
     404: "not_found",
     405: "method_not_allowed",
+    408: "request_timeout",
     413: "request_too_large",
     429: "queue_full",
 }

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import select
 import socket
+import threading
+import time
 
 import httpx
 import openai
@@ -87,6 +89,48 @@ def test_a_chunked_body_is_counted_while_it_arrives(small):
     assert caught.value.status_code == 413 and "--max-body-mib" in caught.value.body["message"]
     under = httpx.post(small.url + "/completions", json={"prompt": "Hi", "max_tokens": 1}, timeout=120)
     assert under.status_code == 200 and under.json()["choices"][0]["finish_reason"] == "length"
+
+
+def _wait_for(condition, timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "the server did not get there in time"
+        threading.Event().wait(0.02)
+
+
+def _answer(sock: socket.socket) -> tuple[int, dict]:
+    data = b""
+    while b"\r\n\r\n" not in data or not data.endswith(b"}"):
+        more = sock.recv(65536)
+        assert more, "the server closed the connection without an answer"
+        data += more
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split()[1]), json.loads(body)
+
+
+def test_slow_bodies_hold_up_no_small_request_and_time_out(backend):
+    """Clients that declare large bodies and send nothing fill the large-body budget: a
+    small request is answered meanwhile, and each slow one gets 408 once its time is up."""
+    settings = ServeSettings(port=0, max_body_bytes=8 * 2**20)
+    srv = ServerThread(create_app(backend, settings), settings).start()
+    bodies = srv.server.config.app.state.glmdesk.bodies
+    bodies.timeout_s = 2.0
+    head = f"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: {bodies.limit}\r\n\r\n"
+    slow = [socket.create_connection(("127.0.0.1", srv.port), timeout=60) for _ in range(5)]
+    try:
+        for sock in slow:
+            sock.sendall(head.encode())
+        _wait_for(lambda: bodies.held == bodies.budget)  # four fit; the fifth waits for room
+        quick = httpx.post(srv.url + "/completions", json={"prompt": "Hi", "max_tokens": 1}, timeout=60)
+        assert quick.status_code == 200 and bodies.held == bodies.budget
+        for sock in slow:
+            status, body = _answer(sock)
+            assert status == 408 and body["error"]["code"] == "request_timeout"
+        assert bodies.held == 0
+    finally:
+        for sock in slow:
+            sock.close()
+        srv.stop()
 
 
 def test_the_default_limit_grows_with_the_context(state, backend):
