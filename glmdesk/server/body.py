@@ -8,6 +8,7 @@ without the key never makes the server read, parse or hold its body).
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import re
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -206,6 +207,7 @@ def validated(model: type[_Model], data: Any) -> _Model:
         raise invalid_request(exc.errors(include_url=False)) from None
 
 
+@functools.cache
 def field_names(*models: type[BaseModel]) -> frozenset[str]:
     """Every field name of ``models`` and of the models their fields hold."""
     names: set[str] = set()

@@ -239,6 +239,55 @@ def test_lone_surrogates_in_any_field_are_never_a_500(glm_server, field, text, r
         assert set(error) == {"message", "type", "param", "code"} and error["code"] and error["message"]
 
 
+#: Any JSON value (small).
+ANY_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=4),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=6,
+)
+CHAT_KEYS = ["messages", "tools", "tool_choice", "stop", "stream", "stream_options", "temperature"]
+CHAT_KEYS += ["top_p", "top_k", "min_p", "repetition_penalty", "max_tokens", "max_completion_tokens"]
+CHAT_KEYS += ["seed", "n", "model"]
+MESSAGE_KEYS = ["role", "content", "tool_calls", "tool_call_id", "name"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    where=st.sampled_from(["chat", "message", "call", "completion"]),
+    key=st.sampled_from(CHAT_KEYS + MESSAGE_KEYS + ["prompt", "echo"]),
+    value=ANY_JSON,
+)
+def test_any_json_in_any_field_is_a_200_or_a_4xx(glm_server, where, key, value):
+    """Every body the JSON decoder accepts (NaN and Infinity too) gets an answer or an
+    OpenAI-shaped 4xx."""
+    if where == "chat":
+        path, body = "/chat/completions", {"messages": ASK, "tools": [WEATHER], key: value}
+    elif where == "message":
+        path, body = "/chat/completions", {"messages": [ASK[0] | {key: value}]}
+    elif where == "call":
+        path, body = (
+            "/chat/completions",
+            {"messages": _called(json.dumps(value), "sunny"), "tools": [WEATHER]},
+        )
+        body["messages"][1]["tool_calls"][0]["function"][key] = value
+    else:
+        path, body = "/completions", {"prompt": "Hi", key: value}
+    body.setdefault("max_tokens", 2)
+    response = httpx.post(
+        glm_server.url + path,
+        content=json.dumps(body),
+        headers={"content-type": "application/json"},
+        timeout=120,
+    )
+    assert response.status_code in (200, 400, 404), response.text
+    if response.headers["content-type"].startswith("text/event-stream"):
+        assert response.status_code == 200 and response.text.rstrip().endswith("data: [DONE]")
+        assert '"error"' not in response.text, response.text
+    elif response.status_code != 200:
+        error = response.json()["error"]
+        assert set(error) == {"message", "type", "param", "code"} and error["code"] and error["message"]
+
+
 def test_a_lone_surrogate_is_read_as_the_replacement_character(server):
     body = {"prompt": "abc\ud83d", "echo": True, "max_tokens": 2, "temperature": 0}
     response = httpx.post(
