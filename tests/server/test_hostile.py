@@ -160,6 +160,40 @@ def test_a_prompt_far_past_the_context_is_refused_before_tokenizing(backend):
         srv.stop()
 
 
+def test_prompts_are_tokenized_one_at_a_time(server, backend, monkeypatch):
+    """Two requests at once: the second prompt is tokenized only after the first (each
+    count waits up to 1 s for another to start beside it; none does)."""
+    count, active, most, entered = backend.prompt_tokens, [0], [0], threading.Event()
+    lock = threading.Lock()
+
+    def counting(messages):
+        with lock:
+            active[0] += 1
+            most[0] = max(most[0], active[0])
+        entered.set()
+        entered.clear()
+        entered.wait(1.0)  # another count starting meanwhile would wake this one
+        try:
+            return count(messages)
+        finally:
+            with lock:
+                active[0] -= 1
+
+    monkeypatch.setattr(backend, "prompt_tokens", counting)
+    codes: list[int] = []
+
+    def ask() -> None:
+        body = {"messages": [{"role": "user", "content": "word " * 50}], "max_tokens": 1}
+        codes.append(httpx.post(server.url + "/chat/completions", json=body, timeout=120).status_code)
+
+    threads = [threading.Thread(target=ask) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert codes == [200, 200] and most[0] == 1
+
+
 #: Lone surrogates: high and low halves, alone (JSON's "\ud83d" escapes decode to them).
 LONE = st.sampled_from(["\ud83d", "\ud800", "\udbff", "\udc00", "\ude00", "\udfff"])
 
