@@ -63,6 +63,17 @@ def test_all_interfaces_without_key_is_refused_before_loading():
     assert "give an API key too (--api-key)" in out.stderr and "loaded" not in out.stderr
 
 
+def test_a_body_limit_out_of_range_is_refused_before_loading():
+    out = subprocess.run(
+        [sys.executable, "-m", "glmdesk", "serve", "--max-body-mib", "0"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "--max-body-mib must be a positive number of MiB" in out.stderr and "loaded" not in out.stderr
+
+
 def test_chat_remote_answers_through_serve(served):
     _proc, url = served
     out = subprocess.run(
