@@ -1,16 +1,17 @@
-"""Tools in ``glmdesk chat`` through its real entry point (``python -m glmdesk``), answering
+"""Tools in ``glmdesk chat`` through its real entry point (``glmdesk.cli.main``, in this
+process: ``tests/helpers/cli.py``), answering
 with a real ``glmdesk serve`` on 127.0.0.1 that serves a tiny GLM-4 model (forced tokens;
 see conftest). The user's typed results and y/N answers come on stdin."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.tools import ToolCall, ToolSet, function_spec
 from tests.helpers import tool_models as tm
+from tests.helpers.cli import run_cli
+from tests.helpers.waiting import wait_until
 
 FUNCTIONS = [
     {
@@ -21,14 +22,8 @@ FUNCTIONS = [
 ]
 
 
-def glmdesk(*args, input_text="", timeout=240):
-    return subprocess.run(
-        [sys.executable, "-m", "glmdesk", *args],
-        input=input_text,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+def glmdesk(*args, input_text=""):
+    return run_cli(*args, input_text=input_text)
 
 
 def functions_file(tmp_path, content) -> str:
@@ -69,6 +64,7 @@ def test_interactive_chat_keeps_calls_and_results_in_the_conversation(glm_server
         ChatMessage("user", "谢谢"),
     ]
     state = glm_server.server.config.app.state.glmdesk
+    wait_until(lambda: state.records[-1].ended > 0)  # its thread records the end just after the reply
     assert state.records[-1].prompt_tokens == len(tiny.prompt_format.encode(second))
 
 
