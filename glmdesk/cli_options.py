@@ -17,8 +17,8 @@ from glmdesk.core.settings import (
     CacheSettings,
     LoadSettings,
     SamplingParams,
-    family_defaults,
 )
+from glmdesk.engine.families import sampling_defaults
 
 #: Environment variable read for the API key when ``--api-key`` is not given (keeps it
 #: out of the process list and shell history).
@@ -213,7 +213,9 @@ def sampling(args, family: str) -> SamplingParams:
         "max_new_tokens": args.max_new_tokens,
         "seed": args.seed,
     }
-    return dataclasses.replace(family_defaults(family), **{k: v for k, v in values.items() if v is not None})
+    return dataclasses.replace(
+        sampling_defaults(family), **{k: v for k, v in values.items() if v is not None}
+    )
 
 
 _shown: list = [None]  # the last (stage, tenths) printed

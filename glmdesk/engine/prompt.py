@@ -136,6 +136,14 @@ class PromptFormat(ABC):
         return self.reply_filter()
 
 
+def without_reasoning(message: ChatMessage, markers: ThinkMarkers) -> ChatMessage:
+    """An assistant message with its reasoning block left out (the answer after the
+    close marker, stripped), as GLM-Z1's template keeps earlier turns; others unchanged."""
+    if message.role != "assistant" or markers.close not in message.content:
+        return message
+    return replace(message, content=message.content.split(markers.close)[-1].strip())
+
+
 def continued(messages: Sequence[ChatMessage]) -> bool:
     """Whether ``messages`` ends with an assistant message to continue (not a tool call)."""
     return bool(messages) and messages[-1].role == "assistant" and messages[-1].tool_call is None
@@ -190,9 +198,12 @@ class ChatTemplateFormat(PromptFormat):
     def encode(self, messages: Sequence[ChatMessage]) -> list[int]:
         """See :meth:`PromptFormat.encode`. An assistant message to continue is written as
         the template's generation prompt after the turns before it, then its text: the
-        prompt the answer was generated from, followed by what was generated."""
+        prompt the answer was generated from, followed by what was generated. With
+        :attr:`reasoning`, earlier answers go in without their reasoning block."""
         partial = messages[-1].content if continued(messages) else None
         messages = plain_messages(messages[:-1] if partial is not None else messages)
+        if self.reasoning is not None:
+            messages = [without_reasoning(m, self.reasoning) for m in messages]
         ids: list[int] = []
         for part in render_template_parts(self.tokenizer, messages):
             if isinstance(part, Markup):

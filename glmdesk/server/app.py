@@ -13,9 +13,10 @@ from dataclasses import replace
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
-from glmdesk.core.settings import FAMILY_DEFAULTS, CacheSettings, ParamsBox, SamplingParams
+from glmdesk.core.settings import CacheSettings, ParamsBox, SamplingParams
 from glmdesk.engine.backends.base import Backend
 from glmdesk.engine.chunk import GenerationChunk
+from glmdesk.engine.families import sampling_defaults
 from glmdesk.server.answer import AnswerRecord, AnswerRun, StopStrings
 from glmdesk.server.config import ServeSettings
 from glmdesk.server.errors import APIError, from_engine, install_handlers
@@ -63,8 +64,7 @@ class ServerState:
         info = backend.info
         self.model_id = settings.model_name or info.name
         self.context_length = backend.capabilities().context_length or info.context_length
-        family = info.family.split("-")[0]
-        self.base_params: SamplingParams = FAMILY_DEFAULTS.get(family, FAMILY_DEFAULTS["generic"])
+        self.base_params: SamplingParams = sampling_defaults(info.family)
         self.turns = Turns(settings.queue_size, settings.retry_after_s)
         self.requests = 0
         self.records: deque[AnswerRecord] = deque(maxlen=64)

@@ -15,7 +15,8 @@ from PySide6.QtWidgets import QMainWindow, QWidget
 
 from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.messages import ChatMessage
-from glmdesk.core.settings import FAMILY_DEFAULTS, LoadSettings, ParamsBox, SamplingParams, family_defaults
+from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
+from glmdesk.engine.families import sampling_defaults
 from glmdesk.engine.memory import MIB, MemoryProbe
 from glmdesk.ui.answer_notes import AnswerNotes
 from glmdesk.ui.branch_actions import BranchActions
@@ -77,7 +78,7 @@ class MainWindow(QMainWindow):
         self._applying_defaults = False
 
         saved = self.store.sampling()
-        self.params_box = ParamsBox(saved or FAMILY_DEFAULTS["generic"])
+        self.params_box = ParamsBox(saved or sampling_defaults("generic"))
         self._build(probe)
         self.sidebar.set_system_prompt(self.store.system_prompt())
         self.sidebar.set_cache_settings(self.store.cache_settings())
@@ -253,7 +254,7 @@ class MainWindow(QMainWindow):
         self.sidebar.set_cache_availability(
             {k: (None if v is None else error_sentence(v)) for k, v in kv.items()}
         )
-        defaults = family_defaults(info.family)
+        defaults = sampling_defaults(info.family)
         self.sidebar.set_defaults(defaults)
         if self.store.sampling() is None:
             self._applying_defaults = True

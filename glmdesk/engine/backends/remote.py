@@ -33,6 +33,7 @@ from glmdesk.core.tools import ToolSet
 from glmdesk.engine.backends import remote_errors
 from glmdesk.engine.backends.base import SAMPLING_FIELDS, Backend, Capabilities, ProgressCallback
 from glmdesk.engine.chunk import GenerationChunk
+from glmdesk.engine.families import served_tool_dialects
 from glmdesk.engine.info import LoadProgress, ModelInfo
 from glmdesk.engine.prompt import forced_call
 
@@ -151,12 +152,6 @@ def request_sampling(p: SamplingParams) -> tuple[dict, dict]:
     if p.repetition_penalty != 1.0:
         extra["repetition_penalty"] = p.repetition_penalty
     return fields, extra
-
-
-def _families(model_id: str) -> tuple[str, ...]:
-    """The GLM tool formats to try on a served model's text, from its id (``chatglm3``
-    first for ``chatglm3-6b``; ``glm4`` first otherwise, as for ``glm-4-9b-chat``)."""
-    return ("chatglm3", "glm4") if "chatglm3" in model_id.lower() else ("glm4", "chatglm3")
 
 
 def _offered(messages: Sequence[ChatMessage]) -> ToolSet | None:
@@ -346,7 +341,9 @@ class RemoteBackend(Backend):
                 "generation_failed", "No server is connected.", {"detail": "no server is connected"}
             )
             return iter([GenerationChunk(finish_reason="error", error=error)])
-        answer = RemoteAnswer(self.url, self.model, self.stall_s, chat, tools, _families(self.model))
+        answer = RemoteAnswer(
+            self.url, self.model, self.stall_s, chat, tools, served_tool_dialects(self.model)
+        )
         fields, extra = request_sampling(params.get())
         return answer.run(lambda: start(fields, extra), stop)
 

@@ -50,10 +50,13 @@ __all__ = [
     "collect_stop_ids",
     "family_for_model_id",
     "get_family",
+    "loaded_tool_dialect",
     "recognise_folder",
     "recognise_gguf",
     "sampling_defaults",
+    "served_tool_dialects",
     "tool_dialect",
+    "tool_dialects",
     "variants",
 ]
 
@@ -103,6 +106,28 @@ def family_for_model_id(model_id: str) -> ModelFamily:
 def sampling_defaults(name: str) -> SamplingParams:
     """The published demo defaults of the family ``name`` belongs to (any detected name)."""
     return get_family(name).sampling_defaults
+
+
+def tool_dialects() -> tuple[str, ...]:
+    """Every tool dialect a family writes, in registry order (``glm4``, ``chatglm3``)."""
+    return tuple(dict.fromkeys(f.tool_dialect for f in FAMILIES if f.tool_dialect))
+
+
+def served_tool_dialects(model_id: str) -> tuple[str, ...]:
+    """The tool dialects to read a served model's call text with, in order: its family's
+    first (``chatglm3`` for ``chatglm3-6b``), then the others; GLM-4's first when the id
+    names no family with tools (``glm-4-9b-chat``)."""
+    first = family_for_model_id(model_id).tool_dialect or GLM4.tool_dialect
+    return (first, *(d for d in tool_dialects() if d != first))
+
+
+def loaded_tool_dialect(info) -> str | None:
+    """The tool dialect of a loaded model (a ``ModelInfo``): its family's, or for a remote
+    server's model the one its id names (:func:`served_tool_dialects`); ``None`` for a
+    local model whose family has no tool calls."""
+    if info.engine == "remote":
+        return served_tool_dialects(info.name)[0]
+    return tool_dialect(info.family)
 
 
 def tool_dialect(name: str) -> str | None:

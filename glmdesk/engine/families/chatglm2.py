@@ -15,7 +15,7 @@ from typing import Any
 
 from glmdesk.core.settings import SamplingParams
 from glmdesk.engine.families.base import ModelFamily, TokenLookup
-from glmdesk.engine.families.files import chatglm_generation, rope_ratio
+from glmdesk.engine.families.files import chatglm_generation, has_role_tokens, rope_ratio
 
 
 def _recognise(config: Mapping[str, Any], folder: Path) -> str | None:
@@ -27,7 +27,7 @@ def _recognise(config: Mapping[str, Any], folder: Path) -> str | None:
 def _recognise_gguf(architecture: str, lookup: TokenLookup) -> str | None:
     if architecture != "chatglm" or lookup("[gMASK]") is None or lookup("sop") is None:
         return None
-    return None if lookup("<|user|>") is not None else "chatglm2"
+    return None if has_role_tokens(lookup) else "chatglm2"
 
 
 def _format(_family: ModelFamily, tokenizer, _eos_ids: tuple[int, ...]):

@@ -30,7 +30,8 @@ class ThinkSplitter:
 
     The reply may open with the open marker (leading whitespace allowed), or start
     inside the block when the prompt already opened it (``inside``: GLM-Z1's template
-    ends the generation prompt with ``<think>``). Text up to the close marker is
+    ends the generation prompt with ``<think>``; an open marker the model writes again
+    there is left out too). Text up to the close marker is
     reasoning; the answer after it starts without leading whitespace. A reply that
     starts with anything else is all answer. Marker fragments split across deltas
     are held back until decided (or :meth:`finish`).
@@ -42,7 +43,8 @@ class ThinkSplitter:
 
     def __init__(self, markers: ThinkMarkers, inside: bool = False) -> None:
         self.markers = markers
-        self._state = "think" if inside else "start"  # start -> think -> answer_start -> answer
+        self.inside = inside
+        self._state = "start"  # start -> think -> answer_start -> answer
         self._held = ""
 
     def __call__(self, text: str) -> list[ReplyPart]:
@@ -58,7 +60,8 @@ class ThinkSplitter:
                 if self.markers.open.startswith(body):
                     self._held = text
                     return out
-                self._state = "answer"
+                self._state = "think" if self.inside else "answer"
+                continue
             if self._state == "think":
                 cut = text.find(self.markers.close)
                 if cut >= 0:
@@ -83,7 +86,8 @@ class ThinkSplitter:
         held, self._held = self._held, ""
         if not held:
             return []
-        return [ReasoningPart(held)] if self._state == "think" else [TextPart(held)]
+        thinking = self._state == "think" or (self._state == "start" and self.inside)
+        return [ReasoningPart(held)] if thinking else [TextPart(held)]
 
 
 class ReplyParser:
