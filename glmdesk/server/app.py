@@ -165,7 +165,9 @@ async def _answer(
         raise
     if out.last is not None and out.last.finish_reason == "error":
         raise from_engine(out.last.error)
-    return JSONResponse(reply.whole("".join(out.text), out.finish, out.last, out.call))
+    return JSONResponse(
+        reply.whole("".join(out.text), out.finish, out.last, out.call, "".join(out.reasoning))
+    )
 
 
 async def _collect(run: AnswerRun, first: GenerationChunk, stops: StopStrings, out: Outcome) -> None:

@@ -33,7 +33,7 @@ from glmdesk.core.tools import ToolSet
 from glmdesk.engine.backends import remote_errors
 from glmdesk.engine.backends.base import SAMPLING_FIELDS, Backend, Capabilities, ProgressCallback
 from glmdesk.engine.chunk import GenerationChunk
-from glmdesk.engine.families import served_tool_dialects
+from glmdesk.engine.families import family_for_model_id, served_tool_dialects
 from glmdesk.engine.info import LoadProgress, ModelInfo
 from glmdesk.engine.prompt import forced_call
 
@@ -341,8 +341,15 @@ class RemoteBackend(Backend):
                 "generation_failed", "No server is connected.", {"detail": "no server is connected"}
             )
             return iter([GenerationChunk(finish_reason="error", error=error)])
+        family = family_for_model_id(self.model)
         answer = RemoteAnswer(
-            self.url, self.model, self.stall_s, chat, tools, served_tool_dialects(self.model)
+            self.url,
+            self.model,
+            self.stall_s,
+            chat,
+            tools,
+            served_tool_dialects(self.model),
+            family.reasoning,
         )
         fields, extra = request_sampling(params.get())
         return answer.run(lambda: start(fields, extra), stop)
