@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QMainWindow, QWidget
 
 from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.messages import ChatMessage
+from glmdesk.core.parts import reasoning_of
 from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
 from glmdesk.engine.families import sampling_defaults
 from glmdesk.engine.memory import MIB, MemoryProbe
@@ -332,6 +333,7 @@ class MainWindow(QMainWindow):
 
     @Slot(int, object)
     def _on_chunk_shown(self, _request_id: int, chunk) -> None:
+        self.chat_view.append_reasoning(reasoning_of(chunk.parts))
         if chunk.text:
             self.chat_view.append_text(chunk.text)
         self.gauge.set_kv_bytes(chunk.cache.kv_bytes + chunk.kept_kv_bytes)
@@ -340,6 +342,8 @@ class MainWindow(QMainWindow):
 
     @Slot(int, object)
     def _on_answer_finished(self, _request_id: int, chunk) -> None:
+        if chunk is not None:
+            self.chat_view.append_reasoning(reasoning_of(chunk.parts))
         if chunk is not None and chunk.text:
             self.chat_view.append_text(chunk.text)
         text, record = self.session.last_answer
