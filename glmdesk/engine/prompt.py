@@ -192,7 +192,10 @@ class ChatTemplateFormat(PromptFormat):
         self.stop_ids = frozenset(stop_ids)
         self.reasoning = reasoning
         if reasoning is not None:
-            prompt = _render(tokenizer, [ChatMessage("user", "x")], ["x"])
+            try:
+                prompt = _render(tokenizer, [ChatMessage("user", "x")], ["x"])
+            except Exception:  # a template that refuses a lone user turn: it opens nothing here
+                prompt = ""
             self.opens_reasoning = prompt.rstrip().endswith(reasoning.open)
 
     def encode(self, messages: Sequence[ChatMessage]) -> list[int]:
