@@ -78,3 +78,27 @@ def test_remote_backend_gives_the_same_parts(z1_server):
     assert chunks[-1].finish_reason == "stop"
     assert merged(p for c in chunks for p in c.parts) == (ReasoningPart("x"), TextPart("answer"))
     assert "".join(c.text for c in chunks) == "answer"
+
+
+def _event(content: str, finish: str | None = None):
+    from openai.types.chat import ChatCompletionChunk
+
+    choice = {"index": 0, "delta": {"content": content}, "finish_reason": finish}
+    body = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m", "choices": [choice]}
+    return ChatCompletionChunk.model_validate(body)
+
+
+def test_a_served_z1_without_a_reasoning_parser_is_split_on_the_client():
+    import threading
+
+    from glmdesk.engine.backends.remote_stream import RemoteAnswer
+    from glmdesk.engine.families import family_for_model_id
+
+    model = "THUDM/GLM-Z1-9B-0414"  # its template opened <think>: the text starts inside it
+    answer = RemoteAnswer(
+        "http://gpu-box:8000/v1", model, 5.0, True, None, ("glm4",), family_for_model_id(model)
+    )
+    events = [_event("st"), _event("ep</th"), _event("ink>\nans"), _event("wer", "stop")]
+    chunks = list(answer.run(lambda: iter(events), threading.Event()))
+    assert chunks[-1].finish_reason == "stop"
+    assert merged(p for c in chunks for p in c.parts) == (ReasoningPart("step"), TextPart("answer"))

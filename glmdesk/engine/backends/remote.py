@@ -341,7 +341,6 @@ class RemoteBackend(Backend):
                 "generation_failed", "No server is connected.", {"detail": "no server is connected"}
             )
             return iter([GenerationChunk(finish_reason="error", error=error)])
-        family = family_for_model_id(self.model)
         answer = RemoteAnswer(
             self.url,
             self.model,
@@ -349,7 +348,7 @@ class RemoteBackend(Backend):
             chat,
             tools,
             served_tool_dialects(self.model),
-            family.reasoning,
+            family_for_model_id(self.model),
         )
         fields, extra = request_sampling(params.get())
         return answer.run(lambda: start(fields, extra), stop)

@@ -13,11 +13,12 @@ import time
 from collections.abc import Callable, Iterator
 
 from glmdesk.core.errors import ErrorInfo, GlmdeskError
-from glmdesk.core.parts import ReasoningPart, ReplyPart, TextPart, ThinkMarkers, ToolCallPart, merged, text_of
+from glmdesk.core.parts import ReasoningPart, ReplyPart, TextPart, ToolCallPart, merged, text_of
 from glmdesk.core.tools import ToolSet
 from glmdesk.engine.backends import remote_errors
 from glmdesk.engine.backends.remote_tools import RemoteCalls
 from glmdesk.engine.chunk import GenerationChunk
+from glmdesk.engine.families import ModelFamily
 from glmdesk.engine.families.parser import ThinkSplitter
 
 _POLL_S = 0.05  # how often the waiting side checks Stop, in s
@@ -36,8 +37,9 @@ class RemoteAnswer:
             ``tool_calls``, as the local backends' do).
         families: GLM formats to parse call text with when the server returns no
             ``tool_calls`` (see :class:`~glmdesk.engine.backends.remote_tools.RemoteCalls`).
-        reasoning: The served model's family's think markers (GLM-Z1): a think block in
-            the text becomes reasoning parts, as the local backends' do.
+        family: The served model's family (from its id): when it writes a think block
+            (GLM-Z1), one in the text becomes reasoning parts, as the local backends'
+            do, unless the server sends the reasoning apart (``reasoning_content``).
     """
 
     def __init__(
@@ -48,11 +50,13 @@ class RemoteAnswer:
         chat: bool,
         tools: ToolSet | None = None,
         families: tuple[str, ...] = ("glm4", "chatglm3"),
-        reasoning: ThinkMarkers | None = None,
+        family: ModelFamily | None = None,
     ) -> None:
         self.url, self.model, self.stall_s, self.chat = url, model, stall_s, chat
         self.calls = RemoteCalls(tools or ToolSet(), families)
-        self.think = ThinkSplitter(reasoning) if reasoning is not None else None
+        self.think = None
+        if family is not None and family.reasoning is not None:
+            self.think = ThinkSplitter(family.reasoning, inside=family.opens_reasoning)
         self.start = time.perf_counter()
         self.first_at = 0.0
         self.ttft = 0.0
@@ -144,6 +148,8 @@ class RemoteAnswer:
                 elif kind == "event":
                     text, thought, reason = self._take(item)
                     finish = reason or finish
+                    if thought:  # the server splits the reasoning itself
+                        self.think = None
                     parts = ([ReasoningPart(thought)] if thought else []) + self.split(self.calls.text(text))
                     if parts or self.calls.pending is not None:
                         yield self.chunk(parts)

@@ -64,6 +64,9 @@ class ModelFamily:
         tool_dialect: How tools are offered and calls written (``chatglm3``: fenced
             ``tool_call(...)``; ``glm4``: JSON after the name line), or ``None``.
         reasoning: The reasoning block's markers (GLM-Z1), or ``None``.
+        opens_reasoning: The family's own template writes the open marker (GLM-Z1's
+            "enforced thinking"), so a served model's text starts inside the block (a
+            local format tells from the template it has).
         converted: Original THUDM layout, converted once before loading.
         sentencepiece: Its tokenizer is glmdesk's sentencepiece ChatGLM tokenizer.
         model_id_markers: Lower-case pieces of a served model's id that name this
@@ -82,6 +85,7 @@ class ModelFamily:
     end_tokens: tuple[str, ...] = ()
     tool_dialect: str | None = None
     reasoning: ThinkMarkers | None = None
+    opens_reasoning: bool = False
     converted: bool = False
     sentencepiece: bool = False
     model_id_markers: tuple[str, ...] = ()

@@ -52,6 +52,7 @@ GLM_Z1 = ModelFamily(
     sampling_defaults=SamplingParams(temperature=0.6, top_p=0.95, top_k=40, max_new_tokens=4096),
     end_tokens=ROLE_END_TOKENS,
     reasoning=THINK,
+    opens_reasoning=True,
     model_id_markers=("glm-z1", "glm_z1"),
     recognise=_recognise_z1,
     make_format=chat_template_format,
