@@ -9,8 +9,9 @@ are plain text, caught by its reply filter); ``<|endoftext|>``, ``<|user|>`` and
 eos lists); for any other model the end-of-turn tokens of common chat templates
 (:data:`END_TOKENS`).
 
-Every path asks :func:`stop_ids`: transformers' chat-template models
-(:func:`hf_stop_ids`, from :mod:`glmdesk.engine.loader`), the families' prompt formats
+Every path asks the family's rule (:func:`stop_ids`, ``ModelFamily.stop_ids``):
+transformers' chat-template models (the families' chat-template factory, from
+:mod:`glmdesk.engine.loader`), the families' prompt formats
 (:mod:`glmdesk.engine.chatglm.formats`), the converted folder's config
 (:mod:`glmdesk.engine.chatglm.glm_config`) and llama.cpp's vocabulary
 (:mod:`glmdesk.engine.backends.llamacpp_vocab`). Each passes its own vocabulary's
@@ -83,14 +84,3 @@ def token_lookup(tokenizer) -> TokenLookup:
             return None
 
     return lookup_special
-
-
-def hf_stop_ids(family: str, tokenizer, *configs) -> frozenset[int]:
-    """Stop ids of a transformers model: the ``eos_token_id`` of each of ``configs``
-    (model config, generation config; ``None`` skipped), the tokenizer's eos, and the
-    family's end tokens in the tokenizer's vocabulary (:func:`stop_ids`)."""
-    eos: list[int | None] = []
-    for config in configs:
-        eos += eos_list(getattr(config, "eos_token_id", None))
-    eos.append(getattr(tokenizer, "eos_token_id", None))
-    return stop_ids(family, eos, token_lookup(tokenizer))
