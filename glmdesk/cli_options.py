@@ -17,8 +17,8 @@ from glmdesk.core.settings import (
     CacheSettings,
     LoadSettings,
     SamplingParams,
-    family_defaults,
 )
+from glmdesk.engine.families import sampling_defaults
 
 #: Environment variable read for the API key when ``--api-key`` is not given (keeps it
 #: out of the process list and shell history).
@@ -202,7 +202,7 @@ def sampling(args, family: str, params_type: type[SamplingParams] = SamplingPara
         ValueError: with a sentence, for a value out of range.
     """
     given = {row.name: getattr(args, row.name) for row in params_type.TABLE}
-    base = dataclasses.asdict(family_defaults(family))
+    base = dataclasses.asdict(sampling_defaults(family))
     return params_type(**(base | {k: v for k, v in given.items() if v is not None}))
 
 

@@ -199,31 +199,6 @@ def _check_remote_url(url: str) -> None:
         raise ValueError("Put the API key in its own field, not in the server URL.")
 
 
-#: Published demo defaults per model family (model cards and official demos).
-FAMILY_DEFAULTS: dict[str, SamplingParams] = {
-    # THUDM/ChatGLM2-6B web_demo.py: top_p 0.8, temperature 0.95.
-    "chatglm2": SamplingParams(temperature=0.95, top_p=0.8, max_new_tokens=2048),
-    # THUDM/ChatGLM3 basic_demo: top_p 0.8, temperature 0.8 (0.6 in cli_demo).
-    "chatglm3": SamplingParams(temperature=0.8, top_p=0.8, max_new_tokens=2048),
-    # THUDM/GLM-4 basic_demo: temperature 0.6, top_p 0.8.
-    "glm4": SamplingParams(temperature=0.6, top_p=0.8, max_new_tokens=2048),
-    # SmolLM2-135M-Instruct model card: temperature 0.2, top_p 0.9.
-    "generic": SamplingParams(temperature=0.2, top_p=0.9, max_new_tokens=512),
-}
-
-
-def family_defaults(family: str) -> SamplingParams:
-    """The published demo defaults for a model family (``generic`` when unknown).
-
-    Args:
-        family: A detected family (``chatglm3``, ``glm4-hf``, ``gguf``...).
-    """
-    for key in ("chatglm2", "chatglm3", "glm4"):
-        if family.startswith(key):
-            return FAMILY_DEFAULTS[key]
-    return FAMILY_DEFAULTS["generic"]
-
-
 class ParamsBox:
     """Holds the current :class:`SamplingParams`; swapped whole from any thread.
 

@@ -18,12 +18,12 @@ import torch
 
 from glmdesk.core.errors import GlmdeskError
 from glmdesk.core.settings import CacheSettings, LoadSettings
-from glmdesk.engine import acceleration, model_source, placement
+from glmdesk.engine import acceleration, families, model_source, placement
 from glmdesk.engine.cache import kv_budget_bytes, kv_bytes_per_token
 from glmdesk.engine.info import LoadProgress, ModelInfo, context_limit
 from glmdesk.engine.kv_pool import KVPool
-from glmdesk.engine.prompt import ChatTemplateFormat, PromptFormat
-from glmdesk.engine.stop_ids import hf_stop_ids
+from glmdesk.engine.prompt import PromptFormat
+from glmdesk.engine.stop_ids import eos_list
 from glmdesk.engine.threads import ThreadTuner
 
 
@@ -173,7 +173,8 @@ def load_model(
 
 
 def _chat_template_format(model, tokenizer, ready) -> PromptFormat:
-    """The tokenizer's chat template as the prompt format.
+    """The tokenizer's chat template as the prompt format, as the model's family builds it
+    (its stop tokens and think markers, :mod:`glmdesk.engine.families`).
 
     Raises:
         GlmdeskError: ``not_a_model`` when the tokenizer has no chat template.
@@ -184,5 +185,7 @@ def _chat_template_format(model, tokenizer, ready) -> PromptFormat:
             f"{ready.source.name} has no chat template, so it cannot be used for chat.",
             path=str(ready.source.location),
         )
-    stops = hf_stop_ids(ready.family, tokenizer, getattr(model, "generation_config", None), model.config)
-    return ChatTemplateFormat(tokenizer, stops)
+    eos: list[int] = []
+    for config in (getattr(model, "generation_config", None), model.config):
+        eos += eos_list(getattr(config, "eos_token_id", None))
+    return families.get_family(ready.family).prompt_format(tokenizer, eos)

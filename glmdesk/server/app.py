@@ -13,9 +13,10 @@ from dataclasses import replace
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
-from glmdesk.core.settings import FAMILY_DEFAULTS, CacheSettings, ParamsBox, SamplingParams
+from glmdesk.core.settings import CacheSettings, ParamsBox, SamplingParams
 from glmdesk.engine.backends.base import Backend
 from glmdesk.engine.chunk import GenerationChunk
+from glmdesk.engine.families import sampling_defaults
 from glmdesk.server.answer import AnswerRecord, AnswerRun, StopStrings
 from glmdesk.server.body import BodyIntake, ClientGone
 from glmdesk.server.config import ServeSettings
@@ -72,8 +73,7 @@ class ServerState:
         info = backend.info
         self.model_id = settings.model_name or info.name
         self.context_length = backend.capabilities().context_length or info.context_length
-        family = info.family.split("-")[0]
-        self.base_params: SamplingParams = FAMILY_DEFAULTS.get(family, FAMILY_DEFAULTS["generic"])
+        self.base_params: SamplingParams = sampling_defaults(info.family)
         self.turns = Turns(settings.queue_size, settings.retry_after_s)
         self.body_limit = settings.body_limit(self.context_length)
         self.bodies = BodyIntake(self.body_limit, BODY_BUDGET_LIMITS * self.body_limit)
@@ -202,7 +202,9 @@ async def _answer(
         raise
     if out.last is not None and out.last.finish_reason == "error":
         raise from_engine(out.last.error)
-    return JSONResponse(reply.whole("".join(out.text), out.finish, out.last, out.call))
+    return JSONResponse(
+        reply.whole("".join(out.text), out.finish, out.last, out.call, "".join(out.reasoning))
+    )
 
 
 async def _collect(run: AnswerRun, first: GenerationChunk, stops: StopStrings, out: Outcome) -> None:

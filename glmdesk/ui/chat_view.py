@@ -52,6 +52,7 @@ class ChatView(QScrollArea):
         self._cards: list[QWidget] = []  # tool call cards between the messages
         self._streaming: MessageWidget | None = None
         self._stream_text = ""
+        self._stream_reasoning = ""
         self._dirty = False
         self.render_count = 0  # re-renders of the streaming message (tests, benchmark)
         self._follow = True
@@ -148,6 +149,7 @@ class ChatView(QScrollArea):
         widget.set_streaming(True)
         self._streaming = widget
         self._stream_text = widget.text()
+        self._stream_reasoning = widget.reasoning()
         self._dirty = False
         return widget
 
@@ -168,6 +170,16 @@ class ChatView(QScrollArea):
         if not self._timer.isActive():
             self._timer.start()
 
+    def append_reasoning(self, text: str) -> None:
+        """Add streamed reasoning (a ``ReasoningPart``'s text), shown above the answer at
+        the next throttled repaint."""
+        if self._streaming is None or not text:
+            return
+        self._stream_reasoning += clean_text(text)
+        self._dirty = True
+        if not self._timer.isActive():
+            self._timer.start()
+
     def finish_stream(self) -> MessageWidget | None:
         """Show all buffered text now and end the streaming state; returns the message."""
         widget = self._streaming
@@ -184,7 +196,10 @@ class ChatView(QScrollArea):
         if self._streaming is None or not self._dirty:
             return
         self._dirty = False
-        self._streaming.set_text(self._stream_text)
+        if self._stream_reasoning != self._streaming.reasoning():
+            self._streaming.set_reasoning(self._stream_reasoning)
+        if self._stream_text != self._streaming.text():
+            self._streaming.set_text(self._stream_text)
         self.render_count += 1
 
     # Following the end ------------------------------------------------------

@@ -15,7 +15,9 @@ from PySide6.QtWidgets import QMainWindow, QWidget
 
 from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.messages import ChatMessage
-from glmdesk.core.settings import FAMILY_DEFAULTS, LoadSettings, ParamsBox, SamplingParams, family_defaults
+from glmdesk.core.parts import reasoning_of
+from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
+from glmdesk.engine.families import sampling_defaults
 from glmdesk.engine.memory import MIB, MemoryProbe
 from glmdesk.ui.answer_notes import AnswerNotes
 from glmdesk.ui.branch_actions import BranchActions
@@ -78,7 +80,7 @@ class MainWindow(QMainWindow):
         self._applying_defaults = False
 
         saved = self.store.sampling()
-        self.params_box = ParamsBox(saved or FAMILY_DEFAULTS["generic"])
+        self.params_box = ParamsBox(saved or sampling_defaults("generic"))
         self._build(probe)
         self.sidebar.set_system_prompt(self.store.system_prompt())
         self.sidebar.set_cache_settings(self.store.cache_settings())
@@ -257,7 +259,7 @@ class MainWindow(QMainWindow):
         self.sidebar.set_cache_availability(
             {k: (None if v is None else error_sentence(v)) for k, v in kv.items()}
         )
-        defaults = family_defaults(info.family)
+        defaults = sampling_defaults(info.family)
         self.sidebar.set_defaults(defaults)
         if self.store.sampling() is None:
             self._applying_defaults = True
@@ -335,6 +337,7 @@ class MainWindow(QMainWindow):
 
     @Slot(int, object)
     def _on_chunk_shown(self, _request_id: int, chunk) -> None:
+        self.chat_view.append_reasoning(reasoning_of(chunk.parts))
         if chunk.text:
             self.chat_view.append_text(chunk.text)
         self.gauge.set_kv_bytes(chunk.cache.kv_bytes + chunk.kept_kv_bytes)
@@ -343,6 +346,8 @@ class MainWindow(QMainWindow):
 
     @Slot(int, object)
     def _on_answer_finished(self, _request_id: int, chunk) -> None:
+        if chunk is not None:
+            self.chat_view.append_reasoning(reasoning_of(chunk.parts))
         if chunk is not None and chunk.text:
             self.chat_view.append_text(chunk.text)
         text, record = self.session.last_answer

@@ -952,6 +952,10 @@ Updated {when} · {model}</source>
         <source>writing...</source>
         <translation>生成中…</translation>
     </message>
+    <message>
+        <source>Thinking: {text}</source>
+        <translation>思考：{text}</translation>
+    </message>
 </context>
 <context>
     <name>NoticeBar</name>

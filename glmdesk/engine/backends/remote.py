@@ -33,6 +33,7 @@ from glmdesk.core.tools import ToolSet
 from glmdesk.engine.backends import remote_errors
 from glmdesk.engine.backends.base import SAMPLING_FIELDS, Backend, Capabilities, ProgressCallback
 from glmdesk.engine.chunk import GenerationChunk
+from glmdesk.engine.families import family_for_model_id, served_tool_dialects
 from glmdesk.engine.info import LoadProgress, ModelInfo
 from glmdesk.engine.prompt import forced_call
 
@@ -135,12 +136,6 @@ def _unavailable(kind: str, key: str, names: Sequence[str]) -> dict[str, ErrorIn
             params = {"name": "kv_cache", "value": name, "reason": SERVER_DECIDES_CODE}
         out[name] = ErrorInfo(kind, f"{name}: {SERVER_DECIDES}.", params)
     return out
-
-
-def _families(model_id: str) -> tuple[str, ...]:
-    """The GLM tool formats to try on a served model's text, from its id (``chatglm3``
-    first for ``chatglm3-6b``; ``glm4`` first otherwise, as for ``glm-4-9b-chat``)."""
-    return ("chatglm3", "glm4") if "chatglm3" in model_id.lower() else ("glm4", "chatglm3")
 
 
 def _offered(messages: Sequence[ChatMessage]) -> ToolSet | None:
@@ -330,7 +325,15 @@ class RemoteBackend(Backend):
                 "generation_failed", "No server is connected.", {"detail": "no server is connected"}
             )
             return iter([GenerationChunk(finish_reason="error", error=error)])
-        answer = RemoteAnswer(self.url, self.model, self.stall_s, chat, tools, _families(self.model))
+        answer = RemoteAnswer(
+            self.url,
+            self.model,
+            self.stall_s,
+            chat,
+            tools,
+            served_tool_dialects(self.model),
+            family_for_model_id(self.model),
+        )
         fields, extra = request_fields(params.get())
         return answer.run(lambda: start(fields, extra), stop)
 

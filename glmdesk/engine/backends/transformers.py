@@ -119,7 +119,7 @@ class TransformersBackend(LocalBackend):
                 device=info.device,
                 context_length=info.context_length,
                 stop_ids=frozenset(self._loaded.prompt_format.stop_ids),
-                tool_calls=bool(getattr(self._loaded.prompt_format, "tool_calls", False)),
+                tool_calls=self._loaded.prompt_format.tool_calls,
             )
         return self._capabilities
 

@@ -14,6 +14,7 @@ import torch
 from transformers import GlmForCausalLM
 
 from glmdesk.core.messages import ChatMessage
+from glmdesk.core.parts import ToolCallPart
 from glmdesk.core.settings import ParamsBox, SamplingParams
 from glmdesk.core.tools import INTERPRETER, FunctionSpec, ToolSet
 from glmdesk.engine.backends.transformers import TransformersBackend
@@ -76,6 +77,13 @@ def _call_round(loaded, call_text, args, answer):
     assert last.finish_reason == "tool_calls" and last.notice is None
     call = last.tool_call
     assert (call.name, dict(call.arguments), call.kind) == ("get_weather", args, "function")
+    # The same call as typed parts: its text growing while written, then the parsed call.
+    parts = [p for c in chunks for p in c.parts]
+    assert all(isinstance(p, ToolCallPart) for p in parts)
+    growing = [p.arguments_so_far for p in parts if not p.done]
+    assert growing[-1] == call_text.partition("\n")[2]
+    assert all(b.startswith(a) for a, b in zip(growing, growing[1:], strict=False))
+    assert parts[-1] == ToolCallPart("get_weather", call.arguments_json(), done=True)
     # The observation goes back; the answer continues from it.
     msgs += [ChatMessage("assistant", "", tool_call=call), ChatMessage("observation", '{"temperature": 22}')]
     eos = special(loaded, "<|user|>")
