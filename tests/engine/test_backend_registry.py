@@ -11,7 +11,7 @@ import pytest
 
 from glmdesk.cli_options import add_model_arguments, load_settings
 from glmdesk.core.errors import ErrorInfo
-from glmdesk.core.settings import LoadSettings
+from glmdesk.core.settings import FLAT_OPTIONS, LoadSettings
 from glmdesk.engine.backends import (
     BACKENDS,
     EngineChoice,
@@ -88,3 +88,12 @@ def test_the_command_line_offers_every_engines_own_options() -> None:
     assert defaults.engine == "transformers"
     flags = [option.flag for spec in BACKENDS for option in spec.options]
     assert len(flags) == len(set(flags)) and all(flag.startswith("--") for flag in flags)
+
+
+def test_each_engine_declares_its_options_dataclass_and_shows_its_fields() -> None:
+    settings = LoadSettings()
+    for spec in BACKENDS:
+        assert isinstance(getattr(settings, spec.name), spec.options_type), spec.name
+        fields = {f.name for f in dataclasses.fields(spec.options_type)}
+        for option in spec.options:
+            assert FLAT_OPTIONS[option.name][0] == spec.name and FLAT_OPTIONS[option.name][1] in fields

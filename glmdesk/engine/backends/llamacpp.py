@@ -161,9 +161,9 @@ class LlamaCppModel:
         self.prompt_format, self.family = prompt_format_for(self.vocab, header, info_name)
         trained = int(lib.llama_model_n_ctx_train(model)) or header.context_length or 2048
         self.n_ctx_train = trained
-        self.context_length = settings.n_ctx or min(trained, LLAMA_DEFAULT_N_CTX)
+        self.context_length = settings.llamacpp.n_ctx or min(trained, LLAMA_DEFAULT_N_CTX)
         self.threads = settings.threads or default_threads()
-        self.n_batch = settings.n_batch
+        self.n_batch = settings.llamacpp.n_batch
         self.device = "cpu"
         self.lock = threading.Lock()
         self._context: LlamaContext | None = None
@@ -246,9 +246,10 @@ class LlamaCppModel:
 def _load_model(lib, path: str, settings: LoadSettings, report, cancel: threading.Event | None):
     """``llama_model_load_from_file`` with progress and cancel; the model pointer."""
     params = lib.llama_model_default_params()
+    own = settings.llamacpp
     on_gpu = settings.device != "cpu" and bool(lib.llama_supports_gpu_offload())
-    params.n_gpu_layers = (settings.n_gpu_layers if settings.n_gpu_layers >= 0 else 1 << 30) if on_gpu else 0
-    params.load_mode = lib.LLAMA_LOAD_MODE_MMAP if settings.use_mmap else lib.LLAMA_LOAD_MODE_NONE
+    params.n_gpu_layers = (own.n_gpu_layers if own.n_gpu_layers >= 0 else 1 << 30) if on_gpu else 0
+    params.load_mode = lib.LLAMA_LOAD_MODE_MMAP if own.use_mmap else lib.LLAMA_LOAD_MODE_NONE
 
     @lib.llama_progress_callback
     def on_progress(fraction: float, user_data) -> bool:

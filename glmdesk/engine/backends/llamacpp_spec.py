@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib.util
 
 from glmdesk.core.errors import GlmdeskError
-from glmdesk.core.settings import LLAMA_DEFAULT_N_CTX, LoadSettings
+from glmdesk.core.settings import LLAMA_DEFAULT_N_CTX, LlamaCppOptions, LoadSettings
 from glmdesk.engine.backends.spec import (
     QT_TRANSLATE_NOOP,
     BackendSpec,
@@ -134,6 +134,7 @@ class LlamaCppSpec(BackendSpec):
     label = "llama.cpp"
     reasons = ("llamacpp_missing", "llamacpp_broken", "no_gpu_offload")
     options = OPTIONS
+    options_type = LlamaCppOptions
     context = "LlamaCppOptions"
     notes = {"native": _NATIVE, "chosen": _NATIVE, "llamacpp_missing": _MISSING, "llamacpp_broken": _MISSING}
 

@@ -7,7 +7,7 @@ model's quantization, precision and KV cache, so none of this computer's options
 
 from __future__ import annotations
 
-from glmdesk.core.settings import LoadSettings
+from glmdesk.core.settings import LoadSettings, RemoteOptions
 from glmdesk.engine.backends.spec import BackendSpec
 
 
@@ -17,13 +17,14 @@ class RemoteSpec(BackendSpec):
     name = "remote"
     label = "remote server"
     local = False
+    options_type = RemoteOptions
 
     def accepts(self, settings: LoadSettings) -> bool:
         """A server's URL is the source."""
-        return bool(settings.remote_url)
+        return bool(settings.remote.url)
 
     def claims(self, settings: LoadSettings) -> str | None:
-        return "server" if settings.remote_url else None
+        return "server" if settings.remote.url else None
 
     def create(self):
         from glmdesk.engine.backends.remote import RemoteBackend

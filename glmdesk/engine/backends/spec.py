@@ -119,6 +119,10 @@ class BackendSpec:
             to it (their controls are greyed out while another engine is chosen).
         options: Its own options, in the order Open model shows them.
         context: The translation context of its options' strings.
+        options_type: Its options dataclass, the :class:`LoadSettings` group named as
+            the engine (``settings.llamacpp`` is a
+            :class:`~glmdesk.core.settings.LlamaCppOptions`); :attr:`options` name its
+            fields by their flat names (:data:`~glmdesk.core.settings.FLAT_OPTIONS`).
         adaptive_threads: Whether ``threads=0`` adapts the thread count to load (else
             one thread per physical core).
         notes: ``{reason: English sentence}`` saying why the engine runs a model (an
@@ -136,6 +140,7 @@ class BackendSpec:
     context = ""
     adaptive_threads = False
     notes: Mapping[str, str] = {}
+    options_type: type | None = None
 
     def availability(self) -> dict[str, ErrorInfo | None]:
         """``{option key: None or ErrorInfo}`` for the engine (``engine:NAME``) and its

@@ -8,7 +8,7 @@ the fused and compiled decode steps. Its availability is
 
 from __future__ import annotations
 
-from glmdesk.core.settings import LoadSettings
+from glmdesk.core.settings import LoadSettings, TransformersOptions
 from glmdesk.engine.backends.spec import QT_TRANSLATE_NOOP, BackendSpec, is_gguf_model
 
 # Reason codes of ``option_unavailable`` for the torch-side options (the UI words each).
@@ -38,6 +38,7 @@ class TransformersSpec(BackendSpec):
     reasons = TORCH_REASONS
     applies = frozenset({"quantization", "precision", "fused_decode", "compile_decode"})
     adaptive_threads = True
+    options_type = TransformersOptions
     notes = {"source": _SOURCE, "options": _COPY, "fallback": _COPY, "chosen": _COPY}
 
     def availability(self):
