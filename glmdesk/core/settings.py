@@ -187,26 +187,19 @@ class RemoteOptions:
 
 class _Alias:
     """A flat name of :class:`LoadSettings` (``n_ctx``) that reads its group's field
-    (``llamacpp.n_ctx``): the names callers used before the options were grouped."""
+    (``llamacpp.n_ctx``; ``name`` when it differs from the flat one): the names callers
+    used before the options were grouped."""
 
-    def __init__(self, group: str, name: str) -> None:
+    def __init__(self, group: str, name: str = "") -> None:
         self.group, self.name = group, name
+
+    def __set_name__(self, owner, flat: str) -> None:
+        self.name = self.name or flat
 
     def __get__(self, settings, owner=None):
         return self if settings is None else getattr(getattr(settings, self.group), self.name)
 
 
-#: ``{flat keyword: (group, field)}``: what :class:`LoadSettings` still takes flat.
-FLAT_OPTIONS = {
-    **{
-        name: ("transformers", name)
-        for name in ("quantization", "precision", "trust_remote_code", "fused_decode", "compile_decode")
-    },
-    **{name: ("llamacpp", name) for name in ("n_ctx", "n_batch", "use_mmap", "n_gpu_layers")},
-    "remote_url": ("remote", "url"),
-    "remote_model": ("remote", "model"),
-    "remote_api_key": ("remote", "api_key"),
-}
 _GROUPS = {"transformers": TransformersOptions, "llamacpp": LlamaCppOptions, "remote": RemoteOptions}
 
 
@@ -246,15 +239,15 @@ class LoadSettings:
     llamacpp: LlamaCppOptions = LlamaCppOptions()
     remote: RemoteOptions = RemoteOptions()
 
-    quantization = _Alias("transformers", "quantization")
-    precision = _Alias("transformers", "precision")
-    trust_remote_code = _Alias("transformers", "trust_remote_code")
-    fused_decode = _Alias("transformers", "fused_decode")
-    compile_decode = _Alias("transformers", "compile_decode")
-    n_ctx = _Alias("llamacpp", "n_ctx")
-    n_batch = _Alias("llamacpp", "n_batch")
-    use_mmap = _Alias("llamacpp", "use_mmap")
-    n_gpu_layers = _Alias("llamacpp", "n_gpu_layers")
+    quantization = _Alias("transformers")
+    precision = _Alias("transformers")
+    trust_remote_code = _Alias("transformers")
+    fused_decode = _Alias("transformers")
+    compile_decode = _Alias("transformers")
+    n_ctx = _Alias("llamacpp")
+    n_batch = _Alias("llamacpp")
+    use_mmap = _Alias("llamacpp")
+    n_gpu_layers = _Alias("llamacpp")
     remote_url = _Alias("remote", "url")
     remote_model = _Alias("remote", "model")
     remote_api_key = _Alias("remote", "api_key")
@@ -306,6 +299,12 @@ class LoadSettings:
     def is_remote(self) -> bool:
         """True when a remote server answers (``engine`` ``remote``, or ``auto`` with a URL)."""
         return self.engine == "remote" or (self.engine == "auto" and bool(self.remote.url))
+
+
+#: ``{flat keyword: (group, field)}``: what :class:`LoadSettings` still takes flat.
+FLAT_OPTIONS = {
+    flat: (alias.group, alias.name) for flat, alias in vars(LoadSettings).items() if isinstance(alias, _Alias)
+}
 
 
 def _check_remote_url(url: str) -> None:

@@ -1,14 +1,12 @@
 """Choose a model: a folder, a ``.gguf`` file or a hub id, the engine, and how to load it.
 
-The engine: the backends' registry (:func:`glmdesk.engine.backends.engine_choice`)
-says which engine runs the choices and why; the note under the choice is that
-engine's own sentence for the reason, each engine's own options are built from its
-spec (:class:`~glmdesk.ui.backend_options.BackendOptions`), and the options of the
-engines that do not run the model are greyed out. The dialog names no engine itself.
+The engine part (:mod:`glmdesk.ui.engine_choice`) asks the backends' registry which
+engine runs the choices and why, and builds each engine's own options from its spec;
+the dialog names no engine itself.
 
 Quantization, precision and device choices that cannot work on this machine are
-disabled and their reasons are shown (from ``glmdesk.engine.options.option_availability()``, which
-the worker computes off the GUI thread). Running a folder's own Python code is an
+disabled and their reasons are shown (from :func:`glmdesk.engine.backends.availability`,
+which the worker computes off the GUI thread). Running a folder's own Python code is an
 explicit choice naming that folder, off by default, and cleared whenever the
 model changes.
 """
@@ -51,7 +49,7 @@ class OpenModelDialog(EngineChoiceMixin, QDialog):
     Args:
         current: The settings to start from (the model loaded now).
         availability: ``{"quantization:4bit": None or ErrorInfo, ...}``
-            (:func:`glmdesk.engine.options.option_availability`).
+            (:func:`glmdesk.engine.backends.availability`).
         parent: Parent widget.
         recent: Models loaded lately, newest first (``None``: the embedded model),
             offered in a "Recent" list that fills in the model.
