@@ -154,10 +154,15 @@ def load_settings(args) -> LoadSettings:
         engine=args.engine,
         **{option.name: getattr(args, option.name) for option in engine_options()},
     )
-    from glmdesk.engine.backends import engine_for
+    from glmdesk.engine.backends import engine_choice
 
-    # The engine is chosen from the options asked for, before any is dropped.
-    return dataclasses.replace(settings, engine=engine_for(settings))
+    # The engine is chosen from the options asked for, before any is dropped; settings
+    # whose preferred engine is not here stay "auto", so the engine that runs them
+    # instead takes its best setting for them (transformers: a GGUF file's weight-only scheme).
+    choice = engine_choice(settings)
+    if choice.passed_over:
+        return settings
+    return dataclasses.replace(settings, engine=choice.engine)
 
 
 def cache_settings(args) -> CacheSettings:

@@ -1,4 +1,11 @@
-"""Test-wide settings: every test gets its own glmdesk home; converted models are shared."""
+"""Test-wide settings and the one embedded model.
+
+Every test gets its own glmdesk home; converted models are shared through
+``GLMDESK_MODEL_CACHE``; the embedded model (SmolLM2-135M-Instruct, fp32, CPU) is loaded
+once per session here and shared by the engine, server and UI tests (their conftests
+name it ``embedded``, ``backend`` and ``shared_model``). Helpers that tests import
+(tiny model builders, ``ForceTokens``, the fake backend) live in ``tests/helpers``.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +17,9 @@ import pytest
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 # Tests never reach a model hub.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# A window on a machine without llama-cpp-python would build it (minutes): never in a test
+# (the builder's and the window's tests turn it back on with fakes).
+os.environ["GLMDESK_LLAMACPP_BUILD"] = "0"
 # One converted copy of the embedded model for the whole run (and later runs).
 os.environ.setdefault("GLMDESK_MODEL_CACHE", os.path.join(tempfile.gettempdir(), "glmdesk-test-models"))
 
@@ -20,3 +30,36 @@ def glmdesk_home(tmp_path, monkeypatch):
     home = tmp_path / "glmdesk-home"
     monkeypatch.setenv("GLMDESK_HOME", str(home))
     return home
+
+
+@pytest.fixture(scope="session")
+def embedded_folder():
+    """Hugging Face folder of SmolLM2-135M-Instruct converted from the shipped GGUF."""
+    from glmdesk.engine.sources import embedded_model_folder
+
+    return embedded_model_folder()
+
+
+@pytest.fixture(scope="session")
+def embedded(embedded_folder):
+    """The embedded model loaded for chat (fp32, CPU): the session's one load of it."""
+    from glmdesk.core.settings import LoadSettings
+    from glmdesk.engine.loader import load_model
+
+    loaded = load_model(LoadSettings())
+    yield loaded
+    loaded.close()
+
+
+@pytest.fixture(autouse=True)
+def _embedded_left_as_found(request):
+    """After each test that used the shared embedded model: its kept KV caches are
+    dropped and a test's own ``logits_processors`` is removed, so no test sees another's
+    conversation state."""
+    yield
+    if "embedded" not in request.fixturenames:
+        return
+    loaded = request.getfixturevalue("embedded")
+    if loaded.model is not None:
+        loaded.kv_pool.clear()
+        vars(loaded).pop("logits_processors", None)

@@ -3,7 +3,8 @@
 Shapes follow OpenAI's chat completion, chat completion chunk and completion objects
 (vLLM returns the same): a stream sends the role first (chat), one delta per text
 piece, a tool call as ``delta.tool_calls`` deltas while it is written (id and name
-first, then the arguments; :mod:`glmdesk.server.tool_stream`), a last chunk with
+first, then the arguments; :mod:`glmdesk.server.tool_stream`), a completion's prompt
+first when it asks for ``echo``, a last chunk with
 ``finish_reason``, optionally a usage chunk (``stream_options.include_usage``), then
 ``data: [DONE]``.
 """
@@ -32,7 +33,8 @@ class Reply:
         model: The model id.
         chat: A chat completion (else a raw completion).
         usage_chunk: Add a usage chunk at the end of a stream.
-        echo: A completion's text starts with its prompt (non-stream only here).
+        echo: A completion's text starts with its prompt (a stream sends it first, in a
+            chunk of its own, as vLLM does).
         created: Unix time, in s.
     """
 
@@ -175,6 +177,8 @@ async def sse(run: AnswerRun, first: GenerationChunk, stops: StopStrings, reply:
     try:
         if reply.chat:
             yield event(reply.piece(role=True))
+        elif reply.echo:
+            yield event(reply.piece(reply.echo))
         async for item in pieces(run, first, stops, out, calls):
             if isinstance(item, dict):
                 yield event(reply.piece(tool_call=item))

@@ -184,6 +184,10 @@ class ChatSession(ToolFlow, QObject):
         else:
             self.load_model(settings)
 
+    def check_options(self) -> None:
+        """Read again what this machine can load (e.g. llama.cpp was just installed)."""
+        self._options_requested.emit()
+
     def load_model(self, settings: LoadSettings) -> None:
         """Load ``settings``; an answer being written is stopped, a running load superseded.
 

@@ -20,6 +20,7 @@ from glmdesk.engine.memory import MIB, MemoryProbe
 from glmdesk.ui.answer_notes import AnswerNotes
 from glmdesk.ui.branch_actions import BranchActions
 from glmdesk.ui.chat_session import ChatSession
+from glmdesk.ui.engine_upgrade import EngineUpgrade
 from glmdesk.ui.messages import error_sentence, note_sentence
 from glmdesk.ui.open_model_dialog import OpenModelDialog
 from glmdesk.ui.serve_controller import ServeController
@@ -100,6 +101,9 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.serve.label)
         self.serve.serving_failed.connect(self.status.showMessage)
         self.file_menu.insertAction(self.quit_action, self.serve.action)
+        self.engine_upgrade = EngineUpgrade(self.session, self)  # llama.cpp built and used when missing
+        self.engine_upgrade.line_changed.connect(self.status.show_engine)
+        self.engine_upgrade.line_changed.connect(self.chat_area.welcome.set_engine_line)
         self.tools = ToolController(self.session, self.chat_view, self.sidebar.tools_panel, self.notice, self)
         self.branch_actions = BranchActions(self)  # open_history gives it the history controller
         app = QCoreApplication.instance()
@@ -476,4 +480,5 @@ class MainWindow(QMainWindow):
         self.hide()
         self.gauge.stop()
         self.serve.stop()
+        self.engine_upgrade.shutdown()
         self.session.shutdown()

@@ -356,6 +356,7 @@ def test_load_notes_and_option_reasons_are_chinese(chinese) -> None:
         ErrorInfo("fp16_on_cpu", "ENGLISH"),
         ErrorInfo("bnb_on_cpu", "ENGLISH", {"quantization": "4bit"}),
         ErrorInfo("compile_unavailable", "ENGLISH", {"reason": "InvalidCxxCompiler"}),
+        ErrorInfo("engine_fallback", "ENGLISH", {"quantization": "int4-wo", "file_type": "Q4_1"}),
     ):
         assert CJK.search(note_sentence(note)) and "{" not in note_sentence(note)
     from glmdesk.engine.backends import option_reasons

@@ -37,7 +37,9 @@ __all__ = [
     "llama_cpp_available",
     "llamacpp_availability",
     "option_reasons",
+    "preferred_engine",
     "spec_for",
+    "wants_llamacpp",
 ]
 
 #: Every backend, in the order ``auto`` asks them; the last one claims every source.
@@ -116,6 +118,20 @@ def engine_for(settings: LoadSettings) -> str:
     return engine_choice(settings).engine
 
 
+def preferred_engine(settings: LoadSettings) -> str:
+    """The engine ``auto`` takes for ``settings`` once every engine is installed (the one
+    it passes over now, when it does). Nothing is imported."""
+    choice = _auto_choice(settings, None)
+    return choice.passed_over or choice.engine
+
+
+def wants_llamacpp(settings: LoadSettings) -> bool:
+    """Whether ``auto`` picks llama.cpp for ``settings`` once llama-cpp-python is
+    installed: ``engine`` is ``auto`` and llama.cpp is :func:`preferred_engine` (a GGUF
+    file, no server, no transformers-only option). Nothing is imported."""
+    return settings.engine == "auto" and preferred_engine(settings) == llamacpp_spec.SPEC.name
+
+
 def availability() -> dict[str, ErrorInfo | None]:
     """Which engines and load options work on this machine, every backend's
     :meth:`~BackendSpec.availability` together (``{"quantization:8bit": None,
@@ -135,7 +151,8 @@ def option_reasons() -> tuple[str, ...]:
 def create_backend(settings: LoadSettings) -> Backend:
     """A new, unloaded backend for ``settings`` (call its ``load``).
 
-    The engine's quick checks run first (a GGUF file for the transformers engine has
+    The backend is told the :class:`EngineChoice` (an engine taken because the preferred
+    one is not here takes its best setting for the model). The engine's quick checks run first (a GGUF file for the transformers engine has
     its tensor types read from the header, in milliseconds, before anything imports
     torch, which takes seconds).
 
@@ -144,6 +161,7 @@ def create_backend(settings: LoadSettings) -> Backend:
             run (llama.cpp without llama-cpp-python); what the engine's checks raise
             (``gguf_unsupported``, ``not_gguf``, ``lfs_pointer``, ``corrupt_weights``).
     """
-    spec = spec_for(engine_for(settings))
+    choice = engine_choice(settings)
+    spec = spec_for(choice.engine)
     spec.check(settings)
-    return spec.create()
+    return spec.create(choice)

@@ -39,7 +39,7 @@ from glmdesk.engine.backends.llamacpp_kv import (
 )
 from glmdesk.engine.backends.llamacpp_vocab import LlamaVocab, prompt_format_for
 from glmdesk.engine.backends.local import LocalBackend
-from glmdesk.engine.gguf_header import ACTIVATION_ONLY_TYPES, GGUFHeader, read_gguf_header
+from glmdesk.engine.gguf_header import ACTIVATION_ONLY_TYPES, GGUFHeader, read_gguf_header, weight_type
 from glmdesk.engine.info import LoadProgress, ModelInfo
 from glmdesk.engine.kv_pool import KVPool
 
@@ -119,18 +119,6 @@ def check_runnable(header: GGUFHeader, name: str) -> None:
         raise GlmdeskError(
             "unsupported_checkpoint", f"{name} cannot be used: {reason}.", path=header.path, reason=reason
         )
-
-
-def weight_type(header: GGUFHeader) -> str:
-    """The GGUF's weight quantization by ``general.file_type`` (``Q4_1``...), else the
-    tensor types used."""
-    import gguf
-
-    code = header.get("general.file_type")
-    try:
-        return gguf.LlamaFileType(int(code)).name.removeprefix("MOSTLY_")
-    except (TypeError, ValueError):
-        return "+".join(sorted(header.tensor_types - {"F32"})) or "F32"
 
 
 class LlamaCppModel:

@@ -158,7 +158,7 @@ class LlamaCppSpec(BackendSpec):
         torch_only = settings.quantization != "none" or settings.compile_decode
         return "native" if is_gguf_model(settings.model) and not torch_only else None
 
-    def create(self):
+    def create(self, choice=None):
         if not llama_cpp_available():
             raise GlmdeskError("load_failed", _INSTALL, detail="llama_cpp is not installed")
         from glmdesk.engine.backends.llamacpp import LlamaCppBackend

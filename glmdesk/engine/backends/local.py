@@ -11,6 +11,7 @@ from collections.abc import Hashable, Iterator, Sequence
 from glmdesk.core.errors import ErrorInfo, GlmdeskError
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import CACHE_STRATEGIES, CacheSettings, ParamsBox
+from glmdesk.core.text import without_lone_surrogates
 from glmdesk.engine.backends.base import Backend, Capabilities
 from glmdesk.engine.chunk import GenerationChunk
 from glmdesk.engine.info import ModelInfo
@@ -73,13 +74,14 @@ class LocalBackend(Backend):
         cache: CacheSettings | None = None,
         stop: threading.Event | None = None,
     ) -> Iterator[GenerationChunk]:
-        """Stream the continuation of a raw text prompt (see :meth:`Backend.stream_prompt`)."""
+        """Stream the continuation of a raw text prompt (see :meth:`Backend.stream_prompt`;
+        lone surrogates become U+FFFD, as in chat messages)."""
         from glmdesk.engine.generate import stream_prompt_ids
 
         model = self.text_model()
         if model is None:
             return super().stream_prompt(prompt, params, cache, stop)
-        return stream_prompt_ids(model, self.encode_raw(prompt), params, cache, stop)
+        return stream_prompt_ids(model, self.encode_raw(without_lone_surrogates(prompt)), params, cache, stop)
 
     def prompt_tokens(self, messages: Sequence[ChatMessage] | str) -> int | None:
         """Tokens in the whole prompt (nothing dropped), in tokens.
@@ -93,7 +95,7 @@ class LocalBackend(Backend):
         if model is None:
             raise RuntimeError("no model is loaded")
         if isinstance(messages, str):
-            return len(self.encode_raw(messages))
+            return len(self.encode_raw(without_lone_surrogates(messages)))
         return len(model.prompt_format.encode(encodable(messages)))
 
     def capabilities(self) -> Capabilities:

@@ -26,7 +26,7 @@ class RemoteSpec(BackendSpec):
     def claims(self, settings: LoadSettings) -> str | None:
         return "server" if settings.remote.url else None
 
-    def create(self):
+    def create(self, choice=None):
         from glmdesk.engine.backends.remote import RemoteBackend
 
         return RemoteBackend()

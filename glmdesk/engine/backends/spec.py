@@ -177,9 +177,10 @@ class BackendSpec:
         """
         return None
 
-    def create(self):
+    def create(self, choice: EngineChoice):
         """A new, unloaded :class:`~glmdesk.engine.backends.base.Backend` (imports the
-        implementation).
+        implementation) for settings the registry chose this engine for, as ``choice``
+        says (``choice.passed_over``: the engine ``auto`` prefers is not here).
 
         Raises:
             GlmdeskError: ``load_failed`` when this build cannot run the engine.

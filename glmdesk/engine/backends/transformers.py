@@ -6,6 +6,7 @@ Loading is :func:`glmdesk.engine.loader.load_model`; answering is the text layer
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Sequence
 
@@ -26,12 +27,16 @@ class TransformersBackend(LocalBackend):
     Args:
         loaded: An already loaded :class:`~glmdesk.engine.loader.LoadedModel` to use
             (tests share one); the backend does not close a model it was given.
+        fallback: ``auto`` chose transformers because the engine it prefers is not here
+            (llama.cpp for a GGUF file): load a GGUF file with its weight-only scheme
+            when one holds it (:func:`~glmdesk.engine.backends.fallback.transformers_fallback`).
     """
 
     name = "transformers"
 
-    def __init__(self, loaded=None) -> None:
+    def __init__(self, loaded=None, fallback: bool = False) -> None:
         super().__init__()
+        self._fallback = fallback
         self._model, self._owns = loaded, loaded is None
         self._info = None if loaded is None else loaded.info
 
@@ -46,9 +51,13 @@ class TransformersBackend(LocalBackend):
         progress: ProgressCallback | None = None,
         cancel: threading.Event | None = None,
     ) -> ModelInfo:
+        from glmdesk.engine.backends.fallback import transformers_fallback
         from glmdesk.engine.loader import load_model
 
+        settings, note = transformers_fallback(settings, llama_cpp_installed=not self._fallback)
         loaded = load_model(settings, progress=progress, cancel=cancel)
+        if note is not None:
+            loaded.info = dataclasses.replace(loaded.info, notes=(note, *loaded.info.notes))
         loaded.logits_processors()  # builds the UTF-8 guard's masks now, not at the first answer
         if self._model is not None and self._owns:
             self._model.close()

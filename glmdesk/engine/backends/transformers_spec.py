@@ -72,10 +72,13 @@ class TransformersSpec(BackendSpec):
         if source.kind == "gguf":
             check_transformers_tensor_types(read_gguf_header(source.location))
 
-    def create(self):
+    def create(self, choice=None):
+        """A :class:`~glmdesk.engine.backends.transformers.TransformersBackend`; when
+        ``auto`` passed a faster engine over (llama.cpp not installed), one that runs a
+        GGUF file on its weight-only scheme (:mod:`glmdesk.engine.backends.fallback`)."""
         from glmdesk.engine.backends.transformers import TransformersBackend
 
-        return TransformersBackend()
+        return TransformersBackend(fallback=bool(choice and choice.passed_over))
 
 
 SPEC = TransformersSpec()
