@@ -74,11 +74,11 @@ class EngineChoiceMixin:
         return self.engine_choice().engine
 
     def _note(self, choice: EngineChoice) -> str:
-        """The running engine's sentence for why it runs the model (a passed-over engine's
-        own sentence for its absence), translated."""
+        """The running engine's sentence for why it runs the model (for another engine's
+        absence, the sentence of the engine whose reason it is), translated."""
         spec = spec_for(choice.engine)
-        owner = spec_for(choice.passed_over) if choice.passed_over else spec
-        text = owner.notes.get(choice.reason) or spec.notes.get("chosen", "")
+        owner = next((other for other in BACKENDS if choice.reason in other.reasons), spec)
+        text = spec.notes.get(choice.reason) or owner.notes.get(choice.reason) or spec.notes.get("chosen", "")
         return QCoreApplication.translate("OpenModelDialog", text).format(engine=spec.label) if text else ""
 
     @Slot()

@@ -20,6 +20,7 @@ from glmdesk.engine.backends import (
     engine_choice,
     option_reasons,
     spec_for,
+    wants_llamacpp,
 )
 from glmdesk.engine.backends.spec import unavailable
 
@@ -97,3 +98,13 @@ def test_each_engine_declares_its_options_dataclass_and_shows_its_fields() -> No
         fields = {f.name for f in dataclasses.fields(spec.options_type)}
         for option in spec.options:
             assert FLAT_OPTIONS[option.name][0] == spec.name and FLAT_OPTIONS[option.name][1] in fields
+
+
+def test_an_engine_passed_over_is_still_the_preferred_one(monkeypatch) -> None:
+    from glmdesk.engine.backends import llamacpp_spec
+
+    monkeypatch.setattr(llamacpp_spec, "llama_cpp_available", lambda: False)
+    assert wants_llamacpp(LoadSettings()) and not wants_llamacpp(LoadSettings(quantization="int4-wo"))
+    assert not wants_llamacpp(LoadSettings(engine="transformers"))
+    assert create_backend(LoadSettings(device="cpu"))._fallback  # it takes the file's weight-only scheme
+    assert not create_backend(LoadSettings(device="cpu", engine="transformers"))._fallback

@@ -73,8 +73,8 @@ def engine_choice(
     ``auto`` asks :data:`BACKENDS` in order and takes the first engine that claims the
     settings (:meth:`BackendSpec.claims`) and is available; an engine that claims them
     but is not available is named as passed over, with its reason. An engine named in
-    the settings runs them, with ``auto``'s reason when ``auto`` takes it too, else its
-    own claim, else ``chosen``.
+    the settings runs them, with ``auto``'s reason when ``auto`` takes it too (and none
+    passed over), else its own claim, else ``chosen``.
 
     Args:
         settings: What to load.
@@ -82,8 +82,10 @@ def engine_choice(
             from the worker); ``None`` asks each engine cheaply (nothing imported).
     """
     auto = _auto_choice(settings, availability)
-    if settings.engine == "auto" or settings.engine == auto.engine:
+    if settings.engine == "auto":
         return auto
+    if settings.engine == auto.engine:  # named, so nothing was passed over
+        return EngineChoice(auto.engine, auto.reason)
     named = [spec for spec in BACKENDS if spec.name == settings.engine]
     claim = named[0].claims(settings) if named else None
     return EngineChoice(settings.engine, claim or "chosen")

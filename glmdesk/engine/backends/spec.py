@@ -97,7 +97,7 @@ class EngineChoice:
             ``options``), or the ``option_unavailable`` reason of an engine ``auto``
             passed over (``llamacpp_missing``...).
         passed_over: The engine ``auto`` would have taken but could not (it is not
-            available here); ``""`` when none.
+            available here); ``""`` when none, or when the settings named the engine.
     """
 
     engine: str
@@ -128,7 +128,7 @@ class BackendSpec:
         notes: ``{reason: English sentence}`` saying why the engine runs a model (an
             :class:`EngineChoice` reason; ``chosen`` when the user named it), marked for
             translation in the ``OpenModelDialog`` context; ``{engine}`` is the label of
-            the engine that runs it. A missing engine's reasons are its own notes.
+            the engine that runs it. A missing engine's reasons (its :attr:`reasons`) are its own notes.
     """
 
     name = ""
