@@ -318,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return selftest.run()
     if args.check_interpreter:
-        from glmdesk.kernel_entry import check_interpreter
+        from glmdesk.interpreter_check import check_interpreter
 
         return check_interpreter()
     return gui_main(argv)

@@ -28,7 +28,7 @@ ERROR_KINDS = (
     "load_cancelled",
     "generation_failed",  # detail: str
     "load_failed",  # detail: str
-    "option_unavailable",  # option: str, reason: str (glmdesk.engine.options.OPTION_REASONS)
+    "option_unavailable",  # option: str, reason: str (glmdesk.engine.backends.option_reasons())
     "tool_call_invalid",  # reason: str (English)
     "tool_rounds_exceeded",  # rounds: int (not in the sentence)
     "interpreter_failed",  # detail: str

@@ -18,7 +18,7 @@ from glmdesk.engine.backends.base import Backend
 from glmdesk.engine.chunk import GenerationChunk
 from glmdesk.engine.families import sampling_defaults
 from glmdesk.server.answer import AnswerRecord, AnswerRun, StopStrings
-from glmdesk.server.body import BodyIntake, ClientGone
+from glmdesk.server.body import BodyIntake, ClientGone, invalid_request
 from glmdesk.server.config import ServeSettings
 from glmdesk.server.errors import APIError, from_engine, install_handlers
 from glmdesk.server.responses import Outcome, Reply, pieces, sse
@@ -234,7 +234,7 @@ def create_app(
     state = ServerState(backend, settings, cache or CacheSettings(), on_request)
     app = FastAPI(title="glmdesk", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.glmdesk = state
-    install_handlers(app)
+    install_handlers(app, invalid_request)
 
     @app.exception_handler(ClientGone)
     async def _gone(request: Request, exc: ClientGone) -> Response:

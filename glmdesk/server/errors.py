@@ -86,8 +86,15 @@ def from_engine(error: ErrorInfo | None) -> APIError:
     return APIError(500, error.message, code=error.kind)
 
 
-def install_handlers(app) -> None:
-    """Answer :class:`APIError`, validation errors and HTTP errors in OpenAI's shape."""
+def install_handlers(app, invalid_request) -> None:
+    """Answer :class:`APIError`, validation errors and HTTP errors in OpenAI's shape.
+
+    Args:
+        app: The FastAPI application.
+        invalid_request: ``invalid_request(pydantic errors) -> APIError`` for a body that
+            does not validate (:func:`glmdesk.server.body.invalid_request`, which raises
+            this module's errors, so it is handed in rather than imported).
+    """
 
     @app.exception_handler(APIError)
     async def _api_error(request: Request, exc: APIError) -> JSONResponse:
@@ -95,8 +102,6 @@ def install_handlers(app) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        from glmdesk.server.body import invalid_request  # body.py raises APIError: imported late
-
         return invalid_request(exc.errors()).response()
 
     @app.exception_handler(StarletteHTTPException)

@@ -46,7 +46,7 @@ class ChatSession(ToolFlow, QObject):
         factory: ``factory(LoadSettings) -> Backend`` for loads (default: the engine's
             :func:`~glmdesk.engine.backends.create_backend`).
         options: ``options() -> {key: None or ErrorInfo}`` for Open model (default: the
-            engine's :func:`~glmdesk.engine.options.option_availability`).
+            engine's :func:`~glmdesk.engine.backends.availability`).
 
     Signals:
         options_checked(dict): ``{option key: None or ErrorInfo}`` (Open model).

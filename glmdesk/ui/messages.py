@@ -327,8 +327,8 @@ def option_reason(info: ErrorInfo) -> str:
     """Why a load option is unavailable, translated.
 
     Args:
-        info: An ``option_unavailable`` error from ``glmdesk.engine.options``; its
-            ``params["reason"]`` is one of ``OPTION_REASONS``.
+        info: An ``option_unavailable`` error from a backend's availability; its
+            ``params["reason"]`` is one of :func:`glmdesk.engine.backends.option_reasons`.
     """
     reason = info.params.get("reason")
     if reason == "no_cuda":

@@ -1019,16 +1019,20 @@ Updated {when} · {model}</source>
         <translation>自动</translation>
     </message>
     <message>
+        <source>Automatic (adapts to CPU load)</source>
+        <translation>自动（随 CPU 负载调整）</translation>
+    </message>
+    <message>
+        <source>Automatic (one per core)</source>
+        <translation>自动（每个核心一个）</translation>
+    </message>
+    <message>
         <source>CPU</source>
         <translation>CPU</translation>
     </message>
     <message>
         <source>GPU (CUDA)</source>
         <translation>GPU（CUDA）</translation>
-    </message>
-    <message>
-        <source>Automatic (one per core)</source>
-        <translation>自动（每个核心一个）</translation>
     </message>
     <message>
         <source>Threads for the CPU&apos;s matrix kernels</source>
@@ -1099,6 +1103,10 @@ Updated {when} · {model}</source>
         <translation>只能在 CPU 上运行：请选择 CPU 设备，或在 GPU 上使用 8 位或 4 位 NF4。</translation>
     </message>
     <message>
+        <source>Runs in {engine} (its own copy of the weights, dequantized to fp32): llama-cpp-python is not installed (pip install &apos;glmdesk[llamacpp]&apos;).</source>
+        <translation>使用 {engine} 运行（其自己的权重副本，反量化为 fp32）：未安装 llama-cpp-python（pip install &apos;glmdesk[llamacpp]&apos;）。</translation>
+    </message>
+    <message>
         <source>GPU layers (llama.cpp)</source>
         <translation>GPU 层数（llama.cpp）</translation>
     </message>
@@ -1131,20 +1139,12 @@ Updated {when} · {model}</source>
         <translation>模型文件夹和 Hub ID 使用 transformers 运行。</translation>
     </message>
     <message>
-        <source>Runs in transformers (its own copy of the weights, dequantized to fp32): llama-cpp-python is not installed (pip install &apos;glmdesk[llamacpp]&apos;).</source>
-        <translation>使用 transformers 运行（其自己的权重副本，反量化为 fp32）：未安装 llama-cpp-python（pip install &apos;glmdesk[llamacpp]&apos;）。</translation>
-    </message>
-    <message>
         <source>Runs in llama.cpp: .gguf files run there on their own quantized weights, several times faster on the CPU than transformers&apos; fp32 copy and without a conversion. Quantization, precision and the decode-step options apply to transformers.</source>
         <translation>使用 llama.cpp 运行：.gguf 文件在其中直接使用自带的量化权重，在 CPU 上比 transformers 的 fp32 副本快数倍，且无需转换。量化、精度和解码步骤选项仅适用于 transformers。</translation>
     </message>
     <message>
         <source>Runs in transformers (the weights dequantized to fp32, converted once), where the torch quantizations and the compiled decode step are.</source>
         <translation>使用 transformers 运行（权重反量化为 fp32，只转换一次），torch 量化和编译解码步骤都在这里。</translation>
-    </message>
-    <message>
-        <source>Automatic (adapts to CPU load)</source>
-        <translation>自动（随 CPU 负载调整）</translation>
     </message>
 </context>
 <context>

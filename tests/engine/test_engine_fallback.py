@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from glmdesk import cli
 from glmdesk.core.settings import LoadSettings
-from glmdesk.engine import backends
+from glmdesk.engine.backends import llamacpp_spec
 from glmdesk.engine.backends.fallback import transformers_fallback
 
 
@@ -23,7 +23,7 @@ def test_only_the_automatic_engine_on_a_gguf_falls_back_to_weight_only() -> None
 
 
 def test_the_terminal_answers_on_int4_weight_only_and_says_why(embedded_folder, monkeypatch, capsys) -> None:
-    monkeypatch.setattr(backends, "llama_cpp_available", lambda: False)
+    monkeypatch.setattr(llamacpp_spec, "llama_cpp_available", lambda: False)
     prompt = ["--prompt", "What is the capital of Japan?", "--temperature", "0", "--max-new-tokens", "12"]
     assert cli.main(["chat", "--device", "cpu", *prompt]) == 0
     out, err = capsys.readouterr()

@@ -359,9 +359,9 @@ def test_load_notes_and_option_reasons_are_chinese(chinese) -> None:
         ErrorInfo("engine_fallback", "ENGLISH", {"quantization": "int4-wo", "file_type": "Q4_1"}),
     ):
         assert CJK.search(note_sentence(note)) and "{" not in note_sentence(note)
-    from glmdesk.engine.options import OPTION_REASONS
+    from glmdesk.engine.backends import option_reasons
 
-    for reason in OPTION_REASONS:  # every reason the engine can give has a Chinese sentence
+    for reason in option_reasons():  # every reason the engine can give has a Chinese sentence
         sentence = option_reason(
             ErrorInfo("option_unavailable", "ENGLISH", {"option": "x", "reason": reason})
         )

@@ -35,8 +35,7 @@ def gguf_weight_type(model: str | None) -> str:
     """The GGUF file's weight type (``Q4_1``...) from its header; ``""`` when unreadable."""
     from glmdesk.core.errors import GlmdeskError
     from glmdesk.engine import sources
-    from glmdesk.engine.backends.llamacpp import weight_type
-    from glmdesk.engine.gguf_header import read_gguf_header
+    from glmdesk.engine.gguf_header import read_gguf_header, weight_type
 
     try:
         return weight_type(read_gguf_header(sources.resolve_source(model).location))
@@ -53,7 +52,7 @@ def transformers_fallback(
     step, on the CPU, when llama.cpp is not installed and torch has the kernel; otherwise
     ``(settings, None)``.
     """
-    from glmdesk.engine.backends import is_gguf_model
+    from glmdesk.engine.backends.spec import is_gguf_model
 
     if (
         llama_cpp_installed

@@ -169,26 +169,23 @@ class RemoteBackend(Backend):
         progress: ProgressCallback | None = None,
         cancel: threading.Event | None = None,
     ) -> ModelInfo:
-        if not settings.remote_url:
+        own = settings.remote
+        if not own.url:
             raise GlmdeskError("load_failed", "No server URL was given.", detail="no server URL")
-        url = base_url(settings.remote_url)
+        url = base_url(own.url)
         if progress:
             progress(LoadProgress("resolving"))
         timeout = openai.Timeout(self.stall_s, connect=self.connect_s)
-        client = openai.OpenAI(
-            base_url=url, api_key=settings.remote_api_key or "none", timeout=timeout, max_retries=0
-        )
+        client = openai.OpenAI(base_url=url, api_key=own.api_key or "none", timeout=timeout, max_retries=0)
         try:
             listed = list(client.with_options(timeout=openai.Timeout(self.connect_s)).models.list())
         except Exception as exc:
             client.close()
-            raise remote_errors.from_exception(
-                url, settings.remote_model or "", exc, False, self.stall_s
-            ) from None
+            raise remote_errors.from_exception(url, own.model or "", exc, False, self.stall_s) from None
         if cancel is not None and cancel.is_set():
             client.close()
             raise GlmdeskError("load_cancelled", "Loading was cancelled.")
-        model = self._choose(url, settings.remote_model, listed)
+        model = self._choose(url, own.model, listed)
         extra = model.model_extra or {}
         context = extra.get("max_model_len") or extra.get("context_length") or DEFAULT_CONTEXT
         self.close()
