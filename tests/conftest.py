@@ -40,6 +40,10 @@ def embedded_folder():
     return embedded_model_folder()
 
 
+#: The session's embedded model once loaded (read by :func:`_embedded_left_as_found`).
+_LOADED: list = []
+
+
 @pytest.fixture(scope="session")
 def embedded(embedded_folder):
     """The embedded model loaded for chat (fp32, CPU): the session's one load of it."""
@@ -47,19 +51,19 @@ def embedded(embedded_folder):
     from glmdesk.engine.loader import load_model
 
     loaded = load_model(LoadSettings())
+    _LOADED.append(loaded)
     yield loaded
+    _LOADED.clear()
     loaded.close()
 
 
 @pytest.fixture(autouse=True)
-def _embedded_left_as_found(request):
-    """After each test that used the shared embedded model: its kept KV caches are
-    dropped and a test's own ``logits_processors`` is removed, so no test sees another's
-    conversation state."""
+def _embedded_left_as_found():
+    """After each test: the shared embedded model's kept KV caches are dropped and a
+    test's own ``logits_processors`` is removed, so no test sees another's conversation
+    state."""
     yield
-    if "embedded" not in request.fixturenames:
-        return
-    loaded = request.getfixturevalue("embedded")
-    if loaded.model is not None:
-        loaded.kv_pool.clear()
-        vars(loaded).pop("logits_processors", None)
+    for loaded in _LOADED:
+        if loaded.model is not None:
+            loaded.kv_pool.clear()
+            vars(loaded).pop("logits_processors", None)

@@ -121,6 +121,8 @@ class AnswerRun:
             for chunk in self._make_stream(self.stop):
                 last = chunk
                 self.record.kv_tokens = chunk.cache.tokens_held
+                if chunk.finish_reason is not None:
+                    self._record_end(chunk)  # before the client can see the end
                 self._put(chunk)
         except Exception as exc:  # backends never raise; a safety net all the same
             info = ErrorInfo("generation_failed", f"The answer failed: {exc}", {"detail": str(exc)})
@@ -130,14 +132,17 @@ class AnswerRun:
             self.record.ended = time.perf_counter()
             self.record.kv_tokens = 0
             if last is not None:
-                self.record.n_generated = last.n_generated
-                self.record.finish_reason = last.finish_reason
-                self.record.prompt_tokens = last.prompt_tokens
+                self._record_end(last)
             self._put(None)
             try:
                 self.loop.call_soon_threadsafe(self._on_done)
             except RuntimeError:
                 pass
+
+    def _record_end(self, last: GenerationChunk) -> None:
+        self.record.n_generated = last.n_generated
+        self.record.finish_reason = last.finish_reason
+        self.record.prompt_tokens = last.prompt_tokens
 
     async def next(self) -> GenerationChunk | None:
         """The next chunk (``None`` once the stream has ended)."""
