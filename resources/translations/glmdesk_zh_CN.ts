@@ -250,6 +250,18 @@ Updated {when} · {model}</source>
         <translation>{path} 中的 {file} 是 Git LFS 指针文件，而不是文件本身（该文件夹克隆时没有使用 git-lfs）：请在该文件夹中运行 git lfs pull，或重新下载该文件。</translation>
     </message>
     <message>
+        <source>The image {name} cannot be used: {reason}.</source>
+        <translation>无法使用图片 {name}：{reason}。</translation>
+    </message>
+    <message>
+        <source>{model} is open with the llama.cpp engine, which cannot read images here: open a GLM vision model (GLM-4.1V, GLM-4.6V) with the transformers engine, or on a server.</source>
+        <translation>{model} 是用 llama.cpp 引擎打开的，在此无法读取图片：请用 transformers 引擎或在服务器上打开 GLM 视觉模型（GLM-4.1V、GLM-4.6V）。</translation>
+    </message>
+    <message>
+        <source>{model} does not read images: open a GLM vision model (GLM-4.1V, GLM-4.6V) to ask about a picture.</source>
+        <translation>{model} 无法读取图片：要询问图片内容，请打开 GLM 视觉模型（GLM-4.1V、GLM-4.6V）。</translation>
+    </message>
+    <message>
         <source>The disk holding the chat history is full ({path}). The conversation stays in the window and is saved as soon as there is space again.</source>
         <translation>保存聊天记录的磁盘已满（{path}）。对话仍显示在窗口中，磁盘有空间后会自动保存。</translation>
     </message>
@@ -1252,6 +1264,7 @@ Updated {when} · {model}</source>
     </message>
     <message>
         <source>Temperature</source>
+        <extracomment>Kinds of sidebar control: a slider with a spin box, a spin box, a text entry (a whole number or empty, for optional fields). The sampling fields of :class:`~glmdesk.core.settings.SamplingParams`, in the sidebar&apos;s order.</extracomment>
         <translation>温度</translation>
     </message>
     <message>
