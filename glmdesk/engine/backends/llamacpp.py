@@ -32,7 +32,7 @@ from glmdesk.core.settings import (
     LoadSettings,
     ParamsBox,
 )
-from glmdesk.engine.backends.base import Capabilities, ProgressCallback
+from glmdesk.engine.backends.base import Capabilities, ProgressCallback, images_refused
 from glmdesk.engine.backends.llamacpp_kv import (
     ContextConfig,
     LlamaCacheSource,
@@ -366,6 +366,9 @@ class LlamaCppBackend(LocalBackend):
         if self._model is None:
             error = ErrorInfo("generation_failed", "No model is loaded.", {"detail": "no model is loaded"})
             return iter([GenerationChunk(finish_reason="error", error=error)])
+        refused = images_refused(messages, self.info.name, self.name)  # no mmproj path for GLM-4V
+        if refused is not None:
+            return refused
         return stream_answer(self._model, messages, params, cache, stop, conversation)
 
     def forget_conversation(self, conversation: Hashable) -> None:

@@ -19,7 +19,7 @@ from glmdesk.core.settings import (
     LoadSettings,
     ParamsBox,
 )
-from glmdesk.engine.backends.base import Capabilities, ProgressCallback
+from glmdesk.engine.backends.base import Capabilities, ProgressCallback, images_refused
 from glmdesk.engine.backends.local import LocalBackend
 from glmdesk.engine.chunk import GenerationChunk
 from glmdesk.engine.info import ModelInfo
@@ -83,6 +83,10 @@ class TransformersBackend(LocalBackend):
         if self._loaded is None:
             error = ErrorInfo("generation_failed", "No model is loaded.", {"detail": "no model is loaded"})
             return iter([GenerationChunk(finish_reason="error", error=error)])
+        if not self._loaded.vision:
+            refused = images_refused(messages, self._loaded.info.name, self.name)
+            if refused is not None:
+                return refused
         return stream_answer(self._loaded, messages, params, cache, stop, conversation)
 
     def forget_conversation(self, conversation: Hashable) -> None:
@@ -114,6 +118,7 @@ class TransformersBackend(LocalBackend):
                 context_length=info.context_length,
                 stop_ids=frozenset(self._loaded.prompt_format.stop_ids),
                 tool_calls=bool(getattr(self._loaded.prompt_format, "tool_calls", False)),
+                vision=self._loaded.vision,
             )
         return self._capabilities
 

@@ -1,4 +1,6 @@
-"""A tiny random GLM-4.1V folder (``Glm4vForConditionalGeneration``) built in tests.
+"""A tiny random GLM-4.1V folder (``Glm4vForConditionalGeneration``) built in tests, and
+its session fixtures (a pytest plugin of ``tests/conftest.py``: engine, server and UI
+tests share one folder and one loaded model).
 
 The processor configuration is GLM-4.1V-9B-Thinking's published one (14-pixel patches,
 2x2 merge, 2-frame temporal patches, CLIP mean/std, at least 112x112 pixels); the model
@@ -12,8 +14,14 @@ here from GLM-4.1V's documented prompt layout (``[gMASK]<sop><|user|>\\n`` then
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
+
+import pytest
+
+from glmdesk.core.images import ImageAttachment
+from glmdesk.core.settings import LoadSettings
 
 CORPUS = [
     "What is in this picture? Describe the image briefly.",
@@ -157,3 +165,40 @@ def write_glm4v_folder(folder: Path, seed: int = 0) -> Path:
     (folder / "preprocessor_config.json").write_text(json.dumps(PREPROCESSOR, indent=2))
     (folder / "processor_config.json").write_text(json.dumps({"processor_class": "Glm4vProcessor"}))
     return folder
+
+
+@pytest.fixture(scope="session")
+def glm4v_folder(tmp_path_factory) -> Path:
+    """A tiny random ``Glm4vForConditionalGeneration`` folder with GLM-4.1V's processor settings."""
+    return write_glm4v_folder(tmp_path_factory.mktemp("glm4v") / "GLM-4.1V-tiny")
+
+
+@pytest.fixture(scope="session")
+def glm4v_loaded(glm4v_folder):
+    """The tiny GLM-4.1V loaded by glmdesk's transformers loader (fp32, CPU)."""
+    from glmdesk.engine.loader import load_model
+
+    return load_model(LoadSettings(model=str(glm4v_folder), device="cpu"))
+
+
+def picture_bytes(size: tuple[int, int], color: tuple[int, int, int], fmt: str = "PNG") -> bytes:
+    """An image file of one colour with a darker square in a corner, as bytes."""
+    from PIL import Image
+
+    picture = Image.new("RGB", size, color)
+    picture.paste(tuple(c // 3 for c in color), (0, 0, size[0] // 3, size[1] // 3))
+    out = io.BytesIO()
+    picture.save(out, format=fmt)
+    return out.getvalue()
+
+
+@pytest.fixture(scope="session")
+def red_photo() -> ImageAttachment:
+    """A 60x40 PNG (smaller than GLM-4.1V's 112x112 minimum: scaled up by the processor)."""
+    return ImageAttachment.from_bytes(picture_bytes((60, 40), (200, 30, 30)), "red.png")
+
+
+@pytest.fixture(scope="session")
+def blue_photo() -> ImageAttachment:
+    """A 300x500 JPEG."""
+    return ImageAttachment.from_bytes(picture_bytes((300, 500), (20, 40, 220), "JPEG"), "blue.jpg")
