@@ -61,6 +61,13 @@
     </message>
 </context>
 <context>
+    <name>AttachmentTray</name>
+    <message>
+        <source>Remove this image</source>
+        <translation>移除这张图片</translation>
+    </message>
+</context>
+<context>
     <name>BranchActions</name>
     <message>
         <source>{tokens} tokens</source>
@@ -466,10 +473,37 @@ Updated {when} · {model}</source>
     </message>
 </context>
 <context>
+    <name>ImageThumbnail</name>
+    <message>
+        <source>pasted image</source>
+        <extracomment>Longest side of a thumbnail, in pixels.</extracomment>
+        <translation>粘贴的图片</translation>
+    </message>
+    <message>
+        <source>{name} (cannot be shown)</source>
+        <translation>{name}（无法显示）</translation>
+    </message>
+    <message>
+        <source>{name}, {width} × {height} px</source>
+        <translation>{name}，{width} × {height} 像素</translation>
+    </message>
+    <message>
+        <source>image</source>
+        <translation>图片</translation>
+    </message>
+</context>
+<context>
+    <name>ImageViewer</name>
+    <message>
+        <source>This image cannot be shown.</source>
+        <translation>无法显示这张图片。</translation>
+    </message>
+</context>
+<context>
     <name>InputBox</name>
     <message>
         <source>Type a message. Enter sends, Shift+Enter adds a line, Esc stops the answer.</source>
-        <extracomment>Longest line shown as one block, in characters; longer ones are cut for display only. ``QTextBlock.userState()`` of a block that continues the previous line (no newline between).</extracomment>
+        <extracomment>Longest line shown as one block, in characters; longer ones are cut for display only. ``QTextBlock.userState()`` of a block that continues the previous line (no newline between). Suffixes of files a drop attaches as images (the bytes decide: see ``ImageAttachment``).</extracomment>
         <translation>输入消息。Enter 发送，Shift+Enter 换行，Esc 停止回答。</translation>
     </message>
     <message>
@@ -479,6 +513,26 @@ Updated {when} · {model}</source>
     <message>
         <source>Send the message (Enter)</source>
         <translation>发送消息（Enter）</translation>
+    </message>
+    <message>
+        <source>Image…</source>
+        <translation>图片…</translation>
+    </message>
+    <message>
+        <source>Images need a GLM vision model (GLM-4.1V, GLM-4.6V).</source>
+        <translation>图片需要 GLM 视觉模型（GLM-4.1V、GLM-4.6V）。</translation>
+    </message>
+    <message>
+        <source>Attach an image (or paste or drop one)</source>
+        <translation>附加图片（也可以粘贴或拖放）</translation>
+    </message>
+    <message>
+        <source>Attach images</source>
+        <translation>附加图片</translation>
+    </message>
+    <message>
+        <source>Images (*.png *.jpg *.jpeg *.webp *.gif)</source>
+        <translation>图片 (*.png *.jpg *.jpeg *.webp *.gif)</translation>
     </message>
     <message>
         <source>Stop</source>

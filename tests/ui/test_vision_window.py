@@ -1,0 +1,70 @@
+"""Images in the window: attach, paste or drop; thumbnails in the sent message (click to
+view); the attach button greyed with the reason for a model without vision."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QMimeData, QUrl
+from PySide6.QtGui import QImage
+
+from glmdesk.ui.image_thumbnails import ImageThumbnail, ThumbnailRow
+
+ANSWER_TIMEOUT_MS = 60_000
+
+
+def _thumbnails(widget) -> list[ImageThumbnail]:
+    rows = [w for w in widget.attachments if isinstance(w, ThumbnailRow)]
+    return [t for row in rows for t in row.thumbnails]
+
+
+def test_a_photo_is_answered_and_shown_as_a_thumbnail(qtbot, make_window, glm4v_loaded, red_photo, tmp_path):
+    window = make_window(glm4v_loaded)
+    box = window.input_box
+    assert box.attach_button.isEnabled()
+    photo = tmp_path / "red.png"
+    photo.write_bytes(red_photo.data)
+    dropped = QMimeData()
+    dropped.setUrls([QUrl.fromLocalFile(str(photo))])
+    assert box.editor.canInsertFromMimeData(dropped)
+    box.editor.insertFromMimeData(dropped)  # what a drop or a paste of a file does
+    assert [i.sha256 for i in box.attachments()] == [red_photo.sha256]
+    assert box.tray.isVisible() and box.editor.toPlainText() == ""
+    box.set_text("What is in this picture?")
+    with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_TIMEOUT_MS) as done:
+        box.submit()
+    assert done.args[1].error is None and done.args[1].finish_reason in ("stop", "length")
+    user, answer = window.chat_view.messages()[-2:]
+    assert user.text() == "What is in this picture?" and answer.text()
+    (thumbnail,) = _thumbnails(user)
+    assert thumbnail.image.sha256 == red_photo.sha256
+    assert "red.png, 60 × 40 px" in thumbnail.toolTip()
+    viewer = thumbnail.open_viewer()
+    qtbot.waitUntil(viewer.isVisible)
+    assert viewer.label.pixmap().width() == 60
+    viewer.close()
+    assert not box.attachments() and not box.tray.isVisible()  # sent with the message
+    assert window.session.state.messages[-2].attachments[0].sha256 == red_photo.sha256
+
+
+def test_a_pasted_picture_is_attached_as_png(make_window, glm4v_loaded):
+    window = make_window(glm4v_loaded)
+    pasted = QMimeData()
+    image = QImage(30, 20, QImage.Format.Format_RGB32)
+    image.fill(0x336699)
+    pasted.setImageData(image)
+    window.input_box.editor.insertFromMimeData(pasted)
+    (attached,) = window.input_box.attachments()
+    assert attached.mime == "image/png"
+
+
+def test_a_text_model_greys_the_attach_button_with_the_reason(window, tmp_path, qtbot):
+    box = window.input_box
+    assert not box.attach_button.isEnabled()
+    assert "does not read images" in box.attach_button.toolTip()
+    text = tmp_path / "notes.png"
+    text.write_text("not an image")
+    dropped = QMimeData()
+    dropped.setUrls([QUrl.fromLocalFile(str(text))])
+    with qtbot.waitSignal(box.image_refused) as refused:
+        box.editor.insertFromMimeData(dropped)
+    assert "notes.png cannot be used" in refused.args[0]
+    assert box.attachments() == ()
