@@ -304,7 +304,9 @@ class MainWindow(QMainWindow):
             self.notice.show_info(self.tr("Wait until the model has loaded, then send your message again."))
             return False
         attachments = self.input_box.attachments()
-        return self.session.send(text, self.sidebar.system_prompt(), self.sidebar.cache_settings(), attachments)
+        return self.session.send(
+            text, self.sidebar.system_prompt(), self.sidebar.cache_settings(), attachments
+        )
 
     @Slot(int, object, object)
     def _on_message_added(self, _index: int, message: ChatMessage, _record) -> None:
