@@ -43,6 +43,7 @@ from typing import Any
 
 from glmdesk.core import paths
 from glmdesk.core.history_errors import open_checked, storage_errors
+from glmdesk.core.history_images import ImageStore
 from glmdesk.core.history_io import to_markdown
 from glmdesk.core.history_messages import MessageStore
 from glmdesk.core.history_rows import CONV_COLS, to_conversation
@@ -54,7 +55,7 @@ from glmdesk.core.history_types import Conversation, SearchHit
 from glmdesk.core.text import storable_text
 
 
-class History(MessageStore, Branches, ToolMessages):
+class History(MessageStore, Branches, ToolMessages, ImageStore):
     """The chat history database (see the module docstring for threads and call order).
 
     Messages form a tree per conversation (branches; see :mod:`glmdesk.core.history_tree`):
@@ -87,6 +88,7 @@ class History(MessageStore, Branches, ToolMessages):
         else:  # a second connection to a file just checked (the history writer's)
             self._conn, self.set_aside = connect(self.path), None
         self._depth = 0
+        self.missing_images: list[str] = []
 
     # -- connection -----------------------------------------------------------------
     def close(self) -> None:

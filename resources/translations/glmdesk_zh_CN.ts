@@ -344,6 +344,10 @@ Updated {when} · {model}</source>
         <extracomment>Seconds between checkpoints of a streaming answer. Milliseconds between retries of writes that failed.</extracomment>
         <translation>聊天记录已恢复保存。</translation>
     </message>
+    <message>
+        <source>Some images of this conversation are missing or damaged in the history folder, so they are not shown: {names}.</source>
+        <translation>此对话的部分图片在历史记录文件夹中缺失或已损坏，因此未显示：{names}。</translation>
+    </message>
 </context>
 <context>
     <name>HistoryPanel</name>

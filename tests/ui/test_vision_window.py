@@ -3,6 +3,8 @@ view); the attach button greyed with the reason for a model without vision."""
 
 from __future__ import annotations
 
+import threading
+
 from PySide6.QtCore import QMimeData, QUrl
 from PySide6.QtGui import QImage
 
@@ -68,3 +70,40 @@ def test_a_text_model_greys_the_attach_button_with_the_reason(window, tmp_path, 
         box.editor.insertFromMimeData(dropped)
     assert "notes.png cannot be used" in refused.args[0]
     assert box.attachments() == ()
+
+
+def test_the_thumbnail_comes_back_when_the_conversation_is_reopened(
+    qtbot, make_window, glm4v_loaded, red_photo, blue_photo, tmp_path
+):
+    from tests.ui.conftest import attach_history
+
+    window = make_window(glm4v_loaded)
+    history, _panel, controller = attach_history(window, tmp_path / "history.sqlite3")
+    try:
+        writer_threads = []
+        writers = controller.writer.call(lambda h: h)
+        original = writers._store_images
+        writers._store_images = lambda *a: (writer_threads.append(threading.get_ident()), original(*a))[1]
+        window.input_box.add_images([red_photo, blue_photo])
+        with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_TIMEOUT_MS):
+            assert window.send_message("Compare them.")
+        assert controller.flush()
+        assert (
+            writer_threads and threading.get_ident() not in writer_threads
+        )  # files written off the GUI thread
+        cid = controller.conversation_id
+        window.new_chat()
+        assert not window.chat_view.messages()
+        controller.open_conversation(cid)
+        qtbot.waitUntil(lambda: len(window.chat_view.messages()) == 2)
+        user = window.chat_view.messages()[0]
+        assert [t.image.sha256 for t in _thumbnails(user)] == [red_photo.sha256, blue_photo.sha256]
+        history.image_file(blue_photo.sha256).unlink()  # the file gone: a note, the rest opens
+        window.new_chat()
+        controller.open_conversation(cid)
+        qtbot.waitUntil(lambda: len(window.chat_view.messages()) == 2)
+        assert [t.image.sha256 for t in _thumbnails(window.chat_view.messages()[0])] == [red_photo.sha256]
+        assert "blue.jpg" in window.notice.text() and "missing or damaged" in window.notice.text()
+    finally:
+        controller.close()
+        history.close()
