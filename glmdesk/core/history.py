@@ -282,3 +282,34 @@ class History(MessageStore, Branches, ToolMessages, ImageStore):
             labels,
             self.conversation_tools(conversation_id),
         )
+
+    def export_markdown_files(
+        self, conversation_id: int, path: str | os.PathLike[str], labels: Mapping[str, str] | None = None
+    ) -> Path:
+        """Write the branch on screen as a Markdown file at ``path``, its user messages'
+        images as files in ``<stem>_images/`` beside it (named by content hash), linked
+        from the text; returns the Markdown file's path.
+
+        Raises:
+            KeyError: for an unknown conversation.
+            OSError: when a file cannot be written.
+        """
+        target = Path(path)
+        messages = self.messages(conversation_id)
+        folder = f"{target.stem}_images"
+        links: dict[int, list[str]] = {}
+        for m in messages:
+            for image in self.attached(m.id) if m.role == "user" and m.kind == "text" else ():
+                name = f"{image.sha256}.{image.mime.split('/')[1]}"
+                (target.parent / folder).mkdir(exist_ok=True)
+                (target.parent / folder / name).write_bytes(image.data)
+                links.setdefault(m.id, []).append(f"{folder}/{name}")
+        text = to_markdown(
+            self.get_conversation(conversation_id),
+            messages,
+            labels,
+            self.conversation_tools(conversation_id),
+            links,
+        )
+        target.write_text(text, encoding="utf-8")
+        return target

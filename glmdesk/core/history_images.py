@@ -12,12 +12,15 @@ name to :attr:`ImageStore.missing_images`; opening the conversation never fails 
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import os
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
+from glmdesk.core.errors import GlmdeskError
 from glmdesk.core.images import ImageAttachment
 
 #: Folder beside the database file that holds the image files.
@@ -98,3 +101,35 @@ class ImageStore:
                 continue
             out.append(ImageAttachment(data, mime, name))
         return tuple(out)
+
+
+def attachments_json(images: Sequence[ImageAttachment]) -> list[dict[str, str]]:
+    """A message's images for a JSON export: ``[{"name", "mime", "data_b64"}]`` (the
+    files' bytes embedded, base64)."""
+    return [
+        {"name": image.name, "mime": image.mime, "data_b64": base64.b64encode(image.data).decode("ascii")}
+        for image in images
+    ]
+
+
+def parse_attachments(where: str, value: object) -> tuple[ImageAttachment, ...]:
+    """The images of an exported message (``None``: none).
+
+    Raises:
+        ValueError: with a sentence naming ``where``, for a list that is not one of
+            images as :func:`attachments_json` writes them.
+    """
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise ValueError(f"{where} has attachments that are not a list.")
+    out = []
+    for k, item in enumerate(value):
+        if not isinstance(item, dict) or not isinstance(item.get("data_b64"), str):
+            raise ValueError(f"{where} has an attachment ({k + 1}) without its image.")
+        try:
+            data = base64.b64decode(item["data_b64"], validate=True)
+            out.append(ImageAttachment.from_bytes(data, str(item.get("name") or "")))
+        except (binascii.Error, ValueError, GlmdeskError) as exc:
+            raise ValueError(f"{where} has an attachment ({k + 1}) that is not a usable image.") from exc
+    return tuple(out)

@@ -5,7 +5,10 @@ the previous schema version."""
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
+
+import pytest
 
 from glmdesk.core.history import History
 from glmdesk.core.history_rounds import begin_round
@@ -67,3 +70,36 @@ def test_a_database_of_the_previous_version_migrates_and_keeps_its_messages(tmp_
         assert message.content == "an old question" and message.attachments == ()
         h.add_message(1, "user", "now with a photo", attachments=(PNG,))
         assert h.chat_messages(1)[-1].attachments == (PNG,)
+
+
+def test_json_export_embeds_the_images_and_import_brings_them_back(tmp_path: Path) -> None:
+    with History(tmp_path / "a.sqlite3") as h:
+        cid, _ = begin_round(h, None, "Look.", attachments=(PNG, JPEG))
+        exported = h.export_json(cid)
+    doc = json.loads(exported)
+    assert [a["name"] for a in doc["messages"][0]["attachments"]] == ["red.png", "blue.jpg"]
+    with History(tmp_path / "b.sqlite3") as other:
+        new = other.import_json(exported)
+        (message, *_rest) = other.chat_messages(new)
+        assert message.attachments == (PNG, JPEG)
+        assert other.image_file(PNG.sha256).read_bytes() == PNG.data  # in the new history's folder
+        assert other.export_json(new) == exported
+        doc["messages"][0]["attachments"][0]["data_b64"] = "bm90IGFuIGltYWdl"  # "not an image"
+        with pytest.raises(
+            ValueError, match="Message 1 has an attachment \\(1\\) that is not a usable image"
+        ):
+            other.import_json(json.dumps(doc))
+
+
+def test_markdown_export_writes_the_images_beside_it(tmp_path: Path) -> None:
+    with History(tmp_path / "history.sqlite3") as h:
+        cid, _ = begin_round(h, None, "Look.", attachments=(PNG,))
+        md = (
+            h.export_markdown_files(cid, tmp_path / "out" / "chat.md")
+            if (tmp_path / "out").mkdir() is None
+            else None
+        )
+    text = md.read_text(encoding="utf-8")
+    link = f"chat_images/{PNG.sha256}.png"
+    assert f"![Image]({link})" in text and "Look." in text
+    assert (md.parent / link).read_bytes() == PNG.data
