@@ -28,7 +28,7 @@ from glmdesk.core.settings import CacheSettings
 from glmdesk.engine.cache.base import run_model
 from glmdesk.engine.cache.full import FullCacheStrategy
 from glmdesk.engine.loader import LoadedModel
-from glmdesk.engine.prompt import PromptFormat, _placeholders, continued, plain_messages
+from glmdesk.engine.prompt import PromptFormat, ReplyFilter, _placeholders, continued, plain_messages
 from glmdesk.engine.vision_processor import to_picture
 
 #: Processed images kept per model (by content hash), so fitting a prompt into the
@@ -104,6 +104,14 @@ class VisionFormat(PromptFormat):
             while len(self._inputs) > 4:
                 self._inputs.popitem(last=False)
         return out
+
+    def reply_filter(self) -> ReplyFilter:
+        """The reply without GLM-4.1V-Thinking's ``<answer>`` markers (:class:`AnswerMarkerFilter`)."""
+        return AnswerMarkerFilter()
+
+    def continuation_filter(self) -> ReplyFilter:
+        """As :meth:`reply_filter`, for the rest of an answer (Continue)."""
+        return AnswerMarkerFilter()
 
     def vision_inputs(self, ids: Sequence[int]) -> VisionInputs | None:
         """The images of a prompt :meth:`encode` returned, or ``None`` (no images)."""
@@ -269,3 +277,31 @@ class VisionLoadedModel(LoadedModel):
         strategy.decode_step = self.step
         strategy.tuner = self.tuner
         return strategy
+
+
+#: GLM-4.1V-Thinking wraps its final answer in these markers; they are not shown.
+ANSWER_MARKERS = ("<answer>", "</answer>")
+
+
+class AnswerMarkerFilter(ReplyFilter):
+    """Shows the reply without GLM-4.1V-Thinking's ``<answer>`` / ``</answer>`` markers
+    (written as text by its tokenizer), whatever the deltas split; a text that only
+    begins like a marker is held until it is told apart."""
+
+    def __init__(self) -> None:
+        self._held = ""
+
+    def __call__(self, delta: str) -> str:
+        text = self._held + delta
+        for marker in ANSWER_MARKERS:
+            text = text.replace(marker, "")
+        cut = text.rfind("<")
+        if cut >= 0 and any(m.startswith(text[cut:]) for m in ANSWER_MARKERS):
+            self._held, text = text[cut:], text[:cut]
+        else:
+            self._held = ""
+        return text
+
+    def flush(self) -> str:
+        held, self._held = self._held, ""
+        return held

@@ -106,3 +106,15 @@ def test_a_damaged_image_is_a_sentence(glm4v_loaded):
         glm4v_loaded.prompt_format.encode([ChatMessage("user", "hi", attachments=(broken,))])
     assert err.value.info.kind == "invalid_image"
     assert "broken.png" in err.value.info.message
+
+
+def test_the_answer_markers_are_not_shown_whatever_the_split():
+    from glmdesk.engine.vision import AnswerMarkerFilter
+
+    reply = "<answer>A red square</answer>, and 1 < 2 <b>"
+    for size in (1, 2, 3, 5, 8, len(reply)):
+        shown = AnswerMarkerFilter()
+        out = "".join(shown(reply[i : i + size]) for i in range(0, len(reply), size)) + shown.flush()
+        assert out == "A red square, and 1 < 2 <b>", size
+    held = AnswerMarkerFilter()
+    assert held("done </ans") == "done " and held.flush() == "</ans"  # cut off: shown as written
