@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -127,3 +128,48 @@ class ImageAttachment:
         except (binascii.Error, ValueError) as exc:
             raise invalid_image("image", "the data: URL's base64 is damaged") from exc
         return cls.from_bytes(data)
+
+
+@dataclass(frozen=True)
+class ImageSizing:
+    """How a vision model's processor resizes an image (GLM-4V's rule, from its
+    ``preprocessor_config.json``), so the window can say the size the model sees.
+
+    Each side is rounded to a multiple of ``factor`` pixels (patch size x merge size);
+    when the image then holds more than ``max_pixels`` (counted over ``temporal`` frames,
+    as the processor counts a still image) it is scaled down, below ``min_pixels`` up,
+    keeping its aspect ratio. The engine's tests check this against transformers'
+    ``smart_resize``.
+
+    Attributes:
+        factor: Pixels per merged patch side (GLM-4.1V: 14 x 2 = 28).
+        temporal: Frames a still image counts as (GLM-4.1V: 2).
+        min_pixels: ``size.shortest_edge`` (GLM-4.1V: 12,544).
+        max_pixels: ``size.longest_edge`` (GLM-4.1V: 9,633,792).
+    """
+
+    factor: int
+    temporal: int
+    min_pixels: int
+    max_pixels: int
+
+    def model_size(self, width: int, height: int) -> tuple[int, int]:
+        """``(width, height)`` in pixels of the image as the model sees it."""
+        f = self.factor
+        if height < f or width < f:
+            scale = max(f / height, f / width)
+            height, width = int(height * scale), int(width * scale)
+        h, w = round(height / f) * f, round(width / f) * f
+        t = self.temporal
+        if t * h * w > self.max_pixels:
+            beta = math.sqrt(t * height * width / self.max_pixels)
+            h, w = max(f, math.floor(height / beta / f) * f), max(f, math.floor(width / beta / f) * f)
+        elif t * h * w < self.min_pixels:
+            beta = math.sqrt(self.min_pixels / (t * height * width))
+            h, w = math.ceil(height * beta / f) * f, math.ceil(width * beta / f) * f
+        return w, h
+
+    def tokens(self, width: int, height: int) -> int:
+        """Prompt tokens the image takes (one per merged patch)."""
+        w, h = self.model_size(width, height)
+        return (w // self.factor) * (h // self.factor)

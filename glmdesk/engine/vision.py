@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 
 from glmdesk.core.errors import GlmdeskError
-from glmdesk.core.images import ImageAttachment
+from glmdesk.core.images import ImageAttachment, ImageSizing
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import CacheSettings
 from glmdesk.engine.cache.base import run_model
@@ -104,6 +104,17 @@ class VisionFormat(PromptFormat):
             while len(self._inputs) > 4:
                 self._inputs.popitem(last=False)
         return out
+
+    def sizing(self) -> ImageSizing:
+        """The image processor's resizing rule (for the window's size note)."""
+        ip = self.processor.image_processor
+        size = ip.size
+        return ImageSizing(
+            int(ip.patch_size) * int(ip.merge_size),
+            int(ip.temporal_patch_size),
+            int(size["shortest_edge"]),
+            int(size["longest_edge"]),
+        )
 
     def reply_filter(self) -> ReplyFilter:
         """The reply without GLM-4.1V-Thinking's ``<answer>`` markers (:class:`AnswerMarkerFilter`)."""

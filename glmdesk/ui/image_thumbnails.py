@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from glmdesk.core.images import ImageAttachment
+from glmdesk.core.images import ImageAttachment, ImageSizing
 
 #: Longest side of a thumbnail, in pixels.
 THUMBNAIL_PX = 96
@@ -35,14 +35,22 @@ def picture(image: ImageAttachment) -> QPixmap:
     return pixmap
 
 
-def size_words(image: ImageAttachment, pixmap: QPixmap) -> str:
-    """``name, W × H px`` for a tooltip (the name alone when it cannot be decoded)."""
+def size_words(image: ImageAttachment, pixmap: QPixmap, sizing: ImageSizing | None = None) -> str:
+    """``name, W × H px`` for a tooltip (the name alone when it cannot be decoded); with
+    the model's ``sizing``, also the size the model sees and the tokens it takes."""
     name = image.name or QCoreApplication.translate("ImageThumbnail", "pasted image")
     if pixmap.isNull():
         return QCoreApplication.translate("ImageThumbnail", "{name} (cannot be shown)").format(name=name)
-    return QCoreApplication.translate("ImageThumbnail", "{name}, {width} × {height} px").format(
+    words = QCoreApplication.translate("ImageThumbnail", "{name}, {width} × {height} px").format(
         name=name, width=pixmap.width(), height=pixmap.height()
     )
+    if sizing is None:
+        return words
+    width, height = sizing.model_size(pixmap.width(), pixmap.height())
+    seen = QCoreApplication.translate(
+        "ImageThumbnail", "the model sees it at {width} × {height} px ({tokens} tokens)"
+    ).format(width=width, height=height, tokens=sizing.tokens(pixmap.width(), pixmap.height()))
+    return f"{words}\n{seen}"
 
 
 class ImageViewer(QDialog):
@@ -78,12 +86,14 @@ class ImageThumbnail(QToolButton):
         image: The attachment shown.
     """
 
-    def __init__(self, image: ImageAttachment, parent: QWidget | None = None) -> None:
+    def __init__(
+        self, image: ImageAttachment, parent: QWidget | None = None, sizing: ImageSizing | None = None
+    ) -> None:
         super().__init__(parent)
         self.setObjectName("image_thumbnail")
         self.image = image
         pixmap = picture(image)
-        self.setToolTip(size_words(image, pixmap))
+        self.setToolTip(size_words(image, pixmap, sizing))
         self.setIconSize(QSize(THUMBNAIL_PX, THUMBNAIL_PX))
         if pixmap.isNull():
             self.setText(image.name or self.tr("image"))
@@ -123,7 +133,7 @@ class ThumbnailRow(QWidget):
 
 class AttachmentTray(QWidget):
     """Images waiting to be sent with the next message, each with a remove button;
-    hidden while empty.
+    hidden while empty. Their tooltips say the size the model sees (:attr:`sizing`).
 
     Signals:
         changed(): An image was added or removed.
@@ -135,6 +145,7 @@ class AttachmentTray(QWidget):
         super().__init__(parent)
         self.setObjectName("attachment_tray")
         self._images: list[ImageAttachment] = []
+        self.sizing: ImageSizing | None = None
         self._layout = QHBoxLayout(self)
         self._layout.setContentsMargins(8, 4, 8, 0)
         self._layout.addStretch(1)
@@ -153,7 +164,7 @@ class AttachmentTray(QWidget):
         row = QHBoxLayout(cell)
         row.setContentsMargins(0, 0, 0, 0)
         row.setSpacing(0)
-        row.addWidget(ImageThumbnail(image))
+        row.addWidget(ImageThumbnail(image, sizing=self.sizing))
         remove = QToolButton()
         remove.setObjectName("remove_image")
         remove.setText("×")

@@ -261,10 +261,12 @@ class InputBox(QWidget):
         """The images to send with the message (empty for a model without vision)."""
         return self.tray.images() if self._vision else ()
 
-    def set_vision(self, enabled: bool, reason: str = "") -> None:
+    def set_vision(self, enabled: bool, reason: str = "", sizing=None) -> None:
         """Enable attaching images, or grey the button with ``reason`` as its tooltip
-        (images already in the tray are kept but not sent)."""
+        (images already in the tray are kept but not sent); ``sizing`` (an
+        :class:`~glmdesk.core.images.ImageSizing`) lets the tray say the size the model sees."""
         self._vision = enabled
+        self.tray.sizing = sizing
         self.attach_button.setEnabled(enabled)
         self.attach_button.setToolTip(
             self.tr("Attach an image (or paste or drop one)") if enabled else reason

@@ -249,8 +249,9 @@ class MainWindow(QMainWindow):
         self.gauge.set_weights_bytes(int(info.footprint_mib * MIB))
         self.gauge.show_capabilities(self.session.capabilities, info.device)
         no_vision = ErrorInfo("vision_unavailable", "", {"model": info.name, "engine": info.engine})
-        vision = self.session.capabilities is not None and self.session.capabilities.vision
-        self.input_box.set_vision(vision, error_sentence(no_vision))  # the attach button, or why not
+        caps = self.session.capabilities
+        sizing = caps.image_sizing if caps is not None else None  # the attach button, or why not
+        self.input_box.set_vision(caps is not None and caps.vision, error_sentence(no_vision), sizing)
         if self.session.capabilities is not None:  # when sampling changes apply: per token or per answer
             self.sidebar.set_sampling_timing(self.session.capabilities.live_sampling)
         kv = self.session.capabilities.kv_strategies if self.session.capabilities else {"full": None}

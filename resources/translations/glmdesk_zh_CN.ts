@@ -492,6 +492,10 @@ Updated {when} · {model}</source>
         <translation>{name}，{width} × {height} 像素</translation>
     </message>
     <message>
+        <source>the model sees it at {width} × {height} px ({tokens} tokens)</source>
+        <translation>模型看到的尺寸为 {width} × {height} 像素（{tokens} 个 token）</translation>
+    </message>
+    <message>
         <source>image</source>
         <translation>图片</translation>
     </message>

@@ -30,6 +30,8 @@ def test_a_photo_is_answered_and_shown_as_a_thumbnail(qtbot, make_window, glm4v_
     box.editor.insertFromMimeData(dropped)  # what a drop or a paste of a file does
     assert [i.sha256 for i in box.attachments()] == [red_photo.sha256]
     assert box.tray.isVisible() and box.editor.toPlainText() == ""
+    (waiting,) = box.tray.findChildren(ImageThumbnail)
+    assert waiting.toolTip() == "red.png, 60 × 40 px\nthe model sees it at 112 × 84 px (12 tokens)"
     box.set_text("What is in this picture?")
     with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_TIMEOUT_MS) as done:
         box.submit()

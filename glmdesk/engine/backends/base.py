@@ -15,6 +15,7 @@ from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from glmdesk.core.errors import ErrorInfo
+from glmdesk.core.images import ImageSizing
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.sampling_fields import field_names, live_fields
 from glmdesk.core.settings import CacheSettings, LoadSettings, ParamsBox
@@ -51,6 +52,8 @@ class Capabilities:
         vision: Whether images attached to user messages reach the model (a GLM vision
             model on the transformers engine; a server, which refuses them itself when its
             model has none).
+        image_sizing: How the model's processor resizes images (``None``: unknown, a
+            server's business), so the window can say the size the model sees.
     """
 
     engine: str
@@ -66,6 +69,7 @@ class Capabilities:
     tool_calls: bool = False
     continue_answers: bool = True
     vision: bool = False
+    image_sizing: ImageSizing | None = None
 
     def __post_init__(self) -> None:
         if self.memory_probe not in MEMORY_PROBES:

@@ -119,6 +119,7 @@ class TransformersBackend(LocalBackend):
                 stop_ids=frozenset(self._loaded.prompt_format.stop_ids),
                 tool_calls=bool(getattr(self._loaded.prompt_format, "tool_calls", False)),
                 vision=self._loaded.vision,
+                image_sizing=self._loaded.prompt_format.sizing() if self._loaded.vision else None,
             )
         return self._capabilities
 

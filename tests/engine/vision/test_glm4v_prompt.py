@@ -44,7 +44,7 @@ def test_one_image_prompt_equals_the_processor(glm4v_loaded, red_photo):
     assert torch.equal(inputs.pixel_values, expected["pixel_values"])
     assert (
         inputs.grid_thw.tolist() == expected["image_grid_thw"].tolist() == [[1, 6, 8]]
-    )  # 60x40 scaled up to 84x112 (12 544 pixels at least)
+    )  # 60x40 scaled up to 112x84 (12 544 pixels at least)
     assert inputs.mm_token_type_ids.tolist() == expected["mm_token_type_ids"].tolist()
     image_id = fmt.image_token_id
     assert ids.count(image_id) == 12  # 6 x 8 patches merged 2 x 2
@@ -118,3 +118,20 @@ def test_the_answer_markers_are_not_shown_whatever_the_split():
         assert out == "A red square, and 1 < 2 <b>", size
     held = AnswerMarkerFilter()
     assert held("done </ans") == "done " and held.flush() == "</ans"  # cut off: shown as written
+
+
+def test_the_window_size_note_follows_the_processor(glm4v_loaded):
+    """``ImageSizing`` (plain arithmetic the window can run) against transformers' own
+    ``smart_resize`` and the processor's patch grid."""
+    from PIL import Image
+    from transformers.models.glm4v.image_processing_pil_glm4v import smart_resize
+
+    fmt = glm4v_loaded.prompt_format
+    sizing = fmt.sizing()
+    assert (sizing.factor, sizing.temporal, sizing.min_pixels) == (28, 2, 12544)
+    for width, height in [(60, 40), (20, 300), (300, 500), (1000, 999), (4000, 3000), (8000, 100), (27, 27)]:
+        h, w = smart_resize(2, height, width, 2, 28, sizing.min_pixels, sizing.max_pixels)
+        assert sizing.model_size(width, height) == (w, h), (width, height)
+    for width, height in [(60, 40), (300, 500), (640, 480)]:
+        out = fmt.processor.image_processor(images=[Image.new("RGB", (width, height))], return_tensors="pt")
+        assert sizing.tokens(width, height) == int(out["image_grid_thw"].prod()) // 4
