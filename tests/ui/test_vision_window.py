@@ -109,3 +109,15 @@ def test_the_thumbnail_comes_back_when_the_conversation_is_reopened(
     finally:
         controller.close()
         history.close()
+
+
+def test_an_edited_message_keeps_its_images(qtbot, make_window, glm4v_loaded, red_photo):
+    window = make_window(glm4v_loaded)
+    window.input_box.add_images([red_photo])
+    with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_TIMEOUT_MS):
+        assert window.send_message("What is this?")
+    with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_TIMEOUT_MS):
+        assert window.branch_actions.edit_message(0, "Describe the colour.")
+    first = window.session.state.messages[0]
+    assert first.content == "Describe the colour." and first.attachments == (red_photo,)
+    assert [t.image for t in _thumbnails(window.chat_view.messages()[0])] == [red_photo]
