@@ -1,5 +1,6 @@
 """Sizes that froze the window (issue 19, item 4): the longest GUI gap while pasting,
-streaming, sending and reopening long messages. Used by ``ui_responsiveness.py --sizes``.
+streaming, sending and reopening long messages, and streaming an answer with 300
+formulas (issue 28: goal 50 ms). Used by ``ui_responsiveness.py --sizes``.
 
 No model: each phase drives the real widgets (input box, chat view, history) the way
 the window does, with a 10 ms heartbeat timer on the GUI thread; the longest interval
@@ -49,6 +50,58 @@ def repaint_costs(lines: int) -> list[tuple[str, float]]:
             out.append((f"repaint at {n} lines, {name}", costs[n]))
         print(f"repaint cost {name}: {lines} lines / 100 lines = {costs[lines] / costs[100]:.2f}")
     return out
+
+
+def formula_answer(count: int, tag: str = "") -> str:
+    """An answer with ``count`` distinct formulas: per paragraph two inline ones and one
+    display one (so none is drawn from the cache of another)."""
+    parts = []
+    for i in range(0, count, 3):
+        parts.append(
+            f"Step {i}{tag}: with $a_{{{i}}} = \\frac{{{i}}}{{{i} + 1}}$ and $x^{{{i}}} \\le y_{{{i}}}$ "
+            f"the sum is\n\n$$\\sum_{{k=1}}^{{{i}}} k^2 = \\frac{{{i}({i}+1)(2 \\cdot {i}+1)}}{{6}}$$\n\n"
+        )
+    return "".join(parts)
+
+
+def stream_formulas(view, beat, count: int, tag: str) -> float:
+    """Stream :func:`formula_answer` into ``view`` 8 characters every 2 ms (a fast model);
+    the longest GUI gap until every formula is drawn, in ms. Needs the formula renderer."""
+    from PySide6.QtCore import QEventLoop, QTimer
+
+    from glmdesk.ui.math_render import shared_renderer
+
+    text = formula_answer(count, tag)
+    renderer = shared_renderer()
+    view.clear()
+    view.begin_stream()
+    loop = QEventLoop()
+    state = {"i": 0}
+    feeder = QTimer()
+    feeder.setInterval(2)
+
+    def done() -> None:
+        if renderer.pending() or not renderer.is_warm():
+            QTimer.singleShot(10, done)
+        else:
+            view.finish_stream()
+            QTimer.singleShot(300, loop.quit)
+
+    def feed() -> None:
+        view.append_text(text[state["i"] : state["i"] + 8])
+        state["i"] += 8
+        if state["i"] >= len(text):
+            feeder.stop()
+            done()
+
+    feeder.timeout.connect(feed)
+    beat.start()
+    feeder.start()
+    loop.exec()
+    beat.timer.stop()
+    drawn = sum(len(segment.formulas()) for segment in view.messages()[-1].view.segments())
+    print(f"{count} formulas ({len(text):,} characters): {drawn} drawn as images at the end")
+    return max(beat.gaps)
 
 
 def run(scale: float = 1.0) -> list[tuple[str, float]]:
@@ -217,6 +270,15 @@ def run(scale: float = 1.0) -> list[tuple[str, float]]:
     results.append((f"stream 1..{lines} (first tenth)", max(gaps_by_part[:tenth])))
     results.append((f"stream 1..{lines} (last tenth)", max(gaps_by_part[-tenth:])))
     results.append((f"stream 1..{lines} (whole, {time.perf_counter() - started:.1f} s)", max(gaps_by_part)))
+    try:  # formulas (issue 28)
+        import glmdesk.ui.math_render  # noqa: F401
+    except ImportError:
+        pass
+    else:  # the first run also meets each glyph and size for the first time (mathtext caches them)
+        formulas = max(30, int(300 * scale))
+        for run_name, tag in (("first run", ""), ("other formulas", "b")):
+            gap = stream_formulas(view, beat, formulas, tag)
+            results.append((f"stream {formulas} formulas ({run_name})", gap))
     if writes is not None:
         writes.close()
     history.close()

@@ -1,6 +1,7 @@
 """Entry points: ``glmdesk`` opens the window; ``glmdesk chat`` streams in a terminal;
 ``glmdesk serve`` serves the model over an OpenAI-compatible API (:mod:`glmdesk.cli_serve`);
-``glmdesk convert`` converts an original ChatGLM checkpoint. Shared flags live in
+``glmdesk convert`` converts an original ChatGLM checkpoint; ``glmdesk build-llamacpp``
+builds llama.cpp's engine (:mod:`glmdesk.cli_build`). Shared flags live in
 :mod:`glmdesk.cli_options`."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import sys
 import threading
 import time
 
+from glmdesk.cli_build import add_build_parser, build_llamacpp
 from glmdesk.cli_options import (
     API_KEY_ENV,
     add_model_arguments,
@@ -73,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command")
     _chat_parser(sub)
     add_serve_parser(sub)
+    add_build_parser(sub)
     conv = sub.add_parser("convert", help="convert an original ChatGLM2/3 or GLM-4 checkpoint")
     conv.add_argument("src", help="original checkpoint folder")
     conv.add_argument("dst", nargs="?", help="output folder (default: next to the source, suffix -hf)")
@@ -213,6 +216,10 @@ def _chat(args) -> int:
     print(f"{info.describe()} (loaded in {time.perf_counter() - t0:.1f} s; {info.engine})", file=sys.stderr)
     for note in info.notes:
         print(f"note: {note.message}", file=sys.stderr)
+        if note.kind == "engine_fallback":
+            print(
+                "note: llama.cpp answers faster: build it once with glmdesk build-llamacpp", file=sys.stderr
+            )
     if images and not backend.capabilities().vision:
         from glmdesk.engine.backends.base import images_refused
 
@@ -316,6 +323,8 @@ def main(argv: list[str] | None = None) -> int:
         return serve(args)
     if args.command == "convert":
         return convert(args)
+    if args.command == "build-llamacpp":
+        return build_llamacpp(args)
     if args.install_desktop_entry or args.uninstall_desktop_entry:
         from glmdesk import desktop_entry
 
@@ -325,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return selftest.run()
     if args.check_interpreter:
-        from glmdesk.kernel_entry import check_interpreter
+        from glmdesk.interpreter_check import check_interpreter
 
         return check_interpreter()
     return gui_main(argv)

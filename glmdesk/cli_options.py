@@ -11,14 +11,14 @@ import sys
 from glmdesk.core.settings import (
     CACHE_STRATEGIES,
     DEVICES,
-    ENGINES,
     PRECISIONS,
     QUANTIZATIONS,
     CacheSettings,
     LoadSettings,
     SamplingParams,
-    family_defaults,
 )
+from glmdesk.engine.backends import AUTO_RULE, BACKENDS
+from glmdesk.engine.families import sampling_defaults
 
 #: Environment variable read for the API key when ``--api-key`` is not given (keeps it
 #: out of the process list and shell history).
@@ -68,12 +68,11 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--engine",
-        choices=[e for e in ENGINES if e != "remote"],
+        choices=["auto", *(spec.name for spec in BACKENDS if spec.local)],
         default="auto",
-        help="auto: llama.cpp for .gguf files (the embedded model too) when llama-cpp-python is "
-        "installed and no transformers-only option is given, else transformers",
+        help=AUTO_RULE,
     )
-    _add_llamacpp_arguments(p)
+    _add_engine_arguments(p)
     p.add_argument(
         "--kv-cache",
         choices=CACHE_STRATEGIES,
@@ -96,29 +95,25 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_llamacpp_arguments(p: argparse.ArgumentParser) -> None:
-    """The llama.cpp engine's own options (context, prefill batch, memory map, GPU layers, KV bits)."""
-    p.add_argument(
-        "--n-ctx", type=int, default=0, help="llama.cpp context, in tokens (0: the model's, at most 8192)"
-    )
-    p.add_argument(
-        "--n-batch", type=int, default=512, help="llama.cpp prompt tokens per prefill call (1-8192)"
-    )
-    p.add_argument(
-        "--no-mmap",
-        dest="use_mmap",
-        action="store_false",
-        help="llama.cpp: read the file instead of mapping it",
-    )
-    p.add_argument(
-        "--n-gpu-layers",
-        type=int,
-        default=-1,
-        help="llama.cpp on a CUDA build: layers on the GPU (-1: all, 0: none)",
-    )
+def _add_engine_arguments(p: argparse.ArgumentParser) -> None:
+    """Every engine's own options (its spec's fields: llama.cpp's ``--n-ctx``...), and
+    the quantized KV cache's bits."""
+    default = LoadSettings()
+    for option in engine_options():
+        value = getattr(default, option.name)
+        if isinstance(value, bool):
+            action = "store_false" if value else "store_true"
+            p.add_argument(option.flag, dest=option.name, action=action, help=option.help)
+        else:
+            p.add_argument(option.flag, dest=option.name, type=int, default=value, help=option.help)
     p.add_argument(
         "--kv-bits", type=int, default=8, help="llama.cpp quantized KV cache: 8 (q8_0) or 4 (q4_0)"
     )
+
+
+def engine_options() -> list:
+    """The :class:`~glmdesk.engine.backends.spec.OptionField` of every engine, in order."""
+    return [option for spec in BACKENDS for option in spec.options]
 
 
 def add_sampling_arguments(
@@ -157,15 +152,17 @@ def load_settings(args) -> LoadSettings:
         fused_decode=args.fused_decode,
         compile_decode=args.compile_decode,
         engine=args.engine,
-        n_ctx=args.n_ctx,
-        n_batch=args.n_batch,
-        use_mmap=args.use_mmap,
-        n_gpu_layers=args.n_gpu_layers,
+        **{option.name: getattr(args, option.name) for option in engine_options()},
     )
-    from glmdesk.engine.backends import engine_for
+    from glmdesk.engine.backends import engine_choice
 
-    # The engine is chosen from the options asked for, before any is dropped.
-    return dataclasses.replace(settings, engine=engine_for(settings))
+    # The engine is chosen from the options asked for, before any is dropped; settings
+    # whose preferred engine is not here stay "auto", so the engine that runs them
+    # instead takes its best setting for them (transformers: a GGUF file's weight-only scheme).
+    choice = engine_choice(settings)
+    if choice.passed_over:
+        return settings
+    return dataclasses.replace(settings, engine=choice.engine)
 
 
 def cache_settings(args) -> CacheSettings:
@@ -198,7 +195,7 @@ def sampling(args, family: str, params_type: type[SamplingParams] = SamplingPara
         ValueError: with a sentence, for a value out of range.
     """
     given = {row.name: getattr(args, row.name) for row in params_type.TABLE}
-    base = dataclasses.asdict(family_defaults(family))
+    base = dataclasses.asdict(sampling_defaults(family))
     return params_type(**(base | {k: v for k, v in given.items() if v is not None}))
 
 

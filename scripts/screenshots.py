@@ -7,12 +7,16 @@ Usage (Debian/Ubuntu: ``apt-get install xvfb fonts-noto-cjk fonts-noto-color-emo
     xvfb-run -s "-screen 0 1280x800x24" .venv/bin/python scripts/screenshots.py en light OUT.png welcome
     LANG=zh_CN.UTF-8 xvfb-run -s "-screen 0 1280x800x24" .venv/bin/python scripts/screenshots.py zh_CN dark OUT.png
     xvfb-run -s "-screen 0 1024x700x24" .venv/bin/python scripts/screenshots.py en light OUT.png --size 1024x700
+    xvfb-run -s "-screen 0 1280x800x24" .venv/bin/python scripts/screenshots.py en dark OUT.png math
 
 The window fills the screen (``--size WxH``, default 1280x800: give the X screen the same size). The embedded model answers the welcome's first
 example prompt (greedy, at most 32 new tokens), then the answer is regenerated at a
 higher temperature, so it shows the "‹ 2/2 ›" switch; the mouse rests on the answer so
 its footer (figures and actions) shows. Two earlier conversations are written into the
 history beforehand so the list is not empty; everything in the chat is the model's.
+With ``math`` the model is loaded but does not answer: a conversation full of formulas
+(:data:`MATH_ANSWER`, written by hand, not by the model) is written into the history and
+opened, and the screen is grabbed once every formula is drawn.
 The screen is grabbed from the X server (``QScreen.grabWindow(0)``). Settings, history
 and model copies go to a temporary folder (``GLMDESK_MODEL_CACHE`` is kept when set).
 """
@@ -22,6 +26,26 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+
+MATH_QUESTION = "Why is the Gaussian integral equal to the square root of pi?"
+MATH_ANSWER = r"""The **Gaussian integral** is
+
+$$\int_{-\infty}^{\infty} e^{-x^2}\,dx = \sqrt{\pi}$$
+
+**Why $\pi$ appears.** Call the integral $I$ and square it: two copies become one integral over the plane,
+
+$$I^2 = \int_{-\infty}^{\infty}\int_{-\infty}^{\infty} e^{-(x^2+y^2)}\,dx\,dy$$
+
+In polar coordinates $x = r\cos\theta$, $y = r\sin\theta$ and $dx\,dy = r\,dr\,d\theta$, so
+
+$$I^2 = \int_0^{2\pi}\int_0^{\infty} e^{-r^2}\,r\,dr\,d\theta = 2\pi \cdot \frac{1}{2} = \pi$$
+
+and $I = \sqrt{\pi}$, since $I > 0$. Two consequences:
+
+1. The normal density $\varphi(x) = \frac{1}{\sigma\sqrt{2\pi}}\, e^{-(x-\mu)^2/2\sigma^2}$ integrates to $1$.
+2. \(\Gamma(\tfrac{1}{2}) = \sqrt{\pi}\), from $\Gamma(s) = \int_0^\infty t^{s-1} e^{-t}\,dt$ with $t = x^2$.
+
+In code, `norm.pdf(x)` computes $\varphi$; a price such as $3 or $5 stays text."""
 
 
 def main() -> int:
@@ -33,6 +57,7 @@ def main() -> int:
         del args[at : at + 2]
     language, theme, out = args[0], args[1], args[2]
     welcome_only = args[3:] == ["welcome"]  # the empty chat, before any message
+    math_only = args[3:] == ["math"]  # a conversation full of formulas, no answer
     home = tempfile.mkdtemp(prefix="glmdesk-shots-")
     os.environ["GLMDESK_HOME"] = home
     os.environ["XDG_CONFIG_HOME"] = os.path.join(home, "config")
@@ -66,6 +91,10 @@ def main() -> int:
         ):
             cid = history.create_conversation(title)
             history.add_message(cid, "user", question)
+        if math_only:
+            math_id = history.create_conversation("The Gaussian integral")
+            history.add_message(math_id, "user", MATH_QUESTION)
+            history.add_message(math_id, "assistant", MATH_ANSWER)
 
     window = MainWindow(store=store)
     controller = open_history(window)  # noqa: F841 (parented to the window)
@@ -92,7 +121,21 @@ def main() -> int:
         QCursor.setPos(answer.mapToGlobal(QPoint(answer.width() // 2, answer.height() // 2)))
         QTimer.singleShot(800, grab)
 
+    def grab_when_drawn() -> None:
+        from glmdesk.ui.math_render import shared_renderer
+
+        segments = [view for message in window.chat_view.messages() for view in message.view.segments()]
+        if shared_renderer().pending() or any(view.is_drawing_formulas() for view in segments):
+            QTimer.singleShot(200, grab_when_drawn)
+        else:
+            window.chat_view.verticalScrollBar().setValue(0)
+            QTimer.singleShot(800, grab)
+
     def on_ready(_info) -> None:
+        if math_only:
+            controller.open_conversation(math_id)
+            QTimer.singleShot(500, grab_when_drawn)
+            return
         if welcome_only:
             QTimer.singleShot(800, grab)
             return

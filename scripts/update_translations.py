@@ -44,7 +44,9 @@ TRANSLATIONS = ROOT / "resources" / "translations"
 LANGUAGES = ("zh_CN",)
 
 _TR_CALL = re.compile(r"\b(?:tr|translate|QT_TR_NOOP|QT_TRANSLATE_NOOP)\s*\(")
-_OWN_MARKER = re.compile(r"^def QT_TRANSLATE_NOOP\(", re.MULTILINE)
+_OWN_MARKER = re.compile(
+    r"^(?:def QT_TRANSLATE_NOOP\(|from [\w.]+ import \(?[\w\s,]*\bQT_TRANSLATE_NOOP\b)", re.MULTILINE
+)
 _PLACEHOLDER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}|\{\}|%(?:n|L?\d+)")
 # "&Open" but not "&&", "&nbsp;" or "&#9632;".
 _ACCELERATOR = re.compile(r"&(?!&|#\d+;|[A-Za-z]+;)\S")
@@ -84,8 +86,9 @@ def terms_path(language: str) -> Path:
 
 def source_files() -> list[Path]:
     """Every module of glmdesk with translatable strings: those that import PySide6 and call
-    tr/translate, and plain modules that define their own ``QT_TRANSLATE_NOOP`` marker
-    (``glmdesk/core/sampling_fields.py``: strings the sidebar translates)."""
+    tr/translate, and plain modules that define or import a ``QT_TRANSLATE_NOOP`` marker
+    (``glmdesk/core/sampling_fields.py``: strings the sidebar translates; the backends'
+    specs: their options and notes, which Open model translates)."""
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
         text = path.read_text(encoding="utf-8")

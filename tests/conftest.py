@@ -1,17 +1,25 @@
-"""Test-wide settings: every test gets its own glmdesk home; converted models are shared."""
+"""Test-wide settings and the one embedded model.
+
+Every test gets its own glmdesk home; converted models are shared through
+``GLMDESK_MODEL_CACHE``; the embedded model (SmolLM2-135M-Instruct, fp32, CPU) is loaded
+once per session here and shared by the engine, server and UI tests (their conftests
+name it ``embedded``, ``backend`` and ``shared_model``). Helpers that tests import
+(tiny model builders, ``ForceTokens``, the fake backend) live in ``tests/helpers``.
+"""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import tempfile
-from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 # Tests never reach a model hub.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# A window on a machine without llama-cpp-python would build it (minutes): never in a test
+# (the builder's and the window's tests turn it back on with fakes).
+os.environ["GLMDESK_LLAMACPP_BUILD"] = "0"
 # One converted copy of the embedded model for the whole run (and later runs).
 os.environ.setdefault("GLMDESK_MODEL_CACHE", os.path.join(tempfile.gettempdir(), "glmdesk-test-models"))
 
@@ -24,20 +32,39 @@ def glmdesk_home(tmp_path, monkeypatch):
     return home
 
 
-def _glm4v_fixtures():
-    """``tests/glm4v_fixtures.py`` (the import mode is importlib: loaded by path)."""
-    spec = importlib.util.spec_from_file_location(
-        "glm4v_fixtures", Path(__file__).with_name("glm4v_fixtures.py")
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+@pytest.fixture(scope="session")
+def embedded_folder():
+    """Hugging Face folder of SmolLM2-135M-Instruct converted from the shipped GGUF."""
+    from glmdesk.engine.sources import embedded_model_folder
+
+    return embedded_model_folder()
 
 
-# The tiny GLM-4.1V folder, its loaded model and test photos: session fixtures shared
-# by the engine, server and UI tests.
-_vision = _glm4v_fixtures()
-glm4v_folder = _vision.glm4v_folder
-glm4v_loaded = _vision.glm4v_loaded
-red_photo = _vision.red_photo
-blue_photo = _vision.blue_photo
+@pytest.fixture(scope="session")
+def embedded(embedded_folder):
+    """The embedded model loaded for chat (fp32, CPU): the session's one load of it."""
+    from glmdesk.core.settings import LoadSettings
+    from glmdesk.engine.loader import load_model
+
+    loaded = load_model(LoadSettings())
+    yield loaded
+    loaded.close()
+
+
+@pytest.fixture(autouse=True)
+def _embedded_left_as_found(request):
+    """After each test that used the shared embedded model: its kept KV caches are
+    dropped and a test's own ``logits_processors`` is removed, so no test sees another's
+    conversation state."""
+    yield
+    if "embedded" not in request.fixturenames:
+        return
+    loaded = request.getfixturevalue("embedded")
+    if loaded.model is not None:
+        loaded.kv_pool.clear()
+        vars(loaded).pop("logits_processors", None)
+
+
+# The tiny GLM-4.1V folder, its loaded model and test photos: session fixtures shared by
+# the engine, server and UI tests (built in tests/helpers/glm4v.py).
+from tests.helpers.glm4v import blue_photo, glm4v_folder, glm4v_loaded, red_photo  # noqa: E402, F401

@@ -28,10 +28,13 @@ ERROR_KINDS = (
     "load_cancelled",
     "generation_failed",  # detail: str
     "load_failed",  # detail: str
-    "option_unavailable",  # option: str, reason: str (glmdesk.engine.options.OPTION_REASONS)
+    "option_unavailable",  # option: str, reason: str (glmdesk.engine.backends.option_reasons())
     "tool_call_invalid",  # reason: str (English)
     "tool_rounds_exceeded",  # rounds: int (not in the sentence)
     "interpreter_failed",  # detail: str
+    "llamacpp_unbuildable",  # reason: turned_off|packaged|no_pip|no_compiler
+    "llamacpp_build_failed",  # detail: str (the compiler's or pip's error line), output: str
+    "build_cancelled",
     "not_gguf",  # path: str (folder), file: str, head: str (the file's first bytes as text)
     "gguf_unsupported",  # path: str (folder), file: str, architecture: str, engine: str,
     #   tensor_types: str and llamacpp: bool when tensor types are what the engine cannot read

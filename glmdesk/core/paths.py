@@ -48,6 +48,14 @@ def cache_dir() -> Path:
     return _base("cache")
 
 
+def wheel_dir() -> Path:
+    """Wheels glmdesk built (llama-cpp-python, :mod:`glmdesk.engine.llamacpp_build`), under
+    the user cache directory: shared by every checkout and environment of this user."""
+    path = _base("cache") / "wheels"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 def config_dir() -> Path:
     """User config directory; created if missing."""
     return _base("config")

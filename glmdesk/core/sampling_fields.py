@@ -18,7 +18,7 @@ once per answer. From the rows:
 A new sampling control is its row in :data:`SAMPLING_TABLE` and its field on
 :class:`SamplingParams`, both here; what the decode loop does with it goes in
 ``glmdesk.engine.sampling``. Defaults are ``SamplingParams``' field defaults, replaced
-per model family by its published demo settings (``FAMILY_DEFAULTS``). A subclass of
+per model family by its published demo settings (``glmdesk.engine.families.sampling_defaults``). A subclass of
 ``SamplingParams`` with one more field and ``TABLE = (*SamplingParams.TABLE, row)`` is a
 params type every consumer above accepts (they read ``type(params).TABLE`` or take the
 type), which is how a test adds a row.

@@ -8,6 +8,7 @@ a sentence a user can act on.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
@@ -79,24 +80,18 @@ class CacheSettings:
 
 
 @dataclass(frozen=True)
-class LoadSettings:
-    """What model to load and how.
+class TransformersOptions:
+    """The transformers engine's own load options.
 
     Attributes:
-        model: A local folder (Hugging Face layout or original ChatGLM), a ``.gguf``
-            file, a hub id, or ``None`` for the embedded default (SmolLM2-135M-Instruct).
         quantization: ``none``, ``8bit`` (bitsandbytes LLM.int8), ``4bit``
             (bitsandbytes NF4 with double quantization), ``int8-wo`` or ``int4-wo``
             (weight-only int8 / int4 in groups of 32 on torch's CPU kernels,
             :mod:`glmdesk.engine.weight_only`).
         precision: ``auto`` (bf16 on GPUs that support it, else fp16; fp32 on CPU),
             ``fp32``, ``bf16`` or ``fp16``.
-        device: ``auto`` (CUDA when available), ``cpu`` or ``cuda``.
         trust_remote_code: Run the Python code shipped in this model's folder. Off by
             default; the UI asks per folder.
-        threads: CPU threads for torch's kernels; 0 is automatic: from one per
-            physical core, adapted to measured decode steps (fewer when another
-            process keeps a core busy, :mod:`glmdesk.engine.threads`).
         fused_decode: On the CPU, join each layer's Q/K/V and gate/up projections
             and decode with glmdesk's fused step (Llama and GLM architectures,
             :mod:`glmdesk.engine.decode_step`); same logits, fewer operations per
@@ -105,44 +100,48 @@ class LoadSettings:
             (Llama-layout models, full KV cache; needs a C++ compiler; one to two
             minutes the first time, :mod:`glmdesk.engine.compiled_step`). Needs
             ``fused_decode``.
-        engine: The backend: ``auto``, ``transformers``, ``llamacpp`` or ``remote``
-            (``auto`` with a ``remote_url`` is ``remote``).
-        remote_url: The base URL of an OpenAI-compatible server (vLLM, SGLang,
-            llama.cpp's server, ``glmdesk serve``), e.g. ``http://gpu-box:8000/v1``;
-            ``http`` or ``https``, no user name or password in it.
-        remote_model: The server's model id; ``None`` takes the first one it lists.
-        remote_api_key: The server's API key (sent as a bearer token). Left out of
-            ``repr``; never written to QSettings or history (the window keeps it
-            with ``keyring``).
-        n_ctx: llama.cpp: context (KV cells) of the full cache, in tokens; 0 takes the
-            model's training context, at most :data:`LLAMA_DEFAULT_N_CTX`.
-        n_batch: llama.cpp: prompt tokens per prefill call, in tokens (larger is faster
-            for long prompts and needs a larger compute buffer).
-        use_mmap: llama.cpp: map the GGUF file instead of reading it into memory (the
-            weights then count as file cache, shared between processes).
-        n_gpu_layers: llama.cpp on a CUDA build: layers offloaded to the GPU; -1 is all,
-            0 none (the CPU device always uses 0).
 
     Raises:
-        ValueError: for unknown choices.
+        ValueError: for unknown choices, or the compiled step without the fused one.
     """
 
-    model: str | None = None
     quantization: str = "none"
     precision: str = "auto"
-    device: str = "auto"
     trust_remote_code: bool = False
-    threads: int = 0
     fused_decode: bool = True
     compile_decode: bool = False
-    engine: str = "auto"
+
+    def __post_init__(self) -> None:
+        if self.compile_decode and not self.fused_decode:
+            raise ValueError("The compiled decode step needs the fused decode step; turn that on too.")
+        if self.quantization not in QUANTIZATIONS:
+            raise ValueError(f"Unknown quantization {self.quantization!r}; choose one of {QUANTIZATIONS}.")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"Unknown precision {self.precision!r}; choose one of {PRECISIONS}.")
+
+
+@dataclass(frozen=True)
+class LlamaCppOptions:
+    """The llama.cpp engine's own load options.
+
+    Attributes:
+        n_ctx: Context (KV cells) of the full cache, in tokens; 0 takes the model's
+            training context, at most :data:`LLAMA_DEFAULT_N_CTX`.
+        n_batch: Prompt tokens per prefill call, in tokens (larger is faster for long
+            prompts and needs a larger compute buffer).
+        use_mmap: Map the GGUF file instead of reading it into memory (the weights then
+            count as file cache, shared between processes).
+        n_gpu_layers: On a CUDA build: layers offloaded to the GPU; -1 is all, 0 none
+            (the CPU device always uses 0).
+
+    Raises:
+        ValueError: for a size out of range.
+    """
+
     n_ctx: int = 0
     n_batch: int = 512
     use_mmap: bool = True
     n_gpu_layers: int = -1
-    remote_url: str | None = None
-    remote_model: str | None = None
-    remote_api_key: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.n_ctx, int) or not (self.n_ctx == 0 or 256 <= self.n_ctx <= 1 << 21):
@@ -155,33 +154,157 @@ class LoadSettings:
             raise ValueError(
                 f"GPU layers must be -1 (all), 0 (none) or a layer count, not {self.n_gpu_layers!r}."
             )
-        if self.engine not in ENGINES:
-            raise ValueError(f"Unknown engine {self.engine!r}; choose one of {', '.join(ENGINES)}.")
-        if self.engine == "remote" and not self.remote_url:
-            raise ValueError("The remote engine needs the server's URL, e.g. http://gpu-box:8000/v1.")
-        if self.remote_url is not None:
-            _check_remote_url(self.remote_url)
-        if self.remote_model is not None and not self.remote_model.strip():
+
+
+@dataclass(frozen=True)
+class RemoteOptions:
+    """The remote engine's own options: which server, which of its models.
+
+    Attributes:
+        url: The base URL of an OpenAI-compatible server (vLLM, SGLang, llama.cpp's
+            server, ``glmdesk serve``), e.g. ``http://gpu-box:8000/v1``; ``http`` or
+            ``https``, no user name or password in it.
+        model: The server's model id; ``None`` takes the first one it lists.
+        api_key: The server's API key (sent as a bearer token). Left out of ``repr``;
+            never written to QSettings or history (the window keeps it with ``keyring``).
+
+    Raises:
+        ValueError: for a malformed URL or an empty model name.
+    """
+
+    url: str | None = None
+    model: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.url is not None:
+            _check_remote_url(self.url)
+        if self.model is not None and not self.model.strip():
             raise ValueError(
                 "The remote model name is empty; leave it unset to use the server's first model."
             )
+
+
+class _Alias:
+    """A flat name of :class:`LoadSettings` (``n_ctx``) that reads its group's field
+    (``llamacpp.n_ctx``; ``name`` when it differs from the flat one): the names callers
+    used before the options were grouped."""
+
+    def __init__(self, group: str, name: str = "") -> None:
+        self.group, self.name = group, name
+
+    def __set_name__(self, owner, flat: str) -> None:
+        self.name = self.name or flat
+
+    def __get__(self, settings, owner=None):
+        return self if settings is None else getattr(getattr(settings, self.group), self.name)
+
+
+_GROUPS = {"transformers": TransformersOptions, "llamacpp": LlamaCppOptions, "remote": RemoteOptions}
+
+
+@dataclass(frozen=True, init=False)
+class LoadSettings:
+    """What model to load and how: what every engine reads, and each engine's own options
+    in its group.
+
+    Every group's field is also a flat keyword and attribute, as before the groups
+    (:data:`FLAT_OPTIONS`: ``LoadSettings(n_ctx=4096).n_ctx`` is
+    ``LoadSettings(llamacpp=LlamaCppOptions(n_ctx=4096)).llamacpp.n_ctx``); a flat
+    keyword given beside its group replaces that field of the group
+    (``dataclasses.replace(settings, compile_decode=False)``).
+
+    Attributes:
+        model: A local folder (Hugging Face layout or original ChatGLM), a ``.gguf``
+            file, a hub id, or ``None`` for the embedded default (SmolLM2-135M-Instruct).
+        device: ``auto`` (CUDA when available), ``cpu`` or ``cuda``.
+        threads: CPU threads for the local engines' kernels; 0 is automatic (see each
+            engine: transformers adapts the count to measured decode steps,
+            :mod:`glmdesk.engine.threads`; llama.cpp runs one per physical core).
+        engine: The backend: ``auto``, ``transformers``, ``llamacpp`` or ``remote``
+            (``auto`` with a server's URL is ``remote``).
+        transformers: :class:`TransformersOptions`.
+        llamacpp: :class:`LlamaCppOptions`.
+        remote: :class:`RemoteOptions`.
+
+    Raises:
+        ValueError: for unknown choices; ``TypeError`` for an unknown keyword.
+    """
+
+    model: str | None = None
+    device: str = "auto"
+    threads: int = 0
+    engine: str = "auto"
+    transformers: TransformersOptions = TransformersOptions()
+    llamacpp: LlamaCppOptions = LlamaCppOptions()
+    remote: RemoteOptions = RemoteOptions()
+
+    quantization = _Alias("transformers")
+    precision = _Alias("transformers")
+    trust_remote_code = _Alias("transformers")
+    fused_decode = _Alias("transformers")
+    compile_decode = _Alias("transformers")
+    n_ctx = _Alias("llamacpp")
+    n_batch = _Alias("llamacpp")
+    use_mmap = _Alias("llamacpp")
+    n_gpu_layers = _Alias("llamacpp")
+    remote_url = _Alias("remote", "url")
+    remote_model = _Alias("remote", "model")
+    remote_api_key = _Alias("remote", "api_key")
+
+    def __init__(
+        self,
+        model: str | None = None,
+        quantization: str | None = None,
+        precision: str | None = None,
+        device: str = "auto",
+        trust_remote_code: bool | None = None,
+        *,
+        threads: int = 0,
+        engine: str = "auto",
+        transformers: TransformersOptions | None = None,
+        llamacpp: LlamaCppOptions | None = None,
+        remote: RemoteOptions | None = None,
+        **flat,
+    ) -> None:
+        unknown = sorted(set(flat) - set(FLAT_OPTIONS))
+        if unknown:
+            raise TypeError(f"LoadSettings got unknown keywords: {', '.join(unknown)}")
+        given = {"quantization": quantization, "precision": precision, "trust_remote_code": trust_remote_code}
+        flat |= {name: value for name, value in given.items() if value is not None}
+        groups = {"transformers": transformers, "llamacpp": llamacpp, "remote": remote}
+        for group, kind in _GROUPS.items():
+            changes = {FLAT_OPTIONS[k][1]: v for k, v in flat.items() if FLAT_OPTIONS[k][0] == group}
+            base = groups[group] if groups[group] is not None else kind()
+            groups[group] = dataclasses.replace(base, **changes) if changes else base
+        for name, value in (("model", model), ("device", device), ("threads", threads), ("engine", engine)):
+            object.__setattr__(self, name, value)
+        for name, value in groups.items():
+            object.__setattr__(self, name, value)
+        self._check()
+
+    def _check(self) -> None:
+        if self.engine not in ENGINES:
+            raise ValueError(f"Unknown engine {self.engine!r}; choose one of {', '.join(ENGINES)}.")
+        if self.engine == "remote" and not self.remote.url:
+            raise ValueError("The remote engine needs the server's URL, e.g. http://gpu-box:8000/v1.")
         if not isinstance(self.threads, int) or not 0 <= self.threads <= 1024:
             raise ValueError(
                 f"CPU threads must be a whole number from 0 (automatic) to 1024, not {self.threads!r}."
             )
-        if self.compile_decode and not self.fused_decode:
-            raise ValueError("The compiled decode step needs the fused decode step; turn that on too.")
-        if self.quantization not in QUANTIZATIONS:
-            raise ValueError(f"Unknown quantization {self.quantization!r}; choose one of {QUANTIZATIONS}.")
-        if self.precision not in PRECISIONS:
-            raise ValueError(f"Unknown precision {self.precision!r}; choose one of {PRECISIONS}.")
         if self.device not in DEVICES:
             raise ValueError(f"Unknown device {self.device!r}; choose one of {DEVICES}.")
 
     @property
     def is_remote(self) -> bool:
         """True when a remote server answers (``engine`` ``remote``, or ``auto`` with a URL)."""
-        return self.engine == "remote" or (self.engine == "auto" and bool(self.remote_url))
+        return self.engine == "remote" or (self.engine == "auto" and bool(self.remote.url))
+
+
+#: ``{flat keyword: (group, field)}``: what :class:`LoadSettings` still takes flat.
+FLAT_OPTIONS = {
+    flat: (alias.group, alias.name) for flat, alias in vars(LoadSettings).items() if isinstance(alias, _Alias)
+}
 
 
 def _check_remote_url(url: str) -> None:
@@ -197,31 +320,6 @@ def _check_remote_url(url: str) -> None:
         )
     if parts.username or parts.password:
         raise ValueError("Put the API key in its own field, not in the server URL.")
-
-
-#: Published demo defaults per model family (model cards and official demos).
-FAMILY_DEFAULTS: dict[str, SamplingParams] = {
-    # THUDM/ChatGLM2-6B web_demo.py: top_p 0.8, temperature 0.95.
-    "chatglm2": SamplingParams(temperature=0.95, top_p=0.8, max_new_tokens=2048),
-    # THUDM/ChatGLM3 basic_demo: top_p 0.8, temperature 0.8 (0.6 in cli_demo).
-    "chatglm3": SamplingParams(temperature=0.8, top_p=0.8, max_new_tokens=2048),
-    # THUDM/GLM-4 basic_demo: temperature 0.6, top_p 0.8.
-    "glm4": SamplingParams(temperature=0.6, top_p=0.8, max_new_tokens=2048),
-    # SmolLM2-135M-Instruct model card: temperature 0.2, top_p 0.9.
-    "generic": SamplingParams(temperature=0.2, top_p=0.9, max_new_tokens=512),
-}
-
-
-def family_defaults(family: str) -> SamplingParams:
-    """The published demo defaults for a model family (``generic`` when unknown).
-
-    Args:
-        family: A detected family (``chatglm3``, ``glm4-hf``, ``gguf``...).
-    """
-    for key in ("chatglm2", "chatglm3", "glm4"):
-        if family.startswith(key):
-            return FAMILY_DEFAULTS[key]
-    return FAMILY_DEFAULTS["generic"]
 
 
 class ParamsBox:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.messages import FINISH_REASONS  # noqa: F401 (the one list; chunks name it)
+from glmdesk.core.parts import ReplyPart
 from glmdesk.core.tools import ToolCall
 
 
@@ -35,8 +36,9 @@ class GenerationChunk:
     """One step of a streamed answer (mlx-lm's ``GenerationResponse`` shape).
 
     Attributes:
-        text: New complete characters since the previous chunk (may be empty while a
-            multi-byte character is held back).
+        text: New complete characters of the answer since the previous chunk (may be
+            empty while a multi-byte character is held back): the chunk's
+            :class:`~glmdesk.core.parts.TextPart` texts, reasoning not included.
         token_ids: Token ids generated in this step (stop tokens excluded).
         prompt_tokens: Tokens in the fitted prompt, in tokens.
         n_generated: Tokens generated so far (stop token excluded), in tokens.
@@ -66,6 +68,10 @@ class GenerationChunk:
         reply_limit: Tokens this reply may use, in tokens: max new tokens, or fewer when
             the context window has less room left after the prompt (full KV cache).
             0 before the prompt is fitted.
+        parts: The typed parts of this step, in reply order, from the family's reply
+            parser (:mod:`glmdesk.engine.families.parser`): text, reasoning (GLM-Z1's
+            ``<think>`` block, markers left out) and tool calls (a call's text so far
+            while ``tool_pending``; ``done`` on the final chunk of ``tool_calls``).
     """
 
     text: str = ""
@@ -85,3 +91,4 @@ class GenerationChunk:
     reused_tokens: int = 0
     kept_kv_bytes: int = 0
     reply_limit: int = 0
+    parts: tuple[ReplyPart, ...] = ()

@@ -22,12 +22,14 @@ import torch
 
 from glmdesk.core.errors import ErrorInfo, GlmdeskError
 from glmdesk.core.messages import ChatMessage
+from glmdesk.core.parts import ReplyPart, ToolCallPart, merged, text_of
 from glmdesk.core.settings import CacheSettings, ParamsBox, SamplingParams
 from glmdesk.core.tools import ToolSet
 from glmdesk.engine.chunk import CacheStats, GenerationChunk
 from glmdesk.engine.context import FittedPrompt, fit_prompt
 from glmdesk.engine.decoding import LogitsSource, Sampler, answer_seed, generate_tokens
 from glmdesk.engine.detokenizer import IncrementalDetokenizer
+from glmdesk.engine.families.parser import ReplyParser, reply_parser
 from glmdesk.engine.prompt import PromptFormat, ReplyFilter, continued, encodable, forced_call
 
 #: Builds the prompt for an answer from the prompt limit (context minus answer budget,
@@ -128,7 +130,7 @@ def _oom_error(device: str) -> GlmdeskError:
 class _Answer:
     """The text side of one answer: detokenizer, reply filter, timings, chunk building."""
 
-    def __init__(self, model: TextModel, cache: CacheSettings, shown: ReplyFilter) -> None:
+    def __init__(self, model: TextModel, cache: CacheSettings, shown: ReplyParser) -> None:
         self.start = time.perf_counter()
         self.pool = getattr(model, "kv_pool", None)
         self.reused = 0
@@ -142,38 +144,40 @@ class _Answer:
         self.first_at = 0.0
         self.reply_limit = 0
 
-    def push(self, token: int) -> str:
-        """The shown text a new token completes."""
+    def push(self, token: int) -> list[ReplyPart]:
+        """The parts a new token completes."""
         self.n_generated += 1
         before = self.shown.see_token(token)
-        return before + self.shown(self.detok.push(token))
+        return before + self.shown.feed(self.detok.push(token))
 
-    def tail(self, cut_off: bool = True) -> str:
-        """Text still held by the detokenizer and the reply filter at the end.
+    def tail(self, cut_off: bool = True) -> list[ReplyPart]:
+        """Parts still held by the detokenizer and the reply parser at the end.
 
         ``cut_off``: the answer ends before the model finished it (length, Stop, error),
         so a character left incomplete is dropped rather than shown as U+FFFD.
         """
-        return self.shown(self.detok.flush(drop_incomplete=cut_off)) + self.shown.finish(cut_off)
+        return self.shown.feed(self.detok.flush(drop_incomplete=cut_off)) + self.shown.finish(cut_off)
 
-    def safe_tail(self) -> str:
+    def safe_tail(self) -> list[ReplyPart]:
         try:
             return self.tail()
         except Exception:  # the error path must always yield its final chunk
-            return ""
+            return []
 
-    def chunk(self, text: str = "", ids: tuple[int, ...] = (), finish: str | None = None, error=None):
-        call = getattr(self.shown, "tool_call", None) if finish is not None else None
+    def chunk(self, parts=(), ids: tuple[int, ...] = (), finish: str | None = None, error=None):
+        call = self.shown.tool_call if finish is not None else None
         if call is not None and finish == "stop":
             finish = "tool_calls"
         elif finish is not None:
             call = None  # a call cut off by length, Stop or an error is not run
-        note = getattr(self.shown, "notice", None) if finish is not None else None
+            parts = [p for p in parts if not (isinstance(p, ToolCallPart) and p.done)]
+        note = self.shown.notice if finish is not None else None
+        parts = merged(parts)
         rate = 0.0
         if self.n_generated > 1:
             rate = (self.n_generated - 1) / max(time.perf_counter() - self.first_at, 1e-9)
         return GenerationChunk(
-            text=text,
+            text=text_of(parts),
             token_ids=ids,
             prompt_tokens=self.n_prompt,
             n_generated=self.n_generated,
@@ -183,13 +187,14 @@ class _Answer:
             error=error,
             cache=self.stats,
             dropped_messages=self.dropped,
-            tool_pending=getattr(self.shown, "pending", None) if finish is None else None,
-            tool_text=getattr(self.shown, "call_text", "") if finish is None else "",
+            tool_pending=self.shown.pending if finish is None else None,
+            tool_text=self.shown.call_text if finish is None else "",
             tool_call=call,
             notice=None if note is None else tool_notice(note),
             reused_tokens=self.reused,
             kept_kv_bytes=0 if self.pool is None else self.pool.total_bytes(),
             reply_limit=self.reply_limit,
+            parts=parts,
         )
 
 
@@ -243,7 +248,7 @@ def stream_answer(
         yield from _stream(
             model,
             lambda limit, fallback: fit_prompt(model.prompt_format, encodable(messages), limit, fallback),
-            _reply_filter(model.prompt_format, offered_tools(messages), continued(messages)),
+            reply_parser(model.prompt_format, offered_tools(messages), continued(messages)),
             params,
             cache,
             stop,
@@ -255,16 +260,7 @@ def stream_answer(
 def _opens_call(fmt: PromptFormat, messages: Sequence[ChatMessage]) -> bool:
     """Whether the prompt ends inside a forced call's turn (its metadata line written):
     the reply's text then continues the prompt's, as after Continue."""
-    return bool(getattr(fmt, "tool_calls", False)) and forced_call(messages) is not None
-
-
-def _reply_filter(fmt: PromptFormat, tools: ToolSet | None, resumed: bool = False) -> ReplyFilter:
-    """The format's reply filter; with tools offered, its tool-call filter when it has one;
-    for the rest of an open answer (``resumed``: Continue), its continuation filter."""
-    if resumed:
-        return fmt.continuation_filter()
-    tool_filter = getattr(fmt, "tool_reply_filter", None)
-    return tool_filter(tools) if tools and tool_filter is not None else fmt.reply_filter()
+    return fmt.tool_calls and forced_call(messages) is not None
 
 
 def reuse_compat(cache: CacheSettings) -> CacheSettings:
@@ -310,13 +306,13 @@ def stream_prompt_ids(
         return FittedPrompt(ids, (), ())
 
     with model.lock:  # one answer at a time per model
-        yield from _stream(model, prompt, ReplyFilter(), params, cache, stop)
+        yield from _stream(model, prompt, ReplyParser(ReplyFilter()), params, cache, stop)
 
 
 def _stream(
     model: TextModel,
     prompt: PromptBuilder,
-    shown: ReplyFilter,
+    shown: ReplyParser,
     params: ParamsBox,
     cache: CacheSettings,
     stop: threading.Event,
@@ -400,15 +396,15 @@ def _chunks(answer: _Answer, source: LogitsSource, steps) -> Iterator[Generation
         if step.token is None:
             yield answer.chunk(answer.tail(cut_off=step.finish_reason != "stop"), finish=step.finish_reason)
             return
-        text = answer.push(step.token)
+        parts = answer.push(step.token)
         ids = (step.token,)
         if step.finish_reason is not None:
-            yield answer.chunk(text + answer.tail(), ids, finish=step.finish_reason)
+            yield answer.chunk(parts + answer.tail(), ids, finish=step.finish_reason)
             return
         if answer.shown.stopped:  # the format saw its end marker in the text
-            yield answer.chunk(text + answer.tail(), ids, finish="stop")
+            yield answer.chunk(parts + answer.tail(), ids, finish="stop")
             return
-        yield answer.chunk(text, ids)
+        yield answer.chunk(parts, ids)
 
 
 def stream_chat(

@@ -393,3 +393,15 @@ def check_transformers_tensor_types(header: GGUFHeader) -> None:
         tensor_types=types,
         llamacpp=llamacpp,
     )
+
+
+def weight_type(header: GGUFHeader) -> str:
+    """The GGUF's weight quantization by ``general.file_type`` (``Q4_1``...), else the
+    tensor types used."""
+    import gguf
+
+    code = header.get("general.file_type")
+    try:
+        return gguf.LlamaFileType(int(code)).name.removeprefix("MOSTLY_")
+    except (TypeError, ValueError):
+        return "+".join(sorted(header.tensor_types - {"F32"})) or "F32"

@@ -18,12 +18,12 @@ import torch
 
 from glmdesk.core.errors import GlmdeskError
 from glmdesk.core.settings import CacheSettings, LoadSettings
-from glmdesk.engine import acceleration, model_source, placement
+from glmdesk.engine import acceleration, families, model_source, placement
 from glmdesk.engine.cache import kv_budget_bytes, kv_bytes_per_token
 from glmdesk.engine.info import LoadProgress, ModelInfo, context_limit
 from glmdesk.engine.kv_pool import KVPool
-from glmdesk.engine.prompt import ChatTemplateFormat, PromptFormat
-from glmdesk.engine.stop_ids import hf_stop_ids
+from glmdesk.engine.prompt import PromptFormat
+from glmdesk.engine.stop_ids import eos_list
 from glmdesk.engine.threads import ThreadTuner
 from glmdesk.engine.vision_processor import is_vision_config
 
@@ -193,13 +193,13 @@ def _vision_format(model, tokenizer, ready) -> PromptFormat:
     from glmdesk.engine.vision import VisionFormat
     from glmdesk.engine.vision_processor import load_processor
 
-    _chat_template_format(model, tokenizer, ready)  # raises when there is no chat template
-    stops = hf_stop_ids(ready.family, tokenizer, getattr(model, "generation_config", None), model.config)
-    return VisionFormat(load_processor(ready.folder, tokenizer), stops)
+    text_format = _chat_template_format(model, tokenizer, ready)  # its stop ids; raises without a template
+    return VisionFormat(load_processor(ready.folder, tokenizer), text_format.stop_ids)
 
 
 def _chat_template_format(model, tokenizer, ready) -> PromptFormat:
-    """The tokenizer's chat template as the prompt format.
+    """The tokenizer's chat template as the prompt format, as the model's family builds it
+    (its stop tokens and think markers, :mod:`glmdesk.engine.families`).
 
     Raises:
         GlmdeskError: ``not_a_model`` when the tokenizer has no chat template.
@@ -210,5 +210,7 @@ def _chat_template_format(model, tokenizer, ready) -> PromptFormat:
             f"{ready.source.name} has no chat template, so it cannot be used for chat.",
             path=str(ready.source.location),
         )
-    stops = hf_stop_ids(ready.family, tokenizer, getattr(model, "generation_config", None), model.config)
-    return ChatTemplateFormat(tokenizer, stops)
+    eos: list[int] = []
+    for config in (getattr(model, "generation_config", None), model.config):
+        eos += eos_list(getattr(config, "eos_token_id", None))
+    return families.get_family(ready.family).prompt_format(tokenizer, eos)

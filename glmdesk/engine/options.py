@@ -1,4 +1,5 @@
-"""Which load options work on this machine, as typed reasons (quick: nothing heavy imported).
+"""Which torch-side load options work on this machine (the transformers engine's
+availability), as typed reasons (quick: nothing heavy imported).
 
 The Open model dialog asks at start, on the thread that is about to load the model, so
 nothing here may import bitsandbytes (about 2 s) or compile anything.
@@ -12,32 +13,9 @@ import torch
 
 from glmdesk.core.errors import ErrorInfo
 from glmdesk.engine import weight_only
+from glmdesk.engine.backends.spec import unavailable
 
-#: Reason codes of ``option_unavailable`` (the UI words each).
-OPTION_REASONS = (
-    "no_cuda",
-    "fp16_needs_gpu",
-    "no_bf16",
-    "bnb_missing",
-    "no_cpu_kernel",
-    "frozen_app",
-    "no_compiler",
-    "llamacpp_missing",
-    "llamacpp_broken",
-    "no_gpu_offload",
-)
-
-
-def unavailable(option: str, reason: str, message: str, **params) -> ErrorInfo:
-    """An ``option_unavailable`` error for ``option`` (``quantization:4bit``...).
-
-    Args:
-        option: The option key.
-        reason: One of :data:`OPTION_REASONS`.
-        message: The English sentence (terminal and logs).
-        **params: Extra values for the sentence (``bits``...).
-    """
-    return ErrorInfo("option_unavailable", message, {"option": option, "reason": reason, **params})
+__all__ = ["option_availability", "unavailable"]
 
 
 def _bnb_missing(option: str) -> ErrorInfo | None:
@@ -49,12 +27,14 @@ def _bnb_missing(option: str) -> ErrorInfo | None:
 
 
 def option_availability() -> dict[str, ErrorInfo | None]:
-    """Which load options work on this machine.
+    """Which torch-side load options work on this machine (every engine's together:
+    :func:`glmdesk.engine.backends.availability`).
 
     Returns:
         ``{"quantization:8bit": None, "precision:fp16": ErrorInfo(...), ...}``: ``None``
         when the option works, else an ``option_unavailable`` :class:`ErrorInfo` whose
-        ``params["reason"]`` is one of :data:`OPTION_REASONS`.
+        ``params["reason"]`` is one of
+        :data:`~glmdesk.engine.backends.transformers_spec.TORCH_REASONS`.
     """
     from glmdesk.engine.compiled_step import compiler_missing_reason
 
@@ -91,7 +71,4 @@ def option_availability() -> dict[str, ErrorInfo | None]:
         out["decode:compile"] = unavailable("decode:compile", code, reason)
     else:
         out["decode:compile"] = None
-    from glmdesk.engine.backends import llamacpp_availability
-
-    out.update(llamacpp_availability())
     return out

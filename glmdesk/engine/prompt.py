@@ -14,7 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from glmdesk.core.messages import ChatMessage
+from glmdesk.core.parts import ThinkMarkers
 from glmdesk.core.text import without_lone_surrogates
+from glmdesk.core.tools import ToolCall, ToolSet
 
 
 def encodable(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
@@ -46,7 +48,19 @@ class ReplyFilter:
     reply anywhere), reads :attr:`stopped` after each call (the format saw its own
     end marker in the text, e.g. ChatGLM2's next ``[Round``), and calls :meth:`flush`
     once at the end. This base class shows every delta as it is.
+
+    Attributes:
+        tool_call: The recognised call once the reply ended (a tool-call filter's), else
+            ``None``.
+        notice: Why a call-like reply was shown as text (English), else ``None``.
+        pending: The tool being called while its text streams, else ``None``.
+        call_text: The pending call's text so far (``""`` when none is pending).
     """
+
+    tool_call: ToolCall | None = None
+    notice: str | None = None
+    pending: str | None = None
+    call_text: str = ""
 
     @property
     def stopped(self) -> bool:
@@ -77,10 +91,18 @@ class PromptFormat(ABC):
     Attributes:
         name: Short name shown to the user (``chat-template``, ``chatglm2``, ...).
         stop_ids: Token ids that end a reply; never shown.
+        tool_calls: Whether the format offers tools and reads calls
+            (``Capabilities.tool_calls``; then :meth:`tool_reply_filter` reads them).
+        reasoning: The markers of the family's reasoning block, or ``None``.
+        opens_reasoning: The prompt ends inside the reasoning block (the template
+            writes the open marker), so the reply starts with reasoning.
     """
 
     name: str = "base"
     stop_ids: frozenset[int] = frozenset()
+    tool_calls: bool = False
+    reasoning: ThinkMarkers | None = None
+    opens_reasoning: bool = False
 
     @abstractmethod
     def encode(self, messages: Sequence[ChatMessage]) -> list[int]:
@@ -107,6 +129,19 @@ class PromptFormat(ABC):
         (Continue): the reply's start (metadata line, leading whitespace) is already
         in the prompt. Default: every delta shown as it is."""
         return ReplyFilter()
+
+    def tool_reply_filter(self, tools: ToolSet) -> ReplyFilter:
+        """Return a fresh filter that reads calls of ``tools`` (only asked when
+        :attr:`tool_calls`). Default: :meth:`reply_filter`."""
+        return self.reply_filter()
+
+
+def without_reasoning(message: ChatMessage, markers: ThinkMarkers) -> ChatMessage:
+    """An assistant message with its reasoning block left out (the answer after the
+    close marker, stripped), as GLM-Z1's template keeps earlier turns; others unchanged."""
+    if message.role != "assistant" or markers.close not in message.content:
+        return message
+    return replace(message, content=message.content.split(markers.close)[-1].strip())
 
 
 def continued(messages: Sequence[ChatMessage]) -> bool:
@@ -141,6 +176,8 @@ class ChatTemplateFormat(PromptFormat):
         tokenizer: A transformers tokenizer with a ``chat_template``.
         stop_ids: Ids that end a reply (generation config eos list plus the template's
             end-of-turn token).
+        reasoning: The family's think markers (GLM-Z1), or ``None``; the prompt opens
+            the block when the template's generation prompt ends with the open marker.
 
     Raises:
         ValueError: if the tokenizer has no chat template.
@@ -148,18 +185,28 @@ class ChatTemplateFormat(PromptFormat):
 
     name = "chat-template"
 
-    def __init__(self, tokenizer, stop_ids: frozenset[int]) -> None:
+    def __init__(self, tokenizer, stop_ids: frozenset[int], reasoning: ThinkMarkers | None = None) -> None:
         if not getattr(tokenizer, "chat_template", None):
             raise ValueError("this tokenizer has no chat template")
         self.tokenizer = tokenizer
         self.stop_ids = frozenset(stop_ids)
+        self.reasoning = reasoning
+        if reasoning is not None:
+            try:
+                prompt = _render(tokenizer, [ChatMessage("user", "x")], ["x"])
+            except Exception:  # a template that refuses a lone user turn: it opens nothing here
+                prompt = ""
+            self.opens_reasoning = prompt.rstrip().endswith(reasoning.open)
 
     def encode(self, messages: Sequence[ChatMessage]) -> list[int]:
         """See :meth:`PromptFormat.encode`. An assistant message to continue is written as
         the template's generation prompt after the turns before it, then its text: the
-        prompt the answer was generated from, followed by what was generated."""
+        prompt the answer was generated from, followed by what was generated. With
+        :attr:`reasoning`, earlier answers go in without their reasoning block."""
         partial = messages[-1].content if continued(messages) else None
         messages = plain_messages(messages[:-1] if partial is not None else messages)
+        if self.reasoning is not None:
+            messages = [without_reasoning(m, self.reasoning) for m in messages]
         ids: list[int] = []
         for part in render_template_parts(self.tokenizer, messages):
             if isinstance(part, Markup):

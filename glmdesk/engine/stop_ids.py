@@ -2,36 +2,29 @@
 
 A reply ends on the model's end-of-sequence ids (the config's and generation
 config's ``eos_token_id`` lists, the tokenizer's eos, llama.cpp's eos and eot) and on
-the end-of-turn tokens of its family that its vocabulary has (:func:`end_tokens`):
+the end-of-turn tokens its family declares (``ModelFamily.end_tokens`` in
+:mod:`glmdesk.engine.families`) that its vocabulary has: none for ChatGLM2 (its rounds
+are plain text, caught by its reply filter); ``<|endoftext|>``, ``<|user|>`` and
+``<|observation|>`` for ChatGLM3 and every GLM-4 (THUDM's ``generation_config.json``
+eos lists); for any other model the end-of-turn tokens of common chat templates
+(:data:`END_TOKENS`).
 
-- ChatGLM2 (``chatglm2``, ``chatglm2-32k``): eos only; its rounds are plain text
-  (``[Round N]``), caught by its reply filter.
-- ChatGLM3 and GLM-4 (role tokens): ``<|endoftext|>``, ``<|user|>`` and
-  ``<|observation|>``, as THUDM's ``generation_config.json`` eos lists say.
-- Any other model: :data:`END_TOKENS`, the end-of-turn tokens of common chat
-  templates (ChatML's ``<|im_end|>``, Llama 3's ``<|eot_id|>``, Phi-3's ``<|end|>``,
-  GPT-2's ``<|endoftext|>``) and the GLM role tokens.
-
-Every path asks :func:`stop_ids`: transformers' chat-template models
-(:func:`hf_stop_ids`, from :mod:`glmdesk.engine.loader` and the GLM-4-HF preparation),
-ChatGLM's prompt formats (:mod:`glmdesk.engine.chatglm.formats`), the converted
-folder's config (:mod:`glmdesk.engine.chatglm.glm_config`) and llama.cpp's vocabulary
+Every path asks the family's rule (:func:`stop_ids`, ``ModelFamily.stop_ids``):
+transformers' chat-template models (the families' chat-template factory, from
+:mod:`glmdesk.engine.loader`), the families' prompt formats
+(:mod:`glmdesk.engine.chatglm.formats`), the converted folder's config
+(:mod:`glmdesk.engine.chatglm.glm_config`) and llama.cpp's vocabulary
 (:mod:`glmdesk.engine.backends.llamacpp_vocab`). Each passes its own vocabulary's
 lookup, so a model gets the same ids whichever path loads it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
-#: End-of-turn token texts of common chat templates (and GLM's role tokens) that end a
-#: reply of a model outside the ChatGLM families whenever its vocabulary has them.
-END_TOKENS = ("<|im_end|>", "<|eot_id|>", "<|end|>", "<|endoftext|>", "<|user|>", "<|observation|>")
-#: The tokens that end a ChatGLM3 or GLM-4 reply besides eos (THUDM generation_config.json).
-ROLE_END_TOKENS = ("<|endoftext|>", "<|user|>", "<|observation|>")
-
-#: A vocabulary lookup: token text -> id, or ``None`` when the vocabulary lacks it.
-TokenLookup = Callable[[str], int | None]
+from glmdesk.engine.families import TokenLookup, get_family
+from glmdesk.engine.families.files import ROLE_END_TOKENS  # noqa: F401 (the GLM end tokens, named here)
+from glmdesk.engine.families.generic import END_TOKENS  # noqa: F401 (the common end tokens, named here)
 
 
 def end_tokens(family: str) -> tuple[str, ...]:
@@ -41,11 +34,7 @@ def end_tokens(family: str) -> tuple[str, ...]:
         family: A detected family (``chatglm2``, ``chatglm3-32k``, ``glm4``,
             ``glm4-hf``, ``generic-hf``, ``gguf``...).
     """
-    if family.startswith("chatglm2"):
-        return ()
-    if family.startswith(("chatglm3", "glm4")):
-        return ROLE_END_TOKENS
-    return END_TOKENS
+    return get_family(family).end_tokens
 
 
 def stop_ids(family: str, eos_ids: Iterable[int | None], token_id: TokenLookup) -> frozenset[int]:
@@ -60,12 +49,7 @@ def stop_ids(family: str, eos_ids: Iterable[int | None], token_id: TokenLookup) 
     Returns:
         ``eos_ids`` plus the ids of the family's end tokens the vocabulary has.
     """
-    ids = {int(i) for i in eos_ids if i is not None}
-    for name in end_tokens(family):
-        token = token_id(name)
-        if token is not None:
-            ids.add(int(token))
-    return frozenset(ids)
+    return get_family(family).stop_ids(eos_ids, token_id)
 
 
 def eos_list(value) -> list[int]:
@@ -100,14 +84,3 @@ def token_lookup(tokenizer) -> TokenLookup:
             return None
 
     return lookup_special
-
-
-def hf_stop_ids(family: str, tokenizer, *configs) -> frozenset[int]:
-    """Stop ids of a transformers model: the ``eos_token_id`` of each of ``configs``
-    (model config, generation config; ``None`` skipped), the tokenizer's eos, and the
-    family's end tokens in the tokenizer's vocabulary (:func:`stop_ids`)."""
-    eos: list[int | None] = []
-    for config in configs:
-        eos += eos_list(getattr(config, "eos_token_id", None))
-    eos.append(getattr(tokenizer, "eos_token_id", None))
-    return stop_ids(family, eos, token_lookup(tokenizer))

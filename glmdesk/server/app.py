@@ -13,10 +13,12 @@ from dataclasses import replace
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
-from glmdesk.core.settings import FAMILY_DEFAULTS, CacheSettings, ParamsBox, SamplingParams
+from glmdesk.core.settings import CacheSettings, ParamsBox, SamplingParams
 from glmdesk.engine.backends.base import Backend
 from glmdesk.engine.chunk import GenerationChunk
+from glmdesk.engine.families import sampling_defaults
 from glmdesk.server.answer import AnswerRecord, AnswerRun, StopStrings
+from glmdesk.server.body import BodyIntake, ClientGone, invalid_request
 from glmdesk.server.config import ServeSettings
 from glmdesk.server.errors import APIError, from_engine, install_handlers
 from glmdesk.server.responses import Outcome, Reply, pieces, sse
@@ -27,15 +29,20 @@ from glmdesk.server.schemas import (
     chat_messages,
     chat_tools,
     completion_prompt,
+    prompt_chars,
     sampling_params,
     stop_strings,
     wants_usage,
 )
 from glmdesk.server.turns import Turns
 
-
-class ClientGone(Exception):
-    """The client disconnected before its answer was sent."""
+#: A prompt of more than this many characters per token of context is refused without
+#: tokenizing it: it fits only if its tokens average more characters than that. The
+#: embedded SmolLM2's longest token is 81 characters (a run of spaces or of ``#``); a
+#: vocabulary with tokens over 256 characters could see a prompt refused that would fit.
+MAX_CHARS_PER_TOKEN = 256
+#: Bytes of large request bodies held at once (read, parsed, validated), in body-size limits.
+BODY_BUDGET_LIMITS = 4
 
 
 class ServerState:
@@ -47,6 +54,9 @@ class ServerState:
         cache: The KV-cache strategy of every answer.
         model_id: The id clients name (``settings.model_name`` or the model's name).
         turns: The FIFO queue for the model.
+        body_limit: The largest request body read, in bytes.
+        bodies: How request bodies are taken in (limit, budget, timeout).
+        tokenizing: Lets one prompt be tokenized at a time (its memory is bounded).
         requests: Answers started since the server started.
         records: The last answers, newest last (:class:`AnswerRecord`).
         on_request: Called on the event loop with :attr:`requests` when an answer starts.
@@ -63,9 +73,11 @@ class ServerState:
         info = backend.info
         self.model_id = settings.model_name or info.name
         self.context_length = backend.capabilities().context_length or info.context_length
-        family = info.family.split("-")[0]
-        self.base_params: SamplingParams = FAMILY_DEFAULTS.get(family, FAMILY_DEFAULTS["generic"])
+        self.base_params: SamplingParams = sampling_defaults(info.family)
         self.turns = Turns(settings.queue_size, settings.retry_after_s)
+        self.body_limit = settings.body_limit(self.context_length)
+        self.bodies = BodyIntake(self.body_limit, BODY_BUDGET_LIMITS * self.body_limit)
+        self.tokenizing = asyncio.Semaphore(1)
         self.requests = 0
         self.records: deque[AnswerRecord] = deque(maxlen=64)
         self.on_request = on_request
@@ -81,14 +93,39 @@ class ServerState:
                 "model_not_found",
             )
 
+    def check_chars(self, body: ChatRequest | CompletionRequest) -> None:
+        """Refuse a prompt far longer than the context can hold, before tokenizing it.
+
+        Raises:
+            APIError: 400 ``context_length_exceeded`` when the prompt has more than
+                :data:`MAX_CHARS_PER_TOKEN` characters per token of context.
+        """
+        n = prompt_chars(body)
+        most = self.context_length * MAX_CHARS_PER_TOKEN
+        if n > most:
+            raise APIError(
+                400,
+                f"The prompt is {n:,} characters long, far more than this model's context window "
+                f"of {self.context_length} tokens can hold (at most {most:,} characters). "
+                "Shorten the prompt.",
+                "prompt" if isinstance(body, CompletionRequest) else "messages",
+                "context_length_exceeded",
+            )
+
+    async def read(self, request: Request, model: type[ChatRequest] | type[CompletionRequest]):
+        """The request's body as ``model``, read by :attr:`bodies` (see
+        :meth:`~glmdesk.server.body.BodyIntake.read`) and checked with :meth:`check_chars`."""
+        return await self.bodies.read(request, model, self.check_chars)
+
     async def room(self, prompt) -> int | None:
         """Tokens left for the answer after ``prompt``, or ``None`` when the backend
-        cannot count them.
+        cannot count them. Prompts are tokenized one at a time, on a worker thread.
 
         Raises:
             APIError: 400 naming both lengths when the prompt fills the context.
         """
-        n = await asyncio.to_thread(self.backend.prompt_tokens, prompt)
+        async with self.tokenizing:
+            n = await asyncio.to_thread(self.backend.prompt_tokens, prompt)
         if n is None:
             return None
         if n >= self.context_length:
@@ -165,7 +202,9 @@ async def _answer(
         raise
     if out.last is not None and out.last.finish_reason == "error":
         raise from_engine(out.last.error)
-    return JSONResponse(reply.whole("".join(out.text), out.finish, out.last, out.call))
+    return JSONResponse(
+        reply.whole("".join(out.text), out.finish, out.last, out.call, "".join(out.reasoning))
+    )
 
 
 async def _collect(run: AnswerRun, first: GenerationChunk, stops: StopStrings, out: Outcome) -> None:
@@ -195,7 +234,7 @@ def create_app(
     state = ServerState(backend, settings, cache or CacheSettings(), on_request)
     app = FastAPI(title="glmdesk", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.glmdesk = state
-    install_handlers(app)
+    install_handlers(app, invalid_request)
 
     @app.exception_handler(ClientGone)
     async def _gone(request: Request, exc: ClientGone) -> Response:
@@ -266,7 +305,8 @@ def _answer_routes(app: FastAPI, state: ServerState, guarded: list) -> None:
     backend = state.backend
 
     @app.post("/v1/chat/completions", dependencies=guarded)
-    async def chat_completions(body: ChatRequest, request: Request) -> Response:
+    async def chat_completions(request: Request) -> Response:
+        body = await state.read(request, ChatRequest)
         state.check_model(body.model)
         capabilities = backend.capabilities()
         tool_format = capabilities.tool_calls
@@ -284,7 +324,8 @@ def _answer_routes(app: FastAPI, state: ServerState, guarded: list) -> None:
         )
 
     @app.post("/v1/completions", dependencies=guarded)
-    async def completions(body: CompletionRequest, request: Request) -> Response:
+    async def completions(request: Request) -> Response:
+        body = await state.read(request, CompletionRequest)
         state.check_model(body.model)
         prompt = completion_prompt(body)
         params = ParamsBox(sampling_params(body, state.base_params, await state.room(prompt)))

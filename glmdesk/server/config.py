@@ -7,6 +7,25 @@ from dataclasses import dataclass, field
 
 #: Hosts that only this machine can reach.
 LOOPBACK_NAMES = ("localhost", "localhost.localdomain")
+#: The default body-size limit, in bytes per token of context (see :func:`default_max_body_bytes`).
+BODY_BYTES_PER_TOKEN = 32
+#: ... plus this much for the JSON around the text, tool schemas and small contexts, in bytes.
+BODY_BYTES_EXTRA = 1 << 20
+#: The smallest body-size limit one may set, in bytes.
+MIN_BODY_BYTES = 1024
+
+
+def default_max_body_bytes(context_length: int) -> int:
+    """The body-size limit for a model with ``context_length`` tokens of context, in bytes:
+    ``32 x context_length + 1 MiB`` (8K tokens: 1.25 MiB; 128K: 5 MiB).
+
+    A prompt that fits the context has at most ``context_length`` tokens. Tokens average
+    about 4 characters of English or 1.5 of Chinese, and JSON may write a non-ASCII
+    character as a 6-byte ``\\uXXXX`` escape (Python's ``json`` does by default):
+    about 9 bytes per token of Chinese, the most of ordinary text. 32 bytes per token
+    leaves 3.5 times that; the extra MiB holds the JSON around the text and the tools.
+    """
+    return BODY_BYTES_PER_TOKEN * max(int(context_length), 0) + BODY_BYTES_EXTRA
 
 
 def is_loopback(host: str) -> bool:
@@ -32,10 +51,13 @@ class ServeSettings:
             more gets HTTP 429 with ``Retry-After``.
         retry_after_s: The ``Retry-After`` a refused request is given, in s.
         model_name: The model id clients use; ``None`` takes the loaded model's name.
+        max_body_bytes: The largest request body read, in bytes; a longer one gets HTTP
+            413 before the rest of it is read. ``None``: sized from the model's context
+            length (:func:`default_max_body_bytes`).
 
     Raises:
-        ValueError: for a port or queue size out of range, and for a host other
-            machines can reach without an API key.
+        ValueError: for a port, queue size or body-size limit out of range, and for a
+            host other machines can reach without an API key.
     """
 
     host: str = "127.0.0.1"
@@ -44,8 +66,16 @@ class ServeSettings:
     queue_size: int = 16
     retry_after_s: int = 5
     model_name: str | None = None
+    max_body_bytes: int | None = None
 
     def __post_init__(self) -> None:
+        if self.max_body_bytes is not None and (
+            not isinstance(self.max_body_bytes, int) or self.max_body_bytes < MIN_BODY_BYTES
+        ):
+            raise ValueError(
+                f"The body-size limit must be a whole number of bytes, {MIN_BODY_BYTES} or more, "
+                f"not {self.max_body_bytes!r}."
+            )
         if not isinstance(self.port, int) or not 0 <= self.port <= 65535:
             raise ValueError(
                 f"The port must be a whole number from 0 (any free port) to 65535, not {self.port!r}."
@@ -65,6 +95,10 @@ class ServeSettings:
                 f"Listening on {self.host} lets every machine that can reach this one use the model; "
                 "give an API key too (--api-key), or listen on 127.0.0.1."
             )
+
+    def body_limit(self, context_length: int) -> int:
+        """The body-size limit in bytes for a model with ``context_length`` tokens."""
+        return self.max_body_bytes or default_max_body_bytes(context_length)
 
     @property
     def url(self) -> str:

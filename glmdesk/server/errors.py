@@ -16,9 +16,21 @@ ERROR_TYPES = {
     401: "authentication_error",
     404: "invalid_request_error",
     405: "invalid_request_error",
+    408: "invalid_request_error",
+    413: "invalid_request_error",
     429: "rate_limit_error",
     500: "server_error",
     503: "server_error",
+}
+#: The code of an error raised without one, per HTTP status (``code`` is never null).
+DEFAULT_CODES = {
+    400: "invalid_request",
+    401: "invalid_api_key",
+    404: "not_found",
+    405: "method_not_allowed",
+    408: "request_timeout",
+    413: "request_too_large",
+    429: "queue_full",
 }
 
 
@@ -29,7 +41,8 @@ class APIError(Exception):
         status: HTTP status (400, 401, 404, 429, 500...).
         message: The sentence for the client.
         param: The request field at fault, if one is.
-        code: A machine-readable code (``model_not_found``, ``context_length_exceeded``...).
+        code: A machine-readable code (``model_not_found``, ``context_length_exceeded``...);
+            by default the status's (:data:`DEFAULT_CODES`).
         headers: Extra response headers (``Retry-After``).
     """
 
@@ -42,7 +55,8 @@ class APIError(Exception):
         headers: dict[str, str] | None = None,
     ) -> None:
         super().__init__(message)
-        self.status, self.message, self.param, self.code = status, message, param, code
+        self.status, self.message, self.param = status, message, param
+        self.code = code or DEFAULT_CODES.get(status, "server_error" if status >= 500 else "invalid_request")
         self.headers = headers or {}
 
     def body(self) -> dict:
@@ -55,8 +69,9 @@ class APIError(Exception):
 
 
 def error_body(status: int, message: str, param: str | None = None, code: str | None = None) -> dict:
-    """``{"error": {...}}`` for ``status``."""
+    """``{"error": {...}}`` for ``status`` (``code`` defaults to the status's)."""
     kind = ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
+    code = code or DEFAULT_CODES.get(status, "server_error" if status >= 500 else "invalid_request")
     return {"error": {"message": message, "type": kind, "param": param, "code": code}}
 
 
@@ -71,26 +86,15 @@ def from_engine(error: ErrorInfo | None) -> APIError:
     return APIError(500, error.message, code=error.kind)
 
 
-def _validation_message(exc: RequestValidationError) -> tuple[str, str | None]:
-    errors = exc.errors()
-    if not errors:
-        return "The request is not valid.", None
-    first = errors[0]
-    if first.get("type") == "json_invalid":
-        return (
-            f"The request body is not valid JSON: {first.get('ctx', {}).get('error', 'cannot parse it')}.",
-            None,
-        )
-    loc = [str(p) for p in first.get("loc", ()) if p != "body"]
-    param = ".".join(loc) or None
-    if first.get("type") == "missing":
-        return f"The request needs the field {param}.", param
-    where = f" in {param}" if param else ""
-    return f"The request is not valid{where}: {first.get('msg', 'bad value')}.", param
+def install_handlers(app, invalid_request) -> None:
+    """Answer :class:`APIError`, validation errors and HTTP errors in OpenAI's shape.
 
-
-def install_handlers(app) -> None:
-    """Answer :class:`APIError`, validation errors and HTTP errors in OpenAI's shape."""
+    Args:
+        app: The FastAPI application.
+        invalid_request: ``invalid_request(pydantic errors) -> APIError`` for a body that
+            does not validate (:func:`glmdesk.server.body.invalid_request`, which raises
+            this module's errors, so it is handed in rather than imported).
+    """
 
     @app.exception_handler(APIError)
     async def _api_error(request: Request, exc: APIError) -> JSONResponse:
@@ -98,8 +102,7 @@ def install_handlers(app) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        message, param = _validation_message(exc)
-        return JSONResponse(error_body(400, message, param, "invalid_request"), status_code=400)
+        return invalid_request(exc.errors()).response()
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -109,3 +112,9 @@ def install_handlers(app) -> None:
         return JSONResponse(
             error_body(exc.status_code, message), status_code=exc.status_code, headers=exc.headers
         )
+
+    @app.exception_handler(Exception)
+    async def _failed(request: Request, exc: Exception) -> JSONResponse:
+        # A fault of the server's own (a bug): a sentence in OpenAI's shape, not a traceback.
+        message = f"The server failed on this request ({type(exc).__name__}: {exc})."
+        return JSONResponse(error_body(500, message, code="server_error"), status_code=500)

@@ -3,7 +3,9 @@
 Shapes follow OpenAI's chat completion, chat completion chunk and completion objects
 (vLLM returns the same): a stream sends the role first (chat), one delta per text
 piece, a tool call as ``delta.tool_calls`` deltas while it is written (id and name
-first, then the arguments; :mod:`glmdesk.server.tool_stream`), a last chunk with
+first, then the arguments; :mod:`glmdesk.server.tool_stream`), reasoning (GLM-Z1's
+``<think>`` block, the engine's reasoning parts) as ``delta.reasoning_content`` (and
+``message.reasoning_content``), the field vLLM's reasoning parsers use, a completion's prompt first when it asks for ``echo``, a last chunk with
 ``finish_reason``, optionally a usage chunk (``stream_options.include_usage``), then
 ``data: [DONE]``.
 """
@@ -15,6 +17,7 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
+from glmdesk.core.parts import ReasoningPart, reasoning_of
 from glmdesk.core.tools import ToolCall
 from glmdesk.engine.chunk import GenerationChunk
 from glmdesk.engine.openai_tools import tool_call_to_openai
@@ -32,7 +35,8 @@ class Reply:
         model: The model id.
         chat: A chat completion (else a raw completion).
         usage_chunk: Add a usage chunk at the end of a stream.
-        echo: A completion's text starts with its prompt (non-stream only here).
+        echo: A completion's text starts with its prompt (a stream sends it first, in a
+            chunk of its own, as vLLM does).
         created: Unix time, in s.
     """
 
@@ -53,13 +57,16 @@ class Reply:
         finish: str | None = None,
         role: bool = False,
         tool_call: dict | None = None,
+        reasoning: str = "",
     ) -> dict:
-        """A stream chunk with one text piece, one ``delta.tool_calls`` entry and/or the
-        finish reason."""
+        """A stream chunk with one text piece, one ``delta.tool_calls`` entry, a reasoning
+        piece and/or the finish reason."""
         if self.chat:
             delta: dict = {"role": "assistant", "content": ""} if role else {}
             if text:
                 delta["content"] = text
+            if reasoning:
+                delta["reasoning_content"] = reasoning
             if tool_call is not None:
                 delta["tool_calls"] = [tool_call]
             choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
@@ -74,9 +81,12 @@ class Reply:
         """The usage chunk (no choices)."""
         return self._head(stream=True) | {"choices": [], "usage": usage(last)}
 
-    def whole(self, text: str, finish: str, last: GenerationChunk, call: ToolCall | None = None) -> dict:
+    def whole(
+        self, text: str, finish: str, last: GenerationChunk, call: ToolCall | None = None, reasoning: str = ""
+    ) -> dict:
         """The non-stream response (``message.tool_calls`` when the answer is a call;
-        ``content`` is then the text shown before it, or ``null``)."""
+        ``content`` is then the text shown before it, or ``null``; the reasoning as
+        ``message.reasoning_content`` when the model wrote some)."""
         if self.chat:
             message: dict = {"role": "assistant", "content": text}
             if call is not None:
@@ -85,6 +95,8 @@ class Reply:
                     "content": text or None,
                     "tool_calls": [tool_call_to_openai(call)],
                 }
+            if reasoning:
+                message["reasoning_content"] = reasoning
             choice = {
                 "index": 0,
                 "message": message,
@@ -119,10 +131,11 @@ def event(body: dict | str) -> str:
 
 @dataclass
 class Outcome:
-    """How an answer's text ended: its pieces so far, the engine's last chunk, and the
-    tool call it ended with (``finish == "tool_calls"``)."""
+    """How an answer's text ended: its pieces so far, its reasoning pieces, the engine's
+    last chunk, and the tool call it ended with (``finish == "tool_calls"``)."""
 
     text: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
     last: GenerationChunk | None = None
     finish: str = "stop"
     call: ToolCall | None = None
@@ -134,17 +147,24 @@ async def pieces(
     stops: StopStrings,
     out: Outcome,
     calls: ToolCallStream | None = None,
-) -> AsyncIterator[str | dict]:
+) -> AsyncIterator[str | dict | ReasoningPart]:
     """The shown text pieces of ``run``, ``stop`` strings cut out; fills ``out``.
 
     With ``calls`` (a stream), a tool call being written also yields its
-    ``delta.tool_calls`` entries (dicts) as they come (see :mod:`glmdesk.server.tool_stream`).
+    ``delta.tool_calls`` entries (dicts) as they come (see :mod:`glmdesk.server.tool_stream`),
+    and reasoning its :class:`~glmdesk.core.parts.ReasoningPart` pieces; without, the
+    reasoning is only collected in ``out.reasoning``.
     A stop string sets the run's stop event (the answer's thread ends within one token)
     and ends the pieces with finish reason ``stop``.
     """
     chunk: GenerationChunk | None = first
     while chunk is not None:
         out.last = chunk
+        thought = reasoning_of(chunk.parts)
+        if thought:
+            out.reasoning.append(thought)
+            if calls is not None:
+                yield ReasoningPart(thought)
         shown = stops.push(chunk.text)
         if stops.stopped:
             run.stop.set()
@@ -175,9 +195,13 @@ async def sse(run: AnswerRun, first: GenerationChunk, stops: StopStrings, reply:
     try:
         if reply.chat:
             yield event(reply.piece(role=True))
+        elif reply.echo:
+            yield event(reply.piece(reply.echo))
         async for item in pieces(run, first, stops, out, calls):
             if isinstance(item, dict):
                 yield event(reply.piece(tool_call=item))
+            elif isinstance(item, ReasoningPart):
+                yield event(reply.piece(reasoning=item.text))
             else:
                 yield event(reply.piece(item))
         last = out.last

@@ -29,7 +29,8 @@ _TOOL_ROLES = ("tool", "function")
 
 
 class _Body(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    # NaN and infinity are JSON to Python's decoder, never a sampling setting.
+    model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
 
 
 class TextPart(_Body):
@@ -201,6 +202,23 @@ def completion_prompt(body: CompletionRequest) -> str:
     if not prompt:
         raise APIError(400, "The prompt is empty.", "prompt")
     return prompt
+
+
+def prompt_chars(body: ChatRequest | CompletionRequest) -> int:
+    """Characters of text the request's prompt holds at least, for the length check
+    before tokenizing: message contents or the prompt, without the whitespace at their
+    ends (a chat template may trim it); tool schemas and names are not counted."""
+    if isinstance(body, CompletionRequest):
+        prompts = body.prompt if isinstance(body.prompt, list) else [body.prompt]
+        return sum(len(p.strip()) for p in prompts)
+    total = 0
+    for message in body.messages:
+        content = message.content
+        if isinstance(content, str):
+            total += len(content.strip())
+        elif content is not None:
+            total += sum(len((part.text or "").strip()) for part in content)
+    return total
 
 
 def stop_strings(body: SamplingFields) -> tuple[str, ...]:

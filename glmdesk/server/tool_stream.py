@@ -3,7 +3,7 @@
 OpenAI streams a call as deltas of one ``index``: the first carries ``id``, ``type`` and
 ``function.name`` (``arguments`` ``""``), later ones pieces of ``function.arguments``
 that clients concatenate. glmdesk sends the first as soon as the engine says a call is
-being written (``GenerationChunk.tool_pending``), then:
+being written (a :class:`~glmdesk.core.parts.ToolCallPart` in ``GenerationChunk.parts``), then:
 
 - Arguments written as JSON (GLM-4: the call's text starts with ``{``): each piece as
   it is written, but only while the text so far is a valid prefix of one JSON object
@@ -32,6 +32,7 @@ from typing import Any
 
 import jiter
 
+from glmdesk.core.parts import ToolCallPart
 from glmdesk.core.tools import INTERPRETER, ToolCall
 from glmdesk.engine.chunk import GenerationChunk
 from glmdesk.engine.openai_tools import tool_call_deltas
@@ -105,16 +106,18 @@ class ToolCallStream:
 
     def update(self, chunk: GenerationChunk) -> list[dict[str, Any]]:
         """The deltas ``chunk`` adds: the first delta when a call starts, then new
-        argument pieces (see the module docstring)."""
-        if chunk.tool_pending is None:
+        argument pieces (see the module docstring). Reads the chunk's tool-call part
+        (the same part from every backend: the local parser's, the remote backend's)."""
+        part = next((p for p in reversed(chunk.parts) if isinstance(p, ToolCallPart) and not p.done), None)
+        if part is None:
             return []
         out = []
         if self.id is None:
             self.id = f"call_{uuid.uuid4().hex[:24]}"
-            name = "python" if chunk.tool_pending == INTERPRETER else chunk.tool_pending
+            name = "python" if part.name == INTERPRETER else part.name
             head = {"name": name, "arguments": ""}
             out.append({"index": 0, "id": self.id, "type": "function", "function": head})
-        prefix = json_prefix(chunk.tool_text, self._scan)  # "" once the text is no JSON prefix: nothing more
+        prefix = json_prefix(part.arguments_so_far, self._scan)  # "" once no JSON prefix: nothing more
         if len(prefix) > len(self.sent) and prefix.startswith(self.sent):
             out.append(self._piece(prefix[len(self.sent) :]))
             self.sent = prefix

@@ -46,7 +46,7 @@ class ChatSession(ToolFlow, QObject):
         factory: ``factory(LoadSettings) -> Backend`` for loads (default: the engine's
             :func:`~glmdesk.engine.backends.create_backend`).
         options: ``options() -> {key: None or ErrorInfo}`` for Open model (default: the
-            engine's :func:`~glmdesk.engine.options.option_availability`).
+            engine's :func:`~glmdesk.engine.backends.availability`).
 
     Signals:
         options_checked(dict): ``{option key: None or ErrorInfo}`` (Open model).
@@ -183,6 +183,10 @@ class ChatSession(ToolFlow, QObject):
             self._announce_requested.emit(self._load_id, self._given)
         else:
             self.load_model(settings)
+
+    def check_options(self) -> None:
+        """Read again what this machine can load (e.g. llama.cpp was just installed)."""
+        self._options_requested.emit()
 
     def load_model(self, settings: LoadSettings) -> None:
         """Load ``settings``; an answer being written is stopped, a running load superseded.

@@ -15,10 +15,14 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import QFrame, QScrollArea, QVBoxLayout, QWidget
 
+from glmdesk.ui.math_render import shared_renderer
 from glmdesk.ui.message_widget import MessageWidget
 from glmdesk.ui.text_safety import clean_text
 
 REPAINT_INTERVAL_MS = 66
+#: After the view first shows, matplotlib's mathtext is imported on its drawing thread
+#: this much later, in ms, so the first formula of an answer need not wait for it.
+MATH_WARM_UP_MS = 1000
 _BOTTOM_SLACK_PX = 8
 
 
@@ -48,6 +52,7 @@ class ChatView(QScrollArea):
         self._cards: list[QWidget] = []  # tool call cards between the messages
         self._streaming: MessageWidget | None = None
         self._stream_text = ""
+        self._stream_reasoning = ""
         self._dirty = False
         self.render_count = 0  # re-renders of the streaming message (tests, benchmark)
         self._follow = True
@@ -58,6 +63,10 @@ class ChatView(QScrollArea):
         bar = self.verticalScrollBar()
         bar.valueChanged.connect(self._on_scrolled)
         bar.rangeChanged.connect(self._on_range_changed)
+
+    def showEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        super().showEvent(event)
+        QTimer.singleShot(MATH_WARM_UP_MS, self, shared_renderer().warm_up)
 
     # Messages ---------------------------------------------------------------
     def messages(self) -> list[MessageWidget]:
@@ -140,6 +149,7 @@ class ChatView(QScrollArea):
         widget.set_streaming(True)
         self._streaming = widget
         self._stream_text = widget.text()
+        self._stream_reasoning = widget.reasoning()
         self._dirty = False
         return widget
 
@@ -160,6 +170,16 @@ class ChatView(QScrollArea):
         if not self._timer.isActive():
             self._timer.start()
 
+    def append_reasoning(self, text: str) -> None:
+        """Add streamed reasoning (a ``ReasoningPart``'s text), shown above the answer at
+        the next throttled repaint."""
+        if self._streaming is None or not text:
+            return
+        self._stream_reasoning += clean_text(text)
+        self._dirty = True
+        if not self._timer.isActive():
+            self._timer.start()
+
     def finish_stream(self) -> MessageWidget | None:
         """Show all buffered text now and end the streaming state; returns the message."""
         widget = self._streaming
@@ -176,7 +196,10 @@ class ChatView(QScrollArea):
         if self._streaming is None or not self._dirty:
             return
         self._dirty = False
-        self._streaming.set_text(self._stream_text)
+        if self._stream_reasoning != self._streaming.reasoning():
+            self._streaming.set_reasoning(self._stream_reasoning)
+        if self._stream_text != self._streaming.text():
+            self._streaming.set_text(self._stream_text)
         self.render_count += 1
 
     # Following the end ------------------------------------------------------

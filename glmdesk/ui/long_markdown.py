@@ -9,7 +9,8 @@ as a column of :class:`MarkdownView` segments of at most :data:`MAX_SEGMENT_CHAR
 - while an answer streams, every segment but the last is rendered once and kept
   ("frozen"); each repaint renders only the last one (render what is new);
 - a segment ends at a blank line once it holds :data:`SEGMENT_CHARS`, else at a line
-  end at :data:`MAX_SEGMENT_CHARS`, and a longer line is cut there (display only);
+  end at :data:`MAX_SEGMENT_CHARS` (before a display formula's first line rather than
+  inside the formula), and a longer line is cut there (display only);
   a cut inside a fenced code block opens the fence again in the next segment;
 - a finished message longer than :data:`FOLD_CHARS` shows its beginning and a
   note; :meth:`SegmentedMarkdownView.reveal_all` lays out the rest a few segments
@@ -72,6 +73,12 @@ def _fence_step(line: str, fence: str | None) -> str | None:
     return None if match.group(1)[0] == fence.lstrip()[0] else fence
 
 
+def _toggles_display(line: str) -> bool:
+    """True when ``line`` opens or closes a display formula (``$$`` or ``\\[`` ... ``\\]``)
+    that spans lines: an odd number of ``$$``, or one bracket without its partner."""
+    return line.count("$$") % 2 == 1 or line.count("\\[") != line.count("\\]")
+
+
 def _cut(text: str, pos: int, look_back: int = 200) -> int:
     """A cut at or before ``pos`` between two non-space characters (Markdown drops a
     segment's leading and trailing spaces), or ``pos`` when there is none nearby."""
@@ -98,10 +105,15 @@ def split_segments(text: str, start: int = 0, fence: str | None = None) -> list[
     segments: list[Segment] = []
     seg_start, prefix, pos = start, f"{fence}\n" if fence else "", start
     n = len(text)
+    display = None  # where an unclosed $$ or \[ formula's first line starts
     while pos < n:
         newline = text.find("\n", pos)
         line_end = n if newline < 0 else newline + 1  # the line with its "\n"
         if line_end - seg_start > MAX_SEGMENT_CHARS:
+            if display is not None and display > seg_start:  # end before the formula: it stays whole
+                segments.append(Segment(seg_start, display, prefix, None))
+                seg_start, prefix, pos, display = display, "", display, None
+                continue
             if pos > seg_start:  # end before this line
                 segments.append(Segment(seg_start, pos, prefix, fence))
             else:  # one line longer than a segment: cut it, inside a word if there is one
@@ -111,6 +123,10 @@ def split_segments(text: str, start: int = 0, fence: str | None = None) -> list[
             continue
         line = text[pos:line_end]
         fence = _fence_step(line, fence)
+        if not line.strip():
+            display = None  # a formula never spans a blank line
+        elif fence is None and _toggles_display(line):
+            display = pos if display is None else None
         pos = line_end
         if newline >= 0 and fence is None and not line.strip() and pos - seg_start >= SEGMENT_CHARS:
             segments.append(Segment(seg_start, pos, prefix, None))

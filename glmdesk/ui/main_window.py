@@ -15,11 +15,14 @@ from PySide6.QtWidgets import QMainWindow, QWidget
 
 from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.messages import ChatMessage
-from glmdesk.core.settings import FAMILY_DEFAULTS, LoadSettings, ParamsBox, SamplingParams, family_defaults
+from glmdesk.core.parts import reasoning_of
+from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
+from glmdesk.engine.families import sampling_defaults
 from glmdesk.engine.memory import MIB, MemoryProbe
 from glmdesk.ui.answer_notes import AnswerNotes
 from glmdesk.ui.branch_actions import BranchActions
 from glmdesk.ui.chat_session import ChatSession
+from glmdesk.ui.engine_upgrade import EngineUpgrade
 from glmdesk.ui.messages import error_sentence, note_sentence
 from glmdesk.ui.open_model_dialog import OpenModelDialog
 from glmdesk.ui.serve_controller import ServeController
@@ -77,7 +80,7 @@ class MainWindow(QMainWindow):
         self._applying_defaults = False
 
         saved = self.store.sampling()
-        self.params_box = ParamsBox(saved or FAMILY_DEFAULTS["generic"])
+        self.params_box = ParamsBox(saved or sampling_defaults("generic"))
         self._build(probe)
         self.sidebar.set_system_prompt(self.store.system_prompt())
         self.sidebar.set_cache_settings(self.store.cache_settings())
@@ -100,6 +103,9 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.serve.label)
         self.serve.serving_failed.connect(self.status.showMessage)
         self.file_menu.insertAction(self.quit_action, self.serve.action)
+        self.engine_upgrade = EngineUpgrade(self.session, self)  # llama.cpp built and used when missing
+        self.engine_upgrade.line_changed.connect(self.status.show_engine)
+        self.engine_upgrade.line_changed.connect(self.chat_area.welcome.set_engine_line)
         self.tools = ToolController(self.session, self.chat_view, self.sidebar.tools_panel, self.notice, self)
         self.branch_actions = BranchActions(self)  # open_history gives it the history controller
         app = QCoreApplication.instance()
@@ -258,7 +264,7 @@ class MainWindow(QMainWindow):
         self.sidebar.set_cache_availability(
             {k: (None if v is None else error_sentence(v)) for k, v in kv.items()}
         )
-        defaults = family_defaults(info.family)
+        defaults = sampling_defaults(info.family)
         self.sidebar.set_defaults(defaults)
         if self.store.sampling() is None:
             self._applying_defaults = True
@@ -339,6 +345,7 @@ class MainWindow(QMainWindow):
 
     @Slot(int, object)
     def _on_chunk_shown(self, _request_id: int, chunk) -> None:
+        self.chat_view.append_reasoning(reasoning_of(chunk.parts))
         if chunk.text:
             self.chat_view.append_text(chunk.text)
         self.gauge.set_kv_bytes(chunk.cache.kv_bytes + chunk.kept_kv_bytes)
@@ -347,6 +354,8 @@ class MainWindow(QMainWindow):
 
     @Slot(int, object)
     def _on_answer_finished(self, _request_id: int, chunk) -> None:
+        if chunk is not None:
+            self.chat_view.append_reasoning(reasoning_of(chunk.parts))
         if chunk is not None and chunk.text:
             self.chat_view.append_text(chunk.text)
         text, record = self.session.last_answer
@@ -484,4 +493,5 @@ class MainWindow(QMainWindow):
         self.hide()
         self.gauge.stop()
         self.serve.stop()
+        self.engine_upgrade.shutdown()
         self.session.shutdown()

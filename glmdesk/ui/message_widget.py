@@ -59,6 +59,14 @@ class MessageWidget(QFrame):
         header.addStretch(1)
         header.addWidget(self.copy_button)
 
+        self.reasoning_label = QLabel()  # a reasoning model's thinking (plain text, greyed)
+        self.reasoning_label.setObjectName("reasoning")
+        self.reasoning_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.reasoning_label.setWordWrap(True)
+        self.reasoning_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.reasoning_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+        self.reasoning_label.hide()
+        self._reasoning = ""
         self.view = SegmentedMarkdownView()
         self.fold_label = QLabel()
         self.fold_label.setObjectName("fold_note")
@@ -84,6 +92,7 @@ class MessageWidget(QFrame):
         layout.setContentsMargins(10, 6, 10, 6)
         layout.setSpacing(2)
         layout.addLayout(header)
+        layout.addWidget(self.reasoning_label)
         layout.addWidget(self.view)
         layout.addLayout(fold_row)
         layout.addWidget(self.stats_label)
@@ -164,6 +173,17 @@ class MessageWidget(QFrame):
     def is_streaming(self) -> bool:
         """True while the answer is being written."""
         return self._streaming
+
+    def reasoning(self) -> str:
+        """The reasoning shown above the answer (``""`` when none)."""
+        return self._reasoning
+
+    def set_reasoning(self, text: str) -> None:
+        """Show a reasoning model's thinking above the answer, greyed, as plain text (it is
+        not part of the answer: not copied, not saved); empty hides it."""
+        self._reasoning = text
+        self.reasoning_label.setText(self.tr("Thinking: {text}").format(text=text) if text else "")
+        self.reasoning_label.setVisible(bool(text))
 
     def set_stats(self, text: str) -> None:
         """Show statistics (TTFT, tokens/s, finish reason) under the message; empty hides them."""

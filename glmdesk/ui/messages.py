@@ -143,7 +143,37 @@ def _answer_template(kind: str, params: dict) -> str | None:
             "{file} in {path} is a Git LFS pointer, not the file itself (the folder was cloned without "
             "git-lfs): run git lfs pull in that folder, or download the file again.",
         )
-    return _history_template(kind, params) or _remote_template(kind, params) or _vision_template(kind, params)
+    return (
+        _history_template(kind, params)
+        or _remote_template(kind, params)
+        or _build_template(kind, params)
+        or _vision_template(kind, params)
+    )
+
+
+def _build_template(kind: str, params: dict) -> str | None:
+    """Sentences for building llama.cpp (:mod:`glmdesk.engine.llamacpp_build`)."""
+    if kind == "llamacpp_build_failed":
+        return QCoreApplication.translate("ErrorMessages", "llama.cpp could not be built: {detail}")
+    if kind == "build_cancelled":
+        return QCoreApplication.translate("ErrorMessages", "Building llama.cpp was cancelled.")
+    if kind != "llamacpp_unbuildable":
+        return None
+    reason = params.get("reason")
+    if reason == "no_compiler":
+        return QCoreApplication.translate(
+            "ErrorMessages",
+            "llama.cpp cannot be built here: no C/C++ compiler was found (install gcc and g++, or clang).",
+        )
+    if reason == "packaged":
+        return QCoreApplication.translate(
+            "ErrorMessages", "The packaged app cannot build llama.cpp (it has no Python build tools)."
+        )
+    if reason == "turned_off":
+        return QCoreApplication.translate(
+            "ErrorMessages", "Building llama.cpp is turned off (GLMDESK_LLAMACPP_BUILD=0)."
+        )
+    return QCoreApplication.translate("ErrorMessages", "llama.cpp cannot be built on this computer.")
 
 
 def _vision_template(kind: str, params: dict) -> str | None:
@@ -302,6 +332,12 @@ def note_sentence(note: ErrorInfo) -> str:
             "LoadNotes",
             "llama.cpp runs the GGUF file's own weights; {options} applies to the transformers engine.",
         ).format(options=note.params.get("options", ""))
+    if note.kind == "engine_fallback":
+        return QCoreApplication.translate(
+            "LoadNotes",
+            "llama.cpp is not installed yet, so transformers runs this {file_type} file with {quantization} "
+            "weights (the file's own groups and grid).",
+        ).format(file_type=note.params.get("file_type", ""), quantization=note.params.get("quantization", ""))
     if note.kind == "compile_unavailable":
         return QCoreApplication.translate(
             "LoadNotes", "The decode step was not compiled ({reason}); tokens are decoded without it."
@@ -313,8 +349,8 @@ def option_reason(info: ErrorInfo) -> str:
     """Why a load option is unavailable, translated.
 
     Args:
-        info: An ``option_unavailable`` error from ``glmdesk.engine.options``; its
-            ``params["reason"]`` is one of ``OPTION_REASONS``.
+        info: An ``option_unavailable`` error from a backend's availability; its
+            ``params["reason"]`` is one of :func:`glmdesk.engine.backends.option_reasons`.
     """
     reason = info.params.get("reason")
     if reason == "no_cuda":

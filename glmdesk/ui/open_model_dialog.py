@@ -1,12 +1,12 @@
 """Choose a model: a folder, a ``.gguf`` file or a hub id, the engine, and how to load it.
 
-The engine: ``.gguf`` files (the embedded model too) run in llama.cpp by default
-when llama-cpp-python is installed, on the file's own quantized weights; the note
-under the choice says why, and which options apply to which engine.
+The engine part (:mod:`glmdesk.ui.engine_choice`) asks the backends' registry which
+engine runs the choices and why, and builds each engine's own options from its spec;
+the dialog names no engine itself.
 
 Quantization, precision and device choices that cannot work on this machine are
-disabled and their reasons are shown (from ``glmdesk.engine.options.option_availability()``, which
-the worker computes off the GUI thread). Running a folder's own Python code is an
+disabled and their reasons are shown (from :func:`glmdesk.engine.backends.availability`,
+which the worker computes off the GUI thread). Running a folder's own Python code is an
 explicit choice naming that folder, off by default, and cleared whenever the
 model changes.
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Slot
+from PySide6.QtCore import QCoreApplication, Qt, Slot
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -36,20 +36,20 @@ from PySide6.QtWidgets import (
 
 from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.settings import CPU_ONLY_QUANTIZATIONS, DEVICES, PRECISIONS, QUANTIZATIONS, LoadSettings
-from glmdesk.engine.backends import is_gguf_model
-from glmdesk.ui.llamacpp_options import LlamaCppOptions
+from glmdesk.engine.backends import BACKENDS
+from glmdesk.ui.engine_choice import EngineChoiceMixin
 from glmdesk.ui.messages import option_reason
 from glmdesk.ui.recent_models import recent_label
 from glmdesk.ui.remote_server_box import RemoteServerBox
 
 
-class OpenModelDialog(QDialog):
+class OpenModelDialog(EngineChoiceMixin, QDialog):
     """Asks for a model and load options.
 
     Args:
         current: The settings to start from (the model loaded now).
         availability: ``{"quantization:4bit": None or ErrorInfo, ...}``
-            (:func:`glmdesk.engine.options.option_availability`).
+            (:func:`glmdesk.engine.backends.availability`).
         parent: Parent widget.
         recent: Models loaded lately, newest first (``None``: the embedded model),
             offered in a "Recent" list that fills in the model.
@@ -163,23 +163,6 @@ class OpenModelDialog(QDialog):
         )
         self.fused_check.toggled.connect(self._on_fused_toggled)
 
-    def _build_engine_choice(self, current: LoadSettings) -> None:
-        """The engine, the note on it, llama.cpp's options and why options are disabled."""
-        self.engine_combo = self._combo(
-            "engine",
-            ("auto", "llamacpp", "transformers"),
-            current.engine if current.engine != "remote" else "auto",
-            {"auto": self.tr("Automatic"), "llamacpp": "llama.cpp", "transformers": "transformers"},
-        )
-        self.engine_note = QLabel()
-        self.engine_note.setWordWrap(True)
-        self.engine_note.setForegroundRole(QPalette.ColorRole.PlaceholderText)
-        self.llama_options = LlamaCppOptions(current, self._availability, self)
-        self.reasons_label = QLabel(self._reasons_text())
-        self.reasons_label.setWordWrap(True)
-        self.reasons_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
-        self.reasons_label.setVisible(bool(self.reasons_label.text()))
-
     def _build_trust(self, current: LoadSettings) -> None:
         """The per-folder choice to run a folder's own code, and its warning."""
         self.trust_check = QCheckBox()
@@ -216,7 +199,8 @@ class OpenModelDialog(QDialog):
         form.addRow(self.tr("Model"), row)
         form.addRow(self.tr("Engine"), self.engine_combo)
         form.addRow("", self.engine_note)
-        form.addRow("", self.llama_options)
+        for box in self.engine_options.values():
+            form.addRow("", box)
         form.addRow(self.tr("Quantization"), self.quantization_combo)
         form.addRow(self.tr("Precision"), self.precision_combo)
         form.addRow(self.tr("Device"), self.device_combo)
@@ -343,12 +327,13 @@ class OpenModelDialog(QDialog):
 
     def _reasons_text(self) -> str:
         lines = []
+        names = {"decode:compile": self.tr("Compile the decode step")}
+        for spec in BACKENDS:
+            for field in spec.options:
+                if field.needs and field.reason_label:
+                    names[field.needs] = QCoreApplication.translate("OpenModelDialog", field.reason_label)
         for key, reason in sorted(self._availability.items()):
             if reason:
-                names = {
-                    "decode:compile": self.tr("Compile the decode step"),
-                    "llamacpp:gpu": self.tr("GPU layers (llama.cpp)"),
-                }
                 option = names.get(key, key.split(":", 1)[1])
                 lines.append(
                     self.tr("{option}: {reason}").format(option=option, reason=option_reason(reason))
@@ -394,69 +379,31 @@ class OpenModelDialog(QDialog):
         if not on:
             self.compile_check.setChecked(False)
 
-    def _llama_available(self) -> bool:
-        """llama.cpp is offered when the worker found llama-cpp-python (key present, no reason)."""
-        return "engine:llamacpp" in self._availability and not self._availability["engine:llamacpp"]
+    def _local_settings(self, engine: str, own_options: bool = True) -> LoadSettings:
+        """The choices for a model on this computer, with ``engine`` (the Open button's
+        settings, less the remote box); ``own_options=False`` leaves the engines' own
+        options at their defaults (what the engine is chosen from, always valid).
 
-    def effective_engine(self) -> str:
-        """The engine the choices load with (``auto`` resolved as the engine does)."""
-        text = self.model_edit.text().strip()
-        chosen = self.engine_combo.currentData()
-        if not is_gguf_model(text) or not self._llama_available():
-            return "transformers"
-        if chosen != "auto":
-            return chosen
-        torch_only = self.quantization_combo.currentData() != "none" or (
-            self.compile_check.isEnabled() and self.compile_check.isChecked()
+        Raises:
+            ValueError: with a sentence, for an engine's own option out of range.
+        """
+        fields: dict = {}
+        for box in self.engine_options.values() if own_options else ():
+            fields.update(box.values())
+        return LoadSettings(
+            engine=engine,
+            model=self.model_edit.text().strip() or None,
+            quantization=self.quantization_combo.currentData(),
+            precision=self.precision_combo.currentData(),
+            device=self.device_combo.currentData(),
+            trust_remote_code=self.trust_check.isEnabled() and self.trust_check.isChecked(),
+            threads=self.threads_spin.value(),
+            fused_decode=self.fused_check.isChecked(),
+            compile_decode=self.fused_check.isChecked()
+            and self.compile_check.isEnabled()
+            and self.compile_check.isChecked(),
+            **fields,
         )
-        return "transformers" if torch_only else "llamacpp"
-
-    @Slot()
-    def _update_engine(self) -> None:
-        """Offer llama.cpp for GGUF files only, say why the engine runs the model, and
-        grey out the options of the other engine."""
-        text = self.model_edit.text().strip()
-        gguf = is_gguf_model(text)
-        combo = self.engine_combo
-        item = combo.model().item(combo.findData("llamacpp"))
-        item.setEnabled(gguf and self._llama_available())
-        if not item.isEnabled() and combo.currentData() == "llamacpp":
-            combo.setCurrentIndex(combo.findData("auto"))
-        engine = self.effective_engine()
-        if not gguf:
-            note = self.tr("Model folders and hub ids run in transformers.")
-        elif not self._llama_available():
-            note = self.tr(
-                "Runs in transformers (its own copy of the weights, dequantized to fp32): "
-                "llama-cpp-python is not installed (pip install 'glmdesk[llamacpp]')."
-            )
-        elif engine == "llamacpp":
-            note = self.tr(
-                "Runs in llama.cpp: .gguf files run there on their own quantized weights, several "
-                "times faster on the CPU than transformers' fp32 copy and without a conversion. "
-                "Quantization, precision and the decode-step options apply to transformers."
-            )
-        else:
-            note = self.tr(
-                "Runs in transformers (the weights dequantized to fp32, converted once), where the "
-                "torch quantizations and the compiled decode step are."
-            )
-        self.engine_note.setText(note)
-        torch_side = engine == "transformers"
-        for widget in (self.quantization_combo, self.precision_combo, self.fused_check):
-            widget.setEnabled(torch_side)
-        self.compile_check.setEnabled(
-            torch_side and self.fused_check.isChecked() and not self._compile_reason
-        )
-        self.llama_options.set_active(engine == "llamacpp", self.device_combo.currentData() != "cpu")
-        self.threads_spin.setSpecialValueText(self._automatic_threads_text(engine))
-
-    def _automatic_threads_text(self, engine: str) -> str:
-        """What threads 0 means: llama.cpp runs one thread per physical core; transformers
-        starts there and adapts the count to measured decode steps (glmdesk.engine.threads)."""
-        if engine == "llamacpp":
-            return self.tr("Automatic (one per core)")
-        return self.tr("Automatic (adapts to CPU load)")
 
     def accept(self) -> None:
         """Close with the choices, unless the server URL is malformed (said in the box)."""
@@ -475,25 +422,4 @@ class OpenModelDialog(QDialog):
         """
         if self.remote_box.isChecked():
             return self.remote_box.load_settings()
-        text = self.model_edit.text().strip()
-        engine = self.engine_combo.currentData()
-        if engine == "llamacpp" and self.effective_engine() != "llamacpp":
-            engine = "auto"
-        llama = self.llama_options
-        return LoadSettings(
-            engine=engine,
-            n_ctx=llama.ctx_spin.value(),
-            n_batch=llama.batch_spin.value(),
-            use_mmap=llama.mmap_check.isChecked(),
-            n_gpu_layers=llama.gpu_spin.value(),
-            model=text or None,
-            quantization=self.quantization_combo.currentData(),
-            precision=self.precision_combo.currentData(),
-            device=self.device_combo.currentData(),
-            trust_remote_code=self.trust_check.isEnabled() and self.trust_check.isChecked(),
-            threads=self.threads_spin.value(),
-            fused_decode=self.fused_check.isChecked(),
-            compile_decode=self.fused_check.isChecked()
-            and self.compile_check.isEnabled()
-            and self.compile_check.isChecked(),
-        )
+        return self._local_settings(self._chosen_engine())

@@ -88,13 +88,13 @@ class RemoteServerBox(QGroupBox):
         threading.Thread(target=self._list, args=(settings,), daemon=True, name="glmdesk-list-models").start()
 
     def _list(self, settings: LoadSettings) -> None:
-        from glmdesk.engine.backends.remote import RemoteBackend
+        from glmdesk.engine.backends import create_backend
 
-        backend = RemoteBackend(connect_s=10)
+        listing = LoadSettings(
+            engine="remote", remote_url=settings.remote_url, remote_api_key=settings.remote_api_key
+        )
+        backend = create_backend(listing)  # the server's backend, from the registry
         try:
-            listing = LoadSettings(
-                engine="remote", remote_url=settings.remote_url, remote_api_key=settings.remote_api_key
-            )
             backend.load(listing)
             self._listed.emit(backend.models(), None)
         except GlmdeskError as exc:

@@ -93,9 +93,10 @@ class ToolFlow:
             self.error_occurred.emit(result)
             return
         from glmdesk.engine.chatglm.tools import interpreter_observation
+        from glmdesk.engine.families import loaded_tool_dialect
 
-        family = "chatglm3" if (self.model_info and self.model_info.family.startswith("chatglm3")) else "glm4"
-        self.submit_tool_result(interpreter_observation(family, result.observation()), result.images)
+        dialect = (loaded_tool_dialect(self.model_info) if self.model_info else None) or "glm4"
+        self.submit_tool_result(interpreter_observation(dialect, result.observation()), result.images)
 
     def _close_interpreter(self) -> None:
         interpreter, self.interpreter = self.interpreter, None

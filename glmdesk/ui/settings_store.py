@@ -13,6 +13,7 @@ import json
 from PySide6.QtCore import QByteArray, QSettings
 
 from glmdesk.core.settings import CacheSettings, LoadSettings, SamplingParams
+from glmdesk.engine.backends import BACKENDS
 from glmdesk.ui.api_keys import api_key, save_api_key
 from glmdesk.ui.i18n import LANGUAGE_CODES, LANGUAGE_KEY, SYSTEM_LANGUAGE
 
@@ -160,13 +161,23 @@ class SettingsStore:
                 fused_decode=_to_bool(s.value("model/fused_decode", True)),
                 compile_decode=_to_bool(s.value("model/compile_decode", False)),
                 engine=str(s.value("model/engine", "auto")),
-                n_ctx=int(s.value("model/n_ctx", 0)),
-                n_batch=int(s.value("model/n_batch", 512)),
-                use_mmap=_to_bool(s.value("model/use_mmap", True)),
-                n_gpu_layers=int(s.value("model/n_gpu_layers", -1)),
+                **self._engine_options(),
             )
         except (TypeError, ValueError):
             return LoadSettings()
+
+    def _engine_options(self) -> dict:
+        """The engines' own options (their specs' fields) as saved, under ``model/NAME``.
+
+        Raises:
+            ValueError: for a saved value that is no number.
+        """
+        default = LoadSettings()
+        out = {}
+        for name in _engine_option_names():
+            value = self.qsettings.value(f"model/{name}", getattr(default, name))
+            out[name] = _to_bool(value) if isinstance(getattr(default, name), bool) else int(value)
+        return out
 
     def save_last_model(self, load: LoadSettings) -> None:
         """Remember the model that loaded (trust in its own code only for that folder).
@@ -189,10 +200,8 @@ class SettingsStore:
         self._set("model/fused_decode", load.fused_decode)
         self._set("model/compile_decode", load.compile_decode)
         self._set("model/engine", load.engine)
-        self._set("model/n_ctx", load.n_ctx)
-        self._set("model/n_batch", load.n_batch)
-        self._set("model/use_mmap", load.use_mmap)
-        self._set("model/n_gpu_layers", load.n_gpu_layers)
+        for name in _engine_option_names():
+            self._set(f"model/{name}", getattr(load, name))
         self._set("model/trust_remote_code", bool(load.trust_remote_code and load.model))
         self.add_recent_model(load.model)
 
@@ -249,3 +258,8 @@ class SettingsStore:
     def sync(self) -> None:
         """Write to disk now."""
         self.qsettings.sync()
+
+
+def _engine_option_names() -> list[str]:
+    """The ``LoadSettings`` fields of every backend's own options (llama.cpp's ``n_ctx``...)."""
+    return [option.name for spec in BACKENDS for option in spec.options]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from PySide6.QtCore import Slot
 from PySide6.QtWidgets import QLabel, QStatusBar, QWidget
 
 from glmdesk.ui.load_indicator import LoadIndicator
@@ -20,9 +21,15 @@ class StatusBar(QStatusBar):
         self.speed_label = QLabel()
         self.cache_label = QLabel()
         self.cache_label.setObjectName("cache_label")
+        self.engine_label = QLabel()
+        self.engine_label.setObjectName("engine_label")
+        # A long line ("... until llama.cpp is built (stage 2/3: compiling 45%)") must not
+        # widen the window: it may be cut on a narrow one; the tooltip keeps it whole.
+        self.engine_label.setMinimumWidth(40)
         self.load_indicator = LoadIndicator()
         self.addWidget(self.load_indicator)
         for label in (
+            self.engine_label,
             self.model_label,
             self.device_label,
             self.context_label,
@@ -50,6 +57,12 @@ class StatusBar(QStatusBar):
         self._context_length = info.context_length
         self.show_context(0)
         self.speed_label.setText("")
+
+    @Slot(str)
+    def show_engine(self, line: str) -> None:
+        """Show which engine answers and why, or how far its build is (one line)."""
+        self.engine_label.setText(line)
+        self.engine_label.setToolTip(line)
 
     def show_no_model(self) -> None:
         """Show that no model is loaded."""

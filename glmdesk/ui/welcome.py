@@ -97,8 +97,16 @@ class WelcomeWidget(QWidget):
         outer.addStretch(2)
         self.set_model(None)
 
-    def example_prompts(self) -> list[str]:
-        """The three example prompts, in the interface language (English and Chinese examples)."""
+    def example_prompts(self, embedded: bool = False) -> list[str]:
+        """The three example prompts, in the interface language (English and Chinese
+        examples). For the embedded model (SmolLM2-135M, English only), three it answers
+        well on every engine (``benchmarks/factual.py``), in English in every language."""
+        if embedded:
+            return [
+                self.tr("What is the capital of Japan?"),
+                self.tr("Give me three tips for a good night's sleep."),
+                self.tr("Write a Python function that reverses a string."),
+            ]
         return [
             self.tr("Explain what a KV cache is in three sentences."),
             self.tr("用三句话介绍一下长城。"),
@@ -110,11 +118,17 @@ class WelcomeWidget(QWidget):
         buttons_enabled = info is not None
         for button in self.example_buttons:
             button.setEnabled(buttons_enabled)
+        self._engine_line = ""
         if info is None:
+            self._facts = ""
             self.title_label.setText(self.tr("Welcome to glmdesk"))
             self.model_label.setText(self.tr("The model is loading; you can type meanwhile."))
             return
         self.title_label.setText(self.tr("Chat with {model}").format(model=info.name))
+        for button, text in zip(
+            self.example_buttons, self.example_prompts(info.source_kind == "embedded"), strict=True
+        ):
+            button.setText(text)
         precision = info.dtype if info.quantization == "none" else f"{info.dtype}, {info.quantization}"
         facts = self.tr("{size} on {device} · {precision} · context {context} tokens").format(
             size=size_text(info.footprint_mib),
@@ -126,7 +140,15 @@ class WelcomeWidget(QWidget):
             facts = self.tr(
                 "{facts}\nThe small embedded model: fine for trying glmdesk; open a GLM model for real work."
             ).format(facts=facts)
+        self._facts = facts
         self.model_label.setText(facts)
+
+    @Slot(str)
+    def set_engine_line(self, line: str) -> None:
+        """Show which engine answers and why (``EngineUpgrade.engine_line``) under the facts."""
+        self._engine_line = line
+        if self._facts:
+            self.model_label.setText(f"{self._facts}\n{line}" if line else self._facts)
 
     @Slot()
     def _on_example_clicked(self) -> None:

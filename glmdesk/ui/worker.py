@@ -46,7 +46,7 @@ class Worker(QObject):
         factory: ``factory(LoadSettings) -> Backend`` (unloaded); default
             :func:`glmdesk.engine.backends.create_backend`.
         options: ``options() -> {key: None or ErrorInfo}``; default
-            :func:`glmdesk.engine.options.option_availability` (imports torch).
+            :func:`glmdesk.engine.backends.availability` (every engine's; imports torch).
 
     Signals:
         options_checked(dict): ``{option key: None or ErrorInfo}`` for the Open model dialog.
@@ -78,9 +78,9 @@ class Worker(QObject):
         """Emit :attr:`options_checked` with what this machine can load."""
         try:
             if self._options is None:
-                from glmdesk.engine.options import option_availability
+                from glmdesk.engine.backends import availability
 
-                self._options = option_availability
+                self._options = availability
             self.options_checked.emit(self._options())
         except Exception as exc:  # a broken CUDA or bitsandbytes install
             self.error_occurred.emit(_failure("load_failed", "The load options could not be read", exc))

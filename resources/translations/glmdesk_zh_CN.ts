@@ -143,6 +143,85 @@ Updated {when} · {model}</source>
     </message>
 </context>
 <context>
+    <name>EngineUpgrade</name>
+    <message>
+        <source>Engine: the server at {url}</source>
+        <translation>引擎：服务器 {url}</translation>
+    </message>
+    <message>
+        <source>Engine: llama.cpp, the fastest here for a GGUF file</source>
+        <translation>引擎：llama.cpp，本机运行 GGUF 文件最快的引擎</translation>
+    </message>
+    <message>
+        <source>Engine: llama.cpp, chosen in Open model</source>
+        <translation>引擎：llama.cpp，在“打开模型”中选择</translation>
+    </message>
+    <message>
+        <source>Engine: {engine}</source>
+        <translation>引擎：{engine}</translation>
+    </message>
+    <message>
+        <source>transformers, {quantization}</source>
+        <translation>transformers，{quantization}</translation>
+    </message>
+    <message>
+        <source>transformers, {dtype}</source>
+        <translation>transformers，{dtype}</translation>
+    </message>
+    <message>
+        <source>chosen in Open model</source>
+        <translation>在“打开模型”中选择</translation>
+    </message>
+    <message>
+        <source>the engine for this model</source>
+        <translation>此模型使用的引擎</translation>
+    </message>
+    <message>
+        <source>Engine: {how}, {reason}</source>
+        <translation>引擎：{how}，{reason}</translation>
+    </message>
+    <message>
+        <source>Engine: {how} until llama.cpp is built ({stage})</source>
+        <translation>引擎：{how}，直到 llama.cpp 构建完成（{stage}）</translation>
+    </message>
+    <message>
+        <source>Engine: {how}; llama.cpp is built and answers from the next message</source>
+        <translation>引擎：{how}；llama.cpp 已构建完成，将从下一条消息起回答</translation>
+    </message>
+    <message>
+        <source>Engine: {how}. {why}</source>
+        <translation>引擎：{how}。{why}</translation>
+    </message>
+    <message>
+        <source>Engine: {how}</source>
+        <translation>引擎：{how}</translation>
+    </message>
+    <message>
+        <source>starting</source>
+        <translation>正在开始</translation>
+    </message>
+    <message>
+        <source>waiting for another glmdesk that builds it</source>
+        <translation>正在等待另一个正在构建它的 glmdesk</translation>
+    </message>
+    <message>
+        <source>downloading</source>
+        <translation>下载中</translation>
+    </message>
+    <message>
+        <source>compiling</source>
+        <translation>编译中</translation>
+    </message>
+    <message>
+        <source>installing</source>
+        <translation>安装中</translation>
+    </message>
+    <message>
+        <source>stage {index}/{total}: {stage}</source>
+        <translation>第 {index}/{total} 步：{stage}</translation>
+    </message>
+</context>
+<context>
     <name>ErrorMessages</name>
     <message>
         <source>The model {path} was not found.</source>
@@ -255,6 +334,30 @@ Updated {when} · {model}</source>
     <message>
         <source>{file} in {path} is a Git LFS pointer, not the file itself (the folder was cloned without git-lfs): run git lfs pull in that folder, or download the file again.</source>
         <translation>{path} 中的 {file} 是 Git LFS 指针文件，而不是文件本身（该文件夹克隆时没有使用 git-lfs）：请在该文件夹中运行 git lfs pull，或重新下载该文件。</translation>
+    </message>
+    <message>
+        <source>llama.cpp could not be built: {detail}</source>
+        <translation>无法构建 llama.cpp：{detail}</translation>
+    </message>
+    <message>
+        <source>Building llama.cpp was cancelled.</source>
+        <translation>已取消构建 llama.cpp。</translation>
+    </message>
+    <message>
+        <source>llama.cpp cannot be built here: no C/C++ compiler was found (install gcc and g++, or clang).</source>
+        <translation>无法在此构建 llama.cpp：未找到 C/C++ 编译器（请安装 gcc 和 g++，或 clang）。</translation>
+    </message>
+    <message>
+        <source>The packaged app cannot build llama.cpp (it has no Python build tools).</source>
+        <translation>打包版应用无法构建 llama.cpp（其中没有 Python 构建工具）。</translation>
+    </message>
+    <message>
+        <source>Building llama.cpp is turned off (GLMDESK_LLAMACPP_BUILD=0).</source>
+        <translation>已关闭 llama.cpp 的构建（GLMDESK_LLAMACPP_BUILD=0）。</translation>
+    </message>
+    <message>
+        <source>llama.cpp cannot be built on this computer.</source>
+        <translation>无法在此电脑上构建 llama.cpp。</translation>
     </message>
     <message>
         <source>The image {name} cannot be used: {reason}.</source>
@@ -668,6 +771,10 @@ Updated {when} · {model}</source>
         <translation>llama.cpp 直接运行 GGUF 文件自带的权重；{options} 仅适用于 transformers 引擎。</translation>
     </message>
     <message>
+        <source>llama.cpp is not installed yet, so transformers runs this {file_type} file with {quantization} weights (the file&apos;s own groups and grid).</source>
+        <translation>尚未安装 llama.cpp，因此由 transformers 以 {quantization} 权重运行此 {file_type} 文件（与文件自身的分组和量化网格相同）。</translation>
+    </message>
+    <message>
         <source>The decode step was not compiled ({reason}); tokens are decoded without it.</source>
         <translation>解码步骤未能编译（{reason}）；将不经编译进行解码。</translation>
     </message>
@@ -749,6 +856,17 @@ Updated {when} · {model}</source>
     <message>
         <source>Message copied.</source>
         <translation>已复制消息。</translation>
+    </message>
+</context>
+<context>
+    <name>MarkdownView</name>
+    <message>
+        <source>(TeX shown: {command} cannot be drawn here)</source>
+        <translation>（显示 TeX 源码：此处无法绘制 {command}）</translation>
+    </message>
+    <message>
+        <source>(TeX shown: this formula cannot be drawn here)</source>
+        <translation>（显示 TeX 源码：此处无法绘制该公式）</translation>
     </message>
 </context>
 <context>
@@ -908,6 +1026,10 @@ Updated {when} · {model}</source>
         <source>writing...</source>
         <translation>生成中…</translation>
     </message>
+    <message>
+        <source>Thinking: {text}</source>
+        <translation>思考：{text}</translation>
+    </message>
 </context>
 <context>
     <name>NoticeBar</name>
@@ -971,16 +1093,20 @@ Updated {when} · {model}</source>
         <translation>自动</translation>
     </message>
     <message>
+        <source>Automatic (adapts to CPU load)</source>
+        <translation>自动（随 CPU 负载调整）</translation>
+    </message>
+    <message>
+        <source>Automatic (one per core)</source>
+        <translation>自动（每个核心一个）</translation>
+    </message>
+    <message>
         <source>CPU</source>
         <translation>CPU</translation>
     </message>
     <message>
         <source>GPU (CUDA)</source>
         <translation>GPU（CUDA）</translation>
-    </message>
-    <message>
-        <source>Automatic (one per core)</source>
-        <translation>自动（每个核心一个）</translation>
     </message>
     <message>
         <source>Threads for the CPU&apos;s matrix kernels</source>
@@ -1051,6 +1177,10 @@ Updated {when} · {model}</source>
         <translation>只能在 CPU 上运行：请选择 CPU 设备，或在 GPU 上使用 8 位或 4 位 NF4。</translation>
     </message>
     <message>
+        <source>Runs in {engine} (its own copy of the weights, dequantized to fp32): llama-cpp-python is not installed (pip install &apos;glmdesk[llamacpp]&apos;).</source>
+        <translation>使用 {engine} 运行（其自己的权重副本，反量化为 fp32）：未安装 llama-cpp-python（pip install &apos;glmdesk[llamacpp]&apos;）。</translation>
+    </message>
+    <message>
         <source>GPU layers (llama.cpp)</source>
         <translation>GPU 层数（llama.cpp）</translation>
     </message>
@@ -1083,20 +1213,12 @@ Updated {when} · {model}</source>
         <translation>模型文件夹和 Hub ID 使用 transformers 运行。</translation>
     </message>
     <message>
-        <source>Runs in transformers (its own copy of the weights, dequantized to fp32): llama-cpp-python is not installed (pip install &apos;glmdesk[llamacpp]&apos;).</source>
-        <translation>使用 transformers 运行（其自己的权重副本，反量化为 fp32）：未安装 llama-cpp-python（pip install &apos;glmdesk[llamacpp]&apos;）。</translation>
-    </message>
-    <message>
         <source>Runs in llama.cpp: .gguf files run there on their own quantized weights, several times faster on the CPU than transformers&apos; fp32 copy and without a conversion. Quantization, precision and the decode-step options apply to transformers.</source>
         <translation>使用 llama.cpp 运行：.gguf 文件在其中直接使用自带的量化权重，在 CPU 上比 transformers 的 fp32 副本快数倍，且无需转换。量化、精度和解码步骤选项仅适用于 transformers。</translation>
     </message>
     <message>
         <source>Runs in transformers (the weights dequantized to fp32, converted once), where the torch quantizations and the compiled decode step are.</source>
         <translation>使用 transformers 运行（权重反量化为 fp32，只转换一次），torch 量化和编译解码步骤都在这里。</translation>
-    </message>
-    <message>
-        <source>Automatic (adapts to CPU load)</source>
-        <translation>自动（随 CPU 负载调整）</translation>
     </message>
 </context>
 <context>
@@ -1633,6 +1755,18 @@ Updated {when} · {model}</source>
     <message>
         <source>A folder of ChatGLM2, ChatGLM3, GLM-4 or any Hugging Face chat model, or a .gguf file (Ctrl+O).</source>
         <translation>ChatGLM2、ChatGLM3、GLM-4 或任意 Hugging Face 对话模型的文件夹，或一个 .gguf 文件（Ctrl+O）。</translation>
+    </message>
+    <message>
+        <source>What is the capital of Japan?</source>
+        <translation>What is the capital of Japan?</translation>
+    </message>
+    <message>
+        <source>Give me three tips for a good night&apos;s sleep.</source>
+        <translation>Give me three tips for a good night&apos;s sleep.</translation>
+    </message>
+    <message>
+        <source>Write a Python function that reverses a string.</source>
+        <translation>Write a Python function that reverses a string.</translation>
     </message>
     <message>
         <source>Explain what a KV cache is in three sentences.</source>

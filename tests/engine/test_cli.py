@@ -1,19 +1,12 @@
-"""``glmdesk chat`` in a terminal (issue 2)."""
+"""``glmdesk chat`` in a terminal (issue 2), run in this process (``tests/helpers/cli.py``)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
+from tests.helpers.cli import run_cli
 
 
-def glmdesk(*args, input_text=None, timeout=240):
-    return subprocess.run(
-        [sys.executable, "-m", "glmdesk", *args],
-        input=input_text,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+def glmdesk(*args, input_text=""):
+    return run_cli(*args, input_text=input_text)
 
 
 def test_chat_prompt_streams_one_answer(embedded_folder):

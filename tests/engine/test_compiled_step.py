@@ -41,6 +41,7 @@ def inductor_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
 
 
+@pytest.mark.slow
 @needs_compiler
 def test_compiled_step_matches_transformers_and_runs_compiled(tmp_path, monkeypatch):
     reference = tiny_llama()
@@ -65,6 +66,7 @@ def test_compiled_step_matches_transformers_and_runs_compiled(tmp_path, monkeypa
     assert (got - want).abs().max() < 1e-4 and eager_calls
 
 
+@pytest.mark.slow
 @needs_compiler
 def test_compiled_step_crosses_a_buffer_doubling(tmp_path, monkeypatch):
     from torch._inductor.runtime.cache_dir_utils import default_cache_dir

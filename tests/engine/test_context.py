@@ -91,6 +91,7 @@ def test_a_prompt_that_fits_with_a_shorter_reply_is_taken(embedded):
     assert fitted.kept == (0, len(msgs) - 1) and len(fitted.ids) == newest_only
 
 
+@pytest.mark.slow
 def test_max_new_tokens_over_half_the_context_caps_the_reply_and_says_so(embedded, monkeypatch):
     from dataclasses import replace
 

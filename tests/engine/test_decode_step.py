@@ -60,6 +60,7 @@ def test_default_load_fuses_and_reports_it(embedded, unfused):
     assert type(unfused.model.model.layers[0].self_attn.q_proj) is nn.Linear
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "settings",
     [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -65,6 +66,7 @@ def test_cut_off_answer_drops_an_incomplete_character(embedded):
     assert "".join(parts) == "星星"
 
 
+@pytest.mark.slow
 def test_stream_cut_by_max_tokens_shows_no_replacement(embedded):
     from glmdesk.core.messages import ChatMessage
     from glmdesk.core.settings import ParamsBox, SamplingParams

@@ -14,14 +14,8 @@ from pathlib import Path
 import pytest
 
 from glmdesk.engine.interpreter import CodeInterpreter, app_entry, new_workdir
-from glmdesk.kernel_entry import (
-    KERNEL_FLAG,
-    PNG_SIGNATURE,
-    is_kernel_launch,
-    kernel_argv,
-    png_size,
-    run_kernel,
-)
+from glmdesk.interpreter_check import PNG_SIGNATURE, png_size
+from glmdesk.kernel_entry import KERNEL_FLAG, is_kernel_launch, kernel_argv, run_kernel
 
 ENTRY_SCRIPT = Path(__file__).parents[2] / "packaging" / "glmdesk_main.py"
 PROBE = (

@@ -326,16 +326,12 @@ def test_bad_gguf_files_get_their_sentence_at_once(tmp_path, embedded_folder):
 
 
 def test_cli_chats_on_llama_cpp(embedded_folder):
-    import subprocess
-    import sys
+    from tests.helpers.cli import run_cli
 
-    out = subprocess.run(
-        [sys.executable, "-m", "glmdesk", "chat", "--prompt", "What is the capital of France?"]
-        + ["--system", "You are a helpful assistant.", "--temperature", "0", "--max-new-tokens", "24"]
-        + ["--engine", "llamacpp", "--threads", "1", "--kv-cache", "sliding_window", "--window", "64"],
-        capture_output=True,
-        text=True,
-        timeout=120,
+    out = run_cli(
+        *["chat", "--prompt", "What is the capital of France?"],
+        *["--system", "You are a helpful assistant.", "--temperature", "0", "--max-new-tokens", "24"],
+        *["--engine", "llamacpp", "--threads", "1", "--kv-cache", "sliding_window", "--window", "64"],
     )
     assert out.returncode == 0, out.stderr
     assert "Paris" in out.stdout and "llamacpp" in out.stderr and "Q4_1" in out.stderr

@@ -192,16 +192,13 @@ def test_step_all_matches_after_a_cut_back(backend):
 
 def test_cli_chat_on_llama_cpp_reuses_between_turns(embedded_folder):
     import re
-    import subprocess
-    import sys
 
-    out = subprocess.run(
-        [sys.executable, "-m", "glmdesk", "chat", "--engine", "llamacpp", "--threads", "1"]
-        + ["--system", "You are a helpful assistant.", "--temperature", "0", "--max-new-tokens", "8"],
-        input="Name a colour.\nAnd a fruit?\n/clear\nAnd a fruit?\n/exit\n",
-        capture_output=True,
-        text=True,
-        timeout=120,
+    from tests.helpers.cli import run_cli
+
+    out = run_cli(
+        *["chat", "--engine", "llamacpp", "--threads", "1"],
+        *["--system", "You are a helpful assistant.", "--temperature", "0", "--max-new-tokens", "8"],
+        input_text="Name a colour.\nAnd a fruit?\n/clear\nAnd a fruit?\n/exit\n",
     )
     assert out.returncode == 0, out.stderr
     turns = re.findall(r"\[\d+ tokens, TTFT [\d.]+ s(, (\d+) prompt tokens reused)?", out.stderr)

@@ -3,25 +3,20 @@ free port of 127.0.0.1 (uvicorn on its own thread), loaded once per session."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
-from glmdesk.core.settings import LoadSettings
 from glmdesk.engine.backends.transformers import TransformersBackend
 from glmdesk.server.app import create_app
 from glmdesk.server.config import ServeSettings
 from glmdesk.server.runner import ServerThread
+from tests.helpers import tool_models as tm
 
 
 @pytest.fixture(scope="session")
-def backend():
-    """The embedded model (SmolLM2-135M-Instruct, fp32, CPU) as a transformers backend."""
-    b = TransformersBackend()
-    b.load(LoadSettings())
-    yield b
-    b.close()
+def backend(embedded):
+    """The session's embedded model (SmolLM2-135M-Instruct, fp32, CPU) as a transformers
+    backend (it does not close a model it was given)."""
+    return TransformersBackend(embedded)
 
 
 @pytest.fixture(scope="module")
@@ -49,12 +44,6 @@ WEATHER = {
     },
 }
 ASK = [{"role": "user", "content": "北京天气怎么样？"}]
-
-_spec = importlib.util.spec_from_file_location(
-    "tool_models", Path(__file__).parents[1] / "engine" / "chatglm" / "tool_models.py"
-)
-tm = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(tm)
 
 
 @pytest.fixture(scope="session")

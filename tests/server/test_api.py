@@ -4,7 +4,6 @@ server on 127.0.0.1 with the real embedded model; nothing mocked."""
 from __future__ import annotations
 
 import threading
-import time
 
 import httpx
 import openai
@@ -14,6 +13,7 @@ from glmdesk.core.messages import ChatMessage
 from glmdesk.server.app import create_app
 from glmdesk.server.config import ServeSettings
 from glmdesk.server.runner import ServerThread
+from tests.helpers.waiting import wait_until
 
 PARIS = [{"role": "user", "content": "What is the capital of France?"}]
 STORY = [{"role": "user", "content": "Write a long story about a dragon."}]
@@ -212,14 +212,6 @@ def test_disconnect_mid_answer_frees_the_model(server, state):
     assert nxt is not gone and nxt.started >= gone.ended
 
 
-def _wait_for(condition, timeout_s: float = 120.0) -> None:
-    """Return once ``condition()`` holds; fail after ``timeout_s`` (s)."""
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "the server did not get there in time"
-        threading.Event().wait(0.02)
-
-
 def test_disconnect_while_queued_leaves_the_queue_without_running(server, state):
     c, name = client(server), model_id(server)
     holder = c.chat.completions.create(
@@ -233,7 +225,7 @@ def test_disconnect_while_queued_leaves_the_queue_without_running(server, state)
         c.with_options(timeout=httpx.Timeout(3.0, connect=10.0)).chat.completions.create(
             model=name, messages=PARIS, temperature=0, max_tokens=24
         )
-    _wait_for(lambda: state.turns.left == left + 1)
+    wait_until(lambda: state.turns.left == left + 1)
     assert state.turns.waiting == 0 and state.requests == before  # dropped, never run
     assert held.ended == 0 and state.records[-1] is held
 
@@ -245,14 +237,14 @@ def test_disconnect_while_queued_leaves_the_queue_without_running(server, state)
 
     thread = threading.Thread(target=ask)
     thread.start()
-    _wait_for(lambda: state.turns.waiting == 1)
+    wait_until(lambda: state.turns.waiting == 1)
     holder.close()
     thread.join(240)
     assert "Paris" in replies[0].choices[0].message.content
     assert held.finish_reason == "cancelled" and state.requests == before + 1
     nxt = state.records[-1]
     assert state.records[-2] is held and nxt.started >= held.ended
-    _wait_for(lambda: nxt.ended > 0)  # its thread lets go of the model just after the reply
+    wait_until(lambda: nxt.ended > 0)  # its thread lets go of the model just after the reply
     assert nxt.finish_reason == "stop"
 
 
@@ -274,6 +266,7 @@ def test_two_clients_at_once_take_turns(server, state):
     assert len(results) == 2 and results[0] == results[1] and "Paris" in results[0]
     assert state.requests == before + 2
     a, b = sorted(list(state.records)[-2:], key=lambda r: r.started)
+    wait_until(lambda: b.ended > 0)  # its thread lets go of the model just after the reply
     assert a.finish_reason == b.finish_reason == "stop" and b.started >= a.ended
 
 

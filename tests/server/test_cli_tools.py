@@ -1,15 +1,17 @@
-"""Tools in ``glmdesk chat`` through its real entry point (``python -m glmdesk``), answering
+"""Tools in ``glmdesk chat`` through its real entry point (``glmdesk.cli.main``, in this
+process: ``tests/helpers/cli.py``), answering
 with a real ``glmdesk serve`` on 127.0.0.1 that serves a tiny GLM-4 model (forced tokens;
 see conftest). The user's typed results and y/N answers come on stdin."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.tools import ToolCall, ToolSet, function_spec
+from tests.helpers import tool_models as tm
+from tests.helpers.cli import run_cli
+from tests.helpers.waiting import wait_until
 
 FUNCTIONS = [
     {
@@ -20,14 +22,8 @@ FUNCTIONS = [
 ]
 
 
-def glmdesk(*args, input_text="", timeout=240):
-    return subprocess.run(
-        [sys.executable, "-m", "glmdesk", *args],
-        input=input_text,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+def glmdesk(*args, input_text=""):
+    return run_cli(*args, input_text=input_text)
 
 
 def functions_file(tmp_path, content) -> str:
@@ -68,6 +64,7 @@ def test_interactive_chat_keeps_calls_and_results_in_the_conversation(glm_server
         ChatMessage("user", "谢谢"),
     ]
     state = glm_server.server.config.app.state.glmdesk
+    wait_until(lambda: state.records[-1].ended > 0)  # its thread records the end just after the reply
     assert state.records[-1].prompt_tokens == len(tiny.prompt_format.encode(second))
 
 
@@ -118,14 +115,6 @@ def test_a_model_without_a_tool_format_is_refused():
 def test_tool_choice_forces_the_first_answer_only(glm_server, tiny, tmp_path):
     """``--tool-choice NAME``: the first answer is NAME's call (the model wrote only the
     arguments); after the typed result the model answers freely (the prompt unforced)."""
-    import importlib.util
-    from pathlib import Path
-
-    spec = importlib.util.spec_from_file_location(
-        "tool_models", Path(__file__).parents[1] / "engine" / "chatglm" / "tool_models.py"
-    )
-    tm = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tm)
     special, enc = tiny.tokenizer.special_ids, tiny.tokenizer.encode
     forcer = tm.ForceTokens(
         [

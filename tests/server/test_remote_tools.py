@@ -4,23 +4,16 @@ give, whether the server parsed them (``tool_calls``) or returned GLM text."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
 from glmdesk.core.tools import INTERPRETER, FunctionSpec, ToolSet
 from glmdesk.engine.backends.remote import RemoteBackend
 from glmdesk.engine.backends.remote_tools import RemoteCalls
+from tests.helpers import tool_models as tm
 
 WEATHER = FunctionSpec(
     "get_weather", "查询天气", {"type": "object", "properties": {"city": {"type": "string"}}}
 )
-_spec = importlib.util.spec_from_file_location(
-    "tool_models", Path(__file__).parents[1] / "engine" / "chatglm" / "tool_models.py"
-)
-tm = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(tm)
 GREEDY = ParamsBox(SamplingParams(temperature=0, max_new_tokens=60))
 
 

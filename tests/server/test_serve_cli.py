@@ -1,5 +1,6 @@
-"""``glmdesk serve`` and ``glmdesk chat --remote`` as processes: the URL printed when
-ready, answers through it, Ctrl+C stops cleanly, and a server killed mid-answer leaves
+"""``glmdesk serve`` as a process (``glmdesk chat --remote`` and the refusals before
+loading run in this one, ``tests/helpers/cli.py``): the URL printed when ready, answers
+through it, Ctrl+C stops cleanly, and a server killed mid-answer leaves
 the remote backend a sentence and the partial answer."""
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import pytest
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
 from glmdesk.engine.backends.remote import RemoteBackend
+from tests.helpers.cli import run_cli
 
 READY = re.compile(r"Serving (\S+) at (http://127\.0\.0\.1:\d+/v1)")
 
@@ -53,23 +55,21 @@ def embedded_folder_ready(backend):
 
 
 def test_all_interfaces_without_key_is_refused_before_loading():
-    out = subprocess.run(
-        [sys.executable, "-m", "glmdesk", "serve", "--host", "0.0.0.0"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    out = run_cli("serve", "--host", "0.0.0.0")
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert "give an API key too (--api-key)" in out.stderr and "loaded" not in out.stderr
 
 
+def test_a_body_limit_out_of_range_is_refused_before_loading():
+    out = run_cli("serve", "--max-body-mib", "0")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "--max-body-mib must be a positive number of MiB" in out.stderr and "loaded" not in out.stderr
+
+
 def test_chat_remote_answers_through_serve(served):
     _proc, url = served
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "glmdesk",
+    out = run_cli(
+        *[
             "chat",
             "--remote",
             url,
@@ -79,23 +79,15 @@ def test_chat_remote_answers_through_serve(served):
             # prompt is "L" by a 0.09 logit margin (transformers: "The"); with one it is Paris.
             "--system",
             "You are a helpful assistant.",
-        ]
-        + ["--temperature", "0", "--max-new-tokens", "24"],
-        capture_output=True,
-        text=True,
-        timeout=240,
+        ],
+        *["--temperature", "0", "--max-new-tokens", "24"],
     )
     assert out.returncode == 0, out.stderr
     assert "Paris" in out.stdout and "tokens/s" in out.stderr and url in out.stderr
 
 
 def test_chat_remote_refused_is_a_sentence():
-    out = subprocess.run(
-        [sys.executable, "-m", "glmdesk", "chat", "--remote", "http://127.0.0.1:9", "--prompt", "hi"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    out = run_cli("chat", "--remote", "http://127.0.0.1:9", "--prompt", "hi")
     assert out.returncode == 2 and "Traceback" not in out.stderr and "connection was refused" in out.stderr
 
 

@@ -4,6 +4,9 @@ Real server on 127.0.0.1, real embedded GGUF, the official ``openai`` client."""
 
 from __future__ import annotations
 
+import json
+
+import httpx
 import openai
 import pytest
 
@@ -13,6 +16,7 @@ from glmdesk.engine.backends.llamacpp import LlamaCppBackend
 from glmdesk.server.app import create_app
 from glmdesk.server.config import ServeSettings
 from glmdesk.server.runner import ServerThread
+from tests.helpers.waiting import wait_until
 
 SYSTEM = {"role": "system", "content": "You are a helpful assistant."}
 
@@ -44,7 +48,9 @@ def ask(server, messages: list[dict]) -> str:
 def test_serve_on_llama_cpp_prefills_only_the_new_tokens(served, llama):
     first = [SYSTEM, {"role": "user", "content": "Name a colour."}]
     colour = ask(served, first)
-    assert llama.kept_kv_bytes() > 0 and llama.model.kv_pool.keys() == ["serve"]
+    # the answer's thread keeps the cache just after the reply has gone out
+    wait_until(lambda: llama.kept_kv_bytes() > 0)
+    assert llama.model.kv_pool.keys() == ["serve"]
     context = llama.model._context
     before = context.n_decoded
     second = first + [{"role": "assistant", "content": colour}, {"role": "user", "content": "And a fruit?"}]
@@ -57,3 +63,16 @@ def test_serve_on_llama_cpp_prefills_only_the_new_tokens(served, llama):
     # the same answer as a fresh prefill of the whole conversation
     fresh = list(llama.stream(messages, ParamsBox(SamplingParams(temperature=0.0, max_new_tokens=8))))
     assert fresh[-1].reused_tokens == 0 and fruit == "".join(c.text for c in fresh)
+
+
+def test_a_lone_surrogate_in_a_raw_prompt_is_answered(served, llama):
+    """``"abc\\ud83d"`` was a 500 with llama.cpp's tokenizer's traceback; now it reads as U+FFFD."""
+    assert llama.prompt_tokens("abc\ud83d") == llama.prompt_tokens("abc\ufffd")
+    body = {"prompt": "abc\ud83d", "max_tokens": 2, "temperature": 0, "echo": True}
+    response = httpx.post(
+        served.url + "/completions",
+        content=json.dumps(body),
+        headers={"content-type": "application/json"},
+        timeout=120,
+    )
+    assert response.status_code == 200 and response.json()["choices"][0]["text"].startswith("abc\ufffd")

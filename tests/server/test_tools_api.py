@@ -5,9 +5,7 @@ write, so the real decode loop, parser and routes do the rest."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import httpx
 import openai
@@ -15,13 +13,8 @@ import pytest
 
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.tools import FunctionSpec, ToolCall, ToolSet
+from tests.helpers import tool_models as tm
 from tests.server.conftest import ASK, WEATHER
-
-_spec = importlib.util.spec_from_file_location(
-    "tool_models", Path(__file__).parents[1] / "engine" / "chatglm" / "tool_models.py"
-)
-tm = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(tm)
 
 
 def client(server) -> openai.OpenAI:

@@ -37,14 +37,9 @@ def isolated_qsettings(tmp_path, monkeypatch):
 
 
 @pytest.fixture(scope="session")
-def shared_model():
-    """The embedded model, loaded once for the UI tests (the windows do not close it)."""
-    from glmdesk.core.settings import LoadSettings
-    from glmdesk.engine.loader import load_model
-
-    loaded = load_model(LoadSettings())
-    yield loaded
-    loaded.close()
+def shared_model(embedded):
+    """The session's embedded model (``tests/conftest.py``); the windows do not close it."""
+    return embedded
 
 
 @pytest.fixture

@@ -14,6 +14,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 #: Qt's offscreen platform plugin says this for every window it shows; no display, no fault.
 OFFSCREEN_NOTE = "This plugin does not support propagateSizeHints()"
@@ -40,6 +42,7 @@ QUIT_SOON_AFTER_LOAD = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_quitting_right_after_a_load_prints_nothing(tmp_path):
     env = {
         **os.environ,

@@ -13,7 +13,7 @@ import pytest
 from glmdesk.core.settings import CacheSettings, LoadSettings, ParamsBox, SamplingParams
 from glmdesk.engine.chunk import GenerationChunk
 from glmdesk.ui.chat_session import ChatSession
-from tests.ui.fake_backend import FakeBackend
+from tests.helpers.fake_backend import FakeBackend
 
 MS = 10_000
 

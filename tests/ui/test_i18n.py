@@ -357,11 +357,12 @@ def test_load_notes_and_option_reasons_are_chinese(chinese) -> None:
         ErrorInfo("fp16_on_cpu", "ENGLISH"),
         ErrorInfo("bnb_on_cpu", "ENGLISH", {"quantization": "4bit"}),
         ErrorInfo("compile_unavailable", "ENGLISH", {"reason": "InvalidCxxCompiler"}),
+        ErrorInfo("engine_fallback", "ENGLISH", {"quantization": "int4-wo", "file_type": "Q4_1"}),
     ):
         assert CJK.search(note_sentence(note)) and "{" not in note_sentence(note)
-    from glmdesk.engine.options import OPTION_REASONS
+    from glmdesk.engine.backends import option_reasons
 
-    for reason in OPTION_REASONS:  # every reason the engine can give has a Chinese sentence
+    for reason in option_reasons():  # every reason the engine can give has a Chinese sentence
         sentence = option_reason(
             ErrorInfo("option_unavailable", "ENGLISH", {"option": "x", "reason": reason})
         )

@@ -8,10 +8,8 @@ the real decode loop of a tiny GLM-4 model with the history wired as in the app.
 
 from __future__ import annotations
 
-import importlib.util
 import threading
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 
 import pytest
 import torch
@@ -23,8 +21,9 @@ from glmdesk.engine.backends import Capabilities
 from glmdesk.engine.chunk import GenerationChunk
 from glmdesk.ui.main_window import MainWindow
 from glmdesk.ui.tool_call_card import ToolCallCard, live_arguments
+from tests.helpers import tool_models as tm
+from tests.helpers.fake_backend import FakeBackend
 from tests.ui.conftest import attach_history
-from tests.ui.fake_backend import FakeBackend
 
 MS = 10_000
 WEATHER = '[{"name": "get_weather", "parameters": {"type": "object"}}]'
@@ -165,13 +164,6 @@ def test_a_live_card_for_code(qtbot):
     card.set_call(ToolCall(INTERPRETER, {"code": "x = 1"}, kind="interpreter"))
     card.show()
     assert card.run_button.isVisible() and card.result_edit.isHidden()
-
-
-_spec = importlib.util.spec_from_file_location(
-    "tool_models", Path(__file__).parents[1] / "engine" / "chatglm" / "tool_models.py"
-)
-tm = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(tm)
 
 
 class PauseAt:

@@ -15,8 +15,8 @@ import threading
 import pytest
 
 from tests.core.test_history_writer import one_line_json
+from tests.helpers.fake_backend import FakeBackend
 from tests.ui.conftest import attach_history
-from tests.ui.fake_backend import FakeBackend
 
 MS = 30_000
 

@@ -4,7 +4,7 @@ which options apply to which engine, and the llama.cpp options remembered."""
 from __future__ import annotations
 
 from glmdesk.core.settings import LoadSettings
-from glmdesk.engine.options import unavailable
+from glmdesk.engine.backends.spec import unavailable
 from glmdesk.ui.open_model_dialog import OpenModelDialog
 from glmdesk.ui.settings_store import SettingsStore
 
@@ -20,19 +20,21 @@ def test_gguf_defaults_to_llama_cpp_with_the_reason(qtbot, tmp_path) -> None:
     assert dialog.effective_engine() == "llamacpp"
     assert "Runs in llama.cpp" in dialog.engine_note.text() and "faster" in dialog.engine_note.text()
     assert not dialog.quantization_combo.isEnabled() and not dialog.compile_check.isEnabled()
-    options = dialog.llama_options
-    assert options.ctx_spin.isEnabled() and options.batch_spin.isEnabled() and options.mmap_check.isEnabled()
-    assert not options.gpu_spin.isEnabled() and "CPU build" in options.gpu_spin.toolTip()
-    options.ctx_spin.setValue(4096)
-    options.batch_spin.setValue(256)
-    options.mmap_check.setChecked(False)
+    options = dialog.engine_options["llamacpp"]
+    ctx, batch, mmap, gpu = (options.field(n) for n in ("n_ctx", "n_batch", "use_mmap", "n_gpu_layers"))
+    assert ctx.isEnabled() and batch.isEnabled() and mmap.isEnabled()
+    assert not gpu.isEnabled() and "CPU build" in gpu.toolTip()
+    assert ctx.text() == "Automatic (the model's, at most 8192)" and mmap.text() == "Map the file into memory"
+    ctx.setValue(4096)
+    batch.setValue(256)
+    mmap.setChecked(False)
     chosen = dialog.load_settings()
     assert (chosen.engine, chosen.n_ctx, chosen.n_batch, chosen.use_mmap) == ("auto", 4096, 256, False)
 
     # threads 0: llama.cpp runs one per physical core; transformers adapts the count to load
     assert dialog.threads_spin.value() == 0 and dialog.threads_spin.text() == "Automatic (one per core)"
     dialog.engine_combo.setCurrentIndex(dialog.engine_combo.findData("transformers"))
-    assert dialog.quantization_combo.isEnabled() and not options.ctx_spin.isEnabled()
+    assert dialog.quantization_combo.isEnabled() and not ctx.isEnabled()
     assert "Runs in transformers" in dialog.engine_note.text()
     assert dialog.threads_spin.text() == "Automatic (adapts to CPU load)"
 
@@ -54,7 +56,8 @@ def test_without_llama_cpp_gguf_runs_in_transformers_and_says_why(qtbot) -> None
     dialog = OpenModelDialog(LoadSettings(), missing)
     qtbot.addWidget(dialog)
     assert dialog.effective_engine() == "transformers" and "not installed" in dialog.engine_note.text()
-    assert dialog.quantization_combo.isEnabled() and not dialog.llama_options.ctx_spin.isEnabled()
+    assert dialog.quantization_combo.isEnabled()
+    assert not dialog.engine_options["llamacpp"].field("n_ctx").isEnabled()
 
 
 def test_llama_cpp_options_are_remembered(qtbot) -> None:

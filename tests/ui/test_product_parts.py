@@ -50,6 +50,10 @@ def test_welcome_names_the_model_and_sends_an_example(qtbot) -> None:
         qtbot.mouseClick(welcome.open_button, Qt.MouseButton.LeftButton)
     welcome.set_model(_info(source_kind="embedded", device="cpu", dtype="fp32", quantization="none"))
     assert "CPU" in welcome.model_label.text() and "embedded" in welcome.model_label.text()
+    # The small English model gets examples it answers well (benchmarks/factual.py).
+    assert [b.text() for b in welcome.example_buttons][0] == "What is the capital of Japan?"
+    welcome.set_engine_line("Engine: llama.cpp, the fastest here for a GGUF file")
+    assert welcome.model_label.text().endswith("\nEngine: llama.cpp, the fastest here for a GGUF file")
     assert size_text(540.4) == "540 MiB"
 
 

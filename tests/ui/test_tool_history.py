@@ -12,8 +12,7 @@ from glmdesk.core.history import History
 from glmdesk.core.tools import INTERPRETER, ConversationTools, ToolCall, parse_functions
 from glmdesk.ui.app import open_history
 from glmdesk.ui.tool_call_card import ToolCallCard
-
-from .fake_backend import FakeBackend
+from tests.helpers.fake_backend import FakeBackend
 
 MS = 10_000
 WEATHER = '[{"name": "get_weather", "parameters": {"type": "object"}}]'

@@ -3,9 +3,6 @@ the interpreter runs only when asked (and is killed in one call), history keeps 
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
 from glmdesk.core.history import History
@@ -14,12 +11,7 @@ from glmdesk.core.tools import FunctionSpec, ToolSet, ToolSettings
 from glmdesk.engine.backends.transformers import TransformersBackend
 from glmdesk.ui.chat_session import ChatSession
 from glmdesk.ui.history_controller import HistoryController
-
-_spec = importlib.util.spec_from_file_location(
-    "tool_models", Path(__file__).parents[1] / "engine" / "chatglm" / "tool_models.py"
-)
-tm = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(tm)
+from tests.helpers import tool_models as tm
 
 TOOLS = ToolSet((FunctionSpec("get_weather"),), interpreter=True)
 

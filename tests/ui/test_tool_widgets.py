@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 from PySide6.QtCore import Qt
 
 from glmdesk.core.tools import INTERPRETER, ToolCall
 from glmdesk.ui.tool_call_card import ToolCallCard
 from glmdesk.ui.tools_panel import ToolsPanel
-
-_spec = importlib.util.spec_from_file_location(
-    "tool_models", Path(__file__).parents[1] / "engine" / "chatglm" / "tool_models.py"
-)
-tm = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(tm)
+from tests.helpers import tool_models as tm
 
 WEATHER = (
     '[{"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}]'

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from glmdesk.core.settings import LoadSettings, ParamsBox
 from glmdesk.ui.worker import Worker
 
 
+@pytest.mark.slow
 def test_first_gguf_conversion_in_the_window_prints_nothing_on_stderr(capfd, monkeypatch, tmp_path):
     monkeypatch.setenv("GLMDESK_MODEL_CACHE", str(tmp_path / "models"))
     worker = Worker(ParamsBox())

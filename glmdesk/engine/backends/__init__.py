@@ -1,134 +1,169 @@
-"""Backends: each way of answering behind the one :class:`Backend` interface.
+"""Backends: each way of answering behind the one :class:`Backend` interface, and the
+registry that chooses one.
 
-:func:`create_backend` chooses one for a :class:`~glmdesk.core.settings.LoadSettings`:
-``settings.engine`` names it; ``auto`` takes the remote backend when a server URL is
-set, llama.cpp for a ``.gguf`` file (the embedded default included) when
-llama-cpp-python is installed, else transformers.
+:data:`BACKENDS` lists every backend's :class:`~glmdesk.engine.backends.spec.BackendSpec`
+(light modules: nothing heavy is imported here), in the order ``auto`` asks them:
+the remote backend when a server URL is set, llama.cpp for a ``.gguf`` file (the
+embedded default included) when llama-cpp-python is installed, else transformers.
+:func:`engine_choice` is that rule, the one place it lives: :func:`create_backend`,
+the CLI and the Open model dialog all ask it.
 """
 
 from __future__ import annotations
 
-from glmdesk.core.errors import GlmdeskError
+from collections.abc import Mapping
+
+from glmdesk.core.errors import ErrorInfo, GlmdeskError
 from glmdesk.core.settings import LoadSettings
+from glmdesk.engine.backends import llamacpp_spec, remote_spec, transformers_spec
 from glmdesk.engine.backends.base import MEMORY_PROBES, SAMPLING_FIELDS, Backend, Capabilities
+from glmdesk.engine.backends.llamacpp_spec import llama_cpp_available, llamacpp_availability
+from glmdesk.engine.backends.spec import BackendSpec, EngineChoice, is_gguf_model
 
 __all__ = [
+    "AUTO_RULE",
+    "BACKENDS",
     "MEMORY_PROBES",
     "SAMPLING_FIELDS",
     "Backend",
+    "BackendSpec",
     "Capabilities",
+    "EngineChoice",
+    "availability",
     "create_backend",
+    "engine_choice",
     "engine_for",
     "is_gguf_model",
-    "llamacpp_availability",
     "llama_cpp_available",
+    "llamacpp_availability",
+    "option_reasons",
+    "preferred_engine",
+    "spec_for",
+    "wants_llamacpp",
 ]
 
-
-def llama_cpp_available() -> bool:
-    """Whether llama-cpp-python (``llama_cpp``) is installed; nothing is imported."""
-    import importlib.util
-
-    return importlib.util.find_spec("llama_cpp") is not None
-
-
-def llamacpp_availability() -> dict:
-    """``{"engine:llamacpp": None or ErrorInfo, "llamacpp:gpu": None or ErrorInfo}`` for Open
-    model (``option_unavailable``, reasons ``llamacpp_missing``, ``llamacpp_broken``,
-    ``no_gpu_offload``). Imports ``llama_cpp`` (loads its shared library, a fraction of a
-    second): call it off the GUI thread, as :func:`glmdesk.engine.options.option_availability`."""
-    from glmdesk.engine.options import unavailable
-
-    def both(reason: str, message: str) -> dict:
-        return {key: unavailable(key, reason, message) for key in ("engine:llamacpp", "llamacpp:gpu")}
-
-    if not llama_cpp_available():
-        return both(
-            "llamacpp_missing", "llama-cpp-python is not installed (pip install 'glmdesk[llamacpp]')."
-        )
-    try:
-        import llama_cpp
-
-        gpu = bool(llama_cpp.llama_supports_gpu_offload())
-    except Exception as exc:  # a broken install: say so rather than offer it
-        return both(
-            "llamacpp_broken", f"llama-cpp-python cannot be loaded ({exc.__class__.__name__}: {exc})."
-        )
-    no_gpu = unavailable(
-        "llamacpp:gpu", "no_gpu_offload", "This llama-cpp-python build has no GPU offload (a CPU build)."
-    )
-    return {"engine:llamacpp": None, "llamacpp:gpu": None if gpu else no_gpu}
+#: Every backend, in the order ``auto`` asks them; the last one claims every source.
+BACKENDS: tuple[BackendSpec, ...] = (remote_spec.SPEC, llamacpp_spec.SPEC, transformers_spec.SPEC)
+#: What ``auto`` does, in a line (the command line's help for ``--engine``).
+AUTO_RULE = (
+    "auto: llama.cpp for .gguf files (the embedded model too) when llama-cpp-python is "
+    "installed and no transformers-only option is given, else transformers"
+)
 
 
-def is_gguf_model(model: str | None) -> bool:
-    """Whether ``model`` names a GGUF file: the embedded default (``None`` or blank) or
-    a path ending in ``.gguf`` (checked by name only; nothing is read)."""
-    return model is None or not model.strip() or model.strip().lower().endswith(".gguf")
-
-
-def engine_for(settings: LoadSettings) -> str:
-    """The engine that will run ``settings``: ``settings.engine`` unless ``auto``.
-
-    ``auto`` is ``llamacpp`` for a GGUF file when llama-cpp-python is installed and no
-    transformers-only option is asked for (a torch quantization, the compiled decode
-    step): llama.cpp runs the file's own quantized weights, several times faster on a
-    CPU than transformers' dequantized copy. Otherwise ``transformers``.
-    """
-    if settings.engine != "auto":
-        return settings.engine
-    if settings.is_remote:
-        return "remote"
-    torch_only = settings.quantization != "none" or settings.compile_decode
-    if is_gguf_model(settings.model) and not torch_only and llama_cpp_available():
-        return "llamacpp"
-    return "transformers"
-
-
-def create_backend(settings: LoadSettings) -> Backend:
-    """A new, unloaded backend for ``settings`` (call its ``load``).
-
-    A GGUF file for the transformers engine has its tensor types checked here, from the
-    header (milliseconds), before anything imports torch (seconds).
+def spec_for(engine: str) -> BackendSpec:
+    """The spec of the engine named ``engine``.
 
     Raises:
-        GlmdeskError: ``load_failed`` for an engine this build does not have;
-            ``gguf_unsupported`` for a GGUF file with a tensor type transformers cannot
-            dequantize (and what reading its header raises: ``not_gguf``,
-            ``lfs_pointer``, ``corrupt_weights``).
+        GlmdeskError: ``load_failed`` for an engine this build does not have.
     """
-    engine = engine_for(settings)
-    if engine == "transformers":
-        _check_gguf_types(settings)
-        from glmdesk.engine.backends.transformers import TransformersBackend
-
-        return TransformersBackend()
-    if engine == "llamacpp":
-        if not llama_cpp_available():
-            raise GlmdeskError(
-                "load_failed",
-                "The llama.cpp engine needs llama-cpp-python: pip install 'glmdesk[llamacpp]'.",
-                detail="llama_cpp is not installed",
-            )
-        from glmdesk.engine.backends.llamacpp import LlamaCppBackend
-
-        return LlamaCppBackend()
-    if engine == "remote":
-        from glmdesk.engine.backends.remote import RemoteBackend
-
-        return RemoteBackend()
+    for spec in BACKENDS:
+        if spec.name == engine:
+            return spec
     raise GlmdeskError(
         "load_failed", f"The {engine} engine is not available in this build.", detail=f"engine {engine}"
     )
 
 
-def _check_gguf_types(settings: LoadSettings) -> None:
-    """Refuse a user's GGUF file whose tensor types transformers cannot dequantize
-    (:func:`~glmdesk.engine.gguf_header.check_transformers_tensor_types`)."""
-    if not settings.model or not settings.model.strip() or not is_gguf_model(settings.model):
-        return  # the embedded model's types are known to be readable
-    from glmdesk.engine.gguf_header import check_transformers_tensor_types, read_gguf_header
-    from glmdesk.engine.sources import resolve_source
+def engine_choice(
+    settings: LoadSettings, availability: Mapping[str, ErrorInfo | None] | None = None
+) -> EngineChoice:
+    """The engine that will run ``settings``, and why.
 
-    source = resolve_source(settings.model)
-    if source.kind == "gguf":
-        check_transformers_tensor_types(read_gguf_header(source.location))
+    ``auto`` asks :data:`BACKENDS` in order and takes the first engine that claims the
+    settings (:meth:`BackendSpec.claims`) and is available; an engine that claims them
+    but is not available is named as passed over, with its reason. An engine named in
+    the settings runs them, with ``auto``'s reason when ``auto`` takes it too (and none
+    passed over), else its own claim, else ``chosen``.
+
+    Args:
+        settings: What to load.
+        availability: What :func:`availability` found (the Open model dialog has it
+            from the worker); ``None`` asks each engine cheaply (nothing imported).
+    """
+    auto = _auto_choice(settings, availability)
+    if settings.engine == "auto":
+        return auto
+    if settings.engine == auto.engine:  # named, so nothing was passed over
+        return EngineChoice(auto.engine, auto.reason)
+    named = [spec for spec in BACKENDS if spec.name == settings.engine]
+    claim = named[0].claims(settings) if named else None
+    return EngineChoice(settings.engine, claim or "chosen")
+
+
+def _auto_choice(settings: LoadSettings, availability) -> EngineChoice:
+    passed_over: EngineChoice | None = None
+    for spec in BACKENDS:
+        reason = spec.claims(settings)
+        if reason is None:
+            continue
+        if spec.available(availability):
+            if passed_over is not None:
+                return EngineChoice(spec.name, passed_over.reason, passed_over.engine)
+            return EngineChoice(spec.name, reason)
+        passed_over = passed_over or EngineChoice(spec.name, spec.missing_reason(availability))
+    raise GlmdeskError(  # the last spec claims every source: only a broken registry gets here
+        "load_failed", "No engine of this build can run this model.", detail="no engine claimed it"
+    )
+
+
+def engine_for(settings: LoadSettings) -> str:
+    """The engine that will run ``settings``: ``settings.engine`` unless ``auto``
+    (:func:`engine_choice`).
+
+    ``auto`` is ``remote`` with a server's URL, ``llamacpp`` for a GGUF file when
+    llama-cpp-python is installed and no transformers-only option is asked for (a torch
+    quantization, the compiled decode step): llama.cpp runs the file's own quantized
+    weights, several times faster on a CPU than transformers' dequantized copy.
+    Otherwise ``transformers``.
+    """
+    return engine_choice(settings).engine
+
+
+def preferred_engine(settings: LoadSettings) -> str:
+    """The engine ``auto`` takes for ``settings`` once every engine is installed (the one
+    it passes over now, when it does). Nothing is imported."""
+    choice = _auto_choice(settings, None)
+    return choice.passed_over or choice.engine
+
+
+def wants_llamacpp(settings: LoadSettings) -> bool:
+    """Whether ``auto`` picks llama.cpp for ``settings`` once llama-cpp-python is
+    installed: ``engine`` is ``auto`` and llama.cpp is :func:`preferred_engine` (a GGUF
+    file, no server, no transformers-only option). Nothing is imported."""
+    return settings.engine == "auto" and preferred_engine(settings) == llamacpp_spec.SPEC.name
+
+
+def availability() -> dict[str, ErrorInfo | None]:
+    """Which engines and load options work on this machine, every backend's
+    :meth:`~BackendSpec.availability` together (``{"quantization:8bit": None,
+    "engine:llamacpp": ErrorInfo(...), ...}``). Imports torch and llama-cpp-python:
+    call it off the GUI thread."""
+    out: dict[str, ErrorInfo | None] = {}
+    for spec in BACKENDS:
+        out.update(spec.availability())
+    return out
+
+
+def option_reasons() -> tuple[str, ...]:
+    """Every ``option_unavailable`` reason a backend can give (the UI words each)."""
+    return tuple(reason for spec in BACKENDS for reason in spec.reasons)
+
+
+def create_backend(settings: LoadSettings) -> Backend:
+    """A new, unloaded backend for ``settings`` (call its ``load``).
+
+    The backend is told the :class:`EngineChoice` (an engine taken because the preferred
+    one is not here takes its best setting for the model). The engine's quick checks run first (a GGUF file for the transformers engine has
+    its tensor types read from the header, in milliseconds, before anything imports
+    torch, which takes seconds).
+
+    Raises:
+        GlmdeskError: ``load_failed`` for an engine this build does not have or cannot
+            run (llama.cpp without llama-cpp-python); what the engine's checks raise
+            (``gguf_unsupported``, ``not_gguf``, ``lfs_pointer``, ``corrupt_weights``).
+    """
+    choice = engine_choice(settings)
+    spec = spec_for(choice.engine)
+    spec.check(settings)
+    return spec.create(choice)

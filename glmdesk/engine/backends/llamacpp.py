@@ -18,21 +18,18 @@ import ctypes
 import os
 import threading
 from collections import deque
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from glmdesk.core.errors import ErrorInfo, GlmdeskError
-from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import (
-    CACHE_STRATEGIES,
     LLAMA_DEFAULT_N_CTX,
     PRECISIONS,
     QUANTIZATIONS,
     CacheSettings,
     LoadSettings,
-    ParamsBox,
 )
-from glmdesk.engine.backends.base import Capabilities, ProgressCallback, images_refused
+from glmdesk.engine.backends.base import ProgressCallback
 from glmdesk.engine.backends.llamacpp_kv import (
     ContextConfig,
     LlamaCacheSource,
@@ -42,8 +39,7 @@ from glmdesk.engine.backends.llamacpp_kv import (
 )
 from glmdesk.engine.backends.llamacpp_vocab import LlamaVocab, prompt_format_for
 from glmdesk.engine.backends.local import LocalBackend
-from glmdesk.engine.chunk import GenerationChunk
-from glmdesk.engine.gguf_header import ACTIVATION_ONLY_TYPES, GGUFHeader, read_gguf_header
+from glmdesk.engine.gguf_header import ACTIVATION_ONLY_TYPES, GGUFHeader, read_gguf_header, weight_type
 from glmdesk.engine.info import LoadProgress, ModelInfo
 from glmdesk.engine.kv_pool import KVPool
 
@@ -125,18 +121,6 @@ def check_runnable(header: GGUFHeader, name: str) -> None:
         )
 
 
-def weight_type(header: GGUFHeader) -> str:
-    """The GGUF's weight quantization by ``general.file_type`` (``Q4_1``...), else the
-    tensor types used."""
-    import gguf
-
-    code = header.get("general.file_type")
-    try:
-        return gguf.LlamaFileType(int(code)).name.removeprefix("MOSTLY_")
-    except (TypeError, ValueError):
-        return "+".join(sorted(header.tensor_types - {"F32"})) or "F32"
-
-
 class LlamaCppModel:
     """A loaded GGUF model as a :class:`~glmdesk.engine.generate.TextModel`.
 
@@ -165,9 +149,9 @@ class LlamaCppModel:
         self.prompt_format, self.family = prompt_format_for(self.vocab, header, info_name)
         trained = int(lib.llama_model_n_ctx_train(model)) or header.context_length or 2048
         self.n_ctx_train = trained
-        self.context_length = settings.n_ctx or min(trained, LLAMA_DEFAULT_N_CTX)
+        self.context_length = settings.llamacpp.n_ctx or min(trained, LLAMA_DEFAULT_N_CTX)
         self.threads = settings.threads or default_threads()
-        self.n_batch = settings.n_batch
+        self.n_batch = settings.llamacpp.n_batch
         self.device = "cpu"
         self.lock = threading.Lock()
         self._context: LlamaContext | None = None
@@ -250,9 +234,10 @@ class LlamaCppModel:
 def _load_model(lib, path: str, settings: LoadSettings, report, cancel: threading.Event | None):
     """``llama_model_load_from_file`` with progress and cancel; the model pointer."""
     params = lib.llama_model_default_params()
+    own = settings.llamacpp
     on_gpu = settings.device != "cpu" and bool(lib.llama_supports_gpu_offload())
-    params.n_gpu_layers = (settings.n_gpu_layers if settings.n_gpu_layers >= 0 else 1 << 30) if on_gpu else 0
-    params.load_mode = lib.LLAMA_LOAD_MODE_MMAP if settings.use_mmap else lib.LLAMA_LOAD_MODE_NONE
+    params.n_gpu_layers = (own.n_gpu_layers if own.n_gpu_layers >= 0 else 1 << 30) if on_gpu else 0
+    params.load_mode = lib.LLAMA_LOAD_MODE_MMAP if own.use_mmap else lib.LLAMA_LOAD_MODE_NONE
 
     @lib.llama_progress_callback
     def on_progress(fraction: float, user_data) -> bool:
@@ -278,11 +263,6 @@ class LlamaCppBackend(LocalBackend):
     """Answers with llama.cpp on a GGUF file (the embedded default included)."""
 
     name = "llamacpp"
-
-    def __init__(self) -> None:
-        self._model: LlamaCppModel | None = None
-        self._info: ModelInfo | None = None
-        self._capabilities: Capabilities | None = None
 
     @property
     def model(self) -> LlamaCppModel | None:
@@ -347,70 +327,22 @@ class LlamaCppBackend(LocalBackend):
         report("ready")
         return self._info
 
-    @property
-    def info(self) -> ModelInfo:
-        if self._info is None:
-            raise RuntimeError("no model is loaded")
-        return self._info
-
-    def stream(
-        self,
-        messages: Sequence[ChatMessage],
-        params: ParamsBox,
-        cache: CacheSettings | None = None,
-        stop: threading.Event | None = None,
-        conversation: Hashable | None = None,
-    ) -> Iterator[GenerationChunk]:
-        from glmdesk.engine.generate import stream_answer
-
-        if self._model is None:
-            error = ErrorInfo("generation_failed", "No model is loaded.", {"detail": "no model is loaded"})
-            return iter([GenerationChunk(finish_reason="error", error=error)])
-        refused = images_refused(messages, self.info.name, self.name)  # no mmproj path for GLM-4V
-        if refused is not None:
-            return refused
-        return stream_answer(self._model, messages, params, cache, stop, conversation)
-
-    def forget_conversation(self, conversation: Hashable) -> None:
-        if self._model is not None:
-            self._model.kv_pool.discard(conversation)
-
-    def kept_kv_bytes(self) -> int:
-        return 0 if self._model is None else self._model.kv_pool.total_bytes()
-
-    def text_model(self):
-        return self._model
-
     def encode_raw(self, text: str) -> list[int]:
         return self._model.vocab.encode(text)
 
-    def capabilities(self) -> Capabilities:
-        if self._capabilities is None:
-            info = self.info
-            self._capabilities = Capabilities(
-                engine=self.name,
-                kv_strategies=self._kv_strategies(),
-                quantizations={q: _gguf_only("quantization", q, info) for q in QUANTIZATIONS[1:]},
-                precisions={p: _gguf_only("precision", p, info) for p in PRECISIONS[1:]},
-                memory_probe="cuda" if info.device.startswith("cuda") else "cpu",
-                device=info.device,
-                context_length=info.context_length,
-                stop_ids=frozenset(self._model.prompt_format.stop_ids),
-                tool_calls=False,
-            )
-        return self._capabilities
+    def engine_capabilities(self) -> dict:
+        """The GGUF file's own weights: no torch quantization or precision; no tool calls."""
+        info = self.info
+        return {
+            "quantizations": {q: _gguf_only("quantization", q, info) for q in QUANTIZATIONS[1:]},
+            "precisions": {p: _gguf_only("precision", p, info) for p in PRECISIONS[1:]},
+            "tool_calls": False,
+        }
 
-    def _kv_strategies(self) -> dict[str, ErrorInfo | None]:
-        """Which strategies run here: each one's kind of context is made once, small."""
-        out: dict[str, ErrorInfo | None] = {}
+    def probe_strategy(self, strategy: str) -> None:
+        """Make the strategy's kind of context once, small, and free it."""
         with self._model.lock:
-            for name in CACHE_STRATEGIES:
-                try:
-                    self._model.probe(CacheSettings(strategy=name, window=240, sinks=4, budget_mib=1.0))
-                    out[name] = None
-                except GlmdeskError as exc:
-                    out[name] = exc.info
-        return out
+            self._model.probe(CacheSettings(strategy=strategy, window=240, sinks=4, budget_mib=1.0))
 
     def close(self) -> None:
         model, self._model = self._model, None

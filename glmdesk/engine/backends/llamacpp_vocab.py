@@ -6,8 +6,9 @@
   needs from a tokenizer (``chat_template``, ``apply_chat_template``, ``encode``), on
   llama.cpp's tokenizer and the GGUF's ``tokenizer.chat_template``, rendered by
   transformers' own Jinja renderer, so the prompt ids match the transformers path.
-- :func:`prompt_format_for`: ChatGLM3 / GLM-4 GGUFs get glmdesk's role-token format
-  (role tokens as ids, never typed text), ChatGLM2 its rounds, others their chat template.
+- :func:`prompt_format_for`: the registry's family's format: ChatGLM3 / GLM-4 GGUFs get
+  glmdesk's role-token format (role tokens as ids, never typed text), ChatGLM2 its
+  rounds, others their chat template.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ import ctypes
 from collections.abc import Sequence
 
 from glmdesk.core.errors import GlmdeskError
-from glmdesk.engine.chatglm.formats import ChatGLM2Format, RoleTokenFormat
-from glmdesk.engine.prompt import ChatTemplateFormat, PromptFormat
+from glmdesk.engine import families
+from glmdesk.engine.prompt import PromptFormat
 from glmdesk.engine.stop_ids import stop_ids
 
 
@@ -122,6 +123,7 @@ class TemplateTokenizer:
     def __init__(self, vocab: LlamaVocab, chat_template: str) -> None:
         self.vocab = vocab
         self.chat_template = chat_template
+        self.eos_token_id = vocab.eos
         self._specials = {
             "bos_token": vocab.text(vocab.bos) if vocab.bos is not None else "",
             "eos_token": vocab.text(vocab.eos) if vocab.eos is not None else "",
@@ -143,9 +145,20 @@ class TemplateTokenizer:
         """Text to ids; ``split_special_tokens`` keeps special-token text as plain text."""
         return self.vocab.encode(text, special=not split_special_tokens)
 
+    def special_id(self, name: str) -> int:
+        """The id of the special token ``name`` (for the stop-id rule).
 
-class _ChatGLM2Tokenizer:
-    """What :class:`ChatGLM2Format` needs (``special_id``, ``encode``, ``eos_token_id``)."""
+        Raises:
+            KeyError: when the vocabulary has none.
+        """
+        token = self.vocab.special_id(name)
+        if token is None:
+            raise KeyError(name)
+        return token
+
+
+class _SpecialTokens:
+    """What the ChatGLM-layout formats need (``special_id``, ``encode``, ``eos_token_id``)."""
 
     def __init__(self, vocab: LlamaVocab) -> None:
         self._vocab = vocab
@@ -164,10 +177,10 @@ class _ChatGLM2Tokenizer:
 def prompt_format_for(vocab: LlamaVocab, header, name: str) -> tuple[PromptFormat, str]:
     """The prompt format of a GGUF model and its family name.
 
-    ``chatglm`` / ``glm4`` architectures with role tokens: glmdesk's
-    :class:`RoleTokenFormat` (ChatGLM3's ``sop`` or GLM-4's ``<sop>``), ids from the
-    GGUF vocabulary; ``chatglm`` without role tokens: ChatGLM2's rounds; any other
-    model: its ``tokenizer.chat_template``.
+    The family is the registry's (:func:`glmdesk.engine.families.recognise_gguf`, from
+    ``general.architecture`` and the vocabulary): ChatGLM3 / GLM-4 get glmdesk's
+    role-token formats and ChatGLM2 its rounds, ids from the GGUF vocabulary; any other
+    model its ``tokenizer.chat_template``.
 
     Returns:
         ``(format, family)``; family is ``chatglm3``, ``glm4``, ``chatglm2`` or ``gguf``.
@@ -176,21 +189,13 @@ def prompt_format_for(vocab: LlamaVocab, header, name: str) -> tuple[PromptForma
         GlmdeskError: ``not_a_model`` when the model has neither role tokens nor a
             chat template.
     """
-    if header.architecture in ("chatglm", "glm4"):
-        s = vocab.special_id
-        roles = {k: s(f"<|{k}|>") for k in ("system", "user", "assistant", "observation")}
-        gmask = s("[gMASK]")
-        sop, family = (s("<sop>"), "glm4") if s("<sop>") is not None else (s("sop"), "chatglm3")
-        if gmask is not None and sop is not None and None not in roles.values():
-            ids = {"gmask": gmask, "sop": sop, **roles}
-            fmt = RoleTokenFormat(vocab.encode, ids, vocab.stop_ids(family), family)
-            fmt.name = family
-            return fmt, family
-        if header.architecture == "chatglm" and gmask is not None and sop is not None:
-            return ChatGLM2Format(_ChatGLM2Tokenizer(vocab)), "chatglm2"
+    family = families.recognise_gguf(header.architecture, vocab.special_id)
+    eos = (vocab.eos, vocab.eot)
+    if family.name != "generic":
+        return family.prompt_format(_SpecialTokens(vocab), eos), family.name
     template = header.get("tokenizer.chat_template")
     if isinstance(template, str) and template:
-        return ChatTemplateFormat(TemplateTokenizer(vocab, template), vocab.stop_ids()), "gguf"
+        return family.prompt_format(TemplateTokenizer(vocab, template), eos), "gguf"
     raise GlmdeskError(
         "not_a_model", f"{name} has no chat template, so it cannot be used for chat.", path=str(header.path)
     )

@@ -33,6 +33,7 @@ from glmdesk.core.tools import ToolSet
 from glmdesk.engine.backends import remote_errors
 from glmdesk.engine.backends.base import SAMPLING_FIELDS, Backend, Capabilities, ProgressCallback
 from glmdesk.engine.chunk import GenerationChunk
+from glmdesk.engine.families import family_for_model_id, served_tool_dialects
 from glmdesk.engine.info import LoadProgress, ModelInfo
 from glmdesk.engine.prompt import forced_call
 
@@ -137,12 +138,6 @@ def _unavailable(kind: str, key: str, names: Sequence[str]) -> dict[str, ErrorIn
     return out
 
 
-def _families(model_id: str) -> tuple[str, ...]:
-    """The GLM tool formats to try on a served model's text, from its id (``chatglm3``
-    first for ``chatglm3-6b``; ``glm4`` first otherwise, as for ``glm-4-9b-chat``)."""
-    return ("chatglm3", "glm4") if "chatglm3" in model_id.lower() else ("glm4", "chatglm3")
-
-
 def _offered(messages: Sequence[ChatMessage]) -> ToolSet | None:
     """The tools the system messages offer (the last set wins), or ``None``."""
     found = [m.tools for m in messages if m.role == "system" and m.tools]
@@ -174,26 +169,23 @@ class RemoteBackend(Backend):
         progress: ProgressCallback | None = None,
         cancel: threading.Event | None = None,
     ) -> ModelInfo:
-        if not settings.remote_url:
+        own = settings.remote
+        if not own.url:
             raise GlmdeskError("load_failed", "No server URL was given.", detail="no server URL")
-        url = base_url(settings.remote_url)
+        url = base_url(own.url)
         if progress:
             progress(LoadProgress("resolving"))
         timeout = openai.Timeout(self.stall_s, connect=self.connect_s)
-        client = openai.OpenAI(
-            base_url=url, api_key=settings.remote_api_key or "none", timeout=timeout, max_retries=0
-        )
+        client = openai.OpenAI(base_url=url, api_key=own.api_key or "none", timeout=timeout, max_retries=0)
         try:
             listed = list(client.with_options(timeout=openai.Timeout(self.connect_s)).models.list())
         except Exception as exc:
             client.close()
-            raise remote_errors.from_exception(
-                url, settings.remote_model or "", exc, False, self.stall_s
-            ) from None
+            raise remote_errors.from_exception(url, own.model or "", exc, False, self.stall_s) from None
         if cancel is not None and cancel.is_set():
             client.close()
             raise GlmdeskError("load_cancelled", "Loading was cancelled.")
-        model = self._choose(url, settings.remote_model, listed)
+        model = self._choose(url, own.model, listed)
         extra = model.model_extra or {}
         context = extra.get("max_model_len") or extra.get("context_length") or DEFAULT_CONTEXT
         self.close()
@@ -330,7 +322,15 @@ class RemoteBackend(Backend):
                 "generation_failed", "No server is connected.", {"detail": "no server is connected"}
             )
             return iter([GenerationChunk(finish_reason="error", error=error)])
-        answer = RemoteAnswer(self.url, self.model, self.stall_s, chat, tools, _families(self.model))
+        answer = RemoteAnswer(
+            self.url,
+            self.model,
+            self.stall_s,
+            chat,
+            tools,
+            served_tool_dialects(self.model),
+            family_for_model_id(self.model),
+        )
         fields, extra = request_fields(params.get())
         return answer.run(lambda: start(fields, extra), stop)
 

@@ -13,10 +13,13 @@ import time
 from collections.abc import Callable, Iterator
 
 from glmdesk.core.errors import ErrorInfo, GlmdeskError
+from glmdesk.core.parts import ReasoningPart, ReplyPart, TextPart, ToolCallPart, merged, text_of
 from glmdesk.core.tools import ToolSet
 from glmdesk.engine.backends import remote_errors
 from glmdesk.engine.backends.remote_tools import RemoteCalls
 from glmdesk.engine.chunk import GenerationChunk
+from glmdesk.engine.families import ModelFamily
+from glmdesk.engine.families.parser import ThinkSplitter
 
 _POLL_S = 0.05  # how often the waiting side checks Stop, in s
 _END = object()
@@ -34,6 +37,9 @@ class RemoteAnswer:
             ``tool_calls``, as the local backends' do).
         families: GLM formats to parse call text with when the server returns no
             ``tool_calls`` (see :class:`~glmdesk.engine.backends.remote_tools.RemoteCalls`).
+        family: The served model's family (from its id): when it writes a think block
+            (GLM-Z1), one in the text becomes reasoning parts, as the local backends'
+            do, unless the server sends the reasoning apart (``reasoning_content``).
     """
 
     def __init__(
@@ -44,9 +50,13 @@ class RemoteAnswer:
         chat: bool,
         tools: ToolSet | None = None,
         families: tuple[str, ...] = ("glm4", "chatglm3"),
+        family: ModelFamily | None = None,
     ) -> None:
         self.url, self.model, self.stall_s, self.chat = url, model, stall_s, chat
         self.calls = RemoteCalls(tools or ToolSet(), families)
+        self.think = None
+        if family is not None and family.reasoning is not None:
+            self.think = ThinkSplitter(family.reasoning, inside=family.opens_reasoning)
         self.start = time.perf_counter()
         self.first_at = 0.0
         self.ttft = 0.0
@@ -54,14 +64,30 @@ class RemoteAnswer:
         self.prompt_tokens = 0
         self.pieces = 0
 
-    def chunk(self, text: str = "", finish: str | None = None, error=None, **more) -> GenerationChunk:
-        """A chunk with the client's timings (tokens/s after the first token); ``more``:
-        further :class:`GenerationChunk` fields (tool call, notice)."""
+    def split(self, text: str) -> list[ReplyPart]:
+        """The parts of answer text the server sent: reasoning and answer when the served
+        model's family writes a think block (a server without a reasoning parser)."""
+        if not text:
+            return []
+        return self.think(text) if self.think is not None else [TextPart(text)]
+
+    def chunk(self, parts=(), finish: str | None = None, error=None, **more) -> GenerationChunk:
+        """A chunk of ``parts`` (a string: answer text) with the client's timings
+        (tokens/s after the first token); ``more``: further :class:`GenerationChunk`
+        fields (tool call, notice)."""
+        parts = [TextPart(parts)] if isinstance(parts, str) else list(parts)
+        if finish is None and self.calls.pending is not None:
+            parts.append(ToolCallPart(self.calls.pending, self.calls.call_text))
+        call = more.get("tool_call")
+        if call is not None:
+            parts.append(ToolCallPart(call.name, call.arguments_json(), done=True))
+        parts = merged(parts)
         rate = 0.0
         if self.n_generated > 1 and self.first_at:
             rate = (self.n_generated - 1) / max(time.perf_counter() - self.first_at, 1e-9)
         return GenerationChunk(
-            text=text,
+            text=text_of(parts),
+            parts=parts,
             prompt_tokens=self.prompt_tokens,
             n_generated=self.n_generated,
             ttft_s=self.ttft,
@@ -120,11 +146,13 @@ class RemoteAnswer:
                 if kind == "open":
                     opened = True
                 elif kind == "event":
-                    text, reason = self._take(item)
+                    text, thought, reason = self._take(item)
                     finish = reason or finish
-                    shown = self.calls.text(text)
-                    if shown or self.calls.pending is not None:
-                        yield self.chunk(shown)
+                    if thought:  # the server splits the reasoning itself
+                        self.think = None
+                    parts = ([ReasoningPart(thought)] if thought else []) + self.split(self.calls.text(text))
+                    if parts or self.calls.pending is not None:
+                        yield self.chunk(parts)
                     if stop.is_set():
                         yield self.chunk(finish="cancelled")
                         return
@@ -141,29 +169,35 @@ class RemoteAnswer:
         finally:
             closing.set()  # the reader closes the stream at its next event
 
-    def _take(self, event) -> tuple[str, str | None]:
-        """The text and finish reason of one streamed event; counts and times it."""
+    def _take(self, event) -> tuple[str, str, str | None]:
+        """The text, reasoning and finish reason of one streamed event; counts and times it.
+
+        Reasoning is the delta's ``reasoning_content`` (vLLM's reasoning parsers; newer
+        vLLM: ``reasoning``), an extra field of the ``openai`` client's delta object."""
         usage = getattr(event, "usage", None)
         if usage is not None:
             self.prompt_tokens = usage.prompt_tokens or 0
             self.n_generated = usage.completion_tokens or self.n_generated
-        text, reason = "", None
+        text, thought, reason = "", "", None
         calls = False
         for choice in event.choices or ():
             piece = (choice.delta.content if self.chat else choice.text) or ""
             text += piece
+            if self.chat:
+                extra = getattr(choice.delta, "model_extra", None) or {}
+                thought += extra.get("reasoning_content") or extra.get("reasoning") or ""
             reason = choice.finish_reason or reason
             for delta in (getattr(choice.delta, "tool_calls", None) or ()) if self.chat else ():
                 self.calls.add_delta(delta)
                 calls = True
-        if text or calls:
+        if text or thought or calls:
             if not self.first_at:
                 self.first_at = time.perf_counter()
                 self.ttft = self.first_at - self.start
             self.pieces += 1
             if usage is None:
                 self.n_generated = max(self.n_generated, self.pieces)
-        return text, reason
+        return text, thought, reason
 
     def _last(self, finish: str | None) -> GenerationChunk:
         if finish is None:  # the stream ended without saying why: it was cut
@@ -186,4 +220,5 @@ class RemoteAnswer:
                 f"The model wrote a tool call that glmdesk did not run, so it is shown as text: {reason}.",
                 {"reason": reason},
             )
-        return self.chunk(rest, finish="length" if finish == "length" else "stop", notice=notice)
+        parts = self.split(rest) + (self.think.finish() if self.think is not None else [])
+        return self.chunk(parts, finish="length" if finish == "length" else "stop", notice=notice)

@@ -6,22 +6,14 @@ Loading is :func:`glmdesk.engine.loader.load_model`; answering is the text layer
 
 from __future__ import annotations
 
+import dataclasses
 import threading
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Sequence
 
-from glmdesk.core.errors import ErrorInfo, GlmdeskError
-from glmdesk.core.messages import ChatMessage
-from glmdesk.core.settings import (
-    CACHE_STRATEGIES,
-    PRECISIONS,
-    QUANTIZATIONS,
-    CacheSettings,
-    LoadSettings,
-    ParamsBox,
-)
-from glmdesk.engine.backends.base import Capabilities, ProgressCallback, images_refused
+from glmdesk.core.errors import ErrorInfo
+from glmdesk.core.settings import PRECISIONS, QUANTIZATIONS, CacheSettings, LoadSettings
+from glmdesk.engine.backends.base import ProgressCallback
 from glmdesk.engine.backends.local import LocalBackend
-from glmdesk.engine.chunk import GenerationChunk
 from glmdesk.engine.info import ModelInfo
 
 
@@ -35,19 +27,23 @@ class TransformersBackend(LocalBackend):
     Args:
         loaded: An already loaded :class:`~glmdesk.engine.loader.LoadedModel` to use
             (tests share one); the backend does not close a model it was given.
+        fallback: ``auto`` chose transformers because the engine it prefers is not here
+            (llama.cpp for a GGUF file): load a GGUF file with its weight-only scheme
+            when one holds it (:func:`~glmdesk.engine.backends.fallback.transformers_fallback`).
     """
 
     name = "transformers"
 
-    def __init__(self, loaded=None) -> None:
-        self._loaded = loaded
-        self._owns = loaded is None
-        self._capabilities: Capabilities | None = None
+    def __init__(self, loaded=None, fallback: bool = False) -> None:
+        super().__init__()
+        self._fallback = fallback
+        self._model, self._owns = loaded, loaded is None
+        self._info = None if loaded is None else loaded.info
 
     @property
     def loaded(self):
         """The :class:`~glmdesk.engine.loader.LoadedModel` (``None`` before a load)."""
-        return self._loaded
+        return self._model
 
     def load(
         self,
@@ -55,92 +51,45 @@ class TransformersBackend(LocalBackend):
         progress: ProgressCallback | None = None,
         cancel: threading.Event | None = None,
     ) -> ModelInfo:
+        from glmdesk.engine.backends.fallback import transformers_fallback
         from glmdesk.engine.loader import load_model
 
+        settings, note = transformers_fallback(settings, llama_cpp_installed=not self._fallback)
         loaded = load_model(settings, progress=progress, cancel=cancel)
+        if note is not None:
+            loaded.info = dataclasses.replace(loaded.info, notes=(note, *loaded.info.notes))
         loaded.logits_processors()  # builds the UTF-8 guard's masks now, not at the first answer
-        if self._loaded is not None and self._owns:
-            self._loaded.close()
-        self._loaded, self._owns, self._capabilities = loaded, True, None
+        if self._model is not None and self._owns:
+            self._model.close()
+        self._model, self._owns, self._capabilities = loaded, True, None
+        self._info = loaded.info
         return loaded.info
 
-    @property
-    def info(self) -> ModelInfo:
-        if self._loaded is None:
-            raise RuntimeError("no model is loaded")
-        return self._loaded.info
-
-    def stream(
-        self,
-        messages: Sequence[ChatMessage],
-        params: ParamsBox,
-        cache: CacheSettings | None = None,
-        stop: threading.Event | None = None,
-        conversation: Hashable | None = None,
-    ) -> Iterator[GenerationChunk]:
-        from glmdesk.engine.generate import stream_answer
-
-        if self._loaded is None:
-            error = ErrorInfo("generation_failed", "No model is loaded.", {"detail": "no model is loaded"})
-            return iter([GenerationChunk(finish_reason="error", error=error)])
-        if not self._loaded.vision:
-            refused = images_refused(messages, self._loaded.info.name, self.name)
-            if refused is not None:
-                return refused
-        return stream_answer(self._loaded, messages, params, cache, stop, conversation)
-
-    def forget_conversation(self, conversation: Hashable) -> None:
-        if self._loaded is not None:
-            self._loaded.kv_pool.discard(conversation)
-
-    def kept_kv_bytes(self) -> int:
-        return 0 if self._loaded is None else self._loaded.kv_pool.total_bytes()
-
-    def text_model(self):
-        return self._loaded
-
     def encode_raw(self, text: str) -> list[int]:
-        return self._loaded.tokenizer.encode(text)
+        return self._model.tokenizer.encode(text)
 
-    def capabilities(self) -> Capabilities:
-        if self._capabilities is None:
-            from glmdesk.engine.options import option_availability
+    def engine_capabilities(self) -> dict:
+        """The torch options this machine has, whether the format has tool calls, and
+        whether the model reads images (with its processor's resizing rule)."""
+        from glmdesk.engine.options import option_availability
 
-            info = self.info
-            availability = option_availability()
-            self._capabilities = Capabilities(
-                engine=self.name,
-                kv_strategies=self._kv_strategies(),
-                quantizations=_option_errors("quantization", QUANTIZATIONS[1:], availability),
-                precisions=_option_errors("precision", PRECISIONS[1:], availability),
-                memory_probe="cuda" if info.device.startswith("cuda") else "cpu",
-                device=info.device,
-                context_length=info.context_length,
-                stop_ids=frozenset(self._loaded.prompt_format.stop_ids),
-                tool_calls=bool(getattr(self._loaded.prompt_format, "tool_calls", False)),
-                vision=self._loaded.vision,
-                image_sizing=self._loaded.prompt_format.sizing() if self._loaded.vision else None,
-            )
-        return self._capabilities
+        availability = option_availability()
+        return {
+            "quantizations": _option_errors("quantization", QUANTIZATIONS[1:], availability),
+            "precisions": _option_errors("precision", PRECISIONS[1:], availability),
+            "tool_calls": bool(self._model.prompt_format.tool_calls),
+            "vision": self._model.vision,  # a GLM vision model (engine/vision.py)
+            "image_sizing": self._model.prompt_format.sizing() if self._model.vision else None,
+        }
 
-    def _kv_strategies(self) -> dict[str, ErrorInfo | None]:
-        """Which KV-cache strategies can run with this model (each tried once, empty)."""
+    def probe_strategy(self, strategy: str) -> None:
+        """Make the strategy's cache for this model, empty, and release it."""
         from glmdesk.engine.cache import make_cache_strategy
 
-        out: dict[str, ErrorInfo | None] = {}
-        for name in CACHE_STRATEGIES:
-            try:
-                make_cache_strategy(self._loaded.model, CacheSettings(strategy=name)).release()
-                out[name] = None
-            except GlmdeskError as exc:
-                out[name] = exc.info
-            except Exception as exc:
-                out[name] = ErrorInfo(
-                    "invalid_setting", str(exc), {"name": "kv_cache", "value": name, "reason": str(exc)}
-                )
-        return out
+        make_cache_strategy(self._model.model, CacheSettings(strategy=strategy)).release()
 
     def close(self) -> None:
-        loaded, self._loaded = self._loaded, None
+        loaded, self._model = self._model, None
+        self._info = self._capabilities = None
         if loaded is not None and self._owns:
             loaded.close()

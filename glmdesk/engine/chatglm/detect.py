@@ -1,6 +1,7 @@
 """Which checkpoint family a path holds, from ``config.json`` and the files present.
 
-Families:
+The families' own modules recognise them (:mod:`glmdesk.engine.families`); this module
+reads the path. Families:
 
 - ``chatglm2``, ``chatglm2-32k``: THUDM ChatGLM2-6B (-32K) original layout.
 - ``chatglm3``, ``chatglm3-32k``: ChatGLM3-6B; ``-32k`` also covers -128K and any
@@ -8,6 +9,7 @@ Families:
 - ``glm4``: GLM-4-9B(-chat) in THUDM's original layout (model_type ``chatglm``).
 - ``glm4-hf``: the transformers-native sibling (model_type ``glm``).
 - ``chatglm-v1``: ChatGLM-6B (first generation), a different network.
+- ``glm4-0414``, ``glm-z1``: GLM-4-0414 and GLM-Z1 (model_type ``glm4``).
 - ``generic-hf``: any other Hugging Face folder with a ``model_type``.
 - ``gguf``: a ``.gguf`` file (or a folder holding only ``.gguf`` files).
 
@@ -35,29 +37,24 @@ from pathlib import Path
 from typing import Any
 
 from glmdesk.core.errors import GlmdeskError
-
-FAMILIES = (
-    "chatglm2",
-    "chatglm2-32k",
-    "chatglm3",
-    "chatglm3-32k",
-    "glm4",
-    "glm4-hf",
-    "chatglm-v1",
-    "generic-hf",
-    "gguf",
+from glmdesk.engine import families
+from glmdesk.engine.families.files import (  # noqa: F401 (named here by the converter and tests)
+    declared_tokenizer,
+    is_chatglm_config,
+    is_tiktoken_file,
+    rope_ratio,
 )
-ORIGINAL_FAMILIES = frozenset({"chatglm2", "chatglm2-32k", "chatglm3", "chatglm3-32k", "glm4"})
 
+#: Every name :func:`detect_family` returns (the registry's families' variants).
+FAMILIES = tuple(v for v in families.variants() if v not in ("generic", "hub", "embedded", "remote"))
+#: Families in THUDM's original layout, converted before loading.
+ORIGINAL_FAMILIES = frozenset(v for f in families.FAMILIES if f.converted for v in f.variants)
 #: Families whose tokenizer is :class:`~glmdesk.engine.chatglm.tokenizer.ChatGLMTokenizer`.
-SENTENCEPIECE_FAMILIES = frozenset({"chatglm2", "chatglm2-32k", "chatglm3", "chatglm3-32k"})
+SENTENCEPIECE_FAMILIES = frozenset(v for f in families.FAMILIES if f.sentencepiece for v in f.variants)
 
 #: Written into every converted folder by :func:`~glmdesk.engine.chatglm.convert.convert_checkpoint`;
 #: its presence marks a complete conversion, and its ``family`` names the source's family.
 MARKER_FILE = "glmdesk_conversion.json"
-
-_CHATGLM_CLASSES = ("ChatGLMModel", "ChatGLMForConditionalGeneration", "ChatGLMForSequenceClassification")
-_CHATGLM3_MARKERS = ("<|user|>", "<|observation|>")
 
 
 def is_original_checkpoint(family: str) -> bool:
@@ -92,17 +89,6 @@ def read_config(folder: Path) -> dict[str, Any]:
     return config
 
 
-def is_chatglm_config(config: dict[str, Any]) -> bool:
-    """True when the config names THUDM's ChatGLM code (any generation)."""
-    if config.get("model_type") == "chatglm":
-        return True
-    names = list(config.get("architectures") or [])
-    auto_map = config.get("auto_map") or {}
-    if isinstance(auto_map, dict):
-        names += [str(v) for v in auto_map.values()]
-    return any(any(cls in str(n) for cls in _CHATGLM_CLASSES) for n in names)
-
-
 def converted_family(folder: Path, config: dict[str, Any] | None = None) -> str | None:
     """The source family of a folder ``glmdesk convert`` wrote, else ``None``.
 
@@ -119,88 +105,6 @@ def converted_family(folder: Path, config: dict[str, Any] | None = None) -> str 
     family = marker.get("family") if isinstance(marker, dict) else None
     if config.get("model_type") == "glm" and family in ORIGINAL_FAMILIES:
         return family
-    return None
-
-
-def rope_ratio(config: dict[str, Any]) -> float:
-    """The config's ``rope_ratio`` (1.0 when absent or null)."""
-    value = config.get("rope_ratio")
-    return float(value) if value else 1.0
-
-
-def _is_v1(config: dict[str, Any]) -> bool:
-    if "position_encoding_2d" in config or "inner_hidden_size" in config:
-        return True
-    return "padded_vocab_size" not in config and config.get("vocab_size") in (130528, 150528)
-
-
-def _text(file: Path, limit: int = 2_000_000) -> str:
-    try:
-        with file.open("r", encoding="utf-8", errors="replace") as f:
-            return f.read(limit)
-    except OSError:
-        return ""
-
-
-def _looks_chatglm3(folder: Path, config: dict[str, Any]) -> bool:
-    # Reading (never running) the tokenizer files is the strongest signal: the
-    # ChatGLM3 tokenizer defines the role tokens, ChatGLM2's does not.
-    for name in ("tokenizer_config.json", "tokenization_chatglm.py"):
-        if any(m in _text(folder / name) for m in _CHATGLM3_MARKERS):
-            return True
-    name = str(config.get("_name_or_path") or "").lower()
-    if "chatglm3" in name:
-        return True
-    if "chatglm2" in name:
-        return False
-    return rope_ratio(config) >= 50
-
-
-def is_tiktoken_file(file: Path) -> bool:
-    """True when ``file`` starts like a tiktoken rank file (``base64 rank`` lines)."""
-    try:
-        with file.open("rb") as f:
-            head = f.read(256)
-    except OSError:
-        return False
-    first = head.split(b"\n", 1)[0].split(b" ")
-    return len(first) == 2 and first[1].strip().isdigit()
-
-
-def _is_sentencepiece_file(file: Path) -> bool:
-    # A sentencepiece ModelProto starts with its repeated field 1 (pieces): tag 0x0A.
-    try:
-        with file.open("rb") as f:
-            return f.read(1) == b"\x0a"
-    except OSError:
-        return False
-
-
-def declared_tokenizer(folder: Path) -> str | None:
-    """What tokenizer a ChatGLM-family folder declares: ``tiktoken`` (GLM-4) or
-    ``sentencepiece`` (ChatGLM2/3); ``None`` when it declares neither.
-
-    The tokenizer file's own format counts first (it is what must be read), then
-    ``tokenizer_config.json``'s ``tokenizer_class`` (``ChatGLM4Tokenizer`` is GLM-4's,
-    ``ChatGLMTokenizer`` ChatGLM2/3's), then a ``tokenizer.json`` without a
-    ``tokenizer.model`` (only GLM-4 ships one).
-    """
-    model_file = folder / "tokenizer.model"
-    if is_tiktoken_file(model_file):
-        return "tiktoken"
-    if _is_sentencepiece_file(model_file):
-        return "sentencepiece"
-    try:
-        declared = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        declared = None
-    name = str(declared.get("tokenizer_class") or "") if isinstance(declared, dict) else ""
-    if name == "ChatGLM4Tokenizer":
-        return "tiktoken"
-    if name == "ChatGLMTokenizer":
-        return "sentencepiece"
-    if (folder / "tokenizer.json").is_file() and not model_file.exists():
-        return "tiktoken"
     return None
 
 
@@ -233,22 +137,9 @@ def detect_family(path: str | Path) -> str:
     converted = converted_family(p, config)
     if converted:
         return converted
-    if is_chatglm_config(config):
-        if _is_v1(config):
-            return "chatglm-v1"
-        declared = declared_tokenizer(p)
-        vocab = int(config.get("padded_vocab_size") or config.get("vocab_size") or 0)
-        if declared == "tiktoken" or (declared is None and vocab >= 100_000):
-            return "glm4"
-        long_context = rope_ratio(config) > 1.0
-        if _looks_chatglm3(p, config):
-            return "chatglm3-32k" if long_context else "chatglm3"
-        return "chatglm2-32k" if long_context else "chatglm2"
-    model_type = config.get("model_type")
-    if model_type == "glm":
-        return "glm4-hf"
-    if model_type or config.get("architectures"):
-        return "generic-hf"
+    family = families.recognise_folder(config, p)
+    if family is not None:
+        return family
     raise GlmdeskError(
         "not_a_model",
         f"The config.json in {p} names no model type, so glmdesk cannot tell what model it is.",

@@ -323,12 +323,14 @@ class ChatGLM3Format(RoleTokenFormat):
     written with empty metadata (the shown text, the metadata line stripped).
 
     Args:
-        tokenizer: A :class:`~glmdesk.engine.chatglm.tokenizer.ChatGLMTokenizer`.
+        tokenizer: A :class:`~glmdesk.engine.chatglm.tokenizer.ChatGLMTokenizer` (or any
+            vocabulary with ``encode``, ``special_id`` and ``eos_token_id``: a GGUF's).
+        extra_stop_ids: Added to the eos and end-token ids (a GGUF's eot).
     """
 
     name = "chatglm3"
 
-    def __init__(self, tokenizer) -> None:
+    def __init__(self, tokenizer, extra_stop_ids: frozenset[int] = frozenset()) -> None:
         s = tokenizer.special_id
         super().__init__(
             tokenizer.encode,
@@ -340,7 +342,7 @@ class ChatGLM3Format(RoleTokenFormat):
                 "assistant": s("<|assistant|>"),
                 "observation": s("<|observation|>"),
             },
-            family_stop_ids("chatglm3", (tokenizer.eos_token_id,), token_lookup(tokenizer)),
+            family_stop_ids("chatglm3", (tokenizer.eos_token_id, *extra_stop_ids), token_lookup(tokenizer)),
             "chatglm3",
         )
         self.tokenizer = tokenizer

@@ -45,6 +45,14 @@ class FastGLM4Tokenizer:
         self.eos_token_id = self.special_ids["<|endoftext|>"]
         self.pad_token_id = self.eos_token_id
 
+    def special_id(self, name: str) -> int:
+        """The id of the special token ``name``.
+
+        Raises:
+            KeyError: when the vocabulary has no such special token.
+        """
+        return self.special_ids[name]
+
     def encode(self, text: str) -> list[int]:
         """Plain-text ids; typed special tokens stay text."""
         if not text:
@@ -83,6 +91,14 @@ class TiktokenGLM4Tokenizer:
         self._special = set(self.special_ids.values())
         self.eos_token_id = self.special_ids["<|endoftext|>"]
         self.pad_token_id = self.eos_token_id
+
+    def special_id(self, name: str) -> int:
+        """The id of the special token ``name``.
+
+        Raises:
+            KeyError: when the vocabulary has no such special token.
+        """
+        return self.special_ids[name]
 
     def encode(self, text: str) -> list[int]:
         """Plain-text ids (``disallowed_special=()``: typed special tokens stay text)."""

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from glmdesk.core.errors import GlmdeskError
+from glmdesk.engine import families
 from glmdesk.engine.chatglm.convert import CONVERTER_VERSION, MARKER_FILE, Progress, convert_checkpoint
 from glmdesk.engine.chatglm.detect import (
     ORIGINAL_FAMILIES,
@@ -26,12 +27,10 @@ from glmdesk.engine.chatglm.detect import (
     detect_family,
     read_config,
 )
-from glmdesk.engine.chatglm.formats import ChatGLM2Format, ChatGLM3Format, GLM4Format
 from glmdesk.engine.chatglm.glm4_tokenizer import load_glm4_tokenizer
 from glmdesk.engine.chatglm.source_checks import check_folder_files
 from glmdesk.engine.chatglm.tokenizer import ChatGLMTokenizer
-from glmdesk.engine.prompt import ChatTemplateFormat, PromptFormat
-from glmdesk.engine.stop_ids import stop_ids, token_lookup
+from glmdesk.engine.prompt import PromptFormat
 
 
 @dataclass(frozen=True)
@@ -145,19 +144,15 @@ def prepare_checkpoint(
     converted = converted_family(src) is not None
     if family in ORIGINAL_FAMILIES:
         check_folder_files(src)  # a git-lfs pointer is named before any reader sees it
-    if family in SENTENCEPIECE_FAMILIES:
+    spec = families.get_family(family)
+    if family in ORIGINAL_FAMILIES:
         config = read_config(src)
         # Read the tokenizer before converting: a bad tokenizer fails in a second.
-        tokenizer = ChatGLMTokenizer(src / "tokenizer.model")
-        fmt: PromptFormat = (
-            ChatGLM3Format(tokenizer) if family.startswith("chatglm3") else ChatGLM2Format(tokenizer)
-        )
-        hf = src if converted else _ensure_converted(src, Path(cache_root), progress, cancel)
-        return PreparedCheckpoint(hf, family, tokenizer, fmt, fmt.stop_ids, _seq_length(config))
-    if family == "glm4":
-        config = read_config(src)
-        tokenizer = load_glm4_tokenizer(src)
-        fmt = GLM4Format(tokenizer.encode, tokenizer.special_ids, frozenset(_generation_eos(src)))
+        if family in SENTENCEPIECE_FAMILIES:
+            tokenizer = ChatGLMTokenizer(src / "tokenizer.model")
+        else:
+            tokenizer = load_glm4_tokenizer(src)
+        fmt: PromptFormat = spec.prompt_format(tokenizer, sorted(_generation_eos(src)))
         hf = src if converted else _ensure_converted(src, Path(cache_root), progress, cancel)
         return PreparedCheckpoint(hf, family, tokenizer, fmt, fmt.stop_ids, _seq_length(config))
     if family == "glm4-hf":
@@ -165,14 +160,11 @@ def prepare_checkpoint(
 
         config = read_config(src)
         tokenizer = AutoTokenizer.from_pretrained(str(src), trust_remote_code=False)
-        stops = stop_ids(family, _generation_eos(src), token_lookup(tokenizer))
-        fmt = ChatTemplateFormat(tokenizer, stops)
+        fmt = spec.prompt_format(tokenizer, sorted(_generation_eos(src)))
         context = int(config.get("max_position_embeddings") or 131072)
-        return PreparedCheckpoint(src, family, tokenizer, fmt, stops, context)
-    if family == "chatglm-v1":
-        reason = (
-            "it is a first-generation ChatGLM-6B checkpoint, a different network that glmdesk does not run."
-        )
+        return PreparedCheckpoint(src, family, tokenizer, fmt, fmt.stop_ids, context)
+    if spec.unsupported:
+        reason = spec.unsupported
     else:
         reason = f"it is not a ChatGLM-family checkpoint (detected {family}); load it as a generic model."
     raise GlmdeskError(

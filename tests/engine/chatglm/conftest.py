@@ -9,7 +9,6 @@ embedding table is padded past them to a multiple of 64 (65024 for the real one)
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 from collections.abc import Callable
@@ -232,23 +231,19 @@ def make_checkpoint(tmp_path, sp_model_file) -> MakeCheckpoint:
 
 @pytest.fixture(scope="session")
 def reference_forward():
-    """The independent reference forward of ``chatglm_reference.py`` (loaded by path)."""
-    spec = importlib.util.spec_from_file_location(
-        "chatglm_reference", Path(__file__).with_name("chatglm_reference.py")
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.reference_forward
+    """The independent reference forward of ``tests/helpers/chatglm_reference.py``."""
+    from tests.helpers.chatglm_reference import reference_forward
+
+    return reference_forward
 
 
 @pytest.fixture(scope="session")
 def glm4_tokenizer_folder(tmp_path_factory) -> Path:
     """A folder with a tiny GLM-4 tiktoken ``tokenizer.model`` (bytes + trained merges;
     see ``tool_models.py``)."""
-    spec = importlib.util.spec_from_file_location("tool_models", Path(__file__).with_name("tool_models.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.write_glm4_tokenizer(tmp_path_factory.mktemp("glm4tok"))
+    from tests.helpers.tool_models import write_glm4_tokenizer
+
+    return write_glm4_tokenizer(tmp_path_factory.mktemp("glm4tok"))
 
 
 def tiny_tiktoken_ranks() -> list[bytes]:

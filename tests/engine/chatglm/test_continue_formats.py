@@ -5,10 +5,12 @@ from __future__ import annotations
 import pytest
 
 from glmdesk.core.messages import ChatMessage
+from glmdesk.core.parts import text_of
 from glmdesk.engine.chatglm import ChatGLM2Format, ChatGLMTokenizer
 from glmdesk.engine.context import fit_prompt
 from glmdesk.engine.detokenizer import IncrementalDetokenizer
-from glmdesk.engine.generate import RESUME_CONTEXT_TOKENS, _reply_filter
+from glmdesk.engine.families.parser import reply_parser
+from glmdesk.engine.generate import RESUME_CONTEXT_TOKENS
 
 QUESTION = ChatMessage("user", "hello world")
 PARTIAL = ChatMessage("assistant", "the sea is blue and")
@@ -33,9 +35,9 @@ def test_role_token_prompt_ends_with_the_partial_answer_ids(name, request):
 @pytest.mark.parametrize("name", ["g3", "g4"])
 def test_continued_reply_is_not_filtered_for_a_metadata_line(name, request):
     fmt = request.getfixturevalue(name)
-    shown = _reply_filter(fmt, None, resumed=True)
-    assert shown("\n more") == "\n more"  # mid-answer: a newline is text, not metadata
-    assert _reply_filter(fmt, None)("\n more") == "more"
+    shown = reply_parser(fmt, None, resumed=True)
+    assert text_of(shown.feed("\n more")) == "\n more"  # mid-answer: a newline is text, not metadata
+    assert text_of(reply_parser(fmt, None).feed("\n more")) == "more"
 
 
 def test_chatglm2_continued_round_ends_with_the_partial_answer(sp_model_file):

@@ -9,9 +9,7 @@ re-encodes the call's turn starting with the same ids (KV reuse sees them).
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
@@ -20,17 +18,8 @@ from glmdesk.core.settings import ParamsBox, SamplingParams
 from glmdesk.core.tools import ToolCall, ToolSet, parse_functions
 from glmdesk.engine.chatglm.tools import CHATGLM3_TOOL_INTRO
 from glmdesk.engine.generate import stream_answer
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-ref = _load("tool_reference")
-models = _load("tool_models")
+from tests.helpers import tool_models as models
+from tests.helpers import tool_reference as ref
 
 WEATHER = {
     "name": "get_weather",

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.tools import INTERPRETER, ToolCall, ToolSet, parse_functions
 from glmdesk.engine.chatglm import ChatGLMTokenizer, GLM4Format
@@ -13,10 +10,7 @@ from glmdesk.engine.chatglm.tools import (
     CHATGLM3_TOOL_INTRO,
     interpreter_observation,
 )
-
-spec = importlib.util.spec_from_file_location("tool_reference", Path(__file__).with_name("tool_reference.py"))
-ref = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(ref)
+from tests.helpers import tool_reference as ref
 
 WEATHER = {
     "name": "get_weather",

@@ -9,14 +9,12 @@ forces the token sequence a trained model would write.
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 import torch
 from transformers import GlmForCausalLM
 
 from glmdesk.core.messages import ChatMessage
+from glmdesk.core.parts import ToolCallPart
 from glmdesk.core.settings import ParamsBox, SamplingParams
 from glmdesk.core.tools import INTERPRETER, FunctionSpec, ToolSet
 from glmdesk.engine.backends.transformers import TransformersBackend
@@ -24,24 +22,9 @@ from glmdesk.engine.chatglm import prepare_checkpoint
 from glmdesk.engine.generate import stream_answer
 from glmdesk.engine.info import ModelInfo
 from glmdesk.engine.loader import LoadedModel
+from tests.helpers import tool_models as tm
 
 TOOLS = ToolSet((FunctionSpec("get_weather", "Weather of a city"),), interpreter=True)
-
-
-class ForceTokens:
-    """Test-only logits processor: the answer's i-th token is ``script[i]``."""
-
-    def __init__(self, script: list[int]) -> None:
-        self.script = script
-        self.prompt_len: int | None = None
-
-    def __call__(self, ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
-        if self.prompt_len is None:
-            self.prompt_len = ids.shape[1]
-        i = min(ids.shape[1] - self.prompt_len, len(self.script) - 1)
-        forced = torch.full_like(scores, float("-inf"))
-        forced[:, self.script[i]] = 0.0
-        return forced
 
 
 def info(family: str, fmt) -> ModelInfo:
@@ -62,14 +45,11 @@ def g3_loaded(make_checkpoint, tmp_path):
 
 @pytest.fixture(scope="module")
 def g4_loaded(glm4_tokenizer_folder):
-    spec = importlib.util.spec_from_file_location("tool_models", Path(__file__).with_name("tool_models.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.tiny_glm4(glm4_tokenizer_folder)
+    return tm.tiny_glm4(glm4_tokenizer_folder)
 
 
 def stream(loaded, messages, script, max_new=200):
-    forcer = ForceTokens(script)
+    forcer = tm.ForceTokens([script])
     loaded.logits_processors = lambda: (forcer,)
     box = ParamsBox(SamplingParams(temperature=0.0, max_new_tokens=max_new))
     chunks = list(stream_answer(loaded, messages, box))
@@ -97,6 +77,13 @@ def _call_round(loaded, call_text, args, answer):
     assert last.finish_reason == "tool_calls" and last.notice is None
     call = last.tool_call
     assert (call.name, dict(call.arguments), call.kind) == ("get_weather", args, "function")
+    # The same call as typed parts: its text growing while written, then the parsed call.
+    parts = [p for c in chunks for p in c.parts]
+    assert all(isinstance(p, ToolCallPart) for p in parts)
+    growing = [p.arguments_so_far for p in parts if not p.done]
+    assert growing[-1] == call_text.partition("\n")[2]
+    assert all(b.startswith(a) for a, b in zip(growing, growing[1:], strict=False))
+    assert parts[-1] == ToolCallPart("get_weather", call.arguments_json(), done=True)
     # The observation goes back; the answer continues from it.
     msgs += [ChatMessage("assistant", "", tool_call=call), ChatMessage("observation", '{"temperature": 22}')]
     eos = special(loaded, "<|user|>")
@@ -153,21 +140,6 @@ def test_capabilities_say_which_formats_have_tools(g4_loaded, embedded):
     assert TransformersBackend(embedded).capabilities().tool_calls is False
 
 
-class ScriptedRounds(ForceTokens):
-    """Forces ``scripts[k]`` in the k-th answer (a new answer: the prompt is not one longer)."""
-
-    def __init__(self, scripts: list[list[int]]) -> None:
-        super().__init__(scripts[0])
-        self.scripts, self.k, self.last = scripts, 0, None
-
-    def __call__(self, ids, scores):
-        if self.last is not None and ids.shape[1] != self.last + 1:
-            self.k = min(self.k + 1, len(self.scripts) - 1)
-            self.script, self.prompt_len = self.scripts[self.k], None
-        self.last = ids.shape[1]
-        return super().__call__(ids, scores)
-
-
 def test_interpreter_round_runs_code_and_the_answer_continues(g4_loaded, tmp_path):
     from glmdesk.engine.interpreter import CodeInterpreter, new_workdir
     from glmdesk.engine.tool_loop import ToolRound, answer_with_tools, run_interpreter
@@ -175,7 +147,7 @@ def test_interpreter_round_runs_code_and_the_answer_continues(g4_loaded, tmp_pat
     obs, eos = special(g4_loaded, "<|observation|>"), special(g4_loaded, "<|user|>")
     call = enc(g4_loaded, "python\n```python\nx = 6 * 7\nprint(x)\n```") + [obs]
     answer = enc(g4_loaded, "\n") + enc(g4_loaded, "The answer is 42.") + [eos]
-    forcer = ScriptedRounds([call, answer])
+    forcer = tm.ForceTokens([call, answer])
     g4_loaded.logits_processors = lambda: (forcer,)
     interp = CodeInterpreter(new_workdir(tmp_path, "c"), timeout_s=30)
     try:
@@ -201,7 +173,7 @@ def test_tool_rounds_end_with_a_note_after_the_limit(g3_loaded):
 
     obs = special(g3_loaded, "<|observation|>")
     call = enc(g3_loaded, "get_weather\n```python\ntool_call(city='x')\n```") + [obs]
-    forcer = ScriptedRounds([call] * 4)
+    forcer = tm.ForceTokens([call] * 4)
     g3_loaded.logits_processors = lambda: (forcer,)
     handled = []
     items = list(

@@ -6,10 +6,8 @@ piece for GLM-4, once parsed for ChatGLM3)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import threading
-from pathlib import Path
 
 import pytest
 
@@ -18,10 +16,7 @@ from glmdesk.core.settings import ParamsBox, SamplingParams
 from glmdesk.core.tools import INTERPRETER, FunctionSpec, ToolSet
 from glmdesk.engine.generate import stream_answer
 from glmdesk.server.tool_stream import JsonObjectEnd, ToolCallStream, json_prefix
-
-_spec = importlib.util.spec_from_file_location("tool_models", Path(__file__).with_name("tool_models.py"))
-tm = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(tm)
+from tests.helpers import tool_models as tm
 
 TOOLS = ToolSet((FunctionSpec("get_weather", "Weather of a city"),), interpreter=True)
 ASK = [ChatMessage("system", "", tools=TOOLS), ChatMessage("user", "北京天气怎么样？")]

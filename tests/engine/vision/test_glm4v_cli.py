@@ -3,23 +3,15 @@ a file that is not an image and for a model without vision."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import ParamsBox, SamplingParams
 from glmdesk.engine.backends.transformers import TransformersBackend
 from glmdesk.engine.generate import stream_answer
+from tests.helpers.cli import run_cli
 
 
-def glmdesk(*args, timeout=240):
-    return subprocess.run(
-        [sys.executable, "-m", "glmdesk", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-    )
+def glmdesk(*args):
+    return run_cli(*args)
 
 
 def test_chat_answers_about_an_attached_photo(glm4v_folder, glm4v_loaded, red_photo, tmp_path):

@@ -1,4 +1,4 @@
-"""Tiny GLM-4 pieces for tool tests (loaded by path from engine and UI tests).
+"""Tiny GLM-4 pieces for tool tests (imported by engine, server and UI tests).
 
 A tiktoken vocabulary trained here with tiktoken's reference BPE trainer and GLM-4's
 pre-tokenizer regex (special tokens after the ranks, as in GLM-4), a GLM-4-shaped

@@ -1,6 +1,6 @@
 """A tiny random GLM-4.1V folder (``Glm4vForConditionalGeneration``) built in tests, and
-its session fixtures (a pytest plugin of ``tests/conftest.py``: engine, server and UI
-tests share one folder and one loaded model).
+its session fixtures (imported by ``tests/conftest.py``: the engine, server and UI tests
+share one folder and one loaded model).
 
 The processor configuration is GLM-4.1V-9B-Thinking's published one (14-pixel patches,
 2x2 merge, 2-frame temporal patches, CLIP mean/std, at least 112x112 pixels); the model

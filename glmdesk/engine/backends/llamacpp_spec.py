@@ -1,0 +1,169 @@
+"""The llama.cpp engine's self-description (light: llama-cpp-python is imported only to
+ask what it can do, off the GUI thread, and on load).
+
+It runs GGUF files (the embedded model too) on their own quantized weights, several
+times faster on a CPU than transformers' dequantized copy, so ``auto`` takes it for a
+GGUF file unless a torch-side option only transformers has is asked for.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+from glmdesk.core.errors import GlmdeskError
+from glmdesk.core.settings import LLAMA_DEFAULT_N_CTX, LlamaCppOptions, LoadSettings
+from glmdesk.engine.backends.spec import (
+    QT_TRANSLATE_NOOP,
+    BackendSpec,
+    OptionField,
+    is_gguf_model,
+    unavailable,
+)
+
+_NATIVE = QT_TRANSLATE_NOOP(
+    "OpenModelDialog",
+    "Runs in llama.cpp: .gguf files run there on their own quantized weights, several "
+    "times faster on the CPU than transformers' fp32 copy and without a conversion. "
+    "Quantization, precision and the decode-step options apply to transformers.",
+)
+_MISSING = QT_TRANSLATE_NOOP(
+    "OpenModelDialog",
+    "Runs in {engine} (its own copy of the weights, dequantized to fp32): "
+    "llama-cpp-python is not installed (pip install 'glmdesk[llamacpp]').",
+)
+_INSTALL = "The llama.cpp engine needs llama-cpp-python: pip install 'glmdesk[llamacpp]'."
+
+
+def llama_cpp_available() -> bool:
+    """Whether llama-cpp-python (``llama_cpp``) is installed; nothing is imported."""
+    return importlib.util.find_spec("llama_cpp") is not None
+
+
+def llamacpp_availability() -> dict:
+    """``{"engine:llamacpp": None or ErrorInfo, "llamacpp:gpu": None or ErrorInfo}`` for Open
+    model (``option_unavailable``, reasons ``llamacpp_missing``, ``llamacpp_broken``,
+    ``no_gpu_offload``). Imports ``llama_cpp`` (loads its shared library, a fraction of a
+    second): call it off the GUI thread."""
+
+    def both(reason: str, message: str) -> dict:
+        return {key: unavailable(key, reason, message) for key in ("engine:llamacpp", "llamacpp:gpu")}
+
+    if not llama_cpp_available():
+        return both(
+            "llamacpp_missing", "llama-cpp-python is not installed (pip install 'glmdesk[llamacpp]')."
+        )
+    try:
+        import llama_cpp
+
+        gpu = bool(llama_cpp.llama_supports_gpu_offload())
+    except Exception as exc:  # a broken install: say so rather than offer it
+        return both(
+            "llamacpp_broken", f"llama-cpp-python cannot be loaded ({exc.__class__.__name__}: {exc})."
+        )
+    no_gpu = unavailable(
+        "llamacpp:gpu", "no_gpu_offload", "This llama-cpp-python build has no GPU offload (a CPU build)."
+    )
+    return {"engine:llamacpp": None, "llamacpp:gpu": None if gpu else no_gpu}
+
+
+# llama.cpp's own load options (``LoadSettings`` fields), as Open model shows them.
+OPTIONS = (
+    OptionField(
+        "n_ctx",
+        QT_TRANSLATE_NOOP("LlamaCppOptions", "Context (tokens)"),
+        QT_TRANSLATE_NOOP(
+            "LlamaCppOptions",
+            "Tokens of context llama.cpp keeps for the full KV cache: a longer context holds "
+            "longer conversations and takes more memory (the gauge shows the KV cache).",
+        ),
+        minimum=0,
+        maximum=1 << 21,
+        step=1024,
+        special_text=QT_TRANSLATE_NOOP("LlamaCppOptions", "Automatic (the model's, at most {n})"),
+        special_values={"n": LLAMA_DEFAULT_N_CTX},
+        flag="--n-ctx",
+        help=f"llama.cpp context, in tokens (0: the model's, at most {LLAMA_DEFAULT_N_CTX})",
+    ),
+    OptionField(
+        "n_batch",
+        QT_TRANSLATE_NOOP("LlamaCppOptions", "Prefill batch (tokens)"),
+        QT_TRANSLATE_NOOP(
+            "LlamaCppOptions",
+            "Prompt tokens per llama.cpp call (prefill): larger batches read long prompts "
+            "faster and take a larger compute buffer.",
+        ),
+        minimum=1,
+        maximum=8192,
+        flag="--n-batch",
+        help="llama.cpp prompt tokens per prefill call (1-8192)",
+    ),
+    OptionField(
+        "use_mmap",
+        QT_TRANSLATE_NOOP("LlamaCppOptions", "Map the file into memory"),
+        QT_TRANSLATE_NOOP(
+            "LlamaCppOptions",
+            "Loads at once and shares the weights with the system's file cache; off reads the "
+            "whole file into memory first.",
+        ),
+        flag="--no-mmap",
+        help="llama.cpp: read the file instead of mapping it",
+    ),
+    OptionField(
+        "n_gpu_layers",
+        QT_TRANSLATE_NOOP("LlamaCppOptions", "GPU layers"),
+        QT_TRANSLATE_NOOP(
+            "LlamaCppOptions",
+            "Layers llama.cpp keeps on the GPU: more layers decode faster and take more GPU memory.",
+        ),
+        minimum=-1,
+        maximum=999,
+        special_text=QT_TRANSLATE_NOOP("LlamaCppOptions", "All"),
+        needs="llamacpp:gpu",
+        gpu_only=True,
+        reason_label=QT_TRANSLATE_NOOP("OpenModelDialog", "GPU layers (llama.cpp)"),
+        flag="--n-gpu-layers",
+        help="llama.cpp on a CUDA build: layers on the GPU (-1: all, 0: none)",
+    ),
+)
+
+
+class LlamaCppSpec(BackendSpec):
+    """llama.cpp: GGUF files; ``auto`` takes it for them when it is installed."""
+
+    name = "llamacpp"
+    label = "llama.cpp"
+    reasons = ("llamacpp_missing", "llamacpp_broken", "no_gpu_offload")
+    options = OPTIONS
+    options_type = LlamaCppOptions
+    context = "LlamaCppOptions"
+    notes = {"native": _NATIVE, "chosen": _NATIVE, "llamacpp_missing": _MISSING, "llamacpp_broken": _MISSING}
+
+    def availability(self):
+        return llamacpp_availability()
+
+    def available(self, availability=None) -> bool:
+        """From ``availability`` (the key present without a reason) when given, else
+        whether llama-cpp-python is installed."""
+        if availability is None:
+            return llama_cpp_available()
+        return "engine:llamacpp" in availability and not availability["engine:llamacpp"]
+
+    def accepts(self, settings: LoadSettings) -> bool:
+        """GGUF files only (the embedded model is one)."""
+        return is_gguf_model(settings.model)
+
+    def claims(self, settings: LoadSettings) -> str | None:
+        """``native`` for a GGUF file unless a torch quantization or the compiled decode
+        step is asked for (llama.cpp runs the file's own weights and has neither)."""
+        torch_only = settings.quantization != "none" or settings.compile_decode
+        return "native" if is_gguf_model(settings.model) and not torch_only else None
+
+    def create(self, choice=None):
+        if not llama_cpp_available():
+            raise GlmdeskError("load_failed", _INSTALL, detail="llama_cpp is not installed")
+        from glmdesk.engine.backends.llamacpp import LlamaCppBackend
+
+        return LlamaCppBackend()
+
+
+SPEC = LlamaCppSpec()

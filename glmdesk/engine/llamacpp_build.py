@@ -1,0 +1,310 @@
+"""Build llama-cpp-python once, keep its wheel, install it into the running environment.
+
+PyPI has llama-cpp-python as an sdist only, so the llama.cpp engine needs a C/C++
+compiler and several minutes the first time. :func:`ensure_llamacpp` does it without Qt,
+for the window (on a thread of its own) and the CLI alike:
+
+1. **downloading**: ``pip wheel --no-deps`` fetches the sdist and its build tools;
+2. **compiling**: the same pip run compiles llama.cpp (CMake's ``[n/m]`` or ``[ p%]``
+   lines give the progress); the wheel goes to :func:`glmdesk.core.paths.wheel_dir`,
+   where another checkout (another ``.venv``) finds it;
+3. **installing**: ``pip install`` of that wheel (a found wheel skips 1 and 2: seconds).
+
+A lock file in the wheel folder (``filelock``) keeps two glmdesk processes from building
+at once; the second waits and then installs the first one's wheel. The requirement is
+the ``llamacpp`` extra of glmdesk's own metadata, so the range stays in pyproject.toml.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from glmdesk.core.errors import ErrorInfo, GlmdeskError
+
+#: The build's stages, in order (``BuildProgress.index`` counts from 1).
+STAGES = ("downloading", "compiling", "installing")
+#: Used when glmdesk's metadata cannot be read (a source tree run without installing).
+FALLBACK_REQUIREMENT = "llama-cpp-python>=0.3.36,<0.4"
+_STEP = re.compile(r"^\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]")  # ninja: [12/150]
+_PERCENT = re.compile(r"^\s*\[\s*(\d{1,3})%\s*\]")  # make: [ 45%]
+_TOOL_ERROR = re.compile(r": (fatal )?error:|CMake Error|No CMAKE_C(XX)?_COMPILER")
+_ANY_ERROR = re.compile(r"error", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class BuildProgress:
+    """One step of the build, for a status bar or a terminal line.
+
+    Attributes:
+        stage: ``waiting`` (another process holds the lock), or one of :data:`STAGES`.
+        index: The stage's number, 1 to ``total`` (0 while waiting).
+        total: Number of stages (``len(STAGES)``).
+        done: Compile steps done (or percent when ``units`` is 100); 0 when unknown.
+        units: Compile steps in all (0 when unknown).
+    """
+
+    stage: str
+    index: int
+    total: int = len(STAGES)
+    done: int = 0
+    units: int = 0
+
+
+def requirement() -> str:
+    """glmdesk's ``llamacpp`` extra (``llama-cpp-python>=...,<...``), from its installed
+    metadata; :data:`FALLBACK_REQUIREMENT` when glmdesk is not installed."""
+    from importlib.metadata import PackageNotFoundError, requires
+
+    try:
+        lines = requires("glmdesk") or []
+    except PackageNotFoundError:
+        return FALLBACK_REQUIREMENT
+    for line in lines:
+        spec, _, marker = line.partition(";")
+        if "llama-cpp-python" in spec and "llamacpp" in marker:
+            return spec.strip().replace(" ", "")
+    return FALLBACK_REQUIREMENT
+
+
+def build_unavailable() -> ErrorInfo | None:
+    """Why llama.cpp cannot be built here (kind ``llamacpp_unbuildable``), or ``None``.
+
+    Reasons: the packaged app (``sys.frozen``: no pip, no build tools), no pip in this
+    environment, no C and C++ compiler on ``PATH`` (``cc``/``gcc``/``clang`` and
+    ``c++``/``g++``/``clang++``; ``CC``/``CXX`` are honoured), or the build turned off
+    with ``GLMDESK_LLAMACPP_BUILD=0``.
+    """
+
+    def why(reason: str, message: str) -> ErrorInfo:
+        return ErrorInfo("llamacpp_unbuildable", message, {"reason": reason})
+
+    if os.environ.get("GLMDESK_LLAMACPP_BUILD", "1").strip() == "0":
+        return why("turned_off", "Building llama.cpp is turned off (GLMDESK_LLAMACPP_BUILD=0).")
+    if getattr(sys, "frozen", False):
+        return why("packaged", "The packaged app cannot build llama.cpp (it has no Python build tools).")
+    if importlib.util.find_spec("pip") is None:
+        return why("no_pip", "This Python environment has no pip to build llama.cpp with.")
+
+    def found(env: str, names: Sequence[str]) -> bool:
+        given = os.environ.get(env, "").split()
+        return any(shutil.which(name) for name in ([given[0]] if given else names))
+
+    if not (found("CC", ("cc", "gcc", "clang")) and found("CXX", ("c++", "g++", "clang++"))):
+        return why(
+            "no_compiler",
+            "llama.cpp cannot be built: no C/C++ compiler was found (install gcc and g++, or clang).",
+        )
+    return None
+
+
+def cached_wheel(folder: Path, spec: str) -> Path | None:
+    """The newest wheel in ``folder`` that satisfies ``spec`` and installs on this
+    Python (its tags among ``packaging.tags.sys_tags()``), or ``None``."""
+    from packaging.requirements import Requirement
+    from packaging.tags import sys_tags
+    from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+
+    wanted = Requirement(spec)
+    supported = set(sys_tags())
+    best: tuple | None = None
+    for path in folder.glob("*.whl") if folder.is_dir() else ():
+        try:
+            name, version, _build, tags = parse_wheel_filename(path.name)
+        except InvalidWheelFilename:
+            continue
+        if canonicalize_name(name) != canonicalize_name(wanted.name) or not (tags & supported):
+            continue
+        if wanted.specifier.contains(version, prereleases=True) and (best is None or version > best[0]):
+            best = (version, path)
+    return None if best is None else best[1]
+
+
+def stage_of(line: str) -> BuildProgress | None:
+    """The stage a line of ``pip wheel -v`` output shows, or ``None`` for other lines."""
+    if m := _STEP.match(line):
+        return BuildProgress("compiling", 2, done=int(m.group(1)), units=int(m.group(2)))
+    if m := _PERCENT.match(line):
+        return BuildProgress("compiling", 2, done=int(m.group(1)), units=100)
+    if line.startswith("Building wheel for") or "Configuring done" in line:
+        return BuildProgress("compiling", 2)
+    return None
+
+
+class _Runner:
+    """Runs pip, reports parsed stages, keeps the last lines for an error sentence."""
+
+    def __init__(self, report: Callable[[BuildProgress], None], cancel: threading.Event | None) -> None:
+        self.report, self.cancel = report, cancel
+        self.tail: deque[str] = deque(maxlen=60)
+
+    def run(self, args: list[str], env: dict[str, str], parse: bool) -> None:
+        # The compile runs at a lower priority: the answers meanwhile keep their cores.
+        lower = {"preexec_fn": _lower_priority} if os.name == "posix" else {}
+        if os.name == "nt":
+            lower = {"creationflags": subprocess.BELOW_NORMAL_PRIORITY_CLASS}
+        process = subprocess.Popen(
+            args,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            errors="replace",
+            env=env,
+            **lower,
+        )
+        if self.cancel is not None:
+            threading.Thread(target=self._kill_on_cancel, args=(process,), daemon=True).start()
+        try:
+            last = None
+            for raw in process.stdout:
+                line = raw.rstrip()
+                if line:
+                    self.tail.append(line)
+                progress = stage_of(line) if parse else None
+                if progress is not None and progress != last:
+                    last = progress
+                    self.report(progress)
+            code = process.wait()
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        if self.cancel is not None and self.cancel.is_set():
+            raise GlmdeskError("build_cancelled", "Building llama.cpp was cancelled.")
+        if code != 0:
+            error = self._last_error()
+            raise GlmdeskError(
+                "llamacpp_build_failed",
+                f"llama.cpp could not be built (pip exited with {code}): {error}",
+                detail=error,
+                output="\n".join(self.tail),
+            )
+
+    def _kill_on_cancel(self, process: subprocess.Popen) -> None:
+        while process.poll() is None:
+            if self.cancel.wait(0.5):
+                process.terminate()
+                return
+
+    def _last_error(self) -> str:
+        """The compiler's or CMake's last error line, else pip's, else the last line."""
+        for pattern in (_TOOL_ERROR, _ANY_ERROR):
+            for line in reversed(self.tail):
+                if pattern.search(line):
+                    return line.strip()
+        return self.tail[-1].strip() if self.tail else "no output"
+
+
+def _lower_priority() -> None:
+    """In the pip child before it runs (POSIX): nice 10, so decoding keeps priority."""
+    os.nice(10)
+
+
+def _build_env() -> dict[str, str]:
+    env = dict(os.environ)
+    # Only the libraries glmdesk loads (not the multimodal one), with every core.
+    env.setdefault("CMAKE_ARGS", "-DLLAVA_BUILD=OFF")
+    env.setdefault("CMAKE_BUILD_PARALLEL_LEVEL", str(os.cpu_count() or 1))
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    return env
+
+
+def ensure_llamacpp(
+    report: Callable[[BuildProgress], None] | None = None,
+    cancel: threading.Event | None = None,
+    *,
+    folder: Path | None = None,
+    spec: str | None = None,
+    pip_args: Sequence[str] = (),
+    target: Path | None = None,
+    build: bool = True,
+) -> Path | None:
+    """Install llama-cpp-python, from the kept wheel when there is one, else built now.
+
+    Args:
+        report: Called with each :class:`BuildProgress` (on the calling thread).
+        cancel: Set it to stop: the pip process is terminated.
+        folder: Where wheels are kept (default :func:`glmdesk.core.paths.wheel_dir`).
+        spec: The requirement (default :func:`requirement`).
+        pip_args: More pip options for both steps (tests: ``--no-index --find-links``).
+        target: Install into this folder (``pip --target``) instead of this environment.
+        build: ``False``: only install a kept wheel (``scripts/_venv.sh`` on a new checkout).
+
+    Returns:
+        The wheel that was installed; ``None`` when ``build`` is off and none is kept.
+
+    Raises:
+        GlmdeskError: ``llamacpp_unbuildable`` (see :func:`build_unavailable`),
+            ``llamacpp_build_failed`` with pip's last error line, ``build_cancelled``.
+    """
+    from filelock import FileLock, Timeout
+
+    from glmdesk.core.paths import wheel_dir
+
+    report = report or (lambda _progress: None)
+    folder = folder or wheel_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    spec = spec or requirement()
+    runner = _Runner(report, cancel)
+    pip = [sys.executable, "-m", "pip"]
+    lock = FileLock(str(folder / ".build.lock"))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        report(BuildProgress("waiting", 0))
+        while True:  # another glmdesk is building: wait for its wheel
+            if cancel is not None and cancel.is_set():
+                raise GlmdeskError("build_cancelled", "Building llama.cpp was cancelled.") from None
+            try:
+                lock.acquire(timeout=1)
+                break
+            except Timeout:
+                continue
+    try:
+        wheel = cached_wheel(folder, spec)
+        if wheel is None and not build:
+            return None
+        if wheel is None:
+            error = build_unavailable()
+            if error is not None:
+                raise GlmdeskError(error.kind, error.message, **error.params)
+            report(BuildProgress("downloading", 1))
+            args = [*pip, "wheel", "-v", "--no-deps", "--wheel-dir", str(folder), *pip_args, spec]
+            runner.run(args, _build_env(), parse=True)
+            wheel = cached_wheel(folder, spec)
+            if wheel is None:
+                raise GlmdeskError(
+                    "llamacpp_build_failed",
+                    "llama.cpp was built, but no wheel that fits this Python came out of it.",
+                    detail="no wheel that fits this Python came out of the build",
+                    output="\n".join(runner.tail),
+                )
+        report(BuildProgress("installing", 3))
+        where = ["--target", str(target)] if target is not None else []
+        runner.run([*pip, "install", "-q", *where, *pip_args, str(wheel)], _build_env(), parse=False)
+    finally:
+        lock.release()
+    importlib.invalidate_caches()
+    return wheel
+
+
+if __name__ == "__main__":  # scripts/_venv.sh: install a kept wheel, build nothing
+    if "--kept-only" in sys.argv:
+        try:
+            found = ensure_llamacpp(build=False)
+        except GlmdeskError as exc:
+            print(f"glmdesk: the kept llama.cpp wheel did not install: {exc.message}", file=sys.stderr)
+            found = None
+        if found is not None:
+            print(f"llama.cpp installed from {found}", file=sys.stderr)

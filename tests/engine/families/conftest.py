@@ -1,0 +1,36 @@
+"""Tiny GLM-4-0414 and GLM-Z1 folders, built once per session."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+
+def _models():
+    spec = importlib.util.spec_from_file_location(
+        "glm4_0414_models", Path(__file__).with_name("glm4_0414_models.py")
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def glm0414():
+    """The fixture module (templates, special tokens, :func:`write_glm4_0414`)."""
+    return _models()
+
+
+@pytest.fixture(scope="session")
+def glm4_0414_folder(tmp_path_factory, glm0414) -> Path:
+    """A tiny GLM-4-9B-0414-shaped folder (chat model, no reasoning)."""
+    return glm0414.write_glm4_0414(tmp_path_factory.mktemp("glm4-0414") / "GLM-4-9B-0414")
+
+
+@pytest.fixture(scope="session")
+def glm_z1_folder(tmp_path_factory, glm0414) -> Path:
+    """A tiny GLM-Z1-9B-0414-shaped folder: Z1's template opens ``<think>`` itself."""
+    folder = tmp_path_factory.mktemp("glm-z1") / "GLM-Z1-9B-0414"
+    return glm0414.write_glm4_0414(folder, glm0414.Z1_TEMPLATE, "THUDM/GLM-Z1-9B-0414")

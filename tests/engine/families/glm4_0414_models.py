@@ -1,0 +1,77 @@
+"""A tiny GLM-4-0414 / GLM-Z1 folder (``Glm4ForCausalLM``, random weights) built in tests.
+
+The tokenizer is a byte-level BPE trained here on a few lines, with GLM's special
+tokens after the learnt pieces (as GLM-4's come after its ranks). The chat templates
+are written here from the format the public GLM-4-0414 and GLM-Z1 model cards show
+(``[gMASK]<sop>``, one ``<|role|>\\n`` turn per message, the generation prompt
+``<|assistant|>\\n``; Z1 opens ``<think>`` itself and keeps only the answer of an
+earlier assistant turn). Reference data only: no model file is downloaded.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+GLM_SPECIAL = (
+    "<|endoftext|>", "[MASK]", "[gMASK]", "[sMASK]", "<sop>", "<eop>",
+    "<|system|>", "<|user|>", "<|assistant|>", "<|observation|>",
+)  # fmt: skip
+
+CORPUS = [
+    "Hello world, what is the weather today? It is sunny and warm.",
+    "<think>Let me think about this step by step.</think>The answer is 42.",
+    "你好！我是人工智能助手。今天天气很好。",
+    "You are a helpful assistant. Answer briefly, please. x answer",
+]
+
+CHAT_TEMPLATE = (
+    "[gMASK]<sop>"
+    "{%- for m in messages %}<|{{ m['role'] }}|>\n{{ m['content'] }}{%- endfor %}"
+    "{%- if add_generation_prompt %}<|assistant|>\n{%- endif %}"
+)
+
+Z1_TEMPLATE = (
+    "[gMASK]<sop>"
+    "{%- for m in messages %}"
+    "{%- if m['role'] == 'assistant' %}<|assistant|>\n{{ m['content'].split('</think>')[-1].strip() }}"
+    "{%- else %}<|{{ m['role'] }}|>\n{{ m['content'] }}{%- endif %}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}<|assistant|>\n<think>{%- endif %}"
+)
+
+
+def write_glm4_0414(folder: Path, template: str = CHAT_TEMPLATE, name: str = "THUDM/GLM-4-9B-0414") -> Path:
+    """Write a tiny ``Glm4ForCausalLM`` folder (config, weights, tokenizer) into ``folder``."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import Glm4Config, Glm4ForCausalLM, PreTrainedTokenizerFast
+
+    folder.mkdir(parents=True, exist_ok=True)
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=400, initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    bpe.train_from_iterator(CORPUS * 4, trainer)
+    bpe.add_special_tokens(list(GLM_SPECIAL))
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=bpe, eos_token="<|endoftext|>", pad_token="<|endoftext|>"
+    )
+    tokenizer.chat_template = template
+    tokenizer.save_pretrained(folder)
+    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in GLM_SPECIAL}
+    stops = [ids["<|endoftext|>"], ids["<|user|>"], ids["<|observation|>"]]
+    torch.manual_seed(0)
+    config = Glm4Config(
+        vocab_size=-(-len(tokenizer) // 64) * 64, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=2048,
+        pad_token_id=ids["<|endoftext|>"], eos_token_id=stops,
+    )  # fmt: skip
+    config._name_or_path = name
+    model = Glm4ForCausalLM(config).eval()
+    model.save_pretrained(folder)
+    config_file = folder / "config.json"
+    data = json.loads(config_file.read_text())
+    data["_name_or_path"] = name
+    config_file.write_text(json.dumps(data))
+    return folder

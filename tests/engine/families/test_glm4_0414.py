@@ -1,0 +1,77 @@
+"""GLM-4-0414 and GLM-Z1: the family added as one module (``engine/families/glm4_0414.py``).
+
+A tiny random ``Glm4ForCausalLM`` folder is recognised as its family (not generic-hf),
+loaded through the real loader, prompted with exactly the ids of its own chat template,
+and a scripted Z1 reply streams its ``<think>`` block as reasoning, then the answer.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from glmdesk.core.messages import ChatMessage
+from glmdesk.core.parts import ReasoningPart, TextPart, merged
+from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
+from glmdesk.engine.chatglm.detect import detect_family
+from glmdesk.engine.families import get_family, sampling_defaults
+from glmdesk.engine.generate import stream_answer
+from glmdesk.engine.loader import load_model
+
+_spec = importlib.util.spec_from_file_location(
+    "tool_models", Path(__file__).parents[1] / "chatglm" / "tool_models.py"
+)
+tm = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(tm)
+
+
+def test_recognised_as_their_family_with_its_defaults(glm4_0414_folder, glm_z1_folder):
+    assert detect_family(glm4_0414_folder) == "glm4-0414"
+    assert detect_family(glm_z1_folder) == "glm-z1"
+    z1 = sampling_defaults("glm-z1")
+    assert (z1.temperature, z1.top_p) == (0.6, 0.95)
+    assert get_family("glm-z1").reasoning is not None and get_family("glm4-0414").reasoning is None
+
+
+@pytest.fixture(scope="module")
+def z1(glm_z1_folder):
+    return load_model(LoadSettings(model=str(glm_z1_folder), device="cpu"))
+
+
+def test_prompt_is_the_folders_chat_template(z1, glm_z1_folder):
+    from transformers import AutoTokenizer
+
+    messages = [
+        ChatMessage("system", "You are a helpful assistant."),
+        ChatMessage("user", "Hello world"),
+        ChatMessage("assistant", "<think>hidden steps</think>The answer is 42."),
+        ChatMessage("user", "what is the weather today?"),
+    ]
+    tok = AutoTokenizer.from_pretrained(glm_z1_folder)
+    expected = tok.apply_chat_template(
+        [{"role": m.role, "content": m.content} for m in messages], add_generation_prompt=True, tokenize=True
+    )["input_ids"]
+    assert z1.info.family == "glm-z1"
+    assert z1.prompt_format.encode(messages) == expected
+    stops = {tok.convert_tokens_to_ids(t) for t in ("<|endoftext|>", "<|user|>", "<|observation|>")}
+    assert z1.prompt_format.stop_ids == stops
+
+
+def test_think_block_streams_as_reasoning_then_answer(z1):
+    tok, stop = z1.tokenizer, z1.tokenizer.convert_tokens_to_ids("<|user|>")
+    scripts = [
+        tok.encode(text, add_special_tokens=False) + [stop]
+        for text in ("x</think>answer", "<think>x</think>answer")
+    ]
+    forcer = tm.ForceTokens(scripts)
+    z1.logits_processors = lambda: (forcer,)
+    params = ParamsBox(SamplingParams(temperature=0.0, max_new_tokens=40))
+    for _ in scripts:
+        chunks = list(stream_answer(z1, [ChatMessage("user", "Hello world")], params))
+        assert chunks[-1].finish_reason == "stop"
+        assert merged(p for c in chunks for p in c.parts) == (ReasoningPart("x"), TextPart("answer"))
+        assert "".join(c.text for c in chunks) == "answer"
+        first_text = next(i for i, c in enumerate(chunks) if c.text)
+        assert any(isinstance(p, ReasoningPart) for c in chunks[:first_text] for p in c.parts)
