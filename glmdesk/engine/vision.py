@@ -24,12 +24,18 @@ import torch
 from glmdesk.core.errors import GlmdeskError
 from glmdesk.core.images import ImageAttachment, ImageSizing
 from glmdesk.core.messages import ChatMessage
+from glmdesk.core.parts import ThinkMarkers
 from glmdesk.core.settings import CacheSettings
 from glmdesk.engine.cache.base import run_model
 from glmdesk.engine.cache.full import FullCacheStrategy
 from glmdesk.engine.loader import LoadedModel
 from glmdesk.engine.prompt import PromptFormat, ReplyFilter, _placeholders, continued, plain_messages
 from glmdesk.engine.vision_processor import to_picture
+
+#: GLM-4.1V-Thinking's reasoning block (shown as reasoning, :mod:`glmdesk.engine.families.parser`).
+THINK = ThinkMarkers("<think>", "</think>")
+#: GLM-4.1V-Thinking wraps its final answer in these markers; they are not shown.
+ANSWER_MARKERS = ("<answer>", "</answer>")
 
 #: Processed images kept per model (by content hash), so fitting a prompt into the
 #: context, which encodes it more than once, runs the image processor once per image.
@@ -72,6 +78,12 @@ class VisionFormat(PromptFormat):
         self.processor = processor
         self.tokenizer = processor.tokenizer
         self.stop_ids = frozenset(stop_ids)
+        # GLM-4.1V-Thinking writes <think>...</think> first: streamed as reasoning parts.
+        vocabulary = self.tokenizer.get_vocab()
+        self.reasoning = THINK if THINK.open in vocabulary and THINK.close in vocabulary else None
+        self.marker_ids = {
+            vocabulary[m]: m for m in (THINK.open, THINK.close, *ANSWER_MARKERS) if m in vocabulary
+        }
         self.image_token_id = int(processor.image_token_id)
         self._pictures: OrderedDict[str, tuple[torch.Tensor, torch.Tensor]] = OrderedDict()
         self._inputs: OrderedDict[tuple[int, ...], VisionInputs] = OrderedDict()
@@ -280,6 +292,19 @@ class VisionLoadedModel(LoadedModel):
 
     vision = True
 
+    def decode(self, ids) -> str:
+        """Ids to text, special tokens skipped but the think and answer markers written
+        (GLM's tokenizer may mark them special; the reply parser reads them as text)."""
+        markers = getattr(self.prompt_format, "marker_ids", {})
+        out, run = [], []
+        for token in ids:
+            if token in markers:
+                out += [self.tokenizer.decode(run, skip_special_tokens=True), markers[token]]
+                run = []
+            else:
+                run.append(token)
+        return "".join(out) + self.tokenizer.decode(run, skip_special_tokens=True)
+
     def open_source(self, cache: CacheSettings):
         """A fresh logits source for one answer (see :class:`VisionLoadedModel`)."""
         if cache.strategy != "full":
@@ -288,10 +313,6 @@ class VisionLoadedModel(LoadedModel):
         strategy.decode_step = self.step
         strategy.tuner = self.tuner
         return strategy
-
-
-#: GLM-4.1V-Thinking wraps its final answer in these markers; they are not shown.
-ANSWER_MARKERS = ("<answer>", "</answer>")
 
 
 class AnswerMarkerFilter(ReplyFilter):

@@ -135,3 +135,21 @@ def test_the_window_size_note_follows_the_processor(glm4v_loaded):
     for width, height in [(60, 40), (300, 500), (640, 480)]:
         out = fmt.processor.image_processor(images=[Image.new("RGB", (width, height))], return_tensors="pt")
         assert sizing.tokens(width, height) == int(out["image_grid_thw"].prod()) // 4
+
+
+def test_thinking_is_reasoning_and_the_answer_wrapper_is_not_shown(glm4v_loaded):
+    from glmdesk.core.parts import ReasoningPart, TextPart
+    from glmdesk.engine.families.parser import reply_parser
+
+    tok = glm4v_loaded.tokenizer
+    ids = tok.encode("<think>It is red.</think><answer>A red square</answer>", add_special_tokens=False)
+    text = glm4v_loaded.decode(ids)  # the markers survive decoding although they are special here
+    assert text == "<think>It is red.</think><answer>A red square</answer>"
+    parser = reply_parser(glm4v_loaded.prompt_format)
+    parts = []
+    for k in range(0, len(text), 3):
+        parts += parser.feed(text[k : k + 3])
+    parts += parser.finish(False)
+    reasoning = "".join(p.text for p in parts if isinstance(p, ReasoningPart))
+    shown = "".join(p.text for p in parts if isinstance(p, TextPart))
+    assert reasoning.strip() == "It is red." and shown == "A red square"
