@@ -29,7 +29,14 @@ from glmdesk.core.settings import CacheSettings
 from glmdesk.engine.cache.base import run_model
 from glmdesk.engine.cache.full import FullCacheStrategy
 from glmdesk.engine.loader import LoadedModel
-from glmdesk.engine.prompt import PromptFormat, ReplyFilter, _placeholders, continued, plain_messages
+from glmdesk.engine.prompt import (
+    PromptFormat,
+    ReplyFilter,
+    _placeholders,
+    continued,
+    plain_messages,
+    without_reasoning,
+)
 from glmdesk.engine.vision_processor import to_picture
 
 #: GLM-4.1V-Thinking's reasoning block (shown as reasoning, :mod:`glmdesk.engine.families.parser`).
@@ -147,7 +154,10 @@ class VisionFormat(PromptFormat):
         turns = list(messages[:-1] if partial is not None else messages)
         holders = _placeholders(turns)
         rows, images = [], []
-        for message, flat, holder in zip(turns, plain_messages(turns), holders, strict=True):
+        flats = plain_messages(turns)
+        if self.reasoning is not None:  # earlier answers go in without their reasoning block
+            flats = [without_reasoning(m, self.reasoning) for m in flats]
+        for message, flat, holder in zip(turns, flats, holders, strict=True):
             content: object = holder
             if message.attachments:
                 content = [{"type": "image"} for _ in message.attachments] + [
@@ -156,7 +166,7 @@ class VisionFormat(PromptFormat):
                 images += message.attachments
             rows.append({"role": flat.role, "content": content})
         rendered = self.processor.apply_chat_template(rows, tokenize=False, add_generation_prompt=True)
-        contents = {h: f.content for h, f in zip(holders, plain_messages(turns), strict=True)}
+        contents = {h: f.content for h, f in zip(holders, flats, strict=True)}
         ids: list[int] = []
         pieces = re.split("(" + "|".join(map(re.escape, holders)) + ")", rendered) if holders else [rendered]
         for k, piece in enumerate(pieces):

@@ -153,3 +153,14 @@ def test_thinking_is_reasoning_and_the_answer_wrapper_is_not_shown(glm4v_loaded)
     reasoning = "".join(p.text for p in parts if isinstance(p, ReasoningPart))
     shown = "".join(p.text for p in parts if isinstance(p, TextPart))
     assert reasoning.strip() == "It is red." and shown == "A red square"
+
+
+def test_earlier_answers_go_in_without_their_thinking(glm4v_loaded, red_photo):
+    fmt = glm4v_loaded.prompt_format
+    with_thinking = [
+        ChatMessage("user", "Look.", attachments=(red_photo,)),
+        ChatMessage("assistant", "<think>It is red.</think><answer>A red square</answer>"),
+        ChatMessage("user", "Sure?"),
+    ]
+    plain = [*with_thinking[:1], ChatMessage("assistant", "<answer>A red square</answer>"), with_thinking[2]]
+    assert fmt.encode(with_thinking) == fmt.encode(plain)
