@@ -48,7 +48,7 @@ ASK = [{"role": "user", "content": "北京天气怎么样？"}]
 
 @pytest.fixture(scope="session")
 def tiny(tmp_path_factory):
-    """A tiny GLM-4 model (random weights, trained tiny vocabulary; see tool_models.py)."""
+    """A tiny GLM-4 model (random weights, trained tiny vocabulary; see tests/helpers/tool_models.py)."""
     return tm.tiny_glm4(tm.write_glm4_tokenizer(tmp_path_factory.mktemp("glm4tok")))
 
 

@@ -4,9 +4,6 @@ remote backend turns them into the same parts the local backend gave."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import openai
 import pytest
 
@@ -18,17 +15,9 @@ from glmdesk.engine.backends.transformers import TransformersBackend
 from glmdesk.server.app import create_app
 from glmdesk.server.config import ServeSettings
 from glmdesk.server.runner import ServerThread
+from tests.helpers import glm4_0414_models as glm0414
+from tests.helpers import tool_models as tm
 
-
-def _load(name: str, *parts: str):
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).parents[1].joinpath(*parts))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-glm0414 = _load("glm4_0414_models", "engine", "families", "glm4_0414_models.py")
-tm = _load("tool_models", "engine", "chatglm", "tool_models.py")
 REPLY = "x</think>answer"  # Z1's template opened <think>
 
 

@@ -3,22 +3,10 @@ it streams; the answer alone is the message (copied, saved, sent back)."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 from glmdesk.core.settings import LoadSettings
 from glmdesk.engine.loader import load_model
-
-
-def _load(name: str, *parts: str):
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).parents[1].joinpath(*parts))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-glm0414 = _load("glm4_0414_models", "engine", "families", "glm4_0414_models.py")
-tm = _load("tool_models", "engine", "chatglm", "tool_models.py")
+from tests.helpers import glm4_0414_models as glm0414
+from tests.helpers import tool_models as tm
 
 
 def test_thinking_shows_above_the_answer_and_only_the_answer_is_kept(qtbot, make_window, tmp_path):

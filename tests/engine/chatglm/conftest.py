@@ -240,7 +240,7 @@ def reference_forward():
 @pytest.fixture(scope="session")
 def glm4_tokenizer_folder(tmp_path_factory) -> Path:
     """A folder with a tiny GLM-4 tiktoken ``tokenizer.model`` (bytes + trained merges;
-    see ``tool_models.py``)."""
+    see ``tests/helpers/tool_models.py``)."""
     from tests.helpers.tool_models import write_glm4_tokenizer
 
     return write_glm4_tokenizer(tmp_path_factory.mktemp("glm4tok"))

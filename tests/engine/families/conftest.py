@@ -2,25 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
-
-def _models():
-    spec = importlib.util.spec_from_file_location(
-        "glm4_0414_models", Path(__file__).with_name("glm4_0414_models.py")
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.helpers import glm4_0414_models
 
 
 @pytest.fixture(scope="session")
 def glm0414():
     """The fixture module (templates, special tokens, :func:`write_glm4_0414`)."""
-    return _models()
+    return glm4_0414_models
 
 
 @pytest.fixture(scope="session")

@@ -7,9 +7,6 @@ and a scripted Z1 reply streams its ``<think>`` block as reasoning, then the ans
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
 from glmdesk.core.messages import ChatMessage
@@ -19,12 +16,7 @@ from glmdesk.engine.chatglm.detect import detect_family
 from glmdesk.engine.families import get_family, sampling_defaults
 from glmdesk.engine.generate import stream_answer
 from glmdesk.engine.loader import load_model
-
-_spec = importlib.util.spec_from_file_location(
-    "tool_models", Path(__file__).parents[1] / "chatglm" / "tool_models.py"
-)
-tm = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(tm)
+from tests.helpers import tool_models as tm
 
 
 def test_recognised_as_their_family_with_its_defaults(glm4_0414_folder, glm_z1_folder):
