@@ -27,6 +27,7 @@ from glmdesk.cli_options import (
 from glmdesk.cli_serve import add_serve_parser, serve
 from glmdesk.cli_tools import add_tool_arguments, tool_family, tool_options, with_tools
 from glmdesk.core.errors import GlmdeskError
+from glmdesk.core.images import ImageAttachment
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import ParamsBox
 from glmdesk.engine.chunk import GenerationChunk
@@ -50,6 +51,13 @@ def _chat_parser(sub) -> None:
     add_sampling_arguments(p)
     p.add_argument("--system", help="system prompt (instructions the model reads before every message)")
     p.add_argument("--prompt", help="answer this one message and exit")
+    p.add_argument(
+        "--image",
+        action="append",
+        metavar="FILE",
+        help="attach an image (PNG, JPEG, WebP, GIF) to the first message; repeat for several. "
+        "Needs a GLM vision model (GLM-4.1V, GLM-4.6V) or a server with one",
+    )
     add_tool_arguments(p)
 
 
@@ -189,6 +197,7 @@ def _chat(args) -> int:
         if args.prompt is not None and not args.prompt.strip():
             _error("chat", "the prompt is empty.")
             return 2
+        images = tuple(ImageAttachment.from_file(path) for path in args.image or ())
         from glmdesk.engine.backends import create_backend  # after the cheap checks: torch takes seconds
         from glmdesk.engine.quiet import quiet_libraries
 
@@ -211,6 +220,13 @@ def _chat(args) -> int:
             print(
                 "note: llama.cpp answers faster: build it once with glmdesk build-llamacpp", file=sys.stderr
             )
+    if images and not backend.capabilities().vision:
+        from glmdesk.engine.backends.base import images_refused
+
+        refused = images_refused([ChatMessage("user", "", attachments=images)], info.name, info.engine)
+        backend.close()
+        _error("chat", next(refused).error.message)
+        return 2
     system = [ChatMessage("system", args.system)] if args.system else []
     tools = None
     if toolset:
@@ -227,19 +243,19 @@ def _chat(args) -> int:
         system, tools = with_tools(system, toolset), TerminalTools(family, tool_settings)
     try:
         if args.prompt is not None:
-            messages = system + [ChatMessage("user", args.prompt)]
+            messages = system + [ChatMessage("user", args.prompt, attachments=images)]
             text, reason = _stream_one(backend, messages, box, cache, threading.Event(), tools=tools)
             if text is None:
                 return 1
             return 130 if reason == "cancelled" else 0
-        return _interactive(backend, system, box, cache, tools)
+        return _interactive(backend, system, box, cache, tools, images)
     finally:
         if tools is not None:
             tools.close()
         backend.close()
 
 
-def _interactive(backend, system, box, cache, tools=None) -> int:
+def _interactive(backend, system, box, cache, tools=None, images=()) -> int:
     print("Type a message. /clear starts over, /exit leaves, Ctrl+C stops an answer.", file=sys.stderr)
     history: list[ChatMessage] = []
     stop = threading.Event()
@@ -260,7 +276,7 @@ def _interactive(backend, system, box, cache, tools=None) -> int:
             continue
         if not line.strip():
             continue
-        history.append(ChatMessage("user", line))
+        history.append(ChatMessage("user", line, attachments=images if not history else ()))
         stop.clear()
         rounds: list[ChatMessage] = []
         text, _reason = _stream_one(backend, system + history, box, cache, stop, conversation, tools, rounds)

@@ -67,3 +67,8 @@ def _embedded_left_as_found():
         if loaded.model is not None:
             loaded.kv_pool.clear()
             vars(loaded).pop("logits_processors", None)
+
+
+# The tiny GLM-4.1V folder, its loaded model and test photos: session fixtures shared by
+# the engine, server and UI tests (built in tests/helpers/glm4v.py).
+from tests.helpers.glm4v import blue_photo, glm4v_folder, glm4v_loaded, red_photo  # noqa: E402, F401

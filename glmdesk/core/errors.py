@@ -51,6 +51,8 @@ ERROR_KINDS = (
     "server_error",  # url: str, status: int, detail: str
     "connection_lost",  # url: str, detail: str
     "server_stalled",  # url: str, seconds: float
+    "invalid_image",  # name: str (file name or "image"), reason: str (English)
+    "vision_unavailable",  # model: str, engine: str (images sent to a model or engine without vision)
 )
 
 

@@ -43,6 +43,7 @@ from typing import Any
 
 from glmdesk.core import paths
 from glmdesk.core.history_errors import open_checked, storage_errors
+from glmdesk.core.history_images import ImageStore
 from glmdesk.core.history_io import to_markdown
 from glmdesk.core.history_messages import MessageStore
 from glmdesk.core.history_rows import CONV_COLS, to_conversation
@@ -54,7 +55,7 @@ from glmdesk.core.history_types import Conversation, SearchHit
 from glmdesk.core.text import storable_text
 
 
-class History(MessageStore, Branches, ToolMessages):
+class History(MessageStore, Branches, ToolMessages, ImageStore):
     """The chat history database (see the module docstring for threads and call order).
 
     Messages form a tree per conversation (branches; see :mod:`glmdesk.core.history_tree`):
@@ -87,6 +88,7 @@ class History(MessageStore, Branches, ToolMessages):
         else:  # a second connection to a file just checked (the history writer's)
             self._conn, self.set_aside = connect(self.path), None
         self._depth = 0
+        self.missing_images: list[str] = []
 
     # -- connection -----------------------------------------------------------------
     def close(self) -> None:
@@ -280,3 +282,34 @@ class History(MessageStore, Branches, ToolMessages):
             labels,
             self.conversation_tools(conversation_id),
         )
+
+    def export_markdown_files(
+        self, conversation_id: int, path: str | os.PathLike[str], labels: Mapping[str, str] | None = None
+    ) -> Path:
+        """Write the branch on screen as a Markdown file at ``path``, its user messages'
+        images as files in ``<stem>_images/`` beside it (named by content hash), linked
+        from the text; returns the Markdown file's path.
+
+        Raises:
+            KeyError: for an unknown conversation.
+            OSError: when a file cannot be written.
+        """
+        target = Path(path)
+        messages = self.messages(conversation_id)
+        folder = f"{target.stem}_images"
+        links: dict[int, list[str]] = {}
+        for m in messages:
+            for image in self.attached(m.id) if m.role == "user" and m.kind == "text" else ():
+                name = f"{image.sha256}.{image.mime.split('/')[1]}"
+                (target.parent / folder).mkdir(exist_ok=True)
+                (target.parent / folder / name).write_bytes(image.data)
+                links.setdefault(m.id, []).append(f"{folder}/{name}")
+        text = to_markdown(
+            self.get_conversation(conversation_id),
+            messages,
+            labels,
+            self.conversation_tools(conversation_id),
+            links,
+        )
+        target.write_text(text, encoding="utf-8")
+        return target

@@ -16,7 +16,8 @@ JSON format (``"format": "glmdesk-conversation"``, ``"version": 4``)::
                    "kind": "text" | "tool_call" | "observation" | "image",
                    "tool_call": {"name", "arguments", "raw", "kind", "call_id"} (tool_call),
                    "tool_name": str (observation, image),
-                   "image_b64": str, base64 of the PNG file (image)}]}
+                   "image_b64": str, base64 of the PNG file (image),
+                   "attachments": [{"name", "mime", "data_b64"}] (a user message's images)}]}
 
 Version 3 holds the whole tree of a conversation (see :mod:`glmdesk.core.history_tree`):
 messages are listed parents first; ``parent`` is the index in ``messages`` of the
@@ -48,6 +49,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from glmdesk.core.history_images import attachments_json, parse_attachments
 from glmdesk.core.history_io_tools import TOOLS_LABELS, parse_tools, tools_json, tools_markdown
 from glmdesk.core.history_types import (
     MESSAGE_KINDS,
@@ -56,6 +58,7 @@ from glmdesk.core.history_types import (
     GenerationStats,
     StoredMessage,
 )
+from glmdesk.core.images import ImageAttachment
 from glmdesk.core.messages import FINISH_REASONS, ROLES
 from glmdesk.core.text import storable_text
 from glmdesk.core.tools import ConversationTools, ToolCall
@@ -88,6 +91,7 @@ def to_markdown(
     messages: Sequence[StoredMessage],
     labels: Mapping[str, str] | None = None,
     tools: ConversationTools | None = None,
+    images: Mapping[int, Sequence[str]] | None = None,
 ) -> str:
     """Render a conversation as Markdown (valid UTF-8: NULs and lone surrogates become U+FFFD).
 
@@ -97,8 +101,11 @@ def to_markdown(
         labels: Headings and markers keyed as :data:`MARKDOWN_LABELS` (missing keys
             fall back to English).
         tools: Its Tools section, shown under the header when it offers tools.
+        images: Per user message id, the relative paths of its image files (written
+            beside the Markdown file by the caller), shown as images under its text.
     """
     words = {**MARKDOWN_LABELS, **(labels or {})}
+    images = images or {}
     when = datetime.fromtimestamp(conversation.created).astimezone().strftime("%Y-%m-%d %H:%M")
     lines = [f"# {storable_text(conversation.title) or words['untitled']}", ""]
     lines += [f"_{when}" + (f" · {conversation.model}_" if conversation.model else "_"), ""]
@@ -111,7 +118,8 @@ def to_markdown(
             heading += f" {words['partial']}"
         elif message.finish_reason in ("cancelled", "error"):
             heading += f" {words[message.finish_reason]}"
-        lines += [heading, ""] + _markdown_body(message, words) + [""]
+        pictures = [f"![{words['image']}]({path})" for path in images.get(message.id, ())]
+        lines += [heading, ""] + _markdown_body(message, words) + ([""] + pictures if pictures else []) + [""]
     return "\n".join(lines)
 
 
@@ -140,7 +148,9 @@ def _markdown_body(message: StoredMessage, words: Mapping[str, str]) -> list[str
     return body
 
 
-def _message_json(message: StoredMessage, parent: int | None) -> dict[str, Any]:
+def _message_json(
+    message: StoredMessage, parent: int | None, images: Sequence[ImageAttachment] = ()
+) -> dict[str, Any]:
     stats = message.stats
     item: dict[str, Any] = {
         "parent": parent,
@@ -165,6 +175,8 @@ def _message_json(message: StoredMessage, parent: int | None) -> dict[str, Any]:
         item["tool_name"] = message.tool_name
     if message.image is not None:
         item["image_b64"] = base64.b64encode(message.image).decode("ascii")
+    if images:
+        item["attachments"] = attachments_json(images)
     return item
 
 
@@ -173,6 +185,7 @@ def to_json(
     messages: Sequence[StoredMessage],
     active_leaf: int | None = None,
     tools: ConversationTools | None = None,
+    images: Mapping[int, Sequence[ImageAttachment]] | None = None,
 ) -> str:
     """Serialize a conversation losslessly (see the module docstring); returns valid UTF-8 text.
 
@@ -182,8 +195,10 @@ def to_json(
             a parent missing from ``messages`` makes a message a first one).
         active_leaf: Id of the last message of the branch on screen, or ``None``.
         tools: Its Tools section (``None``: no tools).
+        images: Each user message's attached images by message id (embedded).
     """
     index = {m.id: i for i, m in enumerate(messages)}
+    images = images or {}
     document = {
         "format": FORMAT,
         "version": VERSION,
@@ -195,7 +210,7 @@ def to_json(
             "active": index.get(active_leaf) if active_leaf is not None else None,
             "tools": tools_json(tools or ConversationTools()),
         },
-        "messages": [_message_json(m, index.get(m.parent_id)) for m in messages],
+        "messages": [_message_json(m, index.get(m.parent_id), images.get(m.id, ())) for m in messages],
     }
     text = json.dumps(document, ensure_ascii=False, indent=1, allow_nan=False)
     # Raw surrogates can only sit inside JSON strings: escaping them keeps the JSON valid.
@@ -372,6 +387,8 @@ def _parse_message(index: int, item: Any, now: float) -> dict[str, Any]:
         raise ValueError(f"{where} has invalid statistics: {exc}") from exc
     created = _number(item.get("created"), "created", now)
     tool_fields = _parse_tool_fields(where, role, item)
+    if item.get("attachments") and role != "user":
+        raise ValueError(f"{where} is a {role} message with attached images; only user messages have them.")
     return tool_fields | {
         "parent": _index(item.get("parent"), f"{where}'s parent", index),  # parents come first
         "role": role,
@@ -383,6 +400,7 @@ def _parse_message(index: int, item: Any, now: float) -> dict[str, Any]:
         "model": _optional_str(item.get("model"), "model"),
         "settings": settings,
         "stats": stats,
+        "attachments": parse_attachments(where, item.get("attachments")),
     }
 
 

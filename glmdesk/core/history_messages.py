@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import sqlite3
 import time
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,7 @@ from glmdesk.core.history_rows import (
 )
 from glmdesk.core.history_tree import ACTIVE
 from glmdesk.core.history_types import GenerationStats, StoredMessage, encode_text
+from glmdesk.core.images import ImageAttachment
 from glmdesk.core.messages import FINISH_REASONS, ROLES, ChatMessage
 from glmdesk.core.tools import ToolCall
 
@@ -62,6 +64,7 @@ class MessageStore:
         finish_reason: str | None = None,
         stats: GenerationStats | None = None,
         parent_id: Any = ACTIVE,
+        attachments: Sequence[ImageAttachment] = (),
     ) -> int:
         """Append a finished message and commit it; return its id. It becomes the active leaf.
 
@@ -82,6 +85,8 @@ class MessageStore:
             parent_id: The message it follows: :data:`ACTIVE` (the end of the branch on
                 screen), another message of the conversation (an edit makes a sibling of
                 the edited message), or ``None`` (a new first message).
+            attachments: For a user message, its images (each file stored once by its
+                content hash, see :mod:`glmdesk.core.history_images`).
 
         Raises:
             KeyError: for an unknown conversation or a parent not in it.
@@ -103,6 +108,8 @@ class MessageStore:
                 parent_id,
             )
             self._finish_fields(mid, finish_reason, stats)
+            if attachments:
+                self._store_images(mid, attachments)
             if role == "user":
                 self._conn.execute(
                     "UPDATE conversations SET title = ? WHERE id = ? AND title = ''",
@@ -217,7 +224,8 @@ class MessageStore:
         left out, tool calls kept; an image is not a message of its own: its PNG bytes
         ride on the observation before it (``ChatMessage.images``; the observation's
         text says ``[Image]`` to the model); an interrupted partial answer is kept as
-        the user saw it.
+        the user saw it; a user message's images ride on it (``ChatMessage.attachments``;
+        a missing or damaged file is left out and named in ``missing_images``).
 
         Raises:
             KeyError: for an unknown conversation.
@@ -227,6 +235,8 @@ class MessageStore:
             if m.kind == "image":
                 if out and out[-1].role == "observation" and m.image:
                     out[-1] = dataclasses.replace(out[-1], images=out[-1].images + (m.image,))
+            elif m.kind == "text" and m.role == "user":
+                out.append(dataclasses.replace(m.to_chat_message(), attachments=self.attached(m.id)))
             elif not (m.kind == "text" and m.role == "assistant" and m.text == ""):
                 out.append(m.to_chat_message())
         return out

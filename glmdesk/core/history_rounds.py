@@ -13,11 +13,13 @@ Both raise :class:`~glmdesk.core.history_errors.HistoryError` with nothing store
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from glmdesk.core.history import History
 from glmdesk.core.history_tree import ACTIVE
 from glmdesk.core.history_types import GenerationStats
+from glmdesk.core.images import ImageAttachment
 
 
 def begin_round(
@@ -28,8 +30,10 @@ def begin_round(
     model: str | None = None,
     settings: Any = None,
     parent_id: Any = ACTIVE,
+    attachments: Sequence[ImageAttachment] = (),
 ) -> tuple[int, int]:
-    """Store the user's message and an empty ``partial`` answer in one transaction.
+    """Store the user's message (with its images) and an empty ``partial`` answer in one
+    transaction.
 
     Args:
         history: The open history.
@@ -50,7 +54,7 @@ def begin_round(
     with history.transaction():
         if conversation_id is None:
             conversation_id = history.create_conversation(model=model)
-        history.add_message(conversation_id, "user", user_text, parent_id=parent_id)
+        history.add_message(conversation_id, "user", user_text, parent_id=parent_id, attachments=attachments)
         mid = history.begin_assistant_message(conversation_id, model=model, settings=settings)
     return conversation_id, mid
 

@@ -135,6 +135,14 @@ def _v5_conversation_tools(conn: sqlite3.Connection) -> None:
         conn.execute("ALTER TABLE conversations ADD COLUMN tools TEXT")
 
 
+def _v6_message_images(conn: sqlite3.Connection) -> None:
+    # Images attached to user messages: rows naming files stored once by content hash
+    # beside the database (glmdesk.core.history_images).
+    from glmdesk.core.history_images import create_table
+
+    create_table(conn)
+
+
 #: ``MIGRATIONS[i]`` upgrades a database from schema version ``i`` to ``i + 1``.
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _v1_tables,
@@ -142,6 +150,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _v3_tool_messages,
     _v4_branches,
     _v5_conversation_tools,
+    _v6_message_images,
 ]
 
 #: The schema version this code writes.

@@ -265,16 +265,21 @@ class Branches:
     @storage_errors
     def export_json(self, conversation_id: int) -> str:
         """Return the conversation as JSON: every branch, the settings per message, the
-        branch on screen, the Tools section (lossless; format in :mod:`glmdesk.core.history_io`).
+        branch on screen, the Tools section, the user messages' images embedded (lossless;
+        format in :mod:`glmdesk.core.history_io`; a missing image file is left out and
+        named in ``missing_images``).
 
         Raises:
             KeyError: for an unknown conversation.
         """
+        messages = self.tree(conversation_id)
+        images = {m.id: self.attached(m.id) for m in messages if m.role == "user" and m.kind == "text"}
         return to_json(
             self.get_conversation(conversation_id),
-            self.tree(conversation_id),
+            messages,
             self.active_leaf(conversation_id),
             self.conversation_tools(conversation_id),
+            images,
         )
 
     @storage_errors
@@ -318,6 +323,8 @@ class Branches:
                     (cid, parent, *copy_params(item)),
                 )
                 ids.append(int(cur.lastrowid))
+                if item["attachments"]:
+                    self._store_images(ids[-1], item["attachments"])
             active = header["active"]
             self._set_active(cid, ids[active] if active is not None else (ids[-1] if ids else None))
         note = header["tools_note"]

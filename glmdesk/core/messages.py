@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from glmdesk.core.images import ImageAttachment
 from glmdesk.core.tools import ToolCall, ToolSet
 
 #: Why an answer ended: the engine's chunks and history's stored answers share this list.
@@ -27,6 +28,8 @@ class ChatMessage:
         name: For an observation: the tool whose result it is (may be empty).
         images: For an observation: PNG files' bytes the tool returned (the code
             interpreter's plots), shown in the window; prompts use ``content`` only.
+        attachments: For a user message: the images attached to it, in order (a vision
+            model sees them before the text, as its chat template places them).
 
     Raises:
         ValueError: for an unknown role, or a field that does not belong to the role.
@@ -38,6 +41,7 @@ class ChatMessage:
     tools: ToolSet | None = None
     name: str = ""
     images: tuple[bytes, ...] = ()
+    attachments: tuple[ImageAttachment, ...] = ()
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
@@ -48,3 +52,5 @@ class ChatMessage:
             raise ValueError("only a system message offers tools")
         if self.images and self.role != "observation":
             raise ValueError("only an observation carries images")
+        if self.attachments and self.role != "user":
+            raise ValueError("only a user message carries attached images")

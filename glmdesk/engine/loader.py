@@ -25,6 +25,7 @@ from glmdesk.engine.kv_pool import KVPool
 from glmdesk.engine.prompt import PromptFormat
 from glmdesk.engine.stop_ids import eos_list
 from glmdesk.engine.threads import ThreadTuner
+from glmdesk.engine.vision_processor import is_vision_config
 
 
 @dataclass
@@ -42,7 +43,11 @@ class LoadedModel:
         kv_pool: The conversations' kept KV caches (cleared by :meth:`close`).
         tuner: Adapts the CPU thread count to measured decode steps (``None`` when
             the threads setting fixes the count, or on a GPU).
+        vision: Whether user messages' images reach the model (class attribute; True for
+            :class:`glmdesk.engine.vision.VisionLoadedModel`).
     """
+
+    vision = False
 
     model: object
     tokenizer: object
@@ -147,7 +152,13 @@ def load_model(
     model, tokenizer = placement.place(ready, settings, device, placement.DTYPES[precision])
     fast = acceleration.accelerate(model, settings, report)
     report("preparing")
-    prompt_format = ready.prompt_format or _chat_template_format(model, tokenizer, ready)
+    vision = is_vision_config(model.config)
+    if ready.prompt_format is not None:
+        prompt_format = ready.prompt_format
+    elif vision:
+        prompt_format = _vision_format(model, tokenizer, ready)
+    else:
+        prompt_format = _chat_template_format(model, tokenizer, ready)
     info = ModelInfo(
         name=ready.source.name,
         family=ready.family,
@@ -169,7 +180,21 @@ def load_model(
     # threads 0: adapt the count to measured decode steps (a busy core slows a fixed count).
     automatic = settings.threads == 0 and device == "cpu"
     tuner = ThreadTuner(max_threads=acceleration.DEFAULT_THREADS) if automatic else None
+    if vision:
+        from glmdesk.engine.vision import VisionLoadedModel
+
+        return VisionLoadedModel(model, tokenizer, prompt_format, info, step=fast.step, tuner=tuner)
     return LoadedModel(model, tokenizer, prompt_format, info, step=fast.step, tuner=tuner)
+
+
+def _vision_format(model, tokenizer, ready) -> PromptFormat:
+    """A GLM vision model's prompt format: its processor and chat template
+    (:class:`glmdesk.engine.vision.VisionFormat`)."""
+    from glmdesk.engine.vision import VisionFormat
+    from glmdesk.engine.vision_processor import load_processor
+
+    text_format = _chat_template_format(model, tokenizer, ready)  # its stop ids; raises without a template
+    return VisionFormat(load_processor(ready.folder, tokenizer), text_format.stop_ids)
 
 
 def _chat_template_format(model, tokenizer, ready) -> PromptFormat:

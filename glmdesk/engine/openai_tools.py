@@ -124,7 +124,8 @@ def messages_from_openai(messages: Sequence[Mapping[str, Any]], tools: ToolSet) 
     ``tool`` (and legacy ``function``) messages become observations named after the
     call they answer (``tool_call_id``); an assistant message with ``tool_calls``
     becomes one message per call (its text on the first). The tools go on the first
-    system message (one with empty text is added when there is none).
+    system message (one with empty text is added when there is none). A user message's
+    ``attachments`` (images the server decoded from its ``image_url`` parts) stay on it.
 
     Raises:
         ValueError: with a sentence, for an unknown role or malformed calls.
@@ -137,7 +138,7 @@ def messages_from_openai(messages: Sequence[Mapping[str, Any]], tools: ToolSet) 
         if role in ("system", "developer"):
             out.append(ChatMessage("system", content))
         elif role == "user":
-            out.append(ChatMessage("user", content))
+            out.append(ChatMessage("user", content, attachments=tuple(m.get("attachments") or ())))
         elif role == "assistant":
             calls = _calls(m)
             for k, call in enumerate(calls):
@@ -212,7 +213,8 @@ def messages_to_openai(messages: Sequence[ChatMessage]) -> tuple[list[dict[str, 
     Returns:
         ``(wire, tools)``: the ``messages`` of a request (a call is an assistant message
         with ``tool_calls``; an observation a ``tool`` message with the ``tool_call_id``
-        of the call before it) and its ``tools`` (the custom functions on the system
+        of the call before it; a user message with images a list of ``image_url`` parts
+        with ``data:`` URLs, then its ``text`` part) and its ``tools`` (the custom functions on the system
         message; the code interpreter has no OpenAI form and is not sent).
     """
     wire: list[dict[str, Any]] = []
@@ -227,6 +229,11 @@ def messages_to_openai(messages: Sequence[ChatMessage]) -> tuple[list[dict[str, 
             wire.append({"role": "assistant", "content": m.content or None, "tool_calls": [entry]})
         elif m.role == "observation":
             wire.append({"role": "tool", "tool_call_id": last_id, "content": m.content})
+        elif m.attachments:  # OpenAI's vision parts: the images, then the text
+            parts: list[dict[str, Any]] = [
+                {"type": "image_url", "image_url": {"url": a.data_url()}} for a in m.attachments
+            ]
+            wire.append({"role": m.role, "content": [*parts, {"type": "text", "text": m.content}]})
         else:
             wire.append({"role": m.role, "content": m.content})
     return wire, tools

@@ -180,7 +180,7 @@ def place(ready: ReadySource, settings: LoadSettings, device: str, dtype: torch.
         GlmdeskError: ``out_of_memory``, ``offline``, ``remote_code_required`` or
             ``load_failed``, each with a sentence.
     """
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoTokenizer
 
     kwargs: dict = {"dtype": dtype, "trust_remote_code": settings.trust_remote_code}
     if settings.quantization in BNB_QUANTIZATIONS:
@@ -192,13 +192,37 @@ def place(ready: ReadySource, settings: LoadSettings, device: str, dtype: torch.
             tokenizer = _take_prebuilt(folder, settings.trust_remote_code)
         if tokenizer is None:
             tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=settings.trust_remote_code)
-        model = AutoModelForCausalLM.from_pretrained(folder, **kwargs)
+        model = _auto_model_class(folder, settings.trust_remote_code).from_pretrained(folder, **kwargs)
     except Exception as exc:
         raise _placement_error(exc, ready, device) from exc
     if settings.quantization not in BNB_QUANTIZATIONS:
         model.to(device)
     model.eval()
     return model, tokenizer
+
+
+def _auto_model_class(folder: Path | str, trust_remote_code: bool):
+    """``AutoModelForImageTextToText`` for a GLM vision folder (GLM-4.1V, 4.5V, 4.6V),
+    else ``AutoModelForCausalLM``."""
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
+
+    from glmdesk.engine.vision_processor import is_vision_config
+
+    config_file = Path(folder) / "config.json" if isinstance(folder, Path) else None
+    if config_file is not None and config_file.is_file():
+        import json
+
+        try:
+            vision = is_vision_config(json.loads(config_file.read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            vision = False  # from_pretrained words a broken config
+    elif isinstance(folder, str):  # a hub id: its config, as transformers caches it
+        from transformers import AutoConfig
+
+        vision = is_vision_config(AutoConfig.from_pretrained(folder, trust_remote_code=trust_remote_code))
+    else:
+        vision = False
+    return AutoModelForImageTextToText if vision else AutoModelForCausalLM
 
 
 def _placement_error(exc: Exception, ready: ReadySource, device: str) -> GlmdeskError:

@@ -308,8 +308,9 @@ def _answer_routes(app: FastAPI, state: ServerState, guarded: list) -> None:
     async def chat_completions(request: Request) -> Response:
         body = await state.read(request, ChatRequest)
         state.check_model(body.model)
-        tool_format = backend.capabilities().tool_calls
-        messages = chat_messages(body, chat_tools(body, tool_format), tool_format)
+        capabilities = backend.capabilities()
+        tool_format = capabilities.tool_calls
+        messages = chat_messages(body, chat_tools(body, tool_format), tool_format, capabilities.vision)
         params = ParamsBox(sampling_params(body, state.base_params, await state.room(messages)))
         reply = Reply(
             f"chatcmpl-{uuid.uuid4().hex}", state.model_id, chat=True, usage_chunk=wants_usage(body)

@@ -18,6 +18,7 @@ from glmdesk.core.settings import SamplingParams
 from glmdesk.core.tools import ToolSet
 from glmdesk.engine.openai_tools import messages_from_openai, toolset_from_openai
 from glmdesk.server.errors import APIError
+from glmdesk.server.images import user_parts
 
 #: At most this many stop strings per request (OpenAI allows 4; vLLM more).
 MAX_STOP_STRINGS = 16
@@ -33,10 +34,11 @@ class _Body(BaseModel):
 
 
 class TextPart(_Body):
-    """One part of a message's content (only text parts exist here)."""
+    """One part of a message's content: ``text``, or ``image_url`` (``{"url": "data:..."}``)."""
 
     type: str
     text: str | None = None
+    image_url: dict[str, Any] | str | None = None
 
 
 class MessageIn(_Body):
@@ -137,17 +139,20 @@ def chat_tools(body: ChatRequest, tool_format: bool) -> ToolSet:
 
 
 def chat_messages(
-    body: ChatRequest, tools: ToolSet | None = None, tool_format: bool = False
+    body: ChatRequest, tools: ToolSet | None = None, tool_format: bool = False, vision: bool = False
 ) -> list[ChatMessage]:
     """The request's messages as :class:`ChatMessage` values (via
     :func:`~glmdesk.engine.openai_tools.messages_from_openai`): ``tool`` messages become
     observations, assistant ``tool_calls`` become call turns, ``tools`` go on the
-    system message.
+    system message. With ``vision`` (the model reads images), a user message's
+    ``image_url`` parts with ``data:`` URLs become its attachments
+    (:func:`~glmdesk.server.images.user_parts`).
 
     Raises:
-        APIError: 400 for an unknown role, non-text content, tool turns for a model
-            without a tool format, malformed calls, or a conversation that does not
-            end with a user message or a tool result.
+        APIError: 400 for an unknown role, content parts the model cannot read (an image
+            for a text model, an ``http(s)`` image URL: never fetched), tool turns for a
+            model without a tool format, malformed calls, or a conversation that does
+            not end with a user message or a tool result.
     """
     if not body.messages:
         raise APIError(400, "The request has no messages.", "messages")
@@ -166,17 +171,10 @@ def chat_messages(
                 f"messages[{i}] is a tool call or result, but this model has no tool-call format.",
                 f"messages[{i}]",
             )
-        content = message.content
+        content, images = message.content, ()
         if isinstance(content, list):
-            for part in content:
-                if part.type != "text" or part.text is None:
-                    raise APIError(
-                        400,
-                        f"messages[{i}] has a {part.type!r} part; this model reads text only.",
-                        f"messages[{i}].content",
-                    )
-            content = "".join(part.text or "" for part in content)
-        raw.append(message.model_dump() | {"content": content or ""})
+            content, images = user_parts(i, message.role, content, vision)
+        raw.append(message.model_dump() | {"content": content or "", "attachments": images})
     try:
         out = messages_from_openai(raw, tools or ToolSet())
     except ValueError as exc:

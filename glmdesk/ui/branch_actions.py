@@ -197,8 +197,10 @@ class BranchActions(QObject):
         window = self.window
         if not text.strip() or not window.session.is_ready() or window.session.is_streaming():
             return False
+        images = window.session.state.messages[index].attachments  # the new version keeps them
         if not window.session.rewind(index):
             return False
+        window.input_box.add_images(list(images))
         return window.send_message(text)
 
     def regenerate_at(self, index: int) -> bool:

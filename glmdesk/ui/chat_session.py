@@ -244,8 +244,9 @@ class ChatSession(ToolFlow, QObject):
             self.load_model(LoadSettings())
 
     # Answers ------------------------------------------------------------------------
-    def send(self, text: str, system_prompt: str, cache: CacheSettings) -> bool:
-        """Send ``text`` as the user's next message; False when it cannot go now.
+    def send(self, text: str, system_prompt: str, cache: CacheSettings, attachments: tuple = ()) -> bool:
+        """Send ``text`` (with the images in ``attachments``, for a vision model) as the
+        user's next message; False when it cannot go now.
 
         Refused while an answer is written, for blank text, and while no model is
         ready (the caller tells the user to wait).
@@ -253,7 +254,7 @@ class ChatSession(ToolFlow, QObject):
         if self._current is not None or not text.strip() or not self.is_ready():
             return False
         self.pending_call = None  # a call left waiting is answered by the new message
-        message = ChatMessage("user", text)
+        message = ChatMessage("user", text, attachments=tuple(attachments))
         index = self.state.add(message)
         self.message_added.emit(index, message, None)
         self._start_answer(system_prompt, cache)

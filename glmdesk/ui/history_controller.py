@@ -265,6 +265,7 @@ class HistoryController(QObject):
         def read() -> tuple[list[ChatMessage], str]:
             leaf = self.history.active_leaf(cid)
             last = self.history.get_message(leaf).finish_reason if leaf is not None else None
+            self.history.missing_images.clear()
             return self.history.chat_messages(cid), last or "stop"  # "length": Continue
 
         ok, loaded = self._read(read)
@@ -278,6 +279,13 @@ class HistoryController(QObject):
         if self.panel is not None:
             self.panel.highlight_conversation(cid)
         self.conversation_opened.emit(cid)
+        if self.history.missing_images and self.notice is not None:  # a note, never a failed open
+            names = ", ".join(self.history.missing_images)
+            self.notice.show_info(
+                self.tr(
+                    "Some images of this conversation are missing or damaged in the history folder, so they are not shown: {names}."
+                ).format(names=names)
+            )
 
     def shown_messages(self) -> list[tuple[StoredMessage, tuple[int, ...]]]:
         """The stored messages on screen (as the chat shows them: no system messages, no
@@ -343,8 +351,8 @@ class HistoryController(QObject):
 
     @Slot(int, object, object)
     def _on_message_added(self, _index: int, message: ChatMessage, record) -> None:
-        if message.role == "user":
-            self._begin_answer(message.content)  # the question and its empty answer, one transaction
+        if message.role == "user":  # the question (with its images) and its empty answer, one transaction
+            self._begin_answer(message.content, message.attachments)
             return
         conv = self._conv
         if message.role == "observation":  # a tool's result, before the answer continues
@@ -422,8 +430,9 @@ class HistoryController(QObject):
 
         self.writes.submit(resume)
 
-    def _begin_answer(self, user: str | None) -> None:
-        """Store the start of a round (``user``: its question) or of a new answer (``None``)."""
+    def _begin_answer(self, user: str | None, attachments: tuple = ()) -> None:
+        """Store the start of a round (``user``: its question, ``attachments`` its images)
+        or of a new answer (``None``)."""
         settings = dataclasses.asdict(self.session.params_box.get())
         answer = Answer(self._conv, settings, self._take_anchor(), unsaved_user=user)
         self._answer = answer
@@ -438,7 +447,13 @@ class HistoryController(QObject):
                     )
                 return
             answer.conv.id, answer.message_id = begin_round(
-                h, answer.conv.id, user, model=model, settings=settings, parent_id=parent
+                h,
+                answer.conv.id,
+                user,
+                model=model,
+                settings=settings,
+                parent_id=parent,
+                attachments=attachments,
             )
             answer.unsaved_user = None
 

@@ -362,13 +362,12 @@ class HistoryPanel(QWidget):
             ValueError: for another format.
             OSError: when the file cannot be written.
         """
-        if fmt == "markdown":
-            text = self._history.export_markdown(conversation_id, self.markdown_labels())
+        if fmt == "markdown":  # its images as files beside it
+            self._history.export_markdown_files(conversation_id, path, self.markdown_labels())
         elif fmt == "json":
-            text = self._history.export_json(conversation_id)
+            Path(path).write_text(self._history.export_json(conversation_id), encoding="utf-8")
         else:
             raise ValueError(f"unknown export format {fmt!r}")
-        Path(path).write_text(text, encoding="utf-8")
         self.conversation_exported.emit(conversation_id, str(path))
 
     def import_conversation(self, path: str | Path) -> int | None:

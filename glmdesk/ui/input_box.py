@@ -16,9 +16,23 @@ laid out lazily by ``QPlainTextEdit``, so only what is on screen costs anything.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QMimeData, Qt, Signal, Slot
-from PySide6.QtGui import QInputMethodEvent, QKeyEvent
-from PySide6.QtWidgets import QHBoxLayout, QPlainTextEdit, QPushButton, QSizePolicy, QWidget
+from PySide6.QtCore import QBuffer, QIODevice, QMimeData, Qt, Signal, Slot
+from PySide6.QtGui import QImage, QInputMethodEvent, QKeyEvent
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QHBoxLayout,
+    QPlainTextEdit,
+    QPushButton,
+    QSizePolicy,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from glmdesk.core.errors import GlmdeskError
+from glmdesk.core.images import ImageAttachment
+from glmdesk.ui.image_thumbnails import AttachmentTray
+from glmdesk.ui.messages import error_sentence
 
 _ENTER_KEYS = (Qt.Key.Key_Return, Qt.Key.Key_Enter)
 #: Longest line shown as one block, in characters; longer ones are cut for display only.
@@ -33,10 +47,14 @@ class PromptEdit(QPlainTextEdit):
     Signals:
         submit_requested(): Enter was pressed (no Shift, no IME composition).
         stop_requested(): Esc was pressed.
+        images_dropped(object): Images were pasted or dropped: a list of
+            :class:`~glmdesk.core.images.ImageAttachment`, or of ``GlmdeskError`` for
+            files that are not images (the box words them).
     """
 
     submit_requested = Signal()
     stop_requested = Signal()
+    images_dropped = Signal(object)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -93,8 +111,16 @@ class PromptEdit(QPlainTextEdit):
         cursor.endEditBlock()
         self.setTextCursor(cursor)
 
+    def canInsertFromMimeData(self, source: QMimeData) -> bool:  # noqa: N802 (Qt override)
+        return source.hasImage() or bool(_image_files(source)) or super().canInsertFromMimeData(source)
+
     def insertFromMimeData(self, source: QMimeData) -> None:  # noqa: N802 (Qt override)
-        """Paste or drop: long lines go through :meth:`insert_verbatim`."""
+        """Paste or drop: image files and pasted pictures become attachments; long lines
+        go through :meth:`insert_verbatim`."""
+        files = _image_files(source)
+        if files or (source.hasImage() and not source.hasText()):
+            self.images_dropped.emit(_read_images(files) if files else [_pasted_image(source)])
+            return
         text = source.text() if source.hasText() else ""
         if any(len(line) > DISPLAY_LINE_CHARS for line in text.split("\n")):
             self.insert_verbatim(text.replace("\r\n", "\n"))
@@ -128,16 +154,57 @@ class PromptEdit(QPlainTextEdit):
         super().keyPressEvent(event)
 
 
+#: Suffixes of files a drop attaches as images (the bytes decide: see ``ImageAttachment``).
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".gif")
+
+
+def _image_files(source: QMimeData) -> list[str]:
+    """Local image files among dropped or pasted URLs."""
+    if not source.hasUrls():
+        return []
+    paths = [url.toLocalFile() for url in source.urls() if url.isLocalFile()]
+    return [p for p in paths if p.lower().endswith(IMAGE_SUFFIXES)]
+
+
+def _read_images(paths: list[str]) -> list:
+    """Each file as an attachment, or the error saying why it is not one."""
+    out: list = []
+    for path in paths:
+        try:
+            out.append(ImageAttachment.from_file(path))
+        except GlmdeskError as exc:
+            out.append(exc)
+    return out
+
+
+def _pasted_image(source: QMimeData):
+    """A pasted picture (no file: a screenshot) as a PNG attachment."""
+    image = QImage(source.imageData())
+    buffer = QBuffer()
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+    image.save(buffer, "PNG")
+    try:
+        return ImageAttachment.from_bytes(bytes(buffer.data()), "")
+    except GlmdeskError as exc:
+        return exc
+
+
 class InputBox(QWidget):
     """The message field with its Send / Stop button.
+
+    Images (a GLM vision model): the attach button, paste or drop add them to the
+    tray above the field; :meth:`attachments` gives them to the window when it sends.
 
     Signals:
         message_submitted(str): The user asked to send this (non-blank) text.
         stop_requested(): The user pressed Stop or Esc.
+        image_refused(str): A pasted, dropped or chosen file was not attached: the
+            sentence saying why.
     """
 
     message_submitted = Signal(str)
     stop_requested = Signal()
+    image_refused = Signal(str)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -154,10 +221,24 @@ class InputBox(QWidget):
         self.send_button.setDefault(False)
         self.send_button.setAutoDefault(False)
         self.send_button.setMinimumWidth(72)
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(8, 4, 8, 8)
-        layout.addWidget(self.editor, 1)
-        layout.addWidget(self.send_button, 0, Qt.AlignmentFlag.AlignBottom)
+        self.attach_button = QToolButton()
+        self.attach_button.setObjectName("attach_image")
+        self.attach_button.setText(self.tr("Image…"))
+        self.tray = AttachmentTray()
+        self._vision = True
+        self.set_vision(False, self.tr("Images need a GLM vision model (GLM-4.1V, GLM-4.6V)."))
+        row = QHBoxLayout()
+        row.setContentsMargins(8, 4, 8, 8)
+        row.addWidget(self.attach_button, 0, Qt.AlignmentFlag.AlignBottom)
+        row.addWidget(self.editor, 1)
+        row.addWidget(self.send_button, 0, Qt.AlignmentFlag.AlignBottom)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addWidget(self.tray)
+        layout.addLayout(row)
+        self.attach_button.clicked.connect(self.choose_images)
+        self.editor.images_dropped.connect(self.add_images)
         self.editor.submit_requested.connect(self.submit)
         self.editor.stop_requested.connect(self.stop_requested)
         self.send_button.clicked.connect(self._on_button)
@@ -172,8 +253,45 @@ class InputBox(QWidget):
         self.editor.insert_verbatim(text)
 
     def clear_text(self) -> None:
-        """Empty the field (after the window accepted the message)."""
+        """Empty the field and the image tray (after the window accepted the message)."""
         self.editor.clear()
+        self.tray.clear()
+
+    def attachments(self) -> tuple[ImageAttachment, ...]:
+        """The images to send with the message (empty for a model without vision)."""
+        return self.tray.images() if self._vision else ()
+
+    def set_vision(self, enabled: bool, reason: str = "", sizing=None) -> None:
+        """Enable attaching images, or grey the button with ``reason`` as its tooltip
+        (images already in the tray are kept but not sent); ``sizing`` (an
+        :class:`~glmdesk.core.images.ImageSizing`) lets the tray say the size the model sees."""
+        self._vision = enabled
+        self.tray.sizing = sizing
+        self.attach_button.setEnabled(enabled)
+        self.attach_button.setToolTip(
+            self.tr("Attach an image (or paste or drop one)") if enabled else reason
+        )
+        self.tray.setEnabled(enabled)
+
+    @Slot()
+    def choose_images(self) -> None:
+        """Ask for image files and attach them."""
+        paths, _ = QFileDialog.getOpenFileNames(
+            self, self.tr("Attach images"), "", self.tr("Images (*.png *.jpg *.jpeg *.webp *.gif)")
+        )
+        self.add_images(_read_images(paths))
+
+    @Slot(object)
+    def add_images(self, images: list) -> None:
+        """Attach ``images`` (attachments; ``GlmdeskError`` items are refused with
+        :attr:`image_refused`). Ignored while images cannot be sent."""
+        for item in images:
+            if isinstance(item, GlmdeskError):
+                self.image_refused.emit(error_sentence(item.info))
+            elif self._vision:
+                self.tray.add(item)
+            else:
+                self.image_refused.emit(self.attach_button.toolTip())
 
     def is_streaming(self) -> bool:
         """True while the button is Stop."""

@@ -172,6 +172,7 @@ class MainWindow(QMainWindow):
         lay_out(self, probe)
         self.input_box.message_submitted.connect(self.send_message)
         self.input_box.stop_requested.connect(self.stop_answer)
+        self.input_box.image_refused.connect(self.notice.show_error)
         self.sidebar.params_changed.connect(self._on_params_changed)
         self.sidebar.system_prompt_changed.connect(self._on_system_prompt_changed)
         self.sidebar.cache_settings_changed.connect(self._on_cache_settings_changed)
@@ -253,6 +254,10 @@ class MainWindow(QMainWindow):
         self.status.show_model(info)
         self.gauge.set_weights_bytes(int(info.footprint_mib * MIB))
         self.gauge.show_capabilities(self.session.capabilities, info.device)
+        no_vision = ErrorInfo("vision_unavailable", "", {"model": info.name, "engine": info.engine})
+        caps = self.session.capabilities
+        sizing = caps.image_sizing if caps is not None else None  # the attach button, or why not
+        self.input_box.set_vision(caps is not None and caps.vision, error_sentence(no_vision), sizing)
         if self.session.capabilities is not None:  # when sampling changes apply: per token or per answer
             self.sidebar.set_sampling_timing(self.session.capabilities.live_sampling)
         kv = self.session.capabilities.kv_strategies if self.session.capabilities else {"full": None}
@@ -305,12 +310,15 @@ class MainWindow(QMainWindow):
         if not self.session.is_ready():
             self.notice.show_info(self.tr("Wait until the model has loaded, then send your message again."))
             return False
-        return self.session.send(text, self.sidebar.system_prompt(), self.sidebar.cache_settings())
+        attachments = self.input_box.attachments()
+        return self.session.send(
+            text, self.sidebar.system_prompt(), self.sidebar.cache_settings(), attachments
+        )
 
     @Slot(int, object, object)
     def _on_message_added(self, _index: int, message: ChatMessage, _record) -> None:
         if message.role == "user":
-            self.chat_view.add_message("user", message.content)
+            show_stored(self.chat_view, message)  # with its images' thumbnails
             self.chat_view.scroll_to_end()
             self.input_box.clear_text()
         elif message.role == "observation":  # a tool's result: its own block, as when reopened

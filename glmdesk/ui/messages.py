@@ -143,7 +143,12 @@ def _answer_template(kind: str, params: dict) -> str | None:
             "{file} in {path} is a Git LFS pointer, not the file itself (the folder was cloned without "
             "git-lfs): run git lfs pull in that folder, or download the file again.",
         )
-    return _history_template(kind, params) or _remote_template(kind, params) or _build_template(kind, params)
+    return (
+        _history_template(kind, params)
+        or _remote_template(kind, params)
+        or _build_template(kind, params)
+        or _vision_template(kind, params)
+    )
 
 
 def _build_template(kind: str, params: dict) -> str | None:
@@ -169,6 +174,23 @@ def _build_template(kind: str, params: dict) -> str | None:
             "ErrorMessages", "Building llama.cpp is turned off (GLMDESK_LLAMACPP_BUILD=0)."
         )
     return QCoreApplication.translate("ErrorMessages", "llama.cpp cannot be built on this computer.")
+
+
+def _vision_template(kind: str, params: dict) -> str | None:
+    if kind == "invalid_image":
+        return QCoreApplication.translate("ErrorMessages", "The image {name} cannot be used: {reason}.")
+    if kind == "vision_unavailable" and params.get("engine") == "llamacpp":
+        return QCoreApplication.translate(
+            "ErrorMessages",
+            "{model} is open with the llama.cpp engine, which cannot read images here: open a GLM "
+            "vision model (GLM-4.1V, GLM-4.6V) with the transformers engine, or on a server.",
+        )
+    if kind == "vision_unavailable":
+        return QCoreApplication.translate(
+            "ErrorMessages",
+            "{model} does not read images: open a GLM vision model (GLM-4.1V, GLM-4.6V) to ask about a picture.",
+        )
+    return None
 
 
 def _history_template(kind: str, params: dict) -> str | None:

@@ -8,6 +8,7 @@ from PySide6.QtCore import QObject, Slot
 
 from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.tools import ToolCall, ToolSet, ToolSettings
+from glmdesk.ui.image_thumbnails import ThumbnailRow
 from glmdesk.ui.message_widget import MessageWidget
 from glmdesk.ui.messages import error_sentence
 from glmdesk.ui.tool_call_card import ToolCallCard, image_label
@@ -16,7 +17,8 @@ from glmdesk.ui.tool_call_card import ToolCallCard, image_label
 def show_stored(chat_view, message) -> MessageWidget:
     """Add a stored message (a reopened conversation) to ``chat_view`` as it looked while
     streaming: a tool call as its card (answered: no buttons) under what the assistant
-    wrote before it, an observation as its own block with the tool's images under it.
+    wrote before it, an observation as its own block with the tool's images under it, a
+    user message with its attached images' thumbnails under its text.
 
     Args:
         chat_view: The :class:`~glmdesk.ui.chat_view.ChatView`.
@@ -34,6 +36,8 @@ def show_stored(chat_view, message) -> MessageWidget:
         label = image_label(png)
         if label is not None:
             widget.attach(label)
+    if message.attachments:  # a user's images: thumbnails, click to view
+        widget.attach(ThumbnailRow(message.attachments))
     return widget
 
 

@@ -61,6 +61,13 @@
     </message>
 </context>
 <context>
+    <name>AttachmentTray</name>
+    <message>
+        <source>Remove this image</source>
+        <translation>移除这张图片</translation>
+    </message>
+</context>
+<context>
     <name>BranchActions</name>
     <message>
         <source>{tokens} tokens</source>
@@ -353,6 +360,18 @@ Updated {when} · {model}</source>
         <translation>无法在此电脑上构建 llama.cpp。</translation>
     </message>
     <message>
+        <source>The image {name} cannot be used: {reason}.</source>
+        <translation>无法使用图片 {name}：{reason}。</translation>
+    </message>
+    <message>
+        <source>{model} is open with the llama.cpp engine, which cannot read images here: open a GLM vision model (GLM-4.1V, GLM-4.6V) with the transformers engine, or on a server.</source>
+        <translation>{model} 是用 llama.cpp 引擎打开的，在此无法读取图片：请用 transformers 引擎或在服务器上打开 GLM 视觉模型（GLM-4.1V、GLM-4.6V）。</translation>
+    </message>
+    <message>
+        <source>{model} does not read images: open a GLM vision model (GLM-4.1V, GLM-4.6V) to ask about a picture.</source>
+        <translation>{model} 无法读取图片：要询问图片内容，请打开 GLM 视觉模型（GLM-4.1V、GLM-4.6V）。</translation>
+    </message>
+    <message>
         <source>The disk holding the chat history is full ({path}). The conversation stays in the window and is saved as soon as there is space again.</source>
         <translation>保存聊天记录的磁盘已满（{path}）。对话仍显示在窗口中，磁盘有空间后会自动保存。</translation>
     </message>
@@ -427,6 +446,10 @@ Updated {when} · {model}</source>
         <source>The chat history is saved again.</source>
         <extracomment>Seconds between checkpoints of a streaming answer. Milliseconds between retries of writes that failed.</extracomment>
         <translation>聊天记录已恢复保存。</translation>
+    </message>
+    <message>
+        <source>Some images of this conversation are missing or damaged in the history folder, so they are not shown: {names}.</source>
+        <translation>此对话的部分图片在历史记录文件夹中缺失或已损坏，因此未显示：{names}。</translation>
     </message>
 </context>
 <context>
@@ -557,10 +580,41 @@ Updated {when} · {model}</source>
     </message>
 </context>
 <context>
+    <name>ImageThumbnail</name>
+    <message>
+        <source>pasted image</source>
+        <extracomment>Longest side of a thumbnail, in pixels.</extracomment>
+        <translation>粘贴的图片</translation>
+    </message>
+    <message>
+        <source>{name} (cannot be shown)</source>
+        <translation>{name}（无法显示）</translation>
+    </message>
+    <message>
+        <source>{name}, {width} × {height} px</source>
+        <translation>{name}，{width} × {height} 像素</translation>
+    </message>
+    <message>
+        <source>the model sees it at {width} × {height} px ({tokens} tokens)</source>
+        <translation>模型看到的尺寸为 {width} × {height} 像素（{tokens} 个 token）</translation>
+    </message>
+    <message>
+        <source>image</source>
+        <translation>图片</translation>
+    </message>
+</context>
+<context>
+    <name>ImageViewer</name>
+    <message>
+        <source>This image cannot be shown.</source>
+        <translation>无法显示这张图片。</translation>
+    </message>
+</context>
+<context>
     <name>InputBox</name>
     <message>
         <source>Type a message. Enter sends, Shift+Enter adds a line, Esc stops the answer.</source>
-        <extracomment>Longest line shown as one block, in characters; longer ones are cut for display only. ``QTextBlock.userState()`` of a block that continues the previous line (no newline between).</extracomment>
+        <extracomment>Longest line shown as one block, in characters; longer ones are cut for display only. ``QTextBlock.userState()`` of a block that continues the previous line (no newline between). Suffixes of files a drop attaches as images (the bytes decide: see ``ImageAttachment``).</extracomment>
         <translation>输入消息。Enter 发送，Shift+Enter 换行，Esc 停止回答。</translation>
     </message>
     <message>
@@ -570,6 +624,26 @@ Updated {when} · {model}</source>
     <message>
         <source>Send the message (Enter)</source>
         <translation>发送消息（Enter）</translation>
+    </message>
+    <message>
+        <source>Image…</source>
+        <translation>图片…</translation>
+    </message>
+    <message>
+        <source>Images need a GLM vision model (GLM-4.1V, GLM-4.6V).</source>
+        <translation>图片需要 GLM 视觉模型（GLM-4.1V、GLM-4.6V）。</translation>
+    </message>
+    <message>
+        <source>Attach an image (or paste or drop one)</source>
+        <translation>附加图片（也可以粘贴或拖放）</translation>
+    </message>
+    <message>
+        <source>Attach images</source>
+        <translation>附加图片</translation>
+    </message>
+    <message>
+        <source>Images (*.png *.jpg *.jpeg *.webp *.gif)</source>
+        <translation>图片 (*.png *.jpg *.jpeg *.webp *.gif)</translation>
     </message>
     <message>
         <source>Stop</source>

@@ -51,6 +51,7 @@ ALLOWED_WORDS = set(
     enter shift+enter ctrl+enter esc ctrl+o ctrl+n ctrl+r ctrl+b ctrl+q ctrl+shift+c f2 ctrl shift alt
     localhost openai api url http vllm sglang serve gpu-box 8000/v1
     llama.cpp transformers llama-cpp-python llamacpp pip install
+    glm-4.1v glm-4.6v png jpeg webp gif
     """.split()
 )
 # Values the scan test shows in the window (model name, device...): data, not interface text.

@@ -15,6 +15,7 @@ from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from glmdesk.core.errors import ErrorInfo
+from glmdesk.core.images import ImageSizing
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.sampling_fields import field_names, live_fields
 from glmdesk.core.settings import CacheSettings, LoadSettings, ParamsBox
@@ -48,6 +49,11 @@ class Capabilities:
         tool_calls: Whether the model's prompt format has tool calls.
         continue_answers: Whether an answer cut by the length limit can be continued in
             place (:meth:`Backend.stream` with the conversation ending with that answer).
+        vision: Whether images attached to user messages reach the model (a GLM vision
+            model on the transformers engine; a server, which refuses them itself when its
+            model has none).
+        image_sizing: How the model's processor resizes images (``None``: unknown, a
+            server's business), so the window can say the size the model sees.
     """
 
     engine: str
@@ -62,6 +68,8 @@ class Capabilities:
     stop_ids: frozenset[int] = frozenset()
     tool_calls: bool = False
     continue_answers: bool = True
+    vision: bool = False
+    image_sizing: ImageSizing | None = None
 
     def __post_init__(self) -> None:
         if self.memory_probe not in MEMORY_PROBES:
@@ -170,3 +178,30 @@ class Backend(ABC):
     @abstractmethod
     def close(self) -> None:
         """Release the model (weights, caches, connections). Idempotent."""
+
+
+def images_refused(
+    messages: Sequence[ChatMessage], model: str, engine: str
+) -> Iterator[GenerationChunk] | None:
+    """The error stream for images sent to a model without vision, or ``None``.
+
+    Only the newest user message counts: images on older turns (a conversation begun
+    with a vision model) are left out of a text model's prompt, their text kept.
+
+    Args:
+        messages: The request's conversation.
+        model: The model's name (in the sentence).
+        engine: The backend's name (``llamacpp`` gets its own sentence in the window).
+    """
+    users = [m for m in messages if m.role == "user"]
+    if not users or not users[-1].attachments:
+        return None
+    if engine == "llamacpp":
+        sentence = (
+            f"{model} is open with the llama.cpp engine, which cannot read images here: open a GLM vision "
+            "model (GLM-4.1V, GLM-4.6V) with the transformers engine, or on a server."
+        )
+    else:
+        sentence = f"{model} does not read images: open a GLM vision model (GLM-4.1V, GLM-4.6V) to ask about a picture."
+    error = ErrorInfo("vision_unavailable", sentence, {"model": model, "engine": engine})
+    return iter([GenerationChunk(finish_reason="error", error=error)])

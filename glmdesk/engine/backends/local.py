@@ -12,7 +12,7 @@ from glmdesk.core.errors import ErrorInfo, GlmdeskError
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import CACHE_STRATEGIES, CacheSettings, ParamsBox
 from glmdesk.core.text import without_lone_surrogates
-from glmdesk.engine.backends.base import Backend, Capabilities
+from glmdesk.engine.backends.base import Backend, Capabilities, images_refused
 from glmdesk.engine.chunk import GenerationChunk
 from glmdesk.engine.info import ModelInfo
 
@@ -52,12 +52,18 @@ class LocalBackend(Backend):
         stop: threading.Event | None = None,
         conversation: Hashable | None = None,
     ) -> Iterator[GenerationChunk]:
-        """Stream one answer through :func:`glmdesk.engine.generate.stream_answer`."""
+        """Stream one answer through :func:`glmdesk.engine.generate.stream_answer` (images
+        on the newest message of a model without vision end it at once with
+        ``vision_unavailable``: llama.cpp's multimodal library is not in this build)."""
         from glmdesk.engine.generate import stream_answer
 
         if self._model is None:
             error = ErrorInfo("generation_failed", "No model is loaded.", {"detail": "no model is loaded"})
             return iter([GenerationChunk(finish_reason="error", error=error)])
+        if not getattr(self._model, "vision", False):  # images for a text model: a sentence
+            refused = images_refused(messages, self.info.name, self.name)
+            if refused is not None:
+                return refused
         return stream_answer(self._model, messages, params, cache, stop, conversation)
 
     def forget_conversation(self, conversation: Hashable) -> None:

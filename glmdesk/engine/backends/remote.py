@@ -357,6 +357,7 @@ class RemoteBackend(Backend):
             stop_ids=frozenset(),
             tool_calls=True,  # passed through; a server whose model has none refuses them
             continue_answers=False,  # a chat completion always starts a new turn
+            vision=True,  # images go as image_url data URLs; a server without vision refuses them
         )
 
     def close(self) -> None:

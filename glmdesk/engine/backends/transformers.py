@@ -69,7 +69,8 @@ class TransformersBackend(LocalBackend):
         return self._model.tokenizer.encode(text)
 
     def engine_capabilities(self) -> dict:
-        """The torch options this machine has, and whether the format has tool calls."""
+        """The torch options this machine has, whether the format has tool calls, and
+        whether the model reads images (with its processor's resizing rule)."""
         from glmdesk.engine.options import option_availability
 
         availability = option_availability()
@@ -77,6 +78,8 @@ class TransformersBackend(LocalBackend):
             "quantizations": _option_errors("quantization", QUANTIZATIONS[1:], availability),
             "precisions": _option_errors("precision", PRECISIONS[1:], availability),
             "tool_calls": bool(self._model.prompt_format.tool_calls),
+            "vision": self._model.vision,  # a GLM vision model (engine/vision.py)
+            "image_sizing": self._model.prompt_format.sizing() if self._model.vision else None,
         }
 
     def probe_strategy(self, strategy: str) -> None:
