@@ -11,7 +11,9 @@ JSON format (``"format": "glmdesk-conversation"``, ``"version": 4``)::
                    "model": str | null, "settings": {...} | null,
                    "stats": {"ttft_s": s, "tokens_per_s": tokens/s, "n_tokens": int,
                              "prompt_tokens": int, "dropped_tokens": int,
-                             "dropped_messages": [int]},
+                             "dropped_messages": [int], "answer_ttft_s": s,
+                             "reasoning_tokens": int},
+                   "reasoning": str (an answer's thinking, only when it has some),
                    "text_b64": str (only when needed, see below),
                    "kind": "text" | "tool_call" | "observation" | "image",
                    "tool_call": {"name", "arguments", "raw", "kind", "call_id"} (tool_call),
@@ -23,7 +25,9 @@ Version 3 holds the whole tree of a conversation (see :mod:`glmdesk.core.history
 messages are listed parents first; ``parent`` is the index in ``messages`` of the
 message each one follows (``null`` for a first message) and ``active`` the index of
 the last message of the branch on screen. Version 4 adds the conversation's Tools
-section, ``tools`` (see :mod:`glmdesk.core.history_io_tools`). Older files are still
+section, ``tools`` (see :mod:`glmdesk.core.history_io_tools`); an answer's
+``reasoning`` and its ``answer_ttft_s`` / ``reasoning_tokens`` statistics are optional
+fields of version 4 (older readers skip them). Older files are still
 read: version 3 without ``tools`` (no tools offered), version 1 (no tool messages)
 and version 2 (tool messages), which hold a single branch without ``parent`` or
 ``active``, so each message follows the one before it.
@@ -53,6 +57,7 @@ from glmdesk.core.history_images import attachments_json, parse_attachments
 from glmdesk.core.history_io_tools import TOOLS_LABELS, parse_tools, tools_json, tools_markdown
 from glmdesk.core.history_types import (
     MESSAGE_KINDS,
+    STAT_NAMES,
     STATES,
     Conversation,
     GenerationStats,
@@ -78,12 +83,13 @@ MARKDOWN_LABELS = {
     "observation": "Observation",
     "tool_call": "Tool call",
     "image": "Image",
+    "thinking": "Thinking",
     **TOOLS_LABELS,
 }
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
-_STAT_NAMES = ("ttft_s", "tokens_per_s", "n_tokens", "prompt_tokens", "dropped_tokens")
+_STAT_NAMES = (*STAT_NAMES, "answer_ttft_s", "reasoning_tokens")
 
 
 def to_markdown(
@@ -131,8 +137,20 @@ def _fence(text: str, info: str = "") -> list[str]:
 
 
 def _markdown_body(message: StoredMessage, words: Mapping[str, str]) -> list[str]:
-    """Markdown lines of one message: its text, a call as a code block, an image inline."""
+    """Markdown lines of one message: its reasoning as a collapsed block, its text, a call
+    as a code block, an image inline."""
     body = [storable_text(message.text)] if message.text or message.kind == "text" else []
+    if message.reasoning:
+        quoted = [f"> {line}".rstrip() for line in storable_text(message.reasoning).splitlines()]
+        body = [
+            "<details>",
+            f"<summary>{words['thinking']}</summary>",
+            "",
+            *quoted,
+            "",
+            "</details>",
+            "",
+        ] + body
     call = message.tool_call
     if message.kind == "tool_call" and call is not None:
         body += ([""] if body else []) + [f"**{words['tool_call']}: `{storable_text(call.name)}`**", ""]
@@ -169,6 +187,8 @@ def _message_json(
         item["text_b64"] = base64.b64encode(message.text.encode("utf-8", "surrogatepass")).decode("ascii")
     if message.kind != "text":
         item["kind"] = message.kind
+    if message.reasoning:
+        item["reasoning"] = message.reasoning
     if message.tool_call is not None:
         item["tool_call"] = message.tool_call.to_dict()
     if message.kind in ("observation", "image"):
@@ -389,6 +409,9 @@ def _parse_message(index: int, item: Any, now: float) -> dict[str, Any]:
     tool_fields = _parse_tool_fields(where, role, item)
     if item.get("attachments") and role != "user":
         raise ValueError(f"{where} is a {role} message with attached images; only user messages have them.")
+    reasoning = item.get("reasoning") or ""
+    if not isinstance(reasoning, str) or reasoning and role != "assistant":
+        raise ValueError(f"{where} has reasoning that is not an assistant's text.")
     return tool_fields | {
         "parent": _index(item.get("parent"), f"{where}'s parent", index),  # parents come first
         "role": role,
@@ -401,6 +424,7 @@ def _parse_message(index: int, item: Any, now: float) -> dict[str, Any]:
         "settings": settings,
         "stats": stats,
         "attachments": parse_attachments(where, item.get("attachments")),
+        "reasoning": reasoning,
     }
 
 

@@ -25,6 +25,7 @@ from glmdesk.core.history_rows import (
     auto_title,
     db_role,
     kind_params,
+    reasoning_param,
     settings_json,
     stats_params,
     to_message,
@@ -65,6 +66,7 @@ class MessageStore:
         stats: GenerationStats | None = None,
         parent_id: Any = ACTIVE,
         attachments: Sequence[ImageAttachment] = (),
+        reasoning: str = "",
     ) -> int:
         """Append a finished message and commit it; return its id. It becomes the active leaf.
 
@@ -87,6 +89,7 @@ class MessageStore:
                 the edited message), or ``None`` (a new first message).
             attachments: For a user message, its images (each file stored once by its
                 content hash, see :mod:`glmdesk.core.history_images`).
+            reasoning: For an assistant message, what the model wrote while thinking.
 
         Raises:
             KeyError: for an unknown conversation or a parent not in it.
@@ -108,6 +111,10 @@ class MessageStore:
                 parent_id,
             )
             self._finish_fields(mid, finish_reason, stats)
+            if reasoning and role == "assistant":
+                self._conn.execute(
+                    "UPDATE messages SET reasoning = ? WHERE id = ?", (reasoning_param(reasoning), mid)
+                )
             if attachments:
                 self._store_images(mid, attachments)
             if role == "user":
@@ -136,16 +143,18 @@ class MessageStore:
             )
 
     @storage_errors
-    def checkpoint_partial(self, message_id: int, text: str) -> None:
-        """Save the answer so far (one UPDATE, committed). Call at most every few seconds.
+    def checkpoint_partial(self, message_id: int, text: str, reasoning: str = "") -> None:
+        """Save the answer so far and its reasoning so far (one UPDATE, committed). Call
+        at most every few seconds.
 
         Raises:
             KeyError: if ``message_id`` is not a ``partial`` message (unknown or finished).
         """
         stored, raw = encode_text(text)
         cur = self._conn.execute(
-            "UPDATE messages SET text = ?, text_raw = ?, updated = ? WHERE id = ? AND state = 'partial'",
-            (stored, raw, time.time(), message_id),
+            "UPDATE messages SET text = ?, text_raw = ?, reasoning = ?, updated = ? "
+            "WHERE id = ? AND state = 'partial'",
+            (stored, raw, reasoning_param(reasoning), time.time(), message_id),
         )
         if cur.rowcount == 0:
             raise KeyError(f"no partial message {message_id}")
@@ -161,8 +170,9 @@ class MessageStore:
         settings: Any = None,
         model: str | None = None,
         tool_call: ToolCall | None = None,
+        reasoning: str = "",
     ) -> None:
-        """Save the final answer once, mark it ``complete`` and commit.
+        """Save the final answer once, with its reasoning, mark it ``complete`` and commit.
 
         Args:
             message_id: From :meth:`begin_assistant_message`.
@@ -174,6 +184,7 @@ class MessageStore:
             model: Replaces the model given at the start; ``None`` keeps it.
             tool_call: The call the answer ended with (``finish_reason`` ``tool_calls``):
                 the message becomes a tool-call message, ``text`` what was shown before it.
+            reasoning: What the model wrote while thinking (``""``: none).
 
         Raises:
             KeyError: if ``message_id`` is not a ``partial`` message.
@@ -185,10 +196,10 @@ class MessageStore:
         now = time.time()
         with self.transaction():
             cur = self._conn.execute(
-                "UPDATE messages SET text = ?, text_raw = ?, updated = ?, state = 'complete', "
+                "UPDATE messages SET text = ?, text_raw = ?, reasoning = ?, updated = ?, state = 'complete', "
                 "settings = coalesce(?, settings), model = coalesce(?, model) "
                 "WHERE id = ? AND state = 'partial'",
-                (stored, raw, now, settings_json(settings), model, message_id),
+                (stored, raw, reasoning_param(reasoning), now, settings_json(settings), model, message_id),
             )
             if cur.rowcount == 0:
                 raise KeyError(f"no partial message {message_id}")

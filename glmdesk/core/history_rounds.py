@@ -70,6 +70,7 @@ def save_round(
     model: str | None = None,
     settings: Any = None,
     parent_id: Any = ACTIVE,
+    reasoning: str = "",
 ) -> int:
     """Store a finished round in one transaction; return its conversation's id.
 
@@ -85,6 +86,7 @@ def save_round(
         settings: Sampling settings (dataclass or mapping).
         parent_id: The message the first one stored follows (the question, or the
             answer when ``user_text`` is ``None``; see :meth:`History.add_message`).
+        reasoning: What the model wrote while thinking, stored with the answer.
 
     Raises:
         HistoryError: when SQLite fails; nothing of the round is stored.
@@ -107,5 +109,6 @@ def save_round(
                 finish_reason=finish_reason,
                 stats=stats,
                 parent_id=parent_id,
+                reasoning=reasoning,
             )
     return conversation_id

@@ -20,13 +20,14 @@ from glmdesk.core.tools import ToolCall
 CONV_COLS = "id, title, created, updated, model, deleted"
 MSG_COLS = (
     "id, conversation_id, role, text, text_raw, created, updated, state, finish_reason, model, settings, "
-    "ttft_s, tokens_per_s, n_tokens, prompt_tokens, dropped_tokens, dropped_messages, kind, tool, data, parent_id"
+    "ttft_s, tokens_per_s, n_tokens, prompt_tokens, dropped_tokens, dropped_messages, kind, tool, data, "
+    "parent_id, reasoning, answer_ttft_s, reasoning_tokens"
 )
 #: Every message column but ``id``, ``conversation_id`` and ``parent_id`` (copies and imports).
-COPY_COLS = MSG_COLS.split(", ", 2)[2].removesuffix(", parent_id")
+COPY_COLS = MSG_COLS.split(", ", 2)[2].replace(", parent_id", "")
 STATS_ASSIGN = (
     "finish_reason = ?, ttft_s = ?, tokens_per_s = ?, n_tokens = ?, prompt_tokens = ?, "
-    "dropped_tokens = ?, dropped_messages = ?"
+    "dropped_tokens = ?, dropped_messages = ?, answer_ttft_s = ?, reasoning_tokens = ?"
 )
 TITLE_CHARS = 60
 
@@ -55,9 +56,17 @@ def to_message(row: tuple[Any, ...]) -> StoredMessage:
         tool,
         data,
         parent,
+        reasoning,
+        answer_ttft,
+        reasoning_tokens,
     ) = row
     settings_value = None if settings is None else json.loads(settings)
-    stats_value = GenerationStats(*stats[:5], tuple(json.loads(stats[5] or "[]")))
+    stats_value = GenerationStats(
+        *stats[:5],
+        tuple(json.loads(stats[5] or "[]")),
+        answer_ttft_s=answer_ttft,
+        reasoning_tokens=reasoning_tokens,
+    )
     kind = kind or "text"
     tool_value = None if tool is None else json.loads(tool)
     call = ToolCall.from_dict(tool_value) if kind == "tool_call" and tool_value else None
@@ -81,6 +90,7 @@ def to_message(row: tuple[Any, ...]) -> StoredMessage:
         name,
         None if data is None else bytes(data),
         parent,
+        reasoning or "",
     )
 
 
@@ -149,7 +159,16 @@ def stats_params(finish_reason: str | None, stats: GenerationStats | None) -> tu
     """Parameters for ``STATS_ASSIGN``."""
     s = stats or GenerationStats()
     dropped = json.dumps(list(s.dropped_messages))
-    return (finish_reason, s.ttft_s, s.tokens_per_s, s.n_tokens, s.prompt_tokens, s.dropped_tokens, dropped)
+    return (
+        finish_reason, s.ttft_s, s.tokens_per_s, s.n_tokens, s.prompt_tokens, s.dropped_tokens, dropped,
+        s.answer_ttft_s, s.reasoning_tokens,
+    )  # fmt: skip
+
+
+def reasoning_param(reasoning: str) -> str | None:
+    """The ``reasoning`` column's value: clean text (lone surrogates and NULs become
+    U+FFFD, as for titles), ``None`` when there is none."""
+    return storable_text(reasoning) if reasoning else None
 
 
 def copy_params(item: dict[str, Any]) -> tuple[Any, ...]:
@@ -160,5 +179,6 @@ def copy_params(item: dict[str, Any]) -> tuple[Any, ...]:
     extra = kind_params(kind, item.get("tool_call"), item.get("tool_name", ""), item.get("image"))
     return (
         db_role(item["role"], kind), stored, raw, item["created"], item["updated"], item["state"], finish,
-        item["model"], settings_json(item["settings"]), *stats, *extra,
+        item["model"], settings_json(item["settings"]), *stats[:6], *extra,
+        reasoning_param(item.get("reasoning", "")), *stats[6:],
     )  # fmt: skip

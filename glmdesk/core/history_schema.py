@@ -143,6 +143,16 @@ def _v6_message_images(conn: sqlite3.Connection) -> None:
     create_table(conn)
 
 
+def _v7_reasoning(conn: sqlite3.Connection) -> None:
+    # An answer's reasoning (GLM-Z1's <think> block, markers left out) beside its text,
+    # with when the answer itself began (s from the request) and the tokens spent
+    # thinking. NULL for messages without reasoning. Added only when missing.
+    have = _columns(conn, "messages")
+    for name, kind in (("reasoning", "TEXT"), ("answer_ttft_s", "REAL"), ("reasoning_tokens", "INTEGER")):
+        if name not in have:
+            conn.execute(f"ALTER TABLE messages ADD COLUMN {name} {kind}")
+
+
 #: ``MIGRATIONS[i]`` upgrades a database from schema version ``i`` to ``i + 1``.
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _v1_tables,
@@ -151,6 +161,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _v4_branches,
     _v5_conversation_tools,
     _v6_message_images,
+    _v7_reasoning,
 ]
 
 #: The schema version this code writes.

@@ -77,6 +77,10 @@ def settings_dict(settings: Any) -> dict[str, Any] | None:
     raise TypeError(f"settings must be a dataclass or a mapping, not {type(settings).__name__}")
 
 
+#: The plain number fields of :class:`GenerationStats` stored since the first schema.
+STAT_NAMES = ("ttft_s", "tokens_per_s", "n_tokens", "prompt_tokens", "dropped_tokens")
+
+
 @dataclass(frozen=True)
 class GenerationStats:
     """Statistics of one generated answer, saved with it.
@@ -89,6 +93,9 @@ class GenerationStats:
         dropped_tokens: Tokens left out of (or evicted from) the context, in tokens.
         dropped_messages: Indices of earlier messages left out of the prompt to fit
             the context window.
+        answer_ttft_s: For an answer that thought first: time from the request to the
+            first answer token, in s (``ttft_s`` is then the first reasoning token's).
+        reasoning_tokens: For an answer that thought first: tokens spent thinking.
 
     Raises:
         ValueError: for a negative or non-finite number.
@@ -100,9 +107,11 @@ class GenerationStats:
     prompt_tokens: int | None = None
     dropped_tokens: int | None = None
     dropped_messages: tuple[int, ...] = ()
+    answer_ttft_s: float | None = None
+    reasoning_tokens: int | None = None
 
     def __post_init__(self) -> None:
-        for name in ("ttft_s", "tokens_per_s", "n_tokens", "prompt_tokens", "dropped_tokens"):
+        for name in (*STAT_NAMES, "answer_ttft_s", "reasoning_tokens"):
             value = getattr(self, name)
             if value is not None and (not math.isfinite(value) or value < 0):
                 raise ValueError(f"{name} must be a finite number of 0 or more, not {value!r}.")
@@ -154,6 +163,8 @@ class StoredMessage:
         parent_id: The message this one answers or follows (``None`` for the first
             message of a branch); messages with the same parent are siblings
             (see :mod:`glmdesk.core.history_tree`).
+        reasoning: For an answer: what the model wrote while thinking (GLM-Z1's
+            ``<think>`` block, markers left out), ``""`` when none.
     """
 
     id: int
@@ -172,6 +183,7 @@ class StoredMessage:
     tool_name: str = ""
     image: bytes | None = None
     parent_id: int | None = None
+    reasoning: str = ""
 
     @property
     def complete(self) -> bool:
@@ -182,9 +194,11 @@ class StoredMessage:
         """This message as the engine's :class:`ChatMessage` (an image has none: its
         observation already says ``[Image]``; see :meth:`History.chat_messages`)."""
         if self.kind == "tool_call":
-            return ChatMessage("assistant", self.text, tool_call=self.tool_call)
+            return ChatMessage("assistant", self.text, tool_call=self.tool_call, reasoning=self.reasoning)
         if self.kind == "observation":
             return ChatMessage("observation", self.text, name=self.tool_name)
+        if self.role == "assistant":
+            return ChatMessage("assistant", self.text, reasoning=self.reasoning)
         return ChatMessage(self.role, self.text)
 
 

@@ -30,6 +30,10 @@ class ChatMessage:
             interpreter's plots), shown in the window; prompts use ``content`` only.
         attachments: For a user message: the images attached to it, in order (a vision
             model sees them before the text, as its chat template places them).
+        reasoning: For an assistant message: what the model wrote while thinking
+            (GLM-Z1's ``<think>`` block, markers left out), kept apart from ``content``;
+            prompt formats read ``content`` only, so a later prompt leaves it out, as
+            the GLM-Z1 and GLM-4.1V-Thinking templates do with earlier turns.
 
     Raises:
         ValueError: for an unknown role, or a field that does not belong to the role.
@@ -42,6 +46,7 @@ class ChatMessage:
     name: str = ""
     images: tuple[bytes, ...] = ()
     attachments: tuple[ImageAttachment, ...] = ()
+    reasoning: str = ""
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
@@ -54,3 +59,5 @@ class ChatMessage:
             raise ValueError("only an observation carries images")
         if self.attachments and self.role != "user":
             raise ValueError("only a user message carries attached images")
+        if self.reasoning and self.role != "assistant":
+            raise ValueError("only an assistant message carries reasoning")

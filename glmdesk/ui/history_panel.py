@@ -345,6 +345,7 @@ class HistoryPanel(QWidget):
             "partial": self.tr("(unfinished)"),
             "cancelled": self.tr("(stopped)"),
             "error": self.tr("(failed)"),
+            "thinking": self.tr("Thinking"),
             **tools_markdown_labels(),
         }
 

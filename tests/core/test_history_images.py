@@ -54,9 +54,9 @@ def test_deleting_a_message_drops_its_image_rows(tmp_path: Path) -> None:
         assert h.connection.execute("SELECT count(*) FROM message_images").fetchone()[0] == 0
 
 
-def test_a_database_of_the_previous_version_migrates_and_keeps_its_messages(tmp_path: Path) -> None:
+def test_a_database_of_version_5_migrates_and_keeps_its_messages(tmp_path: Path) -> None:
     old = tmp_path / "history.sqlite3"
-    conn = connect(old, target=SCHEMA_VERSION - 1)
+    conn = connect(old, target=5)
     assert "message_images" not in {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
     conn.execute("INSERT INTO conversations (title, created, updated) VALUES ('old chat', 1, 1)")
     conn.execute(
