@@ -72,6 +72,12 @@ class GenerationChunk:
             parser (:mod:`glmdesk.engine.families.parser`): text, reasoning (GLM-Z1's
             ``<think>`` block, markers left out) and tool calls (a call's text so far
             while ``tool_pending``; ``done`` on the final chunk of ``tool_calls``).
+        answer_ttft_s: For a reply that thinks first: time from the request to its
+            first answer part after the reasoning, in s (``ttft_s`` is then the first
+            reasoning token's); 0 until the answer starts, and for a reply without
+            reasoning.
+        reasoning_tokens: Tokens generated before that first answer part (the
+            reasoning block and its markers), in tokens; 0 until then.
     """
 
     text: str = ""
@@ -92,3 +98,5 @@ class GenerationChunk:
     kept_kv_bytes: int = 0
     reply_limit: int = 0
     parts: tuple[ReplyPart, ...] = ()
+    answer_ttft_s: float = 0.0
+    reasoning_tokens: int = 0

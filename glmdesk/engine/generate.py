@@ -22,7 +22,7 @@ import torch
 
 from glmdesk.core.errors import ErrorInfo, GlmdeskError
 from glmdesk.core.messages import ChatMessage
-from glmdesk.core.parts import ReplyPart, ToolCallPart, merged, text_of
+from glmdesk.core.parts import ReasoningPart, ReplyPart, ToolCallPart, merged, text_of
 from glmdesk.core.settings import CacheSettings, ParamsBox, SamplingParams
 from glmdesk.core.tools import ToolSet
 from glmdesk.engine.chunk import CacheStats, GenerationChunk
@@ -143,6 +143,9 @@ class _Answer:
         self.ttft = 0.0
         self.first_at = 0.0
         self.reply_limit = 0
+        self.thought = False  # reasoning was seen
+        self.answer_ttft = 0.0  # request to the first answer part after reasoning, in s
+        self.reasoning_tokens = 0
 
     def push(self, token: int) -> list[ReplyPart]:
         """The parts a new token completes."""
@@ -173,6 +176,7 @@ class _Answer:
             parts = [p for p in parts if not (isinstance(p, ToolCallPart) and p.done)]
         note = self.shown.notice if finish is not None else None
         parts = merged(parts)
+        self._time_answer(parts)
         rate = 0.0
         if self.n_generated > 1:
             rate = (self.n_generated - 1) / max(time.perf_counter() - self.first_at, 1e-9)
@@ -195,7 +199,18 @@ class _Answer:
             kept_kv_bytes=0 if self.pool is None else self.pool.total_bytes(),
             reply_limit=self.reply_limit,
             parts=parts,
+            answer_ttft_s=self.answer_ttft,
+            reasoning_tokens=self.reasoning_tokens,
         )
+
+    def _time_answer(self, parts) -> None:
+        """Note when the answer after a reasoning block begins, and the tokens before it."""
+        if self.answer_ttft or not parts:
+            return
+        self.thought = self.thought or any(isinstance(p, ReasoningPart) for p in parts)
+        if self.thought and not isinstance(parts[-1], ReasoningPart):
+            self.answer_ttft = time.perf_counter() - self.start
+            self.reasoning_tokens = max(self.n_generated - 1, 0)
 
 
 #: Prompt ids a continued answer's detokenizer starts after (its leading-space context).

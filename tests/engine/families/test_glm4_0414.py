@@ -47,6 +47,9 @@ def test_prompt_is_the_folders_chat_template(z1, glm_z1_folder):
     )["input_ids"]
     assert z1.info.family == "glm-z1"
     assert z1.prompt_format.encode(messages) == expected
+    # A stored answer keeps its reasoning apart: the later prompt leaves it out, as the template does.
+    kept = ChatMessage("assistant", "The answer is 42.", reasoning="hidden steps")
+    assert z1.prompt_format.encode([*messages[:2], kept, messages[3]]) == expected
     stops = {tok.convert_tokens_to_ids(t) for t in ("<|endoftext|>", "<|user|>", "<|observation|>")}
     assert z1.prompt_format.stop_ids == stops
 
@@ -67,3 +70,13 @@ def test_think_block_streams_as_reasoning_then_answer(z1):
         assert "".join(c.text for c in chunks) == "answer"
         first_text = next(i for i, c in enumerate(chunks) if c.text)
         assert any(isinstance(p, ReasoningPart) for c in chunks[:first_text] for p in c.parts)
+        # Time to first token both ways: the first reasoning token, then the first answer token.
+        assert chunks[first_text - 1].answer_ttft_s == 0.0
+        last = chunks[-1]
+        assert 0.0 < last.ttft_s < last.answer_ttft_s == chunks[first_text].answer_ttft_s
+        assert last.reasoning_tokens == first_text  # one chunk per token: those before the answer
+    unfinished = tm.ForceTokens([tok.encode("still thinking", add_special_tokens=False) + [stop]])
+    z1.logits_processors = lambda: (unfinished,)
+    chunks = list(stream_answer(z1, [ChatMessage("user", "Hello world")], params))
+    assert "".join(c.text for c in chunks) == "" and chunks[-1].ttft_s > 0.0
+    assert chunks[-1].answer_ttft_s == 0.0 and chunks[-1].reasoning_tokens == 0  # no answer began
