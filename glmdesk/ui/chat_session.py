@@ -20,6 +20,7 @@ from PySide6.QtCore import QCoreApplication, QEvent, QObject, Qt, Signal, Slot
 
 from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.messages import ChatMessage
+from glmdesk.core.parts import reasoning_of
 from glmdesk.core.settings import CacheSettings, LoadSettings, ParamsBox
 from glmdesk.core.tools import ToolCall, ToolSet, ToolSettings, calls_since_user
 from glmdesk.ui.conversation import AnswerRecord, ChatState, continued_answer
@@ -125,6 +126,7 @@ class ChatSession(ToolFlow, QObject):
         self._loading: LoadSettings | None = None
         self._cancel: threading.Event | None = None
         self._parts: list[str] = []
+        self._reasoning: list[str] = []  # the answer's reasoning parts' texts
         self._last_chunk = None
         self._offset = 0
         self._closed = False
@@ -294,7 +296,7 @@ class ChatSession(ToolFlow, QObject):
         self._request_id += 1
         self._current = self._request_id
         self._stop = threading.Event()
-        self._parts, self._last_chunk = [], None
+        self._parts, self._reasoning, self._last_chunk = [], [], None
         self._last_request = (system_prompt, cache)
         messages, self._offset = self.state.request(system_prompt, self.offered_tools())
         self.answer_started.emit(self._current)
@@ -313,27 +315,35 @@ class ChatSession(ToolFlow, QObject):
         if request_id != self._current:
             return  # a request the session has moved past
         self._last_chunk = chunk
+        self._gather(chunk)
+        self.chunk_shown.emit(request_id, chunk)
+
+    def _gather(self, chunk) -> None:
+        """Keep a chunk's answer text and reasoning (the message's parts, saved together)."""
         if chunk.text:
             self._parts.append(chunk.text)
-        self.chunk_shown.emit(request_id, chunk)
+        thought = reasoning_of(getattr(chunk, "parts", ()))
+        if thought:
+            self._reasoning.append(thought)
 
     @Slot(int, object)
     def _on_generation_finished(self, request_id: int, chunk) -> None:
         if request_id != self._current:
             return
-        if chunk.text:
-            self._parts.append(chunk.text)
+        self._gather(chunk)
         self._finish_answer(chunk.finish_reason or "stop", chunk)
 
     def _finish_answer(self, reason: str, chunk) -> None:
         request_id = self._current
         self._current = self._stop = None
-        text = "".join(self._parts)
+        text, reasoning = "".join(self._parts), "".join(self._reasoning)
         record = AnswerRecord(
             finish_reason=reason,
             model=model_label(self.model_info),
             params=self.params_box.get(),
             ttft_s=getattr(chunk, "ttft_s", 0.0),
+            answer_ttft_s=getattr(chunk, "answer_ttft_s", 0.0),
+            reasoning_tokens=getattr(chunk, "reasoning_tokens", 0),
             tokens_per_s=getattr(chunk, "tokens_per_s", 0.0),
             n_tokens=getattr(chunk, "n_generated", 0),
             prompt_tokens=getattr(chunk, "prompt_tokens", 0),
@@ -354,13 +364,16 @@ class ChatSession(ToolFlow, QObject):
         resumed, self._resumed = self._resumed, None
         if resumed is not None:  # Continue: one answer, the old text and the new
             text, record = continued_answer(*resumed, text, record)
+            reasoning = self.state.messages[-1].reasoning + reasoning
             self.state.pop()
         self.last_answer = (text, record)
         if call is not None:
-            index = self.state.add(ChatMessage("assistant", text, tool_call=call), record)
+            index = self.state.add(
+                ChatMessage("assistant", text, tool_call=call, reasoning=reasoning), record
+            )
             self.message_added.emit(index, self.state.messages[index], record)
         elif text:
-            index = self.state.add(ChatMessage("assistant", text), record)
+            index = self.state.add(ChatMessage("assistant", text, reasoning=reasoning), record)
             self.message_added.emit(index, self.state.messages[index], record)
         self.answer_finished.emit(request_id, chunk)
         if call is not None:

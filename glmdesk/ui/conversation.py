@@ -22,7 +22,11 @@ class AnswerRecord:
         finish_reason: ``stop``, ``length``, ``cancelled``, ``error`` or ``tool_calls``.
         model: Name of the model that wrote it.
         params: Sampling parameters in force when it finished.
-        ttft_s: Time to first token, in s.
+        ttft_s: Time to first token, in s (for an answer that thought first, its
+            first reasoning token).
+        answer_ttft_s: For an answer that thought first: time to its first answer
+            token, in s; 0 otherwise.
+        reasoning_tokens: Tokens spent thinking before the answer, in tokens.
         tokens_per_s: Decode speed after the first token, in tokens/s.
         n_tokens: Tokens generated, in tokens.
         prompt_tokens: Tokens in the fitted prompt, in tokens.
@@ -36,6 +40,8 @@ class AnswerRecord:
     model: str = ""
     params: SamplingParams | None = None
     ttft_s: float = 0.0
+    answer_ttft_s: float = 0.0
+    reasoning_tokens: int = 0
     tokens_per_s: float = 0.0
     n_tokens: int = 0
     prompt_tokens: int = 0

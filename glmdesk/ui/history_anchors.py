@@ -53,6 +53,7 @@ class Answer:
     message_id: int | None = None  # the stored ``partial`` row, once its round began in the file
     unsaved_user: str | None = None  # the question, until its round begins in the file
     parts: list[str] = dataclasses.field(default_factory=list)
+    reasoning: list[str] = dataclasses.field(default_factory=list)  # its reasoning parts' texts
 
 
 def shown(history: History, conversation_id: int) -> list[tuple[StoredMessage, tuple[int, ...]]]:
@@ -81,11 +82,12 @@ def parent_of(history: History, conversation_id: int | None, anchor: Any) -> Any
 
 
 def save_whole_round(
-    h: History, conv: ConversationRef, user, text, reason, stats, settings, anchor, model
+    h: History, conv: ConversationRef, user, text, reason, stats, settings, anchor, model, reasoning: str = ""
 ) -> None:
     """Store a round whose start is not in the file yet, whole, in one transaction (on the
     writer thread): ``user`` (the question, or ``None`` for an answer alone) and the
-    answer ``text`` under ``anchor``; a new conversation gets its id in ``conv``."""
+    answer ``text`` with its ``reasoning`` under ``anchor``; a new conversation gets its
+    id in ``conv``."""
     conv.id = save_round(
         h,
         conv.id,
@@ -96,4 +98,5 @@ def save_whole_round(
         model=model,
         settings=settings,
         parent_id=parent_of(h, conv.id, anchor),
+        reasoning=reasoning,
     )

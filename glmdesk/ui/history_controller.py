@@ -52,6 +52,7 @@ from glmdesk.core.history_tree import ACTIVE
 from glmdesk.core.history_types import GenerationStats, StoredMessage
 from glmdesk.core.history_writer import HistoryWriter
 from glmdesk.core.messages import ChatMessage
+from glmdesk.core.parts import reasoning_of
 from glmdesk.ui.history_anchors import (
     SIBLING_OF_LAST_ANSWER,
     Answer,
@@ -364,7 +365,9 @@ class HistoryController(QObject):
         if answer is None:  # an answer the window added without starting it
             anchor = self._take_anchor()
             self.writes.submit(
-                lambda h: save_whole_round(h, conv, None, message.content, "stop", None, None, anchor, model),
+                lambda h: save_whole_round(
+                    h, conv, None, message.content, "stop", None, None, anchor, model, message.reasoning
+                ),
                 then=lambda _r: self._refresh(),
             )
             return
@@ -373,7 +376,10 @@ class HistoryController(QObject):
             tokens_per_s=record.tokens_per_s if record else None,
             n_tokens=record.n_tokens if record else None,
             prompt_tokens=record.prompt_tokens if record else None,
+            answer_ttft_s=record.answer_ttft_s or None if record else None,
+            reasoning_tokens=record.reasoning_tokens or None if record else None,
         )
+        reasoning = message.reasoning
         reason = record.finish_reason if record is not None else "stop"
         params = record.params if record is not None else None
         settings = dataclasses.asdict(params) if params is not None else answer.settings
@@ -388,11 +394,12 @@ class HistoryController(QObject):
                     settings=settings,
                     model=model,
                     tool_call=message.tool_call,
+                    reasoning=reasoning,
                 )
             else:
                 save_whole_round(
                     h, answer.conv, answer.unsaved_user, message.content, reason, stats, settings,
-                    answer.anchor, model,
+                    answer.anchor, model, reasoning,
                 )  # fmt: skip
 
         self.writes.submit(finish)
@@ -465,18 +472,22 @@ class HistoryController(QObject):
     @Slot(int, object)
     def _on_chunk_shown(self, _request_id: int, chunk) -> None:
         answer = self._answer
-        if answer is None or not chunk.text:
+        thought = reasoning_of(getattr(chunk, "parts", ()))
+        if answer is None or not (chunk.text or thought):
             return
         answer.parts.append(chunk.text)
+        answer.reasoning.append(thought)
         now = time.monotonic()
         if (
             answer.message_id is not None
             and not self.writes.pending()
             and now - self._last_checkpoint >= CHECKPOINT_S
         ):
-            mid, text = answer.message_id, "".join(answer.parts)
+            mid, text, reasoning = answer.message_id, "".join(answer.parts), "".join(answer.reasoning)
             # Given up when it fails: the finish saves the whole answer anyway.
-            self.writes.submit(lambda h: h.checkpoint_partial(mid, text), droppable=True, quiet=True)
+            self.writes.submit(
+                lambda h: h.checkpoint_partial(mid, text, reasoning), droppable=True, quiet=True
+            )
             self._last_checkpoint = now
 
     @Slot(int, object)

@@ -28,6 +28,8 @@ def show_stored(chat_view, message) -> MessageWidget:
         The message's widget (one per message, so indices match the conversation).
     """
     widget = chat_view.add_message(message.role, message.content)
+    if message.reasoning:  # a reasoning model's thinking, collapsed above its answer
+        widget.set_reasoning(message.reasoning)
     if message.tool_call is not None:
         card = ToolCallCard(message.tool_call)
         card.set_done()

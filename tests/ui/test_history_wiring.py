@@ -62,7 +62,9 @@ def test_partial_answer_is_checkpointed_and_stop_saves_once(qtbot, wired, monkey
     writers = controller.writer.call(lambda h: h)  # the writer thread's history
     original = writers.checkpoint_partial
     monkeypatch.setattr(
-        writers, "checkpoint_partial", lambda mid, text: (checkpoints.append(text), original(mid, text))
+        writers,
+        "checkpoint_partial",
+        lambda mid, text, *more: (checkpoints.append(text), original(mid, text, *more)),
     )
     with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_MS) as finished:
         window.send_message("Write a long story about a lighthouse keeper.")

@@ -1,5 +1,6 @@
 """A reasoning model in the window: GLM-Z1's thinking shows greyed above the answer while
-it streams; the answer alone is the message (copied, saved, sent back)."""
+it streams; the answer alone is the message text (copied, sent back), the thinking is
+saved beside it and shown again when the conversation is reopened."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ from glmdesk.core.settings import LoadSettings
 from glmdesk.engine.loader import load_model
 from tests.helpers import glm4_0414_models as glm0414
 from tests.helpers import tool_models as tm
+from tests.ui.conftest import attach_history
 
 
-def test_thinking_shows_above_the_answer_and_only_the_answer_is_kept(qtbot, make_window, tmp_path):
+def test_thinking_shows_above_the_answer_is_saved_and_comes_back(qtbot, make_window, tmp_path):
     folder = glm0414.write_glm4_0414(tmp_path / "GLM-Z1-9B-0414", glm0414.Z1_TEMPLATE, "THUDM/GLM-Z1-9B-0414")
     z1 = load_model(LoadSettings(model=str(folder), device="cpu"))
     tok = z1.tokenizer
@@ -18,8 +20,9 @@ def test_thinking_shows_above_the_answer_and_only_the_answer_is_kept(qtbot, make
     ]
     forcer = tm.ForceTokens([script])
     z1.logits_processors = lambda: (forcer,)
+    window = make_window(z1)
+    history, panel, controller = attach_history(window, tmp_path / "history.sqlite3")
     try:
-        window = make_window(z1)
         with qtbot.waitSignal(window.answer_finished, timeout=60_000):
             assert window.send_message("Hello world")
         widget = window.chat_view.messages()[-1]
@@ -27,5 +30,21 @@ def test_thinking_shows_above_the_answer_and_only_the_answer_is_kept(qtbot, make
         assert widget.reasoning_label.isVisible() and "step one" in widget.reasoning_label.text()
         assert widget.text() == "answer"
         assert window.state.messages[-1].content == "answer"
+        assert window.state.messages[-1].reasoning == "step one"
+        controller.flush()
+        cid = controller.conversation_id
+        (_question, stored) = history.messages(cid)
+        assert (stored.text, stored.reasoning) == ("answer", "step one")
+        assert 0 < stored.stats.ttft_s < stored.stats.answer_ttft_s and stored.stats.reasoning_tokens > 0
+
+        window.new_chat()
+        assert not window.chat_view.messages()
+        panel.conversation_selected.emit(cid)  # as a click in the panel does
+        qtbot.waitUntil(lambda: len(window.chat_view.messages()) == 2, timeout=10_000)
+        reopened = window.chat_view.messages()[-1]
+        assert reopened.text() == "answer" and reopened.reasoning() == "step one"
+        qtbot.waitUntil(reopened.reasoning_label.isVisible, timeout=5_000)
     finally:
+        controller.close()
+        history.close()
         z1.close()
