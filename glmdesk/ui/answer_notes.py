@@ -24,9 +24,20 @@ class AnswerNotes(QObject):
             "cancelled": self.tr("stopped"),
             "error": self.tr("failed"),
         }
-        stats = self.tr("{tokens} tokens, {rate} tokens/s, first token after {ttft} s").format(
-            tokens=record.n_tokens, rate=f"{record.tokens_per_s:.1f}", ttft=f"{record.ttft_s:.2f}"
-        )
+        if record.answer_ttft_s:  # it thought first: its first thinking and answer tokens
+            stats = self.tr(
+                "{tokens} tokens, {rate} tokens/s, first thinking token after {ttft} s, "
+                "first answer token after {answer} s"
+            ).format(
+                tokens=record.n_tokens,
+                rate=f"{record.tokens_per_s:.1f}",
+                ttft=f"{record.ttft_s:.2f}",
+                answer=f"{record.answer_ttft_s:.2f}",
+            )
+        else:
+            stats = self.tr("{tokens} tokens, {rate} tokens/s, first token after {ttft} s").format(
+                tokens=record.n_tokens, rate=f"{record.tokens_per_s:.1f}", ttft=f"{record.ttft_s:.2f}"
+            )
         reason = reasons.get(record.finish_reason, "")
         return self.tr("{stats} ({reason})").format(stats=stats, reason=reason) if reason else stats
 

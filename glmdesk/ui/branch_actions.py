@@ -18,7 +18,9 @@ from glmdesk.ui.edit_dialog import EditDialog
 from glmdesk.ui.message_footer import MessageFooter
 
 
-def footer_text(reason: str | None, n_tokens, tokens_per_s, ttft_s, settings: dict | None) -> str:
+def footer_text(
+    reason: str | None, n_tokens, tokens_per_s, ttft_s, settings: dict | None, answer_ttft_s=None
+) -> str:
     """The quiet figures line of an answer: tokens, tokens/s, TTFT and the settings used.
 
     Args:
@@ -27,6 +29,8 @@ def footer_text(reason: str | None, n_tokens, tokens_per_s, ttft_s, settings: di
         tokens_per_s: Decode speed in tokens/s, or ``None``.
         ttft_s: Time to first token in s, or ``None``.
         settings: Sampling settings as saved (``temperature``, ``top_p``...), or ``None``.
+        answer_ttft_s: For an answer that thought first: time to its first answer token
+            in s (``ttft_s`` is then the first reasoning token's), or ``None``/0.
     """
     parts = []
     if n_tokens:
@@ -35,7 +39,13 @@ def footer_text(reason: str | None, n_tokens, tokens_per_s, ttft_s, settings: di
         parts.append(
             QCoreApplication.translate("BranchActions", "{rate} tokens/s").format(rate=f"{tokens_per_s:.1f}")
         )
-    if ttft_s:
+    if ttft_s and answer_ttft_s:
+        parts.append(
+            QCoreApplication.translate("BranchActions", "TTFT {ttft} s thinking, {answer} s answer").format(
+                ttft=f"{ttft_s:.2f}", answer=f"{answer_ttft_s:.2f}"
+            )
+        )
+    elif ttft_s:
         parts.append(
             QCoreApplication.translate("BranchActions", "TTFT {ttft} s").format(ttft=f"{ttft_s:.2f}")
         )
@@ -102,6 +112,7 @@ class BranchActions(QObject):
         self._controller = controller
         if controller is not None:  # versions and figures are read once their writes are stored
             controller.writes_stored.connect(self.decorate)
+            controller.conversation_opened.connect(self.decorate)  # a reopened one's stored figures
 
     def footers(self) -> list[MessageFooter]:
         """The footers of the messages on screen, in order (tests)."""
@@ -137,10 +148,15 @@ class BranchActions(QObject):
                         stats.tokens_per_s,
                         stats.ttft_s,
                         message.settings,
+                        stats.answer_ttft_s,
                     )
                     if message.role == "assistant"
                     else ""
                 )
+                if widget.reasoning() and stats.answer_ttft_s and not widget.is_streaming():
+                    widget.reasoning_block.set_done(
+                        stats.answer_ttft_s - (stats.ttft_s or 0.0), stats.reasoning_tokens
+                    )
             elif index < len(records) and records[index] is not None:
                 record = records[index]
                 settings = None if record.params is None else vars(record.params)
@@ -152,6 +168,7 @@ class BranchActions(QObject):
                         record.tokens_per_s,
                         record.ttft_s,
                         settings,
+                        record.answer_ttft_s,
                     )
                 )
             footer.set_actions_enabled(not streaming and not widget.is_streaming())

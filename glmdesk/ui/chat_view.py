@@ -161,6 +161,10 @@ class ChatView(QScrollArea):
         """All text received for the streaming message (rendered or not yet)."""
         return self._stream_text
 
+    def stream_reasoning(self) -> str:
+        """All reasoning received for the streaming message (rendered or not yet)."""
+        return self._stream_reasoning if self._streaming is not None else ""
+
     def append_text(self, text: str) -> None:
         """Add streamed text; it is shown at the next throttled repaint."""
         if self._streaming is None or not text:

@@ -346,6 +346,7 @@ class MainWindow(QMainWindow):
     @Slot(int, object)
     def _on_chunk_shown(self, _request_id: int, chunk) -> None:
         self.chat_view.append_reasoning(reasoning_of(chunk.parts))
+        self._note_thinking(chunk)
         if chunk.text:
             self.chat_view.append_text(chunk.text)
         self.gauge.set_kv_bytes(chunk.cache.kv_bytes + chunk.kept_kv_bytes)
@@ -356,6 +357,7 @@ class MainWindow(QMainWindow):
     def _on_answer_finished(self, _request_id: int, chunk) -> None:
         if chunk is not None:
             self.chat_view.append_reasoning(reasoning_of(chunk.parts))
+            self._note_thinking(chunk)
         if chunk is not None and chunk.text:
             self.chat_view.append_text(chunk.text)
         text, record = self.session.last_answer
@@ -380,6 +382,18 @@ class MainWindow(QMainWindow):
         if record.n_tokens:
             self.status.show_speed(record.ttft_s, record.tokens_per_s)
         self._update_actions()
+
+    def _note_thinking(self, chunk) -> None:
+        """The answer after a reasoning block began: its Thinking block collapses, with
+        how long the model thought and the tokens it spent."""
+        widget = self.chat_view.streaming_message()
+        if widget is None or widget.reasoning_block.is_done():
+            return
+        began = getattr(chunk, "answer_ttft_s", 0.0)  # 0 from a server that does not time it
+        if began:
+            widget.reasoning_block.set_done(began - chunk.ttft_s, chunk.reasoning_tokens)
+        elif chunk.text and self.chat_view.stream_reasoning():
+            widget.reasoning_block.set_done()
 
     # Chat actions ------------------------------------------------------------------
     def show_conversation(self, messages: list[ChatMessage], key: object = None) -> None:

@@ -8,6 +8,7 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton, QVBoxLay
 
 from glmdesk.ui.long_markdown import SegmentedMarkdownView
 from glmdesk.ui.markdown_view import is_dark
+from glmdesk.ui.reasoning_block import ReasoningBlock
 from glmdesk.ui.theme import theme_colours
 
 
@@ -59,14 +60,8 @@ class MessageWidget(QFrame):
         header.addStretch(1)
         header.addWidget(self.copy_button)
 
-        self.reasoning_label = QLabel()  # a reasoning model's thinking (plain text, greyed)
-        self.reasoning_label.setObjectName("reasoning")
-        self.reasoning_label.setTextFormat(Qt.TextFormat.PlainText)
-        self.reasoning_label.setWordWrap(True)
-        self.reasoning_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.reasoning_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
-        self.reasoning_label.hide()
-        self._reasoning = ""
+        self.reasoning_block = ReasoningBlock()  # a reasoning model's thinking, above the answer
+        self.reasoning_label = self.reasoning_block.body
         self.view = SegmentedMarkdownView()
         self.fold_label = QLabel()
         self.fold_label.setObjectName("fold_note")
@@ -92,7 +87,7 @@ class MessageWidget(QFrame):
         layout.setContentsMargins(10, 6, 10, 6)
         layout.setSpacing(2)
         layout.addLayout(header)
-        layout.addWidget(self.reasoning_label)
+        layout.addWidget(self.reasoning_block)
         layout.addWidget(self.view)
         layout.addLayout(fold_row)
         layout.addWidget(self.stats_label)
@@ -176,14 +171,13 @@ class MessageWidget(QFrame):
 
     def reasoning(self) -> str:
         """The reasoning shown above the answer (``""`` when none)."""
-        return self._reasoning
+        return self.reasoning_block.text()
 
     def set_reasoning(self, text: str) -> None:
-        """Show a reasoning model's thinking above the answer, greyed, as plain text (it is
-        not part of the answer: not copied, not saved); empty hides it."""
-        self._reasoning = text
-        self.reasoning_label.setText(self.tr("Thinking: {text}").format(text=text) if text else "")
-        self.reasoning_label.setVisible(bool(text))
+        """Show a reasoning model's thinking above the answer, greyed, as plain text, in
+        its :class:`~glmdesk.ui.reasoning_block.ReasoningBlock` (not part of the answer's
+        text: the message's Copy leaves it out); empty hides it."""
+        self.reasoning_block.set_text(text)
 
     def set_stats(self, text: str) -> None:
         """Show statistics (TTFT, tokens/s, finish reason) under the message; empty hides them."""

@@ -30,6 +30,7 @@ def show_stored(chat_view, message) -> MessageWidget:
     widget = chat_view.add_message(message.role, message.content)
     if message.reasoning:  # a reasoning model's thinking, collapsed above its answer
         widget.set_reasoning(message.reasoning)
+        widget.reasoning_block.set_done()  # the figures come with the stored statistics
     if message.tool_call is not None:
         card = ToolCallCard(message.tool_call)
         card.set_done()

@@ -40,6 +40,10 @@
         <translation>失败</translation>
     </message>
     <message>
+        <source>{tokens} tokens, {rate} tokens/s, first thinking token after {ttft} s, first answer token after {answer} s</source>
+        <translation>{tokens} 个 token，{rate} token/秒，首个思考 token 延迟 {ttft} 秒，首个回答 token 延迟 {answer} 秒</translation>
+    </message>
+    <message>
         <source>{tokens} tokens, {rate} tokens/s, first token after {ttft} s</source>
         <translation>{tokens} 个 token，{rate} token/秒，首 token 延迟 {ttft} 秒</translation>
     </message>
@@ -76,6 +80,10 @@
     <message>
         <source>{rate} tokens/s</source>
         <translation>{rate} token/秒</translation>
+    </message>
+    <message>
+        <source>TTFT {ttft} s thinking, {answer} s answer</source>
+        <translation>首 token 延迟：思考 {ttft} 秒，回答 {answer} 秒</translation>
     </message>
     <message>
         <source>TTFT {ttft} s</source>
@@ -537,6 +545,10 @@ Updated {when} · {model}</source>
     <message>
         <source>(failed)</source>
         <translation>（失败）</translation>
+    </message>
+    <message>
+        <source>Thinking</source>
+        <translation>思考过程</translation>
     </message>
     <message>
         <source>conversation</source>
@@ -1026,10 +1038,6 @@ Updated {when} · {model}</source>
         <source>writing...</source>
         <translation>生成中…</translation>
     </message>
-    <message>
-        <source>Thinking: {text}</source>
-        <translation>思考：{text}</translation>
-    </message>
 </context>
 <context>
     <name>NoticeBar</name>
@@ -1278,6 +1286,33 @@ Updated {when} · {model}</source>
     <message>
         <source>&amp;View</source>
         <translation>视图(&amp;V)</translation>
+    </message>
+</context>
+<context>
+    <name>ReasoningBlock</name>
+    <message>
+        <source>Copy</source>
+        <translation>复制</translation>
+    </message>
+    <message>
+        <source>Copy the thinking as text</source>
+        <translation>将思考过程复制为文本</translation>
+    </message>
+    <message>
+        <source>Thinking…</source>
+        <translation>思考中…</translation>
+    </message>
+    <message>
+        <source>Thought for {seconds} s · {tokens} tokens</source>
+        <translation>已思考 {seconds} 秒 · {tokens} 个 token</translation>
+    </message>
+    <message>
+        <source>Thought for {seconds} s</source>
+        <translation>已思考 {seconds} 秒</translation>
+    </message>
+    <message>
+        <source>Thought</source>
+        <translation>已思考</translation>
     </message>
 </context>
 <context>

@@ -4,6 +4,10 @@ saved beside it and shown again when the conversation is reopened."""
 
 from __future__ import annotations
 
+import re
+
+from PySide6.QtGui import QGuiApplication
+
 from glmdesk.core.settings import LoadSettings
 from glmdesk.engine.loader import load_model
 from tests.helpers import glm4_0414_models as glm0414
@@ -26,12 +30,24 @@ def test_thinking_shows_above_the_answer_is_saved_and_comes_back(qtbot, make_win
         with qtbot.waitSignal(window.answer_finished, timeout=60_000):
             assert window.send_message("Hello world")
         widget = window.chat_view.messages()[-1]
-        assert widget.reasoning() == "step one"
-        assert widget.reasoning_label.isVisible() and "step one" in widget.reasoning_label.text()
-        assert widget.text() == "answer"
+        block = widget.reasoning_block
+        assert widget.reasoning() == "step one" and widget.text() == "answer"
+        # Collapsed once the answer started: how long it thought and how many tokens.
+        assert block.isVisible() and not block.is_expanded() and not widget.reasoning_label.isVisible()
+        assert re.fullmatch(r"Thought for \d+\.\d s · \d+ tokens", block.header_text()), block.header_text()
+        header = block.header_text()
+        block.toggle_button.click()  # expandable
+        assert widget.reasoning_label.isVisible() and widget.reasoning_label.text() == "step one"
+        with qtbot.waitSignal(block.copied, timeout=5_000):
+            block.copy_button.click()  # copyable
+        assert QGuiApplication.clipboard().text() == "step one"
         assert window.state.messages[-1].content == "answer"
         assert window.state.messages[-1].reasoning == "step one"
         controller.flush()
+        # Time to first token both ways in the answer's figures (its footer, shown on hover).
+        footer = window.branch_actions.footers()[1]
+        both = re.compile(r"TTFT [\d.]+ s thinking, [\d.]+ s answer")
+        qtbot.waitUntil(lambda: both.search(footer.stats_label.text()) is not None, timeout=5_000)
         cid = controller.conversation_id
         (_question, stored) = history.messages(cid)
         assert (stored.text, stored.reasoning) == ("answer", "step one")
@@ -43,7 +59,10 @@ def test_thinking_shows_above_the_answer_is_saved_and_comes_back(qtbot, make_win
         qtbot.waitUntil(lambda: len(window.chat_view.messages()) == 2, timeout=10_000)
         reopened = window.chat_view.messages()[-1]
         assert reopened.text() == "answer" and reopened.reasoning() == "step one"
-        qtbot.waitUntil(reopened.reasoning_label.isVisible, timeout=5_000)
+        qtbot.waitUntil(reopened.reasoning_block.isVisible, timeout=5_000)
+        assert not reopened.reasoning_block.is_expanded()
+        qtbot.waitUntil(lambda: "tokens" in reopened.reasoning_block.header_text(), timeout=5_000)
+        assert reopened.reasoning_block.header_text() == header  # the stored figures
     finally:
         controller.close()
         history.close()
