@@ -123,10 +123,13 @@ def _stream_one(
     Returns:
         ``(text, finish reason)``; the text is ``None`` after an error.
     """
+    from glmdesk.cli_reasoning import ThinkingPrinter
+    from glmdesk.core.parts import reasoning_of
     from glmdesk.engine.quiet import quiet_libraries
 
     parts: list[str] = []
     last = None
+    thinking = ThinkingPrinter(sys.stderr)
     if tools is None:
         items = backend.stream(messages, box, cache, stop, conversation=conversation)
     else:
@@ -148,10 +151,14 @@ def _stream_one(
                     f"max new tokens is {box.get().max_new_tokens})",
                     file=sys.stderr,
                 )
+            thinking.write(reasoning_of(chunk.parts))
+            if chunk.text or chunk.answer_ttft_s:  # the answer begins: the thinking ends first
+                thinking.close(chunk.answer_ttft_s - chunk.ttft_s, chunk.reasoning_tokens)
             if chunk.text:
                 print(chunk.text, end="", flush=True)
                 parts.append(chunk.text)
             last = chunk
+    thinking.close()
     print()
     if last is not None and last.notice is not None:
         print(f"(note: {last.notice.message})", file=sys.stderr)
@@ -165,10 +172,10 @@ def _stream_one(
     if last.finish_reason == "cancelled":
         print("(stopped)", file=sys.stderr)
     reused = f", {last.reused_tokens} prompt tokens reused" if last.reused_tokens else ""
-    print(
-        f"[{last.n_generated} tokens, TTFT {last.ttft_s:.2f} s{reused}, {last.tokens_per_s:.1f} tokens/s]",
-        file=sys.stderr,
-    )
+    ttft = f"TTFT {last.ttft_s:.2f} s"
+    if last.answer_ttft_s:  # it thought first: its first reasoning token, then its answer's
+        ttft = f"TTFT {last.ttft_s:.2f} s thinking, {last.answer_ttft_s:.2f} s answer"
+    print(f"[{last.n_generated} tokens, {ttft}{reused}, {last.tokens_per_s:.1f} tokens/s]", file=sys.stderr)
     return "".join(parts), last.finish_reason or "stop"
 
 

@@ -80,3 +80,26 @@ def test_think_block_streams_as_reasoning_then_answer(z1):
     chunks = list(stream_answer(z1, [ChatMessage("user", "Hello world")], params))
     assert "".join(c.text for c in chunks) == "" and chunks[-1].ttft_s > 0.0
     assert chunks[-1].answer_ttft_s == 0.0 and chunks[-1].reasoning_tokens == 0  # no answer began
+
+
+def test_the_terminal_prints_the_thinking_apart_then_the_answer(z1, capsys):
+    import threading
+
+    from glmdesk import cli
+    from glmdesk.core.settings import CacheSettings
+    from glmdesk.engine.backends.transformers import TransformersBackend
+
+    tok, stop = z1.tokenizer, z1.tokenizer.convert_tokens_to_ids("<|user|>")
+    script = tok.encode("first\nsecond</think>answer", add_special_tokens=False) + [stop]
+    forcer = tm.ForceTokens([script])
+    z1.logits_processors = lambda: (forcer,)
+    params = ParamsBox(SamplingParams(temperature=0.0, max_new_tokens=40))
+    backend = TransformersBackend(z1)
+    text, reason = cli._stream_one(
+        backend, [ChatMessage("user", "Hello")], params, CacheSettings(), threading.Event()
+    )
+    out, err = capsys.readouterr()
+    assert (text, reason) == ("answer", "stop")
+    assert out == "answer\n"  # standard output is the answer alone
+    assert "Thinking:\n│ first\n│ second\n[thought (" in err and " tokens)]\n" in err
+    assert "s thinking, " in err and "s answer," in err
