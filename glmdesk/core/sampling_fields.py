@@ -244,6 +244,19 @@ SAMPLING_TABLE: tuple[SamplingField, ...] = (
         advanced=True, refused=QT_TRANSLATE_NOOP("Sidebar", "The seed must be at most {maximum}."),
         live=False,
     ),
+    SamplingField(
+        "thinking_budget", int, 0, None, "a whole number, 0 or more (0 is off)",
+        label=QT_TRANSLATE_NOOP("Sidebar", "Thinking budget"),
+        help="tokens a reasoning model (GLM-Z1) may think before its thinking is closed and it answers, "
+        "0 or more; 0 is off",
+        tooltip=QT_TRANSLATE_NOOP(
+            "Sidebar",
+            "A reasoning model thinks at most this many tokens; then its thinking is closed and it "
+            "answers. 0 is off.",
+        ),
+        control_range=(0, 32768), special_text=QT_TRANSLATE_NOOP("Sidebar", "off"),
+        suffix=QT_TRANSLATE_NOOP("Sidebar", " tokens"), advanced=True, extra=True, off=0,
+    ),
 )  # fmt: skip
 
 
@@ -262,6 +275,9 @@ class SamplingParams:
             repetition and are refused.
         max_new_tokens: Upper bound on generated tokens, in tokens.
         seed: Seed for the sampler's random generator; ``None`` draws a fresh one.
+        thinking_budget: For a reasoning model: tokens it may think, in tokens; once
+            reached, the close marker (``</think>``) is written and it answers, as
+            llama.cpp's ``--reasoning-budget`` does. ``0`` is off.
 
     Ranges, labels, options and request names: one row each in :data:`SAMPLING_TABLE`
     (also importable from :mod:`glmdesk.core.settings`).
@@ -277,6 +293,7 @@ class SamplingParams:
     repetition_penalty: float = 1.0
     max_new_tokens: int = 512
     seed: int | None = None
+    thinking_budget: int = 0
 
     #: The table the fields are validated, shown, stored and sent by; a subclass with
     #: one more field adds its row.

@@ -31,6 +31,7 @@ from glmdesk.engine.decoding import LogitsSource, Sampler, answer_seed, generate
 from glmdesk.engine.detokenizer import IncrementalDetokenizer
 from glmdesk.engine.families.parser import ReplyParser, reply_parser
 from glmdesk.engine.prompt import PromptFormat, ReplyFilter, continued, encodable, forced_call
+from glmdesk.engine.thinking_budget import thinking_budget
 
 #: Builds the prompt for an answer from the prompt limit (context minus answer budget,
 #: in tokens); raises ``GlmdeskError("prompt_too_long")`` when it cannot fit.
@@ -348,6 +349,9 @@ def _stream(
         if resume:  # the answer's tail in the prompt is the new text's left context
             answer.detok.add_context(fitted.ids[-RESUME_CONTEXT_TOKENS:])
         answer.reply_limit = reply_limit(p, model.context_length, answer.n_prompt, cache)
+        budget = None if resume else thinking_budget(model.prompt_format, p.thinking_budget)
+        if budget is not None:  # after the other constraints: it overrides them when it closes
+            sampler.extra += (budget,)
         if stop.is_set():
             yield answer.chunk(finish="cancelled")
             return

@@ -96,6 +96,8 @@ class PromptFormat(ABC):
         reasoning: The markers of the family's reasoning block, or ``None``.
         opens_reasoning: The prompt ends inside the reasoning block (the template
             writes the open marker), so the reply starts with reasoning.
+        reasoning_close_ids: The close marker's token ids (a thinking budget writes
+            them), ``()`` when none.
     """
 
     name: str = "base"
@@ -103,6 +105,7 @@ class PromptFormat(ABC):
     tool_calls: bool = False
     reasoning: ThinkMarkers | None = None
     opens_reasoning: bool = False
+    reasoning_close_ids: tuple[int, ...] = ()
 
     @abstractmethod
     def encode(self, messages: Sequence[ChatMessage]) -> list[int]:
@@ -197,6 +200,7 @@ class ChatTemplateFormat(PromptFormat):
             except Exception:  # a template that refuses a lone user turn: it opens nothing here
                 prompt = ""
             self.opens_reasoning = prompt.rstrip().endswith(reasoning.open)
+            self.reasoning_close_ids = tuple(tokenizer.encode(reasoning.close, add_special_tokens=False))
 
     def encode(self, messages: Sequence[ChatMessage]) -> list[int]:
         """See :meth:`PromptFormat.encode`. An assistant message to continue is written as

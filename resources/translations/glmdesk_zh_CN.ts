@@ -1511,6 +1511,14 @@ Updated {when} · {model}</source>
         <translation>随机种子</translation>
     </message>
     <message>
+        <source>Thinking budget</source>
+        <translation>思考预算</translation>
+    </message>
+    <message>
+        <source>A reasoning model thinks at most this many tokens; then its thinking is closed and it answers. 0 is off.</source>
+        <translation>推理模型最多思考这么多个 token，随后结束思考并作答。0 为关闭。</translation>
+    </message>
+    <message>
         <source>Applies from the next token, also to an answer being written. The seed applies from the next message.</source>
         <translation>从下一个 token 起生效，对正在生成的回答同样有效。随机种子从下一条消息起生效。</translation>
     </message>

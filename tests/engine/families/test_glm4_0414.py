@@ -103,3 +103,22 @@ def test_the_terminal_prints_the_thinking_apart_then_the_answer(z1, capsys):
     assert out == "answer\n"  # standard output is the answer alone
     assert "Thinking:\n│ first\n│ second\n[thought (" in err and " tokens)]\n" in err
     assert "s thinking, " in err and "s answer," in err
+
+
+def test_a_thinking_budget_closes_the_block_and_the_model_answers(z1):
+    tok, stop = z1.tokenizer, z1.tokenizer.convert_tokens_to_ids("<|user|>")
+    close = list(z1.prompt_format.reasoning_close_ids)
+    script = tok.encode("one two three four five six seven", add_special_tokens=False) + [stop]
+    forcer = tm.ForceTokens([script])  # it would think to the end; the budget stops it at 3
+    z1.logits_processors = lambda: (forcer,)
+    params = ParamsBox(SamplingParams(temperature=0.0, max_new_tokens=40, thinking_budget=3))
+    chunks = list(stream_answer(z1, [ChatMessage("user", "Hello world")], params))
+    parts = merged(p for c in chunks for p in c.parts)
+    answer_ids = script[3 + len(close) : -1]  # the forced script goes on after the close marker
+    assert parts == (ReasoningPart(tok.decode(script[:3])), TextPart(tok.decode(answer_ids).lstrip()))
+    assert chunks[-1].reasoning_tokens == 3 + len(close) and chunks[-1].finish_reason == "stop"
+    off = ParamsBox(SamplingParams(temperature=0.0, max_new_tokens=40))  # off by default
+    chunks = list(stream_answer(z1, [ChatMessage("user", "Hello world")], off))
+    assert "".join(c.text for c in chunks) == "" and "seven" in "".join(
+        p.text for c in chunks for p in c.parts
+    )
