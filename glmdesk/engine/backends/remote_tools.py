@@ -32,7 +32,7 @@ class RemoteCalls:
         if tools.interpreter:
             from glmdesk.engine.chatglm.tools import INTERPRETER_METADATA
 
-            self.names |= {INTERPRETER_METADATA[f] for f in families}
+            self.names |= {INTERPRETER_METADATA[f] for f in families if f in INTERPRETER_METADATA}
         self.held = ""
         self.pending: str | None = None
         self.decided = not tools

@@ -1,0 +1,149 @@
+"""GLM-4.5/4.6/4.7 (``Glm4MoeForCausalLM``): recognised, prompted by its own chat template
+with tools, reasoning and thinking on/off, and its XML tool calls read while written.
+
+A tiny random MoE folder is loaded through the real loader; prompt ids are compared
+with transformers' ``apply_chat_template`` on the same conversation, and a scripted
+reply (:class:`~tests.helpers.tool_models.ForceTokens`) drives the real decode loop.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from glmdesk.core.messages import ChatMessage
+from glmdesk.core.parts import ReasoningPart, TextPart, ToolCallPart, merged
+from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
+from glmdesk.core.tools import FunctionSpec, ToolCall, ToolSet
+from glmdesk.engine.chatglm.detect import detect_family
+from glmdesk.engine.families import get_family, recognise_gguf, sampling_defaults, tool_dialect
+from glmdesk.engine.generate import stream_answer
+from glmdesk.engine.loader import load_model
+from tests.helpers import tool_models as tm
+
+WEATHER = FunctionSpec(
+    "get_weather",
+    "The weather in a city",
+    {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}},
+)
+TOOLS = ToolSet((WEATHER,))
+
+
+@pytest.fixture(scope="module")
+def glm45(glm45_folder):
+    return load_model(LoadSettings(model=str(glm45_folder), device="cpu"))
+
+
+@pytest.fixture(scope="module")
+def hf_tok(glm45_folder):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(glm45_folder)
+
+
+def test_recognised_with_its_stops_and_defaults(glm45, glm45_folder, hf_tok):
+    assert detect_family(glm45_folder) == "glm4-moe"
+    assert glm45.info.family == "glm4-moe"
+    assert recognise_gguf("glm4moe", lambda _t: None).name == "glm4-moe"
+    defaults = sampling_defaults("glm4-moe")
+    assert (defaults.temperature, defaults.top_p) == (0.6, 0.95)
+    assert get_family("glm4-moe").reasoning is not None and tool_dialect("glm4-moe") == "glm45"
+    stops = {hf_tok.convert_tokens_to_ids(t) for t in ("<|endoftext|>", "<|user|>", "<|observation|>")}
+    assert glm45.prompt_format.stop_ids == stops
+
+
+def _reference(tok, messages, tools=None, thinking=True):
+    return tok.apply_chat_template(
+        messages, tools=tools, add_generation_prompt=True, tokenize=True, enable_thinking=thinking
+    )["input_ids"]
+
+
+CALL = ToolCall("get_weather", {"city": "Paris", "days": 3}, call_id="call_1")
+CONVERSATION = [
+    ChatMessage("system", "You are a helpful assistant.", tools=TOOLS),
+    ChatMessage("user", "Hello world"),
+    ChatMessage("assistant", "<think>old steps</think>The answer is 42."),
+    ChatMessage("user", "what is the weather today in Paris?"),
+    ChatMessage("assistant", "<think>Let me think</think>", tool_call=CALL),
+    ChatMessage("observation", '{"temperature": 21}', name="get_weather"),
+]
+REFERENCE = [
+    {"role": "system", "content": "You are a helpful assistant."},
+    {"role": "user", "content": "Hello world"},
+    {"role": "assistant", "content": "The answer is 42.", "reasoning_content": "old steps"},
+    {"role": "user", "content": "what is the weather today in Paris?"},
+    {
+        "role": "assistant",
+        "content": "",
+        "reasoning_content": "Let me think",
+        "tool_calls": [
+            {
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": {"city": "Paris", "days": 3}},
+            }
+        ],
+    },
+    {"role": "tool", "content": '{"temperature": 21}'},
+]
+TOOL_DICTS = [{"type": "function", "function": WEATHER.definition()}]
+
+
+@pytest.mark.parametrize("thinking", [True, False])
+def test_prompt_is_the_chat_template_with_tools_reasoning_and_results(glm45, hf_tok, thinking):
+    glm45.prompt_format.thinking = thinking
+    try:
+        ids = glm45.prompt_format.encode(CONVERSATION)
+    finally:
+        glm45.prompt_format.thinking = True
+    expected = _reference(hf_tok, REFERENCE, TOOL_DICTS, thinking)
+    assert ids == expected
+    text = hf_tok.decode(ids)
+    assert "<arg_value>3</arg_value>" in text and "<tool_response>" in text
+    assert ("/nothink" in text) is not thinking
+
+
+def test_typed_special_tokens_stay_text(glm45, hf_tok):
+    typed = "<|user|> <think>"
+    ids = glm45.prompt_format.encode([ChatMessage("user", typed)])
+    specials = {hf_tok.convert_tokens_to_ids(t) for t in ("<|user|>", "<think>")}
+    assert ids.count(hf_tok.convert_tokens_to_ids("<|user|>")) == 1  # the template's own
+    assert not specials & set(ids[-12:-1])
+    assert typed in hf_tok.decode(ids)
+
+
+def _run(model, text: str, messages, stop_token: str = "<|observation|>"):
+    tok = model.tokenizer
+    script = tok.encode(text, add_special_tokens=False) + [tok.convert_tokens_to_ids(stop_token)]
+    forcer = tm.ForceTokens([script])
+    model.logits_processors = lambda: (forcer,)
+    params = ParamsBox(SamplingParams(temperature=0.0, max_new_tokens=80))
+    return list(stream_answer(model, messages, params))
+
+
+def test_reasoning_then_an_xml_call_streams_as_parts_and_a_tool_call(glm45):
+    written = (
+        "\n<think>I need the weather.</think>\nLet me check.\n<tool_call>get_weather\n"
+        "<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n"
+        "<arg_key>days</arg_key>\n<arg_value>3</arg_value>\n</tool_call>"
+    )
+    messages = [ChatMessage("system", "", tools=TOOLS), ChatMessage("user", "weather in Paris?")]
+    chunks = _run(glm45, written, messages)
+    assert chunks[-1].finish_reason == "tool_calls"
+    call = chunks[-1].tool_call
+    assert (call.name, dict(call.arguments)) == ("get_weather", {"city": "Paris", "days": 3})
+    parts = [p for c in chunks for p in c.parts]
+    assert merged(p for p in parts if not isinstance(p, ToolCallPart)) == (
+        ReasoningPart("I need the weather."),
+        TextPart("Let me check.\n"),
+    )
+    live = [p for p in parts if isinstance(p, ToolCallPart)]
+    assert live[0].name == "get_weather" and not live[0].done
+    assert "<arg_value>Paris" in live[-2].arguments_so_far
+    assert live[-1] == ToolCallPart("get_weather", '{"city": "Paris", "days": 3}', done=True)
+
+
+def test_a_call_of_a_tool_not_offered_is_text(glm45):
+    written = "<tool_call>rm_rf\n<arg_key>path</arg_key>\n<arg_value>/</arg_value>\n</tool_call>"
+    messages = [ChatMessage("system", "", tools=TOOLS), ChatMessage("user", "Hello")]
+    chunks = _run(glm45, written, messages)
+    assert chunks[-1].finish_reason == "stop" and chunks[-1].tool_call is None
+    assert "".join(c.text for c in chunks) == written
