@@ -92,13 +92,20 @@ def _conversation(messages: Sequence[ChatMessage], markers: ThinkMarkers, slots:
         if reasoning:
             row["reasoning_content"] = slots.add(reasoning)
         if m.tool_call is not None:
+            previous = rows[-1] if rows else {}
+            if not m.content and previous.get("role") == "assistant" and previous.get("tool_calls"):
+                row = (
+                    previous  # several calls in one turn: one assistant message, as the template writes them
+                )
+                slots.values.pop()
             arguments = {
                 k: (slots.add(v) if isinstance(v, str) else ("json", v))
                 for k, v in m.tool_call.arguments.items()
             }
-            row["tool_calls"] = [
-                {"type": "function", "function": {"name": m.tool_call.name, "arguments": arguments}}
-            ]
+            call = {"type": "function", "function": {"name": m.tool_call.name, "arguments": arguments}}
+            row.setdefault("tool_calls", []).append(call)
+            if row is previous:
+                continue
         rows.append(row)
     return rows, tools
 

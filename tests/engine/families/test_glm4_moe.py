@@ -147,3 +147,28 @@ def test_a_call_of_a_tool_not_offered_is_text(glm45):
     chunks = _run(glm45, written, messages)
     assert chunks[-1].finish_reason == "stop" and chunks[-1].tool_call is None
     assert "".join(c.text for c in chunks) == written
+
+
+def test_several_calls_in_one_turn_are_one_assistant_message(glm45, hf_tok):
+    second = ToolCall("get_weather", {"city": "Rome"}, call_id="call_2")
+    messages = [
+        ChatMessage("system", "", tools=TOOLS),
+        ChatMessage("user", "Paris and Rome?"),
+        ChatMessage("assistant", "", tool_call=CALL),
+        ChatMessage("assistant", "", tool_call=second),
+        ChatMessage("observation", "sunny", name="get_weather"),
+        ChatMessage("observation", "rain", name="get_weather"),
+    ]
+    calls = [
+        {"type": "function", "function": {"name": c.name, "arguments": dict(c.arguments)}}
+        for c in (CALL, second)
+    ]
+    reference = [
+        {"role": "user", "content": "Paris and Rome?"},
+        {"role": "assistant", "content": "", "tool_calls": calls},
+        {"role": "tool", "content": "sunny"},
+        {"role": "tool", "content": "rain"},
+    ]
+    ids = glm45.prompt_format.encode(messages)
+    assert ids == _reference(hf_tok, reference, TOOL_DICTS)
+    assert hf_tok.decode(ids).count("<|observation|>") == 1
