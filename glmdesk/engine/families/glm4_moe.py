@@ -53,6 +53,7 @@ GLM4_MOE = ModelFamily(
     end_tokens=ROLE_END_TOKENS,
     tool_dialect="glm45",
     reasoning=THINK,
+    chat_template=True,
     model_id_markers=("glm-4.5", "glm-4.6", "glm-4.7", "glm4.5", "glm4.6", "glm4.7"),
     recognise=_recognise,
     recognise_gguf=_recognise_gguf,

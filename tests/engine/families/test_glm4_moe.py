@@ -172,3 +172,41 @@ def test_several_calls_in_one_turn_are_one_assistant_message(glm45, hf_tok):
     ids = glm45.prompt_format.encode(messages)
     assert ids == _reference(hf_tok, reference, TOOL_DICTS)
     assert hf_tok.decode(ids).count("<|observation|>") == 1
+
+
+class _VocabOf:
+    """A llama.cpp vocabulary's face (``LlamaVocab``) over the fixture's tokenizer: what
+    a GGUF converted from the folder holds (same ids, its chat template)."""
+
+    def __init__(self, tok) -> None:
+        self.tok = tok
+        self.bos, self.eos, self.eot = None, tok.eos_token_id, None
+
+    def text(self, token: int) -> str:
+        return self.tok.convert_ids_to_tokens(token)
+
+    def encode(self, text: str, special: bool = False) -> list[int]:
+        return self.tok.encode(text, add_special_tokens=False, split_special_tokens=not special)
+
+    def special_id(self, name: str) -> int | None:
+        ids = self.encode(name, special=True)
+        return ids[0] if len(ids) == 1 and self.text(ids[0]) == name else None
+
+
+class _Header:
+    architecture = "glm4moe"
+
+    def __init__(self, template: str) -> None:
+        self.template = template
+
+    def get(self, key: str):
+        return self.template if key == "tokenizer.chat_template" else None
+
+
+def test_a_gguf_is_prompted_by_its_chat_template_with_tools(glm45, hf_tok):
+    from glmdesk.engine.backends.llamacpp_vocab import prompt_format_for
+
+    fmt, family = prompt_format_for(_VocabOf(hf_tok), _Header(hf_tok.chat_template), "GLM-4.5-Air.gguf")
+    assert family == "glm4-moe" and fmt.stop_ids == glm45.prompt_format.stop_ids
+    assert fmt.encode(CONVERSATION) == _reference(hf_tok, REFERENCE, TOOL_DICTS)
+    assert set(fmt.marker_ids.values()) >= {"<think>", "</tool_call>"}
