@@ -210,3 +210,21 @@ def test_a_gguf_is_prompted_by_its_chat_template_with_tools(glm45, hf_tok):
     assert family == "glm4-moe" and fmt.stop_ids == glm45.prompt_format.stop_ids
     assert fmt.encode(CONVERSATION) == _reference(hf_tok, REFERENCE, TOOL_DICTS)
     assert set(fmt.marker_ids.values()) >= {"<think>", "</tool_call>"}
+
+
+def test_no_thinking_switches_the_template_off(glm45, hf_tok):
+    from glmdesk.cli import build_parser
+    from glmdesk.cli_options import apply_thinking
+    from glmdesk.engine.backends.transformers import TransformersBackend
+
+    assert build_parser().parse_args(["chat", "--no-thinking"]).thinking is False
+    assert build_parser().parse_args(["serve", "--no-thinking"]).thinking is False
+    ask = [ChatMessage("user", "Hello world")]
+    try:
+        assert apply_thinking(TransformersBackend(glm45), False) is None
+        ids = glm45.prompt_format.encode(ask)
+    finally:
+        glm45.prompt_format.thinking = True
+    assert ids == _reference(hf_tok, [{"role": "user", "content": "Hello world"}], thinking=False)
+    assert hf_tok.decode(ids).endswith("Hello world/nothink<|assistant|>\n<think></think>")
+    assert "no thinking switch" in apply_thinking(object(), False)
