@@ -228,3 +228,31 @@ def test_no_thinking_switches_the_template_off(glm45, hf_tok):
     assert ids == _reference(hf_tok, [{"role": "user", "content": "Hello world"}], thinking=False)
     assert hf_tok.decode(ids).endswith("Hello world/nothink<|assistant|>\n<think></think>")
     assert "no thinking switch" in apply_thinking(object(), False)
+
+
+def test_the_tool_loop_runs_the_call_and_the_model_answers_its_result(glm45, hf_tok):
+    from glmdesk.engine.tool_loop import ToolResult, ToolRound, answer_with_tools
+
+    tok, stop = glm45.tokenizer, glm45.tokenizer.convert_tokens_to_ids("<|observation|>")
+    call = "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>"
+    scripts = [tok.encode(t, add_special_tokens=False) + [stop] for t in (call, "It is 21 degrees.")]
+    forcer = tm.ForceTokens(scripts)
+    glm45.logits_processors = lambda: (forcer,)
+    prompts = []
+
+    def stream(history, params, cache, stop_event):
+        prompts.append(glm45.prompt_format.encode(history))
+        return stream_answer(glm45, history, params, cache, stop_event)
+
+    messages = [ChatMessage("system", "", tools=TOOLS), ChatMessage("user", "weather in Paris?")]
+    params = ParamsBox(SamplingParams(temperature=0.0, max_new_tokens=60))
+    out = list(answer_with_tools(stream, messages, params, lambda c: ToolResult('{"temperature": 21}')))
+    (round_,) = [x for x in out if isinstance(x, ToolRound)]
+    assert (round_.call.name, dict(round_.call.arguments)) == ("get_weather", {"city": "Paris"})
+    after = out[out.index(round_) + 1 :]
+    assert out[-1].finish_reason == "stop" and "".join(c.text for c in after) == "It is 21 degrees."
+    second = hf_tok.decode(prompts[1])
+    assert (
+        '</tool_call><|observation|>\n<tool_response>\n{"temperature": 21}\n</tool_response><|assistant|>'
+        in second
+    )
