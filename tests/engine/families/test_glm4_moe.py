@@ -135,6 +135,8 @@ def test_reasoning_then_an_xml_call_streams_as_parts_and_a_tool_call(glm45):
         ReasoningPart("I need the weather."),
         TextPart("Let me check.\n"),
     )
+    pending = [c for c in chunks[:-1] if c.tool_pending == "get_weather"]  # the window's live card
+    assert pending and "<arg_key>city" in pending[-1].tool_text
     live = [p for p in parts if isinstance(p, ToolCallPart)]
     assert live[0].name == "get_weather" and not live[0].done
     assert "<arg_value>Paris" in live[-2].arguments_so_far
