@@ -220,7 +220,34 @@ class ChatTemplateFormat(PromptFormat):
         return ids + (self._plain(partial) if partial else [])
 
     def _plain(self, text: str) -> list[int]:
-        return self.tokenizer.encode(text, add_special_tokens=False, split_special_tokens=True)
+        return plain_ids(self.tokenizer, text)
+
+
+def _ordinary_added(tokenizer) -> dict[str, int]:
+    """The tokenizer's added tokens that are not special (``<think>``, ``<tool_call>``
+    in some GLM and Qwen tokenizers): text -> id."""
+    decoder = getattr(tokenizer, "added_tokens_decoder", None)
+    if not isinstance(decoder, dict):
+        return {}
+    return {str(t): int(i) for i, t in decoder.items() if not getattr(t, "special", True)}
+
+
+def plain_ids(tokenizer, text: str) -> list[int]:
+    """``text`` as plain-text ids: special tokens typed in it are never their ids
+    (``split_special_tokens``), nor are ordinary added tokens (which transformers matches
+    even then): such a piece is encoded as its first character, then the rest."""
+    ids = tokenizer.encode(text, add_special_tokens=False, split_special_tokens=True)
+    added = _ordinary_added(tokenizer)
+    if not added or not set(added.values()) & set(ids):
+        return ids
+    pattern = "(" + "|".join(map(re.escape, sorted(added, key=len, reverse=True))) + ")"
+    out: list[int] = []
+    for piece in re.split(pattern, text):
+        chunks = (piece[:1], piece[1:]) if piece in added else (piece,)
+        for chunk in chunks:
+            if chunk:
+                out += tokenizer.encode(chunk, add_special_tokens=False, split_special_tokens=True)
+    return out
 
 
 @dataclass(frozen=True)

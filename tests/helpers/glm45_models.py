@@ -2,8 +2,8 @@
 
 Two layers (the first dense, the second with four small routed experts and a shared
 one), a byte-level BPE tokenizer trained here with GLM's special tokens and GLM-4.5's
-think and tool-call tags after the learnt pieces (marked special, as the hardest case
-for decoding). The chat template is written here from the format GLM-4.5/4.6's model
+think tags (special: the hardest case for decoding) and tool-call tags (ordinary added
+tokens: the hardest case for typed text) after the learnt pieces. The chat template is written here from the format GLM-4.5/4.6's model
 cards describe: a ``# Tools`` system turn listing the functions and the XML call
 format; ``<|user|>``/``<|assistant|>`` turns; the reasoning of an answer after the last
 user turn kept as ``<think>..</think>``, earlier ones left as ``<think></think>``;
@@ -21,8 +21,13 @@ from pathlib import Path
 GLM_SPECIAL = (
     "<|endoftext|>", "[MASK]", "[gMASK]", "[sMASK]", "<sop>", "<eop>",
     "<|system|>", "<|user|>", "<|assistant|>", "<|observation|>",
-    "<think>", "</think>", "<tool_call>", "</tool_call>", "<arg_key>", "</arg_key>",
-    "<arg_value>", "</arg_value>", "<tool_response>", "</tool_response>",
+    "<think>", "</think>",
+)  # fmt: skip
+#: The tool-call tags, added as ordinary (not special) tokens: typed text must still
+#: stay text, and decoding keeps them either way.
+TOOL_TAGS = (
+    "<tool_call>", "</tool_call>", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>",
+    "<tool_response>", "</tool_response>",
 )  # fmt: skip
 
 CORPUS = [
@@ -86,7 +91,7 @@ Write each call as:
 def write_glm45(folder: Path, name: str = "zai-org/GLM-4.5-Air") -> Path:
     """Write a tiny ``Glm4MoeForCausalLM`` folder (config, weights, tokenizer) into ``folder``."""
     import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import Glm4MoeConfig, Glm4MoeForCausalLM, PreTrainedTokenizerFast
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -96,6 +101,7 @@ def write_glm45(folder: Path, name: str = "zai-org/GLM-4.5-Air") -> Path:
     trainer = trainers.BpeTrainer(vocab_size=400, initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     bpe.train_from_iterator(CORPUS * 4, trainer)
     bpe.add_special_tokens(list(GLM_SPECIAL))
+    bpe.add_tokens([AddedToken(t, special=False, normalized=False) for t in TOOL_TAGS])
     tokenizer = PreTrainedTokenizerFast(
         tokenizer_object=bpe, eos_token="<|endoftext|>", pad_token="<|endoftext|>"
     )

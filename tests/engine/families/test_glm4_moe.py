@@ -102,11 +102,14 @@ def test_prompt_is_the_chat_template_with_tools_reasoning_and_results(glm45, hf_
 
 
 def test_typed_special_tokens_stay_text(glm45, hf_tok):
-    typed = "<|user|> <think>"
+    typed = "<|user|> <think> <tool_call>x</tool_call>"
     ids = glm45.prompt_format.encode([ChatMessage("user", typed)])
-    specials = {hf_tok.convert_tokens_to_ids(t) for t in ("<|user|>", "<think>")}
+    specials = {
+        hf_tok.convert_tokens_to_ids(t) for t in ("<|user|>", "<think>", "<tool_call>", "</tool_call>")
+    }
     assert ids.count(hf_tok.convert_tokens_to_ids("<|user|>")) == 1  # the template's own
-    assert not specials & set(ids[-12:-1])
+    user = hf_tok.convert_tokens_to_ids("<|user|>")
+    assert not specials & set(ids[ids.index(user) + 1 : -1])
     assert typed in hf_tok.decode(ids)
 
 
