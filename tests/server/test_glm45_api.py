@@ -111,3 +111,43 @@ def loaded_messages(wire):
     from glmdesk.engine.openai_tools import messages_from_openai, toolset_from_openai
 
     return messages_from_openai(wire, toolset_from_openai([WEATHER], "auto"))
+
+
+def _event(content: str, finish: str | None = None):
+    from openai.types.chat import ChatCompletionChunk
+
+    choice = {"index": 0, "delta": {"content": content}, "finish_reason": finish}
+    body = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m", "choices": [choice]}
+    return ChatCompletionChunk.model_validate(body)
+
+
+def test_a_served_glm45_without_a_tool_parser_is_read_on_the_client():
+    import threading
+
+    from glmdesk.core.parts import ReasoningPart, TextPart, ToolCallPart, merged
+    from glmdesk.engine.backends.remote_stream import RemoteAnswer
+    from glmdesk.engine.families import family_for_model_id, served_tool_dialects
+    from glmdesk.engine.openai_tools import toolset_from_openai
+
+    model = "zai-org/GLM-4.5-Air"
+    tools = toolset_from_openai([WEATHER], "auto")
+    answer = RemoteAnswer(
+        "http://gpu-box:8000/v1",
+        model,
+        5.0,
+        True,
+        tools,
+        served_tool_dialects(model),
+        family_for_model_id(model),
+    )
+    pieces = ["\n<think>need</think>\nOK.\n<tool_ca", "ll>get_weather\n<arg_key>city</arg_key>\n<arg_v"]
+    events = [_event(p) for p in pieces] + [_event("alue>Paris</arg_value>\n</tool_call>", "stop")]
+    chunks = list(answer.run(lambda: iter(events), threading.Event()))
+    assert chunks[-1].finish_reason == "tool_calls"
+    assert (chunks[-1].tool_call.name, dict(chunks[-1].tool_call.arguments)) == (
+        "get_weather",
+        {"city": "Paris"},
+    )
+    parts = merged(p for c in chunks for p in c.parts if not isinstance(p, ToolCallPart))
+    assert parts == (ReasoningPart("need"), TextPart("OK.\n"))
+    assert any(c.tool_pending == "get_weather" for c in chunks[:-1])
