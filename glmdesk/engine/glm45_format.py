@@ -146,6 +146,24 @@ class Glm45Format(ChatTemplateFormat):
         super().__init__(tokenizer, stop_ids, reasoning)
         found = {text: tokenizer.convert_tokens_to_ids(text) for text in MARKERS}
         self.marker_ids = {i: t for t, i in found.items() if i is not None and i != tokenizer.unk_token_id}
+        self._opens: dict[bool, bool] = {}
+
+    @property
+    def opens_reasoning(self) -> bool:
+        """Whether the generation prompt ends inside the think block with thinking as it
+        is now (GLM-4.7's template writes ``<think>`` itself; thinking off closes it)."""
+        if self.thinking not in self._opens:
+            try:
+                prompt = self._render([{"role": "user", "content": "x"}], None)
+            except Exception:  # a template that refuses a lone user turn: it opens nothing here
+                prompt = ""
+            self._opens[self.thinking] = prompt.rstrip().endswith(self.reasoning.open)
+        return self._opens[self.thinking]
+
+    @opens_reasoning.setter
+    def opens_reasoning(self, _value: bool) -> None:
+        """Set by :class:`ChatTemplateFormat` from a render without ``enable_thinking``;
+        this format renders with it (the getter)."""
 
     def encode(self, messages: Sequence[ChatMessage]) -> list[int]:
         """See :meth:`PromptFormat.encode` (an assistant message to continue: the prompt

@@ -8,6 +8,8 @@ reply (:class:`~tests.helpers.tool_models.ForceTokens`) drives the real decode l
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from glmdesk.core.messages import ChatMessage
@@ -261,3 +263,17 @@ def test_the_tool_loop_runs_the_call_and_the_model_answers_its_result(glm45, hf_
         '</tool_call><|observation|>\n<tool_response>\n{"temperature": 21}\n</tool_response><|assistant|>'
         in second
     )
+
+
+def test_a_template_that_opens_think_itself_starts_the_reply_inside_it(glm45_folder, hf_tok):
+    from glmdesk.engine.families.glm4_moe import GLM4_MOE
+
+    tok = copy.deepcopy(hf_tok)  # GLM-4.7's template: the generation prompt writes <think> (off: </think>)
+    tok.chat_template = hf_tok.chat_template.replace(
+        "{{ '\\n<think></think>' if (enable_thinking is defined and not enable_thinking) else '' }}",
+        "{{ '</think>' if (enable_thinking is defined and not enable_thinking) else '<think>' }}",
+    )
+    fmt = GLM4_MOE.prompt_format(tok)
+    assert tok.chat_template != hf_tok.chat_template and fmt.opens_reasoning
+    fmt.thinking = False
+    assert not fmt.opens_reasoning
