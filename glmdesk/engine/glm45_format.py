@@ -25,7 +25,7 @@ from typing import Any
 
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.parts import ThinkMarkers
-from glmdesk.core.tools import ToolCall, ToolSet
+from glmdesk.core.tools import INTERPRETER, ToolCall, ToolSet
 from glmdesk.engine.prompt import ChatTemplateFormat, Markup, ReplyFilter, continued, split_rendering
 
 CALL_OPEN, CALL_CLOSE = "<tool_call>", "</tool_call>"
@@ -52,13 +52,36 @@ def split_reasoning(content: str, markers: ThinkMarkers) -> tuple[str, str]:
     return head.rstrip("\n").split(markers.open)[-1].lstrip("\n"), answer.lstrip("\n")
 
 
+#: The code interpreter as GLM-4.5 is offered it: a function (its template has no other
+#: kind of tool), whose calls glmdesk runs as interpreter calls.
+PYTHON = "python"
+PYTHON_TOOL = {
+    "type": "function",
+    "function": {
+        "name": PYTHON,
+        "description": "Run Python code in a Jupyter kernel and return what it prints, its last "
+        "value and any plots. The kernel keeps its state between calls.",
+        "parameters": {
+            "type": "object",
+            "properties": {"code": {"type": "string", "description": "The Python code to run"}},
+            "required": ["code"],
+        },
+    },
+}
+
+
+def _offers_python(tools: ToolSet) -> bool:
+    return tools.interpreter and tools.function(PYTHON) is None
+
+
 def tool_definitions(tools: ToolSet) -> list[dict[str, Any]]:
-    """The offered functions as the template's ``tools`` (OpenAI ``type: function``)."""
+    """The offered functions as the template's ``tools`` (OpenAI ``type: function``), the
+    code interpreter as the function :data:`PYTHON_TOOL` when it is offered."""
     out = []
     for spec in tools.functions:
         definition = spec.definition()
         out.append(definition if "function" in definition else {"type": "function", "function": definition})
-    return out
+    return out + ([PYTHON_TOOL] if _offers_python(tools) else [])
 
 
 class _Slots:
@@ -102,7 +125,8 @@ def _conversation(messages: Sequence[ChatMessage], markers: ThinkMarkers, slots:
                 k: (slots.add(v) if isinstance(v, str) else ("json", v))
                 for k, v in m.tool_call.arguments.items()
             }
-            call = {"type": "function", "function": {"name": m.tool_call.name, "arguments": arguments}}
+            name = PYTHON if m.tool_call.kind == "interpreter" else m.tool_call.name
+            call = {"type": "function", "function": {"name": name, "arguments": arguments}}
             row.setdefault("tool_calls", []).append(call)
             if row is previous:
                 continue
@@ -216,15 +240,24 @@ def _argument(value: str, schema: Any) -> Any:
 def parse_xml_call(name: str, body: str, tools: ToolSet) -> ToolCall:
     """The call ``<tool_call>{name}{body}</tool_call>`` (``body``: the argument pairs).
 
+    ``python`` with the interpreter offered is an interpreter call (its ``code``).
+
     Raises:
-        ValueError: when ``name`` is not an offered function.
+        ValueError: when ``name`` is not an offered function, or an interpreter call
+            has no code.
     """
+    raw = f"{CALL_OPEN}{name}{body}{CALL_CLOSE}"
+    if name == PYTHON and _offers_python(tools):
+        code = dict(_PAIR.findall(body)).get("code", "")
+        if not code.strip():
+            raise ValueError("the interpreter call has no code")
+        return ToolCall(INTERPRETER, {"code": code}, raw, "interpreter")
     spec = tools.function(name)
     if spec is None:
         raise ValueError(f"it names the tool {name!r}, which this conversation does not offer")
     properties = (spec.parameters or {}).get("properties") or {}
     arguments = {k.strip(): _argument(v, properties.get(k.strip())) for k, v in _PAIR.findall(body)}
-    return ToolCall(name, arguments, f"{CALL_OPEN}{name}{body}{CALL_CLOSE}", "function")
+    return ToolCall(name, arguments, raw, "function")
 
 
 def parse_xml_reply(text: str, tools: ToolSet) -> ToolCall | None:
@@ -255,6 +288,7 @@ class XmlToolFilter(ReplyFilter):
         self._held = ""
         self._name = ""
         self._body = ""
+        self._released = ""
 
     @property
     def stopped(self) -> bool:
@@ -263,8 +297,10 @@ class XmlToolFilter(ReplyFilter):
 
     @property
     def pending(self) -> str | None:
-        """The tool being called while its arguments stream."""
-        return self._name if self._state == "call" else None
+        """The tool being called while its arguments stream (``interpreter`` for code)."""
+        if self._state != "call":
+            return None
+        return INTERPRETER if self._name == PYTHON and _offers_python(self.tools) else self._name
 
     @property
     def call_text(self) -> str:
@@ -287,6 +323,7 @@ class XmlToolFilter(ReplyFilter):
                     out += CALL_OPEN
             else:
                 text = self._call_step(text)
+                out, self._released = out + self._released, ""
         return out
 
     def _name_step(self, text: str) -> str:
@@ -297,7 +334,7 @@ class XmlToolFilter(ReplyFilter):
             return ""
         name, rest = line[: min(ends)].strip(), line[min(ends) :]
         self._name = ""
-        if self.tools.function(name) is None:
+        if self.tools.function(name) is None and not (name == PYTHON and _offers_python(self.tools)):
             self.notice = f"it names the tool {name!r}, which this conversation does not offer"
             self._state = "text"
             return line
@@ -311,7 +348,12 @@ class XmlToolFilter(ReplyFilter):
             self._body = body
             return ""
         self._body, self._state = body[:cut], "done"
-        self.tool_call = parse_xml_call(self._name, self._body, self.tools)
+        try:
+            self.tool_call = parse_xml_call(self._name, self._body, self.tools)
+        except ValueError as exc:  # shown as the text it was; the text after it goes on
+            self.notice, self._state = str(exc), "text"
+            self._released = f"{CALL_OPEN}{self._name}{self._body}{CALL_CLOSE}"
+            return body[cut + len(CALL_CLOSE) :]
         return ""
 
     def finish(self, cut_off: bool) -> str:

@@ -277,3 +277,27 @@ def test_a_template_that_opens_think_itself_starts_the_reply_inside_it(glm45_fol
     assert tok.chat_template != hf_tok.chat_template and fmt.opens_reasoning
     fmt.thinking = False
     assert not fmt.opens_reasoning
+
+
+def test_the_code_interpreter_is_offered_as_a_python_function(glm45, hf_tok):
+    code_tools = ToolSet((WEATHER,), interpreter=True)
+    written = "<tool_call>python\n<arg_key>code</arg_key>\n<arg_value>print(1 + 2)</arg_value>\n</tool_call>"
+    messages = [ChatMessage("system", "", tools=code_tools), ChatMessage("user", "Hello")]
+    chunks = _run(glm45, written, messages)
+    call = chunks[-1].tool_call
+    assert chunks[-1].finish_reason == "tool_calls"
+    assert (call.kind, call.code) == ("interpreter", "print(1 + 2)")
+    assert any(c.tool_pending == "interpreter" for c in chunks[:-1])
+    history = [*messages, ChatMessage("assistant", "", tool_call=call), ChatMessage("observation", "3")]
+    from glmdesk.engine.glm45_format import PYTHON_TOOL
+
+    python = {"type": "function", "function": {"name": "python", "arguments": {"code": "print(1 + 2)"}}}
+    reference = [
+        {"role": "user", "content": "Hello"},
+        {"role": "assistant", "content": "", "tool_calls": [python]},
+        {"role": "tool", "content": "3"},
+    ]
+    assert glm45.prompt_format.encode(history) == _reference(hf_tok, reference, [*TOOL_DICTS, PYTHON_TOOL])
+    empty = "<tool_call>python\n<arg_key>code</arg_key>\n<arg_value> </arg_value>\n</tool_call>done"
+    chunks = _run(glm45, empty, messages)
+    assert chunks[-1].finish_reason == "stop" and "".join(c.text for c in chunks) == empty
