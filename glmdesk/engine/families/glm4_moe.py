@@ -9,8 +9,9 @@ earlier reasoning across tool turns; that is the template's choice, rendered as 
 
 Sources: the zai-org/GLM-4.5 and GLM-4.6 model cards (``architectures``
 ``Glm4MoeForCausalLM``; ``generation_config.json`` eos 151329, 151336, 151338, i.e.
-``<|endoftext|>``, ``<|user|>``, ``<|observation|>``; suggested sampling temperature
-0.6 and top_p 0.95 for GLM-4.5); llama.cpp's GGUF architecture name ``glm4moe``.
+``<|endoftext|>``, ``<|user|>``, ``<|observation|>``); the sampling defaults are the
+temperature 0.6 and top_p 0.95 given for GLM-4.5 (GLM-4.6/4.7's cards suggest temperature
+1.0; one family, one default for now); llama.cpp's GGUF architecture name ``glm4moe``.
 """
 
 from __future__ import annotations
