@@ -107,18 +107,14 @@ def main() -> None:
 
 
 class _NoStop:
-    """Wrap a prompt format so no token ends the reply."""
+    """A prompt format under which no token ends the reply; everything else is the
+    wrapped format's (its prompt, reply parser and reasoning markers)."""
 
     def __init__(self, inner) -> None:
-        self._inner = inner
-        self.stop_ids = frozenset()
-        self.name = inner.name
+        self._inner, self.stop_ids = inner, frozenset()
 
-    def encode(self, messages):
-        return self._inner.encode(messages)
-
-    def reply_filter(self):
-        return self._inner.reply_filter()
+    def __getattr__(self, name: str):
+        return getattr(self._inner, name)
 
 
 if __name__ == "__main__":

@@ -40,16 +40,14 @@ class _Unguarded:
 
 
 class _NoStop:
-    """A prompt format wrapper under which no token ends the reply."""
+    """A prompt format under which no token ends the reply; everything else is the
+    wrapped format's (its prompt, reply parser and reasoning markers)."""
 
     def __init__(self, inner) -> None:
-        self._inner, self.stop_ids, self.name = inner, frozenset(), inner.name
+        self._inner, self.stop_ids = inner, frozenset()
 
-    def encode(self, messages):
-        return self._inner.encode(messages)
-
-    def reply_filter(self):
-        return self._inner.reply_filter()
+    def __getattr__(self, name: str):
+        return getattr(self._inner, name)
 
 
 def rate(model, n: int) -> float:

@@ -18,6 +18,7 @@ from glmdesk.cli_options import (
     API_KEY_ENV,
     add_model_arguments,
     add_sampling_arguments,
+    apply_thinking,
     cache_settings,
     load_settings,
     progress,
@@ -221,6 +222,9 @@ def _chat(args) -> int:
         _error("chat", exc)
         return 2
     print(f"{info.describe()} (loaded in {time.perf_counter() - t0:.1f} s; {info.engine})", file=sys.stderr)
+    thinking_note = apply_thinking(backend, getattr(args, "thinking", True))
+    if thinking_note:
+        print(f"note: {thinking_note}", file=sys.stderr)
     for note in info.notes:
         print(f"note: {note.message}", file=sys.stderr)
         if note.kind == "engine_fallback":
@@ -244,7 +248,7 @@ def _chat(args) -> int:
             backend.close()
             _error(
                 "chat",
-                f"{info.name} has no tool-call format (only ChatGLM3 and GLM-4 models do); leave out --tools and --interpreter.",
+                f"{info.name} has no tool-call format (only ChatGLM3, GLM-4 and GLM-4.5/4.6/4.7 models do); leave out --tools and --interpreter.",
             )
             return 2
         system, tools = with_tools(system, toolset), TerminalTools(family, tool_settings)

@@ -62,6 +62,12 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
         help="compile the fused step with torch.compile while loading (needs a C++ compiler)",
     )
     p.add_argument(
+        "--no-thinking",
+        dest="thinking",
+        action="store_false",
+        help="GLM-4.5/4.6/4.7: answer without reasoning first (the chat template's enable_thinking off)",
+    )
+    p.add_argument(
         "--trust-remote-code",
         action="store_true",
         help="run the model folder's own Python code (off by default)",
@@ -211,3 +217,17 @@ def progress(p) -> None:
     _shown[0] = (p.stage, tenths)
     total = f" {p.done}/{p.total}" if p.total else ""
     print(f"\r[{p.stage}{total}]        ", end="", file=sys.stderr, flush=True)
+
+
+def apply_thinking(backend, thinking: bool) -> str | None:
+    """Switch the loaded model's reasoning off (``--no-thinking``): its prompt format's
+    ``thinking`` (GLM-4.5's ``enable_thinking``). Returns a note (English) when the model
+    has no such switch, else ``None``."""
+    if thinking:
+        return None
+    model = getattr(backend, "loaded", None)
+    fmt = getattr(model, "prompt_format", None) or getattr(backend, "prompt_format", None)
+    if fmt is None or not hasattr(fmt, "thinking"):
+        return "this model has no thinking switch, so --no-thinking changes nothing"
+    fmt.thinking = False
+    return None

@@ -12,6 +12,7 @@ from glmdesk.cli_options import (
     API_KEY_ENV,
     add_model_arguments,
     api_key,
+    apply_thinking,
     cache_settings,
     load_settings,
     progress,
@@ -70,6 +71,9 @@ def serve(args: argparse.Namespace) -> int:
         print(f"{chr(10) if loading else ''}error: {exc}", file=sys.stderr)
         return 2
     print(f"{info.describe()} (loaded in {time.perf_counter() - t0:.1f} s)", file=sys.stderr)
+    thinking_note = apply_thinking(backend, args.thinking)
+    if thinking_note:
+        print(f"note: {thinking_note}", file=sys.stderr)
     for note in info.notes:
         print(f"note: {note.message}", file=sys.stderr)
     try:

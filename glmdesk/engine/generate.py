@@ -276,7 +276,7 @@ def stream_answer(
 def _opens_call(fmt: PromptFormat, messages: Sequence[ChatMessage]) -> bool:
     """Whether the prompt ends inside a forced call's turn (its metadata line written):
     the reply's text then continues the prompt's, as after Continue."""
-    return fmt.tool_calls and forced_call(messages) is not None
+    return fmt.tool_calls and fmt.opens_forced_call and forced_call(messages) is not None
 
 
 def reuse_compat(cache: CacheSettings) -> CacheSettings:

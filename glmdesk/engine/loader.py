@@ -81,8 +81,20 @@ class LoadedModel:
         return self.info.device
 
     def decode(self, ids) -> str:
-        """Decode ids to text, skipping special tokens."""
-        return self.tokenizer.decode(list(ids), skip_special_tokens=True)
+        """Decode ids to text, skipping special tokens but writing the format's markers
+        (``marker_ids``: GLM-4.5's think and tool-call tags, which its tokenizer may mark
+        special; the reply parser reads them as text)."""
+        markers = getattr(self.prompt_format, "marker_ids", None)
+        if not markers:
+            return self.tokenizer.decode(list(ids), skip_special_tokens=True)
+        out, run = [], []
+        for token in ids:
+            if token in markers:
+                out += [self.tokenizer.decode(run, skip_special_tokens=True), markers[token]]
+                run = []
+            else:
+                run.append(token)
+        return "".join(out) + self.tokenizer.decode(run, skip_special_tokens=True)
 
     def open_source(self, cache: CacheSettings):
         """A fresh KV-cache strategy (:mod:`glmdesk.engine.cache`) for one answer.

@@ -190,7 +190,7 @@ def parse_glm_reply(family: str, text: str, tools: ToolSet) -> ToolCall | None:
     """Recognise a call in a reply's text (metadata line, newline, call), or ``None``.
 
     Args:
-        family: ``chatglm3`` or ``glm4``.
+        family: ``chatglm3``, ``glm4`` or ``glm45`` (XML ``<tool_call>`` blocks).
         text: The reply as a server returned it (special tokens already removed).
         tools: What the request offered.
     """
@@ -198,6 +198,10 @@ def parse_glm_reply(family: str, text: str, tools: ToolSet) -> ToolCall | None:
 
     if not tools:
         return None
+    if family == "glm45":
+        from glmdesk.engine.glm45_format import parse_xml_reply
+
+        return parse_xml_reply(text, tools)
     metadata, newline, content = text.lstrip(" ").partition("\n")
     if not newline or not metadata.strip():
         return None

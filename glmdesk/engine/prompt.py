@@ -98,6 +98,9 @@ class PromptFormat(ABC):
             writes the open marker), so the reply starts with reasoning.
         reasoning_close_ids: The close marker's token ids (a thinking budget writes
             them), ``()`` when none.
+        opens_forced_call: With :attr:`tool_calls`, a forced function's prompt ends
+            inside its call (ChatGLM3/GLM-4 write its metadata line); ``False``: the
+            function is offered and the model chooses (GLM-4.5's template).
     """
 
     name: str = "base"
@@ -106,6 +109,7 @@ class PromptFormat(ABC):
     reasoning: ThinkMarkers | None = None
     opens_reasoning: bool = False
     reasoning_close_ids: tuple[int, ...] = ()
+    opens_forced_call: bool = True
 
     @abstractmethod
     def encode(self, messages: Sequence[ChatMessage]) -> list[int]:
@@ -220,7 +224,34 @@ class ChatTemplateFormat(PromptFormat):
         return ids + (self._plain(partial) if partial else [])
 
     def _plain(self, text: str) -> list[int]:
-        return self.tokenizer.encode(text, add_special_tokens=False, split_special_tokens=True)
+        return plain_ids(self.tokenizer, text)
+
+
+def _ordinary_added(tokenizer) -> dict[str, int]:
+    """The tokenizer's added tokens that are not special (``<think>``, ``<tool_call>``
+    in some GLM and Qwen tokenizers): text -> id."""
+    decoder = getattr(tokenizer, "added_tokens_decoder", None)
+    if not isinstance(decoder, dict):
+        return {}
+    return {str(t): int(i) for i, t in decoder.items() if not getattr(t, "special", True)}
+
+
+def plain_ids(tokenizer, text: str) -> list[int]:
+    """``text`` as plain-text ids: special tokens typed in it are never their ids
+    (``split_special_tokens``), nor are ordinary added tokens (which transformers matches
+    even then): such a piece is encoded as its first character, then the rest."""
+    ids = tokenizer.encode(text, add_special_tokens=False, split_special_tokens=True)
+    added = _ordinary_added(tokenizer)
+    if not added or not set(added.values()) & set(ids):
+        return ids
+    pattern = "(" + "|".join(map(re.escape, sorted(added, key=len, reverse=True))) + ")"
+    out: list[int] = []
+    for piece in re.split(pattern, text):
+        chunks = (piece[:1], piece[1:]) if piece in added else (piece,)
+        for chunk in chunks:
+            if chunk:
+                out += tokenizer.encode(chunk, add_special_tokens=False, split_special_tokens=True)
+    return out
 
 
 @dataclass(frozen=True)
@@ -239,26 +270,24 @@ def _render(tokenizer, messages: Sequence[ChatMessage], contents: Sequence[str])
 
 
 def _placeholders(messages: Sequence[ChatMessage]) -> list[str]:
-    """One placeholder per message: letters and digits only (no template filter such
-    as ``trim`` changes it), with a nonce that occurs in no content."""
+    """One placeholder per message (see :func:`_value_placeholders`)."""
+    return _value_placeholders([*(m.content for m in messages), *(m.role for m in messages)])[: len(messages)]
+
+
+def _value_placeholders(values: Sequence[str]) -> list[str]:
+    """One placeholder per value: letters and digits only (no template filter such
+    as ``trim`` changes it), with a nonce that occurs in no value."""
     while True:
         nonce = secrets.token_hex(8).upper()
-        if not any(nonce in m.content or nonce in m.role for m in messages):
-            return [f"GLMDESK{nonce}MSG{i}END" for i in range(len(messages))]
+        if not any(nonce in v for v in values):
+            return [f"GLMDESK{nonce}MSG{i}END" for i in range(len(values))]
 
 
 def render_template_parts(tokenizer, messages: Sequence[ChatMessage]) -> list[Markup | str]:
     """Render the chat template as alternating template markup and message contents.
 
-    The template is rendered once with a placeholder for each non-empty content
-    (empty contents render as they are: there is nothing to encode), and split at
-    the placeholders: the pieces between them are exactly the template's markup.
-    Each placeholder becomes the content as the template shows it: the template is
-    also rendered with the real contents, and for each content the first of
-    ``content``, ``content.strip()``, ``.lstrip()``, ``.rstrip()`` that makes the
-    two renderings agree is taken (Llama 3's template trims). When none does (a
-    template that rewrites or tests contents), the content is taken as it is: user
-    text stays plain text whatever the template does with it.
+    The template is rendered with each message's content as its value (see
+    :func:`split_rendering`; Llama 3's template trims contents).
 
     Args:
         tokenizer: A transformers tokenizer with a chat template.
@@ -269,11 +298,40 @@ def render_template_parts(tokenizer, messages: Sequence[ChatMessage]) -> list[Ma
         and content strings (plain text), in prompt order; joined they are the
         rendered prompt.
     """
-    holders = _placeholders(messages)
-    shown = [h if m.content else "" for h, m in zip(holders, messages, strict=True)]
-    with_holders = _render(tokenizer, messages, shown)
-    real = _render(tokenizer, messages, [m.content for m in messages])
-    by_holder = {h: m.content for h, m in zip(holders, messages, strict=True)}
+    return split_rendering(
+        lambda contents: _render(tokenizer, messages, contents),
+        [m.content for m in messages],
+        [m.role for m in messages],
+    )
+
+
+def split_rendering(render, values: Sequence[str], avoid: Sequence[str] = ()) -> list[Markup | str]:
+    """Split a template's rendering into its own markup and the values it was given.
+
+    ``render(values) -> text`` renders the template with ``values`` in the places that
+    hold user data (message contents, reasoning, tool arguments). It is called once
+    with a placeholder for each non-empty value (empty values render as they are:
+    there is nothing to encode), and the text is split at the placeholders: the
+    pieces between them are exactly the template's markup. Each placeholder becomes
+    the value as the template shows it: ``render`` is also called with the real
+    values, and for each the first of ``value``, ``value.strip()``, ``.lstrip()``,
+    ``.rstrip()`` that makes the two renderings agree is taken. When none does (a
+    template that rewrites or tests values), the value is taken as it is: user text
+    stays plain text whatever the template does with it.
+
+    Args:
+        render: The template over a list of values (same length as ``values``).
+        values: The real values.
+        avoid: Other text the placeholders' nonce must not occur in (role names).
+
+    Returns:
+        ``[Markup, str, Markup, ...]``: markup and values in prompt order.
+    """
+    holders = _value_placeholders([*values, *avoid])[: len(values)]
+    shown = [h if v else "" for h, v in zip(holders, values, strict=True)]
+    with_holders = render(shown)
+    real = render(list(values))
+    by_holder = dict(zip(holders, values, strict=True))
     pieces = re.split("(" + "|".join(map(re.escape, holders)) + ")", with_holders)
     parts: list[Markup | str] = []
     pos = 0  # position in ``real`` while the renderings agree; -1 once they do not

@@ -128,7 +128,7 @@ def chat_tools(body: ChatRequest, tool_format: bool) -> ToolSet:
     if not tool_format:
         raise APIError(
             400,
-            "This model has no tool-call format (only ChatGLM3 and GLM-4 models do); send the "
+            "This model has no tool-call format (only ChatGLM3, GLM-4 and GLM-4.5/4.6/4.7 models do); send the "
             'request without tools or with tool_choice "none".',
             "tools",
         )

@@ -15,14 +15,10 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import QFrame, QScrollArea, QVBoxLayout, QWidget
 
-from glmdesk.ui.math_render import shared_renderer
 from glmdesk.ui.message_widget import MessageWidget
 from glmdesk.ui.text_safety import clean_text
 
 REPAINT_INTERVAL_MS = 66
-#: After the view first shows, matplotlib's mathtext is imported on its drawing thread
-#: this much later, in ms, so the first formula of an answer need not wait for it.
-MATH_WARM_UP_MS = 1000
 _BOTTOM_SLACK_PX = 8
 
 
@@ -63,10 +59,6 @@ class ChatView(QScrollArea):
         bar = self.verticalScrollBar()
         bar.valueChanged.connect(self._on_scrolled)
         bar.rangeChanged.connect(self._on_range_changed)
-
-    def showEvent(self, event) -> None:  # noqa: N802 (Qt override)
-        super().showEvent(event)
-        QTimer.singleShot(MATH_WARM_UP_MS, self, shared_renderer().warm_up)
 
     # Messages ---------------------------------------------------------------
     def messages(self) -> list[MessageWidget]:

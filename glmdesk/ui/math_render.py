@@ -14,8 +14,9 @@ A few common LaTeX spellings it lacks are rewritten first (:data:`ALIASES`).
 
 Costs measured on the 2-core machine (loaded): importing mathtext 0.4-1.2 s, its first
 formula 0.27 s, then 1-60 ms per formula (pure Python, holding the GIL). So one
-background thread imports mathtext (:meth:`MathRenderer.warm_up`, started by the chat
-view a second after it first shows) and draws every formula, with a short thread switch
+background thread imports mathtext (:meth:`MathRenderer.warm_up`, started when the first
+formula is asked for: importing it and its garbage collection held the interpreter up to
+0.4 s, which a window that shows no formula never pays) and draws every formula, with a short thread switch
 interval while it works (:data:`SWITCH_S`); masks are kept in an LRU cache keyed by TeX,
 size and device pixel ratio, coloured images by that and the colour, so a theme switch
 only recolours. Until its image is ready a formula shows as its TeX, as text.

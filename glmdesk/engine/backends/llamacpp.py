@@ -159,8 +159,19 @@ class LlamaCppModel:
         self.kv_pool = KVPool(lambda compat, held: 1 << 62, max_entries=1)
 
     def decode(self, ids: Sequence[int]) -> str:
-        """Ids to text from llama.cpp's token bytes, special tokens skipped."""
-        return self.vocab.decode(ids)
+        """Ids to text from llama.cpp's token bytes, special tokens skipped but the
+        format's markers written (``marker_ids``: GLM-4.5's think and tool-call tags)."""
+        markers = getattr(self.prompt_format, "marker_ids", None)
+        if not markers:
+            return self.vocab.decode(ids)
+        out, run = [], []
+        for token in ids:
+            if token in markers:
+                out += [self.vocab.decode(run), markers[token]]
+                run = []
+            else:
+                run.append(token)
+        return "".join(out) + self.vocab.decode(run)
 
     def context_for(self, kv_type: str, n_ctx: int) -> LlamaContext:
         """The context of that cache type and size: the current one when it matches,

@@ -129,17 +129,28 @@ class TemplateTokenizer:
             "eos_token": vocab.text(vocab.eos) if vocab.eos is not None else "",
         }
 
-    def apply_chat_template(self, conversation, tokenize: bool = False, add_generation_prompt: bool = True):
-        """Render the template (transformers' Jinja renderer, as ``apply_chat_template``)."""
+    unk_token_id = None
+
+    def apply_chat_template(
+        self, conversation, tokenize: bool = False, add_generation_prompt: bool = True, tools=None, **kwargs
+    ):
+        """Render the template (transformers' Jinja renderer, as ``apply_chat_template``;
+        ``tools`` and other keywords such as ``enable_thinking`` go to the template)."""
         from transformers.utils.chat_template_utils import render_jinja_template
 
         rendered, _ = render_jinja_template(
             [conversation],
+            tools=tools,
             chat_template=self.chat_template,
             add_generation_prompt=add_generation_prompt,
             **self._specials,
+            **kwargs,
         )
         return rendered[0]
+
+    def convert_tokens_to_ids(self, name: str) -> int | None:
+        """The id of the special token ``name``, or ``None`` (as transformers' lookup)."""
+        return self.vocab.special_id(name)
 
     def encode(self, text: str, add_special_tokens: bool = False, split_special_tokens: bool = False):
         """Text to ids; ``split_special_tokens`` keeps special-token text as plain text."""
@@ -183,7 +194,8 @@ def prompt_format_for(vocab: LlamaVocab, header, name: str) -> tuple[PromptForma
     model its ``tokenizer.chat_template``.
 
     Returns:
-        ``(format, family)``; family is ``chatglm3``, ``glm4``, ``chatglm2`` or ``gguf``.
+        ``(format, family)``; family is ``chatglm3``, ``glm4``, ``chatglm2``,
+        ``glm4-moe`` (GLM-4.5, prompted by the file's chat template) or ``gguf``.
 
     Raises:
         GlmdeskError: ``not_a_model`` when the model has neither role tokens nor a
@@ -191,11 +203,12 @@ def prompt_format_for(vocab: LlamaVocab, header, name: str) -> tuple[PromptForma
     """
     family = families.recognise_gguf(header.architecture, vocab.special_id)
     eos = (vocab.eos, vocab.eot)
-    if family.name != "generic":
+    if family.name != "generic" and not family.chat_template:
         return family.prompt_format(_SpecialTokens(vocab), eos), family.name
     template = header.get("tokenizer.chat_template")
     if isinstance(template, str) and template:
-        return family.prompt_format(TemplateTokenizer(vocab, template), eos), "gguf"
+        name = family.name if family.chat_template else "gguf"
+        return family.prompt_format(TemplateTokenizer(vocab, template), eos), name
     raise GlmdeskError(
         "not_a_model", f"{name} has no chat template, so it cannot be used for chat.", path=str(header.path)
     )

@@ -23,7 +23,8 @@ class RemoteCalls:
 
     Args:
         tools: What the request offered (empty: every text is passed through).
-        families: The GLM formats to try on the text, in order (``glm4``, ``chatglm3``).
+        families: The GLM formats to try on the text, in order (``glm4``, ``chatglm3``;
+            ``glm45`` first: GLM-4.5's XML calls, read while the text streams).
     """
 
     def __init__(self, tools: ToolSet, families: tuple[str, ...]) -> None:
@@ -32,11 +33,16 @@ class RemoteCalls:
         if tools.interpreter:
             from glmdesk.engine.chatglm.tools import INTERPRETER_METADATA
 
-            self.names |= {INTERPRETER_METADATA[f] for f in families}
+            self.names |= {INTERPRETER_METADATA[f] for f in families if f in INTERPRETER_METADATA}
         self.held = ""
         self.pending: str | None = None
         self.decided = not tools
         self.streamed: dict[int, dict[str, str]] = {}
+        self.xml = None  # GLM-4.5's XML calls, read while the text streams
+        if tools and families and families[0] == "glm45":
+            from glmdesk.engine.glm45_format import XmlToolFilter
+
+            self.xml = XmlToolFilter(tools)
 
     def add_delta(self, delta) -> None:
         """Take one ``delta.tool_calls`` entry (an object of the ``openai`` client)."""
@@ -51,6 +57,10 @@ class RemoteCalls:
 
     def text(self, piece: str) -> str:
         """The part of the answer's text that can be shown now."""
+        if self.xml is not None and not self.streamed:
+            shown = self.xml(piece)
+            self.pending = self.xml.pending or (self.xml.tool_call.name if self.xml.tool_call else None)
+            return shown
         if self.decided:
             return piece
         self.held += piece
@@ -76,6 +86,8 @@ class RemoteCalls:
             return ""
         if self.streamed:
             return self.streamed[min(self.streamed)]["arguments"]
+        if self.xml is not None:
+            return self.xml.call_text
         return self.held.lstrip(" \n").partition("\n")[2]
 
     def finish(self) -> tuple[ToolCall | None, str]:
@@ -88,6 +100,9 @@ class RemoteCalls:
             call = call_from_openai(first["name"], first["arguments"], first["id"], self.tools)
             if call is not None:
                 return call, ""
+        if self.xml is not None:
+            out = self.xml.finish(cut_off=False)
+            return self.xml.tool_call, out
         if self.held and self.pending is not None:
             for family in self.families:
                 call = parse_glm_reply(family, self.held.lstrip("\n"), self.tools)

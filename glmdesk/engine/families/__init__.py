@@ -28,6 +28,7 @@ from glmdesk.engine.families.chatglm_v1 import CHATGLM_V1
 from glmdesk.engine.families.generic import GENERIC
 from glmdesk.engine.families.glm4 import GLM4, GLM4_HF
 from glmdesk.engine.families.glm4_0414 import GLM4_0414, GLM_Z1
+from glmdesk.engine.families.glm4_moe import GLM4_MOE
 
 #: Every family, in the order their recognisers are tried (the generic one last).
 FAMILIES: tuple[ModelFamily, ...] = (
@@ -38,6 +39,7 @@ FAMILIES: tuple[ModelFamily, ...] = (
     GLM4_HF,
     GLM_Z1,
     GLM4_0414,
+    GLM4_MOE,
     GENERIC,
 )
 

@@ -67,6 +67,8 @@ class ModelFamily:
         opens_reasoning: The family's own template writes the open marker (GLM-Z1's
             "enforced thinking"), so a served model's text starts inside the block (a
             local format tells from the template it has).
+        chat_template: Prompted by the model's own chat template also in a GGUF (its
+            format reads the file's ``tokenizer.chat_template``, GLM-4.5).
         converted: Original THUDM layout, converted once before loading.
         sentencepiece: Its tokenizer is glmdesk's sentencepiece ChatGLM tokenizer.
         model_id_markers: Lower-case pieces of a served model's id that name this
@@ -86,6 +88,7 @@ class ModelFamily:
     tool_dialect: str | None = None
     reasoning: ThinkMarkers | None = None
     opens_reasoning: bool = False
+    chat_template: bool = False
     converted: bool = False
     sentencepiece: bool = False
     model_id_markers: tuple[str, ...] = ()

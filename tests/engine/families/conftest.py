@@ -26,3 +26,11 @@ def glm_z1_folder(tmp_path_factory, glm0414) -> Path:
     """A tiny GLM-Z1-9B-0414-shaped folder: Z1's template opens ``<think>`` itself."""
     folder = tmp_path_factory.mktemp("glm-z1") / "GLM-Z1-9B-0414"
     return glm0414.write_glm4_0414(folder, glm0414.Z1_TEMPLATE, "THUDM/GLM-Z1-9B-0414")
+
+
+@pytest.fixture(scope="session")
+def glm45_folder(tmp_path_factory) -> Path:
+    """A tiny GLM-4.5-Air-shaped folder (``Glm4MoeForCausalLM``, its chat template)."""
+    from tests.helpers.glm45_models import write_glm45
+
+    return write_glm45(tmp_path_factory.mktemp("glm45") / "GLM-4.5-Air")

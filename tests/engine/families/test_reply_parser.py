@@ -47,8 +47,9 @@ def test_served_models_are_told_by_their_id():
     assert families.family_for_model_id("THUDM/chatglm3-6b").tool_dialect == "chatglm3"
     assert families.family_for_model_id("THUDM/GLM-Z1-9B-0414").name == "glm-z1"
     assert families.family_for_model_id("THUDM/GLM-4-9B-0414").name == "glm4-0414"
-    assert families.served_tool_dialects("glm-4-9b-chat") == ("glm4", "chatglm3")
-    assert families.served_tool_dialects("chatglm3-6b") == ("chatglm3", "glm4")
+    assert families.served_tool_dialects("glm-4-9b-chat") == ("glm4", "chatglm3", "glm45")
+    assert families.served_tool_dialects("chatglm3-6b") == ("chatglm3", "glm4", "glm45")
+    assert families.served_tool_dialects("zai-org/GLM-4.6")[0] == "glm45"
 
 
 def test_gguf_files_are_told_by_architecture_and_vocabulary():

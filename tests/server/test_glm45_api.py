@@ -1,0 +1,153 @@
+"""GLM-4.5's reasoning and XML tool calls through ``glmdesk serve``, read with the official
+``openai`` client: ``reasoning_content`` and ``tool_calls`` (streamed and whole), and a
+tool result sent back as a ``tool`` message is answered."""
+
+from __future__ import annotations
+
+import json
+
+import openai
+import pytest
+
+from glmdesk.core.settings import LoadSettings
+from glmdesk.engine.backends.transformers import TransformersBackend
+from glmdesk.server.app import create_app
+from glmdesk.server.config import ServeSettings
+from glmdesk.server.runner import ServerThread
+from tests.helpers import glm45_models
+from tests.helpers import tool_models as tm
+
+CALL = (
+    "\n<think>I need the weather.</think>\n<tool_call>get_weather\n"
+    "<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n"
+    "<arg_key>days</arg_key>\n<arg_value>3</arg_value>\n</tool_call>"
+)
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "The weather in a city",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+        },
+    },
+}
+ASK = [{"role": "user", "content": "what is the weather today in Paris?"}]
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    folder = glm45_models.write_glm45(tmp_path_factory.mktemp("glm45") / "GLM-4.5-Air")
+    backend = TransformersBackend()
+    backend.load(LoadSettings(model=str(folder), device="cpu"))
+    settings = ServeSettings(port=0, queue_size=4)
+    srv = ServerThread(create_app(backend, settings), settings).start()
+    yield srv, backend.loaded
+    srv.stop()
+    backend.close()
+
+
+def _script(loaded, text: str) -> None:
+    tok = loaded.tokenizer
+    ids = tok.encode(text, add_special_tokens=False) + [tok.convert_tokens_to_ids("<|observation|>")]
+    forcer = tm.ForceTokens([ids])
+    loaded.logits_processors = lambda: (forcer,)
+
+
+def test_reasoning_and_tool_calls_reach_the_openai_client(served):
+    srv, loaded = served
+    _script(loaded, CALL)
+    client = openai.OpenAI(base_url=srv.url, api_key="none")
+    whole = client.chat.completions.create(model="GLM-4.5-Air", messages=ASK, tools=[WEATHER], temperature=0)
+    choice = whole.choices[0]
+    assert choice.finish_reason == "tool_calls"
+    assert choice.message.model_extra["reasoning_content"] == "I need the weather."
+    (call,) = choice.message.tool_calls
+    assert call.function.name == "get_weather"
+    assert json.loads(call.function.arguments) == {"city": "Paris", "days": 3}
+
+    events = list(
+        client.chat.completions.create(
+            model="GLM-4.5-Air", messages=ASK, tools=[WEATHER], temperature=0, stream=True
+        )
+    )
+    deltas = [e.choices[0].delta for e in events if e.choices]
+    assert "".join(d.model_extra.get("reasoning_content") or "" for d in deltas) == "I need the weather."
+    pieces = [t for d in deltas for t in d.tool_calls or []]
+    assert pieces[0].function.name == "get_weather"
+    assert json.loads("".join(t.function.arguments or "" for t in pieces)) == {"city": "Paris", "days": 3}
+    assert [e.choices[0].finish_reason for e in events if e.choices][-1] == "tool_calls"
+
+
+def test_a_tool_result_is_answered(served):
+    srv, loaded = served
+    _script(loaded, "\n<think>It is warm.</think>\nIt is 21 degrees in Paris.")
+    client = openai.OpenAI(base_url=srv.url, api_key="none")
+    call = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+    }
+    messages = [
+        *ASK,
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_1", "content": '{"temperature": 21}'},
+    ]
+    reply = client.chat.completions.create(
+        model="GLM-4.5-Air", messages=messages, tools=[WEATHER], temperature=0
+    )
+    message = reply.choices[0].message
+    assert reply.choices[0].finish_reason == "stop"
+    assert (message.content, message.model_extra["reasoning_content"]) == (
+        "It is 21 degrees in Paris.",
+        "It is warm.",
+    )
+    prompt = loaded.tokenizer.decode(loaded.prompt_format.encode(loaded_messages(messages)))
+    assert '<|observation|>\n<tool_response>\n{"temperature": 21}\n</tool_response><|assistant|>' in prompt
+
+
+def loaded_messages(wire):
+    from glmdesk.engine.openai_tools import messages_from_openai, toolset_from_openai
+
+    return messages_from_openai(wire, toolset_from_openai([WEATHER], "auto"))
+
+
+def _event(content: str, finish: str | None = None):
+    from openai.types.chat import ChatCompletionChunk
+
+    choice = {"index": 0, "delta": {"content": content}, "finish_reason": finish}
+    body = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m", "choices": [choice]}
+    return ChatCompletionChunk.model_validate(body)
+
+
+def test_a_served_glm45_without_a_tool_parser_is_read_on_the_client():
+    import threading
+
+    from glmdesk.core.parts import ReasoningPart, TextPart, ToolCallPart, merged
+    from glmdesk.engine.backends.remote_stream import RemoteAnswer
+    from glmdesk.engine.families import family_for_model_id, served_tool_dialects
+    from glmdesk.engine.openai_tools import toolset_from_openai
+
+    model = "zai-org/GLM-4.5-Air"
+    tools = toolset_from_openai([WEATHER], "auto")
+    answer = RemoteAnswer(
+        "http://gpu-box:8000/v1",
+        model,
+        5.0,
+        True,
+        tools,
+        served_tool_dialects(model),
+        family_for_model_id(model),
+    )
+    pieces = ["\n<think>need</think>\nOK.\n<tool_ca", "ll>get_weather\n<arg_key>city</arg_key>\n<arg_v"]
+    events = [_event(p) for p in pieces] + [_event("alue>Paris</arg_value>\n</tool_call>", "stop")]
+    chunks = list(answer.run(lambda: iter(events), threading.Event()))
+    assert chunks[-1].finish_reason == "tool_calls"
+    assert (chunks[-1].tool_call.name, dict(chunks[-1].tool_call.arguments)) == (
+        "get_weather",
+        {"city": "Paris"},
+    )
+    parts = merged(p for c in chunks for p in c.parts if not isinstance(p, ToolCallPart))
+    assert parts == (ReasoningPart("need"), TextPart("OK.\n"))
+    assert any(c.tool_pending == "get_weather" for c in chunks[:-1])
