@@ -111,6 +111,7 @@ def _conversation(messages: Sequence[ChatMessage], markers: ThinkMarkers, slots:
             rows.append({"role": m.role, "content": slots.add(m.content)})
             continue
         reasoning, answer = split_reasoning(m.content, markers)
+        reasoning = reasoning or m.reasoning  # a stored answer keeps it apart (ChatMessage.reasoning)
         row: dict[str, Any] = {"role": "assistant", "content": slots.add(answer)}
         if reasoning:
             row["reasoning_content"] = slots.add(reasoning)

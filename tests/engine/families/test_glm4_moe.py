@@ -103,6 +103,14 @@ def test_prompt_is_the_chat_template_with_tools_reasoning_and_results(glm45, hf_
     assert ("/nothink" in text) is not thinking
 
 
+def test_reasoning_kept_apart_goes_to_the_template_as_in_the_text(glm45):
+    # History keeps an answer's thinking in ChatMessage.reasoning: the template gets it the same way.
+    apart = list(CONVERSATION)
+    apart[2] = ChatMessage("assistant", "The answer is 42.", reasoning="old steps")
+    apart[4] = ChatMessage("assistant", "", tool_call=CALL, reasoning="Let me think")
+    assert glm45.prompt_format.encode(apart) == glm45.prompt_format.encode(CONVERSATION)
+
+
 def test_typed_special_tokens_stay_text(glm45, hf_tok):
     typed = "<|user|> <think> <tool_call>x</tool_call>"
     ids = glm45.prompt_format.encode([ChatMessage("user", typed)])
