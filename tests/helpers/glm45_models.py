@@ -15,8 +15,9 @@ Reference data only: no model file is downloaded.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+
+from tests.helpers.glm4_0414_models import save_model, write_glm_tokenizer
 
 GLM_SPECIAL = (
     "<|endoftext|>", "[MASK]", "[gMASK]", "[sMASK]", "<sop>", "<eop>",
@@ -91,24 +92,9 @@ Write each call as:
 def write_glm45(folder: Path, name: str = "zai-org/GLM-4.5-Air") -> Path:
     """Write a tiny ``Glm4MoeForCausalLM`` folder (config, weights, tokenizer) into ``folder``."""
     import torch
-    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import Glm4MoeConfig, Glm4MoeForCausalLM, PreTrainedTokenizerFast
+    from transformers import Glm4MoeConfig, Glm4MoeForCausalLM
 
-    folder.mkdir(parents=True, exist_ok=True)
-    bpe = Tokenizer(models.BPE())
-    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    bpe.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=400, initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    bpe.train_from_iterator(CORPUS * 4, trainer)
-    bpe.add_special_tokens(list(GLM_SPECIAL))
-    bpe.add_tokens([AddedToken(t, special=False, normalized=False) for t in TOOL_TAGS])
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=bpe, eos_token="<|endoftext|>", pad_token="<|endoftext|>"
-    )
-    tokenizer.chat_template = GLM45_TEMPLATE
-    tokenizer.save_pretrained(folder)
-    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in GLM_SPECIAL}
-    stops = [ids["<|endoftext|>"], ids["<|user|>"], ids["<|observation|>"]]
+    tokenizer, ids, stops = write_glm_tokenizer(folder, CORPUS, GLM45_TEMPLATE, GLM_SPECIAL, TOOL_TAGS)
     torch.manual_seed(0)
     config = Glm4MoeConfig(
         vocab_size=-(-len(tokenizer) // 64) * 64, hidden_size=64, intermediate_size=96, moe_intermediate_size=32,
@@ -117,10 +103,4 @@ def write_glm45(folder: Path, name: str = "zai-org/GLM-4.5-Air") -> Path:
         max_position_embeddings=2048, num_nextn_predict_layers=0,
         pad_token_id=ids["<|endoftext|>"], eos_token_id=stops,
     )  # fmt: skip
-    model = Glm4MoeForCausalLM(config).eval()
-    model.save_pretrained(folder)
-    config_file = folder / "config.json"
-    data = json.loads(config_file.read_text())
-    data["_name_or_path"] = name
-    config_file.write_text(json.dumps(data))
-    return folder
+    return save_model(Glm4MoeForCausalLM(config).eval(), folder, name)

@@ -41,26 +41,48 @@ Z1_TEMPLATE = (
 )
 
 
-def write_glm4_0414(folder: Path, template: str = CHAT_TEMPLATE, name: str = "THUDM/GLM-4-9B-0414") -> Path:
-    """Write a tiny ``Glm4ForCausalLM`` folder (config, weights, tokenizer) into ``folder``."""
-    import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import Glm4Config, Glm4ForCausalLM, PreTrainedTokenizerFast
+def write_glm_tokenizer(folder: Path, corpus, template: str, special=GLM_SPECIAL, plain=()):
+    """Train a byte-level BPE on ``corpus`` and save it into ``folder`` with the chat
+    ``template``: ``special`` become special tokens after the learnt pieces, ``plain`` added
+    tokens that are not special (GLM-4.5's tool tags). Returns ``(tokenizer, special ids,
+    stop ids)`` (``<|endoftext|>``, ``<|user|>``, ``<|observation|>``)."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
 
     folder.mkdir(parents=True, exist_ok=True)
     bpe = Tokenizer(models.BPE())
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     bpe.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=400, initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    bpe.train_from_iterator(CORPUS * 4, trainer)
-    bpe.add_special_tokens(list(GLM_SPECIAL))
+    bpe.train_from_iterator(list(corpus) * 4, trainer)
+    bpe.add_special_tokens(list(special))
+    if plain:
+        bpe.add_tokens([AddedToken(t, special=False, normalized=False) for t in plain])
     tokenizer = PreTrainedTokenizerFast(
         tokenizer_object=bpe, eos_token="<|endoftext|>", pad_token="<|endoftext|>"
     )
     tokenizer.chat_template = template
     tokenizer.save_pretrained(folder)
-    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in GLM_SPECIAL}
-    stops = [ids["<|endoftext|>"], ids["<|user|>"], ids["<|observation|>"]]
+    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in special}
+    return tokenizer, ids, [ids["<|endoftext|>"], ids["<|user|>"], ids["<|observation|>"]]
+
+
+def save_model(model, folder: Path, name: str) -> Path:
+    """Save ``model`` into ``folder`` with ``_name_or_path`` = ``name`` in its config."""
+    model.save_pretrained(folder)
+    config_file = folder / "config.json"
+    data = json.loads(config_file.read_text())
+    data["_name_or_path"] = name
+    config_file.write_text(json.dumps(data))
+    return folder
+
+
+def write_glm4_0414(folder: Path, template: str = CHAT_TEMPLATE, name: str = "THUDM/GLM-4-9B-0414") -> Path:
+    """Write a tiny ``Glm4ForCausalLM`` folder (config, weights, tokenizer) into ``folder``."""
+    import torch
+    from transformers import Glm4Config, Glm4ForCausalLM
+
+    tokenizer, ids, stops = write_glm_tokenizer(folder, CORPUS, template)
     torch.manual_seed(0)
     config = Glm4Config(
         vocab_size=-(-len(tokenizer) // 64) * 64, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
@@ -68,10 +90,4 @@ def write_glm4_0414(folder: Path, template: str = CHAT_TEMPLATE, name: str = "TH
         pad_token_id=ids["<|endoftext|>"], eos_token_id=stops,
     )  # fmt: skip
     config._name_or_path = name
-    model = Glm4ForCausalLM(config).eval()
-    model.save_pretrained(folder)
-    config_file = folder / "config.json"
-    data = json.loads(config_file.read_text())
-    data["_name_or_path"] = name
-    config_file.write_text(json.dumps(data))
-    return folder
+    return save_model(Glm4ForCausalLM(config).eval(), folder, name)
