@@ -84,7 +84,7 @@ class LoadedModel:
         """Decode ids to text, skipping special tokens but writing the format's markers
         (``marker_ids``: GLM-4.5's think and tool-call tags, which its tokenizer may mark
         special; the reply parser reads them as text)."""
-        markers = getattr(self.prompt_format, "marker_ids", None)
+        markers = self.prompt_format.marker_ids
         if not markers:
             return self.tokenizer.decode(list(ids), skip_special_tokens=True)
         out, run = [], []

@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 import secrets
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.parts import ThinkMarkers
@@ -101,6 +102,9 @@ class PromptFormat(ABC):
         opens_forced_call: With :attr:`tool_calls`, a forced function's prompt ends
             inside its call (ChatGLM3/GLM-4 write its metadata line); ``False``: the
             function is offered and the model chooses (GLM-4.5's template).
+        marker_ids: Token ids decoded as their text even when the tokenizer marks them
+            special (``{id: text}``: GLM-4.5's think and tool-call tags, GLM-4.1V's
+            think and answer markers), so the reply parser reads them; ``{}`` when none.
     """
 
     name: str = "base"
@@ -110,6 +114,7 @@ class PromptFormat(ABC):
     opens_reasoning: bool = False
     reasoning_close_ids: tuple[int, ...] = ()
     opens_forced_call: bool = True
+    marker_ids: Mapping[int, str] = MappingProxyType({})
 
     @abstractmethod
     def encode(self, messages: Sequence[ChatMessage]) -> list[int]:

@@ -302,19 +302,6 @@ class VisionLoadedModel(LoadedModel):
 
     vision = True
 
-    def decode(self, ids) -> str:
-        """Ids to text, special tokens skipped but the think and answer markers written
-        (GLM's tokenizer may mark them special; the reply parser reads them as text)."""
-        markers = getattr(self.prompt_format, "marker_ids", {})
-        out, run = [], []
-        for token in ids:
-            if token in markers:
-                out += [self.tokenizer.decode(run, skip_special_tokens=True), markers[token]]
-                run = []
-            else:
-                run.append(token)
-        return "".join(out) + self.tokenizer.decode(run, skip_special_tokens=True)
-
     def open_source(self, cache: CacheSettings):
         """A fresh logits source for one answer (see :class:`VisionLoadedModel`)."""
         if cache.strategy != "full":

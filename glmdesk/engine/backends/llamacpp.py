@@ -161,7 +161,7 @@ class LlamaCppModel:
     def decode(self, ids: Sequence[int]) -> str:
         """Ids to text from llama.cpp's token bytes, special tokens skipped but the
         format's markers written (``marker_ids``: GLM-4.5's think and tool-call tags)."""
-        markers = getattr(self.prompt_format, "marker_ids", None)
+        markers = self.prompt_format.marker_ids
         if not markers:
             return self.vocab.decode(ids)
         out, run = [], []
