@@ -8,6 +8,8 @@ from collections.abc import Sequence
 
 import torch
 
+from glmdesk.engine.prompt import PromptFormat
+
 
 class ThinkingBudget:
     """Logits constraint for one answer whose reply starts inside a reasoning block.
@@ -49,10 +51,10 @@ class ThinkingBudget:
         return forced
 
 
-def thinking_budget(prompt_format, budget: int) -> ThinkingBudget | None:
+def thinking_budget(prompt_format: PromptFormat, budget: int) -> ThinkingBudget | None:
     """The budget for one answer, or ``None``: off, or a format whose reply does not
     start inside a reasoning block (its ``opens_reasoning``) or has no close ids."""
-    close_ids = getattr(prompt_format, "reasoning_close_ids", ())
-    if budget <= 0 or not getattr(prompt_format, "opens_reasoning", False) or not close_ids:
+    close_ids = prompt_format.reasoning_close_ids
+    if budget <= 0 or not prompt_format.opens_reasoning or not close_ids:
         return None
     return ThinkingBudget(close_ids, budget)
