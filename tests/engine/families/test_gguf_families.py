@@ -76,6 +76,7 @@ def test_recognised_from_the_file_and_prompted_by_its_template(ggufs, name):
     assert backend.model.prompt_format.encode(messages) == _reference(tok, reference)
     ends = {tok.convert_tokens_to_ids(t) for t in ("<|endoftext|>", "<|user|>", "<|observation|>")}
     assert backend.capabilities().stop_ids == ends  # the GGUF's ids are the folder's
+    assert backend.capabilities().tool_calls is (family in ("glm4-moe", "glm4-moe-lite"))  # XML calls
     typed = backend.model.prompt_format.encode([ChatMessage("user", "<|user|> <think>")])
     assert typed.count(tok.convert_tokens_to_ids("<|user|>")) == 1  # typed tags stay text
 

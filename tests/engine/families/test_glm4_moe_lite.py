@@ -183,3 +183,19 @@ def test_an_xml_call_after_its_thinking_is_a_tool_call(flash):
     assert (call.name, dict(call.arguments)) == ("get_weather", {"city": "Paris"})
     reasoning = "".join(p.text for c in chunks for p in c.parts if isinstance(p, ReasoningPart))
     assert reasoning == "I need the weather."
+
+
+@pytest.mark.parametrize("engine", ["transformers", "llamacpp"])
+def test_glmdesk_chat_runs_it_from_the_folder_and_from_its_gguf(glm47_flash_folder, tmp_path, engine):
+    from tests.helpers.cli import run_cli
+    from tests.helpers.gguf_models import write_gguf
+
+    model = glm47_flash_folder
+    if engine == "llamacpp":
+        model = write_gguf(glm47_flash_folder, tmp_path / "GLM-4.7-Flash-F32.gguf")
+    args = ("--prompt", "Hello", "--max-new-tokens", "6", "--temperature", "0")
+    out = run_cli("chat", "--model", str(model), "--engine", engine, *args)
+    assert out.returncode == 0, out.stderr
+    assert " [glm4-moe-lite] on cpu" in out.stderr and f"; {engine})" in out.stderr
+    # GLM-4.7's prompt opened <think>: what the random weights write is thinking, on stderr.
+    assert "Thinking:\n│ " in out.stderr and "Traceback" not in out.stderr
