@@ -7,8 +7,8 @@ from __future__ import annotations
 from glmdesk.core.settings import LoadSettings, SamplingParams
 from glmdesk.engine.loader import load_model
 from tests.helpers import tool_models as tm
-from tests.helpers.glm47_flash_models import write_glm47_flash
 from tests.helpers.gguf_models import write_gguf
+from tests.helpers.glm47_flash_models import write_glm47_flash
 
 MS = 60_000
 WEATHER = (
