@@ -90,7 +90,9 @@ def rows() -> list[list[str]]:
         shape = shape_from_config(config, name)
         for label, quantization, precision in (("bf16", "none", "bf16"), ("4-bit NF4", "4bit", "bf16")):
             cells = [name, f"{shape.params / 1e9:.1f}B ({card}B)", label]
-            first = forecast(shape, engine="transformers", quantization=quantization, precision=precision, on_gpu=True)
+            first = forecast(
+                shape, engine="transformers", quantization=quantization, precision=precision, on_gpu=True
+            )
             cells.append(f"{first.weights / GIB:.1f}")
             for context in CONTEXTS:
                 f = forecast(

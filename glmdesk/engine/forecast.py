@@ -1,4 +1,4 @@
-""""Will it fit": the memory a load will take, forecast before loading, against the
+""" "Will it fit": the memory a load will take, forecast before loading, against the
 GPU's free memory and the RAM available. Plain Python (no torch, no Qt).
 
 Weights: each kind of parameter (:class:`~glmdesk.engine.forecast_shape.ModelShape`)

@@ -106,7 +106,10 @@ def _accelerate_plan(model, gpu_budget: int, dtype, size: dict[str, int], gpu: i
 
     no_split = list(getattr(model, "_no_split_modules", None) or [])
     device_map = infer_auto_device_map(
-        model, max_memory={gpu: max(0, gpu_budget), "cpu": 1 << 50}, no_split_module_classes=no_split, dtype=dtype
+        model,
+        max_memory={gpu: max(0, gpu_budget), "cpu": 1 << 50},
+        no_split_module_classes=no_split,
+        dtype=dtype,
     )
     sizes = compute_module_sizes(model, dtype=dtype)
     scale = sum(size.values()) / max(1, sizes.get("", 1))

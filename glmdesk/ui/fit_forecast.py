@@ -100,7 +100,10 @@ class FitForecast(QLabel):
             return
         self.setVisible(True)
         parts = self.tr("weights {weights} + KV cache {kv} ({tokens} tokens) + overhead {overhead}").format(
-            weights=gib(forecast.weights), kv=gib(forecast.kv), tokens=forecast.context, overhead=gib(forecast.overhead)
+            weights=gib(forecast.weights),
+            kv=gib(forecast.kv),
+            tokens=forecast.context,
+            overhead=gib(forecast.overhead),
         )
         if forecast.on_gpu:
             where = self.tr("{gpu} on the GPU").format(gpu=gib(forecast.gpu))

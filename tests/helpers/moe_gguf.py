@@ -66,7 +66,13 @@ def write_moe_gguf(path: Path) -> Path:
     w = gguf.GGUFWriter(str(path), "glm4moe")
     _metadata(w, gguf, tokens)
     rng = np.random.default_rng(0)
-    embd, q, kv, n_exp, ff_exp = s["embd"], s["heads"] * s["head"], s["kv_heads"] * s["head"], s["experts"], s["ff_exp"]
+    embd, q, kv, n_exp, ff_exp = (
+        s["embd"],
+        s["heads"] * s["head"],
+        s["kv_heads"] * s["head"],
+        s["experts"],
+        s["ff_exp"],
+    )
 
     def t(name: str, *shape: int) -> None:
         w.add_tensor(name, (rng.standard_normal(shape) * 0.05).astype(np.float32))

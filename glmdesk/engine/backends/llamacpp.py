@@ -387,7 +387,9 @@ def _gguf_only(prefix: str, value: str, info: ModelInfo) -> ErrorInfo:
     )
 
 
-def _expert_notes(settings: LoadSettings, header: GGUFHeader, in_ram: tuple[str, ...]) -> tuple[ErrorInfo, ...]:
+def _expert_notes(
+    settings: LoadSettings, header: GGUFHeader, in_ram: tuple[str, ...]
+) -> tuple[ErrorInfo, ...]:
     """What the "experts in RAM" option did: the expert tensors llama.cpp kept in RAM,
     or why it did nothing (a dense model)."""
     if not settings.llamacpp.experts_in_ram:
