@@ -4,14 +4,18 @@ Run: ``python benchmarks/forecast_table.py``. Nothing is downloaded: each model'
 ``config.json`` numbers are written here from its Hugging Face repository
 (``zai-org/<name>``: ``config.json``; the model cards give the totals each count is
 checked against). Computed by :mod:`glmdesk.engine.forecast` exactly as Open model
-computes it before a load: weights at bf16 and at 4-bit (bitsandbytes NF4 with double
-quantization), plus the KV cache at 4K / 32K / 128K tokens (transformers' bf16 cache;
-for GLM-4.7-Flash also llama.cpp's f16 MLA latent, its GGUF's layout), plus the stated
-overhead (5% of the weights and 512 MiB of CUDA context). The GLM-4.5/4.6 MTP layer is
-not counted (transformers does not load it).
+computes it before a load, on a GPU: weights in bf16, in bitsandbytes NF4 (transformers
+5.x leaves MoE experts in bf16: they are 3D parameters, not ``nn.Linear``) and as a
+uniform Q4_K GGUF on llama.cpp (an estimate: 4.5 bits per weight for every tensor);
+plus the KV cache at 4K / 32K / 128K tokens (bf16 for transformers, f16 for llama.cpp;
+GLM-4.7-Flash's MLA caches its latent); plus the stated overhead (5% of the weights and
+512 MiB of CUDA context). ``n/a``: past the model's trained context. The GLM-4.5/4.6
+MTP layer is not counted (transformers does not load it).
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from glmdesk.engine.forecast import GIB, forecast
 from glmdesk.engine.forecast_shape import shape_from_config
@@ -82,48 +86,62 @@ MODELS = {
 CONTEXTS = (4096, 32768, 131072)
 
 
+#: Bits per weight of a uniform Q4_K GGUF (ggml's ``block_q4_K``: 144 bytes per 256 weights).
+Q4_K_BITS = 4.5
+
+
+def _cells(shape, engine: str, quantization: str, trained: int) -> list[str]:
+    """Weights, then the total at each context (``n/a`` past the trained context), in GiB."""
+    first = forecast(
+        shape, engine=engine, quantization=quantization, precision="bf16", on_gpu=True, context=0
+    )
+    cells = [f"{first.weights / GIB:.1f}"]
+    for context in CONTEXTS:
+        if context > trained:
+            cells.append("n/a")
+            continue
+        f = forecast(
+            shape, engine=engine, quantization=quantization, precision="bf16", on_gpu=True, context=context
+        )
+        cells.append(f"{f.total / GIB:.1f}")
+    if engine == "llamacpp" and shape.is_moe:  # the GPU's share with the experts in RAM, at 4K
+        f = forecast(shape, engine=engine, on_gpu=True, context=CONTEXTS[0], experts_in_ram=True)
+        cells.append(f"{f.gpu / GIB:.1f} + {f.ram / GIB:.1f} in RAM")
+    else:
+        cells.append("")
+    return cells
+
+
 def rows() -> list[list[str]]:
-    """The table's rows: model, parameters (counted / the card's), then per precision
+    """The table's rows: model, parameters (counted, and the card's), how it is run,
     the weights and the total at each context, in GiB."""
     out = []
     for name, (config, _source, card) in MODELS.items():
         shape = shape_from_config(config, name)
-        for label, quantization, precision in (("bf16", "none", "bf16"), ("4-bit NF4", "4bit", "bf16")):
-            cells = [name, f"{shape.params / 1e9:.1f}B ({card}B)", label]
-            first = forecast(
-                shape, engine="transformers", quantization=quantization, precision=precision, on_gpu=True
-            )
-            cells.append(f"{first.weights / GIB:.1f}")
-            for context in CONTEXTS:
-                f = forecast(
-                    shape,
-                    engine="transformers",
-                    quantization=quantization,
-                    precision=precision,
-                    on_gpu=True,
-                    context=context,
-                )
-                cells.append(f"{f.total / GIB:.1f}")
-            out.append(cells)
-        if shape.kv_lora_rank:  # MLA: llama.cpp's latent cache is much smaller
-            for context in CONTEXTS:
-                f = forecast(shape, engine="llamacpp", on_gpu=True, context=context)
-                out[-1].append(f"{f.kv / GIB:.2f}")
+        trained = shape.context_length
+        q4k = replace(
+            shape,
+            gguf_bytes=int(shape.params * Q4_K_BITS / 8),
+            gguf_expert_bytes=int(shape.expert_params * Q4_K_BITS / 8),
+        )
+        for label, engine, quantization, s in (
+            ("bf16, transformers", "transformers", "none", shape),
+            ("NF4, transformers", "transformers", "4bit", shape),
+            ("Q4_K GGUF, llama.cpp", "llamacpp", "none", q4k),
+        ):
+            params = f"{shape.params / 1e9:.1f}B ({card}B)"
+            out.append([name, params, label, *_cells(s, engine, quantization, trained)])
     return out
 
 
 def main() -> None:
     head = ["model", "params (card)", "weights as", "weights GiB", "total 4K", "total 32K", "total 128K"]
+    head.append("GPU 4K, experts in RAM")
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
-    extra = []
     for cells in rows():
-        print("| " + " | ".join(cells[:7]) + " |")
-        if len(cells) > 7:
-            extra.append((cells[0], cells[7:]))
+        print("| " + " | ".join(cells) + " |")
     print()
-    for name, ctx in extra:
-        print(f"{name}, llama.cpp's MLA latent KV cache (f16) at 4K / 32K / 128K: {' / '.join(ctx)} GiB")
     for name, (_c, source, _card) in MODELS.items():
         print(f"- {name}: {source}")
 

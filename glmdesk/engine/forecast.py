@@ -30,9 +30,10 @@ KV cache for ``context`` tokens, per token:
   bytes`` (DeepSeek-V2, Liu et al. 2024, §2.1.2); both transformers 5.24 and llama.cpp
   cache that latent (measured in ``tests/engine/test_forecast.py``).
 
-Overhead (stated, not measured per model): 5% of the weights (allocator slack,
-activations, llama.cpp's compute buffer) plus, on a GPU, 512 MiB for the CUDA context
-and cuBLAS workspace.
+Overhead (stated, not measured per model): 5% of the weights on the device that
+computes (allocator slack, activations, llama.cpp's compute buffer; with the experts in
+RAM, of the GPU's share) plus, on a GPU, 512 MiB for the CUDA context and cuBLAS
+workspace.
 """
 
 from __future__ import annotations
@@ -191,8 +192,9 @@ def forecast(
     if kv_element_bytes is None:
         kv_element_bytes = 2 if engine == "llamacpp" else precision_bytes(precision, on_gpu)
     kv = int(kv_bytes_per_token(shape, engine, kv_element_bytes) * max(0, context))
-    overhead = int(OVERHEAD_FRACTION * weights) + (GPU_CONTEXT_BYTES if on_gpu else 0)
     offload = on_gpu and experts_in_ram and experts > 0
+    computed = weights - experts if offload else weights  # the device that computes keeps the slack
+    overhead = int(OVERHEAD_FRACTION * computed) + (GPU_CONTEXT_BYTES if on_gpu else 0)
     if not on_gpu:
         gpu, ram = 0, weights + kv + overhead
     elif offload:

@@ -737,7 +737,7 @@ Updated {when} · {model}</source>
     </message>
     <message>
         <source>For a mixture-of-experts model (GLM-4.5, GLM-4.7-Flash): keep the experts&apos; weights in system RAM and the rest on the GPU, so a model larger than the GPU&apos;s memory runs (slower than all on the GPU). Dense models ignore it.</source>
-        <translation>用于混合专家模型（GLM-4.5、GLM-4.7-Flash）：把专家权重放在系统内存，其余放在 GPU 上，这样比显存更大的模型也能运行（比全部放在 GPU 上慢）。稠密模型会忽略此项。</translation>
+        <translation>用于混合专家模型：把专家权重放在系统内存，其余放在 GPU 上，这样比显存更大的模型也能运行（比全部放在 GPU 上慢）。稠密模型会忽略此项。</translation>
     </message>
     <message>
         <source>Layers llama.cpp keeps on the GPU: more layers decode faster and take more GPU memory.</source>

@@ -144,7 +144,9 @@ def test_plan_refuses_on_numbers_and_offloads_experts_first(folders):
     # A GPU smaller than the whole model: the experts are planned in RAM.
     small = Budget(roomy.gpu - 1, 64 << 30)
     moved = plan_load(settings, "transformers", True, small)
-    assert moved.experts_in_ram and moved.gpu == roomy.gpu - moved.experts and moved.ram == moved.experts
+    assert moved.experts_in_ram and moved.ram == moved.experts > 0
+    # The GPU keeps the rest, with the overhead of what it computes (5% of its share).
+    assert abs(moved.gpu - (roomy.gpu - 1.05 * moved.experts)) <= 2
     tiny = Budget(1 << 20, 64 << 30)
     where, need, have = plan_load(settings, "transformers", True, tiny).shortfall(tiny)
     assert (where, have) == ("gpu", 1 << 20) and need > have
