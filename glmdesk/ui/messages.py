@@ -347,6 +347,10 @@ def note_sentence(note: ErrorInfo) -> str:
             "LoadNotes",
             "This model has no experts (it is not a mixture of experts); experts in RAM does nothing.",
         )
+    if note.kind == "experts_in_ram_cpu":
+        return QCoreApplication.translate(
+            "LoadNotes", "The model runs on the CPU, so its experts are in system RAM already."
+        )
     if note.kind == "experts_offloaded":
         return QCoreApplication.translate(
             "LoadNotes",

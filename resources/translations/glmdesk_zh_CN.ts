@@ -842,6 +842,10 @@ Updated {when} · {model}</source>
         <translation>此模型没有专家（不是混合专家模型），“专家放在系统内存”不起作用。</translation>
     </message>
     <message>
+        <source>The model runs on the CPU, so its experts are in system RAM already.</source>
+        <translation>模型在 CPU 上运行，其专家权重本来就在系统内存中。</translation>
+    </message>
+    <message>
         <source>The model does not fit the GPU&apos;s free memory: {mib} MiB of its experts are kept in system RAM (accelerate&apos;s device map), which is slower.</source>
         <translation>模型超出 GPU 的空闲显存：其 {mib} MiB 的专家权重保留在系统内存中（accelerate 的设备映射），速度较慢。</translation>
     </message>

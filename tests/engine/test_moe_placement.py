@@ -30,7 +30,13 @@ def glm45(tmp_path_factory):
 
 
 @pytest.mark.parametrize("on", [True, False])
-def test_llamacpp_keeps_the_experts_in_ram_when_asked(moe_gguf, on):
+def test_llamacpp_keeps_the_experts_in_ram_when_asked(moe_gguf, monkeypatch, on):
+    """The load path of a GPU build: this CPU build is told it can offload, so
+    llama.cpp runs the load with every layer "offloaded" and glmdesk's override list;
+    llama.cpp's own log then names each expert tensor it kept in the CPU buffer."""
+    import llama_cpp
+
+    monkeypatch.setattr(llama_cpp, "llama_supports_gpu_offload", lambda: True)
     backend = LlamaCppBackend()
     info = backend.load(LoadSettings(model=str(moe_gguf), engine="llamacpp", experts_in_ram=on))
     try:
@@ -39,11 +45,23 @@ def test_llamacpp_keeps_the_experts_in_ram_when_asked(moe_gguf, on):
         notes = {n.kind: n for n in info.notes}
         assert ("experts_in_ram" in notes) is on
         if on:
-            assert notes["experts_in_ram"].params["tensors"] == 3
+            assert notes["experts_in_ram"].params["tensors"] == 3 and info.offloaded_mib > 0
         params = ParamsBox(SamplingParams(temperature=0.0, max_new_tokens=4))
         final = list(backend.stream([ChatMessage("user", "hello")], params, CacheSettings()))[-1]
         # The random weights may end at once; the prompt ran through the experts either way.
         assert final.error is None and final.finish_reason in ("stop", "length") and final.prompt_tokens > 0
+    finally:
+        backend.close()
+
+
+def test_experts_in_ram_on_the_cpu_changes_nothing(moe_gguf):
+    backend = LlamaCppBackend()
+    info = backend.load(
+        LoadSettings(model=str(moe_gguf), engine="llamacpp", device="cpu", experts_in_ram=True)
+    )
+    try:
+        assert backend.model.experts_in_ram == () and info.offloaded_mib == 0
+        assert "experts_in_ram_cpu" in {n.kind for n in info.notes}
     finally:
         backend.close()
 

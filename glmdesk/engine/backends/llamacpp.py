@@ -258,7 +258,7 @@ def _load_model(lib, path: str, settings: LoadSettings, report, cancel: threadin
     params.n_gpu_layers = (own.n_gpu_layers if own.n_gpu_layers >= 0 else 1 << 30) if on_gpu else 0
     params.load_mode = lib.LLAMA_LOAD_MODE_MMAP if own.use_mmap else lib.LLAMA_LOAD_MODE_NONE
     overrides = None
-    if own.experts_in_ram and expert_count(header):
+    if own.experts_in_ram and on_gpu and expert_count(header):  # on the CPU all is in RAM already
         overrides = expert_overrides(lib)  # alive until the load returns
         params.tensor_buft_overrides = ctypes.addressof(overrides)
 
@@ -397,6 +397,9 @@ def _expert_notes(
     if not expert_count(header):
         message = "This model has no experts (it is not a mixture of experts); experts in RAM does nothing."
         return (ErrorInfo("experts_in_ram_dense", message),)
+    if not in_ram:
+        message = "The model runs on the CPU, so its experts are in system RAM already."
+        return (ErrorInfo("experts_in_ram_cpu", message),)
     mib = header.expert_bytes / 2**20
     message = f"{len(in_ram)} expert tensors ({mib:.0f} MiB) are kept in system RAM."
     return (ErrorInfo("experts_in_ram", message, {"tensors": len(in_ram), "mib": round(mib)}),)

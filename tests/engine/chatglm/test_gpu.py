@@ -147,3 +147,20 @@ def test_moe_folder_too_large_for_the_gpu_keeps_its_experts_in_ram(monkeypatch, 
     ids, final = answer(backend)
     assert final.cache.kv_bytes > 0
     backend.close()
+
+
+def test_llamacpp_gpu_build_keeps_moe_experts_in_ram(tmp_path):
+    """On a CUDA build of llama.cpp: the experts of a MoE GGUF stay in the CPU buffer
+    while the layers go to the GPU, and the model answers."""
+    llama_cpp = pytest.importorskip("llama_cpp")
+    if not llama_cpp.llama_supports_gpu_offload():
+        pytest.skip("this llama-cpp-python build has no GPU offload")
+    from tests.helpers.moe_gguf import write_moe_gguf
+
+    path = write_moe_gguf(tmp_path / "tiny-moe.gguf")
+    backend = load(LoadSettings(model=str(path), engine="llamacpp", experts_in_ram=True))
+    assert backend.info.device == "cuda:0" and len(backend.model.experts_in_ram) == 3
+    assert backend.info.offloaded_mib > 0
+    _, final = answer(backend, question="hello")
+    assert final.prompt_tokens > 0
+    backend.close()
