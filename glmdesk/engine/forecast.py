@@ -12,7 +12,7 @@ at the bytes the chosen precision and quantization give it:
   both leave embeddings, norms and the output head at the compute precision;
 - glmdesk's weight-only schemes (:mod:`glmdesk.engine.weight_only`): int8 1 byte,
   int4 0.5 byte + a bf16 scale and zero per group of 32 = 0.625 bytes; the output
-  head in int8 under both;
+  head in int8 under both, a tied head as an int8 copy beside the float embedding;
 - routed experts stay at the compute precision under every transformers
   quantization: transformers 5.x holds a MoE layer's experts as 3D parameters
   (``Glm4MoeExperts.gate_up_proj``), and both bitsandbytes'
@@ -75,6 +75,8 @@ def weights_bytes(shape: ModelShape, quantization: str, precision: str, on_gpu: 
     quantized = shape.linear_params - shape.expert_params  # experts are not nn.Linear
     experts = shape.expert_params * element
     total = quantized * linear + experts + shape.head_params * head + shape.other_params * element
+    if quantization in ("int8-wo", "int4-wo"):
+        total += shape.tied_head_params  # the int8 copy of a tied head
     return int(total), int(experts)
 
 

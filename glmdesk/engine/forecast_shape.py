@@ -42,6 +42,8 @@ class ModelShape:
         layers: Decoder layers.
         kv_heads: Key/value heads (GQA); for MLA the attention heads.
         head_dim: Key and value head size (GQA), in elements.
+        tied_head_params: The output head's size when it is tied to the input embedding
+            (``vocab x hidden``; counted once in ``params``), else 0.
         kv_lora_rank: MLA's compressed key/value size, in elements (0: GQA).
         qk_rope_head_dim: MLA's rotary key part, in elements.
         context_length: The trained context, in tokens.
@@ -57,6 +59,7 @@ class ModelShape:
     layers: int
     kv_heads: int
     head_dim: int
+    tied_head_params: int = 0
     kv_lora_rank: int = 0
     qk_rope_head_dim: int = 0
     context_length: int = 0
@@ -133,6 +136,7 @@ def shape_from_config(config: dict, name: str = "") -> ModelShape:
         head_params=head,
         expert_params=expert,
         layers=layers,
+        tied_head_params=vocab * hidden if tied else 0,
         kv_heads=heads if mla else (c.get("num_key_value_heads") or heads),
         head_dim=head_dim,
         kv_lora_rank=mla,

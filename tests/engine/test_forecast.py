@@ -81,6 +81,19 @@ def test_forecast_matches_the_embedded_model(embedded, embedded_folder):
     assert f.kv <= final.cache.kv_bytes  # the answer's buffers hold at least as much
 
 
+@pytest.mark.parametrize("quantization", ["int8-wo", "int4-wo"])
+def test_forecast_matches_the_embedded_model_weight_only(embedded_folder, quantization):
+    """SmolLM2 ties its output head to the embedding: weight-only adds an int8 head."""
+    settings = LoadSettings(engine="transformers", device="cpu", quantization=quantization)
+    backend = create_backend(settings)
+    info = backend.load(settings)
+    try:
+        f = forecast(shape_from_folder(embedded_folder), engine="transformers", quantization=quantization)
+        assert _close(f.weights, info.footprint_mib * 2**20), (f.weights, info.footprint_mib * 2**20)
+    finally:
+        backend.close()
+
+
 def test_config_counts_equal_the_built_models(folders):
     """The counts from config.json alone (the README's table) equal the parameters
     transformers builds, for GLM-4-0414, GLM-4.5 and a GLM-4.7-Flash-shaped MLA model."""
