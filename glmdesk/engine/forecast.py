@@ -259,9 +259,23 @@ def plan_load(settings, engine: str, on_gpu: bool, budget: Budget, shape: ModelS
     if engine == "llamacpp" and settings.llamacpp.n_ctx:
         context = settings.llamacpp.n_ctx
     quantization = "none" if engine == "llamacpp" else settings.quantization
+    layers = settings.llamacpp.n_gpu_layers if engine == "llamacpp" else -1
+    on_gpu = on_gpu and layers != 0
     common = dict(engine=engine, quantization=quantization, precision=settings.precision, on_gpu=on_gpu)
     in_ram = engine == "llamacpp" and settings.llamacpp.experts_in_ram
     result = forecast(shape, context=context, experts_in_ram=in_ram, **common)
     if engine != "llamacpp" and on_gpu and shape.is_moe and result.shortfall(budget):
         result = forecast(shape, context=context, experts_in_ram=True, **common)
+    if on_gpu and 0 < layers < shape.layers:
+        result = _some_layers(result, layers / shape.layers)
     return result
+
+
+def _some_layers(f: Forecast, share: float) -> Forecast:
+    """llama.cpp with ``n_gpu_layers`` below the layer count: that share of the layers'
+    weights (less experts kept in RAM) and KV cache on the GPU, the rest in RAM."""
+    from dataclasses import replace
+
+    on_card = f.weights - (f.experts if f.experts_in_ram else 0)
+    gpu = int(on_card * share + f.kv * share) + f.overhead
+    return replace(f, gpu=gpu, ram=f.weights + f.kv + f.overhead - gpu)

@@ -165,3 +165,20 @@ def test_plan_refuses_on_numbers_and_offloads_experts_first(folders):
     assert (where, have) == ("gpu", 1 << 20) and need > have
     cpu = plan_load(settings, "transformers", False, Budget(None, 1 << 20))
     assert cpu.shortfall(Budget(None, 1 << 20))[0] == "ram"
+
+
+def test_llamacpp_gpu_layers_split_the_forecast(tmp_path):
+    """llama.cpp's context is what it allocates (n_ctx); GPU layers below the count put
+    that share on the card; 0 layers is a CPU load."""
+    path = write_moe_gguf(tmp_path / "tiny-moe.gguf")
+    budget = Budget(80 << 30, 64 << 30)
+
+    def plan(**options):
+        return plan_load(
+            LoadSettings(model=str(path), engine="llamacpp", **options), "llamacpp", True, budget
+        )
+
+    whole, half, none = plan(n_ctx=4096), plan(n_ctx=4096, n_gpu_layers=1), plan(n_gpu_layers=0)
+    assert whole.context == 4096 and whole.ram == 0 and none.context == 512  # the file's own context
+    assert half.gpu < whole.gpu and half.gpu + half.ram == whole.gpu
+    assert not none.on_gpu and none.gpu == 0
