@@ -1,5 +1,5 @@
-""" "Will it fit": the memory a load will take, forecast before loading, against the
-GPU's free memory and the RAM available. Plain Python (no torch, no Qt).
+"""The "Will it fit" forecast: the memory a load will take, before loading, against
+the GPU's free memory and the RAM available. Plain Python (no torch, no Qt).
 
 Weights: each kind of parameter (:class:`~glmdesk.engine.forecast_shape.ModelShape`)
 at the bytes the chosen precision and quantization give it:
