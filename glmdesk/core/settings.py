@@ -133,6 +133,8 @@ class LlamaCppOptions:
             count as file cache, shared between processes).
         n_gpu_layers: On a CUDA build: layers offloaded to the GPU; -1 is all, 0 none
             (the CPU device always uses 0).
+        experts_in_ram: For a mixture-of-experts GGUF: keep the routed experts' tensors
+            in system RAM while the rest goes to the GPU (llama.cpp's ``--cpu-moe``).
 
     Raises:
         ValueError: for a size out of range.
@@ -142,6 +144,7 @@ class LlamaCppOptions:
     n_batch: int = 512
     use_mmap: bool = True
     n_gpu_layers: int = -1
+    experts_in_ram: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.n_ctx, int) or not (self.n_ctx == 0 or 256 <= self.n_ctx <= 1 << 21):
@@ -248,6 +251,7 @@ class LoadSettings:
     n_batch = _Alias("llamacpp")
     use_mmap = _Alias("llamacpp")
     n_gpu_layers = _Alias("llamacpp")
+    experts_in_ram = _Alias("llamacpp")
     remote_url = _Alias("remote", "url")
     remote_model = _Alias("remote", "model")
     remote_api_key = _Alias("remote", "api_key")

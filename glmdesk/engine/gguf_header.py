@@ -61,6 +61,10 @@ class GGUFHeader:
         n_tensors: Number of tensors.
         data_bytes: Bytes the file must have to hold every tensor, in bytes.
         file_bytes: The file's size, in bytes.
+        tensor_bytes: Bytes of all tensors' data (what llama.cpp loads), in bytes.
+        expert_bytes: Bytes of the routed experts' tensors (names with ``_exps.``:
+            ``ffn_up_exps``, ``ffn_gate_exps``, ``ffn_down_exps``), in bytes.
+        tensor_elements: Elements of all tensors (the parameter count).
     """
 
     path: str
@@ -71,6 +75,9 @@ class GGUFHeader:
     n_tensors: int = 0
     data_bytes: int = 0
     file_bytes: int = 0
+    tensor_bytes: int = 0
+    expert_bytes: int = 0
+    tensor_elements: int = 0
 
     def get(self, key: str, default=None):
         """A metadata value, ``{arch}`` in ``key`` replaced by the architecture."""
@@ -223,9 +230,9 @@ def _read_rest(s: _Stream, path: Path, size: int, keep: set[str], gguf) -> GGUFH
         key = s.string()
         metadata[key] = s.value(s.unpack("<I"), key in keep)
     types: set[str] = set()
-    end = 0
+    end = tensor_bytes = expert_bytes = elements = 0
     for _ in range(n_tensors):
-        s.string()  # tensor name
+        name = s.string()
         dims = [s.unpack("<Q") for _ in range(s.unpack("<I"))]
         code, offset = s.unpack("<I"), s.unpack("<Q")
         try:
@@ -238,7 +245,11 @@ def _read_rest(s: _Stream, path: Path, size: int, keep: set[str], gguf) -> GGUFH
         count = 1
         for d in dims:
             count *= d
-        end = max(end, offset + count // block * type_bytes)
+        nbytes = count // block * type_bytes
+        end = max(end, offset + nbytes)
+        tensor_bytes += nbytes
+        elements += count
+        expert_bytes += nbytes if "_exps." in name else 0
     alignment = metadata.get("general.alignment", gguf.GGUF_DEFAULT_ALIGNMENT)
     alignment = alignment if isinstance(alignment, int) and alignment > 0 else gguf.GGUF_DEFAULT_ALIGNMENT
     here = s.fh.tell()
@@ -252,6 +263,9 @@ def _read_rest(s: _Stream, path: Path, size: int, keep: set[str], gguf) -> GGUFH
         n_tensors=n_tensors,
         data_bytes=data_start + end,
         file_bytes=size,
+        tensor_bytes=tensor_bytes,
+        expert_bytes=expert_bytes,
+        tensor_elements=elements,
     )
     if header.data_bytes > size:
         raise corrupt_weights(

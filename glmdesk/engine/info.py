@@ -46,6 +46,8 @@ class ModelInfo:
         compiled_decode: Whether that step runs compiled
             (:mod:`glmdesk.engine.compiled_step`).
         engine: The backend that runs it: ``transformers``, ``llamacpp`` or ``remote``.
+        offloaded_mib: Weights of a model on the GPU kept in system RAM instead (a
+            mixture of experts' experts), in MiB; 0 when all are on ``device``.
         notes: Choices made for the user (e.g. fp16 -> fp32 on CPU), as kinds
             (``fp16_on_cpu``, ``bnb_on_cpu``, ``compile_unavailable``) with an English
             ``message``.
@@ -67,6 +69,7 @@ class ModelInfo:
     compiled_decode: bool = False
     engine: str = "transformers"
     notes: tuple[ErrorInfo, ...] = ()
+    offloaded_mib: float = 0.0
 
     def describe(self) -> str:
         """One line for a terminal or the status bar."""
@@ -77,9 +80,10 @@ class ModelInfo:
             ", compiled decode" if self.compiled_decode else ", fused decode" if self.fused_decode else ""
         )
         name = f"{self.name} (embedded)" if self.source_kind == "embedded" else self.name
+        ram = f" ({self.offloaded_mib:.0f} MiB of it in RAM)" if self.offloaded_mib else ""
         return (
             f"{name} [{self.family}] on {self.device}, {self.dtype}{quant}, "
-            f"{self.footprint_mib:.0f} MiB, context {self.context_length} tokens, {self.threads} thread{'s' if self.threads != 1 else ''}"
+            f"{self.footprint_mib:.0f} MiB{ram}, context {self.context_length} tokens, {self.threads} thread{'s' if self.threads != 1 else ''}"
         )
 
 

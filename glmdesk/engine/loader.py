@@ -161,7 +161,9 @@ def load_model(
     notes += placement.check_quantization(settings, device)
     ready = model_source.prepare_source(settings, report, cancel)
     report("loading")
-    model, tokenizer = placement.place(ready, settings, device, placement.DTYPES[precision])
+    model, tokenizer, plan = placement.place(ready, settings, device, placement.DTYPES[precision])
+    if plan is not None:
+        notes.append(placement.offload_note(plan))
     fast = acceleration.accelerate(model, settings, report)
     report("preparing")
     vision = is_vision_config(model.config)
@@ -187,6 +189,7 @@ def load_model(
         fused_decode=fast.fused,
         compiled_decode=fast.compiled,
         notes=tuple(notes) + fast.notes,
+        offloaded_mib=plan.cpu_bytes / 2**20 if plan is not None else 0.0,
     )
     report("ready", 1, 1)
     # threads 0: adapt the count to measured decode steps (a busy core slows a fixed count).

@@ -99,17 +99,68 @@ def check_quantization(settings: LoadSettings, device: str) -> list[ErrorInfo]:
     ]
 
 
-def _quantization_config(quantization: str, dtype: torch.dtype):
+def _quantization_config(quantization: str, dtype: torch.dtype, offload: bool = False):
+    """bitsandbytes' config; ``offload``: modules mapped to the CPU stay in fp32 there
+    (``llm_int8_enable_fp32_cpu_offload``, which both 8-bit and 4-bit read)."""
     from transformers import BitsAndBytesConfig
 
     if quantization == "8bit":
-        return BitsAndBytesConfig(load_in_8bit=True)
+        return BitsAndBytesConfig(load_in_8bit=True, llm_int8_enable_fp32_cpu_offload=offload)
     return BitsAndBytesConfig(
         load_in_4bit=True,
         bnb_4bit_quant_type="nf4",
         bnb_4bit_use_double_quant=True,
         bnb_4bit_compute_dtype=dtype,
+        llm_int8_enable_fp32_cpu_offload=offload,
     )
+
+
+def moe_offload_plan(folder: Path, settings: LoadSettings, gpu_free: int, dtype: torch.dtype, gpu: int = 0):
+    """For a mixture-of-experts folder whose forecast (:mod:`glmdesk.engine.forecast`)
+    does not fit ``gpu_free`` bytes: a :class:`~glmdesk.engine.moe_placement.DevicePlan`
+    keeping routed experts in RAM first; ``None`` when it fits, for a dense model, or
+    when the folder cannot be sized (``from_pretrained`` then says what is wrong).
+
+    The weights' GPU budget is ``gpu_free`` less the forecast's KV cache (the model's
+    context, at most :data:`~glmdesk.core.settings.LLAMA_DEFAULT_N_CTX` tokens) and
+    overhead.
+    """
+    from glmdesk.core.settings import LLAMA_DEFAULT_N_CTX
+    from glmdesk.engine import moe_placement
+    from glmdesk.engine.forecast import forecast
+    from glmdesk.engine.forecast_shape import shape_from_folder
+
+    try:
+        shape = shape_from_folder(folder)
+    except (OSError, ValueError, KeyError):
+        return None
+    if not shape.is_moe:
+        return None
+    context = min(shape.context_length or LLAMA_DEFAULT_N_CTX, LLAMA_DEFAULT_N_CTX)
+    precision = {torch.bfloat16: "bf16", torch.float16: "fp16"}.get(dtype, "fp32")
+    plan = forecast(
+        shape,
+        engine="transformers",
+        quantization=settings.quantization,
+        precision=precision,
+        on_gpu=True,
+        context=context,
+    )
+    if plan.gpu <= gpu_free:
+        return None
+    from transformers import AutoConfig
+
+    config = AutoConfig.from_pretrained(folder, trust_remote_code=settings.trust_remote_code)
+    model = moe_placement.meta_model(config, _auto_model_class(folder, settings.trust_remote_code))
+    element = torch.empty((), dtype=dtype).element_size()
+    scale = plan.weights / max(1, shape.params * element)
+    return moe_placement.expert_first_plan(model, gpu_free - plan.kv - plan.overhead, dtype, scale, gpu)
+
+
+def _gpu_free(device: str) -> int:
+    """Free bytes on a CUDA device now (``torch.cuda.mem_get_info``)."""
+    index = int(device.split(":", 1)[1]) if ":" in device else 0
+    return int(torch.cuda.mem_get_info(index)[0])
 
 
 _prebuilt: dict[tuple[str, bool], tuple[tuple, object]] = {}
@@ -171,10 +222,12 @@ def _take_prebuilt(folder: Path | str, trust_remote_code: bool):
 
 
 def place(ready: ReadySource, settings: LoadSettings, device: str, dtype: torch.dtype) -> tuple:
-    """Load the weights onto ``device`` in ``dtype`` (or bitsandbytes' quantization).
+    """Load the weights onto ``device`` in ``dtype`` (or bitsandbytes' quantization); a
+    mixture-of-experts folder too large for the GPU's free memory gets the device map
+    of :func:`moe_offload_plan` (experts in RAM first).
 
     Returns:
-        ``(model in eval mode, tokenizer)``.
+        ``(model in eval mode, tokenizer, DevicePlan or None)``.
 
     Raises:
         GlmdeskError: ``out_of_memory``, ``offline``, ``remote_code_required`` or
@@ -183,10 +236,15 @@ def place(ready: ReadySource, settings: LoadSettings, device: str, dtype: torch.
     from transformers import AutoTokenizer
 
     kwargs: dict = {"dtype": dtype, "trust_remote_code": settings.trust_remote_code}
-    if settings.quantization in BNB_QUANTIZATIONS:
-        kwargs["quantization_config"] = _quantization_config(settings.quantization, dtype)
-        kwargs["device_map"] = {"": device}
     folder, tokenizer = ready.folder, ready.tokenizer
+    plan = None
+    if device.startswith("cuda") and isinstance(folder, Path):
+        plan = moe_offload_plan(folder, settings, _gpu_free(device), dtype, torch.device(device).index or 0)
+    if settings.quantization in BNB_QUANTIZATIONS:
+        kwargs["quantization_config"] = _quantization_config(settings.quantization, dtype, plan is not None)
+        kwargs["device_map"] = {"": device}
+    if plan is not None:
+        kwargs["device_map"] = plan.device_map
     try:
         if tokenizer is None:
             tokenizer = _take_prebuilt(folder, settings.trust_remote_code)
@@ -195,10 +253,10 @@ def place(ready: ReadySource, settings: LoadSettings, device: str, dtype: torch.
         model = _auto_model_class(folder, settings.trust_remote_code).from_pretrained(folder, **kwargs)
     except Exception as exc:
         raise _placement_error(exc, ready, device) from exc
-    if settings.quantization not in BNB_QUANTIZATIONS:
+    if settings.quantization not in BNB_QUANTIZATIONS and plan is None:
         model.to(device)
     model.eval()
-    return model, tokenizer
+    return model, tokenizer, plan
 
 
 def _auto_model_class(folder: Path | str, trust_remote_code: bool):
@@ -252,3 +310,15 @@ def _placement_error(exc: Exception, ready: ReadySource, device: str) -> Glmdesk
         )
     # transformers raises many types for broken folders
     return GlmdeskError("load_failed", f"The model could not be loaded: {text}", detail=text)
+
+
+def offload_note(plan) -> ErrorInfo:
+    """The load note for a :class:`~glmdesk.engine.moe_placement.DevicePlan` with
+    weights in RAM (kind ``experts_offloaded``, params ``mib``)."""
+    mib = round(plan.cpu_bytes / 2**20)
+    return ErrorInfo(
+        "experts_offloaded",
+        f"The model does not fit the GPU's free memory: {mib} MiB of its experts are kept in system "
+        "RAM (accelerate's device map), which is slower.",
+        {"mib": mib},
+    )

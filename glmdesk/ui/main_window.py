@@ -18,6 +18,7 @@ from glmdesk.core.messages import ChatMessage
 from glmdesk.core.parts import reasoning_of
 from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
 from glmdesk.engine.families import sampling_defaults
+from glmdesk.engine.forecast import read_budget
 from glmdesk.engine.memory import MIB, MemoryProbe
 from glmdesk.ui.answer_notes import AnswerNotes
 from glmdesk.ui.branch_actions import BranchActions
@@ -225,7 +226,13 @@ class MainWindow(QMainWindow):
     def open_model_dialog(self) -> None:
         """Ask for a model and load it."""
         current = self.load_settings or self.store.last_model()
-        dialog = OpenModelDialog(current, self.availability, self, self.store.recent_models())
+        dialog = OpenModelDialog(
+            current,
+            self.availability,
+            self,
+            self.store.recent_models(),
+            fit_budget=lambda: read_budget(self.gauge.probe),  # the gauge's NVML handle
+        )
         if dialog.exec() == OpenModelDialog.DialogCode.Accepted:
             self.load_model(dialog.load_settings())
 
@@ -252,7 +259,9 @@ class MainWindow(QMainWindow):
         if self.session.loaded_settings is not None:
             self.store.save_last_model(self.session.loaded_settings)
         self.status.show_model(info)
-        self.gauge.set_weights_bytes(int(info.footprint_mib * MIB))
+        # On a GPU the gauge reads the card: weights kept in RAM (a MoE's experts) are not there.
+        on_gpu = info.device.startswith("cuda")
+        self.gauge.set_weights_bytes(int((info.footprint_mib - (info.offloaded_mib if on_gpu else 0)) * MIB))
         self.gauge.show_capabilities(self.session.capabilities, info.device)
         no_vision = ErrorInfo("vision_unavailable", "", {"model": info.name, "engine": info.engine})
         caps = self.session.capabilities

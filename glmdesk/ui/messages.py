@@ -338,6 +338,25 @@ def note_sentence(note: ErrorInfo) -> str:
             "llama.cpp is not installed yet, so transformers runs this {file_type} file with {quantization} "
             "weights (the file's own groups and grid).",
         ).format(file_type=note.params.get("file_type", ""), quantization=note.params.get("quantization", ""))
+    if note.kind == "experts_in_ram":
+        return QCoreApplication.translate(
+            "LoadNotes", "{tensors} expert tensors ({mib} MiB) are kept in system RAM."
+        ).format(tensors=note.params.get("tensors", 0), mib=note.params.get("mib", 0))
+    if note.kind == "experts_in_ram_dense":
+        return QCoreApplication.translate(
+            "LoadNotes",
+            "This model has no experts (it is not a mixture of experts); experts in RAM does nothing.",
+        )
+    if note.kind == "experts_in_ram_cpu":
+        return QCoreApplication.translate(
+            "LoadNotes", "The model runs on the CPU, so its experts are in system RAM already."
+        )
+    if note.kind == "experts_offloaded":
+        return QCoreApplication.translate(
+            "LoadNotes",
+            "The model does not fit the GPU's free memory: {mib} MiB of its experts are kept in system "
+            "RAM (accelerate's device map), which is slower.",
+        ).format(mib=note.params.get("mib", 0))
     if note.kind == "compile_unavailable":
         return QCoreApplication.translate(
             "LoadNotes", "The decode step was not compiled ({reason}); tokens are decoded without it."

@@ -38,6 +38,7 @@ from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.settings import CPU_ONLY_QUANTIZATIONS, DEVICES, PRECISIONS, QUANTIZATIONS, LoadSettings
 from glmdesk.engine.backends import BACKENDS
 from glmdesk.ui.engine_choice import EngineChoiceMixin
+from glmdesk.ui.fit_forecast import FitForecast
 from glmdesk.ui.messages import option_reason
 from glmdesk.ui.recent_models import recent_label
 from glmdesk.ui.remote_server_box import RemoteServerBox
@@ -53,6 +54,8 @@ class OpenModelDialog(EngineChoiceMixin, QDialog):
         parent: Parent widget.
         recent: Models loaded lately, newest first (``None``: the embedded model),
             offered in a "Recent" list that fills in the model.
+        fit_budget: Reads the memory a load may use, for the "Will it fit" forecast
+            (:class:`~glmdesk.ui.fit_forecast.FitForecast`; default: NVML and psutil).
     """
 
     def __init__(
@@ -61,6 +64,7 @@ class OpenModelDialog(EngineChoiceMixin, QDialog):
         availability: dict[str, ErrorInfo | None] | None = None,
         parent: QWidget | None = None,
         recent: list[str | None] | None = None,
+        fit_budget=None,
     ) -> None:
         super().__init__(parent)
         self.setObjectName("open_model_dialog")
@@ -74,8 +78,10 @@ class OpenModelDialog(EngineChoiceMixin, QDialog):
         self._build_engine_choice(current)
         self._build_trust(current)
         self._build_recent(recent)
+        self.fit_forecast = FitForecast(fit_budget)
         buttons = self._lay_out(row, bool(recent), current)
         self._connect_updates(buttons, current)
+        self.fit_forecast.attach(self)
 
     def _build_model_row(self, current: LoadSettings) -> QHBoxLayout:
         """The model: its line edit and the Folder, .gguf file and Embedded buttons."""
@@ -232,6 +238,7 @@ class OpenModelDialog(EngineChoiceMixin, QDialog):
         )
         applies.setWordWrap(True)
         layout.addWidget(applies)
+        layout.addWidget(self.fit_forecast)
         layout.addWidget(buttons)
         return buttons
 
@@ -406,11 +413,15 @@ class OpenModelDialog(EngineChoiceMixin, QDialog):
         )
 
     def accept(self) -> None:
-        """Close with the choices, unless the server URL is malformed (said in the box)."""
+        """Close with the choices, unless the server URL is malformed (said in the box) or
+        the load cannot fit (the forecast says so, with the numbers)."""
         try:
             self.load_settings()
         except ValueError as exc:
             self.remote_box.status_label.setText(str(exc))
+            return
+        self.fit_forecast.refresh()
+        if self.fit_forecast.refusal():
             return
         super().accept()
 

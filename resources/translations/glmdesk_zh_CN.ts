@@ -449,6 +449,45 @@ Updated {when} · {model}</source>
     </message>
 </context>
 <context>
+    <name>FitForecast</name>
+    <message>
+        <source>weights {weights} + KV cache {kv} ({tokens} tokens) + overhead {overhead}</source>
+        <translation>权重 {weights} + KV 缓存 {kv}（{tokens} 个 token）+ 额外开销 {overhead}</translation>
+    </message>
+    <message>
+        <source>{gpu} on the GPU</source>
+        <translation>GPU 上 {gpu}</translation>
+    </message>
+    <message>
+        <source>, experts {ram} in system RAM</source>
+        <translation>，专家 {ram} 在系统内存中</translation>
+    </message>
+    <message>
+        <source>{ram} in system RAM</source>
+        <translation>系统内存中 {ram}</translation>
+    </message>
+    <message>
+        <source>Will it fit: {parts} = {where}; {have}.</source>
+        <translation>能否装下：{parts} = {where}；{have}。</translation>
+    </message>
+    <message>
+        <source>{ram} of RAM available</source>
+        <translation>可用内存 {ram}</translation>
+    </message>
+    <message>
+        <source>{gpu} free on the GPU, {ram}</source>
+        <translation>GPU 空闲显存 {gpu}，{ram}</translation>
+    </message>
+    <message>
+        <source>It cannot fit: the GPU needs about {need} but has {have} free. Choose 4-bit quantization, a shorter context, experts in system RAM (a mixture of experts on llama.cpp) or a smaller model.</source>
+        <translation>装不下：GPU 约需 {need}，但只有 {have} 空闲。请选择 4 位量化、更短的上下文、把专家放在系统内存（llama.cpp 上的混合专家模型）或更小的模型。</translation>
+    </message>
+    <message>
+        <source>It cannot fit: it needs about {need} of system RAM but {have} is available. Choose a quantization, a shorter context or a smaller model.</source>
+        <translation>装不下：约需 {need} 系统内存，但只有 {have} 可用。请选择量化、更短的上下文或更小的模型。</translation>
+    </message>
+</context>
+<context>
     <name>HistoryController</name>
     <message>
         <source>The chat history is saved again.</source>
@@ -693,6 +732,14 @@ Updated {when} · {model}</source>
         <translation>全部</translation>
     </message>
     <message>
+        <source>Experts in system RAM</source>
+        <translation>专家放在系统内存</translation>
+    </message>
+    <message>
+        <source>For a mixture-of-experts model (GLM-4.5, GLM-4.7-Flash): keep the experts&apos; weights in system RAM and the rest on the GPU, so a model larger than the GPU&apos;s memory runs (slower than all on the GPU). Dense models ignore it.</source>
+        <translation>用于混合专家模型：把专家权重放在系统内存，其余放在 GPU 上，这样比显存更大的模型也能运行（比全部放在 GPU 上慢）。稠密模型会忽略此项。</translation>
+    </message>
+    <message>
         <source>Layers llama.cpp keeps on the GPU: more layers decode faster and take more GPU memory.</source>
         <translation>llama.cpp 放在 GPU 上的层数：层数越多解码越快，占用的显存也越多。</translation>
     </message>
@@ -785,6 +832,22 @@ Updated {when} · {model}</source>
     <message>
         <source>llama.cpp is not installed yet, so transformers runs this {file_type} file with {quantization} weights (the file&apos;s own groups and grid).</source>
         <translation>尚未安装 llama.cpp，因此由 transformers 以 {quantization} 权重运行此 {file_type} 文件（与文件自身的分组和量化网格相同）。</translation>
+    </message>
+    <message>
+        <source>{tensors} expert tensors ({mib} MiB) are kept in system RAM.</source>
+        <translation>{tensors} 个专家张量（{mib} MiB）保留在系统内存中。</translation>
+    </message>
+    <message>
+        <source>This model has no experts (it is not a mixture of experts); experts in RAM does nothing.</source>
+        <translation>此模型没有专家（不是混合专家模型），“专家放在系统内存”不起作用。</translation>
+    </message>
+    <message>
+        <source>The model runs on the CPU, so its experts are in system RAM already.</source>
+        <translation>模型在 CPU 上运行，其专家权重本来就在系统内存中。</translation>
+    </message>
+    <message>
+        <source>The model does not fit the GPU&apos;s free memory: {mib} MiB of its experts are kept in system RAM (accelerate&apos;s device map), which is slower.</source>
+        <translation>模型超出 GPU 的空闲显存：其 {mib} MiB 的专家权重保留在系统内存中（accelerate 的设备映射），速度较慢。</translation>
     </message>
     <message>
         <source>The decode step was not compiled ({reason}); tokens are decoded without it.</source>
@@ -1191,6 +1254,10 @@ Updated {when} · {model}</source>
     <message>
         <source>GPU layers (llama.cpp)</source>
         <translation>GPU 层数（llama.cpp）</translation>
+    </message>
+    <message>
+        <source>Experts in system RAM (llama.cpp)</source>
+        <translation>专家放在系统内存（llama.cpp）</translation>
     </message>
     <message>
         <source>{option}: {reason}</source>

@@ -37,6 +37,7 @@ from glmdesk.engine.backends.llamacpp_kv import (
     kv_bytes_per_token,
     plan,
 )
+from glmdesk.engine.backends.llamacpp_moe import expert_count, expert_overrides, overridden_tensor
 from glmdesk.engine.backends.llamacpp_vocab import LlamaVocab, prompt_format_for
 from glmdesk.engine.backends.local import LocalBackend
 from glmdesk.engine.gguf_header import ACTIVATION_ONLY_TYPES, GGUFHeader, read_gguf_header, weight_type
@@ -44,6 +45,7 @@ from glmdesk.engine.info import LoadProgress, ModelInfo
 from glmdesk.engine.kv_pool import KVPool
 
 _log_lines: deque[str] = deque(maxlen=6)
+_overridden: list[tuple[str, str]] = []  # the last load's tensors llama.cpp moved (name, buffer)
 _log_callback = None
 _init_lock = threading.Lock()
 
@@ -73,6 +75,10 @@ def llama_lib():
                     line = (text or b"").decode("utf-8", "replace").strip()
                     if line:
                         _log_lines.append(line)
+                elif text and b"overridden to" in text:  # a debug line: a tensor kept in RAM
+                    moved = overridden_tensor(text.decode("utf-8", "replace"))
+                    if moved:
+                        _overridden.append(moved)
 
             llama_cpp.llama_log_set(keep, ctypes.c_void_p(0))
             llama_cpp.llama_backend_init()
@@ -153,6 +159,7 @@ class LlamaCppModel:
         self.threads = settings.threads or default_threads()
         self.n_batch = settings.llamacpp.n_batch
         self.device = "cpu"
+        self.experts_in_ram: tuple[str, ...] = ()  # tensors llama.cpp kept in RAM (experts in RAM)
         self.lock = threading.Lock()
         self._context: LlamaContext | None = None
         # No byte budget: the kept tokens sit in the context's buffer, allocated anyway.
@@ -242,13 +249,18 @@ class LlamaCppModel:
             self.model = None
 
 
-def _load_model(lib, path: str, settings: LoadSettings, report, cancel: threading.Event | None):
-    """``llama_model_load_from_file`` with progress and cancel; the model pointer."""
+def _load_model(lib, path: str, settings: LoadSettings, report, cancel: threading.Event | None, header):
+    """``llama_model_load_from_file`` with progress and cancel; ``(model pointer,
+    offloaded, tensors kept in RAM by the experts override)``."""
     params = lib.llama_model_default_params()
     own = settings.llamacpp
     on_gpu = settings.device != "cpu" and bool(lib.llama_supports_gpu_offload())
     params.n_gpu_layers = (own.n_gpu_layers if own.n_gpu_layers >= 0 else 1 << 30) if on_gpu else 0
     params.load_mode = lib.LLAMA_LOAD_MODE_MMAP if own.use_mmap else lib.LLAMA_LOAD_MODE_NONE
+    overrides = None
+    if own.experts_in_ram and on_gpu and expert_count(header):  # on the CPU all is in RAM already
+        overrides = expert_overrides(lib)  # alive until the load returns
+        params.tensor_buft_overrides = ctypes.addressof(overrides)
 
     @lib.llama_progress_callback
     def on_progress(fraction: float, user_data) -> bool:
@@ -259,7 +271,9 @@ def _load_model(lib, path: str, settings: LoadSettings, report, cancel: threadin
 
     params.progress_callback = on_progress
     _log_lines.clear()
+    _overridden.clear()
     model = lib.llama_model_load_from_file(path.encode("utf-8"), params)
+    del overrides
     if not model:
         if cancel is not None and cancel.is_set():
             raise GlmdeskError("load_cancelled", "Loading was cancelled.")
@@ -267,7 +281,7 @@ def _load_model(lib, path: str, settings: LoadSettings, report, cancel: threadin
         raise GlmdeskError(
             "load_failed", f"llama.cpp could not load {Path(path).name}: {detail}", detail=detail
         )
-    return model, on_gpu and params.n_gpu_layers != 0
+    return model, on_gpu and params.n_gpu_layers != 0, tuple(_overridden)
 
 
 class LlamaCppBackend(LocalBackend):
@@ -309,13 +323,14 @@ class LlamaCppBackend(LocalBackend):
         check_runnable(header, source.name)
         lib = llama_lib()
         report("loading", 0, 1000)
-        pointer, offloaded = _load_model(lib, source.location, settings, report, cancel)
+        pointer, offloaded, in_ram = _load_model(lib, source.location, settings, report, cancel, header)
         try:
             model = LlamaCppModel(lib, pointer, header, settings, source.name)
         except BaseException:
             lib.llama_model_free(pointer)
             raise
         model.device = "cuda:0" if offloaded else "cpu"
+        model.experts_in_ram = tuple(name for name, _buffer in in_ram)
         report("preparing")
         self.close()
         self._model, self._capabilities = model, None
@@ -333,7 +348,8 @@ class LlamaCppBackend(LocalBackend):
             prompt_format=model.prompt_format.name,
             threads=model.threads,
             engine=self.name,
-            notes=_notes(settings),
+            notes=_notes(settings) + _expert_notes(settings, header, model.experts_in_ram),
+            offloaded_mib=(header.expert_bytes if model.experts_in_ram and offloaded else 0) / 2**20,
         )
         report("ready")
         return self._info
@@ -371,6 +387,24 @@ def _gguf_only(prefix: str, value: str, info: ModelInfo) -> ErrorInfo:
     return ErrorInfo(
         kind, f"{value} is not available with llama.cpp: {reason}.", {prefix: value, "reason": reason}
     )
+
+
+def _expert_notes(
+    settings: LoadSettings, header: GGUFHeader, in_ram: tuple[str, ...]
+) -> tuple[ErrorInfo, ...]:
+    """What the "experts in RAM" option did: the expert tensors llama.cpp kept in RAM,
+    or why it did nothing (a dense model)."""
+    if not settings.llamacpp.experts_in_ram:
+        return ()
+    if not expert_count(header):
+        message = "This model has no experts (it is not a mixture of experts); experts in RAM does nothing."
+        return (ErrorInfo("experts_in_ram_dense", message),)
+    if not in_ram:
+        message = "The model runs on the CPU, so its experts are in system RAM already."
+        return (ErrorInfo("experts_in_ram_cpu", message),)
+    mib = header.expert_bytes / 2**20
+    message = f"{len(in_ram)} expert tensors ({mib:.0f} MiB) are kept in system RAM."
+    return (ErrorInfo("experts_in_ram", message, {"tensors": len(in_ram), "mib": round(mib)}),)
 
 
 def _notes(settings: LoadSettings) -> tuple[ErrorInfo, ...]:

@@ -124,6 +124,21 @@ OPTIONS = (
         flag="--n-gpu-layers",
         help="llama.cpp on a CUDA build: layers on the GPU (-1: all, 0: none)",
     ),
+    OptionField(
+        "experts_in_ram",
+        QT_TRANSLATE_NOOP("LlamaCppOptions", "Experts in system RAM"),
+        QT_TRANSLATE_NOOP(
+            "LlamaCppOptions",
+            "For a mixture-of-experts model (GLM-4.5, GLM-4.7-Flash): keep the experts' weights in "
+            "system RAM and the rest on the GPU, so a model larger than the GPU's memory runs "
+            "(slower than all on the GPU). Dense models ignore it.",
+        ),
+        needs="llamacpp:gpu",
+        gpu_only=True,
+        reason_label=QT_TRANSLATE_NOOP("OpenModelDialog", "Experts in system RAM (llama.cpp)"),
+        flag="--experts-in-ram",
+        help="llama.cpp on a CUDA build, a MoE GGUF: keep the experts in system RAM (as --cpu-moe)",
+    ),
 )
 
 

@@ -119,3 +119,48 @@ def test_kv_budget_reads_free_gpu_memory(make_glm4_checkpoint, monkeypatch, tmp_
     _, final = answer(backend, CacheSettings(strategy="dynamic"))
     assert final.cache.state == "full" and final.cache.evicted == 0
     backend.close()
+
+
+@pytest.mark.parametrize("quantization", ["none", "4bit"])
+def test_moe_folder_too_large_for_the_gpu_keeps_its_experts_in_ram(monkeypatch, tmp_path, quantization):
+    """A GLM-4.5 folder whose forecast exceeds the GPU's free memory (faked just below
+    it) loads with the routed experts mapped to the CPU, answers, and reports the bytes
+    kept in RAM (the gauge then counts the rest on the card)."""
+    from glmdesk.engine import placement
+    from glmdesk.engine.forecast import forecast
+    from glmdesk.engine.forecast_shape import shape_from_folder
+    from tests.helpers.glm45_models import write_glm45
+
+    folder = write_glm45(tmp_path / "GLM-4.5-Air")
+    whole = forecast(
+        shape_from_folder(folder), engine="transformers", quantization=quantization, precision="bf16",
+        on_gpu=True, context=2048,
+    )  # fmt: skip
+    monkeypatch.setattr(placement, "_gpu_free", lambda device: whole.gpu - 1)
+    backend = load(LoadSettings(model=str(folder), quantization=quantization, device="cuda"))
+    info = backend.info
+    assert info.device == "cuda:0" and info.offloaded_mib > 0
+    assert "experts_offloaded" in {n.kind for n in info.notes}
+    model = backend.loaded.model
+    assert model.hf_device_map["model.layers.1.mlp.experts"] == "cpu"
+    assert next(model.model.layers[1].self_attn.parameters()).device.type == "cuda"
+    ids, final = answer(backend)
+    assert final.cache.kv_bytes > 0
+    backend.close()
+
+
+def test_llamacpp_gpu_build_keeps_moe_experts_in_ram(tmp_path):
+    """On a CUDA build of llama.cpp: the experts of a MoE GGUF stay in the CPU buffer
+    while the layers go to the GPU, and the model answers."""
+    llama_cpp = pytest.importorskip("llama_cpp")
+    if not llama_cpp.llama_supports_gpu_offload():
+        pytest.skip("this llama-cpp-python build has no GPU offload")
+    from tests.helpers.moe_gguf import write_moe_gguf
+
+    path = write_moe_gguf(tmp_path / "tiny-moe.gguf")
+    backend = load(LoadSettings(model=str(path), engine="llamacpp", experts_in_ram=True))
+    assert backend.info.device == "cuda:0" and len(backend.model.experts_in_ram) == 3
+    assert backend.info.offloaded_mib > 0
+    _, final = answer(backend, question="hello")
+    assert final.prompt_tokens > 0
+    backend.close()
