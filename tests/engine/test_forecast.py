@@ -17,9 +17,9 @@ from glmdesk.engine.forecast import Budget, forecast, plan_load
 from glmdesk.engine.forecast_shape import shape_from_config, shape_from_folder, shape_from_gguf
 from glmdesk.engine.generate import stream_chat
 from glmdesk.engine.gguf_header import read_gguf_header
+from tests.helpers.gguf_models import write_glm45_gguf
 from tests.helpers.glm4_0414_models import write_glm4_0414
 from tests.helpers.glm45_models import write_glm45
-from tests.helpers.moe_gguf import write_moe_gguf
 
 GREEDY = SamplingParams(temperature=0.0, max_new_tokens=12)
 
@@ -136,7 +136,7 @@ def test_mla_kv_bytes_are_what_the_cache_holds():
 
 
 def test_moe_gguf_forecast_matches_llamacpp(tmp_path):
-    path = write_moe_gguf(tmp_path / "tiny-moe.gguf")
+    path = write_glm45_gguf(tmp_path / "tiny-moe.gguf")
     settings = LoadSettings(model=str(path), engine="llamacpp")
     backend = create_backend(settings)
     info = backend.load(settings)
@@ -170,7 +170,7 @@ def test_plan_refuses_on_numbers_and_offloads_experts_first(folders):
 def test_llamacpp_gpu_layers_split_the_forecast(tmp_path):
     """llama.cpp's context is what it allocates (n_ctx); GPU layers below the count put
     that share on the card; 0 layers is a CPU load."""
-    path = write_moe_gguf(tmp_path / "tiny-moe.gguf")
+    path = write_glm45_gguf(tmp_path / "tiny-moe.gguf")
     budget = Budget(80 << 30, 64 << 30)
 
     def plan(**options):
@@ -179,6 +179,9 @@ def test_llamacpp_gpu_layers_split_the_forecast(tmp_path):
         )
 
     whole, half, none = plan(n_ctx=4096), plan(n_ctx=4096, n_gpu_layers=1), plan(n_gpu_layers=0)
-    assert whole.context == 4096 and whole.ram == 0 and none.context == 512  # the file's own context
+    own = json.loads((path.with_name(path.stem + "-hf") / "config.json").read_text())[
+        "max_position_embeddings"
+    ]
+    assert whole.context == 4096 and whole.ram == 0 and none.context == own  # the file's own context
     assert half.gpu < whole.gpu and half.gpu + half.ram == whole.gpu
     assert not none.on_gpu and none.gpu == 0

@@ -13,15 +13,15 @@ from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import CacheSettings, LoadSettings, ParamsBox, SamplingParams
 from glmdesk.engine.backends.llamacpp import LlamaCppBackend
 from glmdesk.engine.placement import moe_offload_plan
+from tests.helpers.gguf_models import write_glm45_gguf
 from tests.helpers.glm45_models import write_glm45
-from tests.helpers.moe_gguf import write_moe_gguf
 
 EXPERTS = {"blk.1.ffn_gate_exps.weight", "blk.1.ffn_up_exps.weight", "blk.1.ffn_down_exps.weight"}
 
 
 @pytest.fixture(scope="module")
 def moe_gguf(tmp_path_factory):
-    return write_moe_gguf(tmp_path_factory.mktemp("moe-gguf") / "tiny-glm45.gguf")
+    return write_glm45_gguf(tmp_path_factory.mktemp("moe-gguf") / "tiny-glm45.gguf")
 
 
 @pytest.fixture(scope="module")

@@ -172,3 +172,12 @@ def _vocabulary(w, folder: Path, c: dict, gguf) -> None:
     w.add_pad_token_id(ids("<|endoftext|>"))
     w.add_add_bos_token(False)
     w.add_chat_template(tok.chat_template)
+
+
+def write_glm45_gguf(path: Path) -> Path:
+    """Write the tiny GLM-4.5 mixture of experts (``glm45_models.write_glm45``: a dense first
+    layer, then four routed experts and a shared one) as a ``glm4moe`` GGUF at ``path``;
+    the Hugging Face folder is written beside it. Returns ``path``."""
+    from tests.helpers.glm45_models import write_glm45
+
+    return write_gguf(write_glm45(path.with_name(path.stem + "-hf")), path)

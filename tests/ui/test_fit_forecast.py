@@ -12,8 +12,8 @@ from glmdesk.core.settings import LoadSettings
 from glmdesk.engine.backends.spec import unavailable
 from glmdesk.engine.forecast import GIB, Budget
 from glmdesk.ui.open_model_dialog import OpenModelDialog
+from tests.helpers.gguf_models import write_glm45_gguf
 from tests.helpers.glm45_models import write_glm45
-from tests.helpers.moe_gguf import write_moe_gguf
 
 ROOMY = Budget(gpu_free=80 * GIB, ram_available=64 * GIB, gpu_name="NVIDIA H200")
 GPU = {"device:cuda": None}  # a GPU found: "auto" means CUDA
@@ -73,7 +73,7 @@ def test_a_load_that_fits_is_accepted(qtbot, glm45) -> None:
 
 
 def test_experts_in_ram_moves_the_experts_off_the_gpu_in_the_forecast(qtbot, tmp_path) -> None:
-    gguf = write_moe_gguf(tmp_path / "tiny-moe.gguf")
+    gguf = write_glm45_gguf(tmp_path / "tiny-moe.gguf")
     dialog = open_dialog(qtbot, LoadSettings(model=str(gguf)), LLAMA_GPU, ROOMY)
     assert dialog.effective_engine() == "llamacpp"
     line, check = dialog.fit_forecast, dialog.engine_options["llamacpp"].field("experts_in_ram")
@@ -88,7 +88,7 @@ def test_experts_in_ram_moves_the_experts_off_the_gpu_in_the_forecast(qtbot, tmp
 
 
 def test_experts_in_ram_needs_a_gpu_build(qtbot, tmp_path) -> None:
-    gguf = write_moe_gguf(tmp_path / "tiny-moe.gguf")
+    gguf = write_glm45_gguf(tmp_path / "tiny-moe.gguf")
     cpu_build = {
         "engine:llamacpp": None,
         "llamacpp:gpu": unavailable("llamacpp:gpu", "no_gpu_offload", "no GPU offload (a CPU build)"),

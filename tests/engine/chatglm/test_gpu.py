@@ -155,9 +155,9 @@ def test_llamacpp_gpu_build_keeps_moe_experts_in_ram(tmp_path):
     llama_cpp = pytest.importorskip("llama_cpp")
     if not llama_cpp.llama_supports_gpu_offload():
         pytest.skip("this llama-cpp-python build has no GPU offload")
-    from tests.helpers.moe_gguf import write_moe_gguf
+    from tests.helpers.gguf_models import write_glm45_gguf
 
-    path = write_moe_gguf(tmp_path / "tiny-moe.gguf")
+    path = write_glm45_gguf(tmp_path / "tiny-moe.gguf")
     backend = load(LoadSettings(model=str(path), engine="llamacpp", experts_in_ram=True))
     assert backend.info.device == "cuda:0" and len(backend.model.experts_in_ram) == 3
     assert backend.info.offloaded_mib > 0
