@@ -169,11 +169,11 @@ class _Answer:
             return []
 
     def chunk(self, parts=(), ids: tuple[int, ...] = (), finish: str | None = None, error=None):
-        call = self.shown.tool_call if finish is not None else None
-        if call is not None and finish == "stop":
+        calls = self.shown.tool_calls if finish is not None else ()
+        if calls and finish == "stop":
             finish = "tool_calls"
         elif finish is not None:
-            call = None  # a call cut off by length, Stop or an error is not run
+            calls = ()  # a call cut off by length, Stop or an error is not run
             parts = [p for p in parts if not (isinstance(p, ToolCallPart) and p.done)]
         note = self.shown.notice if finish is not None else None
         parts = merged(parts)
@@ -194,7 +194,8 @@ class _Answer:
             dropped_messages=self.dropped,
             tool_pending=self.shown.pending if finish is None else None,
             tool_text=self.shown.call_text if finish is None else "",
-            tool_call=call,
+            tool_call=calls[0] if calls else None,
+            tool_calls=calls,
             notice=None if note is None else tool_notice(note),
             reused_tokens=self.reused,
             kept_kv_bytes=0 if self.pool is None else self.pool.total_bytes(),

@@ -264,18 +264,28 @@ def parse_xml_call(name: str, body: str, tools: ToolSet) -> ToolCall:
 def parse_xml_reply(text: str, tools: ToolSet) -> ToolCall | None:
     """The first ``<tool_call>`` block of a whole reply that calls an offered function
     (a served model's text), or ``None``."""
+    calls = parse_xml_calls(text, tools)
+    return calls[0] if calls else None
+
+
+def parse_xml_calls(text: str, tools: ToolSet) -> tuple[ToolCall, ...]:
+    """Every ``<tool_call>`` block of a whole reply that calls an offered function, in
+    the order written (a served model's text)."""
     reader = XmlToolFilter(tools)
     reader(text)
     reader.finish(cut_off=False)
-    return reader.tool_call
+    return reader.calls
 
 
 class XmlToolFilter(ReplyFilter):
     """Shows text, holds back and parses ``<tool_call>`` blocks naming offered tools.
 
-    The first recognised call ends the reply (:attr:`stopped`): glmdesk runs one call
-    per answer, and the model writes its next call after that call's result. A block
-    that names no offered tool, or is cut off, is shown as text with a :attr:`notice`.
+    The model may write several blocks in one turn (GLM-4.5's template renders them one
+    after the other in one assistant message); each one that parses is kept in
+    :attr:`calls`, in order, and the whitespace after it is not shown. The reply ends
+    at the model's end token (``<|observation|>`` after calls), never at a
+    ``</tool_call>`` (:attr:`stopped` stays False). A block that names no offered tool,
+    or is cut off, is shown as text with a :attr:`notice`.
 
     Args:
         tools: What the conversation offers.
@@ -283,18 +293,24 @@ class XmlToolFilter(ReplyFilter):
 
     def __init__(self, tools: ToolSet) -> None:
         self.tools = tools
-        self.tool_call: ToolCall | None = None
+        self._calls: list[ToolCall] = []
         self.notice: str | None = None
-        self._state = "text"  # text -> name -> call -> done
+        self._state = "text"  # text -> name -> call -> text ...; done at the end
         self._held = ""
         self._name = ""
         self._body = ""
         self._released = ""
+        self._after_call = False  # whitespace after a call is not shown
 
     @property
-    def stopped(self) -> bool:
-        """True once a call was recognised."""
-        return self.tool_call is not None
+    def calls(self) -> tuple[ToolCall, ...]:
+        """The recognised calls so far, in the order written."""
+        return tuple(self._calls)
+
+    @property
+    def tool_call(self) -> ToolCall | None:
+        """The first recognised call, or ``None``."""
+        return self._calls[0] if self._calls else None
 
     @property
     def pending(self) -> str | None:
@@ -312,6 +328,11 @@ class XmlToolFilter(ReplyFilter):
         text, self._held, out = self._held + delta, "", ""
         while text and self._state != "done":
             if self._state == "text":
+                if self._after_call:
+                    text = text.lstrip()
+                    if not text:
+                        return out
+                    self._after_call = False
                 cut = text.find(CALL_OPEN)
                 if cut < 0:
                     k = _held_prefix(text, CALL_OPEN)
@@ -348,14 +369,16 @@ class XmlToolFilter(ReplyFilter):
         if cut < 0:
             self._body = body
             return ""
-        self._body, self._state = body[:cut], "done"
+        self._body, self._state = body[:cut], "text"
         try:
-            self.tool_call = parse_xml_call(self._name, self._body, self.tools)
+            self._calls.append(parse_xml_call(self._name, self._body, self.tools))
         except ValueError as exc:  # shown as the text it was; the text after it goes on
-            self.notice, self._state = str(exc), "text"
+            self.notice = str(exc)
             self._released = f"{CALL_OPEN}{self._name}{self._body}{CALL_CLOSE}"
-            return body[cut + len(CALL_CLOSE) :]
-        return ""
+        else:
+            self._after_call = True
+        self._name = self._body = ""
+        return body[cut + len(CALL_CLOSE) :]
 
     def finish(self, cut_off: bool) -> str:
         """End of the reply: a call left open is shown as text."""

@@ -52,7 +52,7 @@ class ReplyFilter:
 
     Attributes:
         tool_call: The recognised call once the reply ended (a tool-call filter's), else
-            ``None``.
+            ``None``; the first of :attr:`calls` when there are several.
         notice: Why a call-like reply was shown as text (English), else ``None``.
         pending: The tool being called while its text streams, else ``None``.
         call_text: The pending call's text so far (``""`` when none is pending).
@@ -67,6 +67,12 @@ class ReplyFilter:
     def stopped(self) -> bool:
         """True once the reply's end marker was seen in the text."""
         return False
+
+    @property
+    def calls(self) -> tuple[ToolCall, ...]:
+        """Every recognised call, in the order written (GLM-4.5 writes several in one
+        reply; the earlier formats one, :attr:`tool_call`)."""
+        return () if self.tool_call is None else (self.tool_call,)
 
     def __call__(self, delta: str) -> str:
         return delta

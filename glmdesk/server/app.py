@@ -203,7 +203,7 @@ async def _answer(
     if out.last is not None and out.last.finish_reason == "error":
         raise from_engine(out.last.error)
     return JSONResponse(
-        reply.whole("".join(out.text), out.finish, out.last, out.call, "".join(out.reasoning))
+        reply.whole("".join(out.text), out.finish, out.last, out.calls, "".join(out.reasoning))
     )
 
 

@@ -151,3 +151,62 @@ def test_a_served_glm45_without_a_tool_parser_is_read_on_the_client():
     parts = merged(p for c in chunks for p in c.parts if not isinstance(p, ToolCallPart))
     assert parts == (ReasoningPart("need"), TextPart("OK.\n"))
     assert any(c.tool_pending == "get_weather" for c in chunks[:-1])
+
+
+TWO_CALLS = (
+    "\n<think>Both cities.</think>\n<tool_call>get_weather\n<arg_key>city</arg_key>\n"
+    "<arg_value>Paris</arg_value>\n</tool_call>\n<tool_call>get_weather\n<arg_key>city</arg_key>\n"
+    "<arg_value>Rome</arg_value>\n<arg_key>days</arg_key>\n<arg_value>2</arg_value>\n</tool_call>"
+)
+TWO_ARGS = [{"city": "Paris"}, {"city": "Rome", "days": 2}]
+
+
+def test_several_calls_in_one_answer_are_several_tool_calls_entries(served):
+    srv, loaded = served
+    client = openai.OpenAI(base_url=srv.url, api_key="none")
+    _script(loaded, TWO_CALLS)
+    whole = client.chat.completions.create(model="GLM-4.5-Air", messages=ASK, tools=[WEATHER], temperature=0)
+    choice = whole.choices[0]
+    assert choice.finish_reason == "tool_calls" and not choice.message.content
+    assert [json.loads(c.function.arguments) for c in choice.message.tool_calls] == TWO_ARGS
+    assert len({c.id for c in choice.message.tool_calls}) == 2
+
+    _script(loaded, TWO_CALLS)
+    events = list(
+        client.chat.completions.create(
+            model="GLM-4.5-Air", messages=ASK, tools=[WEATHER], temperature=0, stream=True
+        )
+    )
+    pieces = [t for e in events if e.choices for t in e.choices[0].delta.tool_calls or []]
+    by_index: dict[int, dict] = {}
+    for t in pieces:  # as a client accumulates them
+        slot = by_index.setdefault(t.index, {"id": None, "name": "", "arguments": ""})
+        slot["id"] = t.id or slot["id"]
+        slot["name"] += (t.function.name or "") if t.function else ""
+        slot["arguments"] += (t.function.arguments or "") if t.function else ""
+    assert sorted(by_index) == [0, 1]
+    assert [by_index[i]["name"] for i in (0, 1)] == ["get_weather", "get_weather"]
+    assert [json.loads(by_index[i]["arguments"]) for i in (0, 1)] == TWO_ARGS
+    assert by_index[0]["id"] != by_index[1]["id"]
+    assert [e.choices[0].finish_reason for e in events if e.choices][-1] == "tool_calls"
+
+    # both results go back as two tool messages; the prompt holds both under one observation
+    prompts = []
+    encode = loaded.prompt_format.encode
+    loaded.prompt_format.encode = lambda m: prompts.append(encode(m)) or prompts[-1]
+    try:
+        _script(loaded, "Sunny in Paris, rain in Rome.")
+        calls = [c.model_dump() for c in choice.message.tool_calls]
+        back = [
+            *ASK,
+            {"role": "assistant", "content": None, "tool_calls": calls},
+            {"role": "tool", "tool_call_id": calls[0]["id"], "content": "sunny"},
+            {"role": "tool", "tool_call_id": calls[1]["id"], "content": "rain"},
+        ]
+        answer = client.chat.completions.create(model="GLM-4.5-Air", messages=back, tools=[WEATHER])
+    finally:
+        del loaded.prompt_format.encode
+    assert answer.choices[0].message.content == "Sunny in Paris, rain in Rome."
+    text = loaded.tokenizer.decode(prompts[-1])
+    assert text.count("<|observation|>") == 1
+    assert "<tool_response>\nsunny\n</tool_response>\n<tool_response>\nrain\n</tool_response>" in text
