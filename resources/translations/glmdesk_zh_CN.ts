@@ -1702,6 +1702,10 @@ Updated {when} · {model}</source>
         <source>writing...</source>
         <translation>生成中…</translation>
     </message>
+    <message>
+        <source>asked after the call above</source>
+        <translation>在上面的调用之后询问</translation>
+    </message>
 </context>
 <context>
     <name>ToolController</name>
