@@ -30,7 +30,7 @@ from glmdesk.engine.context import FittedPrompt, fit_prompt
 from glmdesk.engine.decoding import LogitsSource, Sampler, answer_seed, generate_tokens
 from glmdesk.engine.detokenizer import IncrementalDetokenizer
 from glmdesk.engine.families.parser import ReplyParser, reply_parser
-from glmdesk.engine.prompt import PromptFormat, ReplyFilter, continued, encodable, forced_call
+from glmdesk.engine.prompt import PromptFormat, ReplyFilter, continued, encodable, forced_call, thinking_for
 from glmdesk.engine.thinking_budget import thinking_budget
 
 #: Builds the prompt for an answer from the prompt limit (context minus answer budget,
@@ -239,7 +239,8 @@ def stream_answer(
             with that function's metadata line and the answer is its call: finish
             ``tool_calls`` when the arguments parse, else the text with a notice.
         params: Read before every token; replace its value to change sampling
-            mid-answer (applies from the next token). ``seed`` is read once.
+            mid-answer (applies from the next token). ``seed`` and ``enable_thinking``
+            (the format's thinking switch for this answer) are read once.
         cache: KV-cache strategy for this answer (default: full).
         stop: When set, the answer ends before the next token with finish reason
             ``cancelled``; the text so far is kept.
@@ -261,7 +262,7 @@ def stream_answer(
     cache = cache or CacheSettings()
     stop = stop or threading.Event()
     messages = encodable(messages)
-    with model.lock:  # one answer at a time per model
+    with model.lock, thinking_for(model.prompt_format, params.get().enable_thinking):  # one answer at a time
         yield from _stream(
             model,
             lambda limit, fallback: fit_prompt(model.prompt_format, encodable(messages), limit, fallback),

@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 import secrets
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 
@@ -362,3 +363,20 @@ def split_rendering(render, values: Sequence[str], avoid: Sequence[str] = ()) ->
             pos = pos + len(chosen) if real.startswith(chosen, pos) else -1
         parts.append(chosen)
     return parts
+
+
+@contextmanager
+def thinking_for(fmt: PromptFormat, enable: bool | None) -> Iterator[None]:
+    """``fmt`` with its thinking switch (a ``thinking`` attribute, GLM-4.5's
+    ``enable_thinking``) set to ``enable`` inside the block, restored after; ``None``, or
+    a format without a switch: unchanged. Used under the model's lock (one answer at a
+    time), so one answer's setting does not reach another."""
+    if enable is None or not hasattr(fmt, "thinking"):
+        yield
+        return
+    before = fmt.thinking
+    fmt.thinking = enable
+    try:
+        yield
+    finally:
+        fmt.thinking = before

@@ -210,3 +210,77 @@ def test_several_calls_in_one_answer_are_several_tool_calls_entries(served):
     text = loaded.tokenizer.decode(prompts[-1])
     assert text.count("<|observation|>") == 1
     assert "<tool_response>\nsunny\n</tool_response>\n<tool_response>\nrain\n</tool_response>" in text
+
+
+def _prompts(loaded):
+    """Record the prompts the served model is given (``del loaded.prompt_format.encode`` after)."""
+    prompts: list[str] = []
+    encode = loaded.prompt_format.encode
+
+    def recording(messages):
+        ids = encode(messages)
+        prompts.append(loaded.tokenizer.decode(ids))
+        return ids
+
+    loaded.prompt_format.encode = recording
+    return prompts
+
+
+def test_chat_template_kwargs_switch_thinking_off_for_one_request(served):
+    srv, loaded = served
+    client = openai.OpenAI(base_url=srv.url, api_key="none")
+    prompts = _prompts(loaded)
+    try:
+        _script(loaded, "Hello.")
+        off = client.chat.completions.create(
+            model="GLM-4.5-Air",
+            messages=ASK,
+            temperature=0,
+            extra_body={"chat_template_kwargs": {"enable_thinking": False}},
+        )
+        off_prompt = prompts[-1]
+        _script(loaded, "Hello.")
+        client.chat.completions.create(model="GLM-4.5-Air", messages=ASK, temperature=0)
+        on_prompt = prompts[-1]
+        with pytest.raises(openai.BadRequestError) as refused:
+            client.chat.completions.create(
+                model="GLM-4.5-Air",
+                messages=ASK,
+                extra_body={"chat_template_kwargs": {"enable_thinking": "no"}},
+            )
+    finally:
+        del loaded.prompt_format.encode
+    assert off.choices[0].message.content == "Hello."
+    assert off_prompt.endswith("Paris?/nothink<|assistant|>\n<think></think>")
+    assert on_prompt.endswith("Paris?<|assistant|>") and loaded.prompt_format.thinking is True
+    assert "enable_thinking must be true or false" in str(refused.value)
+
+
+def test_the_remote_backend_asks_a_server_for_no_thinking(served):
+    from glmdesk.cli_options import apply_thinking
+    from glmdesk.core.messages import ChatMessage
+    from glmdesk.core.settings import ParamsBox, SamplingParams
+    from glmdesk.engine.backends.remote import RemoteBackend
+
+    srv, loaded = served
+    remote = RemoteBackend()
+    remote.load(LoadSettings(remote_url=srv.url))
+    prompts, answered = _prompts(loaded), []  # the last prompt of each request is the answer's
+    ask = [ChatMessage("user", "Hello world")]
+    try:
+        for enable in (False, None):
+            _script(loaded, "Hi.")
+            list(remote.stream(ask, ParamsBox(SamplingParams(temperature=0, enable_thinking=enable))))
+            answered.append(prompts[-1])
+        assert apply_thinking(remote, False) is None  # --no-thinking with a server
+        _script(loaded, "Hi.")
+        list(remote.stream(ask, ParamsBox(SamplingParams(temperature=0))))
+        answered.append(prompts[-1])
+    finally:
+        del loaded.prompt_format.encode
+        remote.close()
+    assert [p.endswith("Hello world/nothink<|assistant|>\n<think></think>") for p in answered] == [
+        True,
+        False,
+        True,
+    ]
