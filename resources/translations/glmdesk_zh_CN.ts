@@ -842,6 +842,10 @@ Updated {when} · {model}</source>
         <translation>内置模型</translation>
     </message>
     <message>
+        <source>{model} has no thinking switch (GLM-4.5/4.6/4.7 have one).</source>
+        <translation>{model} 没有思考开关（GLM-4.5/4.6/4.7 有）。</translation>
+    </message>
+    <message>
         <source>{model} - glmdesk</source>
         <translation>{model} - glmdesk</translation>
     </message>
@@ -1483,7 +1487,7 @@ Updated {when} · {model}</source>
     </message>
     <message>
         <source>Temperature</source>
-        <extracomment>Kinds of sidebar control: a slider with a spin box, a spin box, a text entry (a whole number or empty, for optional fields). The sampling fields of :class:`~glmdesk.core.settings.SamplingParams`, in the sidebar&apos;s order.</extracomment>
+        <extracomment>Kinds of sidebar control: a slider with a spin box, a spin box, a text entry (a whole number or empty, for optional fields). Fields of :class:`SamplingParams` that are not rows of the table: switches that are not numbers, each with its own control and request field (see its docstring). The sampling fields of :class:`~glmdesk.core.settings.SamplingParams`, in the sidebar&apos;s order.</extracomment>
         <translation>温度</translation>
     </message>
     <message>
@@ -1665,6 +1669,21 @@ Updated {when} · {model}</source>
     <message>
         <source>TTFT {ttft} s, {rate} tokens/s</source>
         <translation>首 token 延迟 {ttft} 秒，{rate} token/秒</translation>
+    </message>
+</context>
+<context>
+    <name>ThinkingSwitch</name>
+    <message>
+        <source>Thinking</source>
+        <translation>思考过程</translation>
+    </message>
+    <message>
+        <source>Load a model first.</source>
+        <translation>请先加载模型。</translation>
+    </message>
+    <message>
+        <source>On: the model reasons first (shown as Thinking). Off: it answers at once. From the next answer.</source>
+        <translation>开：模型先推理（显示为思考过程）。关：直接作答。从下一条回答起生效。</translation>
     </message>
 </context>
 <context>

@@ -91,3 +91,49 @@ def test_two_calls_in_one_answer_are_two_cards_answered_in_order(qtbot, make_win
     assert text.count("<|observation|>") == 1
     assert "<tool_response>\nsunny\n</tool_response>\n<tool_response>\nrain\n</tool_response>" in text
     assert "<think>two cities</think>" in text  # the calls' reasoning, after the last user turn
+
+
+def test_the_thinking_switch_sets_the_next_answers_prompt_and_is_kept(qtbot, make_window, glm45, tmp_path):
+    from PySide6.QtCore import QSettings
+
+    from glmdesk.ui.main_window import MainWindow
+    from glmdesk.ui.settings_store import SettingsStore
+
+    store = SettingsStore(QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat))
+    window = MainWindow(model=glm45, store=store)
+    qtbot.addWidget(window)
+    window.show()
+    switch = window.sidebar.thinking
+    assert not switch.box.isEnabled()  # no model yet
+    with qtbot.waitSignal(window.model_ready, timeout=MS):
+        window.start()
+    assert switch.box.isEnabled() and switch.box.isChecked() and not switch.reason.isVisible()
+    window.sidebar.set_params(SamplingParams(temperature=0.0, top_p=1.0, max_new_tokens=8))
+    prompts = []
+    encode = glm45.prompt_format.encode
+    glm45.prompt_format.encode = lambda m: prompts.append(glm45.tokenizer.decode(encode(m))) or encode(m)
+    try:
+        for checked, question in ((False, "first"), (True, "second")):
+            switch.box.setChecked(checked)
+            assert window.params_box.get().enable_thinking is checked
+            _script(glm45, "Hi.")
+            with qtbot.waitSignal(window.session.answer_finished, timeout=MS):
+                assert window.send_message(question)
+            assert window.chat_view.messages()[-1].text().strip() == "Hi."
+            assert prompts[-1].endswith(
+                f"{question}/nothink<|assistant|>\n<think></think>"
+                if not checked
+                else f"{question}<|assistant|>"
+            ), prompts[-1]
+            assert glm45.prompt_format.thinking is True  # one answer's setting, not the model's
+        switch.box.setChecked(False)
+    finally:
+        del glm45.prompt_format.encode
+        window.close()
+    assert store.sampling().enable_thinking is False  # kept in the settings, as the other controls
+
+
+def test_the_thinking_switch_is_greyed_with_the_reason_for_a_model_without_one(window):
+    switch = window.sidebar.thinking
+    assert not switch.box.isEnabled() and window.params_box.get().enable_thinking is None
+    assert "has no thinking switch" in switch.box.toolTip() and switch.reason.isVisible()

@@ -366,6 +366,7 @@ class RemoteBackend(Backend):
             tool_calls=True,  # passed through; a server whose model has none refuses them
             continue_answers=False,  # a chat completion always starts a new turn
             vision=True,  # images go as image_url data URLs; a server without vision refuses them
+            thinking_switch=family_for_model_id(self.model).thinking_switch,
         )
 
     def close(self) -> None:

@@ -78,6 +78,8 @@ class ModelFamily:
         make_format: Builds the prompt format (:data:`FormatFactory`), or ``None`` for
             a family glmdesk recognises but does not run.
         unsupported: Why glmdesk does not run it (a sentence's end), or ``""``.
+        thinking_switch: Its template switches reasoning off (``enable_thinking``), so
+            a server of such a model takes ``chat_template_kwargs`` for it.
     """
 
     name: str
@@ -96,6 +98,7 @@ class ModelFamily:
     recognise_gguf: GgufRecogniser = _never
     make_format: FormatFactory | None = None
     unsupported: str = ""
+    thinking_switch: bool = False
 
     def __post_init__(self) -> None:
         if not self.variants or self.variants[0] != self.name:

@@ -59,4 +59,5 @@ GLM4_MOE = ModelFamily(
     recognise=_recognise,
     recognise_gguf=_recognise_gguf,
     make_format=_format,
+    thinking_switch=True,
 )
