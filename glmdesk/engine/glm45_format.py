@@ -26,7 +26,14 @@ from typing import Any
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.parts import ThinkMarkers
 from glmdesk.core.tools import INTERPRETER, ToolCall, ToolSet
-from glmdesk.engine.prompt import ChatTemplateFormat, Markup, ReplyFilter, continued, split_rendering
+from glmdesk.engine.prompt import (
+    ChatTemplateFormat,
+    Markup,
+    ReplyFilter,
+    continued,
+    forced_call,
+    split_rendering,
+)
 
 CALL_OPEN, CALL_CLOSE = "<tool_call>", "</tool_call>"
 _PAIR = re.compile(r"<arg_key>(.*?)</arg_key>\s*<arg_value>(.*?)</arg_value>", re.DOTALL)
@@ -162,7 +169,10 @@ class Glm45Format(ChatTemplateFormat):
 
     name = "glm4-moe"
     tool_calls = True
-    opens_forced_call = False
+    #: A forced function (``ToolSet.forced``, OpenAI's named ``tool_choice``): the prompt
+    #: ends with the think block closed empty and ``<tool_call>{name}`` written, as the
+    #: template renders a call turn without reasoning; the reply is that call's arguments.
+    opens_forced_call = True
 
     def __init__(
         self, tokenizer, stop_ids: frozenset[int], reasoning: ThinkMarkers, thinking: bool = True
@@ -201,10 +211,31 @@ class Glm45Format(ChatTemplateFormat):
         render = lambda shown: self._render(_filled(rows, shown), tools)  # noqa: E731
         for part in split_rendering(render, slots.values, [m.role for m in turns]):
             if isinstance(part, Markup):
-                ids += self.tokenizer.encode(part.text, add_special_tokens=False)
+                ids += self._markup(part.text)
             elif part:
                 ids += self._plain(part)
+        forced = forced_call(messages)
+        if forced is not None:
+            ids += self._forced_opening(ids, forced)
         return ids + (self._plain(partial) if partial else [])
+
+    def _markup(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text, add_special_tokens=False)
+
+    def _forced_opening(self, ids: list[int], name: str) -> list[int]:
+        """The ids after the generation prompt that open the call of ``name``: the think
+        block closed (``</think>`` when the prompt opened it, GLM-4.7; else an empty
+        ``<think></think>`` unless thinking off already wrote one), then
+        ``<tool_call>`` and the name (plain text)."""
+        close = self._markup(self.reasoning.close)
+        if self.opens_reasoning:
+            head = close
+        elif ids[-len(close) :] == close:
+            head = []
+        else:
+            head = self._markup("\n" + self.reasoning.open + self.reasoning.close)
+        wire = PYTHON if name == INTERPRETER else name
+        return head + self._markup("\n" + CALL_OPEN) + self._plain(wire)
 
     def _render(self, rows: list[dict[str, Any]], tools: ToolSet | None) -> str:
         return self.tokenizer.apply_chat_template(
@@ -301,6 +332,8 @@ class XmlToolFilter(ReplyFilter):
         self._body = ""
         self._released = ""
         self._after_call = False  # whitespace after a call is not shown
+        if tools.forced is not None:  # the prompt wrote <tool_call> and the name: the reply is the call
+            self._state, self._name = "call", tools.forced
 
     @property
     def calls(self) -> tuple[ToolCall, ...]:

@@ -284,3 +284,20 @@ def test_the_remote_backend_asks_a_server_for_no_thinking(served):
         False,
         True,
     ]
+
+
+@pytest.mark.parametrize(
+    "choice",
+    [{"type": "function", "function": {"name": "get_weather"}}, "required"],
+    ids=["named", "required"],
+)
+def test_a_forced_tool_choice_makes_the_answer_that_call(served, choice):
+    srv, loaded = served
+    client = openai.OpenAI(base_url=srv.url, api_key="none")
+    _script(loaded, "\n<arg_key>city</arg_key>\n<arg_value>Rome</arg_value>\n</tool_call>")
+    whole = client.chat.completions.create(
+        model="GLM-4.5-Air", messages=ASK, tools=[WEATHER], tool_choice=choice, temperature=0
+    )
+    assert whole.choices[0].finish_reason == "tool_calls"
+    (call,) = whole.choices[0].message.tool_calls
+    assert call.function.name == "get_weather" and json.loads(call.function.arguments) == {"city": "Rome"}

@@ -8,6 +8,8 @@ Source: OpenAI API reference, streamed ``delta.tool_calls`` (``index``, ``id``,
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from glmdesk.core.tools import INTERPRETER, ToolCall, ToolSet
 
 # The GLM parsers (glmdesk.engine.chatglm, which imports torch) are imported only when
@@ -42,7 +44,8 @@ class RemoteCalls:
         if tools and families and families[0] == "glm45":
             from glmdesk.engine.glm45_format import XmlToolFilter
 
-            self.xml = XmlToolFilter(tools)
+            # the server forces a call itself (tool_choice is passed through): its text is read as written
+            self.xml = XmlToolFilter(replace(tools, forced=None))
 
     def add_delta(self, delta) -> None:
         """Take one ``delta.tool_calls`` entry (an object of the ``openai`` client)."""

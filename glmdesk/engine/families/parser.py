@@ -194,5 +194,7 @@ def reply_parser(fmt: PromptFormat, tools: ToolSet | None = None, resumed: bool 
         return ReplyParser(fmt.continuation_filter())
     shown = fmt.tool_reply_filter(tools) if tools and fmt.tool_calls else fmt.reply_filter()
     markers = fmt.reasoning
-    think = ThinkSplitter(markers, inside=fmt.opens_reasoning) if markers is not None else None
+    forced = bool(tools and fmt.tool_calls and fmt.opens_forced_call and tools.forced)
+    inside = fmt.opens_reasoning and not forced  # a forced call's prompt closed the block
+    think = ThinkSplitter(markers, inside=inside) if markers is not None else None
     return ReplyParser(shown, think)

@@ -398,3 +398,57 @@ def test_calls_past_the_round_limit_run_none(glm45):
     out = list(answer_with_tools(stream, messages, params, lambda c: pytest.fail("ran"), max_rounds=1))
     assert not [x for x in out if isinstance(x, ToolRound)]
     assert out[-1].finish_reason == "stop" and out[-1].notice.kind == "tool_rounds_exceeded"
+
+
+@pytest.mark.parametrize("thinking", [True, False])
+def test_a_forced_call_opens_the_call_in_the_prompt_and_the_reply_is_its_arguments(glm45, hf_tok, thinking):
+    forced = ToolSet((WEATHER,), forced="get_weather")
+    messages = [ChatMessage("system", "", tools=forced), ChatMessage("user", "weather in Paris?")]
+    glm45.prompt_format.thinking = thinking
+    try:
+        ids = glm45.prompt_format.encode(messages)
+        call = {"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}
+        turn = [
+            {"role": "user", "content": "weather in Paris?"},
+            {"role": "assistant", "content": "", "tool_calls": [call]},
+        ]
+        whole = hf_tok.apply_chat_template(turn, tools=TOOL_DICTS, tokenize=True, enable_thinking=thinking)[
+            "input_ids"
+        ]
+        # the template's own rendering of that call turn starts with the forced prompt, id for id
+        assert whole[: len(ids)] == ids and hf_tok.decode(ids).endswith(
+            "<think></think>\n<tool_call>get_weather"
+        )
+        chunks = _run(
+            glm45, "\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>", messages
+        )
+    finally:
+        glm45.prompt_format.thinking = True
+    assert chunks[-1].finish_reason == "tool_calls"
+    assert dict(chunks[-1].tool_call.arguments) == {"city": "Paris"} and not "".join(c.text for c in chunks)
+    assert any(c.tool_pending == "get_weather" for c in chunks[:-1])  # the card shows from the first token
+
+
+def test_a_forced_call_that_does_not_parse_is_text_with_a_notice(glm45):
+    forced = ToolSet((WEATHER,), forced="get_weather")
+    messages = [ChatMessage("system", "", tools=forced), ChatMessage("user", "weather?")]
+    chunks = _run(glm45, "\n<arg_key>city</arg_key>\n<arg_value>Paris", messages)
+    assert chunks[-1].finish_reason == "stop" and chunks[-1].tool_call is None
+    assert chunks[-1].notice is not None and "<arg_value>Paris" in "".join(c.text for c in chunks)
+
+
+def test_a_glm47_template_that_opens_think_closes_it_for_a_forced_call(glm45_folder, hf_tok):
+    from glmdesk.engine.families.glm4_moe import GLM4_MOE
+
+    tok = copy.deepcopy(hf_tok)
+    tok.chat_template = hf_tok.chat_template.replace(
+        "{{ '\\n<think></think>' if (enable_thinking is defined and not enable_thinking) else '' }}",
+        "{{ '</think>' if (enable_thinking is defined and not enable_thinking) else '<think>' }}",
+    )
+    fmt = GLM4_MOE.prompt_format(tok)
+    forced = ToolSet((WEATHER,), forced="get_weather")
+    ids = fmt.encode([ChatMessage("system", "", tools=forced), ChatMessage("user", "weather?")])
+    assert tok.decode(ids).endswith("<|assistant|><think></think>\n<tool_call>get_weather")
+    from glmdesk.engine.families.parser import reply_parser
+
+    assert reply_parser(fmt, forced).think.inside is False  # the reply is the call, not reasoning
