@@ -34,3 +34,12 @@ def glm45_folder(tmp_path_factory) -> Path:
     from tests.helpers.glm45_models import write_glm45
 
     return write_glm45(tmp_path_factory.mktemp("glm45") / "GLM-4.5-Air")
+
+
+@pytest.fixture(scope="session")
+def glm47_folder(tmp_path_factory) -> Path:
+    """A tiny GLM-4.7-shaped folder: its template opens ``<think>`` and keeps the reasoning
+    of the tool-call turns after the last user turn."""
+    from tests.helpers.glm45_models import GLM47_TEMPLATE, write_glm45
+
+    return write_glm45(tmp_path_factory.mktemp("glm47") / "GLM-4.7", "zai-org/GLM-4.7", GLM47_TEMPLATE)
