@@ -106,8 +106,10 @@ def family_for_model_id(model_id: str) -> ModelFamily:
 
 
 def sampling_defaults(name: str) -> SamplingParams:
-    """The published demo defaults of the family ``name`` belongs to (any detected name)."""
-    return get_family(name).sampling_defaults
+    """The published demo defaults of the detected name ``name`` (its variant's when the
+    family gives that variant its own, else the family's)."""
+    family = get_family(name)
+    return dict(family.variant_defaults).get(name, family.sampling_defaults)
 
 
 def tool_dialects() -> tuple[str, ...]:

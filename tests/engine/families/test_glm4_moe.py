@@ -452,3 +452,16 @@ def test_a_glm47_template_that_opens_think_closes_it_for_a_forced_call(glm45_fol
     from glmdesk.engine.families.parser import reply_parser
 
     assert reply_parser(fmt, forced).think.inside is False  # the reply is the call, not reasoning
+
+
+def test_glm46_and_glm47_folders_get_their_own_sampling_defaults(tmp_path):
+    from glmdesk.engine.families import recognise_folder
+
+    base = {"architectures": ["Glm4MoeForCausalLM"], "model_type": "glm4_moe"}
+    assert (
+        recognise_folder(base | {"max_position_embeddings": 131072}, tmp_path) == "glm4-moe"
+    )  # 4.5, 4.5-Air
+    longer = recognise_folder(base | {"max_position_embeddings": 202752}, tmp_path)  # 4.6, 4.7
+    assert longer == "glm4.6-moe" and get_family(longer).name == "glm4-moe"
+    assert (sampling_defaults(longer).temperature, sampling_defaults(longer).top_p) == (1.0, 0.95)
+    assert tool_dialect(longer) == "glm45" and get_family(longer).thinking_switch
