@@ -57,9 +57,12 @@ def test_reasoning_and_an_xml_call_show_as_reasoning_and_a_card(qtbot, make_wind
     assert widget.text().strip() == "Let me check."
 
 
-def test_two_calls_in_one_answer_are_two_cards_answered_in_order(qtbot, make_window, glm45):
+def test_two_calls_in_one_answer_are_two_cards_answered_in_order(qtbot, make_window, glm45, tmp_path):
+    from tests.ui.conftest import attach_history
+
     _script(glm45, TWO_CALLS, "Sunny and rain.")
     window = make_window(glm45)
+    history, _panel, controller = attach_history(window, tmp_path / "history.sqlite3")
     window.sidebar.set_params(SamplingParams(temperature=0.0, top_p=1.0, max_new_tokens=120))
     window.sidebar.tools_panel.set_mode("functions", WEATHER)
     with qtbot.waitSignal(window.session.tool_call_requested, timeout=MS) as asked:
@@ -91,6 +94,16 @@ def test_two_calls_in_one_answer_are_two_cards_answered_in_order(qtbot, make_win
     assert text.count("<|observation|>") == 1
     assert "<tool_response>\nsunny\n</tool_response>\n<tool_response>\nrain\n</tool_response>" in text
     assert "<think>two cities</think>" in text  # the calls' reasoning, after the last user turn
+    try:  # the history keeps both calls and both results, and gives the same conversation back
+        assert controller.flush(10)
+        (conv,) = history.list_conversations()
+        stored = history.chat_messages(conv.id)
+    finally:
+        controller.close()
+        history.close()
+    assert [m.role for m in stored] == roles
+    assert [m.tool_call.arguments for m in stored if m.tool_call] == [{"city": "Paris"}, {"city": "Rome"}]
+    assert stored[1].reasoning == "two cities" and [m.content for m in stored[3:5]] == ["sunny", "rain"]
 
 
 def test_the_thinking_switch_sets_the_next_answers_prompt_and_is_kept(qtbot, make_window, glm45, tmp_path):
