@@ -301,3 +301,44 @@ def test_a_forced_tool_choice_makes_the_answer_that_call(served, choice):
     assert whole.choices[0].finish_reason == "tool_calls"
     (call,) = whole.choices[0].message.tool_calls
     assert call.function.name == "get_weather" and json.loads(call.function.arguments) == {"city": "Rome"}
+
+
+def test_the_remote_backend_reads_several_calls_and_sends_their_results_back_in_one_turn(served):
+    from glmdesk.core.messages import ChatMessage
+    from glmdesk.core.settings import ParamsBox, SamplingParams
+    from glmdesk.core.tools import FunctionSpec, ToolSet
+    from glmdesk.engine.backends.remote import RemoteBackend
+    from glmdesk.engine.openai_tools import messages_to_openai
+
+    srv, loaded = served
+    fn = WEATHER["function"]
+    tools = ToolSet((FunctionSpec(fn["name"], fn["description"], fn["parameters"]),))
+    remote = RemoteBackend()
+    remote.load(LoadSettings(remote_url=srv.url))
+    ask = [ChatMessage("system", "", tools=tools), ChatMessage("user", ASK[0]["content"])]
+    box = ParamsBox(SamplingParams(temperature=0, max_new_tokens=120))
+    prompts = _prompts(loaded)
+    try:
+        _script(loaded, TWO_CALLS)
+        last = list(remote.stream(ask, box))[-1]
+        assert last.finish_reason == "tool_calls"
+        assert [dict(c.arguments) for c in last.tool_calls] == TWO_ARGS
+        history = [
+            *ask,
+            *(ChatMessage("assistant", "", tool_call=c) for c in last.tool_calls),
+            ChatMessage("observation", "sunny", name="get_weather"),
+            ChatMessage("observation", "rain", name="get_weather"),
+        ]
+        wire, _ = messages_to_openai(history)
+        (turn,) = [w for w in wire if w["role"] == "assistant"]
+        assert [w["tool_call_id"] for w in wire if w["role"] == "tool"] == [
+            c["id"] for c in turn["tool_calls"]
+        ]
+        _script(loaded, "Sunny, then rain.")
+        answer = list(remote.stream(history, box))
+    finally:
+        del loaded.prompt_format.encode
+        remote.close()
+    assert "".join(c.text for c in answer) == "Sunny, then rain."
+    assert "<tool_response>\nsunny\n</tool_response>\n<tool_response>\nrain\n</tool_response>" in prompts[-1]
+    assert prompts[-1].count("<|observation|>") == 1
