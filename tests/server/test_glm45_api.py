@@ -342,3 +342,23 @@ def test_the_remote_backend_reads_several_calls_and_sends_their_results_back_in_
     assert "".join(c.text for c in answer) == "Sunny, then rain."
     assert "<tool_response>\nsunny\n</tool_response>\n<tool_response>\nrain\n</tool_response>" in prompts[-1]
     assert prompts[-1].count("<|observation|>") == 1
+
+
+def test_the_remote_backend_forces_a_call_of_a_served_glm45(served):
+    from glmdesk.core.messages import ChatMessage
+    from glmdesk.core.settings import ParamsBox, SamplingParams
+    from glmdesk.core.tools import FunctionSpec, ToolSet
+    from glmdesk.engine.backends.remote import RemoteBackend
+
+    srv, loaded = served
+    fn = WEATHER["function"]
+    forced = ToolSet((FunctionSpec(fn["name"], fn["description"], fn["parameters"]),), forced="get_weather")
+    remote = RemoteBackend()
+    remote.load(LoadSettings(remote_url=srv.url))
+    try:
+        _script(loaded, "\n<arg_key>city</arg_key>\n<arg_value>Oslo</arg_value>\n</tool_call>")
+        ask = [ChatMessage("system", "", tools=forced), ChatMessage("user", ASK[0]["content"])]
+        last = list(remote.stream(ask, ParamsBox(SamplingParams(temperature=0, max_new_tokens=60))))[-1]
+    finally:
+        remote.close()
+    assert last.finish_reason == "tool_calls" and dict(last.tool_call.arguments) == {"city": "Oslo"}
