@@ -48,10 +48,11 @@ def served(tmp_path_factory):
     backend.close()
 
 
-def _script(loaded, text: str) -> None:
+def _script(loaded, *texts: str) -> None:
+    """The next answers write ``texts``, each ended by ``<|observation|>``."""
     tok = loaded.tokenizer
-    ids = tok.encode(text, add_special_tokens=False) + [tok.convert_tokens_to_ids("<|observation|>")]
-    forcer = tm.ForceTokens([ids])
+    end = tok.convert_tokens_to_ids("<|observation|>")
+    forcer = tm.ForceTokens([tok.encode(t, add_special_tokens=False) + [end] for t in texts])
     loaded.logits_processors = lambda: (forcer,)
 
 
@@ -362,3 +363,28 @@ def test_the_remote_backend_forces_a_call_of_a_served_glm45(served):
     finally:
         remote.close()
     assert last.finish_reason == "tool_calls" and dict(last.tool_call.arguments) == {"city": "Oslo"}
+
+
+def test_glmdesk_chat_asks_for_each_result_of_several_calls_in_order(served, tmp_path):
+    from tests.helpers.cli import run_cli
+
+    srv, loaded = served
+    functions = tmp_path / "functions.json"
+    functions.write_text(json.dumps([WEATHER["function"]]), encoding="utf-8")
+    _script(loaded, TWO_CALLS, "Sunny, then rain.")
+    prompts = _prompts(loaded)
+    try:
+        out = run_cli(
+            "chat", "--remote", srv.url, "--tools", str(functions), "--prompt", "Paris and Rome?",
+            input_text="sunny\nrain\n",
+        )  # fmt: skip
+    finally:
+        del loaded.prompt_format.encode
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count("┌─ tool call: get_weather") == 2
+    assert (
+        out.stdout.index('"Paris"') < out.stdout.index('"Rome"')
+        and out.stdout.count("Result of get_weather") == 2
+    )
+    assert out.stdout.rstrip().endswith("Sunny, then rain.")
+    assert "<tool_response>\nsunny\n</tool_response>\n<tool_response>\nrain\n</tool_response>" in prompts[-1]
