@@ -89,61 +89,10 @@ Write each call as:
 {%- if add_generation_prompt -%}<|assistant|>{{ '\\n<think></think>' if (enable_thinking is defined and not enable_thinking) else '' }}{%- endif -%}"""
 
 
-#: GLM-4.7's template, written here from the format its model card describes: no newline
-#: after a role token; the generation prompt opens ``<think>`` itself (thinking off:
-#: ``</think>``); an assistant turn after the last user turn (its tool-call turns) keeps
-#: its reasoning as ``<think>..</think>``, an earlier one only ``</think>``, unless
-#: ``clear_thinking`` is false (then every turn keeps it); calls as
-#: ``<tool_call>name<arg_key>k</arg_key><arg_value>v</arg_value></tool_call>``; results as
-#: ``<tool_response>`` blocks after one ``<|observation|>``.
-GLM47_TEMPLATE = """[gMASK]<sop>
-{%- if tools -%}
-<|system|>
-# Tools
-
-Call functions to help with the user's request. Their signatures, in <tools></tools>:
-<tools>
-{% for t in tools %}{{ t | tojson(ensure_ascii=False) }}
-{% endfor %}</tools>
-
-Write each call as:
-<tool_call>{function-name}<arg_key>{key}</arg_key><arg_value>{value}</arg_value></tool_call>
-{%- endif -%}
-{%- set ns = namespace(last_user=-1) -%}
-{%- for m in messages -%}{%- if m.role == 'user' -%}{%- set ns.last_user = loop.index0 -%}{%- endif -%}{%- endfor -%}
-{%- for m in messages -%}
-{%- if m.role == 'user' -%}
-<|user|>{{ m.content }}
-{%- elif m.role == 'assistant' -%}
-<|assistant|>
-{%- set thought = m.reasoning_content if m.reasoning_content is string else '' -%}
-{%- set keep = (clear_thinking is defined and not clear_thinking) or loop.index0 > ns.last_user -%}
-{%- if keep and thought -%}
-{{ '<think>' + thought.strip() + '</think>' }}
-{%- else -%}
-{{ '</think>' }}
-{%- endif -%}
-{%- if m.content.strip() -%}{{ m.content.strip() }}{%- endif -%}
-{%- for c in m.tool_calls or [] -%}
-{{ '<tool_call>' + c.function.name }}
-{%- for k, v in c.function.arguments.items() -%}
-<arg_key>{{ k }}</arg_key><arg_value>{{ v if v is string else v | tojson(ensure_ascii=False) }}</arg_value>
-{%- endfor -%}
-</tool_call>
-{%- endfor -%}
-{%- elif m.role == 'tool' -%}
-{%- if loop.first or messages[loop.index0 - 1].role != 'tool' -%}<|observation|>{%- endif -%}
-{{ '<tool_response>' + m.content + '</tool_response>' }}
-{%- elif m.role == 'system' -%}
-<|system|>{{ m.content }}
-{%- endif -%}
-{%- endfor -%}
-{%- if add_generation_prompt -%}<|assistant|>{{ '</think>' if (enable_thinking is defined and not enable_thinking) else '<think>' }}{%- endif -%}"""
-
-
 def write_glm45(folder: Path, name: str = "zai-org/GLM-4.5-Air", template: str = GLM45_TEMPLATE) -> Path:
     """Write a tiny ``Glm4MoeForCausalLM`` folder (config, weights, tokenizer with the chat
-    ``template``: GLM-4.5's, or :data:`GLM47_TEMPLATE`) into ``folder``."""
+    ``template``: GLM-4.5's, or GLM-4.7's from :mod:`tests.helpers.glm47_flash_models`)
+    into ``folder``."""
     import torch
     from transformers import Glm4MoeConfig, Glm4MoeForCausalLM
 

@@ -70,7 +70,7 @@ def test_reasoning_of_the_tool_turns_is_kept_and_earlier_reasoning_left_out(glm4
     ids = glm47.prompt_format.encode(messages)
     assert ids == _reference(hf_tok, reference)
     text = hf_tok.decode(ids)
-    assert "<think>need it</think><tool_call>get_weather" in text and "<think>and Rome</think>" in text
+    assert "<think>need it</think>\n<tool_call>get_weather" in text and "<think>and Rome</think>" in text
     assert "old steps" not in text and text.endswith("<|assistant|><think>")
     assert glm47.prompt_format.opens_reasoning  # the reply starts inside the block
 
@@ -105,5 +105,5 @@ def test_the_tool_loop_gives_the_next_prompt_the_calls_reasoning(glm47, hf_tok):
         {"role": "tool", "content": "sunny"},
     ]
     assert prompts[1] == _reference(hf_tok, reference)
-    assert "<think>I need the weather.</think><tool_call>" in hf_tok.decode(prompts[1])
+    assert "<think>I need the weather.</think>\n<tool_call>" in hf_tok.decode(prompts[1])
     assert "".join(c.text for c in out[out.index(round_) + 1 :]) == "Sunny in Paris."
