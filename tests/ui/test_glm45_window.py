@@ -121,6 +121,7 @@ def test_the_thinking_switch_sets_the_next_answers_prompt_and_is_kept(qtbot, mak
     with qtbot.waitSignal(window.model_ready, timeout=MS):
         window.start()
     assert switch.box.isEnabled() and switch.box.isChecked() and not switch.reason.isVisible()
+    assert store.sampling() is None and window.params_box.get().temperature == 0.6  # GLM-4.5's defaults apply
     window.sidebar.set_params(SamplingParams(temperature=0.0, top_p=1.0, max_new_tokens=8))
     prompts = []
     encode = glm45.prompt_format.encode
