@@ -17,8 +17,8 @@ Sampling defaults (checked against Z.ai's published settings; the models'
 API guide, docs.z.ai/guides/develop/openai/python, whose defaults are GLM-4.5's);
 GLM-4.6 and GLM-4.7 temperature 1.0, top_p 0.95 (Z.ai's "Migrate to GLM-4.6" guide,
 docs.bigmodel.cn/cn/guide/start/migrate-to-glm-4.6; the GLM-4.7 model card's default
-settings). The two are told apart by ``max_position_embeddings`` (:data:`GLM45_CONTEXT`);
-a GGUF gets GLM-4.5's (its recogniser sees only the architecture).
+settings). The two are told apart by ``max_position_embeddings`` (:data:`GLM45_CONTEXT`),
+in a GGUF ``glm4moe.context_length``.
 """
 
 from __future__ import annotations
@@ -47,8 +47,11 @@ def _recognise(config: Mapping[str, Any], _folder: Path) -> str | None:
     return None
 
 
-def _recognise_gguf(architecture: str, _lookup: TokenLookup, _meta: GgufMeta) -> str | None:
-    return "glm4-moe" if architecture == "glm4moe" else None
+def _recognise_gguf(architecture: str, _lookup: TokenLookup, meta: GgufMeta) -> str | None:
+    if architecture != "glm4moe":
+        return None
+    context = meta("glm4moe.context_length")  # the converted config's max_position_embeddings
+    return "glm4.6-moe" if isinstance(context, int) and context > GLM45_CONTEXT else "glm4-moe"
 
 
 def glm45_format(family: ModelFamily, tokenizer, eos_ids: tuple[int, ...]):

@@ -211,11 +211,11 @@ class _VocabOf:
 class _Header:
     architecture = "glm4moe"
 
-    def __init__(self, template: str) -> None:
-        self.template = template
+    def __init__(self, template: str, context: int = 131072) -> None:
+        self.template, self.context = template, context
 
     def get(self, key: str):
-        return self.template if key == "tokenizer.chat_template" else None
+        return {"tokenizer.chat_template": self.template, "glm4moe.context_length": self.context}.get(key)
 
 
 def test_a_gguf_is_prompted_by_its_chat_template_with_tools(glm45, hf_tok):
@@ -465,3 +465,12 @@ def test_glm46_and_glm47_folders_get_their_own_sampling_defaults(tmp_path):
     assert longer == "glm4.6-moe" and get_family(longer).name == "glm4-moe"
     assert (sampling_defaults(longer).temperature, sampling_defaults(longer).top_p) == (1.0, 0.95)
     assert tool_dialect(longer) == "glm45" and get_family(longer).thinking_switch
+
+
+def test_a_glm46_or_glm47_gguf_gets_their_sampling_defaults(hf_tok):
+    from glmdesk.engine.backends.llamacpp_vocab import prompt_format_for
+
+    _fmt, name = prompt_format_for(_VocabOf(hf_tok), _Header(hf_tok.chat_template, 202752), "GLM-4.6.gguf")
+    assert name == "glm4.6-moe" and sampling_defaults(name).temperature == 1.0
+    _fmt, name = prompt_format_for(_VocabOf(hf_tok), _Header(hf_tok.chat_template), "GLM-4.5-Air.gguf")
+    assert name == "glm4-moe" and sampling_defaults(name).temperature == 0.6
