@@ -225,6 +225,9 @@ def apply_thinking(backend, thinking: bool) -> str | None:
     has no such switch, else ``None``."""
     if thinking:
         return None
+    if hasattr(backend, "enable_thinking"):  # a server: its requests ask for no thinking
+        backend.enable_thinking = False
+        return None
     model = getattr(backend, "loaded", None)
     fmt = getattr(model, "prompt_format", None) or getattr(backend, "prompt_format", None)
     if fmt is None or not hasattr(fmt, "thinking"):

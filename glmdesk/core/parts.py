@@ -74,7 +74,8 @@ def reasoning_of(parts: Iterable[ReplyPart]) -> str:
 
 def merged(parts: Iterable[ReplyPart]) -> tuple[ReplyPart, ...]:
     """``parts`` with neighbouring text (or reasoning) parts joined and empty ones left
-    out; of consecutive tool-call parts of one call only the last is kept."""
+    out; of consecutive tool-call parts of one call only the last is kept (a done part
+    ends its call: a part after it is the next call's)."""
     out: list[ReplyPart] = []
     for part in parts:
         if isinstance(part, (TextPart, ReasoningPart)):
@@ -83,7 +84,7 @@ def merged(parts: Iterable[ReplyPart]) -> tuple[ReplyPart, ...]:
             if out and type(out[-1]) is type(part):
                 out[-1] = type(part)(out[-1].text + part.text)
                 continue
-        elif out and isinstance(out[-1], ToolCallPart) and out[-1].name == part.name:
+        elif out and isinstance(out[-1], ToolCallPart) and out[-1].name == part.name and not out[-1].done:
             out[-1] = part
             continue
         out.append(part)

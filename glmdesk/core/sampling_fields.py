@@ -173,6 +173,10 @@ class SamplingField:
             raise ValueError(f"{self.label} must be {self.rule}, not {value}.")
 
 
+#: Fields of :class:`SamplingParams` that are not rows of the table: switches that are
+#: not numbers, each with its own control and request field (see its docstring).
+SWITCHES = ("enable_thinking",)
+
 #: The sampling fields of :class:`~glmdesk.core.settings.SamplingParams`, in the sidebar's order.
 SAMPLING_TABLE: tuple[SamplingField, ...] = (
     SamplingField(
@@ -278,6 +282,13 @@ class SamplingParams:
         thinking_budget: For a reasoning model: tokens it may think, in tokens; once
             reached, the close marker (``</think>``) is written and it answers, as
             llama.cpp's ``--reasoning-budget`` does. ``0`` is off.
+        enable_thinking: For a model with a thinking switch (GLM-4.5/4.6/4.7's chat
+            template ``enable_thinking``): ``False`` answers without reasoning,
+            ``True`` reasons first, ``None`` keeps the model's own setting (its
+            template's default, or ``--no-thinking``). Read once, when an answer
+            starts. Not a row of the table (a switch, not a number): the window's
+            sidebar has its own control, ``glmdesk serve`` reads vLLM's
+            ``chat_template_kwargs``, the remote backend sends them.
 
     Ranges, labels, options and request names: one row each in :data:`SAMPLING_TABLE`
     (also importable from :mod:`glmdesk.core.settings`).
@@ -294,6 +305,7 @@ class SamplingParams:
     max_new_tokens: int = 512
     seed: int | None = None
     thinking_budget: int = 0
+    enable_thinking: bool | None = None
 
     #: The table the fields are validated, shown, stored and sent by; a subclass with
     #: one more field adds its row.
@@ -302,6 +314,8 @@ class SamplingParams:
     def __post_init__(self) -> None:
         for row in self.TABLE:
             row.check(getattr(self, row.name))
+        if self.enable_thinking is not None and not isinstance(self.enable_thinking, bool):
+            raise ValueError(f"enable_thinking must be true, false or unset, not {self.enable_thinking!r}.")
 
     @property
     def greedy(self) -> bool:

@@ -57,7 +57,11 @@ class GenerationChunk:
             chunk to chunk): what the model wrote after the metadata line (ChatGLM3's
             fenced ``tool_call(...)``, GLM-4's JSON arguments, the interpreter's fenced
             code), or a remote server's ``function.arguments`` so far. ``""`` otherwise.
-        tool_call: On the final chunk with ``finish_reason == "tool_calls"``: the call.
+        tool_call: On the final chunk with ``finish_reason == "tool_calls"``: the call
+            (the first of :attr:`tool_calls`).
+        tool_calls: On that chunk: every call of the reply, in the order written
+            (GLM-4.5 writes several in one turn; ``(tool_call,)`` for the earlier
+            formats); ``()`` otherwise.
         notice: On the final chunk: why a call-like reply was shown as text
             (``ErrorInfo`` of kind ``tool_call_invalid``), else ``None``.
         reused_tokens: Leading prompt tokens whose KV came from the conversation's
@@ -93,6 +97,7 @@ class GenerationChunk:
     tool_pending: str | None = None
     tool_text: str = ""
     tool_call: ToolCall | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
     notice: ErrorInfo | None = None
     reused_tokens: int = 0
     kept_kv_bytes: int = 0

@@ -30,7 +30,7 @@ from glmdesk.engine.context import FittedPrompt, fit_prompt
 from glmdesk.engine.decoding import LogitsSource, Sampler, answer_seed, generate_tokens
 from glmdesk.engine.detokenizer import IncrementalDetokenizer
 from glmdesk.engine.families.parser import ReplyParser, reply_parser
-from glmdesk.engine.prompt import PromptFormat, ReplyFilter, continued, encodable, forced_call
+from glmdesk.engine.prompt import PromptFormat, ReplyFilter, continued, encodable, forced_call, thinking_for
 from glmdesk.engine.thinking_budget import thinking_budget
 
 #: Builds the prompt for an answer from the prompt limit (context minus answer budget,
@@ -169,11 +169,11 @@ class _Answer:
             return []
 
     def chunk(self, parts=(), ids: tuple[int, ...] = (), finish: str | None = None, error=None):
-        call = self.shown.tool_call if finish is not None else None
-        if call is not None and finish == "stop":
+        calls = self.shown.tool_calls if finish is not None else ()
+        if calls and finish == "stop":
             finish = "tool_calls"
         elif finish is not None:
-            call = None  # a call cut off by length, Stop or an error is not run
+            calls = ()  # a call cut off by length, Stop or an error is not run
             parts = [p for p in parts if not (isinstance(p, ToolCallPart) and p.done)]
         note = self.shown.notice if finish is not None else None
         parts = merged(parts)
@@ -194,7 +194,8 @@ class _Answer:
             dropped_messages=self.dropped,
             tool_pending=self.shown.pending if finish is None else None,
             tool_text=self.shown.call_text if finish is None else "",
-            tool_call=call,
+            tool_call=calls[0] if calls else None,
+            tool_calls=calls,
             notice=None if note is None else tool_notice(note),
             reused_tokens=self.reused,
             kept_kv_bytes=0 if self.pool is None else self.pool.total_bytes(),
@@ -238,7 +239,8 @@ def stream_answer(
             with that function's metadata line and the answer is its call: finish
             ``tool_calls`` when the arguments parse, else the text with a notice.
         params: Read before every token; replace its value to change sampling
-            mid-answer (applies from the next token). ``seed`` is read once.
+            mid-answer (applies from the next token). ``seed`` and ``enable_thinking``
+            (the format's thinking switch for this answer) are read once.
         cache: KV-cache strategy for this answer (default: full).
         stop: When set, the answer ends before the next token with finish reason
             ``cancelled``; the text so far is kept.
@@ -260,7 +262,7 @@ def stream_answer(
     cache = cache or CacheSettings()
     stop = stop or threading.Event()
     messages = encodable(messages)
-    with model.lock:  # one answer at a time per model
+    with model.lock, thinking_for(model.prompt_format, params.get().enable_thinking):  # one answer at a time
         yield from _stream(
             model,
             lambda limit, fallback: fit_prompt(model.prompt_format, encodable(messages), limit, fallback),

@@ -26,7 +26,14 @@ from typing import Any
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.parts import ThinkMarkers
 from glmdesk.core.tools import INTERPRETER, ToolCall, ToolSet
-from glmdesk.engine.prompt import ChatTemplateFormat, Markup, ReplyFilter, continued, split_rendering
+from glmdesk.engine.prompt import (
+    ChatTemplateFormat,
+    Markup,
+    ReplyFilter,
+    continued,
+    forced_call,
+    split_rendering,
+)
 
 CALL_OPEN, CALL_CLOSE = "<tool_call>", "</tool_call>"
 _PAIR = re.compile(r"<arg_key>(.*?)</arg_key>\s*<arg_value>(.*?)</arg_value>", re.DOTALL)
@@ -162,7 +169,10 @@ class Glm45Format(ChatTemplateFormat):
 
     name = "glm4-moe"
     tool_calls = True
-    opens_forced_call = False
+    #: A forced function (``ToolSet.forced``, OpenAI's named ``tool_choice``): the prompt
+    #: ends with the think block closed empty and ``<tool_call>{name}`` written, as the
+    #: template renders a call turn without reasoning; the reply is that call's arguments.
+    opens_forced_call = True
 
     def __init__(
         self, tokenizer, stop_ids: frozenset[int], reasoning: ThinkMarkers, thinking: bool = True
@@ -201,10 +211,31 @@ class Glm45Format(ChatTemplateFormat):
         render = lambda shown: self._render(_filled(rows, shown), tools)  # noqa: E731
         for part in split_rendering(render, slots.values, [m.role for m in turns]):
             if isinstance(part, Markup):
-                ids += self.tokenizer.encode(part.text, add_special_tokens=False)
+                ids += self._markup(part.text)
             elif part:
                 ids += self._plain(part)
+        forced = forced_call(messages)
+        if forced is not None:
+            ids += self._forced_opening(ids, forced)
         return ids + (self._plain(partial) if partial else [])
+
+    def _markup(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text, add_special_tokens=False)
+
+    def _forced_opening(self, ids: list[int], name: str) -> list[int]:
+        """The ids after the generation prompt that open the call of ``name``: the think
+        block closed (``</think>`` when the prompt opened it, GLM-4.7; else an empty
+        ``<think></think>`` unless thinking off already wrote one), then
+        ``<tool_call>`` and the name (plain text)."""
+        close = self._markup(self.reasoning.close)
+        if self.opens_reasoning:
+            head = close
+        elif ids[-len(close) :] == close:
+            head = []
+        else:
+            head = self._markup("\n" + self.reasoning.open + self.reasoning.close)
+        wire = PYTHON if name == INTERPRETER else name
+        return head + self._markup("\n" + CALL_OPEN) + self._plain(wire)
 
     def _render(self, rows: list[dict[str, Any]], tools: ToolSet | None) -> str:
         return self.tokenizer.apply_chat_template(
@@ -264,18 +295,28 @@ def parse_xml_call(name: str, body: str, tools: ToolSet) -> ToolCall:
 def parse_xml_reply(text: str, tools: ToolSet) -> ToolCall | None:
     """The first ``<tool_call>`` block of a whole reply that calls an offered function
     (a served model's text), or ``None``."""
+    calls = parse_xml_calls(text, tools)
+    return calls[0] if calls else None
+
+
+def parse_xml_calls(text: str, tools: ToolSet) -> tuple[ToolCall, ...]:
+    """Every ``<tool_call>`` block of a whole reply that calls an offered function, in
+    the order written (a served model's text)."""
     reader = XmlToolFilter(tools)
     reader(text)
     reader.finish(cut_off=False)
-    return reader.tool_call
+    return reader.calls
 
 
 class XmlToolFilter(ReplyFilter):
     """Shows text, holds back and parses ``<tool_call>`` blocks naming offered tools.
 
-    The first recognised call ends the reply (:attr:`stopped`): glmdesk runs one call
-    per answer, and the model writes its next call after that call's result. A block
-    that names no offered tool, or is cut off, is shown as text with a :attr:`notice`.
+    The model may write several blocks in one turn (GLM-4.5's template renders them one
+    after the other in one assistant message); each one that parses is kept in
+    :attr:`calls`, in order, and the whitespace after it is not shown. The reply ends
+    at the model's end token (``<|observation|>`` after calls), never at a
+    ``</tool_call>`` (:attr:`stopped` stays False). A block that names no offered tool,
+    or is cut off, is shown as text with a :attr:`notice`.
 
     Args:
         tools: What the conversation offers.
@@ -283,18 +324,26 @@ class XmlToolFilter(ReplyFilter):
 
     def __init__(self, tools: ToolSet) -> None:
         self.tools = tools
-        self.tool_call: ToolCall | None = None
+        self._calls: list[ToolCall] = []
         self.notice: str | None = None
-        self._state = "text"  # text -> name -> call -> done
+        self._state = "text"  # text -> name -> call -> text ...; done at the end
         self._held = ""
         self._name = ""
         self._body = ""
         self._released = ""
+        self._after_call = False  # whitespace after a call is not shown
+        if tools.forced is not None:  # the prompt wrote <tool_call> and the name: the reply is the call
+            self._state, self._name = "call", tools.forced
 
     @property
-    def stopped(self) -> bool:
-        """True once a call was recognised."""
-        return self.tool_call is not None
+    def calls(self) -> tuple[ToolCall, ...]:
+        """The recognised calls so far, in the order written."""
+        return tuple(self._calls)
+
+    @property
+    def tool_call(self) -> ToolCall | None:
+        """The first recognised call, or ``None``."""
+        return self._calls[0] if self._calls else None
 
     @property
     def pending(self) -> str | None:
@@ -312,6 +361,11 @@ class XmlToolFilter(ReplyFilter):
         text, self._held, out = self._held + delta, "", ""
         while text and self._state != "done":
             if self._state == "text":
+                if self._after_call:
+                    text = text.lstrip()
+                    if not text:
+                        return out
+                    self._after_call = False
                 cut = text.find(CALL_OPEN)
                 if cut < 0:
                     k = _held_prefix(text, CALL_OPEN)
@@ -348,14 +402,16 @@ class XmlToolFilter(ReplyFilter):
         if cut < 0:
             self._body = body
             return ""
-        self._body, self._state = body[:cut], "done"
+        self._body, self._state = body[:cut], "text"
         try:
-            self.tool_call = parse_xml_call(self._name, self._body, self.tools)
+            self._calls.append(parse_xml_call(self._name, self._body, self.tools))
         except ValueError as exc:  # shown as the text it was; the text after it goes on
-            self.notice, self._state = str(exc), "text"
+            self.notice = str(exc)
             self._released = f"{CALL_OPEN}{self._name}{self._body}{CALL_CLOSE}"
-            return body[cut + len(CALL_CLOSE) :]
-        return ""
+        else:
+            self._after_call = True
+        self._name = self._body = ""
+        return body[cut + len(CALL_CLOSE) :]
 
     def finish(self, cut_off: bool) -> str:
         """End of the reply: a call left open is shown as text."""

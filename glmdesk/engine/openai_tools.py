@@ -216,23 +216,30 @@ def messages_to_openai(messages: Sequence[ChatMessage]) -> tuple[list[dict[str, 
 
     Returns:
         ``(wire, tools)``: the ``messages`` of a request (a call is an assistant message
-        with ``tool_calls``; an observation a ``tool`` message with the ``tool_call_id``
-        of the call before it; a user message with images a list of ``image_url`` parts
+        with ``tool_calls``, the further calls of one turn in the same message; an
+        observation a ``tool`` message with the ``tool_call_id`` of the call it answers,
+        in order; a user message with images a list of ``image_url`` parts
         with ``data:`` URLs, then its ``text`` part) and its ``tools`` (the custom functions on the system
         message; the code interpreter has no OpenAI form and is not sent).
     """
     wire: list[dict[str, Any]] = []
     tools: list[dict[str, Any]] = []
-    last_id = ""
+    last_id, unanswered = "", []  # the ids of the calls whose results come next, in order
     for m in messages:
         if m.role == "system" and m.tools:
             tools = [{"type": "function", "function": f.definition()} for f in m.tools.functions]
         if m.role == "assistant" and m.tool_call is not None:
             entry = tool_call_to_openai(m.tool_call)
             last_id = entry["id"]
-            wire.append({"role": "assistant", "content": m.content or None, "tool_calls": [entry]})
+            if not m.content and unanswered and wire and wire[-1].get("tool_calls"):
+                wire[-1]["tool_calls"].append(entry)  # a further call of the same turn
+            else:
+                unanswered = []
+                wire.append({"role": "assistant", "content": m.content or None, "tool_calls": [entry]})
+            unanswered.append(last_id)
         elif m.role == "observation":
-            wire.append({"role": "tool", "tool_call_id": last_id, "content": m.content})
+            call_id = unanswered.pop(0) if unanswered else last_id
+            wire.append({"role": "tool", "tool_call_id": call_id, "content": m.content})
         elif m.attachments:  # OpenAI's vision parts: the images, then the text
             parts: list[dict[str, Any]] = [
                 {"type": "image_url", "image_url": {"url": a.data_url()}} for a in m.attachments

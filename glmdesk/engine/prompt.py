@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 import secrets
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 
@@ -52,7 +53,7 @@ class ReplyFilter:
 
     Attributes:
         tool_call: The recognised call once the reply ended (a tool-call filter's), else
-            ``None``.
+            ``None``; the first of :attr:`calls` when there are several.
         notice: Why a call-like reply was shown as text (English), else ``None``.
         pending: The tool being called while its text streams, else ``None``.
         call_text: The pending call's text so far (``""`` when none is pending).
@@ -67,6 +68,12 @@ class ReplyFilter:
     def stopped(self) -> bool:
         """True once the reply's end marker was seen in the text."""
         return False
+
+    @property
+    def calls(self) -> tuple[ToolCall, ...]:
+        """Every recognised call, in the order written (GLM-4.5 writes several in one
+        reply; the earlier formats one, :attr:`tool_call`)."""
+        return () if self.tool_call is None else (self.tool_call,)
 
     def __call__(self, delta: str) -> str:
         return delta
@@ -356,3 +363,20 @@ def split_rendering(render, values: Sequence[str], avoid: Sequence[str] = ()) ->
             pos = pos + len(chosen) if real.startswith(chosen, pos) else -1
         parts.append(chosen)
     return parts
+
+
+@contextmanager
+def thinking_for(fmt: PromptFormat, enable: bool | None) -> Iterator[None]:
+    """``fmt`` with its thinking switch (a ``thinking`` attribute, GLM-4.5's
+    ``enable_thinking``) set to ``enable`` inside the block, restored after; ``None``, or
+    a format without a switch: unchanged. Used under the model's lock (one answer at a
+    time), so one answer's setting does not reach another."""
+    if enable is None or not hasattr(fmt, "thinking"):
+        yield
+        return
+    before = fmt.thinking
+    fmt.thinking = enable
+    try:
+        yield
+    finally:
+        fmt.thinking = before

@@ -1,8 +1,9 @@
 """One user message answered with up to N tool rounds.
 
 :func:`answer_with_tools` streams an answer; when it ends with a tool call
-(``finish_reason == "tool_calls"``) it asks ``handle(call)`` for the result, appends
-the call and its observation to the conversation and streams the continuation,
+(``finish_reason == "tool_calls"``) it asks ``handle(call)`` for each call's result
+(GLM-4.5 may write several calls in one reply: in order), appends the calls and their
+observations to the conversation and streams the continuation,
 until an answer ends without a call, or ``max_rounds`` calls were answered: a
 further call is then not run and the answer ends with a ``tool_rounds_exceeded``
 note. Plain values in and out, no Qt: the window's session runs it on its worker
@@ -18,6 +19,7 @@ from dataclasses import dataclass, replace
 
 from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.messages import ChatMessage
+from glmdesk.core.parts import reasoning_of
 from glmdesk.core.settings import CacheSettings, ParamsBox
 from glmdesk.core.tools import ToolCall, calls_since_user
 from glmdesk.engine.chunk import GenerationChunk
@@ -43,18 +45,30 @@ class ToolResult:
 
 @dataclass(frozen=True)
 class ToolRound:
-    """One answered call, yielded between the answer's chunks.
+    """The answered calls of one reply, yielded between the answer's chunks.
 
     Attributes:
-        call: The call the model made.
-        result: What came back.
-        messages: The two messages appended to the conversation: the assistant's
-            call (with any text shown before it) and the observation.
+        calls: The calls the model made in that reply, in the order written (GLM-4.5
+            may write several in one turn; the earlier formats one).
+        results: What came back for each, in the same order.
+        messages: The messages appended to the conversation, as the template reads
+            them: each call as an assistant message (the first with the text shown
+            before it and the reply's reasoning, the others empty), then each observation in the same order.
     """
 
-    call: ToolCall
-    result: ToolResult
-    messages: tuple[ChatMessage, ChatMessage]
+    calls: tuple[ToolCall, ...]
+    results: tuple[ToolResult, ...]
+    messages: tuple[ChatMessage, ...]
+
+    @property
+    def call(self) -> ToolCall:
+        """The first call."""
+        return self.calls[0]
+
+    @property
+    def result(self) -> ToolResult:
+        """The first call's result."""
+        return self.results[0]
 
 
 StreamFn = Callable[
@@ -109,38 +123,47 @@ def answer_with_tools(
 
     Yields:
         Every :class:`GenerationChunk` of each segment, a :class:`ToolRound` after each
-        answered call. Only the very last chunk's ``finish_reason`` ends the answer;
+        reply's calls were answered (all of them, in order, through ``handle``; a reply
+        whose calls would pass ``max_rounds`` runs none of them). Only the very last chunk's ``finish_reason`` ends the answer;
         earlier ``tool_calls`` chunks are followed by a round.
     """
     stop = stop or threading.Event()
     history = list(messages)
     while True:
-        shown = ""
+        shown, thought = "", ""
         final: GenerationChunk | None = None
         for chunk in stream(history, params, cache, stop):
             shown += chunk.text
+            thought += reasoning_of(chunk.parts)
             if chunk.finish_reason is None:
                 yield chunk
             else:
                 final = chunk
+        calls = (final.tool_calls or (final.tool_call,)) if final is not None else ()
         if final is None or final.finish_reason != "tool_calls" or final.tool_call is None:
             if final is not None:
                 yield final
             return
-        if calls_since_user(history) >= max_rounds:
-            yield replace(final, finish_reason="stop", tool_call=None, notice=rounds_exceeded(max_rounds))
+        if calls_since_user(history) + len(calls) > max_rounds:
+            yield replace(
+                final, finish_reason="stop", tool_call=None, tool_calls=(), notice=rounds_exceeded(max_rounds)
+            )
             return
         yield final
         if stop.is_set():
             return
-        call = final.tool_call
-        result = handle(call)
-        pair = (
-            ChatMessage("assistant", shown, tool_call=call),
-            ChatMessage("observation", result.content, name=call.name),
-        )
-        history = [*_unforced(history), *pair]
-        yield ToolRound(call, result, pair)
+        results = tuple(handle(call) for call in calls)  # in the order written
+        asked = [  # the reasoning goes with the call (GLM-4.7's template keeps it across tool turns)
+            ChatMessage(
+                "assistant", shown if k == 0 else "", tool_call=c, reasoning=thought if k == 0 else ""
+            )
+            for k, c in enumerate(calls)
+        ]
+        answered = [
+            ChatMessage("observation", r.content, name=c.name) for c, r in zip(calls, results, strict=True)
+        ]
+        history = [*_unforced(history), *asked, *answered]
+        yield ToolRound(calls, results, (*asked, *answered))
         if stop.is_set():
             return
 

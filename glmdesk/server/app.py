@@ -30,6 +30,7 @@ from glmdesk.server.schemas import (
     chat_tools,
     completion_prompt,
     prompt_chars,
+    request_thinking,
     sampling_params,
     stop_strings,
     wants_usage,
@@ -203,7 +204,7 @@ async def _answer(
     if out.last is not None and out.last.finish_reason == "error":
         raise from_engine(out.last.error)
     return JSONResponse(
-        reply.whole("".join(out.text), out.finish, out.last, out.call, "".join(out.reasoning))
+        reply.whole("".join(out.text), out.finish, out.last, out.calls, "".join(out.reasoning))
     )
 
 
@@ -311,7 +312,8 @@ def _answer_routes(app: FastAPI, state: ServerState, guarded: list) -> None:
         capabilities = backend.capabilities()
         tool_format = capabilities.tool_calls
         messages = chat_messages(body, chat_tools(body, tool_format), tool_format, capabilities.vision)
-        params = ParamsBox(sampling_params(body, state.base_params, await state.room(messages)))
+        sampled = sampling_params(body, state.base_params, await state.room(messages))
+        params = ParamsBox(request_thinking(body, sampled))
         reply = Reply(
             f"chatcmpl-{uuid.uuid4().hex}", state.model_id, chat=True, usage_chunk=wants_usage(body)
         )

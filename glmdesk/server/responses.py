@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 
 from glmdesk.core.parts import ReasoningPart, reasoning_of
@@ -82,18 +82,24 @@ class Reply:
         return self._head(stream=True) | {"choices": [], "usage": usage(last)}
 
     def whole(
-        self, text: str, finish: str, last: GenerationChunk, call: ToolCall | None = None, reasoning: str = ""
+        self,
+        text: str,
+        finish: str,
+        last: GenerationChunk,
+        calls: Sequence[ToolCall] = (),
+        reasoning: str = "",
     ) -> dict:
-        """The non-stream response (``message.tool_calls`` when the answer is a call;
-        ``content`` is then the text shown before it, or ``null``; the reasoning as
-        ``message.reasoning_content`` when the model wrote some)."""
+        """The non-stream response (``message.tool_calls`` when the answer is a call, one
+        entry per call in the order written; ``content`` is then the text shown before
+        them, or ``null``; the reasoning as ``message.reasoning_content`` when the model
+        wrote some)."""
         if self.chat:
             message: dict = {"role": "assistant", "content": text}
-            if call is not None:
+            if calls:
                 message = {
                     "role": "assistant",
                     "content": text or None,
-                    "tool_calls": [tool_call_to_openai(call)],
+                    "tool_calls": [tool_call_to_openai(c) for c in calls],
                 }
             if reasoning:
                 message["reasoning_content"] = reasoning
@@ -132,13 +138,13 @@ def event(body: dict | str) -> str:
 @dataclass
 class Outcome:
     """How an answer's text ended: its pieces so far, its reasoning pieces, the engine's
-    last chunk, and the tool call it ended with (``finish == "tool_calls"``)."""
+    last chunk, and the tool calls it ended with (``finish == "tool_calls"``; in order)."""
 
     text: list[str] = field(default_factory=list)
     reasoning: list[str] = field(default_factory=list)
     last: GenerationChunk | None = None
     finish: str = "stop"
-    call: ToolCall | None = None
+    calls: tuple[ToolCall, ...] = ()
 
 
 async def pieces(
@@ -176,7 +182,7 @@ async def pieces(
             shown += stops.flush() if chunk.finish_reason != "error" else ""
             out.finish = finish_reason(chunk.finish_reason)
             if out.finish == "tool_calls":
-                out.call = chunk.tool_call
+                out.calls = chunk.tool_calls or ((chunk.tool_call,) if chunk.tool_call else ())
             if shown:
                 yield shown
             return
@@ -208,8 +214,8 @@ async def sse(run: AnswerRun, first: GenerationChunk, stops: StopStrings, reply:
         if last is not None and last.finish_reason == "error":
             yield event(from_engine(last.error).body())
         else:
-            if out.call is not None and calls is not None:
-                for delta in calls.finish(out.call):
+            if out.calls and calls is not None:
+                for delta in calls.finish(out.calls):
                     yield event(reply.piece(tool_call=delta))
             yield event(reply.piece(finish=out.finish))
             if reply.usage_chunk and last is not None:

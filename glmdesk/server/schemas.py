@@ -93,6 +93,26 @@ class ChatRequest(SamplingFields):
     messages: list[MessageIn]
     tools: list[dict[str, Any]] | None = None
     tool_choice: str | dict[str, Any] | None = None
+    chat_template_kwargs: dict[str, Any] | None = None
+
+
+def request_thinking(body: ChatRequest, params: SamplingParams) -> SamplingParams:
+    """``params`` with the request's ``chat_template_kwargs.enable_thinking`` (as vLLM
+    takes it: GLM-4.5's template switch; other keys are not read).
+
+    Raises:
+        APIError: 400 when ``enable_thinking`` is given and is not a boolean.
+    """
+    value = (body.chat_template_kwargs or {}).get("enable_thinking")
+    if value is None:
+        return params
+    if not isinstance(value, bool):
+        raise APIError(
+            400,
+            f"chat_template_kwargs.enable_thinking must be true or false, not {value!r}.",
+            "chat_template_kwargs",
+        )
+    return replace(params, enable_thinking=value)
 
 
 class CompletionRequest(SamplingFields):

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 import jiter
@@ -91,57 +92,98 @@ def json_prefix(text: str, scan: JsonObjectEnd | None = None) -> str:
     return body
 
 
+class _Slot:
+    """One call's stream state: its id once its first delta went out, and the arguments
+    sent so far."""
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.id: str | None = None
+        self.sent = ""
+        self.scan = JsonObjectEnd()
+
+
 class ToolCallStream:
-    """The ``delta.tool_calls`` entries of one streamed answer (its first call, index 0).
+    """The ``delta.tool_calls`` entries of one streamed answer: one ``index`` per call,
+    in the order written (GLM-4.5 writes several calls in one reply; a call that
+    parsed ends its index, the next pending call opens the next).
 
     Attributes:
-        id: The call's id (``call_...``) once its first delta went out, else ``None``.
-        sent: The arguments sent so far (what the client has concatenated).
+        id: The first call's id (``call_...``) once its first delta went out, else ``None``.
+        sent: The first call's arguments sent so far (what the client has concatenated).
     """
 
     def __init__(self) -> None:
-        self.id: str | None = None
-        self.sent = ""
-        self._scan = JsonObjectEnd()
+        self._slots: list[_Slot] = []
+        self._open: _Slot | None = None
+
+    @property
+    def id(self) -> str | None:
+        return self._slots[0].id if self._slots else None
+
+    @property
+    def sent(self) -> str:
+        return self._slots[0].sent if self._slots else ""
 
     def update(self, chunk: GenerationChunk) -> list[dict[str, Any]]:
         """The deltas ``chunk`` adds: the first delta when a call starts, then new
-        argument pieces (see the module docstring). Reads the chunk's tool-call part
-        (the same part from every backend: the local parser's, the remote backend's)."""
-        part = next((p for p in reversed(chunk.parts) if isinstance(p, ToolCallPart) and not p.done), None)
-        if part is None:
-            return []
-        out = []
-        if self.id is None:
-            self.id = f"call_{uuid.uuid4().hex[:24]}"
-            name = "python" if part.name == INTERPRETER else part.name
-            head = {"name": name, "arguments": ""}
-            out.append({"index": 0, "id": self.id, "type": "function", "function": head})
-        prefix = json_prefix(part.arguments_so_far, self._scan)  # "" once no JSON prefix: nothing more
-        if len(prefix) > len(self.sent) and prefix.startswith(self.sent):
-            out.append(self._piece(prefix[len(self.sent) :]))
-            self.sent = prefix
+        argument pieces (see the module docstring). Reads the chunk's tool-call parts
+        (the same parts from every backend: the local parser's, the remote backend's)."""
+        out: list[dict[str, Any]] = []
+        for part in chunk.parts:
+            if not isinstance(part, ToolCallPart):
+                continue
+            if part.done:  # this call parsed: a later pending part is the next call
+                self._open = None
+                continue
+            out += self._progress(part)
         return out
 
-    def finish(self, call: ToolCall) -> list[dict[str, Any]]:
-        """The deltas still owed once ``call`` parsed: the first delta if none went out,
-        then the rest of its arguments (all of them when nothing streamed)."""
-        if self.id is None:  # the call was never pending (a backend that does not say)
-            deltas = tool_call_deltas(call)
-            self.id, self.sent = deltas[0]["id"], deltas[1]["function"]["arguments"]
-            return deltas
+    def _progress(self, part: ToolCallPart) -> list[dict[str, Any]]:
+        out = []
+        slot = self._open
+        if slot is None:
+            slot = self._open = _Slot(len(self._slots))
+            self._slots.append(slot)
+            slot.id = f"call_{uuid.uuid4().hex[:24]}"
+            name = "python" if part.name == INTERPRETER else part.name
+            head = {"name": name, "arguments": ""}
+            out.append({"index": slot.index, "id": slot.id, "type": "function", "function": head})
+        prefix = json_prefix(part.arguments_so_far, slot.scan)  # "" once no JSON prefix: nothing more
+        if len(prefix) > len(slot.sent) and prefix.startswith(slot.sent):
+            out.append(self._piece(slot.index, prefix[len(slot.sent) :]))
+            slot.sent = prefix
+        return out
+
+    def finish(self, calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
+        """The deltas still owed once ``calls`` (the reply's calls, in order) parsed: for
+        each, the first delta if none went out, then the rest of its arguments (all of
+        them when nothing streamed)."""
+        out = []
+        for index, call in enumerate(calls):
+            if index >= len(self._slots):  # the call was never pending (a backend that does not say)
+                deltas = tool_call_deltas(call, index)
+                slot = _Slot(index)
+                slot.id, slot.sent = deltas[0]["id"], deltas[1]["function"]["arguments"]
+                self._slots.append(slot)
+                out += deltas
+                continue
+            out += self._rest(self._slots[index], call)
+        return out
+
+    def _rest(self, slot: _Slot, call: ToolCall) -> list[dict[str, Any]]:
         arguments = call.arguments_json()
         written = call.raw.strip()
-        if self.sent and written.startswith(self.sent) and _same_json(written, call.arguments):
+        if slot.sent and written.startswith(slot.sent) and _same_json(written, call.arguments):
             arguments = written  # the model's own JSON text, whose start went out already
-        if len(arguments) > len(self.sent) and arguments.startswith(self.sent):
-            self.sent, rest = arguments, arguments[len(self.sent) :]
-            return [self._piece(rest)]
+        if len(arguments) > len(slot.sent) and arguments.startswith(slot.sent):
+            slot.sent, rest = arguments, arguments[len(slot.sent) :]
+            return [self._piece(slot.index, rest)]
         return []
 
     @staticmethod
-    def _piece(text: str) -> dict[str, Any]:
-        return {"index": 0, "function": {"arguments": text}}
+    def _piece(index: int, text: str) -> dict[str, Any]:
+        return {"index": index, "function": {"arguments": text}}
 
 
 def _same_json(text: str, arguments) -> bool:

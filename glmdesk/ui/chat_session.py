@@ -136,6 +136,7 @@ class ChatSession(ToolFlow, QObject):
         self.tools = ToolSet()
         self.tool_settings = ToolSettings()
         self.pending_call: ToolCall | None = None
+        self._queued_calls: list[ToolCall] = []  # the answer's further calls, asked in turn
         self.interpreter = None
         self._last_request: tuple[str, CacheSettings] = ("", CacheSettings())
         self._code_run = 0
@@ -256,6 +257,7 @@ class ChatSession(ToolFlow, QObject):
         if self._current is not None or not text.strip() or not self.is_ready():
             return False
         self.pending_call = None  # a call left waiting is answered by the new message
+        self._queued_calls = []
         message = ChatMessage("user", text, attachments=tuple(attachments))
         index = self.state.add(message)
         self.message_added.emit(index, message, None)
@@ -353,34 +355,31 @@ class ChatSession(ToolFlow, QObject):
             error=getattr(chunk, "error", None),
             notice=getattr(chunk, "notice", None),
         )
-        call = getattr(chunk, "tool_call", None) if reason == "tool_calls" else None
-        if call is not None and calls_since_user(self.state.messages) >= self.tool_settings.max_rounds:
+        calls = self._calls_of(chunk) if reason == "tool_calls" else ()
+        if calls and calls_since_user(self.state.messages) + len(calls) > self.tool_settings.max_rounds:
             from glmdesk.engine.tool_loop import rounds_exceeded
 
             notice = rounds_exceeded(self.tool_settings.max_rounds)
             record = dataclasses.replace(record, finish_reason="stop", notice=notice)
-            chunk = dataclasses.replace(chunk, finish_reason="stop", tool_call=None, notice=notice)
-            call = None
+            chunk = dataclasses.replace(
+                chunk, finish_reason="stop", tool_call=None, tool_calls=(), notice=notice
+            )
+            calls = ()
         resumed, self._resumed = self._resumed, None
         if resumed is not None:  # Continue: one answer, the old text and the new
             text, record = continued_answer(*resumed, text, record)
             reasoning = self.state.messages[-1].reasoning + reasoning
             self.state.pop()
         self.last_answer = (text, record)
-        if call is not None:
-            index = self.state.add(
-                ChatMessage("assistant", text, tool_call=call, reasoning=reasoning), record
-            )
-            self.message_added.emit(index, self.state.messages[index], record)
+        if calls:
+            self._add_calls(calls, text, reasoning, record)
         elif text:
             index = self.state.add(ChatMessage("assistant", text, reasoning=reasoning), record)
             self.message_added.emit(index, self.state.messages[index], record)
         self.answer_finished.emit(request_id, chunk)
-        if call is not None:
-            self.pending_call = call
-            self.tool_call_requested.emit(call)
-            if call.kind == "interpreter" and self.tool_settings.always_run:
-                self.run_tool_code()
+        if calls:
+            self._queued_calls = list(calls)
+            self._ask_next_call()
 
     def abandon_answer(self) -> None:
         """End the current answer here with the text received so far (cancelled)."""

@@ -362,6 +362,14 @@ class HistoryController(QObject):
             return
         model = self._model_name()
         answer, self._answer = self._answer, None
+        if answer is None and message.tool_call is not None:  # a further call of the same answer (GLM-4.5)
+            call, settings = message.tool_call, dataclasses.asdict(self.session.params_box.get())
+            self.writes.submit(
+                lambda h: (
+                    conv.id is not None and h.add_tool_call(conv.id, call, "", model=model, settings=settings)
+                )
+            )
+            return
         if answer is None:  # an answer the window added without starting it
             anchor = self._take_anchor()
             self.writes.submit(

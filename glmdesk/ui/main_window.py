@@ -269,6 +269,14 @@ class MainWindow(QMainWindow):
         self.input_box.set_vision(caps is not None and caps.vision, error_sentence(no_vision), sizing)
         if self.session.capabilities is not None:  # when sampling changes apply: per token or per answer
             self.sidebar.set_sampling_timing(self.session.capabilities.live_sampling)
+        no_switch = self.tr("{model} has no thinking switch (GLM-4.5/4.6/4.7 have one).").format(
+            model=info.name
+        )
+        self._applying_defaults = True  # the model's switch, not the user's choice: not saved
+        try:
+            self.sidebar.set_thinking_available(caps is not None and caps.thinking_switch, no_switch)
+        finally:
+            self._applying_defaults = False
         kv = self.session.capabilities.kv_strategies if self.session.capabilities else {"full": None}
         self.sidebar.set_cache_availability(
             {k: (None if v is None else error_sentence(v)) for k, v in kv.items()}

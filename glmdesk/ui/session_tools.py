@@ -15,7 +15,7 @@ from PySide6.QtCore import Slot
 
 from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.messages import ChatMessage
-from glmdesk.core.tools import ToolSet, ToolSettings
+from glmdesk.core.tools import ToolCall, ToolSet, ToolSettings
 
 
 class ToolFlow:
@@ -45,8 +45,37 @@ class ToolFlow:
         self.message_added.emit(index, message, None)
         if images:
             self.tool_images_added.emit(list(images), call.name)
-        self._start_answer(*self._last_request)
+        if self._queued_calls:  # the answer's next call first; the model reads all results at once
+            self._ask_next_call()
+        else:
+            self._start_answer(*self._last_request)
         return True
+
+    @staticmethod
+    def _calls_of(chunk) -> tuple[ToolCall, ...]:
+        """The calls an answer ended with, in the order written."""
+        calls = tuple(getattr(chunk, "tool_calls", ()) or ())
+        call = getattr(chunk, "tool_call", None)
+        return calls or ((call,) if call is not None else ())
+
+    def _add_calls(self, calls, text: str, reasoning: str, record) -> None:
+        """The answer's calls as assistant messages, as the template reads several calls
+        of one turn: the first with the text and reasoning, the others empty."""
+        for k, call in enumerate(calls):
+            message = ChatMessage(
+                "assistant", text if k == 0 else "", tool_call=call, reasoning=reasoning if k == 0 else ""
+            )
+            index = self.state.add(message, record if k == 0 else None)
+            self.message_added.emit(index, self.state.messages[index], record if k == 0 else None)
+
+    def _ask_next_call(self) -> None:
+        """Hold the next queued call as ``pending_call`` and ask for its result (calls of
+        one answer are answered in the order written; the answer goes on after the last)."""
+        call = self._queued_calls.pop(0)
+        self.pending_call = call
+        self.tool_call_requested.emit(call)
+        if call.kind == "interpreter" and self.tool_settings.always_run:
+            self.run_tool_code()
 
     def decline_tool_call(self) -> bool:
         """Tell the model the user declined the waiting call; the answer continues."""
@@ -101,6 +130,7 @@ class ToolFlow:
     def _close_interpreter(self) -> None:
         interpreter, self.interpreter = self.interpreter, None
         self.pending_call = None
+        self._queued_calls = []
         if interpreter is not None:
             interpreter.kill()
             self._release_requested.emit(interpreter)  # closed on the worker thread

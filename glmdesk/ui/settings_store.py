@@ -98,16 +98,22 @@ class SettingsStore:
                 return None
         if not values:
             return None
+        thinking = s.value("sampling/enable_thinking")  # the sidebar's Thinking switch
+        if thinking not in (None, ""):
+            values["enable_thinking"] = _to_bool(thinking)
         try:
             return params_type(**values)
         except (TypeError, ValueError):
             return None
 
     def save_sampling(self, params: SamplingParams) -> None:
-        """Remember ``params`` (each field of its type's ``TABLE``; an empty string for ``None``)."""
+        """Remember ``params`` (each field of its type's ``TABLE``; an empty string for
+        ``None``; ``enable_thinking`` when set)."""
         for row in type(params).TABLE:
             value = getattr(params, row.name)
             self._set(f"sampling/{row.name}", "" if value is None else value)
+        if params.enable_thinking is not None:  # None: the switch is greyed, its state kept
+            self._set("sampling/enable_thinking", params.enable_thinking)
 
     # System prompt ----------------------------------------------------------
     def system_prompt(self) -> str:

@@ -33,6 +33,7 @@ from glmdesk.ui.i18n import LANGUAGES, SYSTEM_LANGUAGE
 from glmdesk.ui.sampling_controls import SamplingControl
 from glmdesk.ui.sidebar_sections import fold_sidebar
 from glmdesk.ui.slider_spin import caption
+from glmdesk.ui.thinking_switch import ThinkingSwitch
 from glmdesk.ui.tools_panel import ToolsPanel
 
 
@@ -112,6 +113,9 @@ class Sidebar(QScrollArea):
 
         for control in self.sampling_controls.values():
             form.addRow(control.label, control.widget)
+        self.thinking = ThinkingSwitch()
+        self.thinking.toggled_value.connect(self._on_thinking_toggled)
+        form.addRow(self.thinking)
         form.addRow(self.refused_label)
         self.sampling_timing = caption("")
         self.sampling_timing.setObjectName("sampling_timing")
@@ -196,13 +200,16 @@ class Sidebar(QScrollArea):
         return self._params
 
     def set_params(self, params: SamplingParams, emit: bool = True) -> None:
-        """Show ``params`` in the controls and make them the ones in force."""
+        """Show ``params`` in the controls and make them the ones in force (their
+        ``enable_thinking``, when set, in the Thinking switch; in force: the switch's)."""
         self._updating = True
         try:
             for name, control in self.sampling_controls.items():
                 control.set_value(getattr(params, name))
+            self.thinking.show_value(params.enable_thinking)
         finally:
             self._updating = False
+        params = replace(params, enable_thinking=self.thinking.value())
         self._params = params
         self._show_refused("")
         if emit:
@@ -231,6 +238,19 @@ class Sidebar(QScrollArea):
                 "{live} apply from the next token, also to an answer being written; the others from the next answer."
             ).format(live=", ".join(c.label for name, c in self.sampling_controls.items() if name in live))
         self.sampling_timing.setText(text)
+
+    def set_thinking_available(self, available: bool, reason: str = "") -> None:
+        """Enable the Thinking switch for a model that has one (``Capabilities.thinking_switch``),
+        else grey it with ``reason``; the parameters in force follow."""
+        self.thinking.set_available(available, reason)
+        self._on_thinking_toggled()
+
+    @Slot()
+    def _on_thinking_toggled(self) -> None:
+        params = replace(self._params, enable_thinking=self.thinking.value())
+        if params != self._params:
+            self._params = params
+            self.params_changed.emit(params)
 
     def set_defaults(self, params: SamplingParams) -> None:
         """The model family's defaults, used by the Model defaults button."""

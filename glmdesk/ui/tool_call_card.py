@@ -211,6 +211,15 @@ class ToolCallCard(QFrame):
         self.decline_button.setVisible(not running)
         self.kill_button.setVisible(running)
 
+    def set_queued(self, call: ToolCall) -> None:
+        """Show ``call``, a later call of the same answer, without buttons until the calls
+        before it are answered (:meth:`set_call` then gives it its buttons)."""
+        self.set_call(call)
+        for button in (self.send_button, self.run_button, self.decline_button):
+            button.hide()
+        self.result_edit.hide()
+        self.state_label.setText(self.tr("asked after the call above"))
+
     @Slot()
     def set_done(self) -> None:
         """The call was answered: no more buttons (its result shows as the observation

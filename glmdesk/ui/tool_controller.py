@@ -7,6 +7,7 @@ import dataclasses
 from PySide6.QtCore import QObject, Slot
 
 from glmdesk.core.errors import ErrorInfo
+from glmdesk.core.parts import ToolCallPart
 from glmdesk.core.tools import ToolCall, ToolSet, ToolSettings
 from glmdesk.ui.image_thumbnails import ThumbnailRow
 from glmdesk.ui.message_widget import MessageWidget
@@ -50,6 +51,7 @@ class ToolController(QObject):
     A call shows as a card from its first chunk (``GenerationChunk.tool_pending``): the
     live card grows with ``tool_text`` and becomes the finished card when the answer
     ends with the call, or goes when the call ends as text (not parsed, Stop, length).
+    Several calls of one answer (GLM-4.5) each keep their card, asked in the order written.
 
     Args:
         session: The :class:`~glmdesk.ui.chat_session.ChatSession`.
@@ -64,6 +66,7 @@ class ToolController(QObject):
         self.session, self.chat_view, self.panel, self.notice = session, chat_view, panel, notice
         self.card: ToolCallCard | None = None
         self.live: ToolCallCard | None = None  # the call being written in the answer that streams
+        self.written: list[ToolCallCard] = []  # calls of that answer already written (GLM-4.5: several)
         self.memory = None  # the ToolsMemory keeping the section per conversation, once history is open
         panel.tools_changed.connect(self._on_tools_changed)
         session.model_ready.connect(self._on_model_ready)
@@ -103,6 +106,11 @@ class ToolController(QObject):
     def _on_chunk_shown(self, _request_id: int, chunk) -> None:
         """A call being written shows as a live card under the answer, growing with it; a
         call released as text (it did not parse) takes its card away."""
+        if self.live is not None and any(
+            isinstance(p, ToolCallPart) and p.done for p in getattr(chunk, "parts", ())
+        ):  # the call parsed while the answer goes on: its card stays, a next call gets its own
+            self.written.append(self.live)
+            self.live = None
         pending = getattr(chunk, "tool_pending", None)
         if pending is None:
             if self.live is not None:
@@ -113,14 +121,20 @@ class ToolController(QObject):
             self.chat_view.add_card(self.live, under=self.chat_view.streaming_message())
         self.live.set_live_text(chunk.tool_text)
 
-    def _drop_live(self) -> None:
-        card, self.live = self.live, None
-        if card is not None:
-            self.chat_view.remove_card(card)
+    def _drop_live(self, written: bool = False) -> None:
+        cards, self.live = [self.live], None
+        if written:
+            cards, self.written = cards + self.written, []
+        for card in cards:
+            if card is not None:
+                self.chat_view.remove_card(card)
 
     @Slot(object)
     def _on_tool_call_requested(self, call: ToolCall) -> None:
-        card, self.live = self.live, None
+        if self.written:  # the answer's calls, asked in the order written
+            card = self.written.pop(0)
+        else:
+            card, self.live = self.live, None
         if card is not None:  # the live card becomes the finished one
             card.set_call(call)
         else:
@@ -149,7 +163,15 @@ class ToolController(QObject):
     @Slot(int, object)
     def _on_answer_finished(self, _request_id: int, chunk) -> None:
         if getattr(chunk, "finish_reason", None) != "tool_calls" or getattr(chunk, "tool_call", None) is None:
-            self._drop_live()  # no call to answer: the text (if any) and the note say what happened
+            self._drop_live(
+                written=True
+            )  # no call to answer: the text (if any) and the note say what happened
+        else:
+            if self.live is not None:  # the last call's card: asked after the others
+                self.written.append(self.live)
+                self.live = None
+            for card, call in zip(self.written[1:], getattr(chunk, "tool_calls", ())[1:], strict=False):
+                card.set_queued(call)
         notice = getattr(chunk, "notice", None)
         if notice is not None:
             self.notice.show_info(error_sentence(notice))

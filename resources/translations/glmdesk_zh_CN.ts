@@ -905,6 +905,10 @@ Updated {when} · {model}</source>
         <translation>内置模型</translation>
     </message>
     <message>
+        <source>{model} has no thinking switch (GLM-4.5/4.6/4.7 have one).</source>
+        <translation>{model} 没有思考开关（GLM-4.5/4.6/4.7 有）。</translation>
+    </message>
+    <message>
         <source>{model} - glmdesk</source>
         <translation>{model} - glmdesk</translation>
     </message>
@@ -1550,7 +1554,7 @@ Updated {when} · {model}</source>
     </message>
     <message>
         <source>Temperature</source>
-        <extracomment>Kinds of sidebar control: a slider with a spin box, a spin box, a text entry (a whole number or empty, for optional fields). The sampling fields of :class:`~glmdesk.core.settings.SamplingParams`, in the sidebar&apos;s order.</extracomment>
+        <extracomment>Kinds of sidebar control: a slider with a spin box, a spin box, a text entry (a whole number or empty, for optional fields). Fields of :class:`SamplingParams` that are not rows of the table: switches that are not numbers, each with its own control and request field (see its docstring). The sampling fields of :class:`~glmdesk.core.settings.SamplingParams`, in the sidebar&apos;s order.</extracomment>
         <translation>温度</translation>
     </message>
     <message>
@@ -1735,6 +1739,21 @@ Updated {when} · {model}</source>
     </message>
 </context>
 <context>
+    <name>ThinkingSwitch</name>
+    <message>
+        <source>Thinking</source>
+        <translation>思考过程</translation>
+    </message>
+    <message>
+        <source>Load a model first.</source>
+        <translation>请先加载模型。</translation>
+    </message>
+    <message>
+        <source>On: the model reasons first (shown as Thinking). Off: it answers at once. From the next answer.</source>
+        <translation>开：模型先推理（显示为思考过程）。关：直接作答。从下一条回答起生效。</translation>
+    </message>
+</context>
+<context>
     <name>ToolCallCard</name>
     <message>
         <source>Code interpreter</source>
@@ -1768,6 +1787,10 @@ Updated {when} · {model}</source>
     <message>
         <source>writing...</source>
         <translation>生成中…</translation>
+    </message>
+    <message>
+        <source>asked after the call above</source>
+        <translation>在上面的调用之后询问</translation>
     </message>
 </context>
 <context>

@@ -114,3 +114,10 @@ def test_params_box_swaps_whole_values_across_threads():
     assert set(seen) <= {(0.1, 0.9), (0.5, 0.5)}  # never a half-swapped mix
     with pytest.raises(TypeError):
         box.set({"temperature": 1.0})
+
+
+def test_enable_thinking_is_true_false_or_unset():
+    assert SamplingParams().enable_thinking is None
+    assert SamplingParams(enable_thinking=False).enable_thinking is False
+    with pytest.raises(ValueError, match="enable_thinking must be true, false or unset"):
+        SamplingParams(enable_thinking=1)

@@ -89,12 +89,14 @@ Write each call as:
 {%- if add_generation_prompt -%}<|assistant|>{{ '\\n<think></think>' if (enable_thinking is defined and not enable_thinking) else '' }}{%- endif -%}"""
 
 
-def write_glm45(folder: Path, name: str = "zai-org/GLM-4.5-Air") -> Path:
-    """Write a tiny ``Glm4MoeForCausalLM`` folder (config, weights, tokenizer) into ``folder``."""
+def write_glm45(folder: Path, name: str = "zai-org/GLM-4.5-Air", template: str = GLM45_TEMPLATE) -> Path:
+    """Write a tiny ``Glm4MoeForCausalLM`` folder (config, weights, tokenizer with the chat
+    ``template``: GLM-4.5's, or GLM-4.7's from :mod:`tests.helpers.glm47_flash_models`)
+    into ``folder``."""
     import torch
     from transformers import Glm4MoeConfig, Glm4MoeForCausalLM
 
-    tokenizer, ids, stops = write_glm_tokenizer(folder, CORPUS, GLM45_TEMPLATE, GLM_SPECIAL, TOOL_TAGS)
+    tokenizer, ids, stops = write_glm_tokenizer(folder, CORPUS, template, GLM_SPECIAL, TOOL_TAGS)
     torch.manual_seed(0)
     config = Glm4MoeConfig(
         vocab_size=-(-len(tokenizer) // 64) * 64, hidden_size=64, intermediate_size=96, moe_intermediate_size=32,

@@ -54,6 +54,9 @@ class Capabilities:
             model has none).
         image_sizing: How the model's processor resizes images (``None``: unknown, a
             server's business), so the window can say the size the model sees.
+        thinking_switch: Whether reasoning can be switched off for an answer
+            (``SamplingParams.enable_thinking``: GLM-4.5/4.6/4.7's template switch; a
+            server of such a model takes vLLM's ``chat_template_kwargs``).
     """
 
     engine: str
@@ -70,6 +73,7 @@ class Capabilities:
     continue_answers: bool = True
     vision: bool = False
     image_sizing: ImageSizing | None = None
+    thinking_switch: bool = False
 
     def __post_init__(self) -> None:
         if self.memory_probe not in MEMORY_PROBES:

@@ -202,13 +202,14 @@ def prompt_format_for(vocab: LlamaVocab, header, name: str) -> tuple[PromptForma
         GlmdeskError: ``not_a_model`` when the model has neither role tokens nor a
             chat template.
     """
-    family = families.recognise_gguf(header.architecture, vocab.special_id, header.get)
+    variant = families.gguf_variant(header.architecture, vocab.special_id, header.get)
+    family = families.get_family(variant)
     eos = (vocab.eos, vocab.eot)
     if family.name != "generic" and not family.chat_template:
         return family.prompt_format(_SpecialTokens(vocab), eos), family.name
     template = header.get("tokenizer.chat_template")
     if isinstance(template, str) and template:
-        name = family.name if family.chat_template else "gguf"
+        name = variant if family.chat_template else "gguf"  # glm4.6-moe: its own sampling defaults
         return family.prompt_format(TemplateTokenizer(vocab, template), eos), name
     raise GlmdeskError(
         "not_a_model", f"{name} has no chat template, so it cannot be used for chat.", path=str(header.path)

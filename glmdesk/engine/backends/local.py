@@ -117,6 +117,7 @@ class LocalBackend(Backend):
                 context_length=info.context_length,
                 stop_ids=frozenset(self._model.prompt_format.stop_ids),
                 kv_strategies=self._kv_strategies(),
+                thinking_switch=hasattr(self._model.prompt_format, "thinking"),
                 **self.engine_capabilities(),
             )
         return self._capabilities

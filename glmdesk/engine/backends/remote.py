@@ -162,6 +162,9 @@ class RemoteBackend(Backend):
         self._info: ModelInfo | None = None
         self.url = ""
         self.model = ""
+        #: ``False``: ask the server to answer without thinking (``--no-thinking``), unless
+        #: an answer's ``SamplingParams.enable_thinking`` says otherwise.
+        self.enable_thinking: bool | None = None
 
     def load(
         self,
@@ -331,7 +334,12 @@ class RemoteBackend(Backend):
             served_tool_dialects(self.model),
             family_for_model_id(self.model),
         )
-        fields, extra = request_fields(params.get())
+        p = params.get()
+        fields, extra = request_fields(p)
+        if chat and (
+            p.enable_thinking is False or (p.enable_thinking is None and self.enable_thinking is False)
+        ):
+            extra["chat_template_kwargs"] = {"enable_thinking": False}  # vLLM's and SGLang's template switch
         return answer.run(lambda: start(fields, extra), stop)
 
     def kv_cache_usage(self, timeout_s: float = 2.0) -> float | None:
@@ -358,6 +366,7 @@ class RemoteBackend(Backend):
             tool_calls=True,  # passed through; a server whose model has none refuses them
             continue_answers=False,  # a chat completion always starts a new turn
             vision=True,  # images go as image_url data URLs; a server without vision refuses them
+            thinking_switch=family_for_model_id(self.model).thinking_switch,
         )
 
     def close(self) -> None:

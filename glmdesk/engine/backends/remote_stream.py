@@ -78,8 +78,7 @@ class RemoteAnswer:
         parts = [TextPart(parts)] if isinstance(parts, str) else list(parts)
         if finish is None and self.calls.pending is not None:
             parts.append(ToolCallPart(self.calls.pending, self.calls.call_text))
-        call = more.get("tool_call")
-        if call is not None:
+        for call in more.get("tool_calls") or ((more["tool_call"],) if more.get("tool_call") else ()):
             parts.append(ToolCallPart(call.name, call.arguments_json(), done=True))
         parts = merged(parts)
         rate = 0.0
@@ -211,7 +210,7 @@ class RemoteAnswer:
             return self.chunk(finish="error", error=error.info)
         call, rest = self.calls.finish()
         if call is not None and finish != "length":
-            return self.chunk(finish="tool_calls", tool_call=call)
+            return self.chunk(finish="tool_calls", tool_call=call, tool_calls=self.calls.calls or (call,))
         notice = None
         if self.calls.pending is not None:
             reason = "its arguments did not parse, or it names a tool that was not offered"

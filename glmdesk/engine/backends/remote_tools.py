@@ -8,6 +8,8 @@ Source: OpenAI API reference, streamed ``delta.tool_calls`` (``index``, ``id``,
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from glmdesk.core.tools import INTERPRETER, ToolCall, ToolSet
 
 # The GLM parsers (glmdesk.engine.chatglm, which imports torch) are imported only when
@@ -15,7 +17,7 @@ from glmdesk.core.tools import INTERPRETER, ToolCall, ToolSet
 
 
 class RemoteCalls:
-    """Collects one answer's tool call (only the first is answered, as the local backends do).
+    """Collects one answer's tool calls (the first, and any further ones in order).
 
     Text that may be a call written as GLM text is held back: while the first line could
     still be an offered tool's name, and after it when it is one (then :attr:`pending`
@@ -38,11 +40,13 @@ class RemoteCalls:
         self.pending: str | None = None
         self.decided = not tools
         self.streamed: dict[int, dict[str, str]] = {}
+        self.calls: tuple[ToolCall, ...] = ()  # every call of the answer, set by finish()
         self.xml = None  # GLM-4.5's XML calls, read while the text streams
         if tools and families and families[0] == "glm45":
             from glmdesk.engine.glm45_format import XmlToolFilter
 
-            self.xml = XmlToolFilter(tools)
+            # the server forces a call itself (tool_choice is passed through): its text is read as written
+            self.xml = XmlToolFilter(replace(tools, forced=None))
 
     def add_delta(self, delta) -> None:
         """Take one ``delta.tool_calls`` entry (an object of the ``openai`` client)."""
@@ -92,16 +96,19 @@ class RemoteCalls:
 
     def finish(self) -> tuple[ToolCall | None, str]:
         """At the end: ``(call, text still to show)``; the call is ``None`` when nothing
-        parsed (the held text is then shown)."""
+        parsed (the held text is then shown). :attr:`calls` then holds every call of the
+        answer in order (several ``tool_calls`` entries, or GLM-4.5's XML blocks)."""
         from glmdesk.engine.openai_tools import call_from_openai, parse_glm_reply
 
         if self.streamed:
-            first = self.streamed[min(self.streamed)]
-            call = call_from_openai(first["name"], first["arguments"], first["id"], self.tools)
-            if call is not None:
-                return call, ""
+            slots = [self.streamed[i] for i in sorted(self.streamed)]
+            calls = [call_from_openai(s["name"], s["arguments"], s["id"], self.tools) for s in slots]
+            if calls[0] is not None:
+                self.calls = tuple(c for c in calls if c is not None)
+                return calls[0], ""
         if self.xml is not None:
             out = self.xml.finish(cut_off=False)
+            self.calls = self.xml.calls
             return self.xml.tool_call, out
         if self.held and self.pending is not None:
             for family in self.families:

@@ -58,6 +58,7 @@ __all__ = [
     "loaded_tool_dialect",
     "recognise_folder",
     "recognise_gguf",
+    "gguf_variant",
     "sampling_defaults",
     "served_tool_dialects",
     "tool_dialect",
@@ -95,10 +96,18 @@ def recognise_gguf(architecture: str, lookup: TokenLookup, meta: GgufMeta = _no_
     """The family of a GGUF file from its ``general.architecture``, vocabulary and
     metadata (``meta(key)``, e.g. ``GGUFHeader.get``; none by default): the generic
     family, prompted by the file's chat template, when no other claims it."""
+    return get_family(gguf_variant(architecture, lookup, meta))
+
+
+def gguf_variant(architecture: str, lookup: TokenLookup, meta: GgufMeta = _no_metadata) -> str:
+    """The detected name of a GGUF file (see :func:`recognise_gguf`): the variant its
+    family's recogniser names (``glm4.6-moe`` for a GLM-4.6/4.7 file), ``generic`` when
+    none claims it."""
     for family in FAMILIES:
-        if family.recognise_gguf(architecture, lookup, meta) is not None:
-            return family
-    return GENERIC
+        variant = family.recognise_gguf(architecture, lookup, meta)
+        if variant is not None:
+            return variant
+    return GENERIC.name
 
 
 def family_for_model_id(model_id: str) -> ModelFamily:
@@ -114,8 +123,10 @@ def family_for_model_id(model_id: str) -> ModelFamily:
 
 
 def sampling_defaults(name: str) -> SamplingParams:
-    """The published demo defaults of the family ``name`` belongs to (any detected name)."""
-    return get_family(name).sampling_defaults
+    """The published demo defaults of the detected name ``name`` (its variant's when the
+    family gives that variant its own, else the family's)."""
+    family = get_family(name)
+    return dict(family.variant_defaults).get(name, family.sampling_defaults)
 
 
 def tool_dialects() -> tuple[str, ...]:

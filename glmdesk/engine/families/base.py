@@ -62,6 +62,8 @@ class ModelFamily:
             :func:`~glmdesk.engine.chatglm.detect.detect_family` returns and
             ``ModelInfo.family`` carries. The first is :attr:`name`.
         sampling_defaults: The published demo defaults (model card or official demo).
+        variant_defaults: ``(variant, defaults)`` pairs for variants whose published
+            defaults differ from :attr:`sampling_defaults` (GLM-4.6/4.7 beside GLM-4.5).
         end_tokens: Token texts that end a reply besides eos, used when the
             vocabulary has them (THUDM's ``generation_config.json`` eos lists).
         tool_dialect: How tools are offered and calls written (``chatglm3``: fenced
@@ -81,6 +83,8 @@ class ModelFamily:
         make_format: Builds the prompt format (:data:`FormatFactory`), or ``None`` for
             a family glmdesk recognises but does not run.
         unsupported: Why glmdesk does not run it (a sentence's end), or ``""``.
+        thinking_switch: Its template switches reasoning off (``enable_thinking``), so
+            a server of such a model takes ``chat_template_kwargs`` for it.
     """
 
     name: str
@@ -99,6 +103,8 @@ class ModelFamily:
     recognise_gguf: GgufRecogniser = _never
     make_format: FormatFactory | None = None
     unsupported: str = ""
+    thinking_switch: bool = False
+    variant_defaults: tuple[tuple[str, SamplingParams], ...] = ()
 
     def __post_init__(self) -> None:
         if not self.variants or self.variants[0] != self.name:

@@ -9,9 +9,16 @@ earlier reasoning across tool turns; that is the template's choice, rendered as 
 
 Sources: the zai-org/GLM-4.5 and GLM-4.6 model cards (``architectures``
 ``Glm4MoeForCausalLM``; ``generation_config.json`` eos 151329, 151336, 151338, i.e.
-``<|endoftext|>``, ``<|user|>``, ``<|observation|>``); the sampling defaults are the
-temperature 0.6 and top_p 0.95 given for GLM-4.5 (GLM-4.6/4.7's cards suggest temperature
-1.0; one family, one default for now); llama.cpp's GGUF architecture name ``glm4moe``.
+``<|endoftext|>``, ``<|user|>``, ``<|observation|>``); llama.cpp's GGUF architecture name
+``glm4moe``.
+
+Sampling defaults (checked against Z.ai's published settings; the models'
+``generation_config.json`` files could not be read here, no file is downloaded): GLM-4.5/4.5-Air temperature 0.6, top_p 0.95 (Z.ai's
+API guide, docs.z.ai/guides/develop/openai/python, whose defaults are GLM-4.5's);
+GLM-4.6 and GLM-4.7 temperature 1.0, top_p 0.95 (Z.ai's "Migrate to GLM-4.6" guide,
+docs.bigmodel.cn/cn/guide/start/migrate-to-glm-4.6; the GLM-4.7 model card's default
+settings). The two are told apart by ``max_position_embeddings`` (:data:`GLM45_CONTEXT`),
+in a GGUF ``glm4moe.context_length``.
 """
 
 from __future__ import annotations
@@ -28,14 +35,23 @@ from glmdesk.engine.families.files import ROLE_END_TOKENS
 THINK = ThinkMarkers("<think>", "</think>")
 
 
+#: GLM-4.5 and GLM-4.5-Air have a 128K context (``max_position_embeddings`` 131072);
+#: GLM-4.6 and GLM-4.7 a 200K one (202752), the one config field that tells them apart.
+GLM45_CONTEXT = 131072
+
+
 def _recognise(config: Mapping[str, Any], _folder: Path) -> str | None:
     if config.get("model_type") == "glm4_moe" or "Glm4MoeForCausalLM" in (config.get("architectures") or ()):
-        return "glm4-moe"
+        longer = int(config.get("max_position_embeddings") or 0) > GLM45_CONTEXT
+        return "glm4.6-moe" if longer else "glm4-moe"
     return None
 
 
-def _recognise_gguf(architecture: str, _lookup: TokenLookup, _meta: GgufMeta) -> str | None:
-    return "glm4-moe" if architecture == "glm4moe" else None
+def _recognise_gguf(architecture: str, _lookup: TokenLookup, meta: GgufMeta) -> str | None:
+    if architecture != "glm4moe":
+        return None
+    context = meta("glm4moe.context_length")  # the converted config's max_position_embeddings
+    return "glm4.6-moe" if isinstance(context, int) and context > GLM45_CONTEXT else "glm4-moe"
 
 
 def glm45_format(family: ModelFamily, tokenizer, eos_ids: tuple[int, ...]):
@@ -56,8 +72,9 @@ def glm45_format(family: ModelFamily, tokenizer, eos_ids: tuple[int, ...]):
 GLM4_MOE = ModelFamily(
     name="glm4-moe",
     title="GLM-4.5/4.6/4.7",
-    variants=("glm4-moe",),
+    variants=("glm4-moe", "glm4.6-moe"),
     sampling_defaults=SamplingParams(temperature=0.6, top_p=0.95, max_new_tokens=4096),
+    variant_defaults=(("glm4.6-moe", SamplingParams(temperature=1.0, top_p=0.95, max_new_tokens=4096)),),
     end_tokens=ROLE_END_TOKENS,
     tool_dialect="glm45",
     reasoning=THINK,
@@ -66,4 +83,5 @@ GLM4_MOE = ModelFamily(
     recognise=_recognise,
     recognise_gguf=_recognise_gguf,
     make_format=glm45_format,
+    thinking_switch=True,
 )

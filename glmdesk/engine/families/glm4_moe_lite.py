@@ -70,4 +70,5 @@ GLM4_MOE_LITE = ModelFamily(
     recognise=_recognise,
     recognise_gguf=_recognise_gguf,
     make_format=glm45_format,
+    thinking_switch=True,
 )

@@ -106,6 +106,7 @@ class ReplyParser:
         self.shown = shown
         self.think = think
         self._call_sent = ""
+        self._calls_done = 0  # calls already said done (several in one GLM-4.5 reply)
 
     @property
     def stopped(self) -> bool:
@@ -116,6 +117,11 @@ class ReplyParser:
     def tool_call(self) -> ToolCall | None:
         """The recognised call once the reply ended, else ``None``."""
         return self.shown.tool_call
+
+    @property
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        """Every recognised call, in the order written."""
+        return self.shown.calls
 
     @property
     def notice(self) -> str | None:
@@ -137,15 +143,23 @@ class ReplyParser:
             return []
         return self.think(text) if self.think is not None else [TextPart(text)]
 
+    def _done_calls(self) -> list[ReplyPart]:
+        calls = self.shown.calls[self._calls_done :]
+        self._calls_done += len(calls)
+        if calls:
+            self._call_sent = ""
+        return [ToolCallPart(c.name, c.arguments_json(), done=True) for c in calls]
+
     def _call_progress(self) -> list[ReplyPart]:
+        done = self._done_calls()  # a call that parsed while the reply goes on (GLM-4.5)
         name = self.shown.pending
         if name is None:
-            return []
+            return done
         text = self.shown.call_text
         if text == self._call_sent and self._call_sent:
-            return []
+            return done
         self._call_sent = text
-        return [ToolCallPart(name, text)]
+        return [*done, ToolCallPart(name, text)]
 
     def see_token(self, token_id: int) -> list[ReplyPart]:
         """Parts a generated id completes before its text (a new GLM segment ends a call)."""
@@ -157,14 +171,12 @@ class ReplyParser:
 
     def finish(self, cut_off: bool) -> list[ReplyPart]:
         """The parts still held at the end (``cut_off``: length, Stop or an error ended
-        the reply early, so a held call is text); a recognised call as a done part."""
+        the reply early, so a held call is text); each recognised call not yet said as
+        a done part."""
         parts = self._split(self.shown.finish(cut_off))
         if self.think is not None:
             parts += self.think.finish()
-        call = self.shown.tool_call
-        if call is not None:
-            parts.append(ToolCallPart(call.name, call.arguments_json(), done=True))
-        return parts
+        return parts + self._done_calls()
 
 
 def reply_parser(fmt: PromptFormat, tools: ToolSet | None = None, resumed: bool = False) -> ReplyParser:
@@ -182,5 +194,7 @@ def reply_parser(fmt: PromptFormat, tools: ToolSet | None = None, resumed: bool 
         return ReplyParser(fmt.continuation_filter())
     shown = fmt.tool_reply_filter(tools) if tools and fmt.tool_calls else fmt.reply_filter()
     markers = fmt.reasoning
-    think = ThinkSplitter(markers, inside=fmt.opens_reasoning) if markers is not None else None
+    forced = bool(tools and fmt.tool_calls and fmt.opens_forced_call and tools.forced)
+    inside = fmt.opens_reasoning and not forced  # a forced call's prompt closed the block
+    think = ThinkSplitter(markers, inside=inside) if markers is not None else None
     return ReplyParser(shown, think)

@@ -52,7 +52,7 @@ def deltas(chunks) -> tuple[list[list[dict]], ToolCallStream]:
     """What glmdesk serve sends per chunk (the last entry: after the final chunk)."""
     calls = ToolCallStream()
     sent = [calls.update(c) for c in chunks[:-1]]
-    return sent + [calls.finish(chunks[-1].tool_call)], calls
+    return sent + [calls.finish(chunks[-1].tool_calls)], calls
 
 
 def test_glm4_call_text_grows_and_its_json_arguments_stream_as_written(g4):

@@ -37,6 +37,16 @@ def glm45_folder(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def glm47_folder(tmp_path_factory) -> Path:
+    """A tiny GLM-4.7-shaped folder: its template opens ``<think>`` and keeps the reasoning
+    of the tool-call turns after the last user turn."""
+    from tests.helpers.glm45_models import write_glm45
+    from tests.helpers.glm47_flash_models import GLM47_TEMPLATE
+
+    return write_glm45(tmp_path_factory.mktemp("glm47") / "GLM-4.7", "zai-org/GLM-4.7", GLM47_TEMPLATE)
+
+
+@pytest.fixture(scope="session")
 def glm47_flash_folder(tmp_path_factory) -> Path:
     """A tiny GLM-4.7-Flash-shaped folder (``Glm4MoeLiteForCausalLM``, GLM-4.7's template)."""
     from tests.helpers.glm47_flash_models import write_glm47_flash

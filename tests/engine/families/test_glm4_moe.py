@@ -123,12 +123,12 @@ def test_typed_special_tokens_stay_text(glm45, hf_tok):
     assert typed in hf_tok.decode(ids)
 
 
-def _run(model, text: str, messages, stop_token: str = "<|observation|>"):
+def _run(model, text: str, messages, stop_token: str = "<|observation|>", limit: int = 80):
     tok = model.tokenizer
     script = tok.encode(text, add_special_tokens=False) + [tok.convert_tokens_to_ids(stop_token)]
     forcer = tm.ForceTokens([script])
     model.logits_processors = lambda: (forcer,)
-    params = ParamsBox(SamplingParams(temperature=0.0, max_new_tokens=80))
+    params = ParamsBox(SamplingParams(temperature=0.0, max_new_tokens=limit))
     return list(stream_answer(model, messages, params))
 
 
@@ -211,11 +211,11 @@ class _VocabOf:
 class _Header:
     architecture = "glm4moe"
 
-    def __init__(self, template: str) -> None:
-        self.template = template
+    def __init__(self, template: str, context: int = 131072) -> None:
+        self.template, self.context = template, context
 
     def get(self, key: str):
-        return self.template if key == "tokenizer.chat_template" else None
+        return {"tokenizer.chat_template": self.template, "glm4moe.context_length": self.context}.get(key)
 
 
 def test_a_gguf_is_prompted_by_its_chat_template_with_tools(glm45, hf_tok):
@@ -309,3 +309,168 @@ def test_the_code_interpreter_is_offered_as_a_python_function(glm45, hf_tok):
     empty = "<tool_call>python\n<arg_key>code</arg_key>\n<arg_value> </arg_value>\n</tool_call>done"
     chunks = _run(glm45, empty, messages)
     assert chunks[-1].finish_reason == "stop" and "".join(c.text for c in chunks) == empty
+
+
+PARIS_AND_ROME = (
+    "\n<think>Two cities.</think>\nI will check both.\n<tool_call>get_weather\n"
+    "<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>\n"
+    "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Rome</arg_value>\n"
+    "<arg_key>days</arg_key>\n<arg_value>2</arg_value>\n</tool_call>"
+)
+
+
+def test_several_calls_in_one_reply_are_all_read_and_the_reply_ends_at_the_end_token(glm45):
+    messages = [ChatMessage("system", "", tools=TOOLS), ChatMessage("user", "Paris and Rome?")]
+    chunks = _run(glm45, PARIS_AND_ROME, messages, limit=160)
+    last = chunks[-1]
+    assert last.finish_reason == "tool_calls"
+    assert [(c.name, dict(c.arguments)) for c in last.tool_calls] == [
+        ("get_weather", {"city": "Paris"}),
+        ("get_weather", {"city": "Rome", "days": 2}),
+    ]
+    assert last.tool_call == last.tool_calls[0]
+    assert "".join(c.text for c in chunks) == "I will check both.\n"  # the calls are cards, not text
+    done = [p for c in chunks for p in c.parts if isinstance(p, ToolCallPart) and p.done]
+    assert [p.arguments_so_far for p in done] == ['{"city": "Paris"}', '{"city": "Rome", "days": 2}']
+    pending = [c.tool_pending for c in chunks[:-1] if c.tool_pending]
+    assert pending and "<arg_value>Rome" in [c.tool_text for c in chunks if c.tool_pending][-1]
+
+
+def test_the_tool_loop_runs_several_calls_in_order_and_sends_their_results_as_the_template_does(
+    glm45, hf_tok
+):
+    from glmdesk.engine.tool_loop import ToolResult, ToolRound, answer_with_tools
+
+    tok, stop = glm45.tokenizer, glm45.tokenizer.convert_tokens_to_ids("<|observation|>")
+    scripts = [
+        tok.encode(t, add_special_tokens=False) + [stop] for t in (PARIS_AND_ROME, "Sunny, then rain.")
+    ]
+    forcer = tm.ForceTokens(scripts)
+    glm45.logits_processors = lambda: (forcer,)
+    prompts, asked = [], []
+
+    def stream(history, params, cache, stop_event):
+        prompts.append(glm45.prompt_format.encode(history))
+        return stream_answer(glm45, history, params, cache, stop_event)
+
+    def handle(call):
+        asked.append(call.arguments["city"])
+        return ToolResult({"Paris": "sunny", "Rome": "rain"}[call.arguments["city"]])
+
+    messages = [ChatMessage("system", "", tools=TOOLS), ChatMessage("user", "Paris and Rome?")]
+    params = ParamsBox(SamplingParams(temperature=0.0, max_new_tokens=120))
+    out = list(answer_with_tools(stream, messages, params, handle))
+    (round_,) = [x for x in out if isinstance(x, ToolRound)]
+    assert asked == ["Paris", "Rome"] and [r.content for r in round_.results] == ["sunny", "rain"]
+    assert [m.role for m in round_.messages] == ["assistant", "assistant", "observation", "observation"]
+    assert round_.messages[0].reasoning == "Two cities."  # the call keeps its reasoning
+    after = out[out.index(round_) + 1 :]
+    assert out[-1].finish_reason == "stop" and "".join(c.text for c in after) == "Sunny, then rain."
+    calls = [
+        {"type": "function", "function": {"name": "get_weather", "arguments": a}}
+        for a in ({"city": "Paris"}, {"city": "Rome", "days": 2})
+    ]
+    reference = [
+        {"role": "user", "content": "Paris and Rome?"},
+        {
+            "role": "assistant",
+            "content": "I will check both.",
+            "reasoning_content": "Two cities.",
+            "tool_calls": calls,
+        },
+        {"role": "tool", "content": "sunny"},
+        {"role": "tool", "content": "rain"},
+    ]
+    assert prompts[1] == _reference(hf_tok, reference, TOOL_DICTS)
+    second = hf_tok.decode(prompts[1])
+    assert second.count("<|observation|>") == 1 and second.count("<tool_response>") == 2
+
+
+def test_calls_past_the_round_limit_run_none(glm45):
+    from glmdesk.engine.tool_loop import ToolRound, answer_with_tools
+
+    tok, stop = glm45.tokenizer, glm45.tokenizer.convert_tokens_to_ids("<|observation|>")
+    forcer = tm.ForceTokens([tok.encode(PARIS_AND_ROME, add_special_tokens=False) + [stop]])
+    glm45.logits_processors = lambda: (forcer,)
+    messages = [ChatMessage("system", "", tools=TOOLS), ChatMessage("user", "Paris and Rome?")]
+    params = ParamsBox(SamplingParams(temperature=0.0, max_new_tokens=120))
+    stream = lambda h, p, c, s: stream_answer(glm45, h, p, c, s)  # noqa: E731
+    out = list(answer_with_tools(stream, messages, params, lambda c: pytest.fail("ran"), max_rounds=1))
+    assert not [x for x in out if isinstance(x, ToolRound)]
+    assert out[-1].finish_reason == "stop" and out[-1].notice.kind == "tool_rounds_exceeded"
+
+
+@pytest.mark.parametrize("thinking", [True, False])
+def test_a_forced_call_opens_the_call_in_the_prompt_and_the_reply_is_its_arguments(glm45, hf_tok, thinking):
+    forced = ToolSet((WEATHER,), forced="get_weather")
+    messages = [ChatMessage("system", "", tools=forced), ChatMessage("user", "weather in Paris?")]
+    glm45.prompt_format.thinking = thinking
+    try:
+        ids = glm45.prompt_format.encode(messages)
+        call = {"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}
+        turn = [
+            {"role": "user", "content": "weather in Paris?"},
+            {"role": "assistant", "content": "", "tool_calls": [call]},
+        ]
+        whole = hf_tok.apply_chat_template(turn, tools=TOOL_DICTS, tokenize=True, enable_thinking=thinking)[
+            "input_ids"
+        ]
+        # the template's own rendering of that call turn starts with the forced prompt, id for id
+        assert whole[: len(ids)] == ids and hf_tok.decode(ids).endswith(
+            "<think></think>\n<tool_call>get_weather"
+        )
+        chunks = _run(
+            glm45, "\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>", messages
+        )
+    finally:
+        glm45.prompt_format.thinking = True
+    assert chunks[-1].finish_reason == "tool_calls"
+    assert dict(chunks[-1].tool_call.arguments) == {"city": "Paris"} and not "".join(c.text for c in chunks)
+    assert any(c.tool_pending == "get_weather" for c in chunks[:-1])  # the card shows from the first token
+
+
+def test_a_forced_call_that_does_not_parse_is_text_with_a_notice(glm45):
+    forced = ToolSet((WEATHER,), forced="get_weather")
+    messages = [ChatMessage("system", "", tools=forced), ChatMessage("user", "weather?")]
+    chunks = _run(glm45, "\n<arg_key>city</arg_key>\n<arg_value>Paris", messages)
+    assert chunks[-1].finish_reason == "stop" and chunks[-1].tool_call is None
+    assert chunks[-1].notice is not None and "<arg_value>Paris" in "".join(c.text for c in chunks)
+
+
+def test_a_glm47_template_that_opens_think_closes_it_for_a_forced_call(glm45_folder, hf_tok):
+    from glmdesk.engine.families.glm4_moe import GLM4_MOE
+
+    tok = copy.deepcopy(hf_tok)
+    tok.chat_template = hf_tok.chat_template.replace(
+        "{{ '\\n<think></think>' if (enable_thinking is defined and not enable_thinking) else '' }}",
+        "{{ '</think>' if (enable_thinking is defined and not enable_thinking) else '<think>' }}",
+    )
+    fmt = GLM4_MOE.prompt_format(tok)
+    forced = ToolSet((WEATHER,), forced="get_weather")
+    ids = fmt.encode([ChatMessage("system", "", tools=forced), ChatMessage("user", "weather?")])
+    assert tok.decode(ids).endswith("<|assistant|><think></think>\n<tool_call>get_weather")
+    from glmdesk.engine.families.parser import reply_parser
+
+    assert reply_parser(fmt, forced).think.inside is False  # the reply is the call, not reasoning
+
+
+def test_glm46_and_glm47_folders_get_their_own_sampling_defaults(tmp_path):
+    from glmdesk.engine.families import recognise_folder
+
+    base = {"architectures": ["Glm4MoeForCausalLM"], "model_type": "glm4_moe"}
+    assert (
+        recognise_folder(base | {"max_position_embeddings": 131072}, tmp_path) == "glm4-moe"
+    )  # 4.5, 4.5-Air
+    longer = recognise_folder(base | {"max_position_embeddings": 202752}, tmp_path)  # 4.6, 4.7
+    assert longer == "glm4.6-moe" and get_family(longer).name == "glm4-moe"
+    assert (sampling_defaults(longer).temperature, sampling_defaults(longer).top_p) == (1.0, 0.95)
+    assert tool_dialect(longer) == "glm45" and get_family(longer).thinking_switch
+
+
+def test_a_glm46_or_glm47_gguf_gets_their_sampling_defaults(hf_tok):
+    from glmdesk.engine.backends.llamacpp_vocab import prompt_format_for
+
+    _fmt, name = prompt_format_for(_VocabOf(hf_tok), _Header(hf_tok.chat_template, 202752), "GLM-4.6.gguf")
+    assert name == "glm4.6-moe" and sampling_defaults(name).temperature == 1.0
+    _fmt, name = prompt_format_for(_VocabOf(hf_tok), _Header(hf_tok.chat_template), "GLM-4.5-Air.gguf")
+    assert name == "glm4-moe" and sampling_defaults(name).temperature == 0.6
