@@ -17,7 +17,8 @@ formula 0.27 s, then 1-60 ms per formula (pure Python, holding the GIL). So one
 background thread imports mathtext (:meth:`MathRenderer.warm_up`, started when the first
 formula is asked for: importing it and its garbage collection held the interpreter up to
 0.4 s, which a window that shows no formula never pays) and draws every formula, with a short thread switch
-interval while it works (:data:`SWITCH_S`); masks are kept in an LRU cache keyed by TeX,
+interval while it works (:data:`SWITCH_S`) and a rest after each as long as it drew
+(:data:`REST`), so the GUI thread has the interpreter at least half the time; masks are kept in an LRU cache keyed by TeX,
 size and device pixel ratio, coloured images by that and the colour, so a theme switch
 only recolours. Until its image is ready a formula shows as its TeX, as text.
 """
@@ -50,6 +51,12 @@ SWITCH_S = 0.0005
 #: on into the oldest generation, whose full collections (150-200 ms on the busy 2-core
 #: machine, holding the interpreter) came every hundred formulas and stalled the window.
 YOUNG_GC = 1
+#: After each formula the drawing thread rests this many times as long as it drew (s per
+#: s): drawing is pure Python holding the interpreter, and the GUI thread, which needs the
+#: interpreter for each of its many short Python calls while it lays out a streaming
+#: answer, then queued behind it (``ui_responsiveness --sizes``, 300 formulas on the
+#: 2-core machine: longest gap 65-175 ms drawing flat out, 45 ms resting as long).
+REST = 1.0
 #: Formula masks kept (each a few KB).
 MASK_CACHE = 4096
 #: Coloured images kept.
@@ -213,6 +220,7 @@ class MathRenderer(QObject):
         self._warm = threading.Event()
         self._thread: threading.Thread | None = None
         self.drawn = 0  # formulas drawn (tests, benchmark)
+        self.rest = REST  # see REST (the benchmark compares 0)
         self._told = 0.0  # when formulas_ready was last emitted (perf_counter)
         self._tell_later = QTimer(self)
         self._tell_later.setSingleShot(True)
@@ -250,8 +258,10 @@ class MathRenderer(QObject):
             key = self._requests.get()
             if key is None:
                 return
+            started = time.perf_counter()
             self._results.append((key, self._draw(key) if usable else Mask(b"", 0, 0, 0, "")))
             gc.collect(YOUNG_GC)
+            time.sleep((time.perf_counter() - started) * self.rest)
             try:
                 self._drawn.emit()  # queued to the GUI thread, where this object lives
             except RuntimeError:  # the application is gone
