@@ -29,6 +29,7 @@ from glmdesk.engine.families.generic import GENERIC
 from glmdesk.engine.families.glm4 import GLM4, GLM4_HF
 from glmdesk.engine.families.glm4_0414 import GLM4_0414, GLM_Z1
 from glmdesk.engine.families.glm4_moe import GLM4_MOE
+from glmdesk.engine.families.glm4v import GLM4V, GLM4V_MOE
 
 #: Every family, in the order their recognisers are tried (the generic one last).
 FAMILIES: tuple[ModelFamily, ...] = (
@@ -40,6 +41,8 @@ FAMILIES: tuple[ModelFamily, ...] = (
     GLM_Z1,
     GLM4_0414,
     GLM4_MOE,
+    GLM4V,
+    GLM4V_MOE,
     GENERIC,
 )
 
