@@ -65,10 +65,13 @@ def formula_answer(count: int, tag: str = "") -> str:
     return "".join(parts)
 
 
-def stream_formulas(view, beat, count: int, tag: str, rest: float | None = None) -> float:
+def stream_formulas(
+    view, beat, count: int, tag: str, rest: float | None = None, process: bool | None = None
+) -> float:
     """Stream :func:`formula_answer` into ``view`` 8 characters every 2 ms (a fast model);
     the longest GUI gap until every formula is drawn, in ms. Needs the formula renderer.
-    ``rest``: the drawing thread's rest after each formula (``MathRenderer.rest``), when given."""
+    ``rest``, ``process``: the renderer's ``rest`` after each formula drawn on its thread and
+    ``use_process`` (draw in the child process), when given."""
     from PySide6.QtCore import QEventLoop, QTimer
 
     from glmdesk.ui.math_render import shared_renderer
@@ -77,6 +80,8 @@ def stream_formulas(view, beat, count: int, tag: str, rest: float | None = None)
     renderer = shared_renderer()
     if rest is not None:
         renderer.rest = rest
+    if process is not None:
+        renderer.use_process = process
     view.clear()
     view.begin_stream()
     loop = QEventLoop()
@@ -279,16 +284,26 @@ def run(scale: float = 1.0) -> list[tuple[str, float]]:
     except ImportError:
         pass
     else:  # the first run also imports mathtext and meets each glyph and size first (cached after)
+        from glmdesk.ui.math_draw import draw_mask
         from glmdesk.ui.math_render import REST
 
         formulas = max(30, int(300 * scale))
-        runs = [("first, imports mathtext", "", REST)]
-        runs += [(f"new, drawing flat out {k}", f"f{k}", 0.0) for k in (1, 2)]
-        runs += [(f"new, resting {REST:g}x {k}", f"r{k}", REST) for k in (1, 2)]
-        runs.append(("drawn before, cached", "r1", REST))
-        order = [runs[0], runs[1], runs[3], runs[2], runs[4], runs[5]]  # flat out and resting alternate
-        for run_name, tag, rest in order:
-            gap = stream_formulas(view, beat, formulas, tag, rest)
+        first = [("first, child process, imports mathtext", "", None, True)]
+        kinds = [
+            ("thread, flat out (before)", "f", 0.0, False),
+            (f"thread, resting {REST:g}x", "r", REST, False),
+            ("child process", "p", REST, True),
+        ]
+        runs = [
+            (f"new, {name} {k}", f"{tag}{k}", rest, process)
+            for k in (1, 2)
+            for name, tag, rest, process in kinds
+        ]
+        cached = [("drawn before, cached", "p1", REST, True)]
+        for run_name, tag, rest, process in first + runs + cached:
+            if process is False:
+                draw_mask("x^2", 12.0, 1.0)  # the thread's import of mathtext, here, not measured
+            gap = stream_formulas(view, beat, formulas, tag, rest, process)
             results.append((f"stream {formulas} formulas ({run_name})", gap))
     if writes is not None:
         writes.close()
