@@ -53,6 +53,7 @@ GLM4V = ModelFamily(
     sampling_defaults=DEFAULTS,
     end_tokens=ROLE_END_TOKENS,
     reasoning=THINK,
+    answer_markers=("<answer>", "</answer>"),
     chat_template=True,
     model_id_markers=("glm-4.1v", "glm4.1v", "glm-4.6v-flash", "glm4.6v-flash"),
     recognise=_recognise,
