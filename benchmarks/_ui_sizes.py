@@ -72,7 +72,7 @@ def stream_formulas(
     the longest GUI gap until every formula is drawn, in ms. Needs the formula renderer.
     ``rest``, ``process``: the renderer's ``rest`` after each formula drawn on its thread and
     ``use_process`` (draw in the child process), when given."""
-    from PySide6.QtCore import QEventLoop, QTimer
+    from PySide6.QtCore import QCoreApplication, QEvent, QEventLoop, QTimer
 
     from glmdesk.ui.math_render import shared_renderer
 
@@ -83,6 +83,10 @@ def stream_formulas(
     if process is not None:
         renderer.use_process = process
     view.clear()
+    # the cleared messages (the 3,000-line one before the first run) are deleted now, not
+    # inside the measured stream: clearing a chat is not streaming formulas
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+    QCoreApplication.processEvents()
     view.begin_stream()
     loop = QEventLoop()
     state = {"i": 0}
