@@ -42,16 +42,25 @@ Z1_TEMPLATE = (
 
 
 def write_glm_tokenizer(folder: Path, corpus, template: str, special=GLM_SPECIAL, plain=()):
-    """Train a byte-level BPE on ``corpus`` and save it into ``folder`` with the chat
+    """Train a byte-level BPE (GLM-4's split pattern) on ``corpus`` and save it into ``folder`` with the chat
     ``template``: ``special`` become special tokens after the learnt pieces, ``plain`` added
     tokens that are not special (GLM-4.5's tool tags). Returns ``(tokenizer, special ids,
     stop ids)`` (``<|endoftext|>``, ``<|user|>``, ``<|observation|>``)."""
-    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
+
+    from glmdesk.engine.chatglm.glm4_tokenizer import GLM4_PATTERN
 
     folder.mkdir(parents=True, exist_ok=True)
     bpe = Tokenizer(models.BPE())
-    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    # GLM's own pre-tokenizer (its tokenizer.json: the GLM-4 split, then bytes), the one
+    # llama.cpp's ``glm4`` pre-tokenizer type applies, so a GGUF of it tokenizes alike.
+    bpe.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(GLM4_PATTERN), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
     bpe.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=400, initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     bpe.train_from_iterator(list(corpus) * 4, trainer)

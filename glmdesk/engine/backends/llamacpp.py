@@ -342,12 +342,14 @@ class LlamaCppBackend(LocalBackend):
         return self._model.vocab.encode(text)
 
     def engine_capabilities(self) -> dict:
-        """The GGUF file's own weights: no torch quantization or precision; no tool calls."""
+        """The GGUF file's own weights: no torch quantization or precision; tool calls
+        when the file's prompt format writes them (GLM-4's role tokens, GLM-4.5's and
+        GLM-4.7-Flash's templates), read from the text by the same filters as on transformers."""
         info = self.info
         return {
             "quantizations": {q: _gguf_only("quantization", q, info) for q in QUANTIZATIONS[1:]},
             "precisions": {p: _gguf_only("precision", p, info) for p in PRECISIONS[1:]},
-            "tool_calls": False,
+            "tool_calls": bool(self._model.prompt_format.tool_calls),
         }
 
     def probe_strategy(self, strategy: str) -> None:

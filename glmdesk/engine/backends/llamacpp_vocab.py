@@ -189,19 +189,20 @@ def prompt_format_for(vocab: LlamaVocab, header, name: str) -> tuple[PromptForma
     """The prompt format of a GGUF model and its family name.
 
     The family is the registry's (:func:`glmdesk.engine.families.recognise_gguf`, from
-    ``general.architecture`` and the vocabulary): ChatGLM3 / GLM-4 get glmdesk's
+    ``general.architecture``, the vocabulary and the metadata): ChatGLM3 / GLM-4 get glmdesk's
     role-token formats and ChatGLM2 its rounds, ids from the GGUF vocabulary; any other
     model its ``tokenizer.chat_template``.
 
     Returns:
         ``(format, family)``; family is ``chatglm3``, ``glm4``, ``chatglm2``,
-        ``glm4-moe`` (GLM-4.5, prompted by the file's chat template) or ``gguf``.
+        the chat-template GLM families' (``glm4-0414``, ``glm-z1``, ``glm4-moe``,
+        ``glm4-moe-lite``: prompted by the file's chat template) or ``gguf``.
 
     Raises:
         GlmdeskError: ``not_a_model`` when the model has neither role tokens nor a
             chat template.
     """
-    family = families.recognise_gguf(header.architecture, vocab.special_id)
+    family = families.recognise_gguf(header.architecture, vocab.special_id, header.get)
     eos = (vocab.eos, vocab.eot)
     if family.name != "generic" and not family.chat_template:
         return family.prompt_format(_SpecialTokens(vocab), eos), family.name

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from glmdesk.core.settings import SamplingParams
-from glmdesk.engine.families.base import ModelFamily, TokenLookup, collect_stop_ids
+from glmdesk.engine.families.base import GgufMeta, ModelFamily, TokenLookup, collect_stop_ids
 from glmdesk.engine.families.chatglm2 import CHATGLM2
 from glmdesk.engine.families.chatglm3 import CHATGLM3
 from glmdesk.engine.families.chatglm_v1 import CHATGLM_V1
@@ -29,18 +29,21 @@ from glmdesk.engine.families.generic import GENERIC
 from glmdesk.engine.families.glm4 import GLM4, GLM4_HF
 from glmdesk.engine.families.glm4_0414 import GLM4_0414, GLM_Z1
 from glmdesk.engine.families.glm4_moe import GLM4_MOE
+from glmdesk.engine.families.glm4_moe_lite import GLM4_MOE_LITE
 from glmdesk.engine.families.glm4v import GLM4V, GLM4V_MOE
 
-#: Every family, in the order their recognisers are tried (the generic one last).
+#: Every family, in the order their recognisers are tried (the generic one last; GLM-4-0414
+#: and Z1 before GLM-4-9B: a ``glm4`` GGUF with a chat template is theirs).
 FAMILIES: tuple[ModelFamily, ...] = (
     CHATGLM_V1,
+    GLM_Z1,
+    GLM4_0414,
     GLM4,
     CHATGLM3,
     CHATGLM2,
     GLM4_HF,
-    GLM_Z1,
-    GLM4_0414,
     GLM4_MOE,
+    GLM4_MOE_LITE,
     GLM4V,
     GLM4V_MOE,
     GENERIC,
@@ -87,11 +90,16 @@ def recognise_folder(config: Mapping[str, Any], folder: Path) -> str | None:
     return None
 
 
-def recognise_gguf(architecture: str, lookup: TokenLookup) -> ModelFamily:
-    """The family of a GGUF file from its ``general.architecture`` and vocabulary (the
-    generic family, prompted by the file's chat template, when no other claims it)."""
+def _no_metadata(_key: str) -> None:
+    return None
+
+
+def recognise_gguf(architecture: str, lookup: TokenLookup, meta: GgufMeta = _no_metadata) -> ModelFamily:
+    """The family of a GGUF file from its ``general.architecture``, vocabulary and
+    metadata (``meta(key)``, e.g. ``GGUFHeader.get``; none by default): the generic
+    family, prompted by the file's chat template, when no other claims it."""
     for family in FAMILIES:
-        if family.recognise_gguf(architecture, lookup) is not None:
+        if family.recognise_gguf(architecture, lookup, meta) is not None:
             return family
     return GENERIC
 

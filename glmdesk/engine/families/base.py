@@ -24,9 +24,12 @@ TokenLookup = Callable[[str], int | None]
 #: ``recognise(config, folder) -> variant name or None``: the family's test of a Hugging
 #: Face folder (its parsed ``config.json`` and the folder, for tokenizer files).
 Recogniser = Callable[[Mapping[str, Any], Path], str | None]
-#: ``recognise_gguf(architecture, lookup) -> variant name or None``: the family's test of
-#: a GGUF file (``general.architecture`` and its vocabulary).
-GgufRecogniser = Callable[[str, TokenLookup], str | None]
+#: A GGUF file's metadata: key (``tokenizer.chat_template``, ``general.name``) -> its value,
+#: or ``None`` when the file has none (``GGUFHeader.get``).
+GgufMeta = Callable[[str], Any]
+#: ``recognise_gguf(architecture, lookup, meta) -> variant name or None``: the family's test
+#: of a GGUF file (``general.architecture``, its vocabulary and its metadata).
+GgufRecogniser = Callable[[str, TokenLookup, GgufMeta], str | None]
 #: ``make_format(family, tokenizer, eos_ids) -> PromptFormat``: the family's prompt format
 #: over a loaded tokenizer (see :meth:`ModelFamily.prompt_format`).
 FormatFactory = Callable[["ModelFamily", Any, tuple[int, ...]], Any]

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from glmdesk.core.settings import SamplingParams
-from glmdesk.engine.families.base import ModelFamily, TokenLookup
+from glmdesk.engine.families.base import GgufMeta, ModelFamily, TokenLookup
 from glmdesk.engine.families.files import chatglm_generation, has_role_tokens, rope_ratio
 
 
@@ -24,7 +24,7 @@ def _recognise(config: Mapping[str, Any], folder: Path) -> str | None:
     return "chatglm2-32k" if rope_ratio(config) > 1.0 else "chatglm2"
 
 
-def _recognise_gguf(architecture: str, lookup: TokenLookup) -> str | None:
+def _recognise_gguf(architecture: str, lookup: TokenLookup, _meta: GgufMeta) -> str | None:
     if architecture != "chatglm" or lookup("[gMASK]") is None or lookup("sop") is None:
         return None
     return None if has_role_tokens(lookup) else "chatglm2"

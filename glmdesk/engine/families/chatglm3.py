@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from glmdesk.core.settings import SamplingParams
-from glmdesk.engine.families.base import ModelFamily, TokenLookup
+from glmdesk.engine.families.base import GgufMeta, ModelFamily, TokenLookup
 from glmdesk.engine.families.files import ROLE_END_TOKENS, chatglm_generation, has_role_tokens, rope_ratio
 
 
@@ -25,7 +25,7 @@ def _recognise(config: Mapping[str, Any], folder: Path) -> str | None:
     return "chatglm3-32k" if rope_ratio(config) > 1.0 else "chatglm3"
 
 
-def _recognise_gguf(architecture: str, lookup: TokenLookup) -> str | None:
+def _recognise_gguf(architecture: str, lookup: TokenLookup, _meta: GgufMeta) -> str | None:
     if architecture not in ("chatglm", "glm4") or lookup("<sop>") is not None:
         return None
     if lookup("[gMASK]") is None or lookup("sop") is None:

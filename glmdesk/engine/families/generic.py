@@ -27,7 +27,7 @@ def _recognise(config: Mapping[str, Any], _folder: Path) -> str | None:
     return "generic-hf" if config.get("model_type") or config.get("architectures") else None
 
 
-def _recognise_gguf(_architecture: str, _lookup) -> str | None:
+def _recognise_gguf(_architecture: str, _lookup, _meta) -> str | None:
     return "gguf"
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from glmdesk.core.settings import SamplingParams
-from glmdesk.engine.families.base import ModelFamily, TokenLookup
+from glmdesk.engine.families.base import GgufMeta, ModelFamily, TokenLookup
 from glmdesk.engine.families.files import ROLE_END_TOKENS, chatglm_generation, has_role_tokens
 
 GLM4_DEFAULTS = SamplingParams(temperature=0.6, top_p=0.8, max_new_tokens=2048)
@@ -39,7 +39,7 @@ def _recognise(config: Mapping[str, Any], folder: Path) -> str | None:
     return "glm4" if chatglm_generation(config, folder) == "glm4" else None
 
 
-def _recognise_gguf(architecture: str, lookup: TokenLookup) -> str | None:
+def _recognise_gguf(architecture: str, lookup: TokenLookup, _meta: GgufMeta) -> str | None:
     if architecture not in ("chatglm", "glm4") or lookup("<sop>") is None or lookup("[gMASK]") is None:
         return None
     return "glm4" if has_role_tokens(lookup) else None

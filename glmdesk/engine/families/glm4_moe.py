@@ -22,7 +22,7 @@ from typing import Any
 
 from glmdesk.core.parts import ThinkMarkers
 from glmdesk.core.settings import SamplingParams
-from glmdesk.engine.families.base import ModelFamily, TokenLookup
+from glmdesk.engine.families.base import GgufMeta, ModelFamily, TokenLookup
 from glmdesk.engine.families.files import ROLE_END_TOKENS
 
 THINK = ThinkMarkers("<think>", "</think>")
@@ -34,16 +34,23 @@ def _recognise(config: Mapping[str, Any], _folder: Path) -> str | None:
     return None
 
 
-def _recognise_gguf(architecture: str, _lookup: TokenLookup) -> str | None:
+def _recognise_gguf(architecture: str, _lookup: TokenLookup, _meta: GgufMeta) -> str | None:
     return "glm4-moe" if architecture == "glm4moe" else None
 
 
-def _format(family: ModelFamily, tokenizer, eos_ids: tuple[int, ...]):
+def glm45_format(family: ModelFamily, tokenizer, eos_ids: tuple[int, ...]):
+    """GLM-4.5's prompt format (:class:`~glmdesk.engine.glm45_format.Glm45Format`) over
+    ``tokenizer``'s chat template, stopping on ``eos_ids``, the tokenizer's eos and
+    ``family``'s end tokens, with ``family``'s think markers.
+
+    Raises:
+        ValueError: when the tokenizer has no chat template.
+    """
     from glmdesk.engine.glm45_format import Glm45Format
     from glmdesk.engine.stop_ids import token_lookup
 
     stops = family.stop_ids((*eos_ids, tokenizer.eos_token_id), token_lookup(tokenizer))
-    return Glm45Format(tokenizer, stops, THINK)
+    return Glm45Format(tokenizer, stops, family.reasoning or THINK)
 
 
 GLM4_MOE = ModelFamily(
@@ -58,5 +65,5 @@ GLM4_MOE = ModelFamily(
     model_id_markers=("glm-4.5", "glm-4.6", "glm-4.7", "glm4.5", "glm4.6", "glm4.7"),
     recognise=_recognise,
     recognise_gguf=_recognise_gguf,
-    make_format=_format,
+    make_format=glm45_format,
 )

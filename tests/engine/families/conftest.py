@@ -34,3 +34,11 @@ def glm45_folder(tmp_path_factory) -> Path:
     from tests.helpers.glm45_models import write_glm45
 
     return write_glm45(tmp_path_factory.mktemp("glm45") / "GLM-4.5-Air")
+
+
+@pytest.fixture(scope="session")
+def glm47_flash_folder(tmp_path_factory) -> Path:
+    """A tiny GLM-4.7-Flash-shaped folder (``Glm4MoeLiteForCausalLM``, GLM-4.7's template)."""
+    from tests.helpers.glm47_flash_models import write_glm47_flash
+
+    return write_glm47_flash(tmp_path_factory.mktemp("glm47-flash") / "GLM-4.7-Flash")
