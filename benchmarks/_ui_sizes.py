@@ -54,26 +54,42 @@ def repaint_costs(lines: int) -> list[tuple[str, float]]:
 
 def formula_answer(count: int, tag: str = "") -> str:
     """An answer with ``count`` distinct formulas: per paragraph two inline ones and one
-    display one (so none is drawn from the cache of another)."""
+    display one; ``tag`` goes into each formula, so answers of other tags are drawn afresh,
+    not taken from the cache)."""
     parts = []
     for i in range(0, count, 3):
         parts.append(
-            f"Step {i}{tag}: with $a_{{{i}}} = \\frac{{{i}}}{{{i} + 1}}$ and $x^{{{i}}} \\le y_{{{i}}}$ "
-            f"the sum is\n\n$$\\sum_{{k=1}}^{{{i}}} k^2 = \\frac{{{i}({i}+1)(2 \\cdot {i}+1)}}{{6}}$$\n\n"
+            f"Step {i}{tag}: with $a_{{{i}{tag}}} = \\frac{{{i}}}{{{i} + 1}}$ and $x^{{{i}}} \\le y_{{{i}{tag}}}$ "
+            f"the sum is\n\n$$\\sum_{{k{tag}=1}}^{{{i}}} k^2 = \\frac{{{i}({i}+1)(2 \\cdot {i}+1)}}{{6}}$$\n\n"
         )
     return "".join(parts)
 
 
-def stream_formulas(view, beat, count: int, tag: str) -> float:
+def stream_formulas(
+    view, beat, count: int, tag: str, rest: float | None = None, process: bool | None = None
+) -> float:
     """Stream :func:`formula_answer` into ``view`` 8 characters every 2 ms (a fast model);
-    the longest GUI gap until every formula is drawn, in ms. Needs the formula renderer."""
-    from PySide6.QtCore import QEventLoop, QTimer
+    the longest GUI gap until every formula is drawn, in ms. Needs the formula renderer.
+    ``rest``, ``process``: the renderer's ``rest`` after each formula drawn on its thread and
+    ``use_process`` (draw in the child process), when given."""
+    import gc
+
+    from PySide6.QtCore import QCoreApplication, QEvent, QEventLoop, QTimer
 
     from glmdesk.ui.math_render import shared_renderer
 
     text = formula_answer(count, tag)
     renderer = shared_renderer()
+    if rest is not None:
+        renderer.rest = rest
+    if process is not None:
+        renderer.use_process = process
     view.clear()
+    # the cleared messages (the 3,000-line one before the first run) are deleted now, not
+    # inside the measured stream: clearing a chat is not streaming formulas
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+    QCoreApplication.processEvents()
+    gc.collect()  # an earlier row's garbage (mathtext's, drawn on a thread) is not this row's
     view.begin_stream()
     loop = QEventLoop()
     state = {"i": 0}
@@ -274,10 +290,27 @@ def run(scale: float = 1.0) -> list[tuple[str, float]]:
         import glmdesk.ui.math_render  # noqa: F401
     except ImportError:
         pass
-    else:  # the first run also meets each glyph and size for the first time (mathtext caches them)
+    else:  # the first run also imports mathtext and meets each glyph and size first (cached after)
+        from glmdesk.ui.math_draw import draw_mask
+        from glmdesk.ui.math_render import REST
+
         formulas = max(30, int(300 * scale))
-        for run_name, tag in (("first run", ""), ("other formulas", "b")):
-            gap = stream_formulas(view, beat, formulas, tag)
+        first = [("first, child process, imports mathtext", "", None, True)]
+        kinds = [  # the child process first in each pair: before this process draws on a thread
+            ("child process", "p", REST, True),
+            ("thread, flat out (before)", "f", 0.0, False),
+            (f"thread, resting {REST:g}x", "r", REST, False),
+        ]
+        runs = [
+            (f"new, {name} {k}", f"{tag}{k}", rest, process)
+            for k in (1, 2)
+            for name, tag, rest, process in kinds
+        ]
+        cached = [("drawn before, cached", "p1", REST, True)]
+        for run_name, tag, rest, process in first + runs + cached:
+            if process is False:
+                draw_mask("x^2", 12.0, 1.0)  # the thread's import of mathtext, here, not measured
+            gap = stream_formulas(view, beat, formulas, tag, rest, process)
             results.append((f"stream {formulas} formulas ({run_name})", gap))
     if writes is not None:
         writes.close()

@@ -17,7 +17,8 @@ while pasting 500 KB and 2 MB of one-line JSON into the input box, sending it,
 reopening a conversation with a 1 MB and a 2 MB one-line answer, and streaming the
 numbers 1 to 3,000 one per line (first and last tenth side by side: flat when each
 repaint draws only what is new), and streaming an answer with 300 formulas (issue 28,
-goal: no gap over 50 ms). ``--scale 0.2`` shrinks every size (for the old code,
+goal: no gap over 50 ms; drawn in the child process, as the window does, beside drawing on
+a thread of this process flat out, the old way, and resting after each formula). ``--scale 0.2`` shrinks every size (for the old code,
 which takes minutes at full size). Goal: no gap over 100 ms.
 Settings and model copies go to a temporary folder (``GLMDESK_MODEL_CACHE`` is kept
 when set, so the converted embedded model is reused).
@@ -279,7 +280,7 @@ def _sizes(scale: float) -> int:
     results = run(scale)
     worst = max(gap for name, gap in results if not name.startswith("repaint") and "formulas" not in name)
     print(f"goal: no gap over 100 ms: {'yes' if worst <= 100 else 'NO'} (worst {worst:.1f} ms)")
-    math = [gap for name, gap in results if "formulas" in name]
+    math = [gap for name, gap in results if "formulas" in name and "thread" not in name]  # the product's rows
     if math:
         print(
             f"goal: 300 formulas stream with no gap over 50 ms: {'yes' if max(math) <= 50 else 'NO'} "

@@ -1,5 +1,6 @@
 """Entry script of the frozen app: PyInstaller starts here, then ``glmdesk.cli.main``
-(or, given ``--glmdesk-kernel``, the code interpreter's kernel: ``glmdesk.kernel_entry``)."""
+(or, given ``--glmdesk-kernel``, the code interpreter's kernel: ``glmdesk.kernel_entry``;
+given ``--glmdesk-mathtext``, the formula drawing process: ``glmdesk.ui.math_draw``)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,10 @@ def _main() -> int:
 
     if is_kernel_launch(sys.argv):  # the code interpreter's kernel (glmdesk.kernel_entry)
         return run_kernel(sys.argv[2:])
+    if sys.argv[1:2] == ["--glmdesk-mathtext"]:  # the formula drawing process (glmdesk.ui.math_draw)
+        from glmdesk.ui.math_draw import serve
+
+        return serve()
     multiprocessing.freeze_support()  # a child process of the frozen app must not start the app
     # A windowed Windows executable has no console: sys.stdout and sys.stderr are None,
     # and libraries that write progress (tqdm, logging) would fail.

@@ -8,6 +8,7 @@ Usage (Debian/Ubuntu: ``apt-get install xvfb fonts-noto-cjk fonts-noto-color-emo
     LANG=zh_CN.UTF-8 xvfb-run -s "-screen 0 1280x800x24" .venv/bin/python scripts/screenshots.py zh_CN dark OUT.png
     xvfb-run -s "-screen 0 1024x700x24" .venv/bin/python scripts/screenshots.py en light OUT.png --size 1024x700
     xvfb-run -s "-screen 0 1280x800x24" .venv/bin/python scripts/screenshots.py en dark OUT.png math
+    xvfb-run -s "-screen 0 1280x800x24" .venv/bin/python scripts/screenshots.py en light OUT.png vision
 
 The window fills the screen (``--size WxH``, default 1280x800: give the X screen the same size). The embedded model answers the welcome's first
 example prompt (greedy, at most 32 new tokens), then the answer is regenerated at a
@@ -17,6 +18,10 @@ history beforehand so the list is not empty; everything in the chat is the model
 With ``math`` the model is loaded but does not answer: a conversation full of formulas
 (:data:`MATH_ANSWER`, written by hand, not by the model) is written into the history and
 opened, and the screen is grabbed once every formula is drawn.
+With ``vision`` a tiny random GLM-4.1V (the tests' builder, :mod:`tests.helpers.glm4v`) is
+loaded instead, a picture drawn here (:func:`picture`) is attached and the model answers
+"What is in this picture?": the thumbnail and the size note are the point (a random model
+writes noise).
 The screen is grabbed from the X server (``QScreen.grabWindow(0)``). Settings, history
 and model copies go to a temporary folder (``GLMDESK_MODEL_CACHE`` is kept when set).
 """
@@ -48,6 +53,25 @@ and $I = \sqrt{\pi}$, since $I > 0$. Two consequences:
 In code, `norm.pdf(x)` computes $\varphi$; a price such as $3 or $5 stays text."""
 
 
+def picture() -> bytes:
+    """A 480x320 PNG drawn here: a sky, a sun, two hills and a house (for ``vision``)."""
+    import io
+
+    from PIL import Image, ImageDraw
+
+    image = Image.new("RGB", (480, 320), (120, 180, 235))
+    draw = ImageDraw.Draw(image)
+    draw.ellipse((360, 30, 430, 100), fill=(255, 215, 80))
+    draw.ellipse((-120, 190, 300, 480), fill=(70, 150, 70))
+    draw.ellipse((180, 210, 620, 520), fill=(90, 170, 80))
+    draw.rectangle((250, 190, 330, 250), fill=(200, 90, 70))
+    draw.polygon([(240, 192), (290, 150), (340, 192)], fill=(120, 60, 50))
+    draw.rectangle((280, 215, 300, 250), fill=(90, 60, 40))
+    out = io.BytesIO()
+    image.save(out, format="PNG")
+    return out.getvalue()
+
+
 def main() -> int:
     args = sys.argv[1:]
     width, height = 1280, 800
@@ -58,6 +82,7 @@ def main() -> int:
     language, theme, out = args[0], args[1], args[2]
     welcome_only = args[3:] == ["welcome"]  # the empty chat, before any message
     math_only = args[3:] == ["math"]  # a conversation full of formulas, no answer
+    vision_only = args[3:] == ["vision"]  # a picture sent to a tiny GLM-4.1V
     home = tempfile.mkdtemp(prefix="glmdesk-shots-")
     os.environ["GLMDESK_HOME"] = home
     os.environ["XDG_CONFIG_HOME"] = os.path.join(home, "config")
@@ -82,6 +107,17 @@ def main() -> int:
     store.save_language(language)
     store.save_theme(theme)
     store.save_sampling(SamplingParams(temperature=0.0, top_p=1.0, max_new_tokens=32))
+    if vision_only:
+        from pathlib import Path
+
+        from glmdesk.core.settings import LoadSettings
+
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+        from tests.helpers.glm4v import write_glm4v_folder
+
+        folder = write_glm4v_folder(Path(home) / "GLM-4.1V-tiny")
+        store.save_last_model(LoadSettings(model=str(folder), device="cpu", engine="transformers"))
+        store.save_sampling(SamplingParams(temperature=0.0, top_p=1.0, max_new_tokens=20))
     apply_interface_font(app, install_translators(app, language))
     theme_controller(store)
     with History() as history:  # earlier conversations, so the list is not empty
@@ -112,6 +148,11 @@ def main() -> int:
 
     def on_finished(_request_id, _chunk) -> None:
         steps["answers"] += 1
+        if vision_only:
+            answer = window.chat_view.messages()[1]
+            QCursor.setPos(answer.mapToGlobal(QPoint(answer.width() // 2, answer.height() // 2)))
+            QTimer.singleShot(800, grab)
+            return
         if steps["answers"] == 1:
             window.sidebar.set_params(SamplingParams(temperature=0.8, top_p=0.9, max_new_tokens=32, seed=7))
             QTimer.singleShot(200, lambda: window.branch_actions.regenerate_at(1))
@@ -138,6 +179,12 @@ def main() -> int:
             return
         if welcome_only:
             QTimer.singleShot(800, grab)
+            return
+        if vision_only:
+            from glmdesk.core.images import ImageAttachment
+
+            window.input_box.add_images([ImageAttachment.from_bytes(picture(), "hills.png")])
+            QTimer.singleShot(300, lambda: window.send_message("What is in this picture?"))
             return
         button = window.chat_area.welcome.example_buttons[0 if language == "en" else 1]
         QTimer.singleShot(300, button.click)

@@ -72,3 +72,4 @@ def _embedded_left_as_found():
 # The tiny GLM-4.1V folder, its loaded model and test photos: session fixtures shared by
 # the engine, server and UI tests (built in tests/helpers/glm4v.py).
 from tests.helpers.glm4v import blue_photo, glm4v_folder, glm4v_loaded, red_photo  # noqa: E402, F401
+from tests.helpers.glm4v_moe import glm4v_moe_folder, glm4v_moe_loaded  # noqa: E402, F401

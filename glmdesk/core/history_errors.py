@@ -20,6 +20,7 @@ long). Result codes: https://www.sqlite.org/rescode.html.
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import sqlite3
@@ -82,6 +83,31 @@ def history_error(exc: sqlite3.Error, path: Path | str) -> HistoryError:
             "history_damaged",
             f"The chat history file {path} is damaged; restart glmdesk to set it aside and start "
             "a new history.",
+            path=str(path),
+            detail=str(exc),
+        )
+    return HistoryError(
+        "history_unavailable",
+        f"The chat history ({path}) could not be saved or read: {exc}.",
+        path=str(path),
+        detail=str(exc),
+    )
+
+
+def file_error(exc: OSError, path: Path | str) -> HistoryError:
+    """Classify a failed write of a file beside the history (an image's) as a
+    :class:`HistoryError`: ``history_disk_full`` for ``ENOSPC`` and ``EDQUOT`` (no space,
+    quota reached), ``history_unavailable`` for any other :class:`OSError`.
+
+    Args:
+        exc: What the write raised.
+        path: The database file, named in the sentence.
+    """
+    if exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
+        return HistoryError(
+            "history_disk_full",
+            f"The disk holding the chat history ({path}) is full; the conversation stays in the "
+            "window and is saved as soon as there is space again.",
             path=str(path),
             detail=str(exc),
         )

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import hashlib
 import os
 import sqlite3
@@ -21,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from glmdesk.core.errors import GlmdeskError
+from glmdesk.core.history_errors import file_error
 from glmdesk.core.images import ImageAttachment
 
 #: Folder beside the database file that holds the image files.
@@ -68,15 +70,21 @@ class ImageStore:
         """Write each image's file once (skipped when it is there) and its row.
 
         Raises:
-            OSError: when a file cannot be written (the transaction is rolled back).
+            HistoryError: when a file cannot be written (:func:`file_error`: a full disk is
+                ``history_disk_full``, as SQLite's own); the transaction is rolled back.
         """
         for position, image in enumerate(images):
             file = self.image_file(image.sha256)
             if not (file.is_file() and file.stat().st_size == len(image.data)):
-                file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
                 temporary = file.with_name(f"{file.name}.{os.getpid()}.tmp")
-                temporary.write_bytes(image.data)
-                os.replace(temporary, file)
+                try:
+                    file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                    temporary.write_bytes(image.data)
+                    os.replace(temporary, file)
+                except OSError as exc:
+                    with contextlib.suppress(OSError):  # a partial file would only take space
+                        temporary.unlink(missing_ok=True)
+                    raise file_error(exc, self.path) from exc
             self._conn.execute(
                 "INSERT INTO message_images (message_id, position, sha256, mime, name) VALUES (?, ?, ?, ?, ?)",
                 (message_id, position, image.sha256, image.mime, image.name),

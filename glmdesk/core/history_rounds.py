@@ -71,6 +71,7 @@ def save_round(
     settings: Any = None,
     parent_id: Any = ACTIVE,
     reasoning: str = "",
+    attachments: Sequence[ImageAttachment] = (),
 ) -> int:
     """Store a finished round in one transaction; return its conversation's id.
 
@@ -87,9 +88,12 @@ def save_round(
         parent_id: The message the first one stored follows (the question, or the
             answer when ``user_text`` is ``None``; see :meth:`History.add_message`).
         reasoning: What the model wrote while thinking, stored with the answer.
+        attachments: The question's images (with ``user_text``; their files stored once
+            by content hash, as :func:`begin_round` does).
 
     Raises:
-        HistoryError: when SQLite fails; nothing of the round is stored.
+        HistoryError: when SQLite or an image file's write fails (a full disk);
+            nothing of the round is stored.
         KeyError: for an unknown conversation or a parent not in it.
         ValueError: for an unknown finish reason.
     """
@@ -97,7 +101,9 @@ def save_round(
         if conversation_id is None:
             conversation_id = history.create_conversation(model=model)
         if user_text is not None:
-            history.add_message(conversation_id, "user", user_text, parent_id=parent_id)
+            history.add_message(
+                conversation_id, "user", user_text, parent_id=parent_id, attachments=attachments
+            )
             parent_id = ACTIVE
         if answer:
             history.add_message(

@@ -26,6 +26,7 @@ from glmdesk.core.images import ImageAttachment, ImageSizing
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.parts import ThinkMarkers
 from glmdesk.core.settings import CacheSettings
+from glmdesk.engine.answer_markers import ANSWER_MARKERS, AnswerMarkerFilter
 from glmdesk.engine.cache.base import run_model
 from glmdesk.engine.cache.full import FullCacheStrategy
 from glmdesk.engine.loader import LoadedModel
@@ -41,8 +42,6 @@ from glmdesk.engine.vision_processor import to_picture
 
 #: GLM-4.1V-Thinking's reasoning block (shown as reasoning, :mod:`glmdesk.engine.families.parser`).
 THINK = ThinkMarkers("<think>", "</think>")
-#: GLM-4.1V-Thinking wraps its final answer in these markers; they are not shown.
-ANSWER_MARKERS = ("<answer>", "</answer>")
 
 #: Processed images kept per model (by content hash), so fitting a prompt into the
 #: context, which encodes it more than once, runs the image processor once per image.
@@ -310,27 +309,3 @@ class VisionLoadedModel(LoadedModel):
         strategy.decode_step = self.step
         strategy.tuner = self.tuner
         return strategy
-
-
-class AnswerMarkerFilter(ReplyFilter):
-    """Shows the reply without GLM-4.1V-Thinking's ``<answer>`` / ``</answer>`` markers
-    (written as text by its tokenizer), whatever the deltas split; a text that only
-    begins like a marker is held until it is told apart."""
-
-    def __init__(self) -> None:
-        self._held = ""
-
-    def __call__(self, delta: str) -> str:
-        text = self._held + delta
-        for marker in ANSWER_MARKERS:
-            text = text.replace(marker, "")
-        cut = text.rfind("<")
-        if cut >= 0 and any(m.startswith(text[cut:]) for m in ANSWER_MARKERS):
-            self._held, text = text[cut:], text[:cut]
-        else:
-            self._held = ""
-        return text
-
-    def flush(self) -> str:
-        held, self._held = self._held, ""
-        return held

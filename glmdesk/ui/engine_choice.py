@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QLabel
 
 from glmdesk.core.settings import LoadSettings
 from glmdesk.engine.backends import BACKENDS, EngineChoice, engine_choice, spec_for
+from glmdesk.engine.gguf_vision import vision_projector
 from glmdesk.ui.backend_options import BackendOptions
 
 
@@ -41,6 +42,9 @@ class EngineChoiceMixin:
         self.engine_note = QLabel()
         self.engine_note.setWordWrap(True)
         self.engine_note.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+        self.vision_note = QLabel()  # a GGUF's vision projector the engine cannot run
+        self.vision_note.setWordWrap(True)
+        self.vision_note.setVisible(False)
         # Each engine's own options, by engine name (engines that have some).
         self.engine_options = {
             spec.name: BackendOptions(spec, current, self._availability, self)
@@ -96,6 +100,7 @@ class EngineChoiceMixin:
         choice = self.engine_choice()
         self.engine_note.setText(self._note(choice))
         spec = spec_for(choice.engine)
+        self._update_vision_note(spec, source)
         self.quantization_combo.setEnabled("quantization" in spec.applies)
         self.precision_combo.setEnabled("precision" in spec.applies)
         self.fused_check.setEnabled("fused_decode" in spec.applies)
@@ -105,6 +110,17 @@ class EngineChoiceMixin:
         for name, box in self.engine_options.items():
             box.set_active(name == choice.engine, self.device_combo.currentData() != "cpu")
         self.threads_spin.setSpecialValueText(self._automatic_threads_text(choice.engine))
+
+    def _update_vision_note(self, spec, source: LoadSettings) -> None:
+        """Say so when the model's GGUF comes with a vision projector the engine cannot run."""
+        text = spec.notes.get("vision_projector")
+        projector = vision_projector(source.model) if text else None
+        if projector is not None:
+            text = QCoreApplication.translate("OpenModelDialog", text)
+            self.vision_note.setText(text.format(file=projector.name, engine=spec.label))
+        else:
+            self.vision_note.clear()
+        self.vision_note.setVisible(projector is not None)
 
     def _automatic_threads_text(self, engine: str) -> str:
         """What threads 0 means for ``engine``: one thread per physical core, or (an engine

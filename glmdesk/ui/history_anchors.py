@@ -52,6 +52,7 @@ class Answer:
     anchor: Any = ACTIVE  # parent of the first message of this round (an anchor, see above)
     message_id: int | None = None  # the stored ``partial`` row, once its round began in the file
     unsaved_user: str | None = None  # the question, until its round begins in the file
+    unsaved_images: tuple = ()  # its images (ImageAttachment), stored with it
     parts: list[str] = dataclasses.field(default_factory=list)
     reasoning: list[str] = dataclasses.field(default_factory=list)  # its reasoning parts' texts
 
@@ -82,12 +83,22 @@ def parent_of(history: History, conversation_id: int | None, anchor: Any) -> Any
 
 
 def save_whole_round(
-    h: History, conv: ConversationRef, user, text, reason, stats, settings, anchor, model, reasoning: str = ""
+    h: History,
+    conv: ConversationRef,
+    user,
+    text,
+    reason,
+    stats,
+    settings,
+    anchor,
+    model,
+    reasoning: str = "",
+    attachments: tuple = (),
 ) -> None:
     """Store a round whose start is not in the file yet, whole, in one transaction (on the
-    writer thread): ``user`` (the question, or ``None`` for an answer alone) and the
-    answer ``text`` with its ``reasoning`` under ``anchor``; a new conversation gets its
-    id in ``conv``."""
+    writer thread): ``user`` (the question with its images, ``attachments``, or ``None``
+    for an answer alone) and the answer ``text`` with its ``reasoning`` under ``anchor``;
+    a new conversation gets its id in ``conv``."""
     conv.id = save_round(
         h,
         conv.id,
@@ -99,4 +110,5 @@ def save_whole_round(
         settings=settings,
         parent_id=parent_of(h, conv.id, anchor),
         reasoning=reasoning,
+        attachments=attachments if user is not None else (),
     )

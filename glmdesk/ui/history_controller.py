@@ -407,7 +407,7 @@ class HistoryController(QObject):
             else:
                 save_whole_round(
                     h, answer.conv, answer.unsaved_user, message.content, reason, stats, settings,
-                    answer.anchor, model, reasoning,
+                    answer.anchor, model, reasoning, answer.unsaved_images,
                 )  # fmt: skip
 
         self.writes.submit(finish)
@@ -449,7 +449,9 @@ class HistoryController(QObject):
         """Store the start of a round (``user``: its question, ``attachments`` its images)
         or of a new answer (``None``)."""
         settings = dataclasses.asdict(self.session.params_box.get())
-        answer = Answer(self._conv, settings, self._take_anchor(), unsaved_user=user)
+        answer = Answer(
+            self._conv, settings, self._take_anchor(), unsaved_user=user, unsaved_images=attachments
+        )
         self._answer = answer
         model = self._model_name()
 
@@ -470,7 +472,7 @@ class HistoryController(QObject):
                 parent_id=parent,
                 attachments=attachments,
             )
-            answer.unsaved_user = None
+            answer.unsaved_user, answer.unsaved_images = None, ()
 
         if self.writes.blocked():  # earlier rounds first: this one is stored whole when it ends
             self.writes.retry(again=True)
@@ -509,8 +511,9 @@ class HistoryController(QObject):
                 h.delete_message(answer.message_id)
             elif answer.unsaved_user is not None:
                 save_whole_round(
-                    h, answer.conv, answer.unsaved_user, None, "stop", None, None, answer.anchor, None
-                )
+                    h, answer.conv, answer.unsaved_user, None, "stop", None, None, answer.anchor, None,
+                    attachments=answer.unsaved_images,
+                )  # fmt: skip
 
         self.writes.submit(discard)
 

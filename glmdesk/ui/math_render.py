@@ -10,33 +10,41 @@ easily wait on); a pure-Python TeX-to-SVG renderer would be a new dependency wit
 same subset problem. What mathtext cannot draw is shown as its TeX source with a note
 (:attr:`Mask.error` names the command; the view words the note): environments (``\\begin{aligned}``, ``cases``, matrices),
 ``\\\\`` line breaks, ``\\boxed``, ``\\color``, ``\\underbrace``, ``\\xrightarrow``.
-A few common LaTeX spellings it lacks are rewritten first (:data:`ALIASES`).
+A few common LaTeX spellings it lacks are rewritten first (:data:`glmdesk.ui.math_draw.ALIASES`).
 
 Costs measured on the 2-core machine (loaded): importing mathtext 0.4-1.2 s, its first
-formula 0.27 s, then 1-60 ms per formula (pure Python, holding the GIL). So one
-background thread imports mathtext (:meth:`MathRenderer.warm_up`, started when the first
-formula is asked for: importing it and its garbage collection held the interpreter up to
-0.4 s, which a window that shows no formula never pays) and draws every formula, with a short thread switch
-interval while it works (:data:`SWITCH_S`); masks are kept in an LRU cache keyed by TeX,
-size and device pixel ratio, coloured images by that and the colour, so a theme switch
-only recolours. Until its image is ready a formula shows as its TeX, as text.
+formula 0.27 s, then 1-60 ms per formula, pure Python holding the interpreter. Drawn on a
+thread of the window's process, that queued the GUI thread behind it (300 new formulas
+streaming: longest GUI gap 65-175 ms), so a child process draws them
+(:mod:`glmdesk.ui.math_draw`, started when the first formula is asked for, at a lower
+priority): the renderer's thread only writes requests and reads masks off a pipe,
+waiting without the interpreter lock. If the process cannot start or dies, the thread
+draws (:data:`SWITCH_S`, :data:`YOUNG_GC`, resting :data:`REST` after each formula).
+Masks are kept in an LRU cache keyed by TeX, size and device pixel ratio, coloured
+images by that and the colour, so a theme switch only recolours. Until its image is
+ready a formula shows as its TeX, as text.
 """
 
 from __future__ import annotations
 
 import gc
+import logging
 import queue
-import re
+import subprocess
 import sys
 import threading
 import time
 from collections import OrderedDict, deque
-from dataclasses import dataclass
 
 import shiboken6
-from PySide6.QtCore import QObject, QTimer, Signal, Slot
-from PySide6.QtGui import QColor, QImage
+from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
+from PySide6.QtGui import QColor, QImage, QPainter
 from PySide6.QtWidgets import QApplication
+
+from glmdesk.ui import math_draw
+from glmdesk.ui.math_draw import Mask, draw_mask
+
+log = logging.getLogger(__name__)
 
 #: While formulas are being drawn, views are told at most this often, in s (each
 #: telling redraws the views waiting for them).
@@ -50,6 +58,12 @@ SWITCH_S = 0.0005
 #: on into the oldest generation, whose full collections (150-200 ms on the busy 2-core
 #: machine, holding the interpreter) came every hundred formulas and stalled the window.
 YOUNG_GC = 1
+#: After each formula the drawing thread rests this many times as long as it drew (s per
+#: s): drawing is pure Python holding the interpreter, and the GUI thread, which needs the
+#: interpreter for each of its many short Python calls while it lays out a streaming
+#: answer, then queued behind it (``ui_responsiveness --sizes``, 300 formulas on the
+#: 2-core machine: longest gap 65-175 ms drawing flat out, 45 ms resting as long).
+REST = 1.0
 #: Formula masks kept (each a few KB).
 MASK_CACHE = 4096
 #: Coloured images kept.
@@ -59,100 +73,11 @@ IMAGE_CACHE = 2048
 INLINE_SCALE = 1.2
 #: Display formulas are drawn this much larger than the text's em.
 DISPLAY_SCALE = 1.45
-#: The math font family (matplotlib's ``math_fontfamily``): Computer Modern, as in textbooks.
-MATH_FONT = "cm"
-
-#: LaTeX spellings mathtext lacks, rewritten to ones it has (regex, replacement).
-ALIASES: tuple[tuple[str, str], ...] = (
-    (r"\\(displaystyle|textstyle|limits|nolimits|notag|nonumber)(?![a-zA-Z])", ""),
-    (r"\\label\{[^{}]*\}", ""),
-    (r"\\tag\{([^{}]*)\}", r"\\qquad(\1)"),
-    (r"\\le(?![a-zA-Z])", r"\\leq"),
-    (r"\\ge(?![a-zA-Z])", r"\\geq"),
-    (r"\\ne(?![a-zA-Z])", r"\\neq"),
-    (r"\\[td]frac(?![a-zA-Z])", r"\\frac"),
-    (r"\\stackrel(?![a-zA-Z])", r"\\overset"),
-    (r"\\textbf(?![a-zA-Z])", r"\\mathbf"),
-    (r"\\(emph|textit)(?![a-zA-Z])", r"\\mathit"),
-    (r"\\bmod(?![a-zA-Z])", r"\\ \\mathrm{mod}\\ "),
-    (r"\\pmod\{([^{}]*)\}", r"\\ (\\mathrm{mod}\\ \1)"),
-    (r"\\lvert(?![a-zA-Z])|\\rvert(?![a-zA-Z])", r"|"),
-    (r"\\lVert(?![a-zA-Z])|\\rVert(?![a-zA-Z])", r"\\|"),
-)
-_ALIASES = tuple((re.compile(pattern), repl) for pattern, repl in ALIASES)
-_UNKNOWN = re.compile(r"Unknown symbol: (\\[A-Za-z]+)")
-_DOLLAR = re.compile(r"(?<!\\)\$")
-
-
-def for_mathtext(tex: str) -> str:
-    """``tex`` with the spellings of :data:`ALIASES` rewritten, ready for mathtext."""
-    for pattern, repl in _ALIASES:
-        tex = pattern.sub(repl, tex)
-    return " ".join(tex.split())  # mathtext reads one line
-
-
-@dataclass(frozen=True)
-class Mask:
-    """A formula's coverage (what mathtext draws), before colour.
-
-    Attributes:
-        data: ``height`` rows of ``width`` bytes, 0 (empty) to 255 (ink).
-        width, height: In device pixels.
-        depth: Device pixels from the bottom row up to the formula's baseline.
-        error: Why it could not be drawn (``data`` is then empty): the unknown command
-            (``\\begin``) or ``""`` for any other TeX mathtext cannot read.
-    """
-
-    data: bytes
-    width: int
-    height: int
-    depth: int
-    error: str | None = None
-
-
-def draw_mask(tex: str, pixels: float, dpr: float) -> Mask:
-    """Draw ``tex`` with mathtext (imports matplotlib on first use; GIL-bound, 1-25 ms).
-
-    Args:
-        tex: The formula without delimiters.
-        pixels: The font size, in logical pixels (an em).
-        dpr: Device pixels per logical pixel.
-
-    Returns:
-        The mask, or one with ``error`` set when mathtext cannot read ``tex``.
-    """
-    import numpy as np
-    from matplotlib.font_manager import FontProperties
-
-    source = for_mathtext(tex)
-    for command in ("\\begin", "\\\\"):  # environments, line breaks: mathtext has none
-        if command in source:
-            return Mask(b"", 0, 0, 0, command)
-    if _DOLLAR.search(source):  # would end mathtext's formula early
-        return Mask(b"", 0, 0, 0, "$")
-    prop = FontProperties(size=pixels, math_fontfamily=MATH_FONT)
-    try:
-        parsed = _parser().parse(f"${source}$", dpi=72 * dpr, prop=prop)
-    except Exception as error:  # noqa: BLE001 (pyparsing and mathtext raise several kinds)
-        found = _UNKNOWN.search(str(error))
-        return Mask(b"", 0, 0, 0, found.group(1) if found else "")
-    image = np.ascontiguousarray(np.asarray(parsed.image, dtype=np.uint8))
-    height, width = image.shape
-    return Mask(image.tobytes(), width, height, int(round(parsed.depth)))
-
-
-_PARSER = None
-_PARSER_LOCK = threading.Lock()
-
-
-def _parser():
-    global _PARSER  # one parser per process: building its grammar takes ~0.3 s
-    with _PARSER_LOCK:
-        if _PARSER is None:
-            from matplotlib.mathtext import MathTextParser
-
-            _PARSER = MathTextParser("agg")
-        return _PARSER
+#: Draw in a child process (:mod:`glmdesk.ui.math_draw`); ``False``, or a process that
+#: cannot start, draws on the renderer's thread in this process (resting, :data:`REST`).
+USE_PROCESS = True
+#: Seconds the child process is given to end at quit before it is killed.
+STOP_S = 2.0
 
 
 def colour_image(mask: Mask, colour: QColor, dpr: float, half_x: float) -> QImage:
@@ -161,22 +86,20 @@ def colour_image(mask: Mask, colour: QColor, dpr: float, half_x: float) -> QImag
     The image is padded with transparent rows so that, placed with
     ``QTextCharFormat.AlignMiddle`` (its middle ``half_x`` logical pixels above the
     baseline: half the font's x-height, Qt's rule), the formula's baseline sits on the
-    text's.
+    text's. Drawn by Qt (the mask as an ``Alpha8`` image, the colour filled ``SourceIn`` over it),
+    so colouring needs no NumPy (importing it on the GUI thread stalled the window).
     """
-    import numpy as np
-
-    alpha = np.frombuffer(mask.data, dtype=np.uint8).reshape(mask.height, mask.width).astype(np.uint16)
     ascent, descent = mask.height - mask.depth, mask.depth
     shift = int(round(half_x * dpr)) - (ascent - descent)  # > 0: pad above, < 0: pad below
     top, bottom = max(shift, 0), max(-shift, 0)
-    pixels = np.zeros((mask.height + top + bottom, mask.width, 4), dtype=np.uint8)
-    body = pixels[top : top + mask.height]
-    for channel, value in enumerate((colour.blue(), colour.green(), colour.red())):  # BGRA in memory
-        body[..., channel] = (alpha * value // 255).astype(np.uint8)
-    body[..., 3] = alpha.astype(np.uint8)
-    height, width = pixels.shape[:2]
-    image = QImage(pixels.tobytes(), width, height, width * 4, QImage.Format.Format_ARGB32_Premultiplied)
-    image = image.copy()  # own the pixels
+    alpha = QImage(mask.data, mask.width, mask.height, mask.width, QImage.Format.Format_Alpha8)
+    image = QImage(mask.width, mask.height + top + bottom, QImage.Format.Format_ARGB32_Premultiplied)
+    image.fill(Qt.GlobalColor.transparent)
+    painter = QPainter(image)
+    painter.drawImage(0, top, alpha)
+    painter.setCompositionMode(QPainter.CompositionMode.CompositionMode_SourceIn)
+    painter.fillRect(image.rect(), colour)
+    painter.end()
     image.setDevicePixelRatio(dpr)
     return image
 
@@ -213,6 +136,9 @@ class MathRenderer(QObject):
         self._warm = threading.Event()
         self._thread: threading.Thread | None = None
         self.drawn = 0  # formulas drawn (tests, benchmark)
+        self.rest = REST  # see REST (the benchmark compares 0)
+        self._child: subprocess.Popen | None = None  # the drawing process while it runs
+        self.use_process = USE_PROCESS  # see USE_PROCESS (the benchmark compares False)
         self._told = 0.0  # when formulas_ready was last emitted (perf_counter)
         self._tell_later = QTimer(self)
         self._tell_later.setSingleShot(True)
@@ -242,20 +168,66 @@ class MathRenderer(QObject):
         """True when the formula of ``key`` (:func:`formula_key`) is drawn (or failed)."""
         return key in self._masks
 
-    def _run(self) -> None:  # the drawing thread
-        usable = self._draw(("x^2", 12.0, 1.0)).error is None
-        gc.collect()  # the import's garbage, now while the window is idle, not in an answer
+    def _run(self) -> None:  # the drawing thread: it feeds the process, or draws itself
+        if self.use_process:
+            self._start_process()
+        usable = self._draw_one(("x^2", 12.0, 1.0)).error is None
+        gc.collect()  # the import's garbage (in this process: drawing without the child)
         self._warm.set()
         while True:
             key = self._requests.get()
             if key is None:
+                self._end_process()
                 return
-            self._results.append((key, self._draw(key) if usable else Mask(b"", 0, 0, 0, "")))
-            gc.collect(YOUNG_GC)
+            self._results.append((key, self._draw_one(key) if usable else Mask(b"", 0, 0, 0, "")))
             try:
                 self._drawn.emit()  # queued to the GUI thread, where this object lives
             except RuntimeError:  # the application is gone
+                self._end_process()
                 return
+
+    def _draw_one(self, key: tuple) -> Mask:
+        child = self._child
+        return (
+            self._in_process(child, key) if self.use_process and child is not None else self._in_thread(key)
+        )
+
+    def _start_process(self) -> None:
+        """Start the child that draws (:func:`glmdesk.ui.math_draw.serve`); when it cannot
+        start, this thread draws."""
+        args, env = math_draw.command()
+        try:
+            child = subprocess.Popen(
+                args,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env=env,
+                creationflags=getattr(subprocess, "CREATE_NO_WINDOW", 0),  # no console on Windows
+            )
+        except OSError as exc:
+            log.warning("formulas are drawn in the window's process: %s", exc)
+            return
+        self._child = child
+
+    def _in_process(self, child: subprocess.Popen, key: tuple) -> Mask:
+        """``key``'s mask from the child (the pipe read waits without the interpreter
+        lock); drawn here if the child is gone."""
+        try:
+            math_draw.write_frame(child.stdin, key)
+            return Mask(*math_draw.read_frame(child.stdout))
+        except (EOFError, OSError, ValueError) as exc:
+            log.warning("the formula process ended (%s); formulas are drawn in the window's process", exc)
+            self._end_process()
+        return self._in_thread(key)
+
+    def _in_thread(self, key: tuple) -> Mask:
+        """``key``'s mask drawn on this thread, then a rest as long (:data:`REST`)."""
+        started = time.perf_counter()
+        mask = self._draw(key)
+        gc.collect(YOUNG_GC)
+        time.sleep((time.perf_counter() - started) * self.rest)
+        return mask
 
     @staticmethod
     def _draw(key: tuple) -> Mask:
@@ -268,13 +240,29 @@ class MathRenderer(QObject):
         finally:
             sys.setswitchinterval(interval)
 
+    def _end_process(self) -> None:
+        child, self._child = self._child, None
+        if child is None:
+            return
+        try:
+            math_draw.write_frame(child.stdin, None)
+            child.stdin.close()
+            child.wait(timeout=STOP_S)
+        except (OSError, ValueError, subprocess.TimeoutExpired):
+            child.kill()
+            child.wait()
+
     @Slot()
     def stop(self) -> None:
         """End the drawing thread after the formula it is drawing (application quit)."""
         if self._thread is not None:
             self._requests.put(None)
-            self._thread.join(timeout=2.0)
+            self._thread.join(timeout=STOP_S)
             self._thread = None
+        child, self._child = self._child, None
+        if child is not None and child.poll() is None:  # the thread was stuck on it
+            child.kill()
+            child.wait()
 
     def image(self, tex: str, display: bool, pixels: float, dpr: float, colour: QColor, half_x: float):
         """The formula's image, its error (a ``str``: see :attr:`Mask.error`), or ``None``

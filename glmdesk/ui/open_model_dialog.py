@@ -205,6 +205,7 @@ class OpenModelDialog(EngineChoiceMixin, QDialog):
         form.addRow(self.tr("Model"), row)
         form.addRow(self.tr("Engine"), self.engine_combo)
         form.addRow("", self.engine_note)
+        form.addRow("", self.vision_note)
         for box in self.engine_options.values():
             form.addRow("", box)
         form.addRow(self.tr("Quantization"), self.quantization_combo)

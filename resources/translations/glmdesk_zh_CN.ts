@@ -1256,6 +1256,10 @@ Updated {when} · {model}</source>
         <translation>使用 {engine} 运行（其自己的权重副本，反量化为 fp32）：未安装 llama-cpp-python（pip install &apos;glmdesk[llamacpp]&apos;）。</translation>
     </message>
     <message>
+        <source>{file} is a vision projector: {engine} runs this model&apos;s text only here (llama-cpp-python has no GLM vision handler). To show the model images, open its Hugging Face folder with the transformers engine, or connect to a server that runs it.</source>
+        <translation>{file} 是视觉投影器：此处 {engine} 只运行该模型的文本部分（llama-cpp-python 没有 GLM 视觉处理器）。要让模型看图片，请用 transformers 引擎打开它的 Hugging Face 文件夹，或连接运行它的服务器。</translation>
+    </message>
+    <message>
         <source>GPU layers (llama.cpp)</source>
         <translation>GPU 层数（llama.cpp）</translation>
     </message>

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from glmdesk.core.images import ImageAttachment
-from glmdesk.core.settings import LoadSettings
+from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
 
 CORPUS = [
     "What is in this picture? Describe the image briefly.",
@@ -106,6 +106,66 @@ def write_tokenizer(folder: Path) -> dict[str, int]:
     return {t: fast.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}
 
 
+#: The tiny vision tower: 2 blocks, hidden 32, 14-pixel patches, 2x2 merge, 2-frame patches.
+VISION_CONFIG = {
+    "depth": 2,
+    "hidden_size": 32,
+    "intermediate_size": 64,
+    "num_heads": 2,
+    "patch_size": 14,
+    "spatial_merge_size": 2,
+    "temporal_patch_size": 2,
+    "image_size": 336,
+    "out_hidden_size": 128,
+    "initializer_range": 0.3,
+}
+
+
+def text_config(ids: dict[str, int], vocab: int) -> dict:
+    """The tiny language model's settings both GLM-4V builders share (see :func:`write_glm4v_folder`)."""
+    return {
+        "vocab_size": vocab,
+        "hidden_size": 128,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "max_position_embeddings": 4096,
+        "initializer_range": 0.3,
+        "rope_parameters": {
+            "rope_type": "default",
+            "rope_theta": 10000.0,
+            "mrope_section": [2, 3, 3],
+            "partial_rotary_factor": 0.5,
+        },
+        "eos_token_id": [ids["<|endoftext|>"], ids["<|user|>"], ids["<|observation|>"]],
+        "pad_token_id": ids["<|endoftext|>"],
+    }
+
+
+def token_config(ids: dict[str, int]) -> dict:
+    """The image and video marker ids and eos of a GLM-4V config."""
+    return {
+        "image_token_id": ids["<|image|>"],
+        "video_token_id": ids["<|video|>"],
+        "image_start_token_id": ids["<|begin_of_image|>"],
+        "image_end_token_id": ids["<|end_of_image|>"],
+        "video_start_token_id": ids["<|begin_of_video|>"],
+        "video_end_token_id": ids["<|end_of_video|>"],
+        "eos_token_id": [ids["<|endoftext|>"], ids["<|user|>"], ids["<|observation|>"]],
+    }
+
+
+def write_processor(folder: Path) -> None:
+    """GLM-4.1V's image processor settings beside the weights."""
+    (folder / "preprocessor_config.json").write_text(json.dumps(PREPROCESSOR, indent=2))
+    (folder / "processor_config.json").write_text(json.dumps({"processor_class": "Glm4vProcessor"}))
+
+
+def vocab_size(ids: dict[str, int]) -> int:
+    """The vocabulary rounded up to a multiple of 64 past the last special token."""
+    return -(-(max(ids.values()) + 1) // 64) * 64
+
+
 def write_glm4v_folder(folder: Path, seed: int = 0) -> Path:
     """Write a tiny random ``Glm4vForConditionalGeneration`` folder with its processor.
 
@@ -119,51 +179,19 @@ def write_glm4v_folder(folder: Path, seed: int = 0) -> Path:
 
     folder.mkdir(parents=True, exist_ok=True)
     ids = write_tokenizer(folder)
-    vocab = -(-(max(ids.values()) + 1) // 64) * 64
+    vocab = vocab_size(ids)
     config = Glm4vConfig(
         text_config={
-            "vocab_size": vocab,
-            "hidden_size": 128,
+            **text_config(ids, vocab),
             "intermediate_size": 192,
-            "num_hidden_layers": 2,
-            "num_attention_heads": 4,
-            "num_key_value_heads": 2,
-            "max_position_embeddings": 4096,
-            "initializer_range": 0.3,
-            "rope_parameters": {
-                "rope_type": "default",
-                "rope_theta": 10000.0,
-                "mrope_section": [2, 3, 3],
-                "partial_rotary_factor": 0.5,
-            },
-            "eos_token_id": [ids["<|endoftext|>"], ids["<|user|>"], ids["<|observation|>"]],
-            "pad_token_id": ids["<|endoftext|>"],
         },
-        vision_config={
-            "depth": 2,
-            "hidden_size": 32,
-            "intermediate_size": 64,
-            "num_heads": 2,
-            "patch_size": 14,
-            "spatial_merge_size": 2,
-            "temporal_patch_size": 2,
-            "image_size": 336,
-            "out_hidden_size": 128,
-            "initializer_range": 0.3,
-        },
-        image_token_id=ids["<|image|>"],
-        video_token_id=ids["<|video|>"],
-        image_start_token_id=ids["<|begin_of_image|>"],
-        image_end_token_id=ids["<|end_of_image|>"],
-        video_start_token_id=ids["<|begin_of_video|>"],
-        video_end_token_id=ids["<|end_of_video|>"],
-        eos_token_id=[ids["<|endoftext|>"], ids["<|user|>"], ids["<|observation|>"]],
+        vision_config=VISION_CONFIG,
+        **token_config(ids),
     )
     torch.manual_seed(seed)
     model = Glm4vForConditionalGeneration(config).eval()
     model.save_pretrained(folder)
-    (folder / "preprocessor_config.json").write_text(json.dumps(PREPROCESSOR, indent=2))
-    (folder / "processor_config.json").write_text(json.dumps({"processor_class": "Glm4vProcessor"}))
+    write_processor(folder)
     return folder
 
 
@@ -202,3 +230,41 @@ def red_photo() -> ImageAttachment:
 def blue_photo() -> ImageAttachment:
     """A 300x500 JPEG."""
     return ImageAttachment.from_bytes(picture_bytes((300, 500), (20, 40, 220), "JPEG"), "blue.jpg")
+
+
+GREEDY = SamplingParams(temperature=0.0, max_new_tokens=12, repetition_penalty=1.0)
+
+
+def vision_answer(loaded, messages, cache=None, conversation=None):
+    """The chunks and token ids of glmdesk's greedy answer (the real decode loop)."""
+    from glmdesk.engine.generate import stream_answer
+
+    chunks = list(stream_answer(loaded, messages, ParamsBox(GREEDY), cache, conversation=conversation))
+    return chunks, [t for c in chunks for t in c.token_ids]
+
+
+def generate_reference(loaded, messages, n):
+    """transformers' ``generate`` on the processor's own inputs (greedy), with the same
+    UTF-8 guard glmdesk applies to a byte-level vocabulary before choosing."""
+    import torch
+    from transformers import LogitsProcessorList
+
+    from glmdesk.engine.vision_processor import to_picture
+
+    processor = loaded.prompt_format.processor
+    rows, pictures = [], []
+    for m in messages:
+        parts = [{"type": "image"} for _ in m.attachments] + [{"type": "text", "text": m.content}]
+        rows.append({"role": m.role, "content": parts if m.attachments else m.content})
+        pictures += [to_picture(a) for a in m.attachments]
+    text = processor.apply_chat_template(rows, tokenize=False, add_generation_prompt=True)
+    inputs = processor(text=[text], images=pictures or None, return_tensors="pt")
+    with torch.inference_mode():
+        out = loaded.model.generate(
+            **inputs,
+            max_new_tokens=n,
+            do_sample=False,
+            eos_token_id=None,
+            logits_processor=LogitsProcessorList(loaded.logits_processors()),
+        )
+    return inputs["input_ids"].shape[1], out[0, inputs["input_ids"].shape[1] :].tolist()

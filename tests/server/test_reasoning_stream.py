@@ -91,3 +91,21 @@ def test_a_served_z1_without_a_reasoning_parser_is_split_on_the_client():
     chunks = list(answer.run(lambda: iter(events), threading.Event()))
     assert chunks[-1].finish_reason == "stop"
     assert merged(p for c in chunks for p in c.parts) == (ReasoningPart("step"), TextPart("answer"))
+
+
+def test_a_served_glm_4_1v_shows_its_thinking_apart_and_not_its_answer_wrapper():
+    import threading
+
+    from glmdesk.engine.backends.remote_stream import RemoteAnswer
+    from glmdesk.engine.families import family_for_model_id
+
+    model = "zai-org/GLM-4.1V-9B-Thinking"  # vLLM without a reasoning parser: all of it as text
+    answer = RemoteAnswer(
+        "http://gpu-box:8000/v1", model, 5.0, True, None, ("glm4",), family_for_model_id(model)
+    )
+    written = ["<thi", "nk>It is red.</think><ans", "wer>A red square, 1 <", " 2</ans", "wer>", "<"]
+    events = [_event(piece) for piece in written] + [_event("", "stop")]
+    chunks = list(answer.run(lambda: iter(events), threading.Event()))
+    assert chunks[-1].finish_reason == "stop"
+    parts = merged(p for c in chunks for p in c.parts)
+    assert parts == (ReasoningPart("It is red."), TextPart("A red square, 1 < 2<"))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor, QFont, QFontInfo, QGuiApplication, QPalette, QTextCursor
+from PySide6.QtGui import QColor, QFont, QFontInfo, QGuiApplication, QImage, QPalette, QTextCursor
 
 from glmdesk.ui.chat_view import ChatView
 from glmdesk.ui.long_markdown import split_segments
@@ -232,3 +232,38 @@ def test_a_long_paragraph_is_never_cut_inside_a_display_formula():
     assert len(segments) > 1
     assert any(s.start <= start and text.index("$$", start + 2) + 2 <= s.end for s in segments)
     assert "".join(text[s.start : s.end] for s in segments) == text
+
+
+def test_formulas_are_drawn_in_a_child_process_and_in_the_window_s_if_it_dies(qtbot, qapp):
+    import os
+
+    renderer = MathRenderer()
+    colour = QColor("#1d1f23")
+    try:
+        qtbot.waitUntil(
+            lambda: renderer.image("a^2", False, 14.0, 1.0, colour, 3.5) is not None, timeout=WAIT_MS
+        )
+        child = renderer._child
+        assert child is not None and child.poll() is None and child.pid != os.getpid()
+        child.kill()  # the drawing process gone: the next formulas are drawn here, none is lost
+        child.wait()
+        for tex in ("b^2", "\\frac{1}{c}"):
+            qtbot.waitUntil(
+                lambda tex=tex: isinstance(renderer.image(tex, False, 14.0, 1.0, colour, 3.5), QImage),
+                timeout=WAIT_MS,
+            )
+        assert renderer._child is None
+    finally:
+        renderer.stop()
+    assert child.poll() is not None
+
+
+def test_the_child_process_ends_when_the_renderer_stops(qtbot, qapp):
+    renderer = MathRenderer()
+    qtbot.waitUntil(
+        lambda: renderer.image("x_1", False, 14.0, 1.0, QColor("#000000"), 3.5) is not None, timeout=WAIT_MS
+    )
+    child = renderer._child
+    assert child is not None
+    renderer.stop()
+    assert child.poll() == 0  # ended by its request, not killed

@@ -73,3 +73,38 @@ def test_llama_cpp_options_are_remembered(qtbot) -> None:
         False,
         12,
     )
+
+
+def _gguf(path, architecture: str):
+    """A GGUF file with only a header (``general.architecture``), as llama.cpp's ``gguf`` writes one."""
+    import gguf
+
+    writer = gguf.GGUFWriter(str(path), architecture)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+def test_a_gguf_with_a_vision_projector_says_images_need_transformers_or_a_server(qtbot, tmp_path) -> None:
+    model = _gguf(tmp_path / "GLM-4.1V-9B-Thinking-Q4_K_M.gguf", "glm4")
+    dialog = OpenModelDialog(LoadSettings(), LLAMA)
+    qtbot.addWidget(dialog)
+    dialog.model_edit.setText(str(model))
+    assert dialog.effective_engine() == "llamacpp"
+    assert dialog.vision_note.isHidden()  # no projector beside it: a text model
+    projector = _gguf(tmp_path / "mmproj-GLM-4.1V-9B-Thinking-F16.gguf", "clip")
+    dialog.model_edit.setText(str(model) + " ")  # retyped: the folder is looked at again
+    note = dialog.vision_note.text()
+    assert not dialog.vision_note.isHidden()
+    assert note.startswith(f"{projector.name} is a vision projector: llama.cpp runs this model's text only")
+    assert "transformers engine" in note and "server" in note
+    dialog.engine_combo.setCurrentIndex(dialog.engine_combo.findData("transformers"))
+    assert dialog.vision_note.isHidden() and not dialog.vision_note.text()
+    dialog.engine_combo.setCurrentIndex(dialog.engine_combo.findData("llamacpp"))
+    dialog.model_edit.setText(str(projector))  # the projector itself chosen as the model
+    assert dialog.vision_note.text().startswith(projector.name)
+    _gguf(tmp_path / "mmproj-notes.gguf", "llama").rename(projector)  # named so, but not a projector
+    dialog.model_edit.setText(str(model))
+    assert dialog.vision_note.isHidden()

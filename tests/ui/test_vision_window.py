@@ -121,3 +121,26 @@ def test_an_edited_message_keeps_its_images(qtbot, make_window, glm4v_loaded, re
     first = window.session.state.messages[0]
     assert first.content == "Describe the colour." and first.attachments == (red_photo,)
     assert [t.image for t in _thumbnails(window.chat_view.messages()[0])] == [red_photo]
+
+
+def test_a_thinking_answer_shows_its_reasoning_and_not_the_answer_wrapper(
+    qtbot, make_window, glm4v_loaded, red_photo, monkeypatch
+):
+    from glmdesk.core.settings import SamplingParams
+    from tests.helpers.tool_models import ForceTokens
+
+    tok = glm4v_loaded.tokenizer
+    written = "<think>It is red.</think><answer>A red square</answer>"
+    script = tok.encode(written, add_special_tokens=False) + [tok.convert_tokens_to_ids("<|user|>")]
+    forcer = ForceTokens([script])
+    monkeypatch.setattr(glm4v_loaded, "logits_processors", lambda: (forcer,))
+    window = make_window(glm4v_loaded)
+    window.sidebar.set_params(SamplingParams(temperature=0.0, top_p=1.0, max_new_tokens=len(script) + 2))
+    window.input_box.add_images([red_photo])
+    with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_TIMEOUT_MS) as done:
+        assert window.send_message("What is this?")
+    assert done.args[1].error is None
+    answer = window.chat_view.messages()[-1]
+    assert answer.reasoning().strip() == "It is red."
+    assert answer.text() == "A red square"
+    assert "answer>" not in answer.text() and "think>" not in answer.text()

@@ -31,6 +31,12 @@ _MISSING = QT_TRANSLATE_NOOP(
     "Runs in {engine} (its own copy of the weights, dequantized to fp32): "
     "llama-cpp-python is not installed (pip install 'glmdesk[llamacpp]').",
 )
+_NO_VISION = QT_TRANSLATE_NOOP(
+    "OpenModelDialog",
+    "{file} is a vision projector: {engine} runs this model's text only here "
+    "(llama-cpp-python has no GLM vision handler). To show the model images, open its "
+    "Hugging Face folder with the transformers engine, or connect to a server that runs it.",
+)
 _INSTALL = "The llama.cpp engine needs llama-cpp-python: pip install 'glmdesk[llamacpp]'."
 
 
@@ -151,7 +157,13 @@ class LlamaCppSpec(BackendSpec):
     options = OPTIONS
     options_type = LlamaCppOptions
     context = "LlamaCppOptions"
-    notes = {"native": _NATIVE, "chosen": _NATIVE, "llamacpp_missing": _MISSING, "llamacpp_broken": _MISSING}
+    notes = {
+        "native": _NATIVE,
+        "chosen": _NATIVE,
+        "llamacpp_missing": _MISSING,
+        "llamacpp_broken": _MISSING,
+        "vision_projector": _NO_VISION,  # glmdesk.engine.gguf_vision: a GGUF with an mmproj file
+    }
 
     def availability(self):
         return llamacpp_availability()

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from glmdesk.core.errors import ErrorInfo, GlmdeskError
 from glmdesk.core.parts import ReasoningPart, ReplyPart, TextPart, ToolCallPart, merged, text_of
 from glmdesk.core.tools import ToolSet
+from glmdesk.engine.answer_markers import AnswerMarkerFilter
 from glmdesk.engine.backends import remote_errors
 from glmdesk.engine.backends.remote_tools import RemoteCalls
 from glmdesk.engine.chunk import GenerationChunk
@@ -57,6 +58,9 @@ class RemoteAnswer:
         self.think = None
         if family is not None and family.reasoning is not None:
             self.think = ThinkSplitter(family.reasoning, inside=family.opens_reasoning)
+        self.hide = None  # leaves out the family's answer markers (GLM-4.1V's <answer>)
+        if family is not None and family.answer_markers:
+            self.hide = AnswerMarkerFilter(family.answer_markers)
         self.start = time.perf_counter()
         self.first_at = 0.0
         self.ttft = 0.0
@@ -67,6 +71,11 @@ class RemoteAnswer:
     def split(self, text: str) -> list[ReplyPart]:
         """The parts of answer text the server sent: reasoning and answer when the served
         model's family writes a think block (a server without a reasoning parser)."""
+        if self.hide is not None:
+            text = self.hide(text)
+        return self._parts(text)
+
+    def _parts(self, text: str) -> list[ReplyPart]:
         if not text:
             return []
         return self.think(text) if self.think is not None else [TextPart(text)]
@@ -219,5 +228,7 @@ class RemoteAnswer:
                 f"The model wrote a tool call that glmdesk did not run, so it is shown as text: {reason}.",
                 {"reason": reason},
             )
-        parts = self.split(rest) + (self.think.finish() if self.think is not None else [])
+        if self.hide is not None:  # with what it held (a "<" that began no marker)
+            rest = self.hide(rest) + self.hide.flush()
+        parts = self._parts(rest) + (self.think.finish() if self.think is not None else [])
         return self.chunk(parts, finish="length" if finish == "length" else "stop", notice=notice)

@@ -129,6 +129,8 @@ class BackendSpec:
             :class:`EngineChoice` reason; ``chosen`` when the user named it), marked for
             translation in the ``OpenModelDialog`` context; ``{engine}`` is the label of
             the engine that runs it. A missing engine's reasons (its :attr:`reasons`) are its own notes.
+            ``vision_projector``: shown when the GGUF comes with a vision projector the
+            engine cannot run (:mod:`glmdesk.engine.gguf_vision`; ``{file}`` its name).
     """
 
     name = ""

@@ -30,6 +30,7 @@ from glmdesk.engine.families.glm4 import GLM4, GLM4_HF
 from glmdesk.engine.families.glm4_0414 import GLM4_0414, GLM_Z1
 from glmdesk.engine.families.glm4_moe import GLM4_MOE
 from glmdesk.engine.families.glm4_moe_lite import GLM4_MOE_LITE
+from glmdesk.engine.families.glm4v import GLM4V, GLM4V_MOE
 
 #: Every family, in the order their recognisers are tried (the generic one last; GLM-4-0414
 #: and Z1 before GLM-4-9B: a ``glm4`` GGUF with a chat template is theirs).
@@ -43,6 +44,8 @@ FAMILIES: tuple[ModelFamily, ...] = (
     GLM4_HF,
     GLM4_MOE,
     GLM4_MOE_LITE,
+    GLM4V,
+    GLM4V_MOE,
     GENERIC,
 )
 

@@ -69,6 +69,8 @@ class ModelFamily:
         tool_dialect: How tools are offered and calls written (``chatglm3``: fenced
             ``tool_call(...)``; ``glm4``: JSON after the name line), or ``None``.
         reasoning: The reasoning block's markers (GLM-Z1), or ``None``.
+        answer_markers: Texts it writes around its final answer that are never shown
+            (GLM-4.1V-Thinking's ``<answer>``, ``</answer>``): what a served model sends.
         opens_reasoning: The family's own template writes the open marker (GLM-Z1's
             "enforced thinking"), so a served model's text starts inside the block (a
             local format tells from the template it has).
@@ -94,6 +96,7 @@ class ModelFamily:
     end_tokens: tuple[str, ...] = ()
     tool_dialect: str | None = None
     reasoning: ThinkMarkers | None = None
+    answer_markers: tuple[str, ...] = ()
     opens_reasoning: bool = False
     chat_template: bool = False
     converted: bool = False

@@ -5,47 +5,14 @@ from __future__ import annotations
 import torch
 
 from glmdesk.core.messages import ChatMessage
-from glmdesk.core.settings import CacheSettings, ParamsBox, SamplingParams
-from glmdesk.engine.generate import stream_answer
-
-GREEDY = SamplingParams(temperature=0.0, max_new_tokens=12, repetition_penalty=1.0)
-
-
-def _answer(loaded, messages, cache=None, conversation=None):
-    chunks = list(stream_answer(loaded, messages, ParamsBox(GREEDY), cache, conversation=conversation))
-    return chunks, [t for c in chunks for t in c.token_ids]
-
-
-def _reference(loaded, messages, n):
-    """transformers' ``generate`` on the processor's own inputs (greedy), with the same
-    UTF-8 guard glmdesk applies to a byte-level vocabulary before choosing."""
-    from transformers import LogitsProcessorList
-
-    from glmdesk.engine.vision_processor import to_picture
-
-    processor = loaded.prompt_format.processor
-    rows, pictures = [], []
-    for m in messages:
-        parts = [{"type": "image"} for _ in m.attachments] + [{"type": "text", "text": m.content}]
-        rows.append({"role": m.role, "content": parts if m.attachments else m.content})
-        pictures += [to_picture(a) for a in m.attachments]
-    text = processor.apply_chat_template(rows, tokenize=False, add_generation_prompt=True)
-    inputs = processor(text=[text], images=pictures or None, return_tensors="pt")
-    with torch.inference_mode():
-        out = loaded.model.generate(
-            **inputs,
-            max_new_tokens=n,
-            do_sample=False,
-            eos_token_id=None,
-            logits_processor=LogitsProcessorList(loaded.logits_processors()),
-        )
-    return inputs["input_ids"].shape[1], out[0, inputs["input_ids"].shape[1] :].tolist()
+from glmdesk.core.settings import CacheSettings
+from tests.helpers.glm4v import generate_reference, vision_answer
 
 
 def test_answer_about_one_image_matches_transformers_generate(glm4v_loaded, red_photo):
     messages = [ChatMessage("user", "What is in this picture?", attachments=(red_photo,))]
-    chunks, ids = _answer(glm4v_loaded, messages)
-    n_prompt, expected = _reference(glm4v_loaded, messages, len(ids))
+    chunks, ids = vision_answer(glm4v_loaded, messages)
+    n_prompt, expected = generate_reference(glm4v_loaded, messages, len(ids))
     assert chunks[-1].error is None, chunks[-1].error
     assert ids and ids == expected[: len(ids)]
     assert chunks[-1].prompt_tokens == n_prompt  # the 12 image tokens count as prompt tokens
@@ -54,28 +21,28 @@ def test_answer_about_one_image_matches_transformers_generate(glm4v_loaded, red_
 
 def test_two_images_and_a_text_turn_after_them(glm4v_loaded, red_photo, blue_photo):
     first = [ChatMessage("user", "Compare the two images.", attachments=(red_photo, blue_photo))]
-    chunks, ids = _answer(glm4v_loaded, first, conversation="two-images")
-    assert ids == _reference(glm4v_loaded, first, len(ids))[1][: len(ids)]
+    chunks, ids = vision_answer(glm4v_loaded, first, conversation="two-images")
+    assert ids == generate_reference(glm4v_loaded, first, len(ids))[1][: len(ids)]
     reply = glm4v_loaded.decode(ids)
     follow = [*first, ChatMessage("assistant", reply), ChatMessage("user", "Which is brighter?")]
-    chunks, ids = _answer(glm4v_loaded, follow, conversation="two-images")
+    chunks, ids = vision_answer(glm4v_loaded, follow, conversation="two-images")
     assert chunks[-1].error is None
     assert chunks[-1].reused_tokens == 0  # a cache holding images starts afresh
-    assert ids == _reference(glm4v_loaded, follow, len(ids))[1][: len(ids)]
+    assert ids == generate_reference(glm4v_loaded, follow, len(ids))[1][: len(ids)]
 
 
 def test_text_only_turn_on_a_vision_model_matches_generate(glm4v_loaded):
     messages = [ChatMessage("user", "Hello, describe the image briefly.")]
-    chunks, ids = _answer(
+    chunks, ids = vision_answer(
         glm4v_loaded, messages, CacheSettings(strategy="sliding_window", window=64, sinks=4)
     )
     assert chunks[-1].error is None
-    assert ids == _reference(glm4v_loaded, messages, len(ids))[1][: len(ids)]
+    assert ids == generate_reference(glm4v_loaded, messages, len(ids))[1][: len(ids)]
 
 
 def test_images_with_a_window_cache_are_refused_with_a_sentence(glm4v_loaded, red_photo):
     messages = [ChatMessage("user", "What is this?", attachments=(red_photo,))]
-    chunks, ids = _answer(
+    chunks, ids = vision_answer(
         glm4v_loaded, messages, CacheSettings(strategy="sliding_window", window=64, sinks=4)
     )
     assert ids == []

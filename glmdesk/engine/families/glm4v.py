@@ -1,0 +1,76 @@
+"""GLM vision models: GLM-4.1V-Thinking and GLM-4.6V-Flash (``Glm4vForConditionalGeneration``,
+``model_type`` ``glm4v``), GLM-4.5V and GLM-4.6V (``Glm4vMoeForConditionalGeneration``,
+``glm4v_moe``).
+
+Both are prompted by the folder's own chat template through the model's processor
+(:class:`~glmdesk.engine.vision.VisionFormat`, chosen by the loader from the config's
+``model_type``): this module names them and gives their stop tokens, think markers and
+the pieces of a served model's id that name them (most users run the MoE ones on a
+vLLM/SGLang server: the remote backend). The longest id marker wins, so
+``zai-org/GLM-4.5V`` is GLM-4.5V, not the text-only GLM-4.5, and ``GLM-4.6V-Flash`` the
+dense model. GLM-4.5V/4.6V call tools in GLM-4.5's XML (vLLM's ``glm45`` tool parser);
+a local vision model is offered no tools (its format reads no calls).
+
+Sources: the zai-org model cards of GLM-4.1V-9B-Thinking, GLM-4.5V, GLM-4.6V and
+GLM-4.6V-Flash (``architectures``; ``<think>`` then ``<answer>``; eos ``<|endoftext|>``,
+``<|user|>``, ``<|observation|>``). No GGUF is claimed here: a GGUF of their language
+model is read by its text architecture and runs as text only, its vision projector
+unused (:mod:`glmdesk.engine.gguf_vision`). The sampling defaults are GLM-4.5's
+(temperature 0.6, top_p 0.95), not read from the vision cards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from glmdesk.core.parts import ThinkMarkers
+from glmdesk.core.settings import SamplingParams
+from glmdesk.engine.families.base import ModelFamily
+from glmdesk.engine.families.files import ROLE_END_TOKENS
+from glmdesk.engine.families.glm4 import chat_template_format
+
+THINK = ThinkMarkers("<think>", "</think>")
+DEFAULTS = SamplingParams(temperature=0.6, top_p=0.95, max_new_tokens=4096)
+
+
+def _claims(config: Mapping[str, Any], model_type: str, architecture: str) -> bool:
+    return config.get("model_type") == model_type or architecture in (config.get("architectures") or ())
+
+
+def _recognise(config: Mapping[str, Any], _folder: Path) -> str | None:
+    return "glm4v" if _claims(config, "glm4v", "Glm4vForConditionalGeneration") else None
+
+
+def _recognise_moe(config: Mapping[str, Any], _folder: Path) -> str | None:
+    return "glm4v-moe" if _claims(config, "glm4v_moe", "Glm4vMoeForConditionalGeneration") else None
+
+
+GLM4V = ModelFamily(
+    name="glm4v",
+    title="GLM-4.1V/4.6V-Flash",
+    variants=("glm4v",),
+    sampling_defaults=DEFAULTS,
+    end_tokens=ROLE_END_TOKENS,
+    reasoning=THINK,
+    answer_markers=("<answer>", "</answer>"),
+    chat_template=True,
+    model_id_markers=("glm-4.1v", "glm4.1v", "glm-4.6v-flash", "glm4.6v-flash"),
+    recognise=_recognise,
+    make_format=chat_template_format,
+)
+
+GLM4V_MOE = ModelFamily(
+    name="glm4v-moe",
+    title="GLM-4.5V/4.6V",
+    variants=("glm4v-moe",),
+    sampling_defaults=DEFAULTS,
+    end_tokens=ROLE_END_TOKENS,
+    tool_dialect="glm45",
+    reasoning=THINK,
+    chat_template=True,
+    model_id_markers=("glm-4.5v", "glm4.5v", "glm-4.6v", "glm4.6v"),
+    recognise=_recognise_moe,
+    make_format=chat_template_format,
+)
