@@ -225,7 +225,7 @@ class HistoryController(QObject):
 
     # -- opening and showing -----------------------------------------------------------
     def _model_name(self) -> str | None:
-        info = self.session.model_info
+        info = self.session.loader.model_info
         return info.name if info is not None else None
 
     def _refresh(self) -> None:

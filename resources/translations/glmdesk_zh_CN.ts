@@ -65,6 +65,13 @@
     </message>
 </context>
 <context>
+    <name>AnswerView</name>
+    <message>
+        <source>Stopped before the first token.</source>
+        <translation>在生成第一个 token 之前已停止。</translation>
+    </message>
+</context>
+<context>
     <name>AttachmentTray</name>
     <message>
         <source>Remove this image</source>
@@ -832,11 +839,7 @@ Updated {when} · {model}</source>
     </message>
 </context>
 <context>
-    <name>MainWindow</name>
-    <message>
-        <source>glmdesk</source>
-        <translation>glmdesk</translation>
-    </message>
+    <name>LoadView</name>
     <message>
         <source>the embedded model</source>
         <translation>内置模型</translation>
@@ -853,13 +856,16 @@ Updated {when} · {model}</source>
         <source>{error} The embedded model is loaded instead.</source>
         <translation>{error}已改为加载内置模型。</translation>
     </message>
+</context>
+<context>
+    <name>MainWindow</name>
+    <message>
+        <source>glmdesk</source>
+        <translation>glmdesk</translation>
+    </message>
     <message>
         <source>Wait until the model has loaded, then send your message again.</source>
         <translation>请等待模型加载完成后再发送消息。</translation>
-    </message>
-    <message>
-        <source>Stopped before the first token.</source>
-        <translation>在生成第一个 token 之前已停止。</translation>
     </message>
     <message>
         <source>Answer copied.</source>
