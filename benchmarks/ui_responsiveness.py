@@ -149,9 +149,9 @@ def main() -> int:
     window.resize(1200, 800)
     window.show()
     recorder = Recorder()
-    window.model_ready.connect(recorder.on_ready)
-    window.chunk_shown.connect(recorder.on_chunk)
-    window.answer_finished.connect(recorder.on_finished)
+    window.loader.model_ready.connect(recorder.on_ready)
+    window.session.chunk_shown.connect(recorder.on_chunk)
+    window.session.answer_finished.connect(recorder.on_finished)
 
     heartbeat.start()
     started = time.perf_counter()
@@ -162,7 +162,7 @@ def main() -> int:
 
     params = SamplingParams(temperature=0.0, top_p=1.0, max_new_tokens=args.tokens)
     window.sidebar.set_params(params)
-    backend = window.session.backend  # the same loaded model the window streams from
+    backend = window.loader.backend  # the same loaded model the window streams from
     engine = backend.info.engine
 
     def bare_run() -> tuple[float, int]:

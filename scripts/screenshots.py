@@ -93,9 +93,8 @@ def main() -> int:
 
     from glmdesk.core.history import History
     from glmdesk.core.settings import SamplingParams
-    from glmdesk.ui.app import open_history
+    from glmdesk.ui.app import window_with_history
     from glmdesk.ui.i18n import install_translators
-    from glmdesk.ui.main_window import MainWindow
     from glmdesk.ui.settings_store import SettingsStore
     from glmdesk.ui.theme import apply_interface_font
     from glmdesk.ui.window_menus import theme_controller
@@ -132,8 +131,7 @@ def main() -> int:
             history.add_message(math_id, "user", MATH_QUESTION)
             history.add_message(math_id, "assistant", MATH_ANSWER)
 
-    window = MainWindow(store=store)
-    controller = open_history(window)  # noqa: F841 (parented to the window)
+    window = window_with_history(store=store)
     window.move(0, 0)
     window.resize(width, height)
     window.show()
@@ -174,7 +172,7 @@ def main() -> int:
 
     def on_ready(_info) -> None:
         if math_only:
-            controller.open_conversation(math_id)
+            window.history_controller.open_conversation(math_id)
             QTimer.singleShot(500, grab_when_drawn)
             return
         if welcome_only:
@@ -189,8 +187,8 @@ def main() -> int:
         button = window.chat_area.welcome.example_buttons[0 if language == "en" else 1]
         QTimer.singleShot(300, button.click)
 
-    window.model_ready.connect(on_ready)
-    window.answer_finished.connect(on_finished)
+    window.loader.model_ready.connect(on_ready)
+    window.session.answer_finished.connect(on_finished)
     QTimer.singleShot(1_500_000, app.quit)  # never hang (25 min: a loaded 2-core machine)
     window.start()
     return app.exec()

@@ -44,7 +44,7 @@ from typing import Any
 from glmdesk.core import paths
 from glmdesk.core.history_errors import open_checked, storage_errors
 from glmdesk.core.history_images import ImageStore
-from glmdesk.core.history_io import to_markdown
+from glmdesk.core.history_markdown import to_markdown
 from glmdesk.core.history_messages import MessageStore
 from glmdesk.core.history_rows import CONV_COLS, to_conversation
 from glmdesk.core.history_schema import DB_NAME, connect
@@ -271,7 +271,7 @@ class History(MessageStore, Branches, ToolMessages, ImageStore):
 
         Args:
             conversation_id: Conversation to export.
-            labels: Translated headings, keyed as ``history_io.MARKDOWN_LABELS``.
+            labels: Translated headings, keyed as ``history_markdown.MARKDOWN_LABELS``.
 
         Raises:
             KeyError: for an unknown conversation.

@@ -33,7 +33,7 @@ from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.text import storable_text
 from glmdesk.core.tools import TOOL_MODES, ConversationTools, parse_functions
 
-#: English labels of the Markdown section (keys of ``history_io.MARKDOWN_LABELS``).
+#: English labels of the Markdown section (keys of ``history_markdown.MARKDOWN_LABELS``).
 TOOLS_LABELS = {
     "tools": "Tools",
     "tools_interpreter": "Code interpreter, {seconds} s per run",

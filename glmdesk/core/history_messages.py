@@ -111,18 +111,31 @@ class MessageStore:
                 parent_id,
             )
             self._finish_fields(mid, finish_reason, stats)
-            if reasoning and role == "assistant":
-                self._conn.execute(
-                    "UPDATE messages SET reasoning = ? WHERE id = ?", (reasoning_param(reasoning), mid)
-                )
-            if attachments:
-                self._store_images(mid, attachments)
-            if role == "user":
-                self._conn.execute(
-                    "UPDATE conversations SET title = ? WHERE id = ? AND title = ''",
-                    (auto_title(text), conversation_id),
-                )
+            self._store_extras(conversation_id, mid, role, text, reasoning, attachments)
         return mid
+
+    def _store_extras(
+        self,
+        conversation_id: int,
+        mid: int,
+        role: str,
+        text: str,
+        reasoning: str,
+        attachments: Sequence[ImageAttachment],
+    ) -> None:
+        """In :meth:`add_message`'s transaction: an answer's reasoning, a message's images,
+        and a first question as the untitled conversation's title."""
+        if reasoning and role == "assistant":
+            self._conn.execute(
+                "UPDATE messages SET reasoning = ? WHERE id = ?", (reasoning_param(reasoning), mid)
+            )
+        if attachments:
+            self._store_images(mid, attachments)
+        if role == "user":
+            self._conn.execute(
+                "UPDATE conversations SET title = ? WHERE id = ? AND title = ''",
+                (auto_title(text), conversation_id),
+            )
 
     @storage_errors
     def begin_assistant_message(

@@ -2,6 +2,8 @@
 
 - :func:`without_lone_surrogates`: what a tokenizer can encode (the engine).
 - :func:`storable_text`: what history stores in its searchable column (NUL too).
+- :func:`held_length`: how much of a streamed text's end to hold back because it could
+  begin a marker or a stop string (the reply parsers, the server's ``stop``).
 - Display-only mapping of control characters to visible symbols is the chat view's
   (``glmdesk.ui.text_safety``), built on :func:`without_lone_surrogates`.
 """
@@ -9,6 +11,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 _UNSAFE = re.compile("[\x00\ud800-\udfff]")
 
@@ -43,3 +46,20 @@ def without_lone_surrogates(text: str) -> str:
     except UnicodeEncodeError:
         return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
     return text
+
+
+def held_length(text: str, markers: Iterable[str]) -> int:
+    """Length of the longest end of ``text`` that could be the start of one of ``markers``.
+
+    A streamed reply holds that end back until the next piece shows whether a marker
+    (a think close, a tool-call open, a ``stop`` string) really begins there; a whole
+    marker inside ``text`` is the caller's to find first. In characters; 0 when no
+    end of ``text`` begins any marker (or ``markers`` is empty).
+    """
+    keep = 0
+    for marker in markers:
+        for k in range(min(len(marker) - 1, len(text)), keep, -1):
+            if marker.startswith(text[-k:]):
+                keep = k
+                break
+    return keep

@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import gc
 import threading
-import time
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Protocol
 
@@ -25,6 +24,7 @@ from glmdesk.core.messages import ChatMessage
 from glmdesk.core.parts import ReasoningPart, ReplyPart, ToolCallPart, merged, text_of
 from glmdesk.core.settings import CacheSettings, ParamsBox, SamplingParams
 from glmdesk.core.tools import ToolSet
+from glmdesk.engine.answer_clock import AnswerClock
 from glmdesk.engine.chunk import CacheStats, GenerationChunk
 from glmdesk.engine.context import FittedPrompt, fit_prompt
 from glmdesk.engine.decoding import LogitsSource, Sampler, answer_seed, generate_tokens
@@ -132,7 +132,7 @@ class _Answer:
     """The text side of one answer: detokenizer, reply filter, timings, chunk building."""
 
     def __init__(self, model: TextModel, cache: CacheSettings, shown: ReplyParser) -> None:
-        self.start = time.perf_counter()
+        self.clock = AnswerClock()
         self.pool = getattr(model, "kv_pool", None)
         self.reused = 0
         self.detok = IncrementalDetokenizer(model.decode)
@@ -141,11 +141,8 @@ class _Answer:
         self.n_prompt = 0
         self.dropped: tuple[int, ...] = ()
         self.n_generated = 0
-        self.ttft = 0.0
-        self.first_at = 0.0
         self.reply_limit = 0
         self.thought = False  # reasoning was seen
-        self.answer_ttft = 0.0  # request to the first answer part after reasoning, in s
         self.reasoning_tokens = 0
 
     def push(self, token: int) -> list[ReplyPart]:
@@ -178,16 +175,13 @@ class _Answer:
         note = self.shown.notice if finish is not None else None
         parts = merged(parts)
         self._time_answer(parts)
-        rate = 0.0
-        if self.n_generated > 1:
-            rate = (self.n_generated - 1) / max(time.perf_counter() - self.first_at, 1e-9)
         return GenerationChunk(
             text=text_of(parts),
             token_ids=ids,
             prompt_tokens=self.n_prompt,
             n_generated=self.n_generated,
-            ttft_s=self.ttft,
-            tokens_per_s=rate,
+            ttft_s=self.clock.ttft_s,
+            tokens_per_s=self.clock.tokens_per_s(self.n_generated),
             finish_reason=finish,
             error=error,
             cache=self.stats,
@@ -201,17 +195,17 @@ class _Answer:
             kept_kv_bytes=0 if self.pool is None else self.pool.total_bytes(),
             reply_limit=self.reply_limit,
             parts=parts,
-            answer_ttft_s=self.answer_ttft,
+            answer_ttft_s=self.clock.answer_ttft_s,
             reasoning_tokens=self.reasoning_tokens,
         )
 
     def _time_answer(self, parts) -> None:
         """Note when the answer after a reasoning block begins, and the tokens before it."""
-        if self.answer_ttft or not parts:
+        if self.clock.answer_ttft_s or not parts:
             return
         self.thought = self.thought or any(isinstance(p, ReasoningPart) for p in parts)
         if self.thought and not isinstance(parts[-1], ReasoningPart):
-            self.answer_ttft = time.perf_counter() - self.start
+            self.clock.answer_began()
             self.reasoning_tokens = max(self.n_generated - 1, 0)
 
 
@@ -411,8 +405,7 @@ def _chunks(answer: _Answer, source: LogitsSource, steps) -> Iterator[Generation
     """Chunks of whole characters for each token step; ends after the final chunk."""
     for step in steps:
         if step.first:
-            answer.first_at = time.perf_counter()
-            answer.ttft = answer.first_at - answer.start
+            answer.clock.first_token()
         answer.stats = source.stats()
         if step.token is None:
             yield answer.chunk(answer.tail(cut_off=step.finish_reason != "stop"), finish=step.finish_reason)

@@ -25,6 +25,7 @@ from typing import Any
 
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.parts import ThinkMarkers
+from glmdesk.core.text import held_length
 from glmdesk.core.tools import INTERPRETER, ToolCall, ToolSet
 from glmdesk.engine.prompt import (
     ChatTemplateFormat,
@@ -251,13 +252,6 @@ class Glm45Format(ChatTemplateFormat):
         return XmlToolFilter(tools)
 
 
-def _held_prefix(text: str, marker: str) -> int:
-    for k in range(min(len(marker) - 1, len(text)), 0, -1):
-        if marker.startswith(text[-k:]):
-            return k
-    return 0
-
-
 def _argument(value: str, schema: Any) -> Any:
     """A written value: kept as text when the schema says string, else JSON-decoded
     where it is JSON (numbers, booleans, objects), else the text."""
@@ -368,7 +362,7 @@ class XmlToolFilter(ReplyFilter):
                     self._after_call = False
                 cut = text.find(CALL_OPEN)
                 if cut < 0:
-                    k = _held_prefix(text, CALL_OPEN)
+                    k = held_length(text, (CALL_OPEN,))
                     self._held = text[len(text) - k :] if k else ""
                     return out + text[: len(text) - k]
                 out, text, self._state = out + text[:cut], text[cut + len(CALL_OPEN) :], "name"

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from glmdesk.core.errors import ErrorInfo
+from glmdesk.core.text import held_length
 from glmdesk.engine.chunk import GenerationChunk
 
 
@@ -39,12 +40,7 @@ class StopStrings:
         if hits:
             self.stopped, self.held = True, ""
             return buf[: min(hits)]
-        keep = 0
-        for s in self.stops:
-            for k in range(min(len(s) - 1, len(buf)), keep, -1):
-                if buf.endswith(s[:k]):
-                    keep = k
-                    break
+        keep = held_length(buf, self.stops)
         self.held = buf[len(buf) - keep :] if keep else ""
         return buf[: len(buf) - keep]
 

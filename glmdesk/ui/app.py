@@ -12,14 +12,11 @@ from glmdesk import __version__
 from glmdesk.core.history import History
 from glmdesk.engine.warmup import preload_engine
 from glmdesk.resources import resource_path
-from glmdesk.ui.history_controller import HistoryController
-from glmdesk.ui.history_panel import HistoryPanel
 from glmdesk.ui.i18n import install_translators
 from glmdesk.ui.main_window import MainWindow
 from glmdesk.ui.messages import history_set_aside_sentence
 from glmdesk.ui.settings_store import APPLICATION, ORGANIZATION, SettingsStore
 from glmdesk.ui.theme import apply_interface_font
-from glmdesk.ui.tool_memory import ToolsMemory
 from glmdesk.ui.window_menus import theme_controller
 
 
@@ -59,31 +56,35 @@ def startup_splash(icon: QIcon) -> QSplashScreen:
     return splash
 
 
-def open_history(window: MainWindow) -> HistoryController | None:
-    """Open the history database, put its panel in the window and start saving.
+def open_history() -> tuple[History | None, str | None]:
+    """Open the history database: ``(history, sentence)`` where ``sentence`` (or ``None``)
+    is what the window should say about it.
 
     A damaged file (``PRAGMA quick_check`` at open) is set aside under a new name and
-    a new history started; the notice says where the old file is. A database that
-    cannot be opened at all (a newer schema, no permission) is shown as a sentence;
-    chatting still works, without saving.
+    a new history started; the sentence says where the old file is. A database that
+    cannot be opened at all (a newer schema, no permission) gives ``None`` and the
+    sentence why; chatting still works, without saving.
     """
     try:
         history = History()
     except Exception as exc:  # sqlite3 errors, SchemaTooNewError, permissions
-        window.notice.show_error(
-            QCoreApplication.translate(
-                "app", "The chat history could not be opened ({detail}); this session will not be saved."
-            ).format(detail=exc)
-        )
-        return None
+        return None, QCoreApplication.translate(
+            "app", "The chat history could not be opened ({detail}); this session will not be saved."
+        ).format(detail=exc)
     if history.set_aside is not None:
-        window.notice.show_error(history_set_aside_sentence(str(history.path), str(history.set_aside)))
-    panel = HistoryPanel(history)
-    window.set_history_panel(panel)
-    controller = HistoryController(window.session, history, panel, window)
-    window.branch_actions.controller = controller  # versions of messages are kept
-    window.tools.memory = ToolsMemory(controller, window.sidebar.tools_panel, window.session, controller)
-    return controller
+        return history, history_set_aside_sentence(str(history.path), str(history.set_aside))
+    return history, None
+
+
+def window_with_history(**window_args) -> MainWindow:
+    """The window as the app builds it: the user's history opened (:func:`open_history`)
+    and given to a :class:`MainWindow` built with ``window_args``; a problem with the
+    history is shown in its notice bar."""
+    history, problem = open_history()
+    window = MainWindow(history=history, **window_args)  # its history controller is parented to it
+    if problem is not None:
+        window.notice.show_error(problem)
+    return window
 
 
 def run_app(argv: list[str]) -> int:
@@ -110,15 +111,14 @@ def run_app(argv: list[str]) -> int:
     app.processEvents()  # paint it before the blocking imports
     # Before the window: importing torch and building the tokenizer would stall its event loop.
     preload_engine(SettingsStore().last_model())
-    window = MainWindow()
-    controller = open_history(window)  # parented to the window
+    window = window_with_history()
     window.show()
     splash.finish(window)
     window.start()
     status = app.exec()
     window.close()  # idempotent: the thread is already down if the user closed the window
-    if controller is not None:
-        controller.close()  # a last try of writes that waited for disk space
+    if window.history_controller is not None:
+        window.history_controller.close()  # a last try of writes that waited for disk space
     return status
 
 

@@ -11,6 +11,8 @@ sibling (a new branch of the same conversation).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from PySide6.QtCore import QCoreApplication, QObject, Slot
 from PySide6.QtGui import QGuiApplication
 
@@ -79,20 +81,39 @@ def footer_text(
 
 
 class BranchActions(QObject):
-    """Wires message footers of a :class:`MainWindow` to its session and history.
+    """Wires message footers in the chat view to the session and the history.
 
     Args:
-        window: The main window (its ``chat_view``, ``session``, ``sidebar``).
+        session: The :class:`~glmdesk.ui.chat_session.ChatSession`.
+        chat_view: The :class:`~glmdesk.ui.chat_view.ChatView` whose messages get footers.
+        sidebar: The :class:`~glmdesk.ui.sidebar.Sidebar` (system prompt and KV cache
+            settings of a regenerated or continued answer).
+        input_box: The :class:`~glmdesk.ui.input_box.InputBox` (an edited message's images).
+        status: The :class:`~glmdesk.ui.status_bar.StatusBar` ("copied" messages).
+        send: ``send(text) -> bool``, the window's Send (an edited message goes as the user's).
         controller: The :class:`HistoryController`, or ``None`` without a history
             (then edits and regenerations still work, but versions are not kept).
+        parent: The window (dialogs open over it).
     """
 
-    def __init__(self, window, controller=None) -> None:
-        super().__init__(window)
-        self.window = window
-        self._controller = None
+    def __init__(
+        self,
+        session,
+        chat_view,
+        sidebar,
+        input_box,
+        status,
+        send: Callable[[str], bool],
+        controller=None,
+        parent=None,
+    ) -> None:
+        super().__init__(parent)
+        self.session, self.chat_view, self.sidebar = session, chat_view, sidebar
+        self.input_box, self.status, self._send = input_box, status, send
         self.controller = controller
-        session = window.session
+        if controller is not None:  # versions and figures are read once their writes are stored
+            controller.writes_stored.connect(self.decorate)
+            controller.conversation_opened.connect(self.decorate)  # a reopened one's stored figures
         for signal in (
             session.message_added,
             session.answer_started,
@@ -102,21 +123,9 @@ class BranchActions(QObject):
         ):
             signal.connect(self.decorate)
 
-    @property
-    def controller(self):
-        """The :class:`HistoryController` (or ``None``); footers are redrawn when its writes are stored."""
-        return self._controller
-
-    @controller.setter
-    def controller(self, controller) -> None:
-        self._controller = controller
-        if controller is not None:  # versions and figures are read once their writes are stored
-            controller.writes_stored.connect(self.decorate)
-            controller.conversation_opened.connect(self.decorate)  # a reopened one's stored figures
-
     def footers(self) -> list[MessageFooter]:
         """The footers of the messages on screen, in order (tests)."""
-        return [self._footer(w) for w in self.window.chat_view.messages()]
+        return [self._footer(w) for w in self.chat_view.messages()]
 
     def _footer(self, widget) -> MessageFooter:
         footer = widget.findChild(MessageFooter, "message_footer")
@@ -129,11 +138,11 @@ class BranchActions(QObject):
 
     def decorate(self, *_args) -> None:
         """Give every message its footer, figures and version switch; lock actions while streaming."""
-        widgets = self.window.chat_view.messages()
-        streaming = self.window.session.is_streaming()
+        widgets = self.chat_view.messages()
+        streaming = self.session.is_streaming()
         stored = self.controller.shown_messages() if self.controller is not None else []
-        records = self.window.session.state.records
-        continuable = not streaming and self.window.session.can_continue() and len(widgets) == len(records)
+        records = self.session.state.records
+        continuable = not streaming and self.session.can_continue() and len(widgets) == len(records)
         for index, widget in enumerate(widgets):
             footer = self._footer(widget)
             footer.set_continuable(continuable and index == len(widgets) - 1 and not widget.is_streaming())
@@ -175,7 +184,7 @@ class BranchActions(QObject):
 
     # Actions ----------------------------------------------------------------------
     def _index_of(self, footer) -> int:
-        for index, widget in enumerate(self.window.chat_view.messages()):
+        for index, widget in enumerate(self.chat_view.messages()):
             if widget.findChild(MessageFooter, "message_footer") is footer:
                 return index
         return -1
@@ -185,15 +194,15 @@ class BranchActions(QObject):
         index = self._index_of(self.sender())
         if index < 0:
             return
-        widget = self.window.chat_view.messages()[index]
+        widget = self.chat_view.messages()[index]
         if action == "copy_markdown":
             QGuiApplication.clipboard().setText(widget.text())
-            self.window.status.showMessage(self.tr("Message copied as Markdown."), 3000)
+            self.status.showMessage(self.tr("Message copied as Markdown."), 3000)
         elif action == "copy_text":
             QGuiApplication.clipboard().setText(widget.view.toPlainText())
-            self.window.status.showMessage(self.tr("Message copied as plain text."), 3000)
+            self.status.showMessage(self.tr("Message copied as plain text."), 3000)
         elif action == "edit":
-            dialog = EditDialog(widget.text(), self.window)
+            dialog = EditDialog(widget.text(), self.parent())
             if dialog.exec() == EditDialog.DialogCode.Accepted:
                 self.edit_message(index, dialog.text())
         elif action == "continue":
@@ -211,29 +220,27 @@ class BranchActions(QObject):
 
     def edit_message(self, index: int, text: str) -> bool:
         """Send ``text`` in place of the user message at ``index``: a new version of it."""
-        window = self.window
-        if not text.strip() or not window.session.is_ready() or window.session.is_streaming():
+        session = self.session
+        if not text.strip() or not session.is_ready() or session.is_streaming():
             return False
-        images = window.session.state.messages[index].attachments  # the new version keeps them
-        if not window.session.rewind(index):
+        images = session.state.messages[index].attachments  # the new version keeps them
+        if not session.rewind(index):
             return False
-        window.input_box.add_images(list(images))
-        return window.send_message(text)
+        self.input_box.add_images(list(images))
+        return self._send(text)
 
     def regenerate_at(self, index: int) -> bool:
         """Write the answer at ``index`` again: a new version of it."""
-        window = self.window
-        if not window.session.is_ready() or not window.session.rewind(index):
+        if not self.session.is_ready() or not self.session.rewind(index):
             return False
-        window.regenerate()
-        return window.session.is_streaming()
+        self.session.regenerate(self.sidebar.system_prompt(), self.sidebar.cache_settings())
+        return self.session.is_streaming()
 
     def continue_at(self, index: int) -> bool:
         """Continue the answer at ``index`` (the last one, cut by the length limit) in place."""
-        window = self.window
-        if index != len(window.session.state) - 1:
+        if index != len(self.session.state) - 1:
             return False
-        return window.session.continue_answer(window.sidebar.system_prompt(), window.sidebar.cache_settings())
+        return self.session.continue_answer(self.sidebar.system_prompt(), self.sidebar.cache_settings())
 
     def delete_at(self, index: int) -> bool:
         """Delete the message at ``index`` (saved conversations: its replies stay)."""

@@ -12,20 +12,18 @@ class ChatArea(QStackedWidget):
 
     Args:
         chat_view: The window's chat view.
+        session: The :class:`~glmdesk.ui.chat_session.ChatSession` whose conversation and
+            model it follows (its loader's ``model_ready`` names the model on the welcome).
         parent: Parent widget.
     """
 
-    def __init__(self, chat_view: QWidget, parent: QWidget | None = None) -> None:
+    def __init__(self, chat_view: QWidget, session, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("chat_area")
         self.chat_view = chat_view
         self.welcome = WelcomeWidget()
         self.addWidget(self.welcome)
         self.addWidget(chat_view)
-        self._session = None
-
-    def watch(self, session) -> None:
-        """Follow a :class:`~glmdesk.ui.chat_session.ChatSession`: its conversation and model."""
         self._session = session
         for signal in (
             session.message_added,
@@ -36,7 +34,7 @@ class ChatArea(QStackedWidget):
             session.conversation_rewound,
         ):
             signal.connect(self.refresh)
-        session.model_ready.connect(self.welcome.set_model)
+        session.loader.model_ready.connect(self.welcome.set_model)
         self.refresh()
 
     def showing_welcome(self) -> bool:
@@ -46,5 +44,5 @@ class ChatArea(QStackedWidget):
     def refresh(self, *_args) -> None:
         """Show the welcome exactly when the conversation is empty and nothing is being written."""
         session = self._session
-        empty = session is None or (len(session.state) == 0 and not session.is_streaming())
+        empty = len(session.state) == 0 and not session.is_streaming()
         self.setCurrentWidget(self.welcome if empty else self.chat_view)

@@ -1,14 +1,13 @@
-"""The life of an answer and of a load, without widgets (GPT4All's ``Chat`` beside ``ChatLLM``).
+"""The life of an answer, without widgets (GPT4All's ``Chat`` beside ``ChatLLM``).
 
 :class:`ChatSession` is a non-visual QObject on the GUI thread. It owns the worker and
-its thread, the :class:`~glmdesk.engine.backends.Backend` in use, the open
-conversation (:class:`ChatState`), request and load ids, Stop, the one buffer of the
-answer's text, and the load fallback (a last model that is gone -> the embedded one).
-It emits what the chat view, status bar, gauge and history need; the window lays out
-widgets and connects them.
+its thread, the open conversation (:class:`ChatState`), request ids, Stop and the one
+buffer of the answer's text; its :class:`~glmdesk.ui.model_loader.ModelLoader`
+(``session.loader``) owns the model in use and its loads. The session emits what the
+chat view, status bar, gauge and history need; they connect to it (and to the loader)
+themselves.
 
-One rule, for answers and loads alike: results of a request that is no longer the
-newest are ignored (a superseded load is silent and its backend is released).
+One rule: results of a request that is no longer the newest are ignored.
 """
 
 from __future__ import annotations
@@ -18,12 +17,12 @@ import threading
 
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, Qt, Signal, Slot
 
-from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.parts import reasoning_of
-from glmdesk.core.settings import CacheSettings, LoadSettings, ParamsBox
+from glmdesk.core.settings import CacheSettings, ParamsBox
 from glmdesk.core.tools import ToolCall, ToolSet, ToolSettings, calls_since_user
 from glmdesk.ui.conversation import AnswerRecord, ChatState, continued_answer
+from glmdesk.ui.model_loader import ModelLoader
 from glmdesk.ui.session_tools import ToolFlow
 from glmdesk.ui.worker import Worker, start_thread, stop_thread
 
@@ -43,20 +42,14 @@ class ChatSession(ToolFlow, QObject):
 
     Args:
         params: The live sampling parameters (the sidebar swaps its value).
-        backend: A loaded backend to use at first (tests); it is not closed by the session.
+        backend: A loaded backend to use at first (tests); it is not closed by the session
+            (see :class:`~glmdesk.ui.model_loader.ModelLoader`, built here as ``loader``).
         factory: ``factory(LoadSettings) -> Backend`` for loads (default: the engine's
             :func:`~glmdesk.engine.backends.create_backend`).
         options: ``options() -> {key: None or ErrorInfo}`` for Open model (default: the
             engine's :func:`~glmdesk.engine.backends.availability`).
 
-    Signals:
-        options_checked(dict): ``{option key: None or ErrorInfo}`` (Open model).
-        load_started(LoadSettings): A load went to the worker.
-        load_progressed(LoadProgress): A stage of the newest load.
-        model_ready(ModelInfo): The newest load is in use (``capabilities`` is set).
-        load_failed(ErrorInfo, bool): The newest load failed; the bool tells whether the
-            embedded model is being loaded instead.
-        load_finished(): No load is running any more (after ``model_ready`` or ``load_failed``).
+    Signals (a load's are the loader's):
         message_added(int, ChatMessage, AnswerRecord | None): A user message was sent, or an
             answer finished (once, partial answers included); the int is its index.
         answer_started(int): Request ``id`` went to the worker.
@@ -78,12 +71,6 @@ class ChatSession(ToolFlow, QObject):
         tool_images_added(list, str): PNG images a tool returned, and the tool's name.
     """
 
-    options_checked = Signal(object)
-    load_started = Signal(object)
-    load_progressed = Signal(object)
-    model_ready = Signal(object)
-    load_failed = Signal(object, bool)
-    load_finished = Signal()
     message_added = Signal(int, object, object)
     answer_started = Signal(int)
     chunk_shown = Signal(int, object)
@@ -99,10 +86,6 @@ class ChatSession(ToolFlow, QObject):
     tool_images_added = Signal(object, str)
 
     # To the worker (queued: the worker lives on its own thread).
-    _options_requested = Signal()
-    _announce_requested = Signal(int, object)
-    _load_requested = Signal(int, object, object)
-    _release_requested = Signal(object)
     _generation_requested = Signal(int, object, object, object, object, object)
     _code_requested = Signal(int, object, str, float)
 
@@ -112,19 +95,10 @@ class ChatSession(ToolFlow, QObject):
         super().__init__(parent)
         self.params_box = params
         self.state = ChatState()
-        self.backend = backend
-        self.model_info = None
-        self.capabilities = None
-        self.load_settings: LoadSettings | None = None
-        self.loaded_settings: LoadSettings | None = None
         self.last_answer: tuple[str, AnswerRecord] | None = None
-        self._given = backend  # not ours to close
         self._request_id = 0
         self._current: int | None = None
         self._stop: threading.Event | None = None
-        self._load_id = 0
-        self._loading: LoadSettings | None = None
-        self._cancel: threading.Event | None = None
         self._parts: list[str] = []
         self._reasoning: list[str] = []  # the answer's reasoning parts' texts
         self._last_chunk = None
@@ -145,17 +119,11 @@ class ChatSession(ToolFlow, QObject):
 
         self.worker = Worker(params, factory, options)
         self.thread = start_thread(self.worker)
-        self._options_requested.connect(self.worker.check_options, _QUEUED)
-        self._announce_requested.connect(self.worker.announce, _QUEUED)
-        self._load_requested.connect(self.worker.load, _QUEUED)
-        self._release_requested.connect(self.worker.release, _QUEUED)
+        self.loader = ModelLoader(self.worker, backend, self)
+        self.loader.load_started.connect(self.stop_answer)  # a new model: the answer stops first
         self._generation_requested.connect(self.worker.generate, _QUEUED)
         self._code_requested.connect(self.worker.run_code, _QUEUED)
         self.worker.code_finished.connect(self._on_code_finished, _QUEUED)
-        self.worker.options_checked.connect(self.options_checked, _QUEUED)
-        self.worker.load_progressed.connect(self._on_load_progressed, _QUEUED)
-        self.worker.model_loaded.connect(self._on_model_loaded, _QUEUED)
-        self.worker.load_failed.connect(self._on_load_failed, _QUEUED)
         self.worker.chunk_received.connect(self._on_chunk_received, _QUEUED)
         self.worker.generation_finished.connect(self._on_generation_finished, _QUEUED)
         self.worker.error_occurred.connect(self.error_occurred, _QUEUED)
@@ -163,88 +131,15 @@ class ChatSession(ToolFlow, QObject):
     # State ------------------------------------------------------------------------
     def events(self) -> list[threading.Event]:
         """The stop and cancel events in use (set on shutdown)."""
-        return [e for e in (self._stop, self._cancel) if e is not None]
+        return [e for e in (self._stop, self.loader.cancel_event) if e is not None]
 
     def is_streaming(self) -> bool:
         """True while an answer is being written."""
         return self._current is not None
 
-    def is_loading(self) -> bool:
-        """True while a model loads."""
-        return self._loading is not None
-
     def is_ready(self) -> bool:
-        """True when a model is in use and nothing loads."""
-        return self.backend is not None and self.model_info is not None and self._loading is None
-
-    # Loading ----------------------------------------------------------------------
-    def start(self, settings: LoadSettings) -> None:
-        """Check the load options, then announce the given backend or load ``settings``."""
-        self._options_requested.emit()
-        if self._given is not None:
-            self._load_id += 1
-            self._announce_requested.emit(self._load_id, self._given)
-        else:
-            self.load_model(settings)
-
-    def check_options(self) -> None:
-        """Read again what this machine can load (e.g. llama.cpp was just installed)."""
-        self._options_requested.emit()
-
-    def load_model(self, settings: LoadSettings) -> None:
-        """Load ``settings``; an answer being written is stopped, a running load superseded.
-
-        The model in use stays until the new one is ready.
-        """
-        if self._cancel is not None:
-            self._cancel.set()  # the superseded load ends quietly
-        self.stop_answer()
-        self._load_id += 1
-        self._cancel = threading.Event()
-        self._loading = settings
-        self.load_started.emit(settings)
-        self._load_requested.emit(self._load_id, settings, self._cancel)
-
-    @Slot()
-    def cancel_load(self) -> None:
-        """Cancel the load in progress (the model in use stays)."""
-        if self._cancel is not None:
-            self._cancel.set()
-
-    @Slot(int, object)
-    def _on_load_progressed(self, load_id: int, progress) -> None:
-        if load_id == self._load_id:
-            self.load_progressed.emit(progress)
-
-    @Slot(int, object, object, object)
-    def _on_model_loaded(self, load_id: int, backend, info, capabilities) -> None:
-        if load_id != self._load_id or self._closed:
-            if backend is not self.backend and backend is not self._given:
-                self._release_requested.emit(backend)  # a superseded load's model
-            return
-        settings = self._loading
-        previous = self.backend
-        self.backend, self.model_info, self.capabilities = backend, info, capabilities
-        self._loading = self._cancel = None
-        self.loaded_settings = settings  # None for a backend given at construction
-        if settings is not None:
-            self.load_settings = settings
-        if previous is not None and previous is not backend and previous is not self._given:
-            self._release_requested.emit(previous)
-        self.load_finished.emit()
-        self.model_ready.emit(info)
-
-    @Slot(int, object)
-    def _on_load_failed(self, load_id: int, error: ErrorInfo) -> None:
-        if load_id != self._load_id or self._closed:
-            return  # a superseded load: silent
-        failed = self._loading
-        self._loading = self._cancel = None
-        fallback = self.model_info is None and failed is not None and failed.model is not None
-        self.load_finished.emit()
-        self.load_failed.emit(error, fallback)
-        if fallback:
-            self.load_model(LoadSettings())
+        """True when a model is in use and nothing loads (see :meth:`ModelLoader.is_ready`)."""
+        return self.loader.is_ready()
 
     # Answers ------------------------------------------------------------------------
     def send(self, text: str, system_prompt: str, cache: CacheSettings, attachments: tuple = ()) -> bool:
@@ -278,7 +173,8 @@ class ChatSession(ToolFlow, QObject):
 
     def can_continue(self) -> bool:
         """True when the last answer was cut by the length limit and the backend can continue it."""
-        return self.state.continuable() and (self.capabilities is None or self.capabilities.continue_answers)
+        caps = self.loader.capabilities
+        return self.state.continuable() and (caps is None or caps.continue_answers)
 
     def continue_answer(self, system_prompt: str, cache: CacheSettings) -> bool:
         """Continue the last answer where the length limit cut it, in the same message: the
@@ -303,7 +199,7 @@ class ChatSession(ToolFlow, QObject):
         messages, self._offset = self.state.request(system_prompt, self.offered_tools())
         self.answer_started.emit(self._current)
         self._generation_requested.emit(
-            self._current, self.backend, messages, cache, self._stop, self.conversation_key
+            self._current, self.loader.backend, messages, cache, self._stop, self.conversation_key
         )
 
     @Slot()
@@ -341,7 +237,7 @@ class ChatSession(ToolFlow, QObject):
         text, reasoning = "".join(self._parts), "".join(self._reasoning)
         record = AnswerRecord(
             finish_reason=reason,
-            model=model_label(self.model_info),
+            model=model_label(self.loader.model_info),
             params=self.params_box.get(),
             ttft_s=getattr(chunk, "ttft_s", 0.0),
             answer_ttft_s=getattr(chunk, "answer_ttft_s", 0.0),
@@ -399,10 +295,6 @@ class ChatSession(ToolFlow, QObject):
         self.conversation_key = ("new", self._new_chats)
         self.conversation_cleared.emit()
 
-    def kept_kv_bytes(self) -> int:
-        """KV bytes the backend keeps for conversations between answers, in bytes."""
-        return self.backend.kept_kv_bytes() if self.backend is not None else 0
-
     def show_conversation(
         self, messages: list[ChatMessage], key: object = None, last_reason: str = "stop"
     ) -> None:
@@ -448,13 +340,11 @@ class ChatSession(ToolFlow, QObject):
         if self._closed:
             return
         self._closed = True
-        stop_thread(self.thread, self._stop, self._cancel)
+        stop_thread(self.thread, self._stop, self.loader.cancel_event)
         # Deliver what the worker sent before it stopped (the final chunk of the answer).
         QCoreApplication.sendPostedEvents(self, QEvent.Type.MetaCall)
         self.abandon_answer()
-        backend, self.backend = self.backend, None
-        if backend is not None and backend is not self._given:
-            backend.close()
+        self.loader.close()
         if self.interpreter is not None:
             self.interpreter.close()
             self.interpreter = None

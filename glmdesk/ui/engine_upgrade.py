@@ -83,19 +83,19 @@ class EngineUpgrade(QObject):
         self._cancel = threading.Event()
         self._thread: QThread | None = None
         self._worker: BuildWorker | None = None
-        session.model_ready.connect(self._on_model_ready)
+        session.loader.model_ready.connect(self._on_model_ready)
         session.answer_finished.connect(self._switch_when_idle)
-        session.load_finished.connect(self._switch_when_idle)
+        session.loader.load_finished.connect(self._switch_when_idle)
 
     # What the facts line says --------------------------------------------------------
     def engine_line(self) -> str:
         """One line: which engine answers and why ("" when no model is in use)."""
-        info = self.session.model_info
+        info = self.session.loader.model_info
         if info is None:
             return ""
         if info.engine == "remote":
             return self.tr("Engine: the server at {url}").format(url=info.location)
-        settings = self.session.loaded_settings
+        settings = self.session.loader.loaded_settings
         auto = settings is not None and settings.engine == "auto"
         if info.engine == "llamacpp":
             if auto:
@@ -154,7 +154,7 @@ class EngineUpgrade(QObject):
         self.line_changed.emit(self.engine_line())
 
     def _needs_build(self) -> bool:
-        info, settings = self.session.model_info, self.session.loaded_settings
+        info, settings = self.session.loader.model_info, self.session.loader.loaded_settings
         return (
             info is not None
             and info.engine == "transformers"
@@ -184,7 +184,7 @@ class EngineUpgrade(QObject):
     @Slot(str)
     def _on_built(self, _wheel: str) -> None:
         self.state = "ready"
-        self.session.check_options()  # Open model offers the llama.cpp engine from now on
+        self.session.loader.check_options()  # Open model offers the llama.cpp engine from now on
         self.line_changed.emit(self.engine_line())
         self.build_finished.emit(True)
         self._switch_when_idle()
@@ -199,15 +199,15 @@ class EngineUpgrade(QObject):
     def _switch_when_idle(self) -> None:
         """Reload the model on llama.cpp once no answer is written and nothing loads."""
         session = self.session
-        if self.state != "ready" or session.is_streaming() or session.is_loading():
+        if self.state != "ready" or session.is_streaming() or session.loader.is_loading():
             return
         if session.pending_call is not None or not self._needs_build_done():
             return
         self.state = "switched"
-        session.load_model(session.loaded_settings)
+        session.loader.load_model(session.loader.loaded_settings)
 
     def _needs_build_done(self) -> bool:
-        info, settings = self.session.model_info, self.session.loaded_settings
+        info, settings = self.session.loader.model_info, self.session.loader.loaded_settings
         return (
             info is not None
             and info.engine == "transformers"

@@ -47,9 +47,8 @@ from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
 from glmdesk.core.history import History
 from glmdesk.core.history_errors import HistoryError
-from glmdesk.core.history_rounds import begin_round
 from glmdesk.core.history_tree import ACTIVE
-from glmdesk.core.history_types import GenerationStats, StoredMessage
+from glmdesk.core.history_types import StoredMessage
 from glmdesk.core.history_writer import HistoryWriter
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.parts import reasoning_of
@@ -58,10 +57,10 @@ from glmdesk.ui.history_anchors import (
     Answer,
     ConversationRef,
     Rewound,
-    parent_of,
     save_whole_round,
     shown,
 )
+from glmdesk.ui.history_round_writes import begin_write, discard_write, finish_write, resume_write
 from glmdesk.ui.history_writes import WriteQueue
 from glmdesk.ui.messages import error_sentence
 
@@ -225,7 +224,7 @@ class HistoryController(QObject):
 
     # -- opening and showing -----------------------------------------------------------
     def _model_name(self) -> str | None:
-        info = self.session.model_info
+        info = self.session.loader.model_info
         return info.name if info is not None else None
 
     def _refresh(self) -> None:
@@ -379,38 +378,7 @@ class HistoryController(QObject):
                 then=lambda _r: self._refresh(),
             )
             return
-        stats = GenerationStats(
-            ttft_s=record.ttft_s if record else None,
-            tokens_per_s=record.tokens_per_s if record else None,
-            n_tokens=record.n_tokens if record else None,
-            prompt_tokens=record.prompt_tokens if record else None,
-            answer_ttft_s=record.answer_ttft_s or None if record else None,
-            reasoning_tokens=record.reasoning_tokens or None if record else None,
-        )
-        reasoning = message.reasoning
-        reason = record.finish_reason if record is not None else "stop"
-        params = record.params if record is not None else None
-        settings = dataclasses.asdict(params) if params is not None else answer.settings
-
-        def finish(h: History) -> None:  # decided when it runs: did the round begin in the file?
-            if answer.message_id is not None:
-                h.finish_assistant_message(
-                    answer.message_id,
-                    message.content,
-                    reason,
-                    stats=stats,
-                    settings=settings,
-                    model=model,
-                    tool_call=message.tool_call,
-                    reasoning=reasoning,
-                )
-            else:
-                save_whole_round(
-                    h, answer.conv, answer.unsaved_user, message.content, reason, stats, settings,
-                    answer.anchor, model, reasoning, answer.unsaved_images,
-                )  # fmt: skip
-
-        self.writes.submit(finish)
+        self.writes.submit(finish_write(answer, message, record, model))
 
     @Slot(object, str)
     def _on_tool_images_added(self, images: list, name: str) -> None:
@@ -436,14 +404,7 @@ class HistoryController(QObject):
         answer = Answer(conv, dataclasses.asdict(self.session.params_box.get()))
         answer.parts.append(text)
         self._answer = answer
-
-        def resume(h: History) -> None:
-            leaf = h.active_leaf(conv.id) if conv.id is not None else None
-            if leaf is not None and (m := h.get_message(leaf)).role == "assistant" and m.text == text:
-                h.resume_assistant_message(leaf)
-                answer.message_id = leaf
-
-        self.writes.submit(resume)
+        self.writes.submit(resume_write(answer, conv, text))
 
     def _begin_answer(self, user: str | None, attachments: tuple = ()) -> None:
         """Store the start of a round (``user``: its question, ``attachments`` its images)
@@ -453,27 +414,7 @@ class HistoryController(QObject):
             self._conv, settings, self._take_anchor(), unsaved_user=user, unsaved_images=attachments
         )
         self._answer = answer
-        model = self._model_name()
-
-        def begin(h: History) -> None:
-            parent = parent_of(h, answer.conv.id, answer.anchor)
-            if user is None:
-                if answer.conv.id is not None:
-                    answer.message_id = h.begin_assistant_message(
-                        answer.conv.id, model=model, settings=settings, parent_id=parent
-                    )
-                return
-            answer.conv.id, answer.message_id = begin_round(
-                h,
-                answer.conv.id,
-                user,
-                model=model,
-                settings=settings,
-                parent_id=parent,
-                attachments=attachments,
-            )
-            answer.unsaved_user, answer.unsaved_images = None, ()
-
+        begin = begin_write(answer, user, attachments, self._model_name())
         if self.writes.blocked():  # earlier rounds first: this one is stored whole when it ends
             self.writes.retry(again=True)
         else:  # a round that cannot begin is stored whole when it ends
@@ -505,17 +446,7 @@ class HistoryController(QObject):
         answer, self._answer = self._answer, None
         if answer is None:
             return
-
-        def discard(h: History) -> None:  # nothing was written: no empty answer, keep the question
-            if answer.message_id is not None:
-                h.delete_message(answer.message_id)
-            elif answer.unsaved_user is not None:
-                save_whole_round(
-                    h, answer.conv, answer.unsaved_user, None, "stop", None, None, answer.anchor, None,
-                    attachments=answer.unsaved_images,
-                )  # fmt: skip
-
-        self.writes.submit(discard)
+        self.writes.submit(discard_write(answer))  # nothing was written: no empty answer, keep the question
 
     @Slot()
     def _on_last_answer_removed(self) -> None:

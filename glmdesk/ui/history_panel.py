@@ -13,32 +13,29 @@ message (the order changes).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QModelIndex, Qt, QThreadPool, QTimer, Signal
+from PySide6.QtCore import QModelIndex, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence, QPalette
 from PySide6.QtWidgets import (
-    QFileDialog,
     QHBoxLayout,
     QLabel,
     QLineEdit,
     QListView,
-    QMessageBox,
     QPushButton,
     QStackedWidget,
     QVBoxLayout,
     QWidget,
 )
 
-from glmdesk.core import history_search
 from glmdesk.core.history import History
 from glmdesk.core.history_io import read_export
+from glmdesk.ui.history_dialogs import ask_export, ask_import, markdown_labels
 from glmdesk.ui.history_models import ID_ROLE, MESSAGE_ROLE, ConversationListModel, SearchResultModel
+from glmdesk.ui.history_search_runner import SearchRunner
 from glmdesk.ui.html_delegate import HtmlDelegate
-from glmdesk.ui.tool_memory import tools_markdown_labels
 
 UNDO_MS = 10_000
 SEARCH_DELAY_MS = 150
@@ -77,7 +74,6 @@ class HistoryPanel(QWidget):
     conversation_copied = Signal(int)
     search_finished = Signal(int)
     search_result_selected = Signal(int, int)
-    _search_done = Signal(int, object)  # (generation, hits), from the search thread
 
     def __init__(self, history: History, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -85,12 +81,24 @@ class HistoryPanel(QWidget):
         self._pending_delete: int | None = None
         self._quiet = False
         self._writes: Callable[..., None] | None = None  # the history controller's, once attached
+        self._build(history)
+        self.searches = SearchRunner(history, self)
+        self.searches.hits_found.connect(self._on_search_done)
+        self._announce_search = False
+        self._undo_timer = QTimer(self, singleShot=True, interval=UNDO_MS)
+        self._search_timer = QTimer(self, singleShot=True, interval=SEARCH_DELAY_MS)
+        self._connect()
+        self._add_actions()
 
+    def _build(self, history: History) -> None:
+        """The panel's widgets: buttons, search box, list and results, the Undo bar."""
+        self.new_button = QPushButton(self.tr("New"), toolTip=self.tr("Start a new conversation"))
+        self.import_button = QPushButton(
+            self.tr("Import…"), toolTip=self.tr("Import a conversation from JSON")
+        )
         self.search_box = QLineEdit(
             placeholderText=self.tr("Search all conversations"), clearButtonEnabled=True
         )
-        new_button = QPushButton(self.tr("New"), toolTip=self.tr("Start a new conversation"))
-        import_button = QPushButton(self.tr("Import…"), toolTip=self.tr("Import a conversation from JSON"))
         self.model = ConversationListModel(history, self)
         self.list_view = QListView(uniformItemSizes=True, editTriggers=QListView.EditTrigger.EditKeyPressed)
         self.list_view.setModel(self.model)
@@ -117,8 +125,8 @@ class HistoryPanel(QWidget):
         self.undo_bar.hide()
 
         buttons = QHBoxLayout()
-        buttons.addWidget(new_button, 1)
-        buttons.addWidget(import_button, 1)
+        buttons.addWidget(self.new_button, 1)
+        buttons.addWidget(self.import_button, 1)
         layout = QVBoxLayout(self)
         layout.addLayout(buttons)
         layout.addWidget(self.search_box)  # its own row: room for the placeholder
@@ -126,26 +134,19 @@ class HistoryPanel(QWidget):
         layout.addWidget(self.stack, 1)
         layout.addWidget(self.undo_bar)
 
-        self._search_pool = QThreadPool(self)
-        self._search_pool.setMaxThreadCount(1)
-        self._search_generation = 0
-        self._announce_search = False
-        self._search_done.connect(self._on_search_done)
-        self._undo_timer = QTimer(self, singleShot=True, interval=UNDO_MS)
-        self._search_timer = QTimer(self, singleShot=True, interval=SEARCH_DELAY_MS)
+    def _connect(self) -> None:
         self._undo_timer.timeout.connect(self._purge_pending)
         self._search_timer.timeout.connect(self._run_search)
         self.search_box.textChanged.connect(lambda _text: self._search_timer.start())
         self.search_box.returnPressed.connect(self._run_search)
         self.undo_button.clicked.connect(self.undo_delete)
         # A new chat is saved when its first message is sent, never as an empty row.
-        new_button.clicked.connect(self.new_chat_requested)
-        import_button.clicked.connect(self._ask_import)
+        self.new_button.clicked.connect(self.new_chat_requested)
+        self.import_button.clicked.connect(self._ask_import)
         # Queued: the list reloads after the editor has committed, not inside setData.
         self.model.rename_requested.connect(self.rename_conversation, Qt.ConnectionType.QueuedConnection)
         self.list_view.selectionModel().currentChanged.connect(self._on_current_changed)
         self.results_view.selectionModel().currentChanged.connect(self._on_hit_changed)
-        self._add_actions()
 
     def _add_actions(self) -> None:
         entries = [
@@ -336,18 +337,8 @@ class HistoryPanel(QWidget):
         return self._write(lambda h: h.duplicate_conversation(conversation_id, copy_title), duplicated)
 
     def markdown_labels(self) -> dict[str, str]:
-        """Translated headings for Markdown export."""
-        return {
-            "system": self.tr("System"),
-            "user": self.tr("User"),
-            "assistant": self.tr("Assistant"),
-            "untitled": self.tr("Untitled"),
-            "partial": self.tr("(unfinished)"),
-            "cancelled": self.tr("(stopped)"),
-            "error": self.tr("(failed)"),
-            "thinking": self.tr("Thinking"),
-            **tools_markdown_labels(),
-        }
+        """Translated headings for Markdown export (:func:`markdown_labels`)."""
+        return markdown_labels()
 
     def copy_markdown(self, conversation_id: int) -> None:
         """Put the whole conversation on the clipboard as Markdown."""
@@ -402,37 +393,11 @@ class HistoryPanel(QWidget):
 
     def _ask_export(self, fmt: str) -> None:
         cid = self.current_conversation_id()
-        if cid is None:
-            return
-        title = self._history.get_conversation(cid).title or self.tr("conversation")
-        stem = re.sub(r'[\\/:*?"<>|\s]+', "_", title).strip("_")[:60] or "conversation"
-        suffix, kind = (
-            (".md", self.tr("Markdown (*.md)")) if fmt == "markdown" else (".json", self.tr("JSON (*.json)"))
-        )
-        path, _ = QFileDialog.getSaveFileName(self, self.tr("Export conversation"), stem + suffix, kind)
-        if path:
-            try:
-                self.export_conversation(cid, path, fmt)
-            except OSError as exc:
-                QMessageBox.warning(
-                    self,
-                    self.tr("Export failed"),
-                    self.tr("Could not write {path}: {error}").format(path=path, error=exc.strerror or exc),
-                )
+        if cid is not None:
+            ask_export(self, cid, self._history.get_conversation(cid).title, fmt)
 
     def _ask_import(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(
-            self, self.tr("Import conversation"), "", self.tr("JSON (*.json)")
-        )
-        if path:
-            try:
-                self.import_conversation(path)
-            except (OSError, ValueError) as exc:
-                QMessageBox.warning(
-                    self,
-                    self.tr("Import failed"),
-                    self.tr("Could not import {path}: {error}").format(path=path, error=exc),
-                )
+        ask_import(self)
 
     # -- search ------------------------------------------------------------------------------
     def search(self, text: str) -> None:
@@ -445,7 +410,7 @@ class HistoryPanel(QWidget):
     def _run_search(self) -> None:
         self._search_timer.stop()
         if not self.search_box.text().strip():
-            self._search_generation += 1  # a search still running is not shown
+            self.searches.forget()  # a search still running is not shown
             self._show_list()
             self.search_finished.emit(0)
             return
@@ -456,34 +421,13 @@ class HistoryPanel(QWidget):
     def _refresh_results(self) -> None:
         """Search for the box's text on the search thread; the newest request wins."""
         text = self.search_box.text().strip()
-        self._search_generation += 1
-        generation = self._search_generation
         if not text:
+            self.searches.forget()
             self.results.set_hits([])
             return
-        if self._history.path.name == ":memory:":  # no second connection can see it
-            self._on_search_done(generation, self._history.search(text))
-            return
-        path = self._history.path
-        self._search_pool.start(lambda: self._search_job(path, text, generation))
+        self.searches.start(text)
 
-    def _search_job(self, path: Path, text: str, generation: int) -> None:
-        """Runs on the search thread: a read-only connection of its own (opened by core),
-        results by queued signal.
-
-        A one- or two-character term scans every message (``LIKE``); on 200,000
-        messages that is 60-160 ms, which the window's thread would otherwise spend
-        frozen. sqlite3 releases the GIL while the query runs.
-        """
-        hits = history_search.search_file(path, text)
-        try:
-            self._search_done.emit(generation, hits)
-        except RuntimeError:  # the panel was deleted meanwhile (window closing)
-            pass
-
-    def _on_search_done(self, generation: int, hits: list) -> None:
-        if generation != self._search_generation:
-            return  # a newer search is on its way
+    def _on_search_done(self, hits: list) -> None:
         self.results.set_hits(hits)
         query = self.search_box.text().strip()
         self.no_results_label.setText(

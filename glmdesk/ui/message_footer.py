@@ -84,8 +84,27 @@ class MessageFooter(QWidget):
         self.stats_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.stats_label.setWordWrap(True)
         self.stats_label.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
-
+        # The figures on their own line above the switch and the actions: a narrow bubble
+        # (1024x700 windows) wraps them across its width, not in a column beside the buttons.
+        column = QVBoxLayout(self)
+        column.setContentsMargins(0, 2, 0, 0)
+        column.setSpacing(0)
+        column.addWidget(self.stats_label)
+        layout = QHBoxLayout()
+        layout.setSpacing(2)
+        column.addLayout(layout)
+        for widget in (self.previous_button, self.position_label, self.next_button):
+            layout.addWidget(widget)
+        layout.addStretch(1)
         self.buttons: dict[str, QToolButton] = {}
+        for key in ROLE_ACTIONS.get(role, ("copy",)):
+            self.buttons[key] = self._action_button(key)
+            layout.addWidget(self.buttons[key])
+        self.set_siblings(1, 1)
+        self._update_revealed()
+
+    def _action_button(self, key: str) -> QToolButton:
+        """The button of action ``key`` (Copy has a menu: plain text or Markdown)."""
         names = {
             "copy": (self.tr("Copy"), self.tr("Copy this message")),
             "edit": (
@@ -99,45 +118,29 @@ class MessageFooter(QWidget):
             "regenerate": (self.tr("Regenerate"), self.tr("Write this answer again as another version")),
             "delete": (self.tr("Delete"), self.tr("Delete this message (the replies below it stay)")),
         }
-        # The figures on their own line above the switch and the actions: a narrow bubble
-        # (1024x700 windows) wraps them across its width, not in a column beside the buttons.
-        column = QVBoxLayout(self)
-        column.setContentsMargins(0, 2, 0, 0)
-        column.setSpacing(0)
-        column.addWidget(self.stats_label)
-        layout = QHBoxLayout()
-        layout.setSpacing(2)
-        column.addLayout(layout)
-        for widget in (self.previous_button, self.position_label, self.next_button):
-            layout.addWidget(widget)
-        layout.addStretch(1)
-        for key in ROLE_ACTIONS.get(role, ("copy",)):
-            text, tip = names[key]
-            button = self._tool(text, tip)
-            button.setObjectName(f"action_{key}")
-            if key == "continue":  # shown on few answers: leaves no gap where it is not
-                policy = button.sizePolicy()
-                policy.setRetainSizeWhenHidden(False)
-                button.setSizePolicy(policy)
-            if key == "copy":
-                menu = QMenu(button)
-                for action_key, label in (
-                    ("copy_text", self.tr("Copy as plain text")),
-                    ("copy_markdown", self.tr("Copy as Markdown")),
-                ):
-                    action = QAction(label, menu)
-                    action.setData(action_key)
-                    action.triggered.connect(self._on_menu_action)
-                    menu.addAction(action)
-                button.setMenu(menu)
-                button.setPopupMode(QToolButton.ToolButtonPopupMode.MenuButtonPopup)
-                button.clicked.connect(lambda: self.action_requested.emit("copy_markdown"))
-            else:
-                button.clicked.connect(lambda _checked=False, k=key: self.action_requested.emit(k))
-            self.buttons[key] = button
-            layout.addWidget(button)
-        self.set_siblings(1, 1)
-        self._update_revealed()
+        text, tip = names[key]
+        button = self._tool(text, tip)
+        button.setObjectName(f"action_{key}")
+        if key == "continue":  # shown on few answers: leaves no gap where it is not
+            policy = button.sizePolicy()
+            policy.setRetainSizeWhenHidden(False)
+            button.setSizePolicy(policy)
+        if key == "copy":
+            menu = QMenu(button)
+            for action_key, label in (
+                ("copy_text", self.tr("Copy as plain text")),
+                ("copy_markdown", self.tr("Copy as Markdown")),
+            ):
+                action = QAction(label, menu)
+                action.setData(action_key)
+                action.triggered.connect(self._on_menu_action)
+                menu.addAction(action)
+            button.setMenu(menu)
+            button.setPopupMode(QToolButton.ToolButtonPopupMode.MenuButtonPopup)
+            button.clicked.connect(lambda: self.action_requested.emit("copy_markdown"))
+        else:
+            button.clicked.connect(lambda _checked=False, k=key: self.action_requested.emit(k))
+        return button
 
     def _tool(self, text: str, tip: str) -> QToolButton:
         button = QToolButton()

@@ -35,7 +35,30 @@ class MessageWidget(QFrame):
         self._text = ""
         self._streaming = False
         self.attachments: list[QWidget] = []  # see attach()
+        header = self._header(role)
+        self.reasoning_block = ReasoningBlock()  # a reasoning model's thinking, above the answer
+        self.reasoning_label = self.reasoning_block.body
+        self.view = SegmentedMarkdownView()
+        fold_row = self._fold_row()
+        self.note_label = QLabel()
+        self.note_label.setWordWrap(True)
+        self.note_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+        self.note_label.hide()
 
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(10, 6, 10, 6)
+        layout.setSpacing(2)
+        layout.addLayout(header)
+        layout.addWidget(self.reasoning_block)
+        layout.addWidget(self.view)
+        layout.addLayout(fold_row)
+        layout.addWidget(self.stats_label)
+        layout.addWidget(self.note_label)
+        self._apply_colours()
+        self.set_text(text)
+
+    def _header(self, role: str) -> QHBoxLayout:
+        """Author, state and Copy in a row (the stats label too, shown under the text)."""
         self.author_label = QLabel(self._author(role))
         font = self.author_label.font()
         font.setBold(True)
@@ -59,10 +82,10 @@ class MessageWidget(QFrame):
         header.addWidget(self.state_label)
         header.addStretch(1)
         header.addWidget(self.copy_button)
+        return header
 
-        self.reasoning_block = ReasoningBlock()  # a reasoning model's thinking, above the answer
-        self.reasoning_label = self.reasoning_block.body
-        self.view = SegmentedMarkdownView()
+    def _fold_row(self) -> QHBoxLayout:
+        """The note of a long message folded, with its Show all button."""
         self.fold_label = QLabel()
         self.fold_label.setObjectName("fold_note")
         self.fold_label.setWordWrap(True)
@@ -78,22 +101,7 @@ class MessageWidget(QFrame):
         self.fold_label.hide()
         self.show_all_button.hide()
         self.view.fold_changed.connect(self._on_fold_changed)
-        self.note_label = QLabel()
-        self.note_label.setWordWrap(True)
-        self.note_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
-        self.note_label.hide()
-
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(10, 6, 10, 6)
-        layout.setSpacing(2)
-        layout.addLayout(header)
-        layout.addWidget(self.reasoning_block)
-        layout.addWidget(self.view)
-        layout.addLayout(fold_row)
-        layout.addWidget(self.stats_label)
-        layout.addWidget(self.note_label)
-        self._apply_colours()
-        self.set_text(text)
+        return fold_row
 
     def _author(self, role: str) -> str:
         if role == "user":

@@ -65,7 +65,7 @@ def _template(kind: str, params: dict) -> str | None:
 
 
 def _answer_template(kind: str, params: dict) -> str | None:
-    """Sentences for memory, prompt, setting and tool errors, and the GGUF file kinds."""
+    """Sentences for memory, prompt, setting and tool errors (then :func:`_file_template`)."""
     if kind == "out_of_memory":
         if params.get("stage") == "load":
             return QCoreApplication.translate(
@@ -112,6 +112,11 @@ def _answer_template(kind: str, params: dict) -> str | None:
         )
     if kind == "interpreter_failed":
         return QCoreApplication.translate("ErrorMessages", "The Python interpreter could not run: {detail}")
+    return _file_template(kind, params)
+
+
+def _file_template(kind: str, params: dict) -> str | None:
+    """Sentences for GGUF and Git LFS files, then the history, remote, build and vision kinds."""
     if kind == "not_gguf":
         return QCoreApplication.translate(
             "ErrorMessages",

@@ -105,7 +105,7 @@ class OpenModelDialog(EngineChoiceMixin, QDialog):
         return row
 
     def _build_load_options(self, current: LoadSettings) -> None:
-        """Quantization, precision, device, CPU threads, fused and compiled decode step."""
+        """Quantization, precision, device, then :meth:`_build_decode_options`."""
         self.quantization_combo = self._combo(
             "quantization",
             QUANTIZATIONS,
@@ -139,6 +139,10 @@ class OpenModelDialog(EngineChoiceMixin, QDialog):
                 "cuda": self.tr("GPU (CUDA)"),
             },
         )
+        self._build_decode_options(current)
+
+    def _build_decode_options(self, current: LoadSettings) -> None:
+        """CPU threads, the fused decode step and its compiled form (with why not)."""
         self.threads_spin = QSpinBox()
         self.threads_spin.setRange(0, max(64, os.cpu_count() or 1))
         self.threads_spin.setSpecialValueText(self._automatic_threads_text("transformers"))

@@ -59,7 +59,7 @@ class ServeController(QObject):
         self.label.hide()
         self._start_done.connect(self._on_start_done)
         self.requests_counted.connect(self._on_requests_counted)
-        session.model_ready.connect(self._on_model_ready)
+        session.loader.model_ready.connect(self._on_model_ready)
 
     def is_serving(self) -> bool:
         """True while the server listens."""
@@ -74,7 +74,7 @@ class ServeController(QObject):
 
     def start(self) -> None:
         """Start serving the backend in use (fails with a sentence when none is loaded)."""
-        backend = self.session.backend
+        backend = self.session.loader.backend
         if backend is None or not self.session.is_ready():
             self.action.setChecked(False)
             self.serving_failed.emit(self.tr("Load a model first; then it can be served."))
@@ -130,7 +130,7 @@ class ServeController(QObject):
 
     @Slot(object)
     def _on_model_ready(self, _info) -> None:
-        if self.server is not None and self.session.backend is not self._backend:
+        if self.server is not None and self.session.loader.backend is not self._backend:
             self.stop(keep_checked=True)
             self.start()
 

@@ -23,7 +23,8 @@ class ToolFlow:
 
     def offered_tools(self) -> ToolSet | None:
         """The conversation's tools when the model has a tool format, else ``None``."""
-        if not self.tools or self.capabilities is None or not self.capabilities.tool_calls:
+        caps = self.loader.capabilities
+        if not self.tools or caps is None or not caps.tool_calls:
             return None
         return self.tools
 
@@ -124,7 +125,8 @@ class ToolFlow:
         from glmdesk.engine.chatglm.tools import interpreter_observation
         from glmdesk.engine.families import loaded_tool_dialect
 
-        dialect = (loaded_tool_dialect(self.model_info) if self.model_info else None) or "glm4"
+        info = self.loader.model_info
+        dialect = (loaded_tool_dialect(info) if info else None) or "glm4"
         self.submit_tool_result(interpreter_observation(dialect, result.observation()), result.images)
 
     def _close_interpreter(self) -> None:

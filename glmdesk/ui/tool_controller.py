@@ -67,9 +67,8 @@ class ToolController(QObject):
         self.card: ToolCallCard | None = None
         self.live: ToolCallCard | None = None  # the call being written in the answer that streams
         self.written: list[ToolCallCard] = []  # calls of that answer already written (GLM-4.5: several)
-        self.memory = None  # the ToolsMemory keeping the section per conversation, once history is open
         panel.tools_changed.connect(self._on_tools_changed)
-        session.model_ready.connect(self._on_model_ready)
+        session.loader.model_ready.connect(self._on_model_ready)
         session.tool_call_requested.connect(self._on_tool_call_requested)
         session.chunk_shown.connect(self._on_chunk_shown)
         session.code_started.connect(self._on_code_started)
@@ -85,7 +84,7 @@ class ToolController(QObject):
 
     @Slot(object)
     def _on_model_ready(self, info) -> None:
-        capabilities = self.session.capabilities
+        capabilities = self.session.loader.capabilities
         available = bool(capabilities is not None and capabilities.tool_calls)
         reason = self.tr("{model} has no tool-call format (ChatGLM3 and GLM-4 have one).").format(
             model=info.name

@@ -42,7 +42,13 @@ class WelcomeWidget(QWidget):
         self.model_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.try_label = QLabel(self.tr("Try one of these:"))
         self.try_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        examples = self._example_buttons()
+        self._build_open_row()
+        self._lay_out(examples)
+        self.set_model(None)
 
+    def _example_buttons(self) -> QVBoxLayout:
+        """One button per example prompt (``example_buttons``), in a column."""
         self.example_buttons: list[QPushButton] = []
         examples = QVBoxLayout()
         examples.setSpacing(6)
@@ -56,7 +62,9 @@ class WelcomeWidget(QWidget):
             button.clicked.connect(self._on_example_clicked)
             self.example_buttons.append(button)
             examples.addWidget(button)
+        return examples
 
+    def _build_open_row(self) -> None:
         self.open_button = QPushButton(self.tr("Open another model..."))
         self.open_button.setObjectName("welcome_open_model")
         self.open_button.setFlat(True)
@@ -71,6 +79,7 @@ class WelcomeWidget(QWidget):
         self.hint_label.setWordWrap(True)
         self.hint_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
 
+    def _lay_out(self, examples: QVBoxLayout) -> None:
         column = QWidget()
         column.setMaximumWidth(560)
         inner = QVBoxLayout(column)
@@ -95,7 +104,6 @@ class WelcomeWidget(QWidget):
         centre.addStretch(1)
         outer.addLayout(centre)
         outer.addStretch(2)
-        self.set_model(None)
 
     def example_prompts(self, embedded: bool = False) -> list[str]:
         """The three example prompts, in the interface language (English and Chinese

@@ -24,7 +24,8 @@ def lay_out(window, probe: MemoryProbe | None) -> None:
     """Create the window's widgets as its attributes (``history_pane``, ``chat_view``,
     ``notice``, ``input_box``, ``chat_area``, ``sidebar``, ``gauge``, ``splitter``,
     ``status``) and lay them out in ``window`` (a :class:`~glmdesk.ui.main_window.MainWindow`
-    whose ``params_box`` holds the sampling settings the sidebar starts from)."""
+    whose ``params_box`` holds the sampling settings the sidebar starts from and whose
+    ``session`` the chat area follows)."""
     window.history_pane = QWidget()  # the history panel goes here (set_history_panel)
     window.history_pane.setObjectName("history_pane")
     QVBoxLayout(window.history_pane).setContentsMargins(0, 0, 0, 0)
@@ -37,7 +38,7 @@ def lay_out(window, probe: MemoryProbe | None) -> None:
     column = QVBoxLayout(chat_column)
     column.setContentsMargins(0, 0, 0, 0)
     column.setSpacing(0)
-    window.chat_area = ChatArea(window.chat_view)  # the welcome while the chat is empty
+    window.chat_area = ChatArea(window.chat_view, window.session)  # the welcome while the chat is empty
     column.addWidget(window.chat_area, 1)
     column.addWidget(window.notice)
     column.addWidget(window.input_box)

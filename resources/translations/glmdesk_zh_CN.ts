@@ -65,6 +65,13 @@
     </message>
 </context>
 <context>
+    <name>AnswerView</name>
+    <message>
+        <source>Stopped before the first token.</source>
+        <translation>在生成第一个 token 之前已停止。</translation>
+    </message>
+</context>
+<context>
     <name>AttachmentTray</name>
     <message>
         <source>Remove this image</source>
@@ -895,18 +902,10 @@ Updated {when} · {model}</source>
     </message>
 </context>
 <context>
-    <name>MainWindow</name>
-    <message>
-        <source>glmdesk</source>
-        <translation>glmdesk</translation>
-    </message>
+    <name>LoadView</name>
     <message>
         <source>the embedded model</source>
         <translation>内置模型</translation>
-    </message>
-    <message>
-        <source>{model} has no thinking switch (GLM-4.5/4.6/4.7 have one).</source>
-        <translation>{model} 没有思考开关（GLM-4.5/4.6/4.7 有）。</translation>
     </message>
     <message>
         <source>{model} - glmdesk</source>
@@ -920,13 +919,16 @@ Updated {when} · {model}</source>
         <source>{error} The embedded model is loaded instead.</source>
         <translation>{error}已改为加载内置模型。</translation>
     </message>
+</context>
+<context>
+    <name>MainWindow</name>
+    <message>
+        <source>glmdesk</source>
+        <translation>glmdesk</translation>
+    </message>
     <message>
         <source>Wait until the model has loaded, then send your message again.</source>
         <translation>请等待模型加载完成后再发送消息。</translation>
-    </message>
-    <message>
-        <source>Stopped before the first token.</source>
-        <translation>在生成第一个 token 之前已停止。</translation>
     </message>
     <message>
         <source>Answer copied.</source>
@@ -1442,6 +1444,13 @@ Updated {when} · {model}</source>
     <message>
         <source>{count} models on this server.</source>
         <translation>此服务器上有 {count} 个模型。</translation>
+    </message>
+</context>
+<context>
+    <name>SamplingBinding</name>
+    <message>
+        <source>{model} has no thinking switch (GLM-4.5/4.6/4.7 have one).</source>
+        <translation>{model} 没有思考开关（GLM-4.5/4.6/4.7 有）。</translation>
     </message>
 </context>
 <context>

@@ -54,14 +54,14 @@ def make_window(qtbot):
 
     windows: list[MainWindow] = []  # strong references: qtbot keeps only weak ones
 
-    def make(model=None, start: bool = True) -> MainWindow:
-        window = MainWindow(model=model)
+    def make(model=None, start: bool = True, history=None) -> MainWindow:
+        window = MainWindow(model=model, history=history)
         windows.append(window)
         qtbot.addWidget(window)
         window.resize(1100, 760)
         window.show()
         if model is not None and start:
-            with qtbot.waitSignal(window.model_ready, timeout=LOAD_TIMEOUT_MS):
+            with qtbot.waitSignal(window.loader.model_ready, timeout=LOAD_TIMEOUT_MS):
                 window.start()
             window.sidebar.set_params(SamplingParams(temperature=0.0, top_p=1.0, max_new_tokens=24))
         return window
@@ -77,26 +77,24 @@ def window(make_window, shared_model):
     return make_window(shared_model)
 
 
-def attach_history(window, path):
-    """A history file at ``path`` wired to ``window`` as the app wires it (panel, controller,
-    version actions); returns ``(history, panel, controller)``. Close the controller, then
-    the history."""
+def history_window(make_window, path, model=None):
+    """A window built with a history file at ``path``, as the app builds it (panel,
+    controller, version actions); returns ``(window, history, panel, controller)``. Close
+    the controller, then the history."""
     from glmdesk.core.history import History
-    from glmdesk.ui.history_controller import HistoryController
-    from glmdesk.ui.history_panel import HistoryPanel
 
     history = History(path)
-    panel = HistoryPanel(history)
-    window.set_history_panel(panel)
-    controller = HistoryController(window.session, history, panel, window)
-    window.branch_actions.controller = controller
-    return history, panel, controller
+    window = make_window(model, history=history)
+    controller = window.history_controller
+    return window, history, controller.panel, controller
 
 
 @pytest.fixture
-def wired(window, tmp_path):
-    """The shared-model window with a history: ``(window, history, panel, controller)``."""
-    history, panel, controller = attach_history(window, tmp_path / "history.sqlite3")
+def wired(make_window, shared_model, tmp_path):
+    """A shared-model window with a history: ``(window, history, panel, controller)``."""
+    window, history, panel, controller = history_window(
+        make_window, tmp_path / "history.sqlite3", shared_model
+    )
     yield window, history, panel, controller
     controller.close()
     history.close()

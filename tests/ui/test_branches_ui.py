@@ -17,7 +17,7 @@ ANSWER_MS = 120_000
 
 
 def _answer(qtbot, window, start) -> None:
-    with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_MS):
+    with qtbot.waitSignal(window.session.answer_finished, timeout=ANSWER_MS):
         assert start()
 
 
@@ -31,7 +31,7 @@ def test_welcome_example_prompt_is_sent_and_new_chat_brings_it_back(qtbot, wired
     assert area.showing_welcome()
     assert window.model_info.name in area.welcome.title_label.text()
     button = area.welcome.example_buttons[0]
-    with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_MS):
+    with qtbot.waitSignal(window.session.answer_finished, timeout=ANSWER_MS):
         qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
     assert not area.showing_welcome()
     assert _texts(window)[0] == button.text()
@@ -49,7 +49,7 @@ def test_status_figures_reset_when_an_answer_starts(qtbot, window) -> None:
     _answer(qtbot, window, lambda: window.send_message("Hi"))
     assert window.status.speed_label.text()
     seen = []
-    window.chunk_shown.connect(lambda _rid, _chunk: seen.append(window.status.speed_label.text()))
+    window.session.chunk_shown.connect(lambda _rid, _chunk: seen.append(window.status.speed_label.text()))
     _answer(qtbot, window, lambda: window.send_message("Again"))
     assert seen and set(seen) == {""}  # no stale speed while the new answer is written
     assert window.status.speed_label.text()  # the new answer's own figures

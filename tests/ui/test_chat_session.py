@@ -41,9 +41,9 @@ def make_session(qtbot):
 
 
 def _ready(qtbot, session, backend) -> None:
-    with qtbot.waitSignal(session.model_ready, timeout=MS):
-        session.start(LoadSettings())
-    assert session.backend is backend and session.is_ready()
+    with qtbot.waitSignal(session.loader.model_ready, timeout=MS):
+        session.loader.start(LoadSettings())
+    assert session.loader.backend is backend and session.is_ready()
 
 
 def test_answer_streams_and_is_added_once(qtbot, make_session) -> None:
@@ -113,18 +113,18 @@ def test_the_newest_load_wins(qtbot, make_session) -> None:
         None: FakeBackend("embedded"),
     }
     session = make_session(factory=lambda settings: backends[settings.model])
-    with qtbot.waitSignal(session.model_ready, timeout=MS):
-        session.start(LoadSettings())
-    ready = _record(session.model_ready)
-    failed = _record(session.load_failed)
-    session.load_model(LoadSettings(model="first"))
-    session.load_model(LoadSettings(model="second"))
+    with qtbot.waitSignal(session.loader.model_ready, timeout=MS):
+        session.loader.start(LoadSettings())
+    ready = _record(session.loader.model_ready)
+    failed = _record(session.loader.load_failed)
+    session.loader.load_model(LoadSettings(model="first"))
+    session.loader.load_model(LoadSettings(model="second"))
     assert not session.send("Hi", "", CacheSettings())  # Send waits for the newest load
-    with qtbot.waitSignal(session.model_ready, timeout=MS):
+    with qtbot.waitSignal(session.loader.model_ready, timeout=MS):
         first_gate.set()
     assert [args[0].name for args in ready] == ["second"]
     assert failed == []  # the superseded load is silent
-    assert session.model_info.name == "second" and session.load_settings.model == "second"
+    assert session.loader.model_info.name == "second" and session.loader.load_settings.model == "second"
     qtbot.waitUntil(lambda: backends[None].closed, timeout=MS)  # the replaced model is released
     assert not backends["second"].closed
 
@@ -133,24 +133,24 @@ def test_a_superseded_load_that_finishes_is_released(qtbot, make_session) -> Non
     gate = threading.Event()
     backends = {"slow": FakeBackend("slow", load_gate=gate), "fast": FakeBackend("fast"), None: FakeBackend()}
     session = make_session(factory=lambda settings: backends[settings.model])
-    with qtbot.waitSignal(session.model_ready, timeout=MS):
-        session.start(LoadSettings())
-    ready = _record(session.model_ready)
-    session.load_model(LoadSettings(model="slow"))
+    with qtbot.waitSignal(session.loader.model_ready, timeout=MS):
+        session.loader.start(LoadSettings())
+    ready = _record(session.loader.model_ready)
+    session.loader.load_model(LoadSettings(model="slow"))
     backends["slow"].load_gate = None  # it finishes even though it was cancelled
     gate.set()
-    with qtbot.waitSignal(session.model_ready, timeout=MS):
-        session.load_model(LoadSettings(model="fast"))
+    with qtbot.waitSignal(session.loader.model_ready, timeout=MS):
+        session.loader.load_model(LoadSettings(model="fast"))
     qtbot.waitUntil(lambda: backends["slow"].closed, timeout=MS)
-    assert [args[0].name for args in ready] == ["fast"] and session.model_info.name == "fast"
+    assert [args[0].name for args in ready] == ["fast"] and session.loader.model_info.name == "fast"
 
 
 def test_a_missing_last_model_falls_back_to_the_embedded_one(qtbot, make_session) -> None:
     backends = {"gone": FakeBackend("gone", fail_load="model_not_found"), None: FakeBackend("embedded")}
     session = make_session(factory=lambda settings: backends[settings.model])
-    with qtbot.waitSignal(session.model_ready, timeout=MS) as ready:
-        with qtbot.waitSignal(session.load_failed, timeout=MS) as failed:
-            session.start(LoadSettings(model="gone"))
+    with qtbot.waitSignal(session.loader.model_ready, timeout=MS) as ready:
+        with qtbot.waitSignal(session.loader.load_failed, timeout=MS) as failed:
+            session.loader.start(LoadSettings(model="gone"))
     assert failed.args[0].kind == "model_not_found" and failed.args[1] is True
     assert ready.args[0].name == "embedded"
 
@@ -160,9 +160,9 @@ def test_window_streams_from_the_fake_backend(qtbot) -> None:
 
     window = MainWindow(backend=FakeBackend(pieces=("你好", "，", "世界")), options=lambda: {})
     qtbot.addWidget(window)
-    with qtbot.waitSignal(window.model_ready, timeout=MS):
+    with qtbot.waitSignal(window.loader.model_ready, timeout=MS):
         window.start()
-    with qtbot.waitSignal(window.answer_finished, timeout=MS):
+    with qtbot.waitSignal(window.session.answer_finished, timeout=MS):
         assert window.send_message("Hi")
     assert window.chat_view.messages()[-1].text() == "你好，世界"
     assert not window.input_box.is_streaming()

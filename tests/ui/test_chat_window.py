@@ -23,16 +23,16 @@ def _record(signal) -> list:
 
 def _send(qtbot, window, text: str):
     """Send ``text`` and wait for the answer; return the final chunk."""
-    with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_MS) as blocker:
+    with qtbot.waitSignal(window.session.answer_finished, timeout=ANSWER_MS) as blocker:
         assert window.send_message(text)
     return blocker.args[1]
 
 
 def test_answer_arrives_in_chunks_before_finished(qtbot, window) -> None:
     events: list[str] = []
-    window.chunk_shown.connect(lambda *_: events.append("chunk"))
-    window.answer_finished.connect(lambda *_: events.append("finished"))
-    added = _record(window.message_added)
+    window.session.chunk_shown.connect(lambda *_: events.append("chunk"))
+    window.session.answer_finished.connect(lambda *_: events.append("finished"))
+    added = _record(window.session.message_added)
 
     final = _send(qtbot, window, "Count from 1 to 20, separated by commas.")
 
@@ -49,9 +49,9 @@ def test_answer_arrives_in_chunks_before_finished(qtbot, window) -> None:
 
 def test_stop_mid_answer_then_send_again(qtbot, window) -> None:
     window.sidebar.set_params(replace(window.sidebar.params(), max_new_tokens=300))
-    added = _record(window.message_added)
-    chunks = _record(window.chunk_shown)
-    with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_MS) as finished:
+    added = _record(window.session.message_added)
+    chunks = _record(window.session.chunk_shown)
+    with qtbot.waitSignal(window.session.answer_finished, timeout=ANSWER_MS) as finished:
         window.send_message("Write a long story about a lighthouse keeper.")
         qtbot.waitUntil(lambda: len(chunks) >= 3, timeout=ANSWER_MS)
         assert window.input_box.send_button.text() == "Stop"
@@ -73,7 +73,7 @@ def test_stop_mid_answer_then_send_again(qtbot, window) -> None:
 
 def test_stop_right_after_send(qtbot, window) -> None:
     """Issue 7 case 10: Stop before the first token leaves no "writing..." state behind."""
-    with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_MS) as finished:
+    with qtbot.waitSignal(window.session.answer_finished, timeout=ANSWER_MS) as finished:
         assert window.send_message("Tell me about the sea.")
         window.stop_answer()
     assert finished.args[1].finish_reason == "cancelled"
@@ -96,8 +96,8 @@ def test_temperature_moved_mid_answer_reaches_engine(qtbot, window) -> None:
         return params
 
     box.get = recording_get
-    chunks = _record(window.chunk_shown)
-    with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_MS):
+    chunks = _record(window.session.chunk_shown)
+    with qtbot.waitSignal(window.session.answer_finished, timeout=ANSWER_MS):
         window.send_message("List ten fruits.")
         qtbot.waitUntil(lambda: len(chunks) >= 2, timeout=ANSWER_MS)
         window.sidebar.temperature.slider.setValue(150)  # the user drags the slider to 1.5
@@ -122,7 +122,7 @@ def test_control_characters_and_surrogates_are_shown_without_crashing(qtbot, win
     assert "\u2400" in shown and "\u241b" in shown and "\x00" not in shown
     # Pasted into the input box and sent with Enter.
     window.input_box.editor.insertPlainText("paste\x00d \x07bell")
-    with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_MS):
+    with qtbot.waitSignal(window.session.answer_finished, timeout=ANSWER_MS):
         qtbot.keyClick(window.input_box.editor, Qt.Key.Key_Return)
     assert window.state.messages[2].content.startswith("paste")
 
@@ -130,8 +130,8 @@ def test_control_characters_and_surrogates_are_shown_without_crashing(qtbot, win
 def test_closing_mid_answer_shuts_down_cleanly(qtbot, window, qtlog) -> None:
     """Issue 7 case 14 (answer streaming): the partial answer is kept, the thread ends."""
     window.sidebar.set_params(replace(window.sidebar.params(), max_new_tokens=300))
-    added = _record(window.message_added)
-    chunks = _record(window.chunk_shown)
+    added = _record(window.session.message_added)
+    chunks = _record(window.session.chunk_shown)
     window.send_message("Write a long story about a cat.")
     qtbot.waitUntil(lambda: len(chunks) >= 2, timeout=ANSWER_MS)
     window.close()
@@ -145,8 +145,8 @@ def test_closing_mid_answer_shuts_down_cleanly(qtbot, window, qtlog) -> None:
 
 def test_regenerate_and_new_chat(qtbot, window) -> None:
     _send(qtbot, window, "Name a colour.")
-    removed = _record(window.last_answer_removed)
-    with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_MS):
+    removed = _record(window.session.last_answer_removed)
+    with qtbot.waitSignal(window.session.answer_finished, timeout=ANSWER_MS):
         window.regenerate_action.trigger()
     assert len(removed) == 1
     assert [m.role for m in window.state.messages] == ["user", "assistant"]

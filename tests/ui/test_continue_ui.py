@@ -30,13 +30,13 @@ def test_continue_appears_on_a_cut_answer_and_fills_the_same_bubble(qtbot, wired
     window, history, _panel, controller = wired
     window.sidebar.set_system_prompt("You are a helpful assistant.")
     window.sidebar.set_params(SamplingParams(temperature=0.0, top_p=1.0, max_new_tokens=64))
-    with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_MS):
+    with qtbot.waitSignal(window.session.answer_finished, timeout=ANSWER_MS):
         assert window.send_message("What is the capital of France?")
     assert window.session.last_answer[1].finish_reason == "stop"
     assert _continue_shown(window) == [False, False]  # an answer that ended by itself
 
     window.sidebar.set_params(SamplingParams(temperature=0.0, top_p=1.0, max_new_tokens=8))
-    with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_MS):
+    with qtbot.waitSignal(window.session.answer_finished, timeout=ANSWER_MS):
         assert window.send_message("Write a short poem about the sea.")
     cut, record = window.session.last_answer
     assert record.finish_reason == "length"
@@ -45,7 +45,7 @@ def test_continue_appears_on_a_cut_answer_and_fills_the_same_bubble(qtbot, wired
     footer = bubble.findChild(MessageFooter, "message_footer")
 
     footer.set_revealed(True)
-    with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_MS):
+    with qtbot.waitSignal(window.session.answer_finished, timeout=ANSWER_MS):
         qtbot.mouseClick(footer.buttons["continue"], Qt.MouseButton.LeftButton)
     whole, record = window.session.last_answer
     assert len(window.chat_view.messages()) == 4 and window.chat_view.messages()[-1] is bubble
@@ -72,7 +72,7 @@ def test_continue_appears_on_a_cut_answer_and_fills_the_same_bubble(qtbot, wired
     # Chat -> Continue (Ctrl+Shift+Return) does what the footer's button does, here on the
     # reopened conversation; it is offered only while the last answer is cut.
     assert window.continue_action.isEnabled()
-    with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_MS):
+    with qtbot.waitSignal(window.session.answer_finished, timeout=ANSWER_MS):
         window.continue_action.trigger()
     longer, record = window.session.last_answer
     assert longer.startswith(whole) and len(longer) > len(whole)

@@ -69,7 +69,7 @@ def _window(qtbot, factory):
     window = MainWindow(factory=factory, options=options)
     qtbot.addWidget(window)
     window.show()
-    with qtbot.waitSignal(window.model_ready, timeout=LOAD_TIMEOUT_MS):
+    with qtbot.waitSignal(window.loader.model_ready, timeout=LOAD_TIMEOUT_MS):
         window.start()
     return window
 
@@ -95,7 +95,7 @@ def test_builds_then_switches_to_llamacpp_after_the_answer(qtbot, machine) -> No
         assert window.is_streaming() and not window.is_loading() and len(backends) == 1
         assert "llama.cpp is built and answers from the next message" in status.text()
 
-        with qtbot.waitSignal(window.model_ready, timeout=LOAD_TIMEOUT_MS):
+        with qtbot.waitSignal(window.loader.model_ready, timeout=LOAD_TIMEOUT_MS):
             answer_gate.set()
         assert [b.info.engine for b in backends] == ["transformers", "llamacpp"]
         assert window.state.messages[-1].content == "Hello, world."  # the answer was not cut

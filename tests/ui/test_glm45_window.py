@@ -58,11 +58,10 @@ def test_reasoning_and_an_xml_call_show_as_reasoning_and_a_card(qtbot, make_wind
 
 
 def test_two_calls_in_one_answer_are_two_cards_answered_in_order(qtbot, make_window, glm45, tmp_path):
-    from tests.ui.conftest import attach_history
+    from tests.ui.conftest import history_window
 
     _script(glm45, TWO_CALLS, "Sunny and rain.")
-    window = make_window(glm45)
-    history, _panel, controller = attach_history(window, tmp_path / "history.sqlite3")
+    window, history, _panel, controller = history_window(make_window, tmp_path / "history.sqlite3", glm45)
     window.sidebar.set_params(SamplingParams(temperature=0.0, top_p=1.0, max_new_tokens=120))
     window.sidebar.tools_panel.set_mode("functions", WEATHER)
     with qtbot.waitSignal(window.session.tool_call_requested, timeout=MS) as asked:
@@ -118,7 +117,7 @@ def test_the_thinking_switch_sets_the_next_answers_prompt_and_is_kept(qtbot, mak
     window.show()
     switch = window.sidebar.thinking
     assert not switch.box.isEnabled()  # no model yet
-    with qtbot.waitSignal(window.model_ready, timeout=MS):
+    with qtbot.waitSignal(window.loader.model_ready, timeout=MS):
         window.start()
     assert switch.box.isEnabled() and switch.box.isChecked() and not switch.reason.isVisible()
     assert store.sampling() is None and window.params_box.get().temperature == 0.6  # GLM-4.5's defaults apply

@@ -50,10 +50,10 @@ def test_the_folder_thinks_and_calls_in_the_window(qtbot, make_window, tmp_path)
 def test_the_gguf_thinks_and_calls_in_the_window(qtbot, make_window, tmp_path, monkeypatch):
     path = write_gguf(write_glm47_flash(tmp_path / "GLM-4.7-Flash"), tmp_path / "GLM-4.7-Flash-F32.gguf")
     window = make_window(start=False)
-    with qtbot.waitSignal(window.model_ready, timeout=MS) as ready:
+    with qtbot.waitSignal(window.loader.model_ready, timeout=MS) as ready:
         window.load_model(LoadSettings(model=str(path), engine="llamacpp"))
     assert (ready.args[0].engine, ready.args[0].family) == ("llamacpp", "glm4-moe-lite")
-    model = window.session.backend.model
+    model = window.session.loader.backend.model
     vocab = model.vocab
     forcer = tm.ForceTokens([vocab.encode(WRITTEN, special=True) + [vocab.special_id("<|observation|>")]])
     monkeypatch.setattr(model, "logits_processors", lambda: (forcer,))

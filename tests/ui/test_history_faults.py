@@ -50,7 +50,7 @@ def space(controller) -> None:
 
 
 def send(qtbot, window, text):
-    with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_MS) as blocker:
+    with qtbot.waitSignal(window.session.answer_finished, timeout=ANSWER_MS) as blocker:
         assert window.send_message(text)
     return blocker.args[1]
 
@@ -100,7 +100,7 @@ def test_a_new_conversation_started_while_full_is_stored_whole_later(qtbot, wire
     controller.flush()
     assert controller.conversation_id is None and history.count_conversations() == 0
     first_answer = window.state.messages[-1].content
-    with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_MS):
+    with qtbot.waitSignal(window.session.answer_finished, timeout=ANSWER_MS):
         window.regenerate()  # a new version of the unsaved answer, still unsaved
     space(controller)
     controller.retry_pending()
@@ -116,14 +116,15 @@ def test_a_new_conversation_started_while_full_is_stored_whole_later(qtbot, wire
 
 
 def test_damaged_history_at_start_is_set_aside_and_the_user_told(qtbot, make_window):
-    from glmdesk.ui.app import open_history
+    from glmdesk.ui.app import window_with_history
 
     path = paths.data_dir() / DB_NAME
     path.parent.mkdir(parents=True, exist_ok=True)
     make_real_history(path)
     zero_pages(path, [2, 3, 4])
-    window = make_window()
-    controller = open_history(window)
+    window = window_with_history()
+    qtbot.addWidget(window)
+    controller = window.history_controller
     assert controller is not None
     moved = controller.history.set_aside
     assert moved is not None and moved.exists() and path.exists()

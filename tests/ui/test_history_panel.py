@@ -149,7 +149,7 @@ def test_only_the_newest_search_is_shown(qtbot, panel: HistoryPanel, history: Hi
         panel.search("ha")  # typed on before the first finished
         panel.search("nails")
     assert blocker.args == [1]
-    qtbot.waitUntil(lambda: panel._search_pool.activeThreadCount() == 0, timeout=TIMEOUT_MS)
+    qtbot.waitUntil(lambda: not panel.searches.busy(), timeout=TIMEOUT_MS)
     QCoreApplication.processEvents()  # late results of the older searches arrive (and are dropped)
     assert finished == [1]  # the two older searches were not announced
     hits = [panel.results.index(row).data(HTML_ROLE) for row in range(panel.results.rowCount())]
@@ -159,7 +159,7 @@ def test_only_the_newest_search_is_shown(qtbot, panel: HistoryPanel, history: Hi
     with qtbot.waitSignal(panel.search_finished, timeout=TIMEOUT_MS) as blocker:
         panel.search("")
     assert blocker.args == [0]
-    qtbot.waitUntil(lambda: panel._search_pool.activeThreadCount() == 0, timeout=TIMEOUT_MS)
+    qtbot.waitUntil(lambda: not panel.searches.busy(), timeout=TIMEOUT_MS)
     QCoreApplication.processEvents()
     assert panel.stack.currentWidget() is panel.list_view
 

@@ -30,7 +30,7 @@ def wired(window, tmp_path):
 
 
 def send(qtbot, window, text):
-    with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_MS) as blocker:
+    with qtbot.waitSignal(window.session.answer_finished, timeout=ANSWER_MS) as blocker:
         assert window.send_message(text)
     return blocker.args[1]
 
@@ -43,7 +43,7 @@ def test_user_message_is_committed_before_the_answer_starts(qtbot, wired):
         controller.flush()  # the writes queued before the answer starts
         seen.append([m.role for m in history.messages(controller.conversation_id)])
 
-    window.answer_started.connect(at_start)
+    window.session.answer_started.connect(at_start)
     final = send(qtbot, window, "What is the capital of France?")
     assert seen[0][0] == "user"
     controller.flush()
@@ -66,7 +66,7 @@ def test_partial_answer_is_checkpointed_and_stop_saves_once(qtbot, wired, monkey
         "checkpoint_partial",
         lambda mid, text, *more: (checkpoints.append(text), original(mid, text, *more)),
     )
-    with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_MS) as finished:
+    with qtbot.waitSignal(window.session.answer_finished, timeout=ANSWER_MS) as finished:
         window.send_message("Write a long story about a lighthouse keeper.")
         qtbot.waitUntil(lambda: len(checkpoints) >= 3, timeout=ANSWER_MS)
         controller.flush()
@@ -87,7 +87,7 @@ def test_partial_answer_is_checkpointed_and_stop_saves_once(qtbot, wired, monkey
 
 def test_stop_right_after_send_leaves_no_empty_answer(qtbot, wired):
     window, history, _, controller = wired
-    with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_MS):
+    with qtbot.waitSignal(window.session.answer_finished, timeout=ANSWER_MS):
         window.send_message("Hello")
         window.stop_answer()
     controller.flush()
@@ -99,7 +99,7 @@ def test_stop_right_after_send_leaves_no_empty_answer(qtbot, wired):
 def test_regenerate_replaces_the_saved_answer(qtbot, wired):
     window, history, _, controller = wired
     send(qtbot, window, "What is the capital of France?")
-    with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_MS):
+    with qtbot.waitSignal(window.session.answer_finished, timeout=ANSWER_MS):
         window.regenerate()
     controller.flush()
     stored = history.messages(controller.conversation_id)
@@ -113,8 +113,8 @@ def test_switching_conversation_mid_answer_saves_to_its_own(qtbot, wired):
     history.add_message(other, "assistant", "Old answer")
     window.sidebar.set_params(replace(window.sidebar.params(), max_new_tokens=200))
     chunks = []
-    window.chunk_shown.connect(lambda *a: chunks.append(a))
-    with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_MS):
+    window.session.chunk_shown.connect(lambda *a: chunks.append(a))
+    with qtbot.waitSignal(window.session.answer_finished, timeout=ANSWER_MS):
         window.send_message("Write a long story about a lighthouse keeper.")
         qtbot.waitUntil(lambda: len(chunks) >= 2, timeout=ANSWER_MS)
         controller.flush()
@@ -135,8 +135,8 @@ def test_deleting_the_open_conversation_mid_answer(qtbot, wired):
     window, history, panel, controller = wired
     window.sidebar.set_params(replace(window.sidebar.params(), max_new_tokens=200))
     chunks = []
-    window.chunk_shown.connect(lambda *a: chunks.append(a))
-    with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_MS):
+    window.session.chunk_shown.connect(lambda *a: chunks.append(a))
+    with qtbot.waitSignal(window.session.answer_finished, timeout=ANSWER_MS):
         window.send_message("Write a long story about a lighthouse keeper.")
         qtbot.waitUntil(lambda: len(chunks) >= 2, timeout=ANSWER_MS)
         controller.flush()
@@ -156,7 +156,7 @@ def test_closing_mid_answer_saves_the_partial_answer(qtbot, make_window, shared_
     controller = HistoryController(window.session, history, None, window)
     window.sidebar.set_params(replace(window.sidebar.params(), max_new_tokens=200))
     chunks = []
-    window.chunk_shown.connect(lambda *a: chunks.append(a))
+    window.session.chunk_shown.connect(lambda *a: chunks.append(a))
     window.send_message("Write a long story about a lighthouse keeper.")
     qtbot.waitUntil(lambda: len(chunks) >= 2, timeout=ANSWER_MS)
     controller.flush()
@@ -180,11 +180,13 @@ def test_status_bar_says_when_the_window_cache_evicts(qtbot, window):
     assert "evicted" in window.status.cache_label.text()
 
 
-def test_the_bin_is_emptied_on_the_writer_thread_when_the_window_opens_its_history(qtbot, window, tmp_path):
+def test_the_bin_is_emptied_on_the_writer_thread_when_the_window_opens_its_history(
+    qtbot, make_window, shared_model, tmp_path
+):
     """A conversation deleted and not undone before the last exit is gone for good once
     the window's history is attached (the purge runs on the writer thread, not while the
     window is being built)."""
-    from tests.ui.conftest import attach_history
+    from tests.ui.conftest import history_window
 
     path = tmp_path / "history.sqlite3"
     last_session = History(path)
@@ -192,7 +194,7 @@ def test_the_bin_is_emptied_on_the_writer_thread_when_the_window_opens_its_histo
     last_session.delete_conversation(gone)
     last_session.close()
 
-    history, panel, controller = attach_history(window, path)
+    window, history, panel, controller = history_window(make_window, path, shared_model)
     try:
         assert controller.flush(10)
         with pytest.raises(KeyError):

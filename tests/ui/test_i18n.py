@@ -207,11 +207,10 @@ def _build_window():
         ``(window, controller)``; the caller closes the window, the controller, then its
         history.
     """
-    from glmdesk.ui.app import open_history
-    from glmdesk.ui.main_window import MainWindow
+    from glmdesk.ui.app import window_with_history
 
-    window = MainWindow()
-    controller = open_history(window)
+    window = window_with_history()
+    controller = window.history_controller
     assert controller is not None, window.notice.text()
     return window, controller
 

@@ -23,7 +23,7 @@ from glmdesk.ui.main_window import MainWindow
 from glmdesk.ui.tool_call_card import ToolCallCard, live_arguments
 from tests.helpers import tool_models as tm
 from tests.helpers.fake_backend import FakeBackend
-from tests.ui.conftest import attach_history
+from tests.ui.conftest import history_window
 
 MS = 10_000
 WEATHER = '[{"name": "get_weather", "parameters": {"type": "object"}}]'
@@ -64,7 +64,7 @@ def open_window(qtbot):
         qtbot.addWidget(window)
         window.resize(1100, 760)
         window.show()
-        with qtbot.waitSignal(window.model_ready, timeout=MS):
+        with qtbot.waitSignal(window.loader.model_ready, timeout=MS):
             window.start()
         window.sidebar.tools_panel.set_mode("functions", WEATHER)
         return window
@@ -188,10 +188,9 @@ def test_stop_while_a_call_is_written_stores_its_text_not_a_call(qtbot, make_win
     script = tiny.tokenizer.encode('get_weather\n{"city": "北京", "unit": "celsius"}') + [obs]
     pause = PauseAt(tm.ForceTokens([script]), at=8)
     tiny.logits_processors = lambda: (pause,)
-    window = make_window(tiny)
+    window, history, _panel, controller = history_window(make_window, tmp_path / "h.sqlite3", tiny)
     window.sidebar.set_params(SamplingParams(temperature=0.0, top_p=1.0, max_new_tokens=60))
     window.sidebar.tools_panel.set_mode("functions", WEATHER)
-    history, _panel, controller = attach_history(window, tmp_path / "h.sqlite3")
     try:
         window.send_message("北京天气？")
         qtbot.waitUntil(lambda: len(window.chat_view.cards()) == 1, timeout=MS)

@@ -14,9 +14,9 @@ import threading
 
 import pytest
 
+from glmdesk.core.history import History
 from tests.core.test_history_writer import one_line_json
 from tests.helpers.fake_backend import FakeBackend
-from tests.ui.conftest import attach_history
 
 MS = 30_000
 
@@ -25,13 +25,15 @@ MS = 30_000
 def wired(qtbot, tmp_path):
     from glmdesk.ui.main_window import MainWindow
 
-    window = MainWindow(backend=FakeBackend(pieces=("Got", " it.")), options=lambda: {})
+    history = History(tmp_path / "history.sqlite3")
+    window = MainWindow(backend=FakeBackend(pieces=("Got", " it.")), options=lambda: {}, history=history)
     qtbot.addWidget(window)
     window.resize(1000, 700)
     window.show()
-    with qtbot.waitSignal(window.model_ready, timeout=MS):
+    with qtbot.waitSignal(window.loader.model_ready, timeout=MS):
         window.start()
-    history, panel, controller = attach_history(window, tmp_path / "history.sqlite3")
+    controller = window.history_controller
+    panel = controller.panel
     yield window, history, panel, controller
     window.close()
     controller.close()
@@ -45,7 +47,7 @@ def test_sending_two_megabytes_stores_them_off_the_gui_thread_verbatim(qtbot, wi
     threads = []
     original = writers.add_message
     writers.add_message = lambda *a, **k: (threads.append(threading.get_ident()), original(*a, **k))[1]
-    with qtbot.waitSignal(window.answer_finished, timeout=MS):
+    with qtbot.waitSignal(window.session.answer_finished, timeout=MS):
         assert window.send_message(big)
         # The round is queued, not written while send_message ran: the GUI thread went on.
         assert controller.pending_writes() >= 1 and controller.conversation_id is None
@@ -74,7 +76,7 @@ def test_sending_two_megabytes_stores_them_off_the_gui_thread_verbatim(qtbot, wi
 def test_quit_waits_for_the_writes_still_queued(qtbot, wired):
     window, history, _panel, controller = wired
     big = one_line_json(1_000_000)
-    with qtbot.waitSignal(window.answer_finished, timeout=MS):
+    with qtbot.waitSignal(window.session.answer_finished, timeout=MS):
         assert window.send_message(big)
     window.close()
     controller.close()  # what run_app does after the event loop ends

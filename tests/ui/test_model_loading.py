@@ -34,7 +34,7 @@ def _truncated_model(tmp_path: Path, shared_model) -> Path:
 def test_load_error_leaves_window_usable(qtbot, window, tmp_path) -> None:
     previous = window.model_info
     missing = tmp_path / "no-such-model"
-    with qtbot.waitSignal(window.load_error_shown, timeout=LOAD_MS) as blocker:
+    with qtbot.waitSignal(window.load_view.load_error_shown, timeout=LOAD_MS) as blocker:
         window.load_model(LoadSettings(model=str(missing)))
         assert window.status.load_indicator.isVisible()
     sentence = blocker.args[0]
@@ -42,14 +42,14 @@ def test_load_error_leaves_window_usable(qtbot, window, tmp_path) -> None:
     assert window.notice.isVisible() and window.notice.text() == sentence
     assert window.model_info is previous and not window.is_loading()
     assert not window.status.load_indicator.isVisible()
-    with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_MS) as finished:
+    with qtbot.waitSignal(window.session.answer_finished, timeout=ANSWER_MS) as finished:
         assert window.send_message("Say hello.")
     assert finished.args[1].finish_reason in ("stop", "length")
 
 
 def test_truncated_weights_are_named(qtbot, window, tmp_path, shared_model) -> None:
     folder = _truncated_model(tmp_path, shared_model)
-    with qtbot.waitSignal(window.load_error_shown, timeout=LOAD_MS) as blocker:
+    with qtbot.waitSignal(window.load_view.load_error_shown, timeout=LOAD_MS) as blocker:
         window.load_model(LoadSettings(model=str(folder)))
     assert "model.safetensors" in blocker.args[0]
     assert window.model_info.name == shared_model.info.name
@@ -58,8 +58,8 @@ def test_truncated_weights_are_named(qtbot, window, tmp_path, shared_model) -> N
 def test_missing_last_model_falls_back_to_embedded(qtbot, make_window, tmp_path) -> None:
     window = make_window(start=False)
     window.store.save_last_model(LoadSettings(model=str(tmp_path / "deleted-model")))
-    with qtbot.waitSignal(window.model_ready, timeout=LOAD_MS) as ready:
-        with qtbot.waitSignal(window.load_error_shown, timeout=LOAD_MS) as failed:
+    with qtbot.waitSignal(window.loader.model_ready, timeout=LOAD_MS) as ready:
+        with qtbot.waitSignal(window.load_view.load_error_shown, timeout=LOAD_MS) as failed:
             window.start()
         fallback_loading = window.is_loading() and window.status.load_indicator.isVisible()
     assert "deleted-model" in failed.args[0]
@@ -80,7 +80,7 @@ def test_close_while_loading(qtbot, make_window, qtlog) -> None:
 
 def test_cancel_loading_keeps_the_current_model(qtbot, window) -> None:
     previous = window.model_info
-    with qtbot.waitSignal(window.load_error_shown, timeout=LOAD_MS) as blocker:
+    with qtbot.waitSignal(window.load_view.load_error_shown, timeout=LOAD_MS) as blocker:
         window.load_model(LoadSettings())
         window.status.load_indicator.cancel_button.click()
     assert "cancelled" in blocker.args[0] and window.model_info is previous
@@ -133,7 +133,7 @@ def test_cpu_speed_options_load_answer_and_are_remembered(qtbot, window) -> None
     dialog.fused_check.setChecked(False)  # compiling needs the fused step: off and greyed too
     assert not dialog.compile_check.isEnabled() and not dialog.compile_check.isChecked()
     chosen = dialog.load_settings()
-    with qtbot.waitSignal(window.model_ready, timeout=LOAD_MS) as ready:
+    with qtbot.waitSignal(window.loader.model_ready, timeout=LOAD_MS) as ready:
         window.load_model(chosen)
     info = ready.args[0]
     assert info.quantization == "int4-wo" and info.threads == 1 and not info.fused_decode
@@ -144,7 +144,7 @@ def test_cpu_speed_options_load_answer_and_are_remembered(qtbot, window) -> None
     reopened = OpenModelDialog(remembered, {})
     qtbot.addWidget(reopened)
     assert not reopened.fused_check.isChecked()
-    with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_MS) as finished:
+    with qtbot.waitSignal(window.session.answer_finished, timeout=ANSWER_MS) as finished:
         window.send_message("What is the capital of France?")
     assert finished.args[1].finish_reason in ("stop", "length")
     assert window.chat_view.messages()[-1].text().strip()

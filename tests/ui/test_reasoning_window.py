@@ -12,7 +12,7 @@ from glmdesk.core.settings import LoadSettings
 from glmdesk.engine.loader import load_model
 from tests.helpers import glm4_0414_models as glm0414
 from tests.helpers import tool_models as tm
-from tests.ui.conftest import attach_history
+from tests.ui.conftest import history_window
 
 
 def test_thinking_shows_above_the_answer_is_saved_and_comes_back(qtbot, make_window, tmp_path):
@@ -24,10 +24,9 @@ def test_thinking_shows_above_the_answer_is_saved_and_comes_back(qtbot, make_win
     ]
     forcer = tm.ForceTokens([script])
     z1.logits_processors = lambda: (forcer,)
-    window = make_window(z1)
-    history, panel, controller = attach_history(window, tmp_path / "history.sqlite3")
+    window, history, panel, controller = history_window(make_window, tmp_path / "history.sqlite3", z1)
     try:
-        with qtbot.waitSignal(window.answer_finished, timeout=60_000):
+        with qtbot.waitSignal(window.session.answer_finished, timeout=60_000):
             assert window.send_message("Hello world")
         widget = window.chat_view.messages()[-1]
         block = widget.reasoning_block

@@ -40,9 +40,9 @@ def test_sidebar_and_gauge_word_the_remote_capabilities(qtbot, make_window, shar
     window = make_window(shared_model)
     _local_state(window)
     sidebar, gauge = window.sidebar, window.gauge
-    with qtbot.waitSignal(window.model_ready, timeout=LOAD_MS):
+    with qtbot.waitSignal(window.loader.model_ready, timeout=LOAD_MS):
         window.load_model(LoadSettings(remote_url=served.url))
-    caps = window.session.capabilities
+    caps = window.session.loader.capabilities
     assert caps.memory_probe == "remote" and not caps.live_sampling
 
     # Sampling applies per answer; no KV-cache choice here, with the reason.
@@ -61,7 +61,7 @@ def test_sidebar_and_gauge_word_the_remote_capabilities(qtbot, make_window, shar
     qtbot.waitUntil(lambda: gauge.remote_usage is not None, timeout=30_000)
     assert gauge.remote_usage == 0.0 and "0.0%" in gauge.amount_label.text()  # idle
     window.sidebar.set_params(SamplingParams(temperature=0.0, top_p=1.0, max_new_tokens=400))
-    with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_MS):
+    with qtbot.waitSignal(window.session.answer_finished, timeout=ANSWER_MS):
         assert window.send_message("Write a long story about a dragon.")
         qtbot.waitUntil(lambda: (gauge.remote_usage or 0.0) > 0.0, timeout=ANSWER_MS)
         window.stop_answer()
@@ -74,7 +74,7 @@ def test_sidebar_and_gauge_word_the_remote_capabilities(qtbot, make_window, shar
     assert served.url in gauge.amount_label.text()
 
     # A local model again: per-token sampling, the KV-cache choice and this machine's memory.
-    with qtbot.waitSignal(window.model_ready, timeout=LOAD_MS):
+    with qtbot.waitSignal(window.loader.model_ready, timeout=LOAD_MS):
         window.load_model(LoadSettings())
     _local_state(window)
 

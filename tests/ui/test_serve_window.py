@@ -17,7 +17,7 @@ LOAD_MS = 120_000
 
 
 def _send(qtbot, window, text: str):
-    with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_MS) as blocker:
+    with qtbot.waitSignal(window.session.answer_finished, timeout=ANSWER_MS) as blocker:
         assert window.send_message(text)
     return blocker.args[1]
 
@@ -71,9 +71,11 @@ def test_serve_toggle_shares_the_model_and_stops_with_the_window(qtbot, make_win
 
 def test_remote_answer_stop_and_server_gone(qtbot, make_window, served):
     window = make_window()
-    with qtbot.waitSignal(window.model_ready, timeout=LOAD_MS):
+    with qtbot.waitSignal(window.loader.model_ready, timeout=LOAD_MS):
         window.load_model(LoadSettings(remote_url=served.url))
-    assert window.model_info.engine == "remote" and window.session.capabilities.memory_probe == "remote"
+    assert (
+        window.model_info.engine == "remote" and window.session.loader.capabilities.memory_probe == "remote"
+    )
     window.sidebar.set_params(SamplingParams(temperature=0.0, top_p=1.0, max_new_tokens=24))
     final = _send(qtbot, window, "What is the capital of France?")
     assert final.finish_reason == "stop" and "Paris" in window.state.messages[-1].content
@@ -81,15 +83,15 @@ def test_remote_answer_stop_and_server_gone(qtbot, make_window, served):
 
     window.sidebar.set_params(replace(window.sidebar.params(), max_new_tokens=300))
     chunks: list = []
-    window.chunk_shown.connect(lambda *args: chunks.append(args))
-    with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_MS) as finished:
+    window.session.chunk_shown.connect(lambda *args: chunks.append(args))
+    with qtbot.waitSignal(window.session.answer_finished, timeout=ANSWER_MS) as finished:
         window.send_message("Write a long story about a dragon.")
         qtbot.waitUntil(lambda: len(chunks) >= 3, timeout=ANSWER_MS)
         window.stop_answer()
     assert finished.args[1].finish_reason == "cancelled" and window.state.messages[-1].content
 
     chunks.clear()
-    with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_MS) as finished:
+    with qtbot.waitSignal(window.session.answer_finished, timeout=ANSWER_MS) as finished:
         window.send_message("Write another long story about a dragon.")
         qtbot.waitUntil(lambda: len(chunks) >= 3, timeout=ANSWER_MS)
         served.server.force_exit = True  # the server goes away mid-answer

@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QLabel
 
 from glmdesk.core.history import History
 from glmdesk.core.tools import INTERPRETER, ConversationTools, ToolCall, parse_functions
-from glmdesk.ui.app import open_history
+from glmdesk.ui.app import window_with_history
 from glmdesk.ui.tool_call_card import ToolCallCard
 from tests.helpers.fake_backend import FakeBackend
 
@@ -34,17 +34,15 @@ def png(width: int = 4, height: int = 3) -> bytes:
 @pytest.fixture
 def open_window(qtbot):
     """Factory: a window on the fake backend with the history (in GLMDESK_HOME) open."""
-    from glmdesk.ui.main_window import MainWindow
-
     made = []
 
     def make():
-        window = MainWindow(backend=FakeBackend(pieces=("Done", ".")), options=lambda: {})
+        window = window_with_history(backend=FakeBackend(pieces=("Done", ".")), options=lambda: {})
         qtbot.addWidget(window)
-        controller = open_history(window)
+        controller = window.history_controller
         assert controller is not None
         window.show()
-        with qtbot.waitSignal(window.model_ready, timeout=MS):
+        with qtbot.waitSignal(window.loader.model_ready, timeout=MS):
             window.start()
         made.append((window, controller))
         return window, controller
@@ -138,7 +136,7 @@ def test_tools_section_is_kept_per_conversation_and_after_a_restart(qtbot, open_
     # A new conversation is stored with the section as set when its first message went out.
     window.new_chat()
     panel.set_mode("functions", WEATHER + " ")  # typed but not valid yet: kept as typed
-    with qtbot.waitSignal(window.answer_finished, timeout=MS):
+    with qtbot.waitSignal(window.session.answer_finished, timeout=MS):
         assert window.send_message("hi")
     assert controller.flush(10)  # history writes run on the writer thread
     new_id = controller.conversation_id

@@ -15,7 +15,7 @@ from glmdesk.core.errors import ErrorInfo
 from glmdesk.ui import history_controller
 from glmdesk.ui.image_thumbnails import ImageThumbnail, ThumbnailRow
 from glmdesk.ui.messages import error_sentence
-from tests.ui.conftest import attach_history
+from tests.ui.conftest import history_window
 
 ANSWER_MS = 60_000
 
@@ -37,11 +37,12 @@ def test_a_round_saved_after_a_full_disk_keeps_its_images(
         return write_bytes(path, data)
 
     monkeypatch.setattr(pathlib.Path, "write_bytes", on_the_disk)
-    window = make_window(glm4v_loaded)
-    history, _panel, controller = attach_history(window, tmp_path / "history.sqlite3")
+    window, history, _panel, controller = history_window(
+        make_window, tmp_path / "history.sqlite3", glm4v_loaded
+    )
     try:
         window.input_box.add_images([red_photo, blue_photo])
-        with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_MS):
+        with qtbot.waitSignal(window.session.answer_finished, timeout=ANSWER_MS):
             assert window.send_message("Compare them.")
         full = error_sentence(ErrorInfo("history_disk_full", "", {"path": str(history.path), "detail": ""}))
         qtbot.waitUntil(lambda: window.notice.text() == full, timeout=5000)  # a sentence, no traceback

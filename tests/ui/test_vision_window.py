@@ -33,7 +33,7 @@ def test_a_photo_is_answered_and_shown_as_a_thumbnail(qtbot, make_window, glm4v_
     (waiting,) = box.tray.findChildren(ImageThumbnail)
     assert waiting.toolTip() == "red.png, 60 × 40 px\nthe model sees it at 112 × 84 px (12 tokens)"
     box.set_text("What is in this picture?")
-    with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_TIMEOUT_MS) as done:
+    with qtbot.waitSignal(window.session.answer_finished, timeout=ANSWER_TIMEOUT_MS) as done:
         box.submit()
     assert done.args[1].error is None and done.args[1].finish_reason in ("stop", "length")
     user, answer = window.chat_view.messages()[-2:]
@@ -77,17 +77,18 @@ def test_a_text_model_greys_the_attach_button_with_the_reason(window, tmp_path, 
 def test_the_thumbnail_comes_back_when_the_conversation_is_reopened(
     qtbot, make_window, glm4v_loaded, red_photo, blue_photo, tmp_path
 ):
-    from tests.ui.conftest import attach_history
+    from tests.ui.conftest import history_window
 
-    window = make_window(glm4v_loaded)
-    history, _panel, controller = attach_history(window, tmp_path / "history.sqlite3")
+    window, history, _panel, controller = history_window(
+        make_window, tmp_path / "history.sqlite3", glm4v_loaded
+    )
     try:
         writer_threads = []
         writers = controller.writer.call(lambda h: h)
         original = writers._store_images
         writers._store_images = lambda *a: (writer_threads.append(threading.get_ident()), original(*a))[1]
         window.input_box.add_images([red_photo, blue_photo])
-        with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_TIMEOUT_MS):
+        with qtbot.waitSignal(window.session.answer_finished, timeout=ANSWER_TIMEOUT_MS):
             assert window.send_message("Compare them.")
         assert controller.flush()
         assert (
@@ -114,9 +115,9 @@ def test_the_thumbnail_comes_back_when_the_conversation_is_reopened(
 def test_an_edited_message_keeps_its_images(qtbot, make_window, glm4v_loaded, red_photo):
     window = make_window(glm4v_loaded)
     window.input_box.add_images([red_photo])
-    with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_TIMEOUT_MS):
+    with qtbot.waitSignal(window.session.answer_finished, timeout=ANSWER_TIMEOUT_MS):
         assert window.send_message("What is this?")
-    with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_TIMEOUT_MS):
+    with qtbot.waitSignal(window.session.answer_finished, timeout=ANSWER_TIMEOUT_MS):
         assert window.branch_actions.edit_message(0, "Describe the colour.")
     first = window.session.state.messages[0]
     assert first.content == "Describe the colour." and first.attachments == (red_photo,)
@@ -137,7 +138,7 @@ def test_a_thinking_answer_shows_its_reasoning_and_not_the_answer_wrapper(
     window = make_window(glm4v_loaded)
     window.sidebar.set_params(SamplingParams(temperature=0.0, top_p=1.0, max_new_tokens=len(script) + 2))
     window.input_box.add_images([red_photo])
-    with qtbot.waitSignal(window.answer_finished, timeout=ANSWER_TIMEOUT_MS) as done:
+    with qtbot.waitSignal(window.session.answer_finished, timeout=ANSWER_TIMEOUT_MS) as done:
         assert window.send_message("What is this?")
     assert done.args[1].error is None
     answer = window.chat_view.messages()[-1]

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import queue
 import threading
-import time
 from collections.abc import Callable, Iterator
 
 from glmdesk.core.errors import ErrorInfo, GlmdeskError
 from glmdesk.core.parts import ReasoningPart, ReplyPart, TextPart, ToolCallPart, merged, text_of
 from glmdesk.core.tools import ToolSet
+from glmdesk.engine.answer_clock import AnswerClock
 from glmdesk.engine.answer_markers import AnswerMarkerFilter
 from glmdesk.engine.backends import remote_errors
 from glmdesk.engine.backends.remote_tools import RemoteCalls
@@ -61,9 +61,7 @@ class RemoteAnswer:
         self.hide = None  # leaves out the family's answer markers (GLM-4.1V's <answer>)
         if family is not None and family.answer_markers:
             self.hide = AnswerMarkerFilter(family.answer_markers)
-        self.start = time.perf_counter()
-        self.first_at = 0.0
-        self.ttft = 0.0
+        self.clock = AnswerClock()
         self.n_generated = 0
         self.prompt_tokens = 0
         self.pieces = 0
@@ -90,16 +88,13 @@ class RemoteAnswer:
         for call in more.get("tool_calls") or ((more["tool_call"],) if more.get("tool_call") else ()):
             parts.append(ToolCallPart(call.name, call.arguments_json(), done=True))
         parts = merged(parts)
-        rate = 0.0
-        if self.n_generated > 1 and self.first_at:
-            rate = (self.n_generated - 1) / max(time.perf_counter() - self.first_at, 1e-9)
         return GenerationChunk(
             text=text_of(parts),
             parts=parts,
             prompt_tokens=self.prompt_tokens,
             n_generated=self.n_generated,
-            ttft_s=self.ttft,
-            tokens_per_s=rate,
+            ttft_s=self.clock.ttft_s,
+            tokens_per_s=self.clock.tokens_per_s(self.n_generated),
             finish_reason=finish,
             error=error,
             tool_pending=self.calls.pending if finish is None else None,
@@ -199,9 +194,7 @@ class RemoteAnswer:
                 self.calls.add_delta(delta)
                 calls = True
         if text or thought or calls:
-            if not self.first_at:
-                self.first_at = time.perf_counter()
-                self.ttft = self.first_at - self.start
+            self.clock.first_token()
             self.pieces += 1
             if usage is None:
                 self.n_generated = max(self.n_generated, self.pieces)

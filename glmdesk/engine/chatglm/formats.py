@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from glmdesk.core.messages import ChatMessage
+from glmdesk.core.text import held_length
 from glmdesk.core.tools import ToolSet
 from glmdesk.engine.chatglm.tools import call_text, chatglm3_system_text, glm4_tools_text
 from glmdesk.engine.prompt import PromptFormat, ReplyFilter, continued, forced_call, plain_messages
@@ -132,11 +133,9 @@ class ChatGLM2ReplyFilter(ReplyFilter):
         if cut >= 0:
             self._stopped = True
             return text[:cut]
-        for k in range(min(len(self.MARKER) - 1, len(text)), 0, -1):
-            if self.MARKER.startswith(text[-k:]):
-                self._held = text[-k:]
-                return text[:-k]
-        return text
+        k = held_length(text, (self.MARKER,))
+        self._held = text[len(text) - k :] if k else ""
+        return text[: len(text) - k]
 
     def flush(self) -> str:
         out, self._held = ("" if self._stopped else self._held), ""

@@ -13,16 +13,9 @@ step's parts: :class:`~glmdesk.core.parts.TextPart`,
 from __future__ import annotations
 
 from glmdesk.core.parts import ReasoningPart, ReplyPart, TextPart, ThinkMarkers, ToolCallPart
+from glmdesk.core.text import held_length
 from glmdesk.core.tools import ToolCall, ToolSet
 from glmdesk.engine.prompt import PromptFormat, ReplyFilter
-
-
-def _held_prefix(text: str, marker: str) -> int:
-    """Length of the longest end of ``text`` that could start ``marker`` (held back)."""
-    for k in range(min(len(marker) - 1, len(text)), 0, -1):
-        if marker.startswith(text[-k:]):
-            return k
-    return 0
 
 
 class ThinkSplitter:
@@ -68,7 +61,7 @@ class ThinkSplitter:
                     out.append(ReasoningPart(text[:cut]))
                     self._state, text = "answer_start", text[cut + len(self.markers.close) :]
                     continue
-                k = _held_prefix(text, self.markers.close)
+                k = held_length(text, (self.markers.close,))
                 self._held = text[len(text) - k :] if k else ""
                 out.append(ReasoningPart(text[: len(text) - k]))
                 return out
