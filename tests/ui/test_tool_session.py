@@ -27,8 +27,8 @@ def session(qtbot, tiny, tmp_path, monkeypatch):
     s = ChatSession(
         ParamsBox(SamplingParams(temperature=0.0, max_new_tokens=80)), backend=TransformersBackend(tiny)
     )
-    with qtbot.waitSignal(s.model_ready, timeout=30_000):
-        s.start(LoadSettings())
+    with qtbot.waitSignal(s.loader.model_ready, timeout=30_000):
+        s.loader.start(LoadSettings())
     yield s
     s.shutdown()
 
