@@ -47,6 +47,7 @@ def long_ids(tokenizer, n: int) -> torch.Tensor:
     return ids.repeat(n // ids.numel() + 1)[:n].unsqueeze(0)
 
 
+@torch.inference_mode()  # as every cache tensor of a real answer (a compiled graph guards on it)
 def copy_of(prefilled: FullCacheStrategy, length: int, step) -> FullCacheStrategy:
     """A fresh full strategy decoding with ``step``, holding ``prefilled``'s first ``length`` tokens."""
     strategy = make_cache_strategy(prefilled.model, prefilled.settings, step)
@@ -83,13 +84,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--new", type=int, default=32, help="tokens decoded per row")
     parser.add_argument("--contexts", type=int, nargs="+", default=list(CONTEXTS))
+    parser.add_argument(
+        "--cache-dir", type=Path, help="Inductor's cache (default: a new folder, so both compiles are cold)"
+    )
     args = parser.parse_args()
     folder = embedded_model_folder()
     tokenizer = AutoTokenizer.from_pretrained(folder)
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
     fuse_projections(model)
     eager = FusedDecodeStep(model)
-    cache_dir = Path(tempfile.mkdtemp(prefix="glmdesk-inductor-"))  # cold compiles, both steps
+    cache_dir = args.cache_dir or Path(tempfile.mkdtemp(prefix="glmdesk-inductor-"))
     started = time.perf_counter()
     dynamic = compile_decode_step(model, eager, cache_dir)
     dynamic_s = time.perf_counter() - started

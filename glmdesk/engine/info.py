@@ -43,8 +43,8 @@ class ModelInfo:
         fused_decode: Whether tokens are decoded by the fused step
             (:mod:`glmdesk.engine.decode_step`); off when not asked for or the model
             is not supported.
-        compiled_decode: Whether that step runs compiled
-            (:mod:`glmdesk.engine.compiled_step`).
+        compiled_decode: Whether that step runs compiled on static KV buffers
+            (:mod:`glmdesk.engine.static_decode`).
         engine: The backend that runs it: ``transformers``, ``llamacpp`` or ``remote``.
         notes: Choices made for the user (e.g. fp16 -> fp32 on CPU), as kinds
             (``fp16_on_cpu``, ``bnb_on_cpu``, ``compile_unavailable``) with an English
