@@ -87,7 +87,10 @@ def main() -> None:
     parser.add_argument(
         "--cache-dir", type=Path, help="Inductor's cache (default: a new folder, so both compiles are cold)"
     )
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     folder = embedded_model_folder()
     tokenizer = AutoTokenizer.from_pretrained(folder)
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
@@ -99,7 +102,8 @@ def main() -> None:
     dynamic_s = time.perf_counter() - started
     static = build_static_step(model, cache_dir)
     print(
-        f"threads {torch.get_num_threads()}; cold compile: dynamic {dynamic_s:.1f} s, static {static.compile_seconds:.1f} s"
+        f"threads {torch.get_num_threads()}; {'warm' if args.cache_dir else 'cold'} compile (s): "
+        f"dynamic {dynamic_s:.1f}, static {static.compile_seconds:.1f}"
     )
     steps = {"eager": eager, "dynamic": dynamic, "static": static}
     ids = long_ids(tokenizer, max(args.contexts) + args.new)
