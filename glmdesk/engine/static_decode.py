@@ -31,6 +31,13 @@ slot the leaving token frees; positions are the ring book's), and the dynamic
 strategy, which is one then the other. The quantized cache, chunks of more than one
 token and a layer this path does not know go through the eager fused step.
 
+On CUDA (written, not yet run on a GPU) the KV buffers are marked as static addresses,
+so replays never copy them; but every answer's fresh buffers (and every new bucket) have new
+addresses, so its first token re-records the graph, and torch re-records one function at
+most ``torch._inductor.config.triton.cudagraph_unexpected_rerecord_limit`` times (128)
+before running it without CUDA graphs. Buffers owned by the step and reused across answers
+would remove both; measured on the CPU only so far.
+
 Costs: a C++ compiler on the CPU (Triton on CUDA); the first compile takes about a
 minute on two cores, and Inductor caches the generated code in glmdesk's cache
 folder. :func:`recompiles` counts Dynamo compiles after the warm-up (goal 0).

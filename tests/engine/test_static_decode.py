@@ -183,7 +183,7 @@ def static_decode_strategy(model, step):
     return make_cache_strategy(model, CacheSettings(prefill_chunk=512), step)
 
 
-def test_unfused_models_are_refused_on_the_gpu_path_only_for_their_layers():
+def test_a_model_the_fused_step_cannot_run_is_refused():
     config = LlamaConfig(
         vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=4
     )
