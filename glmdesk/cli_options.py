@@ -59,7 +59,7 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--compile-decode",
         action="store_true",
-        help="compile the fused step with torch.compile while loading (needs a C++ compiler)",
+        help="compile the one-token decode step on static KV buffers while loading (torch.compile; CUDA graphs on a GPU; a C++ compiler on the CPU)",
     )
     p.add_argument(
         "--no-thinking",
@@ -182,11 +182,11 @@ def cache_settings(args) -> CacheSettings:
 
 def without_uncompilable(settings: LoadSettings, cache: CacheSettings) -> LoadSettings:
     """``settings`` without the compiled step when ``cache`` is one it cannot serve
-    (it writes the full cache's buffers only): no minute of compiling for nothing."""
-    if settings.compile_decode and cache.strategy in ("sliding_window", "quantized"):
+    (the quantized cache decodes eagerly): no minute of compiling for nothing."""
+    if settings.compile_decode and cache.strategy == "quantized":
         print(
-            f"note: the compiled decode step runs with the full and dynamic KV caches only; "
-            f"--kv-cache {cache.strategy} decodes with the fused step, uncompiled.",
+            f"note: the compiled decode step runs with the full, sliding-window and dynamic KV "
+            f"caches; --kv-cache {cache.strategy} decodes with the fused step, uncompiled.",
             file=sys.stderr,
         )
         return dataclasses.replace(settings, compile_decode=False)

@@ -96,10 +96,11 @@ class TransformersOptions:
             and decode with glmdesk's fused step (Llama and GLM architectures,
             :mod:`glmdesk.engine.decode_step`); same logits, fewer operations per
             token. Off: transformers' forward for every token.
-        compile_decode: Compile the fused step with ``torch.compile`` while loading
-            (Llama-layout models, full KV cache; needs a C++ compiler; one to two
-            minutes the first time, :mod:`glmdesk.engine.compiled_step`). Needs
-            ``fused_decode``.
+        compile_decode: Decode on the static path (:mod:`glmdesk.engine.static_decode`):
+            KV buffers in static buckets and the one-token step compiled while loading
+            (``torch.compile``; CUDA graphs on a GPU; Llama and GLM models; every KV
+            cache but the quantized one; needs a C++ compiler on the CPU; one to three
+            minutes the first time). Needs ``fused_decode``.
 
     Raises:
         ValueError: for unknown choices, or the compiled step without the fused one.

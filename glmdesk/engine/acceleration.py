@@ -1,5 +1,9 @@
 """Load stage 3: acceleration: the fused decode step, weight-only int8/int4, threads, compile.
 
+``compile_decode`` builds the static decode path (:mod:`glmdesk.engine.static_decode`:
+static KV buckets, one compiled graph, CUDA graphs on a GPU); it needs the fused
+step, which it also allows on a GPU.
+
 :func:`accelerate` runs after placement and returns the decode step the KV-cache
 strategies will use for single tokens (``None``: transformers' forward). Nothing is
 patched onto the transformers model: the step is carried by
@@ -48,9 +52,10 @@ def accelerate(model, settings: LoadSettings, report) -> Acceleration:
         settings: The load settings.
         report: ``report(stage, done, total)``.
     """
-    fused = settings.fused_decode and decode_step.unsupported_reason(model) is None
+    any_device = settings.compile_decode  # the static path runs the fused layers on a GPU too
+    fused = settings.fused_decode and decode_step.unsupported_reason(model, any_device) is None
     if fused:  # before quantization, which then quantizes the fused layers
-        decode_step.fuse_projections(model)
+        decode_step.fuse_projections(model, any_device)
     if settings.quantization in weight_only.SCHEMES:
         report("quantizing")
         weight_only.quantize_linears(model, settings.quantization)
@@ -64,20 +69,24 @@ def accelerate(model, settings: LoadSettings, report) -> Acceleration:
 
 
 def _compile_decode(model, step, report, notes: list[ErrorInfo]) -> tuple:
-    """Compile the fused decode step now; on failure keep the eager one and add a note.
+    """Build the static decode path now; on failure keep the eager fused step (on the
+    CPU; on a GPU transformers' forward) and add a note.
 
     Returns:
         ``(step to use, compiled?)``.
     """
-    from glmdesk.engine import compiled_step
+    from glmdesk.engine import compiled_step, static_decode
 
-    reason = compiled_step.compiler_missing_reason() or compiled_step.compile_unsupported_reason(model, step)
+    reason = compiled_step.compiler_missing_reason() if model.device.type == "cpu" else None
+    reason = reason or ("the fused decode step is off" if step is None else None)
     if reason is None:
-        report("compiling")
         try:
-            return compiled_step.compile_decode_step(model, step, paths.cache_dir() / "inductor"), True
+            built = static_decode.build_static_step(model, paths.cache_dir() / "inductor", report)
+            return built, True
         except Exception as exc:  # no C++ compiler, an operation Inductor cannot compile
             reason = f"{exc.__class__.__name__}: {exc}".splitlines()[0][:300]
+    if model.device.type != "cpu":
+        step = None  # the eager fused step is for the CPU
     notes.append(
         ErrorInfo(
             "compile_unavailable",

@@ -129,11 +129,14 @@ def _text_model(model) -> nn.Module | None:
     return inner if inner is not None and hasattr(inner, "layers") else None
 
 
-def unsupported_reason(model) -> str | None:
+def unsupported_reason(model, any_device: bool = False) -> str | None:
     """Why the fused step cannot run ``model`` (``None`` when it can).
 
     Args:
         model: A transformers causal LM, before :func:`fuse_projections`.
+        any_device: Accept a GPU model too (the static decode path,
+            :mod:`glmdesk.engine.static_decode`, runs the fused layers compiled there;
+            the eager fused step alone is for the CPU).
 
     Returns:
         A short English reason, or ``None``.
@@ -146,7 +149,7 @@ def unsupported_reason(model) -> str | None:
     attention = getattr(config, "_attn_implementation", None) or "sdpa"
     if attention != "sdpa":  # the step always calls scaled_dot_product_attention
         return f"attention implementation {attention!r} (the fused step uses sdpa)"
-    if model.device.type != "cpu":
+    if model.device.type != "cpu" and not any_device:
         return "runs on the CPU only (a GPU decodes with transformers' forward)"
     inner = _text_model(model)
     if inner is None or not len(inner.layers):
@@ -166,7 +169,7 @@ def unsupported_reason(model) -> str | None:
     return None
 
 
-def fuse_projections(model) -> int:
+def fuse_projections(model, any_device: bool = False) -> int:
     """Join each decoder layer's Q/K/V (and gate/up) projections, in place.
 
     Call before weight-only quantization (which then quantizes the fused layers;
@@ -174,6 +177,7 @@ def fuse_projections(model) -> int:
 
     Args:
         model: A supported model (:func:`unsupported_reason` is ``None``).
+        any_device: As in :func:`unsupported_reason`.
 
     Returns:
         How many fused projections were made.
@@ -181,7 +185,7 @@ def fuse_projections(model) -> int:
     Raises:
         ValueError: for a model the fused step does not support.
     """
-    reason = unsupported_reason(model)
+    reason = unsupported_reason(model, any_device)
     if reason is not None:
         raise ValueError(f"cannot fuse this model's projections: {reason}")
     made = 0
@@ -278,7 +282,9 @@ class FusedDecodeStep:
         layers = cache.layers
         return self.run_layers(x, cos, sin, lambda index, k, v: layers[index].update(k, v))
 
-    def run_layers(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, store) -> torch.Tensor:
+    def run_layers(
+        self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, store, attend=None
+    ) -> torch.Tensor:
         """The decoder layers, final norm and output projection on one token.
 
         Args:
@@ -288,6 +294,9 @@ class FusedDecodeStep:
             store: ``store(layer index, key, value)`` keeps the token's key and value
                 (``[1, kv_heads, 1, head_dim]``, rotary applied) and returns the keys
                 and values to attend to, ``[1, kv_heads, held, head_dim]``, all visible.
+            attend: ``attend(q, keys, values)`` -> ``[1, heads, 1, head_dim]``, with ``q``
+                ``[1, heads, 1, head_dim]`` and what ``store`` returned; default: every
+                key visible (``scaled_dot_product_attention`` with grouped-query heads).
 
         Returns:
             Logits, shape ``[vocab]``, float32.
@@ -307,7 +316,10 @@ class FusedDecodeStep:
                 k = qkv[..., q_end:k_end].view(1, kv_heads, 1, dim)
                 q, k = self.apply_rotary(q, k, cos, sin)
             keys, values = store(index, k, v)
-            attended = F.scaled_dot_product_attention(q, keys, values, scale=self.scaling, enable_gqa=gqa)
+            if attend is None:
+                attended = F.scaled_dot_product_attention(q, keys, values, scale=self.scaling, enable_gqa=gqa)
+            else:
+                attended = attend(q, keys, values)
             x = x + layer.o_proj(attended.view(1, 1, q_end))
             gate_up = layer.gate_up(F.rms_norm(x, (hidden,), *layer.norm2))
             x = x + layer.down_proj(F.silu(gate_up[..., :inter]) * gate_up[..., inter:])

@@ -43,8 +43,8 @@ class ModelInfo:
         fused_decode: Whether tokens are decoded by the fused step
             (:mod:`glmdesk.engine.decode_step`); off when not asked for or the model
             is not supported.
-        compiled_decode: Whether that step runs compiled
-            (:mod:`glmdesk.engine.compiled_step`).
+        compiled_decode: Whether that step runs compiled on static KV buffers
+            (:mod:`glmdesk.engine.static_decode`).
         engine: The backend that runs it: ``transformers``, ``llamacpp`` or ``remote``.
         offloaded_mib: Weights of a model on the GPU kept in system RAM instead (a
             mixture of experts' experts), in MiB; 0 when all are on ``device``.

@@ -167,8 +167,9 @@ class OpenModelDialog(EngineChoiceMixin, QDialog):
             option_reason(self._compile_reason)
             if self._compile_reason
             else self.tr(
-                "torch.compile of the fused step (Llama models on the CPU, full KV cache): faster "
-                "tokens, but each load takes about 30 s longer (1-2 minutes the first time) and needs a C++ compiler"
+                "torch.compile of the decode step on static KV buffers (Llama and GLM models; every KV "
+                "cache but the quantized one; CUDA graphs on a GPU): faster tokens, but each load takes "
+                "about 30 s longer (1-3 minutes the first time) and needs a C++ compiler on the CPU"
             )
         )
         self.fused_check.toggled.connect(self._on_fused_toggled)

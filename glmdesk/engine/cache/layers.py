@@ -56,9 +56,18 @@ class _BufferLayer(CacheLayerMixin):
         size = max(tokens, 2 * self.capacity, self.initial_tokens)
         if self.max_tokens is not None:
             size = min(size, max(self.max_tokens, tokens))
-        # Slots past ``length`` are never read unless the whole buffer is returned
-        # (static shapes), where the mask hides them: they must then be finite.
-        alloc = self.keys.new_zeros if self.zero_fill else self.keys.new_empty
+        self.reallocate(size, zero=self.zero_fill)
+
+    def reallocate(self, size: int, zero: bool = False) -> None:
+        """Move the held slots into new buffers of exactly ``size`` slots (``>= length``).
+
+        Args:
+            size: New capacity, in tokens.
+            zero: Zero the slots past ``length``. They are never read unless the whole
+                buffer is attended to (static shapes), where a mask hides them: they
+                must then be finite (a masked NaN still poisons the weighted sum).
+        """
+        alloc = self.keys.new_zeros if zero else self.keys.new_empty
         keys = alloc((*self.keys.shape[:2], size, self.keys.shape[-1]))
         values = alloc((*self.values.shape[:2], size, self.values.shape[-1]))
         keys[:, :, : self.length].copy_(self.keys[:, :, : self.length])

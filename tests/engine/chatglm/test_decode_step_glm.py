@@ -7,7 +7,9 @@ import pytest
 import torch
 
 from glmdesk.core.settings import CacheSettings, LoadSettings
+from glmdesk.engine.compiled_step import compiler_missing_reason
 from glmdesk.engine.loader import load_model
+from glmdesk.engine.static_decode import StaticDecodeStep
 from tests.engine.test_decode_step import step_logits
 
 
@@ -29,10 +31,24 @@ def test_fused_step_matches_transformers_on_glm(make_checkpoint, monkeypatch, tm
         assert (a - b).abs().max() < 1e-4 * max(1.0, b.abs().max().item())
 
 
-def test_glm_keeps_the_eager_fused_step_when_compile_is_asked(make_checkpoint, monkeypatch, tmp_path):
+@pytest.mark.slow
+@pytest.mark.skipif(compiler_missing_reason() is not None, reason="no C++ compiler for TorchInductor")
+def test_glm_decodes_on_the_static_path_when_compile_is_asked(make_checkpoint, monkeypatch, tmp_path):
     monkeypatch.setenv("GLMDESK_MODEL_CACHE", str(tmp_path / "models"))
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)  # glmdesk's cache folder is used
     src, *_ = make_checkpoint("chatglm3", n_shards=1)
-    loaded = load_model(LoadSettings(model=str(src), compile_decode=True))
-    assert loaded.info.fused_decode and not loaded.info.compiled_decode
-    (note,) = loaded.info.notes
-    assert note.kind == "compile_unavailable" and "glm" in note.params["reason"]
+    stages = []
+    loaded = load_model(LoadSettings(model=str(src), compile_decode=True), stages.append)
+    plain = load_model(LoadSettings(model=str(src), fused_decode=False))
+    assert loaded.info.fused_decode and loaded.info.compiled_decode and not loaded.info.notes
+    assert isinstance(loaded.step, StaticDecodeStep) and loaded.step.failure is None
+    assert [(p.done, p.total) for p in stages if p.stage == "compiling"][-1] == (2, 2)
+    assert any((tmp_path / "models" / "inductor").iterdir())  # generated code kept for next start
+    vocab = loaded.model.config.vocab_size
+    torch.manual_seed(1)
+    ids = torch.randint(100, vocab - 100, (1, 40))
+    for settings in (CacheSettings(), CacheSettings("sliding_window", window=16, sinks=2)):
+        a = step_logits(loaded.model, settings, ids[:, :12], ids[0, 12:], loaded.step)
+        b = step_logits(plain.model, settings, ids[:, :12], ids[0, 12:])
+        assert (a - b).abs().max() < 1e-4 * max(1.0, b.abs().max().item())
+    assert loaded.step.recompiles() == 0

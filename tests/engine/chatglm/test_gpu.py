@@ -164,3 +164,80 @@ def test_llamacpp_gpu_build_keeps_moe_experts_in_ram(tmp_path):
     _, final = answer(backend, question="hello")
     assert final.prompt_tokens > 0
     backend.close()
+
+
+def _static_answer(loaded, cache, params=GREEDY, stop=None, key=None, on_chunk=None):
+    """Token ids and final chunk of one answer through the decode loop (``on_chunk(chunk,
+    box)`` runs after each chunk: Stop presses and slider moves)."""
+    from glmdesk.engine.generate import stream_answer
+
+    box = ParamsBox(params)
+    chunks = []
+    for chunk in stream_answer(
+        loaded, [ChatMessage("user", "你好")], box, cache, stop=stop, conversation=key
+    ):
+        chunks.append(chunk)
+        if on_chunk is not None:
+            on_chunk(chunk, box)
+    assert chunks[-1].error is None, chunks[-1].error
+    return [t for c in chunks for t in c.token_ids], chunks[-1]
+
+
+def test_static_decode_path_on_the_gpu(make_checkpoint, monkeypatch, tmp_path):
+    """The static path with CUDA graphs (compile_decode on a GPU): the same greedy tokens
+    as transformers' forward for every KV strategy past its window, KV reuse, Stop within
+    one token, a sampling change mid-answer, and no recompile across a bucket (fp32 both)."""
+    import dataclasses
+    import threading
+
+    from glmdesk.engine.cache import kv_bytes_per_token, make_cache_strategy
+    from glmdesk.engine.static_decode import MIN_BUCKET, StaticDecodeStep
+
+    monkeypatch.setenv("GLMDESK_MODEL_CACHE", str(tmp_path / "models"))
+    src, *_ = make_checkpoint("chatglm3", n_shards=1)
+    static = load(LoadSettings(model=str(src), device="cuda", precision="fp32", compile_decode=True))
+    eager = load(LoadSettings(model=str(src), device="cuda", precision="fp32"))
+    step = static.loaded.step
+    assert isinstance(step, StaticDecodeStep) and step.cuda and static.info.compiled_decode
+    model = static.loaded.model
+    per_token = kv_bytes_per_token(model.config, torch.float32)
+    for cache in (
+        CacheSettings(),
+        CacheSettings("sliding_window", window=16, sinks=2),
+        CacheSettings("dynamic", budget_mib=20 * per_token / 2**20, window=16, sinks=2),
+    ):
+        got, final = _static_answer(static.loaded, cache)
+        assert got == _static_answer(eager.loaded, cache)[0]
+        if cache.strategy != "full":
+            assert final.cache.evicted > 0
+    first, _ = _static_answer(static.loaded, CacheSettings(), key="c")
+    again, again_final = _static_answer(static.loaded, CacheSettings(), key="c")
+    assert first == again and again_final.reused_tokens > 0
+    stop = threading.Event()
+    seeded = dataclasses.replace(GREEDY, seed=3)
+
+    def press(chunk, _box):
+        if chunk.n_generated == 3:
+            stop.set()
+
+    def slide(chunk, box):
+        if chunk.n_generated == 4:
+            box.set(dataclasses.replace(seeded, temperature=1.5, top_p=1.0))
+
+    tokens, final = _static_answer(static.loaded, CacheSettings(), stop=stop, on_chunk=press)
+    assert final.finish_reason == "cancelled" and len(tokens) == 3
+    changed = _static_answer(static.loaded, CacheSettings(), params=seeded, on_chunk=slide)[0]
+    assert changed == _static_answer(eager.loaded, CacheSettings(), params=seeded, on_chunk=slide)[0]
+    assert changed != _static_answer(static.loaded, CacheSettings(), params=seeded)[0]
+    ids = torch.randint(100, model.config.vocab_size - 100, (1, MIN_BUCKET - 8), device="cuda")
+    logits = []
+    for decode in (step, None):  # None: transformers' forward
+        strategy = make_cache_strategy(model, CacheSettings(prefill_chunk=512), decode)
+        out = [strategy.prefill(ids)]
+        out += [strategy.step(int(t)) for t in range(100, 124)]  # past the 1024-token bucket
+        strategy.release()
+        logits.append(torch.stack(out))
+    assert (logits[0] - logits[1]).abs().max() < 1e-3 * max(1.0, logits[1].abs().max().item())
+    assert step.recompiles() == 0
+    static.close()
+    eager.close()
