@@ -60,7 +60,7 @@ def test_every_reason_an_engine_gives_is_declared_and_every_note_exists() -> Non
             assert text and (
                 reason == "chosen"
                 or reason in declared
-                or reason in {"native", "source", "options", "fallback"}
+                or reason in {"native", "source", "options", "fallback", "vision_projector"}
             )
 
 
