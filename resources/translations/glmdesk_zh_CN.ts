@@ -264,8 +264,8 @@ Updated {when} · {model}</source>
         <translation>服务器以自己的精度和量化加载模型，二者在启动服务器时选择。</translation>
     </message>
     <message>
-        <source>{quantization} runs on the CPU only; choose the CPU device, or 8-bit or 4-bit NF4 on a GPU.</source>
-        <translation>{quantization} 只能在 CPU 上运行；请选择 CPU 设备，或在 GPU 上使用 8 位或 4 位 NF4。</translation>
+        <source>{quantization} on a GPU needs torchao (pip install &apos;glmdesk[cuda-quant]&apos;); choose the CPU device, or 8-bit or 4-bit NF4.</source>
+        <translation>{quantization} 在 GPU 上需要 torchao（pip install &apos;glmdesk[cuda-quant]&apos;）；请选择 CPU 设备，或 8 位或 4 位 NF4。</translation>
     </message>
     <message>
         <source>{quantization} quantization is unavailable here: {reason}</source>
@@ -830,6 +830,10 @@ Updated {when} · {model}</source>
         <source>bitsandbytes cannot be used here (it is not installed).</source>
         <translation>此处无法使用 bitsandbytes（未安装）。</translation>
     </message>
+    <message>
+        <source>torchao is not installed (pip install &apos;glmdesk[cuda-quant]&apos;).</source>
+        <translation>未安装 torchao（pip install &apos;glmdesk[cuda-quant]&apos;）。</translation>
+    </message>
 </context>
 <context>
     <name>MainWindow</name>
@@ -1089,14 +1093,6 @@ Updated {when} · {model}</source>
         <translation>4 位 NF4（bitsandbytes）</translation>
     </message>
     <message>
-        <source>int8 weight-only (CPU)</source>
-        <translation>int8 仅权重量化（CPU）</translation>
-    </message>
-    <message>
-        <source>int4 weight-only, groups of 32 (CPU)</source>
-        <translation>int4 仅权重量化，每组 32（CPU）</translation>
-    </message>
-    <message>
         <source>Automatic</source>
         <translation>自动</translation>
     </message>
@@ -1107,6 +1103,14 @@ Updated {when} · {model}</source>
     <message>
         <source>Automatic (one per core)</source>
         <translation>自动（每个核心一个）</translation>
+    </message>
+    <message>
+        <source>int8 weight-only (torch on the CPU, torchao on a GPU)</source>
+        <translation>int8 仅权重量化（CPU 上用 torch，GPU 上用 torchao）</translation>
+    </message>
+    <message>
+        <source>int4 weight-only (torch on the CPU, torchao tinygemm on a GPU)</source>
+        <translation>int4 仅权重量化（CPU 上用 torch，GPU 上用 torchao tinygemm）</translation>
     </message>
     <message>
         <source>CPU</source>
@@ -1181,8 +1185,12 @@ Updated {when} · {model}</source>
         <translation>上面的模型、引擎、精度、量化和线程设置仅适用于本机上的模型：服务器以自己的设置加载模型，并自行管理 KV 缓存。</translation>
     </message>
     <message>
-        <source>Runs on the CPU only: choose the CPU device, or 8-bit or 4-bit NF4 on a GPU.</source>
-        <translation>只能在 CPU 上运行：请选择 CPU 设备，或在 GPU 上使用 8 位或 4 位 NF4。</translation>
+        <source>On a GPU this needs torchao (pip install &apos;glmdesk[cuda-quant]&apos;): choose the CPU device, or 8-bit or 4-bit NF4.</source>
+        <translation>在 GPU 上需要 torchao（pip install &apos;glmdesk[cuda-quant]&apos;）：请选择 CPU 设备，或 8 位或 4 位 NF4。</translation>
+    </message>
+    <message>
+        <source>Weight-only int8/int4 on the GPU</source>
+        <translation>GPU 上的 int8/int4 仅权重量化</translation>
     </message>
     <message>
         <source>Runs in {engine} (its own copy of the weights, dequantized to fp32): llama-cpp-python is not installed (pip install &apos;glmdesk[llamacpp]&apos;).</source>
