@@ -369,9 +369,11 @@ def run_table(args, device, bandwidth: float, shapes: dict) -> None:
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|")
     speeds: dict[str, float] = {}
     for i, (name, shape) in enumerate(shapes.items()):
-        config = make_config(shape, max(max(args.contexts), *args.ttft) + args.new * len(args.contexts) + 64)
+        config = make_config(shape, max([*args.contexts, *args.ttft]) + args.new * len(args.contexts) + 64)
         got = shape_rows(name, config, device, bandwidth, args)
         speeds = speeds if i else got  # the first shape's figures decide
+    if len(args.kinds) < 2:
+        return  # perplexity compares weight rows
     ppl = perplexities(device, args.kinds, args.ppl_tokens)
     base = ppl.get("bf16", float("nan"))
     print(
