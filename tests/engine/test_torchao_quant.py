@@ -120,3 +120,23 @@ def test_weight_only_on_a_gpu_without_torchao_is_refused_before_loading(monkeypa
         loader.load_model(LoadSettings(quantization="int4-wo"))
     assert err.value.kind == "quantization_unavailable"
     assert err.value.info.params["reason"] == "torchao_missing"
+
+
+@pytest.mark.slow  # a fresh interpreter imports transformers (10-70 s on a shared machine)
+def test_torchao_is_not_imported_until_a_model_is_quantized_with_it():
+    """torchao takes seconds to import: the load stages and the Open model availability
+    only look for it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from glmdesk.engine import acceleration, loader, placement\n"
+        "from glmdesk.engine.options import option_availability\n"
+        "option_availability()\n"
+        "print('torchao' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert out.stdout.strip() == "False"
