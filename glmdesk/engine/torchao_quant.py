@@ -99,22 +99,20 @@ def quantize_model(model: nn.Module, scheme: str, group_size: int = GROUP_SIZE) 
     bits = SCHEMES[scheme]
     get_output = getattr(model, "get_output_embeddings", None)
     output = get_output() if callable(get_output) else None
-    chosen = {"main": [], "output": []}
-    for module in model.modules():
+    chosen: dict[str, list[nn.Linear]] = {"main": [], "output": []}
+    for module in model.modules():  # each module once, however many names it has
         if isinstance(module, nn.Linear) and module.weight.is_floating_point():
             if module is output and bits == 4:
                 chosen["output"].append(module)
             elif quantizable(module, bits, group_size):
                 chosen["main"].append(module)
     for layers, name in ((chosen["main"], scheme), (chosen["output"], "torchao-int8")):
-        if not layers:
-            continue
-        ids = {id(layer) for layer in layers}
         _to_bf16_io(layers)
-        device_type = layers[0].weight.device.type
-        quantize_(
-            model, _config(name, device_type, group_size), filter_fn=lambda m, _fqn, ids=ids: id(m) in ids
-        )
+        # One layer at a time: glmdesk's fused projection is registered under each of
+        # the q/k/v names it replaces, and quantize_'s walk over the model would reach it
+        # (and quantize it) once per name.
+        for layer in layers:
+            quantize_(layer, _config(name, layer.weight.device.type, group_size))
     return len(chosen["main"]) + len(chosen["output"])
 
 

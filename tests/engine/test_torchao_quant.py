@@ -61,6 +61,31 @@ def test_layers_keep_their_dtype_and_stay_close(scheme):
     assert (out - reference).abs().max() <= tolerance * reference.abs().max()
 
 
+def test_fused_projections_are_quantized_once():
+    """glmdesk's fused Q/K/V layer is registered under each name it replaces; each layer
+    is still quantized once, and the fused model decodes (the static path's order:
+    fuse, quantize, build)."""
+    from transformers import GlmConfig, GlmForCausalLM
+
+    from glmdesk.engine.decode_step import fuse_projections
+
+    torch.manual_seed(0)
+    config = GlmConfig(
+        vocab_size=256, hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=32, attention_bias=True, pad_token_id=0,
+    )  # fmt: skip
+    model = GlmForCausalLM(config).eval().to(torch.bfloat16)
+    ids = torch.tensor([[1, 5, 9, 42, 7]])
+    with torch.inference_mode():
+        want = model(input_ids=ids).logits.float()
+    fuse_projections(model)
+    unique = {id(m) for m in model.modules() if isinstance(m, nn.Linear)}
+    assert torchao_quant.quantize_model(model, "torchao-int8") == len(unique)
+    with torch.inference_mode():
+        got = model(input_ids=ids).logits.float()
+    assert ((got - want).abs().max() / want.abs().max()).item() <= 0.05
+
+
 def test_unknown_scheme_is_refused():
     with pytest.raises(ValueError, match="torchao-int8"):
         torchao_quant.quantize_model(nn.Linear(64, 64), "torchao-int3")
