@@ -373,7 +373,9 @@ def test_weight_only_on_a_gpu_is_refused_in_chinese(chinese) -> None:
     from glmdesk.ui.messages import error_sentence
 
     sentence = error_sentence(
-        ErrorInfo("quantization_unavailable", "ENGLISH", {"quantization": "int4-wo", "reason": "torchao_missing"})
+        ErrorInfo(
+            "quantization_unavailable", "ENGLISH", {"quantization": "int4-wo", "reason": "torchao_missing"}
+        )
     )
     assert CJK.search(sentence) and "int4-wo" in sentence and "torchao_missing" not in sentence
 

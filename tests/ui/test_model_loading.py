@@ -177,7 +177,8 @@ def test_weight_only_is_greyed_out_for_a_gpu_without_torchao(qtbot) -> None:
     assert cpu_machine.quantization_combo.currentData() == "int8-wo"
     # With torchao on the GPU machine, weight-only stays a GPU choice.
     with_torchao = OpenModelDialog(
-        LoadSettings(quantization="int8-wo", device="cuda"), {"device:cuda": None, "quantization:torchao": None}
+        LoadSettings(quantization="int8-wo", device="cuda"),
+        {"device:cuda": None, "quantization:torchao": None},
     )
     qtbot.addWidget(with_torchao)
     assert with_torchao.quantization_combo.currentData() == "int8-wo"
