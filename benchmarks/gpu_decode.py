@@ -34,6 +34,15 @@ since the strategy started (MiB).
 
 ``--tiny`` runs the same code on a small random model on the CPU (bitsandbytes'
 CPU backend), to check the script itself; its figures mean nothing.
+
+``--table`` runs issue 29's table instead (:mod:`benchmarks.gpu_quant`: ChatGLM3-6B and
+GLM-4-9B shapes at 1K-128K, glmdesk's static path against transformers' compiled
+``StaticCache``, torchao and bitsandbytes weights with perplexity, KV strategies with
+``--kv``, TTFT, compile time, recompiles, peak memory); ``--smoke`` runs it on the CPU
+with tiny shapes::
+
+    python benchmarks/gpu_decode.py --table --kv --cuda-graph [--shapes ChatGLM3-6B]
+    python benchmarks/gpu_decode.py --smoke --kv
 """
 
 from __future__ import annotations
@@ -273,7 +282,36 @@ def main() -> None:
     )
     parser.add_argument("--strategies", action="store_true", help="issue 5's KV-strategy table (bf16)")
     parser.add_argument("--tiny", action="store_true", help="a small model on the CPU (checks the script)")
+    parser.add_argument("--table", action="store_true", help="issue 29's table (benchmarks/gpu_quant.py)")
+    parser.add_argument("--smoke", action="store_true", help="--table on the CPU with tiny shapes")
+    parser.add_argument(
+        "--shapes", nargs="*", default=[], help="--table: ChatGLM3-6B and/or GLM-4-9B (default both)"
+    )
+    parser.add_argument(
+        "--table-kinds",
+        nargs="+",
+        default=[
+            "bf16",
+            "torchao int8",
+            "torchao int4 g64",
+            "torchao int4 g64 HQQ",
+            "bnb LLM.int8",
+            "bnb NF4",
+        ],
+        help="--table: weight rows",
+    )
+    parser.add_argument("--ttft", type=int, nargs="*", default=[8192, 32768], help="--table: TTFT prompts")
+    parser.add_argument("--kv", action="store_true", help="--table: the KV strategies beside the full cache")
+    parser.add_argument("--ppl-tokens", type=int, default=1024, help="--table: perplexity text length")
     args = parser.parse_args()
+    if args.table or args.smoke:
+        from benchmarks.gpu_quant import table_main
+
+        args.strategies, args.reference = args.kv, args.cuda_graph
+        if args.contexts == parser.get_default("contexts"):
+            args.contexts = [1024, 8192, 32768, 131072]
+        table_main(args)
+        return
 
     if args.strategies and args.contexts == parser.get_default("contexts"):
         args.contexts = [8192, 32768, 65536, 131072]

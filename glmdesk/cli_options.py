@@ -35,7 +35,8 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
         choices=QUANTIZATIONS,
         default="none",
         help="weight quantization: 8bit and 4bit (NF4) use bitsandbytes (GPU; slow on the CPU); "
-        "int8-wo and int4-wo are the CPU's weight-only kernels (default: %(default)s)",
+        "int8-wo and int4-wo are weight-only int8 / int4: torch's kernels on the CPU, torchao's on "
+        "a GPU (pip install 'glmdesk[cuda-quant]') (default: %(default)s)",
     )
     p.add_argument(
         "--precision",

@@ -17,10 +17,53 @@ from urllib.parse import urlsplit
 from glmdesk.core.sampling_fields import SamplingParams
 
 QUANTIZATIONS = ("none", "8bit", "4bit", "int8-wo", "int4-wo")
-#: Quantizations done by bitsandbytes (the rest are torch weight-only CPU kernels).
+#: Quantizations done by bitsandbytes wherever they run.
 BNB_QUANTIZATIONS = ("8bit", "4bit")
-#: Weight-only quantizations on torch's CPU kernels (:mod:`glmdesk.engine.weight_only`).
-CPU_ONLY_QUANTIZATIONS = ("int8-wo", "int4-wo")
+#: Weight-only quantizations: torch's CPU kernels (:mod:`glmdesk.engine.weight_only`)
+#: on the CPU, torchao's on CUDA (:mod:`glmdesk.engine.torchao_quant`).
+WEIGHT_ONLY_QUANTIZATIONS = ("int8-wo", "int4-wo")
+#: What each quantization choice runs, per device type (``cpu``, ``cuda``): the one
+#: table that decides it. ``bnb-*``: bitsandbytes through transformers'
+#: ``BitsAndBytesConfig``; ``torch-*``: glmdesk's layers on torch's CPU kernels;
+#: ``torchao-*``: torchao's ``quantize_`` (int4: tinygemm, groups of 64 on CUDA).
+#: The CUDA rows of ``8bit`` / ``4bit`` are what "8-bit" / "4-bit" mean on a GPU
+#: (issue 29: the fastest scheme within 2% of bf16's perplexity). They stay
+#: bitsandbytes until ``benchmarks/gpu_decode.py --quant`` has measured torchao's
+#: on a GPU; its last line names the scheme the figures pick for each row.
+QUANTIZATION_SCHEMES = {
+    ("8bit", "cpu"): "bnb-llm-int8",
+    ("8bit", "cuda"): "bnb-llm-int8",
+    ("4bit", "cpu"): "bnb-nf4",
+    ("4bit", "cuda"): "bnb-nf4",
+    ("int8-wo", "cpu"): "torch-int8",
+    ("int8-wo", "cuda"): "torchao-int8",
+    ("int4-wo", "cpu"): "torch-int4",
+    ("int4-wo", "cuda"): "torchao-int4",
+}
+
+
+def quantization_scheme(quantization: str, device: str) -> str | None:
+    """The scheme :data:`QUANTIZATION_SCHEMES` names for ``quantization`` on ``device``.
+
+    Args:
+        quantization: One of :data:`QUANTIZATIONS`.
+        device: ``cpu``, ``cuda`` or ``cuda:N``.
+
+    Returns:
+        The scheme (``bnb-nf4``, ``torchao-int4``, ...), or ``None`` for ``none``.
+
+    Raises:
+        ValueError: for an unknown quantization or device type.
+    """
+    if quantization == "none":
+        return None
+    kind = device.split(":", 1)[0]
+    try:
+        return QUANTIZATION_SCHEMES[(quantization, kind)]
+    except KeyError:
+        raise ValueError(f"No quantization scheme for {quantization!r} on {device!r}.") from None
+
+
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 DEVICES = ("auto", "cpu", "cuda")
 CACHE_STRATEGIES = ("full", "sliding_window", "dynamic", "quantized")
@@ -86,8 +129,9 @@ class TransformersOptions:
     Attributes:
         quantization: ``none``, ``8bit`` (bitsandbytes LLM.int8), ``4bit``
             (bitsandbytes NF4 with double quantization), ``int8-wo`` or ``int4-wo``
-            (weight-only int8 / int4 in groups of 32 on torch's CPU kernels,
-            :mod:`glmdesk.engine.weight_only`).
+            (weight-only int8 / int4: in groups of 32 on torch's CPU kernels,
+            :mod:`glmdesk.engine.weight_only`, on the CPU; torchao's int8 and int4
+            tinygemm kernels on CUDA); see :data:`QUANTIZATION_SCHEMES`.
         precision: ``auto`` (bf16 on GPUs that support it, else fp16; fp32 on CPU),
             ``fp32``, ``bf16`` or ``fp16``.
         trust_remote_code: Run the Python code shipped in this model's folder. Off by

@@ -4,6 +4,10 @@
 static KV buckets, one compiled graph, CUDA graphs on a GPU); it needs the fused
 step, which it also allows on a GPU.
 
+Weight-only int8/int4 runs the scheme :func:`~glmdesk.core.settings.quantization_scheme`
+names for the model's device: glmdesk's layers on torch's CPU kernels
+(:mod:`glmdesk.engine.weight_only`) or torchao's (:mod:`glmdesk.engine.torchao_quant`).
+
 :func:`accelerate` runs after placement and returns the decode step the KV-cache
 strategies will use for single tokens (``None``: transformers' forward). Nothing is
 patched onto the transformers model: the step is carried by
@@ -20,8 +24,8 @@ import torch
 
 from glmdesk.core import paths
 from glmdesk.core.errors import ErrorInfo
-from glmdesk.core.settings import LoadSettings
-from glmdesk.engine import decode_step, weight_only
+from glmdesk.core.settings import LoadSettings, quantization_scheme
+from glmdesk.engine import decode_step, torchao_quant, weight_only
 
 #: torch's own thread count before glmdesk changes it (one per physical core).
 DEFAULT_THREADS = torch.get_num_threads()
@@ -56,7 +60,11 @@ def accelerate(model, settings: LoadSettings, report) -> Acceleration:
     fused = settings.fused_decode and decode_step.unsupported_reason(model, any_device) is None
     if fused:  # before quantization, which then quantizes the fused layers
         decode_step.fuse_projections(model, any_device)
-    if settings.quantization in weight_only.SCHEMES:
+    scheme = quantization_scheme(settings.quantization, next(model.parameters()).device.type)
+    if scheme in torchao_quant.SCHEMES:
+        report("quantizing")
+        torchao_quant.quantize_model(model, scheme)
+    elif scheme is not None and scheme.startswith("torch-"):
         report("quantizing")
         weight_only.quantize_linears(model, settings.quantization)
     torch.set_num_threads(settings.threads or DEFAULT_THREADS)  # before compiling: Inductor reads it

@@ -2,7 +2,7 @@
 availability), as typed reasons (quick: nothing heavy imported).
 
 The Open model dialog asks at start, on the thread that is about to load the model, so
-nothing here may import bitsandbytes (about 2 s) or compile anything.
+nothing here may import bitsandbytes (about 2 s), torchao (seconds) or compile anything.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import importlib.util
 import torch
 
 from glmdesk.core.errors import ErrorInfo
-from glmdesk.engine import weight_only
+from glmdesk.engine import torchao_quant, weight_only
 from glmdesk.engine.backends.spec import unavailable
 
 __all__ = ["option_availability", "unavailable"]
@@ -60,6 +60,11 @@ def option_availability() -> dict[str, ErrorInfo | None]:
             else unavailable(
                 key, "no_cpu_kernel", f"This torch build has no {bits}-bit CPU kernel.", bits=bits
             )
+        )
+    if cuda:  # weight-only int8/int4 run on torchao's kernels there
+        reason = torchao_quant.torchao_missing_reason()
+        out["quantization:torchao"] = (
+            None if reason is None else unavailable("quantization:torchao", "torchao_missing", reason)
         )
     if cuda and not torch.cuda.is_bf16_supported():
         out["precision:bf16"] = unavailable(

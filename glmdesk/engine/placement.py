@@ -4,9 +4,11 @@
 transformers model in eval mode on its device, with its tokenizer. Device: CUDA when
 available, else CPU. Precision ``auto``: bf16 on GPUs that support it, else fp16;
 fp32 on the CPU (fp16 asked for on the CPU runs in fp32 with a note: CPU matmuls in
-half precision are missing or very slow in torch). Quantization: bitsandbytes 8-bit
+half precision are missing or very slow in torch). Quantization, where
+:data:`~glmdesk.core.settings.QUANTIZATION_SCHEMES` names bitsandbytes: 8-bit
 (LLM.int8, Dettmers et al. 2022) or 4-bit NF4 with double quantization (QLoRA,
-Dettmers et al. 2023). The tokenizer may have been built before the window appeared
+Dettmers et al. 2023); weight-only schemes are applied after placement
+(:mod:`glmdesk.engine.acceleration`). The tokenizer may have been built before the window appeared
 (:func:`prebuild_tokenizer`).
 """
 
@@ -18,8 +20,8 @@ from pathlib import Path
 import torch
 
 from glmdesk.core.errors import ErrorInfo, GlmdeskError
-from glmdesk.core.settings import BNB_QUANTIZATIONS, LoadSettings
-from glmdesk.engine import weight_only
+from glmdesk.core.settings import LoadSettings, quantization_scheme
+from glmdesk.engine import torchao_quant
 from glmdesk.engine.model_source import ReadySource, ready_folder
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -64,21 +66,24 @@ def choose_device_and_dtype(settings: LoadSettings) -> tuple[str, str, list[Erro
 def check_quantization(settings: LoadSettings, device: str) -> list[ErrorInfo]:
     """Refuse a quantization that cannot run on ``device``; return notes for the user.
 
+    What runs is :func:`~glmdesk.core.settings.quantization_scheme`'s choice.
+
     Raises:
-        GlmdeskError: ``quantization_unavailable`` (weight-only on a GPU, bitsandbytes
-            missing or broken).
+        GlmdeskError: ``quantization_unavailable`` (torchao missing for a torchao
+            scheme, bitsandbytes missing or broken).
     """
-    if settings.quantization in weight_only.SCHEMES:
-        if device != "cpu":
+    scheme = quantization_scheme(settings.quantization, device)
+    if scheme is None or scheme.startswith("torch-"):
+        return []
+    if scheme.startswith("torchao-"):
+        reason = torchao_quant.torchao_missing_reason()
+        if reason:
             raise GlmdeskError(
                 "quantization_unavailable",
-                f"{settings.quantization} quantization is unavailable: it runs on the CPU only; "
-                "on a GPU choose 8-bit or 4-bit NF4.",
+                f"{settings.quantization} quantization is unavailable: {reason}",
                 quantization=settings.quantization,
-                reason="cpu_only",
+                reason="torchao_missing",
             )
-        return []
-    if settings.quantization == "none":
         return []
     reason = _bnb_reason()
     if reason:
@@ -99,12 +104,13 @@ def check_quantization(settings: LoadSettings, device: str) -> list[ErrorInfo]:
     ]
 
 
-def _quantization_config(quantization: str, dtype: torch.dtype, offload: bool = False):
-    """bitsandbytes' config; ``offload``: modules mapped to the CPU stay in fp32 there
-    (``llm_int8_enable_fp32_cpu_offload``, which both 8-bit and 4-bit read)."""
+def _quantization_config(scheme: str, dtype: torch.dtype, offload: bool = False):
+    """transformers' ``BitsAndBytesConfig`` for ``bnb-llm-int8`` or ``bnb-nf4``; ``offload``:
+    modules mapped to the CPU stay in fp32 there (``llm_int8_enable_fp32_cpu_offload``,
+    which both 8-bit and 4-bit read)."""
     from transformers import BitsAndBytesConfig
 
-    if quantization == "8bit":
+    if scheme == "bnb-llm-int8":
         return BitsAndBytesConfig(load_in_8bit=True, llm_int8_enable_fp32_cpu_offload=offload)
     return BitsAndBytesConfig(
         load_in_4bit=True,
@@ -236,12 +242,14 @@ def place(ready: ReadySource, settings: LoadSettings, device: str, dtype: torch.
     from transformers import AutoTokenizer
 
     kwargs: dict = {"dtype": dtype, "trust_remote_code": settings.trust_remote_code}
+    scheme = quantization_scheme(settings.quantization, device) or ""
+    bnb = scheme.startswith("bnb-")
     folder, tokenizer = ready.folder, ready.tokenizer
     plan = None
     if device.startswith("cuda") and isinstance(folder, Path):
         plan = moe_offload_plan(folder, settings, _gpu_free(device), dtype, torch.device(device).index or 0)
-    if settings.quantization in BNB_QUANTIZATIONS:
-        kwargs["quantization_config"] = _quantization_config(settings.quantization, dtype, plan is not None)
+    if bnb:
+        kwargs["quantization_config"] = _quantization_config(scheme, dtype, plan is not None)
         kwargs["device_map"] = {"": device}
     if plan is not None:
         kwargs["device_map"] = plan.device_map
@@ -253,7 +261,7 @@ def place(ready: ReadySource, settings: LoadSettings, device: str, dtype: torch.
         model = _auto_model_class(folder, settings.trust_remote_code).from_pretrained(folder, **kwargs)
     except Exception as exc:
         raise _placement_error(exc, ready, device) from exc
-    if settings.quantization not in BNB_QUANTIZATIONS and plan is None:
+    if not bnb and plan is None:
         model.to(device)
     model.eval()
     return model, tokenizer, plan

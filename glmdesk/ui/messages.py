@@ -50,10 +50,11 @@ def _template(kind: str, params: dict) -> str | None:
             "ErrorMessages",
             "The server loads its model with its own precision and quantization, chosen when the server is started.",
         )
-    if kind == "quantization_unavailable" and params.get("reason") == "cpu_only":
+    if kind == "quantization_unavailable" and params.get("reason") == "torchao_missing":
         return QCoreApplication.translate(
             "ErrorMessages",
-            "{quantization} runs on the CPU only; choose the CPU device, or 8-bit or 4-bit NF4 on a GPU.",
+            "{quantization} on a GPU needs torchao (pip install 'glmdesk[cuda-quant]'); choose the CPU "
+            "device, or 8-bit or 4-bit NF4.",
         )
     if kind == "quantization_unavailable":
         return QCoreApplication.translate(
@@ -404,5 +405,9 @@ def option_reason(info: ErrorInfo) -> str:
     if reason == "bnb_missing":
         return QCoreApplication.translate(
             "LoadNotes", "bitsandbytes cannot be used here (it is not installed)."
+        )
+    if reason == "torchao_missing":
+        return QCoreApplication.translate(
+            "LoadNotes", "torchao is not installed (pip install 'glmdesk[cuda-quant]')."
         )
     return error_sentence(info)

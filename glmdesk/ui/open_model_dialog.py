@@ -35,7 +35,7 @@ from PySide6.QtWidgets import (
 )
 
 from glmdesk.core.errors import ErrorInfo
-from glmdesk.core.settings import CPU_ONLY_QUANTIZATIONS, DEVICES, PRECISIONS, QUANTIZATIONS, LoadSettings
+from glmdesk.core.settings import DEVICES, PRECISIONS, QUANTIZATIONS, WEIGHT_ONLY_QUANTIZATIONS, LoadSettings
 from glmdesk.engine.backends import BACKENDS
 from glmdesk.ui.engine_choice import EngineChoiceMixin
 from glmdesk.ui.fit_forecast import FitForecast
@@ -114,8 +114,8 @@ class OpenModelDialog(EngineChoiceMixin, QDialog):
                 "none": self.tr("None"),
                 "8bit": self.tr("8-bit (bitsandbytes LLM.int8)"),
                 "4bit": self.tr("4-bit NF4 (bitsandbytes)"),
-                "int8-wo": self.tr("int8 weight-only (CPU)"),
-                "int4-wo": self.tr("int4 weight-only, groups of 32 (CPU)"),
+                "int8-wo": self.tr("int8 weight-only (torch on the CPU, torchao on a GPU)"),
+                "int4-wo": self.tr("int4 weight-only (torch on the CPU, torchao tinygemm on a GPU)"),
             },
         )
         self.precision_combo = self._combo(
@@ -253,8 +253,8 @@ class OpenModelDialog(EngineChoiceMixin, QDialog):
         self.model_edit.textChanged.connect(self._update_trust)
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
-        self.device_combo.currentIndexChanged.connect(self._update_cpu_only)
-        self._update_cpu_only()
+        self.device_combo.currentIndexChanged.connect(self._update_weight_only)
+        self._update_weight_only()
         for signal in (
             self.model_edit.textChanged,
             self.engine_combo.currentIndexChanged,
@@ -319,28 +319,35 @@ class OpenModelDialog(EngineChoiceMixin, QDialog):
         return device == "cuda" or (device == "auto" and gpu_found)
 
     @Slot()
-    def _update_cpu_only(self) -> None:
-        """Grey out the CPU-only quantizations (weight-only int8/int4) while the device is a GPU."""
+    def _update_weight_only(self) -> None:
+        """Grey out the weight-only int8/int4 choices while the device is a GPU and
+        torchao, which runs them there, is missing (``quantization:torchao``)."""
         combo = self.quantization_combo
         model = combo.model()
-        on_gpu = self._runs_on_gpu()
-        for key in CPU_ONLY_QUANTIZATIONS:
+        blocked = self._runs_on_gpu() and bool(self._availability.get("quantization:torchao"))
+        for key in WEIGHT_ONLY_QUANTIZATIONS:
             row = combo.findData(key)
             if row < 0 or self._availability.get(f"quantization:{key}"):
                 continue  # absent, or unavailable for its own reason (kept)
             item = model.item(row)
-            item.setEnabled(not on_gpu)
+            item.setEnabled(not blocked)
             item.setToolTip(
-                self.tr("Runs on the CPU only: choose the CPU device, or 8-bit or 4-bit NF4 on a GPU.")
-                if on_gpu
+                self.tr(
+                    "On a GPU this needs torchao (pip install 'glmdesk[cuda-quant]'): choose the CPU "
+                    "device, or 8-bit or 4-bit NF4."
+                )
+                if blocked
                 else ""
             )
-        if on_gpu and combo.currentData() in CPU_ONLY_QUANTIZATIONS:
+        if blocked and combo.currentData() in WEIGHT_ONLY_QUANTIZATIONS:
             combo.setCurrentIndex(combo.findData("none"))
 
     def _reasons_text(self) -> str:
         lines = []
-        names = {"decode:compile": self.tr("Compile the decode step")}
+        names = {
+            "decode:compile": self.tr("Compile the decode step"),
+            "quantization:torchao": self.tr("Weight-only int8/int4 on the GPU"),
+        }
         for spec in BACKENDS:
             for field in spec.options:
                 if field.needs and field.reason_label:

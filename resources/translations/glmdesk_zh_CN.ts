@@ -271,8 +271,8 @@ Updated {when} · {model}</source>
         <translation>服务器以自己的精度和量化加载模型，二者在启动服务器时选择。</translation>
     </message>
     <message>
-        <source>{quantization} runs on the CPU only; choose the CPU device, or 8-bit or 4-bit NF4 on a GPU.</source>
-        <translation>{quantization} 只能在 CPU 上运行；请选择 CPU 设备，或在 GPU 上使用 8 位或 4 位 NF4。</translation>
+        <source>{quantization} on a GPU needs torchao (pip install &apos;glmdesk[cuda-quant]&apos;); choose the CPU device, or 8-bit or 4-bit NF4.</source>
+        <translation>{quantization} 在 GPU 上需要 torchao（pip install &apos;glmdesk[cuda-quant]&apos;）；请选择 CPU 设备，或 8 位或 4 位 NF4。</translation>
     </message>
     <message>
         <source>{quantization} quantization is unavailable here: {reason}</source>
@@ -900,6 +900,10 @@ Updated {when} · {model}</source>
         <source>bitsandbytes cannot be used here (it is not installed).</source>
         <translation>此处无法使用 bitsandbytes（未安装）。</translation>
     </message>
+    <message>
+        <source>torchao is not installed (pip install &apos;glmdesk[cuda-quant]&apos;).</source>
+        <translation>未安装 torchao（pip install &apos;glmdesk[cuda-quant]&apos;）。</translation>
+    </message>
 </context>
 <context>
     <name>LoadView</name>
@@ -1158,18 +1162,6 @@ Updated {when} · {model}</source>
         <translation>4 位 NF4（bitsandbytes）</translation>
     </message>
     <message>
-        <source>int8 weight-only (CPU)</source>
-        <translation>int8 仅权重量化（CPU）</translation>
-    </message>
-    <message>
-        <source>int4 weight-only, groups of 32 (CPU)</source>
-        <translation>int4 仅权重量化，每组 32（CPU）</translation>
-    </message>
-    <message>
-        <source>torch.compile of the decode step on static KV buffers (Llama and GLM models; every KV cache but the quantized one; CUDA graphs on a GPU): faster tokens, but each load takes about 30 s longer (1-3 minutes the first time) and needs a C++ compiler on the CPU</source>
-        <translation>在静态 KV 缓冲区上用 torch.compile 编译解码步骤（适用于 Llama 和 GLM 架构的模型；除量化 KV 缓存外的所有 KV 缓存；GPU 上使用 CUDA Graphs）：生成更快，但每次加载约多用 30 秒（首次约需 1-3 分钟），且在 CPU 上需要 C++ 编译器</translation>
-    </message>
-    <message>
         <source>Automatic</source>
         <translation>自动</translation>
     </message>
@@ -1180,6 +1172,14 @@ Updated {when} · {model}</source>
     <message>
         <source>Automatic (one per core)</source>
         <translation>自动（每个核心一个）</translation>
+    </message>
+    <message>
+        <source>int8 weight-only (torch on the CPU, torchao on a GPU)</source>
+        <translation>int8 仅权重量化（CPU 上用 torch，GPU 上用 torchao）</translation>
+    </message>
+    <message>
+        <source>int4 weight-only (torch on the CPU, torchao tinygemm on a GPU)</source>
+        <translation>int4 仅权重量化（CPU 上用 torch，GPU 上用 torchao tinygemm）</translation>
     </message>
     <message>
         <source>CPU</source>
@@ -1204,6 +1204,10 @@ Updated {when} · {model}</source>
     <message>
         <source>Compile the decode step</source>
         <translation>编译解码步骤</translation>
+    </message>
+    <message>
+        <source>torch.compile of the decode step on static KV buffers (Llama and GLM models; every KV cache but the quantized one; CUDA graphs on a GPU): faster tokens, but each load takes about 30 s longer (1-3 minutes the first time) and needs a C++ compiler on the CPU</source>
+        <translation>在静态 KV 缓冲区上用 torch.compile 编译解码步骤（适用于 Llama 和 GLM 架构的模型；除量化 KV 缓存外的所有 KV 缓存；GPU 上使用 CUDA Graphs）：生成更快，但每次加载约多用 30 秒（首次约需 1-3 分钟），且在 CPU 上需要 C++ 编译器</translation>
     </message>
     <message>
         <source>Only for folders you trust: the model&apos;s own code runs with your permissions. ChatGLM2/3 and GLM-4 run without it.</source>
@@ -1250,8 +1254,12 @@ Updated {when} · {model}</source>
         <translation>上面的模型、引擎、精度、量化和线程设置仅适用于本机上的模型：服务器以自己的设置加载模型，并自行管理 KV 缓存。</translation>
     </message>
     <message>
-        <source>Runs on the CPU only: choose the CPU device, or 8-bit or 4-bit NF4 on a GPU.</source>
-        <translation>只能在 CPU 上运行：请选择 CPU 设备，或在 GPU 上使用 8 位或 4 位 NF4。</translation>
+        <source>On a GPU this needs torchao (pip install &apos;glmdesk[cuda-quant]&apos;): choose the CPU device, or 8-bit or 4-bit NF4.</source>
+        <translation>在 GPU 上需要 torchao（pip install &apos;glmdesk[cuda-quant]&apos;）：请选择 CPU 设备，或 8 位或 4 位 NF4。</translation>
+    </message>
+    <message>
+        <source>Weight-only int8/int4 on the GPU</source>
+        <translation>GPU 上的 int8/int4 仅权重量化</translation>
     </message>
     <message>
         <source>Runs in {engine} (its own copy of the weights, dequantized to fp32): llama-cpp-python is not installed (pip install &apos;glmdesk[llamacpp]&apos;).</source>

@@ -77,14 +77,3 @@ def test_threads_setting_applies_and_zero_restores_the_default(embedded_folder):
         assert torch.get_num_threads() == DEFAULT_THREADS
     finally:
         torch.set_num_threads(DEFAULT_THREADS)
-
-
-def test_weight_only_on_a_gpu_is_refused_before_loading(monkeypatch):
-    from glmdesk.core.errors import GlmdeskError
-    from glmdesk.engine import loader, placement
-
-    # As on a CUDA machine: the device choice says cuda (nothing is loaded before the refusal).
-    monkeypatch.setattr(placement, "choose_device_and_dtype", lambda settings: ("cuda", "bf16", []))
-    with pytest.raises(GlmdeskError) as err:
-        loader.load_model(LoadSettings(quantization="int8-wo"))
-    assert err.value.kind == "quantization_unavailable" and err.value.info.params["reason"] == "cpu_only"

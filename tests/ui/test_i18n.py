@@ -50,7 +50,7 @@ ALLOWED_WORDS = set(
     mib gib kib ms s
     enter shift+enter ctrl+enter esc ctrl+o ctrl+n ctrl+r ctrl+b ctrl+q ctrl+shift+c f2 ctrl shift alt
     localhost openai api url http vllm sglang serve gpu-box 8000/v1
-    llama.cpp transformers llama-cpp-python llamacpp pip install
+    llama.cpp transformers llama-cpp-python llamacpp pip install torch torchao tinygemm glmdesk[cuda-quant]
     glm-4.1v glm-4.6v png jpeg webp gif
     """.split()
 )
@@ -372,9 +372,11 @@ def test_weight_only_on_a_gpu_is_refused_in_chinese(chinese) -> None:
     from glmdesk.ui.messages import error_sentence
 
     sentence = error_sentence(
-        ErrorInfo("quantization_unavailable", "ENGLISH", {"quantization": "int4-wo", "reason": "cpu_only"})
+        ErrorInfo(
+            "quantization_unavailable", "ENGLISH", {"quantization": "int4-wo", "reason": "torchao_missing"}
+        )
     )
-    assert CJK.search(sentence) and "int4-wo" in sentence and "cpu_only" not in sentence
+    assert CJK.search(sentence) and "int4-wo" in sentence and "torchao_missing" not in sentence
 
 
 def test_startup_splash_says_what_is_happening(qtbot, chinese) -> None:

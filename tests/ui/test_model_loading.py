@@ -150,16 +150,20 @@ def test_cpu_speed_options_load_answer_and_are_remembered(qtbot, window) -> None
     assert window.chat_view.messages()[-1].text().strip()
 
 
-def test_cpu_only_quantizations_are_greyed_out_for_a_gpu(qtbot) -> None:
-    gpu_found = {"device:cuda": None}
-    dialog = OpenModelDialog(LoadSettings(quantization="int4-wo", device="cpu"), gpu_found)
+def test_weight_only_is_greyed_out_for_a_gpu_without_torchao(qtbot) -> None:
+    no_torchao = {
+        "device:cuda": None,
+        "quantization:torchao": unavailable("quantization:torchao", "torchao_missing", "not installed"),
+    }
+    dialog = OpenModelDialog(LoadSettings(quantization="int4-wo", device="cpu"), no_torchao)
     qtbot.addWidget(dialog)
     combo = dialog.quantization_combo
     item = combo.model().item(combo.findData("int4-wo"))
     assert item.isEnabled() and combo.currentData() == "int4-wo"
     dialog.device_combo.setCurrentIndex(dialog.device_combo.findData("cuda"))
-    assert not item.isEnabled() and "CPU only" in item.toolTip()
+    assert not item.isEnabled() and "needs torchao" in item.toolTip()
     assert combo.currentData() == "none"  # the choice that cannot run is not kept
+    assert "Weight-only int8/int4 on the GPU: torchao is not installed" in dialog.reasons_label.text()
     dialog.device_combo.setCurrentIndex(dialog.device_combo.findData("cpu"))
     assert item.isEnabled()
     # "Automatic" means the GPU on a machine with one, the CPU on a machine without.
@@ -171,6 +175,13 @@ def test_cpu_only_quantizations_are_greyed_out_for_a_gpu(qtbot) -> None:
     )
     qtbot.addWidget(cpu_machine)
     assert cpu_machine.quantization_combo.currentData() == "int8-wo"
+    # With torchao on the GPU machine, weight-only stays a GPU choice.
+    with_torchao = OpenModelDialog(
+        LoadSettings(quantization="int8-wo", device="cuda"),
+        {"device:cuda": None, "quantization:torchao": None},
+    )
+    qtbot.addWidget(with_torchao)
+    assert with_torchao.quantization_combo.currentData() == "int8-wo"
 
 
 def test_compile_option_is_greyed_with_the_reason_when_no_compiler(qtbot) -> None:

@@ -17,6 +17,7 @@ TORCH_REASONS = (
     "fp16_needs_gpu",
     "no_bf16",
     "bnb_missing",
+    "torchao_missing",
     "no_cpu_kernel",
     "frozen_app",
     "no_compiler",

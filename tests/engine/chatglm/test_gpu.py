@@ -241,3 +241,31 @@ def test_static_decode_path_on_the_gpu(make_checkpoint, monkeypatch, tmp_path):
     assert step.recompiles() == 0
     static.close()
     eager.close()
+
+
+@pytest.mark.parametrize("quantization", ["int8-wo", "int4-wo"])
+def test_torchao_weight_only_on_the_gpu_streams_close_to_bf16(
+    make_glm4_checkpoint, monkeypatch, tmp_path, quantization
+):
+    """int8-wo / int4-wo on CUDA are torchao's int8 and tinygemm int4 layers: the folder
+    loads, streams, and on bf16's greedy answer (teacher-forced) the logits stay close."""
+    pytest.importorskip("torchao")
+    monkeypatch.setenv("GLMDESK_MODEL_CACHE", str(tmp_path / "models"))
+    src, _ = make_glm4_checkpoint(n_shards=1)
+    reference = load(LoadSettings(model=str(src)))
+    expected, _ = answer(reference)
+    backend = load(LoadSettings(model=str(src), quantization=quantization))
+    assert (backend.info.device, backend.info.quantization) == ("cuda:0", quantization)
+    model = backend.loaded.model
+    kinds = {type(m.weight).__name__ for m in model.modules() if isinstance(m, torch.nn.Linear)}
+    assert ("Int8Tensor" if quantization == "int8-wo" else "Int4TilePackedTo4dTensor") in kinds
+    ids, final = answer(backend)
+    assert ids and final.n_generated == len(ids)
+    tokens = torch.tensor([expected], device="cuda")
+    with torch.inference_mode():
+        want = reference.loaded.model(input_ids=tokens).logits[0].float()
+        got = model(input_ids=tokens).logits[0].float()
+    error = ((got - want).abs().max() / want.abs().max()).item()
+    assert error <= (0.05 if quantization == "int8-wo" else 0.3)
+    backend.close()
+    reference.close()
