@@ -1207,7 +1207,7 @@ Updated {when} · {model}</source>
     </message>
     <message>
         <source>torch.compile of the decode step on static KV buffers (Llama and GLM models; every KV cache but the quantized one; CUDA graphs on a GPU): faster tokens, but each load takes about 30 s longer (1-3 minutes the first time) and needs a C++ compiler on the CPU</source>
-        <translation>在静态 KV 缓冲区上用 torch.compile 编译解码步骤（适用于 Llama 和 GLM 架构的模型；除量化 KV 缓存外的所有 KV 缓存；GPU 上使用 CUDA Graphs）：生成更快，但每次加载约多用 30 秒（首次约需 1-3 分钟），且在 CPU 上需要 C++ 编译器</translation>
+        <translation>在静态 KV 缓冲区上用 torch.compile 编译解码步骤（适用于 Llama 和 GLM 架构的模型；除量化 KV 缓存外的所有 KV 缓存；GPU 上使用 CUDA 图）：生成更快，但每次加载约多用 30 秒（首次约需 1-3 分钟），且在 CPU 上需要 C++ 编译器</translation>
     </message>
     <message>
         <source>Only for folders you trust: the model&apos;s own code runs with your permissions. ChatGLM2/3 and GLM-4 run without it.</source>
