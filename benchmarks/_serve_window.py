@@ -43,7 +43,7 @@ def run(url: str, engine: str, prompt: str, pairs: int, tokens: int) -> None:
     app = QApplication.instance() or QApplication(sys.argv)
 
     from glmdesk.core.settings import LoadSettings, SamplingParams
-    from glmdesk.ui.main_window import MainWindow
+    from glmdesk.ui.app.main_window import MainWindow
 
     class Recorder(QObject):
         """Times one answer of one window as it is shown (GUI thread)."""

@@ -28,10 +28,10 @@ def repaint_costs(lines: int) -> list[tuple[str, float]]:
     import statistics
 
     try:
-        from glmdesk.ui.long_markdown import SegmentedMarkdownView
+        from glmdesk.ui.chat.long_markdown import SegmentedMarkdownView
     except ImportError:
         return []
-    from glmdesk.ui.markdown_view import MarkdownView
+    from glmdesk.ui.chat.markdown_view import MarkdownView
 
     out = []
     for name, make in (("whole message", MarkdownView), ("segmented", SegmentedMarkdownView)):
@@ -76,7 +76,7 @@ def stream_formulas(
 
     from PySide6.QtCore import QCoreApplication, QEvent, QEventLoop, QTimer
 
-    from glmdesk.ui.math_render import shared_renderer
+    from glmdesk.ui.chat.math_render import shared_renderer
 
     text = formula_answer(count, tag)
     renderer = shared_renderer()
@@ -130,8 +130,8 @@ def run(scale: float = 1.0) -> list[tuple[str, float]]:
     from PySide6.QtWidgets import QApplication
 
     from glmdesk.core.history import History
-    from glmdesk.ui.chat_view import ChatView
-    from glmdesk.ui.input_box import InputBox
+    from glmdesk.ui.chat.chat_view import ChatView
+    from glmdesk.ui.chat.input_box import InputBox
 
     app = QApplication.instance()
 
@@ -188,7 +188,7 @@ def run(scale: float = 1.0) -> list[tuple[str, float]]:
     cid = history.create_conversation()
     try:  # the window's history writes: on a writer thread of their own (issue 19, item 4)
         from glmdesk.core.history_writer import HistoryWriter
-        from glmdesk.ui.history_writes import WriteQueue
+        from glmdesk.ui.history.history_writes import WriteQueue
 
         writes = WriteQueue(HistoryWriter(history), 5000)
         print("send: the history write goes to the history writer's thread, as the window does")
@@ -231,7 +231,7 @@ def run(scale: float = 1.0) -> list[tuple[str, float]]:
         results.append((f"send {size // 1000} KB", measure(send, done=stored)))
 
     from glmdesk.core.tools import MAX_FUNCTIONS_CHARS
-    from glmdesk.ui.tools_panel import ToolsPanel
+    from glmdesk.ui.tools.tools_panel import ToolsPanel
 
     tools = ToolsPanel()
     tools.show()
@@ -287,12 +287,12 @@ def run(scale: float = 1.0) -> list[tuple[str, float]]:
     results.append((f"stream 1..{lines} (last tenth)", max(gaps_by_part[-tenth:])))
     results.append((f"stream 1..{lines} (whole, {time.perf_counter() - started:.1f} s)", max(gaps_by_part)))
     try:  # formulas (issue 28)
-        import glmdesk.ui.math_render  # noqa: F401
+        import glmdesk.ui.chat.math_render  # noqa: F401
     except ImportError:
         pass
     else:  # the first run also imports mathtext and meets each glyph and size first (cached after)
-        from glmdesk.ui.math_draw import draw_mask
-        from glmdesk.ui.math_render import REST
+        from glmdesk.ui.chat.math_draw import draw_mask
+        from glmdesk.ui.chat.math_render import REST
 
         formulas = max(30, int(300 * scale))
         first = [("first, child process, imports mathtext", "", None, True)]

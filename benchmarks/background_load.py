@@ -6,7 +6,7 @@ The busy load is a child process spinning in a loop, pinned to the last CPU
 - ``cores``: one thread per physical core, fixed (torch's default; glmdesk's
   default before issue 21);
 - ``1`` .. ``cores-1``: fixed counts;
-- ``adaptive``: :class:`glmdesk.engine.threads.ThreadTuner` (glmdesk's thread count),
+- ``adaptive``: :class:`glmdesk.engine.decode.threads.ThreadTuner` (glmdesk's thread count),
   one tuner kept across answers as in the app;
 - ``cores passive`` and ``adaptive passive``: the same with ``OMP_WAIT_POLICY=PASSIVE``,
   which OpenMP reads only when it loads, so they run in a child process started
@@ -44,7 +44,7 @@ def answer(loaded, tokens: int) -> tuple[float, float]:
     """``(tokens/s, TTFT s)`` of one greedy answer of exactly ``tokens`` tokens."""
     from glmdesk.core.messages import ChatMessage
     from glmdesk.core.settings import ParamsBox, SamplingParams
-    from glmdesk.engine.generate import stream_chat
+    from glmdesk.engine.decode.generate import stream_chat
 
     box = ParamsBox(SamplingParams(temperature=0.0, max_new_tokens=tokens))
     last = None
@@ -59,9 +59,9 @@ def measure(policies: list[str], rounds: int, tokens: int, suffix: str = "") -> 
     import torch
 
     from glmdesk.core.settings import LoadSettings
-    from glmdesk.engine.acceleration import DEFAULT_THREADS
+    from glmdesk.engine.decode.acceleration import DEFAULT_THREADS
+    from glmdesk.engine.decode.threads import ThreadTuner
     from glmdesk.engine.loader import load_model
-    from glmdesk.engine.threads import ThreadTuner
 
     loaded = load_model(LoadSettings())
     tuner = ThreadTuner(max_threads=DEFAULT_THREADS)

@@ -8,9 +8,9 @@ Issue 10's benchmark, CPU parts:
    (goal >= 0.8). One 8K prefill is shared: each context starts from a copy of
    its first L tokens. The two caches alternate token by token.
    A third column runs the app's default, the fused decode step
-   (:mod:`glmdesk.engine.decode_step`), on the same buffers.
+   (:mod:`glmdesk.engine.decode.decode_step`), on the same buffers.
 2. CPU options: transformers' forward against the fused step and the compiled
-   step (:mod:`glmdesk.engine.compiled_step`, ``--compile``: about a minute per
+   step (:mod:`glmdesk.engine.decode.compiled_step`, ``--compile``: about a minute per
    compiled variant on two cores), precision bf16, weight-only int8 / int4 linear
    layers (:mod:`glmdesk.engine.weight_only`, torch's own kernels), one thread
    against the default: tokens/s, perplexity on
@@ -41,9 +41,9 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache
 from glmdesk.core.settings import CacheSettings
 from glmdesk.engine.cache import FullCacheStrategy, kv_bytes_per_token
 from glmdesk.engine.cache.base import model_dtype
-from glmdesk.engine.compiled_step import compile_decode_step
-from glmdesk.engine.decode_step import FusedDecodeStep, fuse_projections
-from glmdesk.engine.sources import embedded_gguf_path, embedded_model_folder
+from glmdesk.engine.decode.compiled_step import compile_decode_step
+from glmdesk.engine.decode.decode_step import FusedDecodeStep, fuse_projections
+from glmdesk.engine.files.sources import embedded_gguf_path, embedded_model_folder
 from glmdesk.engine.weight_only import quantize_linears
 
 TEXT = Path(__file__).parent / "data" / "public_domain.txt"
@@ -285,7 +285,7 @@ def llama_cpp_row(pairs: int = 3, new: int = 200, compile_too: bool = False) -> 
 
     from glmdesk.core.messages import ChatMessage
     from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
-    from glmdesk.engine.generate import stream_chat
+    from glmdesk.engine.decode.generate import stream_chat
     from glmdesk.engine.loader import load_model
 
     messages = [ChatMessage("user", "Write a long story about a lighthouse keeper and a storm.")]

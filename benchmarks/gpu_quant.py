@@ -4,7 +4,7 @@ One run, side by side, for each model shape (ChatGLM3-6B, GLM-4-9B; random weigh
 and each context (1K / 8K / 32K / 128K by default), one growing sequence per row:
 
 - **bf16**: glmdesk's eager loop, glmdesk's static path
-  (``glmdesk.engine.static_decode.build_static_step``: CUDA graphs; skipped with a
+  (``glmdesk.engine.decode.static_decode.build_static_step``: CUDA graphs; skipped with a
   line when this checkout has no such module) and transformers' own ``generate``
   with ``StaticCache`` compiled (``reduce-overhead``), the ratio static / theirs.
 - **weights**: torchao int8 / int4 (tinygemm, groups of 64) / int4 with HQQ's
@@ -68,10 +68,10 @@ def sync(device: torch.device) -> None:
 
 
 def static_path():
-    """``glmdesk.engine.static_decode.build_static_step``, or ``None`` when absent."""
-    if importlib.util.find_spec("glmdesk.engine.static_decode") is None:
+    """``glmdesk.engine.decode.static_decode.build_static_step``, or ``None`` when absent."""
+    if importlib.util.find_spec("glmdesk.engine.decode.static_decode") is None:
         return None
-    from glmdesk.engine import static_decode
+    from glmdesk.engine.decode import static_decode
 
     return getattr(static_decode, "build_static_step", None)
 
@@ -92,7 +92,7 @@ def apply_kind(model, kind: str, device: torch.device):
 def prepare(model, kind: str, device: torch.device, static: bool):
     """``(model, step, compile s, note)``: fused and quantized, with the static step
     built when ``static`` (``None`` and a note when it cannot be)."""
-    from glmdesk.engine.decode_step import fuse_projections, unsupported_reason
+    from glmdesk.engine.decode.decode_step import fuse_projections, unsupported_reason
 
     build = static_path() if static else None
     if build is not None and unsupported_reason(model) is None:
@@ -174,7 +174,7 @@ def perplexities(device: torch.device, kinds: list[str], tokens: int) -> dict[st
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from benchmarks.decode_speed import long_ids, perplexity
-    from glmdesk.engine.sources import embedded_model_folder
+    from glmdesk.engine.files.sources import embedded_model_folder
 
     folder = embedded_model_folder()
     tokenizer = AutoTokenizer.from_pretrained(folder)
@@ -357,9 +357,9 @@ def run_table(args, device, bandwidth: float, shapes: dict) -> None:
 
     build = static_path()
     print(
-        "static path: glmdesk.engine.static_decode.build_static_step"
+        "static path: glmdesk.engine.decode.static_decode.build_static_step"
         if build is not None
-        else "static path: not in this checkout (glmdesk.engine.static_decode missing); rows run eager"
+        else "static path: not in this checkout (glmdesk.engine.decode.static_decode missing); rows run eager"
     )
     print(f"torchao {_version('torchao')}, bitsandbytes {_version('bitsandbytes')}")
     print(

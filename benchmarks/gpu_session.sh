@@ -60,8 +60,8 @@ print('torch', torch.__version__, 'transformers', transformers.__version__)
 for name in ('bitsandbytes', 'torchao', 'llama_cpp', 'gguf'):
     print(name, 'found' if u.find_spec(name) else 'MISSING')
 " | tee -a "$OUT/machine.txt"
-tests=(tests/engine/chatglm/test_gpu.py tests/engine/test_memory_device.py tests/engine/test_torchao_quant.py)
-[ -f tests/engine/test_static_decode.py ] && tests+=(tests/engine/test_static_decode.py)
+tests=(tests/engine/chatglm/test_gpu.py tests/engine/test_memory_device.py tests/engine/decode/test_torchao_quant.py)
+[ -f tests/engine/decode/test_static_decode.py ] && tests+=(tests/engine/decode/test_static_decode.py)
 part tests 40 python3 -m pytest -q -p no:cacheprovider -o addopts=--import-mode=importlib "${tests[@]}"
 part table-6b 110 python3 benchmarks/gpu_decode.py --table --shapes ChatGLM3-6B --table-kinds bf16 --kv \
     --cuda-graph --contexts 1024 8192 32768 131072 --new 32

@@ -28,7 +28,7 @@ from PySide6.QtCore import QEvent, QObject  # noqa: E402
 from PySide6.QtWidgets import QApplication, QWidget  # noqa: E402
 
 from glmdesk.core.history import History  # noqa: E402
-from glmdesk.ui.history_panel import HistoryPanel  # noqa: E402
+from glmdesk.ui.history.history_panel import HistoryPanel  # noqa: E402
 
 EN = (
     "the model answers questions about quantum computing, cooking, travel and python code "

@@ -29,7 +29,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from glmdesk.core.settings import CacheSettings
 from glmdesk.engine.cache import kv_bytes_per_token, make_cache_strategy
-from glmdesk.engine.sources import embedded_model_folder
+from glmdesk.engine.files.sources import embedded_model_folder
 
 TEXT = Path(__file__).parent / "data" / "public_domain.txt"
 

@@ -32,8 +32,8 @@ import torch
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import CacheSettings, LoadSettings, ParamsBox, SamplingParams
 from glmdesk.engine.backends.llamacpp import LlamaCppBackend
-from glmdesk.engine.prompt import PromptFormat, ReplyFilter
-from glmdesk.engine.sources import embedded_gguf_path, embedded_model_folder
+from glmdesk.engine.files.sources import embedded_gguf_path, embedded_model_folder
+from glmdesk.engine.formats.prompt import PromptFormat, ReplyFilter
 
 TEXT = Path(__file__).parent / "data" / "public_domain.txt"
 MESSAGES = [ChatMessage("user", "Write a long story about a lighthouse keeper and a storm.")]
@@ -56,7 +56,7 @@ class NoStop(PromptFormat):
 
 def ours(model, new: int) -> tuple[float, float]:
     """(tokens/s, TTFT s) of one greedy answer through :func:`stream_answer`."""
-    from glmdesk.engine.generate import stream_answer
+    from glmdesk.engine.decode.generate import stream_answer
 
     last = None
     for chunk in stream_answer(

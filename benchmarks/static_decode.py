@@ -4,10 +4,10 @@ Issue 29's CPU figures. The embedded model (SmolLM2-135M, Llama layout) decodes
 ``--new`` greedy tokens at each context with three decode steps on copies of the
 same prefilled full cache, the three alternating token by token:
 
-- eager: :class:`~glmdesk.engine.decode_step.FusedDecodeStep`, the default;
-- dynamic: :class:`~glmdesk.engine.compiled_step.CompiledDecodeStep`
+- eager: :class:`~glmdesk.engine.decode.decode_step.FusedDecodeStep`, the default;
+- dynamic: :class:`~glmdesk.engine.decode.compiled_step.CompiledDecodeStep`
   (``torch.compile`` with dynamic shapes over the growing buffers);
-- static: :class:`~glmdesk.engine.static_decode.StaticDecodeStep` (bucketed static
+- static: :class:`~glmdesk.engine.decode.static_decode.StaticDecodeStep` (bucketed static
   buffers, one graph, ``index_copy_`` at a position tensor, masked attention).
 
 Then the sliding-window cache (4 sinks + a 256-token window, past its window) with
@@ -32,10 +32,10 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from glmdesk.core.settings import CacheSettings
 from glmdesk.engine.cache import FullCacheStrategy, make_cache_strategy
-from glmdesk.engine.compiled_step import compile_decode_step
-from glmdesk.engine.decode_step import FusedDecodeStep, fuse_projections
-from glmdesk.engine.sources import embedded_model_folder
-from glmdesk.engine.static_decode import build_static_step
+from glmdesk.engine.decode.compiled_step import compile_decode_step
+from glmdesk.engine.decode.decode_step import FusedDecodeStep, fuse_projections
+from glmdesk.engine.decode.static_decode import build_static_step
+from glmdesk.engine.files.sources import embedded_model_folder
 
 TEXT = Path(__file__).parent / "data" / "public_domain.txt"
 CONTEXTS = (256, 1010, 4096)

@@ -79,9 +79,9 @@ def main() -> int:
 
     from glmdesk.core.messages import ChatMessage
     from glmdesk.core.settings import CacheSettings, LoadSettings, ParamsBox, SamplingParams
-    from glmdesk.engine.sources import embedded_model_folder
+    from glmdesk.engine.files.sources import embedded_model_folder
     from glmdesk.engine.warmup import preload_engine
-    from glmdesk.ui.main_window import MainWindow
+    from glmdesk.ui.app.main_window import MainWindow
 
     embedded_model_folder()  # convert once, outside the measured load
     started = time.perf_counter()

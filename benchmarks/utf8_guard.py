@@ -1,6 +1,6 @@
 """Cost of the UTF-8 guard: decode tokens/s with and without it, side by side.
 
-The guard (:mod:`glmdesk.engine.utf8_guard`) masks, before sampling, every token
+The guard (:mod:`glmdesk.engine.decode.utf8_guard`) masks, before sampling, every token
 that cannot continue the pending UTF-8 sequence. Same model, prompt, greedy, the
 same number of new tokens; runs alternate (at least 3 pairs) in one process. Also
 prints the guard's own time per token (one processor call on a vocabulary-wide
@@ -19,8 +19,8 @@ import torch
 
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
-from glmdesk.engine import utf8_guard
-from glmdesk.engine.generate import stream_chat
+from glmdesk.engine.decode import utf8_guard
+from glmdesk.engine.decode.generate import stream_chat
 from glmdesk.engine.loader import load_model
 
 PROMPT = [ChatMessage("user", "用中文写一个关于灯塔看守人和暴风雨的长故事。")]

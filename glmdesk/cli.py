@@ -354,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
 def gui_main(argv: list[str] | None = None) -> int:
     """Open the window (``glmdesk`` with no verb)."""
     try:
-        from glmdesk.ui.app import run_app
+        from glmdesk.ui.app.app import run_app
     except ImportError as exc:
         _error("", f"the window is not available ({exc}); use: glmdesk chat")
         return 2

@@ -1,7 +1,7 @@
 """``glmdesk build-llamacpp``: build llama.cpp's engine once, a line per stage.
 
 The window does the same by itself when it answers a GGUF file on transformers for lack
-of llama-cpp-python (:mod:`glmdesk.ui.engine_upgrade`); this verb is for the terminal
+of llama-cpp-python (:mod:`glmdesk.ui.models.engine_upgrade`); this verb is for the terminal
 (``glmdesk chat`` says it exists). See :mod:`glmdesk.engine.llamacpp_build`.
 """
 

@@ -124,8 +124,8 @@ class TerminalTools:
             return ""
 
     def handle(self, call: ToolCall):
-        """The result of ``call`` (see :func:`~glmdesk.engine.tool_loop.answer_with_tools`)."""
-        from glmdesk.engine.tool_loop import DECLINED, ToolResult
+        """The result of ``call`` (see :func:`~glmdesk.engine.tools.tool_loop.answer_with_tools`)."""
+        from glmdesk.engine.tools.tool_loop import DECLINED, ToolResult
 
         print(card(call), file=self.out, flush=True)
         if call.kind == "interpreter":
@@ -142,8 +142,8 @@ class TerminalTools:
     def _run(self, call: ToolCall):
         from glmdesk.core import paths
         from glmdesk.core.errors import GlmdeskError
-        from glmdesk.engine.interpreter import CodeInterpreter, new_workdir
-        from glmdesk.engine.tool_loop import ToolResult, run_interpreter
+        from glmdesk.engine.tools.interpreter import CodeInterpreter, new_workdir
+        from glmdesk.engine.tools.tool_loop import ToolResult, run_interpreter
 
         if self.interpreter is None:
             workdir = new_workdir(paths.interpreter_root(), f"terminal-{id(self)}")
@@ -178,7 +178,7 @@ def stream_with_tools(
 ):
     """The answer's items: the chunks of every segment and a ``ToolRound`` after each
     answered call (``answer_with_tools`` over ``backend.stream``)."""
-    from glmdesk.engine.tool_loop import answer_with_tools
+    from glmdesk.engine.tools.tool_loop import answer_with_tools
 
     def stream(m, p, c, s):
         return backend.stream(m, p, c, s, conversation=conversation)

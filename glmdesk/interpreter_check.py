@@ -3,7 +3,7 @@ app starts it (in a bundle: the executable with :data:`~glmdesk.kernel_entry.KER
 one cell run and one plot made through it (what ``packaging/check_bundle.sh`` runs in the
 bundle).
 
-A check of :mod:`glmdesk.engine.interpreter` from above it: the kernel's own entry
+A check of :mod:`glmdesk.engine.tools.interpreter` from above it: the kernel's own entry
 (:mod:`glmdesk.kernel_entry`) stays below the interpreter and imports nothing of glmdesk.
 """
 
@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from glmdesk.core.errors import GlmdeskError
-from glmdesk.engine.interpreter import CodeInterpreter, app_entry
+from glmdesk.engine.tools.interpreter import CodeInterpreter, app_entry
 from glmdesk.kernel_entry import KERNEL_FLAG
 
 #: The cell :func:`check_interpreter` runs, and what it must print (the answer and the

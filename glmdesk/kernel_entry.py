@@ -1,6 +1,6 @@
 """The packaged app as the code interpreter's kernel: ``glmdesk --glmdesk-kernel BYTES -f FILE``.
 
-From source, the interpreter (:mod:`glmdesk.engine.interpreter`) starts
+From source, the interpreter (:mod:`glmdesk.engine.tools.interpreter`) starts
 ``python -m ipykernel_launcher``. In a PyInstaller bundle ``sys.executable`` is the
 app itself, which has no ``-m``: it would open another window. So the bundle's
 executable is started with :data:`KERNEL_FLAG` first; the entry script

@@ -50,7 +50,7 @@ def run() -> int:
     started_age = _process_age_s()  # imports before this point count too
     t0 = time.perf_counter()
     try:
-        from glmdesk.engine.generate import stream_chat
+        from glmdesk.engine.decode.generate import stream_chat
         from glmdesk.engine.loader import load_model
 
         loaded = load_model(LoadSettings())

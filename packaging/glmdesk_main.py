@@ -1,6 +1,6 @@
 """Entry script of the frozen app: PyInstaller starts here, then ``glmdesk.cli.main``
 (or, given ``--glmdesk-kernel``, the code interpreter's kernel: ``glmdesk.kernel_entry``;
-given ``--glmdesk-mathtext``, the formula drawing process: ``glmdesk.ui.math_draw``)."""
+given ``--glmdesk-mathtext``, the formula drawing process: ``glmdesk.ui.chat.math_draw``)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ def _main() -> int:
 
     if is_kernel_launch(sys.argv):  # the code interpreter's kernel (glmdesk.kernel_entry)
         return run_kernel(sys.argv[2:])
-    if sys.argv[1:2] == ["--glmdesk-mathtext"]:  # the formula drawing process (glmdesk.ui.math_draw)
-        from glmdesk.ui.math_draw import serve
+    if sys.argv[1:2] == ["--glmdesk-mathtext"]:  # the formula drawing process (glmdesk.ui.chat.math_draw)
+        from glmdesk.ui.chat.math_draw import serve
 
         return serve()
     multiprocessing.freeze_support()  # a child process of the frozen app must not start the app

@@ -93,11 +93,11 @@ def main() -> int:
 
     from glmdesk.core.history import History
     from glmdesk.core.settings import SamplingParams
-    from glmdesk.ui.app import window_with_history
-    from glmdesk.ui.i18n import install_translators
-    from glmdesk.ui.settings_store import SettingsStore
-    from glmdesk.ui.theme import apply_interface_font
-    from glmdesk.ui.window_menus import theme_controller
+    from glmdesk.ui.app.app import window_with_history
+    from glmdesk.ui.app.window_menus import theme_controller
+    from glmdesk.ui.common.i18n import install_translators
+    from glmdesk.ui.common.settings_store import SettingsStore
+    from glmdesk.ui.common.theme import apply_interface_font
 
     QCoreApplication.setOrganizationName("glmdesk-screenshots")
     QCoreApplication.setApplicationName("glmdesk-screenshots")
@@ -161,7 +161,7 @@ def main() -> int:
         QTimer.singleShot(800, grab)
 
     def grab_when_drawn() -> None:
-        from glmdesk.ui.math_render import shared_renderer
+        from glmdesk.ui.chat.math_render import shared_renderer
 
         segments = [view for message in window.chat_view.messages() for view in message.view.segments()]
         if shared_renderer().pending() or any(view.is_drawing_formulas() for view in segments):

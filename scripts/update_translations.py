@@ -40,7 +40,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "glmdesk"
 TRANSLATIONS = ROOT / "resources" / "translations"
-#: Languages with a translation, as in ``glmdesk.ui.i18n.LANGUAGES`` (English is the source).
+#: Languages with a translation, as in ``glmdesk.ui.common.i18n.LANGUAGES`` (English is the source).
 LANGUAGES = ("zh_CN",)
 
 _TR_CALL = re.compile(r"\b(?:tr|translate|QT_TR_NOOP|QT_TRANSLATE_NOOP)\s*\(")

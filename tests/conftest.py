@@ -35,7 +35,7 @@ def glmdesk_home(tmp_path, monkeypatch):
 @pytest.fixture(scope="session")
 def embedded_folder():
     """Hugging Face folder of SmolLM2-135M-Instruct converted from the shipped GGUF."""
-    from glmdesk.engine.sources import embedded_model_folder
+    from glmdesk.engine.files.sources import embedded_model_folder
 
     return embedded_model_folder()
 

@@ -254,7 +254,7 @@ def test_resource_path_frozen_and_missing(tmp_path, monkeypatch):
 
 
 def test_frozen_app_finds_the_bundled_model(tmp_path, monkeypatch):
-    from glmdesk.engine import sources
+    from glmdesk.engine.files import sources
 
     gguf = tmp_path / sources.EMBEDDED_PACKAGE / sources.EMBEDDED_FILE
     gguf.parent.mkdir()
@@ -303,7 +303,7 @@ def test_wheel_carries_the_resources(tmp_path):
         "glmdesk/_resources/icons/glmdesk.ico",
         "glmdesk/_resources/icons/glmdesk-512.png",
         "glmdesk/resources.py",
-        "glmdesk/engine/sources.py",
+        "glmdesk/engine/files/sources.py",
         "glmdesk/py.typed",
     ):
         assert needed in names
@@ -337,7 +337,7 @@ def test_spec_bundles_what_the_interpreters_plots_need():
     excludes = {e.value for e in values["excludes"].elts}
     assert not {"matplotlib", "matplotlib_inline", "PIL", "numpy"} & excludes
     backends = ast.literal_eval(values["MATPLOTLIB_BACKENDS"])
-    from glmdesk.engine.interpreter import CodeInterpreter
+    from glmdesk.engine.tools.interpreter import CodeInterpreter
 
     assert CodeInterpreter(ROOT / "unused")._env()["MPLBACKEND"] in backends
     analysis = next(

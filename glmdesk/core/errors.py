@@ -2,7 +2,7 @@
 
 The engine raises :class:`GlmdeskError` with a machine-readable ``kind`` and its
 parameters; the UI words the sentence in the user's language from those two
-(see ``glmdesk/ui/messages.py``). ``message`` is the English sentence used by the
+(see ``glmdesk/ui/common/messages.py``). ``message`` is the English sentence used by the
 terminal front end and in logs.
 """
 

@@ -8,8 +8,8 @@ an OpenAI / vLLM request, and whether the decode loop reads it before every toke
 once per answer. From the rows:
 
 - ``SamplingParams.__post_init__`` validates (:meth:`SamplingField.check`);
-- the sidebar builds its controls (``glmdesk.ui.sampling_controls``);
-- the settings store saves and reads ``sampling/<name>`` (``glmdesk.ui.settings_store``);
+- the sidebar builds its controls (``glmdesk.ui.sidebar.sampling_controls``);
+- the settings store saves and reads ``sampling/<name>`` (``glmdesk.ui.common.settings_store``);
 - ``glmdesk chat`` gets ``--<name>`` options (``glmdesk.cli_options``);
 - ``glmdesk serve``'s request body gets the request fields (``glmdesk.server.schemas``),
   read by :func:`params_from_request`;
@@ -17,7 +17,7 @@ once per answer. From the rows:
 
 A new sampling control is its row in :data:`SAMPLING_TABLE` and its field on
 :class:`SamplingParams`, both here; what the decode loop does with it goes in
-``glmdesk.engine.sampling``. Defaults are ``SamplingParams``' field defaults, replaced
+``glmdesk.engine.decode.sampling``. Defaults are ``SamplingParams``' field defaults, replaced
 per model family by its published demo settings (``glmdesk.engine.families.sampling_defaults``). A subclass of
 ``SamplingParams`` with one more field and ``TABLE = (*SamplingParams.TABLE, row)`` is a
 params type every consumer above accepts (they read ``type(params).TABLE`` or take the

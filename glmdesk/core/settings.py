@@ -138,9 +138,9 @@ class TransformersOptions:
             default; the UI asks per folder.
         fused_decode: On the CPU, join each layer's Q/K/V and gate/up projections
             and decode with glmdesk's fused step (Llama and GLM architectures,
-            :mod:`glmdesk.engine.decode_step`); same logits, fewer operations per
+            :mod:`glmdesk.engine.decode.decode_step`); same logits, fewer operations per
             token. Off: transformers' forward for every token.
-        compile_decode: Decode on the static path (:mod:`glmdesk.engine.static_decode`):
+        compile_decode: Decode on the static path (:mod:`glmdesk.engine.decode.static_decode`):
             KV buffers in static buckets and the one-token step compiled while loading
             (``torch.compile``; CUDA graphs on a GPU; Llama and GLM models; every KV
             cache but the quantized one; needs a C++ compiler on the CPU; one to three
@@ -268,7 +268,7 @@ class LoadSettings:
         device: ``auto`` (CUDA when available), ``cpu`` or ``cuda``.
         threads: CPU threads for the local engines' kernels; 0 is automatic (see each
             engine: transformers adapts the count to measured decode steps,
-            :mod:`glmdesk.engine.threads`; llama.cpp runs one per physical core).
+            :mod:`glmdesk.engine.decode.threads`; llama.cpp runs one per physical core).
         engine: The backend: ``auto``, ``transformers``, ``llamacpp`` or ``remote``
             (``auto`` with a server's URL is ``remote``).
         transformers: :class:`TransformersOptions`.

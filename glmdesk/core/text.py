@@ -5,7 +5,7 @@
 - :func:`held_length`: how much of a streamed text's end to hold back because it could
   begin a marker or a stop string (the reply parsers, the server's ``stop``).
 - Display-only mapping of control characters to visible symbols is the chat view's
-  (``glmdesk.ui.text_safety``), built on :func:`without_lone_surrogates`.
+  (``glmdesk.ui.chat.text_safety``), built on :func:`without_lone_surrogates`.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ KV cache for ``context`` tokens, per token:
 - MLA (GLM-4.7-Flash: ``Glm4MoeLiteForCausalLM``, its GGUF's ``deepseek2``): the
   compressed latent and the rotary key, ``layers x (kv_lora_rank + qk_rope_head_dim) x
   bytes`` (DeepSeek-V2, Liu et al. 2024, §2.1.2); both transformers 5.24 and llama.cpp
-  cache that latent (measured in ``tests/engine/test_forecast.py``).
+  cache that latent (measured in ``tests/engine/decode/test_forecast.py``).
 
 Overhead (stated, not measured per model): 5% of the weights on the device that
 computes (allocator slack, activations, llama.cpp's compute buffer; with the experts in
@@ -216,9 +216,9 @@ def model_shape(settings, engine: str) -> ModelShape | None:
     converted or downloaded); ``None`` for a hub id, a missing path or a folder without
     a decoder's ``config.json`` (an original ChatGLM folder)."""
     from glmdesk.core.errors import GlmdeskError
-    from glmdesk.engine import sources
+    from glmdesk.engine.files import sources
+    from glmdesk.engine.files.gguf_header import read_gguf_header
     from glmdesk.engine.forecast_shape import shape_from_folder, shape_from_gguf
-    from glmdesk.engine.gguf_header import read_gguf_header
 
     try:
         source = sources.resolve_source(settings.model)

@@ -153,7 +153,7 @@ def shape_from_folder(folder: Path) -> ModelShape:
         OSError: ``config.json`` cannot be read; ``ValueError`` when it is not JSON;
         ``KeyError`` for a config without a decoder's fields.
     """
-    from glmdesk.engine.file_checks import read_safetensors_header
+    from glmdesk.engine.files.file_checks import read_safetensors_header
 
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     shape = shape_from_config(config, folder.name)
@@ -192,7 +192,7 @@ def _mtp_layer(tensor: str, layers: int) -> bool:
 
 
 def shape_from_gguf(header, own_bytes: bool = True) -> ModelShape:
-    """A GGUF file's shape from its header (:class:`~glmdesk.engine.gguf_header.GGUFHeader`):
+    """A GGUF file's shape from its header (:class:`~glmdesk.engine.files.gguf_header.GGUFHeader`):
     its tensor bytes as they are (the file's own quantization; ``own_bytes=False``: its
     parameters only, for transformers' dequantized copy) and its KV layout
     (``{arch}.attention.kv_lora_rank`` present: MLA, as llama.cpp's ``deepseek2``)."""

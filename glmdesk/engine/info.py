@@ -41,10 +41,10 @@ class ModelInfo:
         threads: CPU threads torch's kernels use on the loading thread (the one
             that decodes; OpenMP's count is per thread).
         fused_decode: Whether tokens are decoded by the fused step
-            (:mod:`glmdesk.engine.decode_step`); off when not asked for or the model
+            (:mod:`glmdesk.engine.decode.decode_step`); off when not asked for or the model
             is not supported.
         compiled_decode: Whether that step runs compiled on static KV buffers
-            (:mod:`glmdesk.engine.static_decode`).
+            (:mod:`glmdesk.engine.decode.static_decode`).
         engine: The backend that runs it: ``transformers``, ``llamacpp`` or ``remote``.
         offloaded_mib: Weights of a model on the GPU kept in system RAM instead (a
             mixture of experts' experts), in MiB; 0 when all are on ``device``.

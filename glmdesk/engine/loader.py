@@ -1,10 +1,10 @@
 """Load a model for chat with transformers, in stages that only go forward:
 
-1. source (:mod:`glmdesk.engine.model_source`): a ready Hugging Face folder;
+1. source (:mod:`glmdesk.engine.files.model_source`): a ready Hugging Face folder;
 2. placement (:mod:`glmdesk.engine.placement`): device, precision, bitsandbytes, tokenizer;
-3. acceleration (:mod:`glmdesk.engine.acceleration`): fused step, weight-only int8/int4,
+3. acceleration (:mod:`glmdesk.engine.decode.acceleration`): fused step, weight-only int8/int4,
    threads, compile;
-4. chat setup (here): prompt format, stop ids (:mod:`glmdesk.engine.stop_ids`), context
+4. chat setup (here): prompt format, stop ids (:mod:`glmdesk.engine.formats.stop_ids`), context
    length, :class:`ModelInfo`.
 """
 
@@ -18,19 +18,21 @@ import torch
 
 from glmdesk.core.errors import GlmdeskError
 from glmdesk.core.settings import CacheSettings, LoadSettings
-from glmdesk.engine import acceleration, families, model_source, placement
+from glmdesk.engine import families, placement
 from glmdesk.engine.cache import kv_budget_bytes, kv_bytes_per_token
+from glmdesk.engine.decode import acceleration
+from glmdesk.engine.decode.kv_pool import KVPool
+from glmdesk.engine.decode.threads import ThreadTuner
+from glmdesk.engine.files import model_source
+from glmdesk.engine.formats.prompt import PromptFormat
+from glmdesk.engine.formats.stop_ids import eos_list
 from glmdesk.engine.info import LoadProgress, ModelInfo, context_limit
-from glmdesk.engine.kv_pool import KVPool
-from glmdesk.engine.prompt import PromptFormat
-from glmdesk.engine.stop_ids import eos_list
-from glmdesk.engine.threads import ThreadTuner
 from glmdesk.engine.vision_processor import is_vision_config
 
 
 @dataclass
 class LoadedModel:
-    """A model ready for :func:`glmdesk.engine.generate.stream_chat`.
+    """A model ready for :func:`glmdesk.engine.decode.generate.stream_chat`.
 
     Attributes:
         model: The transformers causal LM, in eval mode.
@@ -110,9 +112,9 @@ class LoadedModel:
 
     def logits_processors(self) -> tuple:
         """Fresh processors for one answer, applied before the user's sampling chain:
-        for a byte-level vocabulary, the UTF-8 guard (:mod:`glmdesk.engine.utf8_guard`;
+        for a byte-level vocabulary, the UTF-8 guard (:mod:`glmdesk.engine.decode.utf8_guard`;
         its masks are built once per tokenizer)."""
-        from glmdesk.engine.utf8_guard import guard_for
+        from glmdesk.engine.decode.utf8_guard import guard_for
 
         guard = guard_for(self.tokenizer)
         return () if guard is None else (guard.processor(),)

@@ -1,6 +1,6 @@
 """Load stage 2: placement: device, precision, bitsandbytes quantization, the tokenizer.
 
-:func:`place` turns a :class:`~glmdesk.engine.model_source.ReadySource` into a
+:func:`place` turns a :class:`~glmdesk.engine.files.model_source.ReadySource` into a
 transformers model in eval mode on its device, with its tokenizer. Device: CUDA when
 available, else CPU. Precision ``auto``: bf16 on GPUs that support it, else fp16;
 fp32 on the CPU (fp16 asked for on the CPU runs in fp32 with a note: CPU matmuls in
@@ -8,7 +8,7 @@ half precision are missing or very slow in torch). Quantization, where
 :data:`~glmdesk.core.settings.QUANTIZATION_SCHEMES` names bitsandbytes: 8-bit
 (LLM.int8, Dettmers et al. 2022) or 4-bit NF4 with double quantization (QLoRA,
 Dettmers et al. 2023); weight-only schemes are applied after placement
-(:mod:`glmdesk.engine.acceleration`). The tokenizer may have been built before the window appeared
+(:mod:`glmdesk.engine.decode.acceleration`). The tokenizer may have been built before the window appeared
 (:func:`prebuild_tokenizer`).
 """
 
@@ -22,7 +22,7 @@ import torch
 from glmdesk.core.errors import ErrorInfo, GlmdeskError
 from glmdesk.core.settings import LoadSettings, quantization_scheme
 from glmdesk.engine import torchao_quant
-from glmdesk.engine.model_source import ReadySource, ready_folder
+from glmdesk.engine.files.model_source import ReadySource, ready_folder
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 

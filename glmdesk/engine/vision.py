@@ -7,7 +7,7 @@ becomes one token per merged patch (``t x h x w / merge_size**2``, the processor
 count), and the pixel values enter the model once, at prefill, with GLM-4V's 3D rotary
 positions (``get_rope_index``: text positions on all three axes, image tokens on
 time/height/width). Tokens after an image continue at ``position + rope delta``, so the
-decode loop (:func:`glmdesk.engine.decoding.generate_tokens`) runs unchanged; image tokens
+decode loop (:func:`glmdesk.engine.decode.decoding.generate_tokens`) runs unchanged; image tokens
 are prompt tokens, counted in the context and the KV cache like any other.
 """
 
@@ -26,11 +26,10 @@ from glmdesk.core.images import ImageAttachment, ImageSizing
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.parts import ThinkMarkers
 from glmdesk.core.settings import CacheSettings
-from glmdesk.engine.answer_markers import ANSWER_MARKERS, AnswerMarkerFilter
 from glmdesk.engine.cache.base import run_model
 from glmdesk.engine.cache.full import FullCacheStrategy
-from glmdesk.engine.loader import LoadedModel
-from glmdesk.engine.prompt import (
+from glmdesk.engine.formats.answer_markers import ANSWER_MARKERS, AnswerMarkerFilter
+from glmdesk.engine.formats.prompt import (
     PromptFormat,
     ReplyFilter,
     _placeholders,
@@ -38,6 +37,7 @@ from glmdesk.engine.prompt import (
     plain_messages,
     without_reasoning,
 )
+from glmdesk.engine.loader import LoadedModel
 from glmdesk.engine.vision_processor import to_picture
 
 #: GLM-4.1V-Thinking's reasoning block (shown as reasoning, :mod:`glmdesk.engine.families.parser`).
@@ -67,7 +67,7 @@ class VisionInputs:
 class VisionFormat(PromptFormat):
     """GLM-4V's chat template with images, through the model's processor.
 
-    Text is encoded as :class:`~glmdesk.engine.prompt.ChatTemplateFormat` does (the
+    Text is encoded as :class:`~glmdesk.engine.formats.prompt.ChatTemplateFormat` does (the
     template's markup with special tokens recognised, contents as plain text, so a
     typed ``<|image|>`` stays text); each image marker is then expanded to the
     processor's number of image tokens. For ordinary text the ids equal

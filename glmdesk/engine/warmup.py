@@ -39,7 +39,7 @@ def preload_engine(first_load=None) -> None:
 
     import glmdesk.engine.backends.transformers
     import glmdesk.engine.cache
-    import glmdesk.engine.generate
+    import glmdesk.engine.decode.generate
     import glmdesk.engine.loader
     import glmdesk.engine.options
     import glmdesk.engine.placement  # noqa: F401

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from glmdesk.core.parts import ReasoningPart, reasoning_of
 from glmdesk.core.tools import ToolCall
 from glmdesk.engine.chunk import GenerationChunk
-from glmdesk.engine.openai_tools import tool_call_to_openai
+from glmdesk.engine.tools.openai_tools import tool_call_to_openai
 from glmdesk.server.answer import AnswerRun, StopStrings
 from glmdesk.server.errors import from_engine
 from glmdesk.server.tool_stream import ToolCallStream

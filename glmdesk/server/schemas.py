@@ -16,7 +16,7 @@ from glmdesk.core.messages import ChatMessage
 from glmdesk.core.sampling_fields import RequestFieldError, params_from_request
 from glmdesk.core.settings import SamplingParams
 from glmdesk.core.tools import ToolSet
-from glmdesk.engine.openai_tools import messages_from_openai, toolset_from_openai
+from glmdesk.engine.tools.openai_tools import messages_from_openai, toolset_from_openai
 from glmdesk.server.errors import APIError
 from glmdesk.server.images import user_parts
 
@@ -131,7 +131,7 @@ def chat_tools(body: ChatRequest, tool_format: bool) -> ToolSet:
 
     A named function in ``tool_choice`` is forced (``ToolSet.forced``: the answer is
     that function's call); ``"required"`` forces the only function when exactly one is
-    offered (see :func:`~glmdesk.engine.openai_tools.toolset_from_openai`).
+    offered (see :func:`~glmdesk.engine.tools.openai_tools.toolset_from_openai`).
 
     Raises:
         APIError: 400 for malformed ``tools``/``tool_choice``, a ``tool_choice`` naming
@@ -162,7 +162,7 @@ def chat_messages(
     body: ChatRequest, tools: ToolSet | None = None, tool_format: bool = False, vision: bool = False
 ) -> list[ChatMessage]:
     """The request's messages as :class:`ChatMessage` values (via
-    :func:`~glmdesk.engine.openai_tools.messages_from_openai`): ``tool`` messages become
+    :func:`~glmdesk.engine.tools.openai_tools.messages_from_openai`): ``tool`` messages become
     observations, assistant ``tool_calls`` become call turns, ``tools`` go on the
     system message. With ``vision`` (the model reads images), a user message's
     ``image_url`` parts with ``data:`` URLs become its attachments

@@ -36,7 +36,7 @@ import jiter
 from glmdesk.core.parts import ToolCallPart
 from glmdesk.core.tools import INTERPRETER, ToolCall
 from glmdesk.engine.chunk import GenerationChunk
-from glmdesk.engine.openai_tools import tool_call_deltas
+from glmdesk.engine.tools.openai_tools import tool_call_deltas
 
 
 class JsonObjectEnd:

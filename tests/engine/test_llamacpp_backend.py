@@ -20,7 +20,7 @@ from glmdesk.core.settings import CacheSettings, LoadSettings, ParamsBox, Sampli
 from glmdesk.engine.backends import create_backend, engine_for
 from glmdesk.engine.backends.llamacpp import LlamaCppBackend
 from glmdesk.engine.backends.llamacpp_kv import evict_block
-from glmdesk.engine.prompt import ChatTemplateFormat
+from glmdesk.engine.formats.prompt import ChatTemplateFormat
 
 # Without a system prompt llama.cpp's first greedy token is "L" (logit 24.74 against "The"
 # 24.65; transformers on the same weights dequantized to fp32: "The" by 0.09), and the
@@ -288,7 +288,7 @@ def _refused(path) -> tuple[GlmdeskError, float]:
 def test_bad_gguf_files_get_their_sentence_at_once(tmp_path, embedded_folder):
     import gguf
 
-    from glmdesk.engine.sources import embedded_gguf_path
+    from glmdesk.engine.files.sources import embedded_gguf_path
 
     text = tmp_path / "notes.gguf"
     text.write_text("just some text\n" * 100)

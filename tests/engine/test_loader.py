@@ -11,12 +11,12 @@ import torch
 from glmdesk.core.errors import GlmdeskError
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
-from glmdesk.engine import sources
-from glmdesk.engine.generate import stream_chat
+from glmdesk.engine.decode.generate import stream_chat
+from glmdesk.engine.files import sources
+from glmdesk.engine.files.sources import converted_gguf_folder, embedded_gguf_path, resolve_source
 from glmdesk.engine.loader import load_model
 from glmdesk.engine.options import option_availability
 from glmdesk.engine.placement import choose_device_and_dtype
-from glmdesk.engine.sources import converted_gguf_folder, embedded_gguf_path, resolve_source
 
 PARIS = [ChatMessage("user", "What is the capital of France?")]
 
@@ -51,7 +51,7 @@ def test_conversion_is_cached_and_keyed_by_the_file(embedded_folder, tmp_path, m
     ).read_text()
     again = converted_gguf_folder(embedded_gguf_path())
     assert again == embedded_folder  # no second conversion
-    from glmdesk.engine.sources import _file_key
+    from glmdesk.engine.files.sources import _file_key
 
     # The same file elsewhere (another install) reuses the copy; a changed file does not.
     folder = tmp_path / "elsewhere"
@@ -144,7 +144,7 @@ def test_hub_id_without_a_connection_is_a_sentence_within_the_probe_timeout(monk
 
     from huggingface_hub import constants
 
-    from glmdesk.engine.model_source import HUB_PROBE_TIMEOUT_S
+    from glmdesk.engine.files.model_source import HUB_PROBE_TIMEOUT_S
 
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     start = time.perf_counter()
@@ -210,7 +210,7 @@ def test_prebuild_never_converts_or_downloads(tmp_path):
 def test_first_conversion_reports_an_unmeasured_step(tmp_path, monkeypatch):
     """The GGUF conversion's steps cannot be measured: it says so (total 0, a busy
     indicator) before the first one, instead of a bar at "0 of 1"."""
-    from tests.engine.test_files_from_elsewhere import write_gguf
+    from tests.engine.files.test_files_from_elsewhere import write_gguf
 
     monkeypatch.setenv("GLMDESK_MODEL_CACHE", str(tmp_path / "cache"))
     broken = tmp_path / "broken.gguf"

@@ -68,7 +68,7 @@ def test_weight_only_embedded_model_answers(embedded_folder, scheme):
 
 
 def test_threads_setting_applies_and_zero_restores_the_default(embedded_folder):
-    from glmdesk.engine.acceleration import DEFAULT_THREADS
+    from glmdesk.engine.decode.acceleration import DEFAULT_THREADS
 
     try:
         load_model(LoadSettings(threads=1))

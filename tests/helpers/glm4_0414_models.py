@@ -49,7 +49,7 @@ def write_glm_tokenizer(folder: Path, corpus, template: str, special=GLM_SPECIAL
     from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
-    from glmdesk.engine.chatglm.glm4_tokenizer import GLM4_PATTERN
+    from glmdesk.engine.formats.glm4_tokenizer import GLM4_PATTERN
 
     folder.mkdir(parents=True, exist_ok=True)
     bpe = Tokenizer(models.BPE())

@@ -237,7 +237,7 @@ GREEDY = SamplingParams(temperature=0.0, max_new_tokens=12, repetition_penalty=1
 
 def vision_answer(loaded, messages, cache=None, conversation=None):
     """The chunks and token ids of glmdesk's greedy answer (the real decode loop)."""
-    from glmdesk.engine.generate import stream_answer
+    from glmdesk.engine.decode.generate import stream_answer
 
     chunks = list(stream_answer(loaded, messages, ParamsBox(GREEDY), cache, conversation=conversation))
     return chunks, [t for c in chunks for t in c.token_ids]

@@ -26,7 +26,7 @@ def write_glm4_tokenizer(folder: Path) -> Path:
     """Write a tiny GLM-4 tiktoken ``tokenizer.model`` into ``folder``; return the folder."""
     from tiktoken._educational import bpe_train
 
-    from glmdesk.engine.chatglm.glm4_tokenizer import GLM4_PATTERN
+    from glmdesk.engine.formats.glm4_tokenizer import GLM4_PATTERN
 
     ranks = bpe_train(GLM4_CORPUS * 2, 360, GLM4_PATTERN, visualise=None)
     lines = [f"{base64.b64encode(t).decode()} {r}" for t, r in sorted(ranks.items(), key=lambda x: x[1])]
@@ -39,7 +39,7 @@ def tiny_glm4(folder: Path):
     from transformers import GlmConfig, GlmForCausalLM
 
     from glmdesk.engine.chatglm import GLM4Format
-    from glmdesk.engine.chatglm.glm4_tokenizer import load_glm4_tokenizer
+    from glmdesk.engine.formats.glm4_tokenizer import load_glm4_tokenizer
     from glmdesk.engine.info import ModelInfo
     from glmdesk.engine.loader import LoadedModel
 

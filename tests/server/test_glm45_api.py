@@ -109,7 +109,7 @@ def test_a_tool_result_is_answered(served):
 
 
 def loaded_messages(wire):
-    from glmdesk.engine.openai_tools import messages_from_openai, toolset_from_openai
+    from glmdesk.engine.tools.openai_tools import messages_from_openai, toolset_from_openai
 
     return messages_from_openai(wire, toolset_from_openai([WEATHER], "auto"))
 
@@ -128,7 +128,7 @@ def test_a_served_glm45_without_a_tool_parser_is_read_on_the_client():
     from glmdesk.core.parts import ReasoningPart, TextPart, ToolCallPart, merged
     from glmdesk.engine.backends.remote_stream import RemoteAnswer
     from glmdesk.engine.families import family_for_model_id, served_tool_dialects
-    from glmdesk.engine.openai_tools import toolset_from_openai
+    from glmdesk.engine.tools.openai_tools import toolset_from_openai
 
     model = "zai-org/GLM-4.5-Air"
     tools = toolset_from_openai([WEATHER], "auto")
@@ -309,7 +309,7 @@ def test_the_remote_backend_reads_several_calls_and_sends_their_results_back_in_
     from glmdesk.core.settings import ParamsBox, SamplingParams
     from glmdesk.core.tools import FunctionSpec, ToolSet
     from glmdesk.engine.backends.remote import RemoteBackend
-    from glmdesk.engine.openai_tools import messages_to_openai
+    from glmdesk.engine.tools.openai_tools import messages_to_openai
 
     srv, loaded = served
     fn = WEATHER["function"]

@@ -50,7 +50,7 @@ def make_window(qtbot):
     test changes the sidebar.
     """
     from glmdesk.core.settings import SamplingParams
-    from glmdesk.ui.main_window import MainWindow
+    from glmdesk.ui.app.main_window import MainWindow
 
     windows: list[MainWindow] = []  # strong references: qtbot keeps only weak ones
 

@@ -25,7 +25,7 @@ QUIT_SOON_AFTER_LOAD = textwrap.dedent(
     import sys
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
-    from glmdesk.ui.app import run_app
+    from glmdesk.ui.app.app import run_app
 
     app = QApplication(sys.argv)
 

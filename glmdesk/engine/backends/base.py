@@ -132,7 +132,7 @@ class Backend(ABC):
         stop: threading.Event | None = None,
         conversation: Hashable | None = None,
     ) -> Iterator[GenerationChunk]:
-        """Stream one answer (see :func:`glmdesk.engine.generate.stream_answer`).
+        """Stream one answer (see :func:`glmdesk.engine.decode.generate.stream_answer`).
 
         ``conversation``: a key (the conversation's id; ``glmdesk serve`` uses
         ``"serve"``) under which the KV cache is kept for the next request with that

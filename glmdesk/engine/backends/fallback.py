@@ -34,8 +34,8 @@ def _on_cpu(settings: LoadSettings) -> bool:
 def gguf_weight_type(model: str | None) -> str:
     """The GGUF file's weight type (``Q4_1``...) from its header; ``""`` when unreadable."""
     from glmdesk.core.errors import GlmdeskError
-    from glmdesk.engine import sources
-    from glmdesk.engine.gguf_header import read_gguf_header, weight_type
+    from glmdesk.engine.files import sources
+    from glmdesk.engine.files.gguf_header import read_gguf_header, weight_type
 
     try:
         return weight_type(read_gguf_header(sources.resolve_source(model).location))

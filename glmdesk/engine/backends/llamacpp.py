@@ -1,13 +1,13 @@
 """The llama.cpp backend: GGUF files on llama-cpp-python's low-level API.
 
 llama.cpp evaluates tokens and holds the KV cache; the decode loop stays glmdesk's:
-:func:`glmdesk.engine.generate.stream_answer` runs unchanged over
-:class:`LlamaCppModel` (a :class:`~glmdesk.engine.generate.TextModel`), so the same
+:func:`glmdesk.engine.decode.generate.stream_answer` runs unchanged over
+:class:`LlamaCppModel` (a :class:`~glmdesk.engine.decode.generate.TextModel`), so the same
 transformers processors read the live :class:`~glmdesk.core.settings.ParamsBox`
 before every token, the same stop ids end a reply, the same UTF-8-safe incremental
 detokenizer runs over llama.cpp's token bytes, and Stop ends an answer within one token.
 
-Before llama.cpp opens a file, its header is read (:mod:`glmdesk.engine.gguf_header`):
+Before llama.cpp opens a file, its header is read (:mod:`glmdesk.engine.files.gguf_header`):
 a file that is not GGUF, a truncated one, or an architecture or tensor type llama.cpp
 cannot run gets its sentence within a second.
 """
@@ -40,9 +40,9 @@ from glmdesk.engine.backends.llamacpp_kv import (
 from glmdesk.engine.backends.llamacpp_moe import expert_count, expert_overrides, overridden_tensor
 from glmdesk.engine.backends.llamacpp_vocab import LlamaVocab, prompt_format_for
 from glmdesk.engine.backends.local import LocalBackend
-from glmdesk.engine.gguf_header import ACTIVATION_ONLY_TYPES, GGUFHeader, read_gguf_header, weight_type
+from glmdesk.engine.decode.kv_pool import KVPool
+from glmdesk.engine.files.gguf_header import ACTIVATION_ONLY_TYPES, GGUFHeader, read_gguf_header, weight_type
 from glmdesk.engine.info import LoadProgress, ModelInfo
-from glmdesk.engine.kv_pool import KVPool
 
 _log_lines: deque[str] = deque(maxlen=6)
 _overridden: list[tuple[str, str]] = []  # the last load's tensors llama.cpp moved (name, buffer)
@@ -106,7 +106,7 @@ def check_runnable(header: GGUFHeader, name: str) -> None:
 
     The known names are the ``gguf`` package's (``MODEL_ARCH_NAMES``,
     ``GGMLQuantizationType``), llama.cpp's own Python package; weights of an
-    activation-only type (:data:`~glmdesk.engine.gguf_header.ACTIVATION_ONLY_TYPES`)
+    activation-only type (:data:`~glmdesk.engine.files.gguf_header.ACTIVATION_ONLY_TYPES`)
     are refused too.
 
     Raises:
@@ -128,7 +128,7 @@ def check_runnable(header: GGUFHeader, name: str) -> None:
 
 
 class LlamaCppModel:
-    """A loaded GGUF model as a :class:`~glmdesk.engine.generate.TextModel`.
+    """A loaded GGUF model as a :class:`~glmdesk.engine.decode.generate.TextModel`.
 
     Attributes:
         prompt_format: Role tokens (ChatGLM3 / GLM-4) or the GGUF's chat template.
@@ -138,7 +138,7 @@ class LlamaCppModel:
         vocab: The :class:`LlamaVocab`.
         header: The file's :class:`GGUFHeader`.
         kv_pool: The kept cache: the most recent conversation's source only (see
-            :class:`~glmdesk.engine.kv_pool.KVPool`). llama.cpp keeps one context of
+            :class:`~glmdesk.engine.decode.kv_pool.KVPool`). llama.cpp keeps one context of
             ``n_ctx`` cells, allocated once; a second conversation kept beside it would
             need either a second context (another full allocation) or a share of the
             same cells as another sequence, which would shrink the room each
@@ -300,7 +300,7 @@ class LlamaCppBackend(LocalBackend):
         progress: ProgressCallback | None = None,
         cancel: threading.Event | None = None,
     ) -> ModelInfo:
-        from glmdesk.engine import sources
+        from glmdesk.engine.files import sources
 
         def report(stage: str, done: int = 0, total: int = 0) -> None:
             if cancel is not None and cancel.is_set():

@@ -2,7 +2,7 @@
 
 A :class:`LlamaContext` is one ``llama_context`` (its KV cache sized ``n_ctx`` cells
 of ``type_k``/``type_v``) plus the ids it holds in order. The strategies are
-:class:`~glmdesk.engine.decoding.LogitsSource` implementations over it, so
+:class:`~glmdesk.engine.decode.decoding.LogitsSource` implementations over it, so
 glmdesk's decode loop (processors, live sampling, Stop) runs on llama.cpp's logits:
 
 - ``full``: every token kept, up to the context's ``n_ctx``.
@@ -222,8 +222,8 @@ def evict_block(window: int, n_batch: int) -> int:
 
 
 class LlamaCacheSource:
-    """A :class:`~glmdesk.engine.decoding.LogitsSource` over a :class:`LlamaContext`,
-    reusable across answers (a :class:`~glmdesk.engine.decoding.ReusableSource`).
+    """A :class:`~glmdesk.engine.decode.decoding.LogitsSource` over a :class:`LlamaContext`,
+    reusable across answers (a :class:`~glmdesk.engine.decode.decoding.ReusableSource`).
 
     Args:
         context: The context (cleared here and owned by this source).

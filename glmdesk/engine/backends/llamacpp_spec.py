@@ -162,7 +162,7 @@ class LlamaCppSpec(BackendSpec):
         "chosen": _NATIVE,
         "llamacpp_missing": _MISSING,
         "llamacpp_broken": _MISSING,
-        "vision_projector": _NO_VISION,  # glmdesk.engine.gguf_vision: a GGUF with an mmproj file
+        "vision_projector": _NO_VISION,  # glmdesk.engine.backends.gguf_vision: a GGUF with an mmproj file
     }
 
     def availability(self):

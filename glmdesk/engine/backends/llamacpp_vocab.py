@@ -2,7 +2,7 @@
 
 - :class:`LlamaVocab`: ids <-> bytes with ``llama_tokenize`` / ``llama_token_to_piece``,
   special tokens looked up by their text.
-- :class:`TemplateTokenizer`: what :class:`~glmdesk.engine.prompt.ChatTemplateFormat`
+- :class:`TemplateTokenizer`: what :class:`~glmdesk.engine.formats.prompt.ChatTemplateFormat`
   needs from a tokenizer (``chat_template``, ``apply_chat_template``, ``encode``), on
   llama.cpp's tokenizer and the GGUF's ``tokenizer.chat_template``, rendered by
   transformers' own Jinja renderer, so the prompt ids match the transformers path.
@@ -18,8 +18,8 @@ from collections.abc import Sequence
 
 from glmdesk.core.errors import GlmdeskError
 from glmdesk.engine import families
-from glmdesk.engine.prompt import PromptFormat
-from glmdesk.engine.stop_ids import stop_ids
+from glmdesk.engine.formats.prompt import PromptFormat
+from glmdesk.engine.formats.stop_ids import stop_ids
 
 
 class LlamaVocab:
@@ -75,7 +75,7 @@ class LlamaVocab:
 
     def decode(self, ids: Sequence[int]) -> str:
         """Ids to text, special tokens skipped; an incomplete UTF-8 tail is U+FFFD
-        (:class:`~glmdesk.engine.detokenizer.IncrementalDetokenizer` holds it back)."""
+        (:class:`~glmdesk.engine.decode.detokenizer.IncrementalDetokenizer` holds it back)."""
         return b"".join(self.piece(int(i)) for i in ids).decode("utf-8", errors="replace")
 
     def encode(self, text: str, special: bool = False) -> list[int]:
@@ -108,7 +108,7 @@ class LlamaVocab:
 
     def stop_ids(self, family: str = "gguf") -> frozenset[int]:
         """eos, eot and the family's end-of-turn tokens the vocabulary has (the one
-        rule, :func:`glmdesk.engine.stop_ids.stop_ids`)."""
+        rule, :func:`glmdesk.engine.formats.stop_ids.stop_ids`)."""
         return stop_ids(family, (self.eos, self.eot), self.special_id)
 
 

@@ -1,6 +1,6 @@
 """What the backends that decode locally (transformers, llama.cpp) share: answers,
 raw-prompt completions and prompt token counts over their
-:class:`~glmdesk.engine.generate.TextModel`, the conversations' kept KV cache, and the
+:class:`~glmdesk.engine.decode.generate.TextModel`, the conversations' kept KV cache, and the
 capabilities every local model has."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ class LocalBackend(Backend):
     """A :class:`Backend` whose answers run through glmdesk's own decode loop.
 
     A subclass's :meth:`load` sets ``_model`` (a
-    :class:`~glmdesk.engine.generate.TextModel` with a ``kv_pool``) and ``_info``, and
+    :class:`~glmdesk.engine.decode.generate.TextModel` with a ``kv_pool``) and ``_info``, and
     gives :meth:`encode_raw`, :meth:`engine_capabilities` and :meth:`probe_strategy`.
     """
 
@@ -31,7 +31,7 @@ class LocalBackend(Backend):
         self._capabilities: Capabilities | None = None
 
     def text_model(self):
-        """The loaded :class:`~glmdesk.engine.generate.TextModel`, or ``None``."""
+        """The loaded :class:`~glmdesk.engine.decode.generate.TextModel`, or ``None``."""
         return self._model
 
     def encode_raw(self, text: str) -> list[int]:
@@ -52,10 +52,10 @@ class LocalBackend(Backend):
         stop: threading.Event | None = None,
         conversation: Hashable | None = None,
     ) -> Iterator[GenerationChunk]:
-        """Stream one answer through :func:`glmdesk.engine.generate.stream_answer` (images
+        """Stream one answer through :func:`glmdesk.engine.decode.generate.stream_answer` (images
         on the newest message of a model without vision end it at once with
         ``vision_unavailable``: llama.cpp's multimodal library is not in this build)."""
-        from glmdesk.engine.generate import stream_answer
+        from glmdesk.engine.decode.generate import stream_answer
 
         if self._model is None:
             error = ErrorInfo("generation_failed", "No model is loaded.", {"detail": "no model is loaded"})
@@ -82,7 +82,7 @@ class LocalBackend(Backend):
     ) -> Iterator[GenerationChunk]:
         """Stream the continuation of a raw text prompt (see :meth:`Backend.stream_prompt`;
         lone surrogates become U+FFFD, as in chat messages)."""
-        from glmdesk.engine.generate import stream_prompt_ids
+        from glmdesk.engine.decode.generate import stream_prompt_ids
 
         model = self.text_model()
         if model is None:
@@ -95,7 +95,7 @@ class LocalBackend(Backend):
         Raises:
             RuntimeError: before :meth:`load` succeeded.
         """
-        from glmdesk.engine.prompt import encodable
+        from glmdesk.engine.formats.prompt import encodable
 
         model = self.text_model()
         if model is None:

@@ -34,8 +34,8 @@ from glmdesk.engine.backends import remote_errors
 from glmdesk.engine.backends.base import SAMPLING_FIELDS, Backend, Capabilities, ProgressCallback
 from glmdesk.engine.chunk import GenerationChunk
 from glmdesk.engine.families import family_for_model_id, served_tool_dialects
+from glmdesk.engine.formats.prompt import forced_call
 from glmdesk.engine.info import LoadProgress, ModelInfo
-from glmdesk.engine.prompt import forced_call
 
 #: Context window assumed when the server does not say (vLLM and glmdesk serve list
 #: ``max_model_len`` in ``/v1/models``), in tokens.
@@ -275,7 +275,7 @@ class RemoteBackend(Backend):
         with ``cancelled`` and closes the stream (vLLM aborts the request when its
         client goes away).
         """
-        from glmdesk.engine.openai_tools import messages_to_openai
+        from glmdesk.engine.tools.openai_tools import messages_to_openai
 
         wire, tools = messages_to_openai(messages)
         offered: dict = {"tools": tools} if tools else {}

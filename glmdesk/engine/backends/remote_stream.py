@@ -14,13 +14,13 @@ from collections.abc import Callable, Iterator
 from glmdesk.core.errors import ErrorInfo, GlmdeskError
 from glmdesk.core.parts import ReasoningPart, ReplyPart, TextPart, ToolCallPart, merged, text_of
 from glmdesk.core.tools import ToolSet
-from glmdesk.engine.answer_clock import AnswerClock
-from glmdesk.engine.answer_markers import AnswerMarkerFilter
 from glmdesk.engine.backends import remote_errors
 from glmdesk.engine.backends.remote_tools import RemoteCalls
 from glmdesk.engine.chunk import GenerationChunk
+from glmdesk.engine.decode.answer_clock import AnswerClock
 from glmdesk.engine.families import ModelFamily
 from glmdesk.engine.families.parser import ThinkSplitter
+from glmdesk.engine.formats.answer_markers import AnswerMarkerFilter
 
 _POLL_S = 0.05  # how often the waiting side checks Stop, in s
 _END = object()

@@ -33,7 +33,7 @@ class RemoteCalls:
         self.tools, self.families = tools, families
         self.names = {f.name for f in tools.functions}
         if tools.interpreter:
-            from glmdesk.engine.chatglm.tools import INTERPRETER_METADATA
+            from glmdesk.engine.formats.chatglm_tools import INTERPRETER_METADATA
 
             self.names |= {INTERPRETER_METADATA[f] for f in families if f in INTERPRETER_METADATA}
         self.held = ""
@@ -43,7 +43,7 @@ class RemoteCalls:
         self.calls: tuple[ToolCall, ...] = ()  # every call of the answer, set by finish()
         self.xml = None  # GLM-4.5's XML calls, read while the text streams
         if tools and families and families[0] == "glm45":
-            from glmdesk.engine.glm45_format import XmlToolFilter
+            from glmdesk.engine.formats.glm45_format import XmlToolFilter
 
             # the server forces a call itself (tool_choice is passed through): its text is read as written
             self.xml = XmlToolFilter(replace(tools, forced=None))
@@ -98,7 +98,7 @@ class RemoteCalls:
         """At the end: ``(call, text still to show)``; the call is ``None`` when nothing
         parsed (the held text is then shown). :attr:`calls` then holds every call of the
         answer in order (several ``tool_calls`` entries, or GLM-4.5's XML blocks)."""
-        from glmdesk.engine.openai_tools import call_from_openai, parse_glm_reply
+        from glmdesk.engine.tools.openai_tools import call_from_openai, parse_glm_reply
 
         if self.streamed:
             slots = [self.streamed[i] for i in sorted(self.streamed)]

@@ -130,7 +130,7 @@ class BackendSpec:
             translation in the ``OpenModelDialog`` context; ``{engine}`` is the label of
             the engine that runs it. A missing engine's reasons (its :attr:`reasons`) are its own notes.
             ``vision_projector``: shown when the GGUF comes with a vision projector the
-            engine cannot run (:mod:`glmdesk.engine.gguf_vision`; ``{file}`` its name).
+            engine cannot run (:mod:`glmdesk.engine.backends.gguf_vision`; ``{file}`` its name).
     """
 
     name = ""

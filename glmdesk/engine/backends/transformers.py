@@ -1,7 +1,7 @@
 """The transformers backend: HF folders, converted ChatGLM checkpoints, GGUF copies.
 
 Loading is :func:`glmdesk.engine.loader.load_model`; answering is the text layer
-(:func:`glmdesk.engine.generate.stream_answer`) over a KV-cache strategy.
+(:func:`glmdesk.engine.decode.generate.stream_answer`) over a KV-cache strategy.
 """
 
 from __future__ import annotations

@@ -57,7 +57,7 @@ class TransformersSpec(BackendSpec):
 
     def check(self, settings: LoadSettings) -> None:
         """Refuse a user's GGUF file whose tensor types transformers cannot dequantize
-        (:func:`~glmdesk.engine.gguf_header.check_transformers_tensor_types`), from the
+        (:func:`~glmdesk.engine.files.gguf_header.check_transformers_tensor_types`), from the
         header (milliseconds), before anything imports torch (seconds).
 
         Raises:
@@ -66,8 +66,8 @@ class TransformersSpec(BackendSpec):
         """
         if not settings.model or not settings.model.strip() or not is_gguf_model(settings.model):
             return  # the embedded model's types are known to be readable
-        from glmdesk.engine.gguf_header import check_transformers_tensor_types, read_gguf_header
-        from glmdesk.engine.sources import resolve_source
+        from glmdesk.engine.files.gguf_header import check_transformers_tensor_types, read_gguf_header
+        from glmdesk.engine.files.sources import resolve_source
 
         source = resolve_source(settings.model)
         if source.kind == "gguf":

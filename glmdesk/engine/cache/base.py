@@ -158,7 +158,7 @@ class CacheStrategy(ABC):
         tokens_seen: Positions processed so far (every answer of the conversation the
             cache was kept for), in tokens.
         ids: The token id processed at each position, ``len(ids) == tokens_seen``.
-        tuner: Optional :class:`~glmdesk.engine.threads.ThreadTuner` timing each decode step.
+        tuner: Optional :class:`~glmdesk.engine.decode.threads.ThreadTuner` timing each decode step.
     """
 
     name = "base"

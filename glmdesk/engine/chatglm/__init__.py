@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from glmdesk.engine.chatglm.convert import CONVERTER_VERSION, convert_checkpoint
 from glmdesk.engine.chatglm.detect import FAMILIES, detect_family, is_original_checkpoint
-from glmdesk.engine.chatglm.formats import ChatGLM2Format, ChatGLM3Format, GLM4Format
 from glmdesk.engine.chatglm.prepare import PreparedCheckpoint, converted_folder, prepare_checkpoint
 from glmdesk.engine.chatglm.source_checks import check_convertible
-from glmdesk.engine.chatglm.tokenizer import SPECIAL_TOKENS, ChatGLMTokenizer
+from glmdesk.engine.formats.chatglm_formats import ChatGLM2Format, ChatGLM3Format, GLM4Format
+from glmdesk.engine.formats.chatglm_tokenizer import SPECIAL_TOKENS, ChatGLMTokenizer
 
 __all__ = [
     "CONVERTER_VERSION",

@@ -49,7 +49,7 @@ from glmdesk.engine.families.files import (  # noqa: F401 (named here by the con
 FAMILIES = tuple(v for v in families.variants() if v not in ("generic", "hub", "embedded", "remote"))
 #: Families in THUDM's original layout, converted before loading.
 ORIGINAL_FAMILIES = frozenset(v for f in families.FAMILIES if f.converted for v in f.variants)
-#: Families whose tokenizer is :class:`~glmdesk.engine.chatglm.tokenizer.ChatGLMTokenizer`.
+#: Families whose tokenizer is :class:`~glmdesk.engine.formats.chatglm_tokenizer.ChatGLMTokenizer`.
 SENTENCEPIECE_FAMILIES = frozenset(v for f in families.FAMILIES if f.sentencepiece for v in f.variants)
 
 #: Written into every converted folder by :func:`~glmdesk.engine.chatglm.convert.convert_checkpoint`;

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from glmdesk.engine.chatglm.detect import SENTENCEPIECE_FAMILIES, declared_tokenizer, rope_ratio
-from glmdesk.engine.chatglm.formats import GLM4_SPECIAL_IDS, STOP_IDS_BY_FAMILY
-from glmdesk.engine.chatglm.tokenizer import SPECIAL_TOKENS
-from glmdesk.engine.stop_ids import stop_ids as family_stop_ids
+from glmdesk.engine.formats.chatglm_formats import GLM4_SPECIAL_IDS, STOP_IDS_BY_FAMILY
+from glmdesk.engine.formats.chatglm_tokenizer import SPECIAL_TOKENS
+from glmdesk.engine.formats.stop_ids import stop_ids as family_stop_ids
 
 #: THUDM configuration_chatglm.py defaults, for fields a config leaves out.
 THUDM_DEFAULTS: dict[str, Any] = {
@@ -163,7 +163,7 @@ def glm_config(
 def tokenizer_stop_ids(src: Path, family: str) -> tuple[int, ...]:
     """The family's stop ids in the vocabulary of the folder's own tokenizer file.
 
-    The one rule (:func:`glmdesk.engine.stop_ids.stop_ids`) on the file's vocabulary:
+    The one rule (:func:`glmdesk.engine.formats.stop_ids.stop_ids`) on the file's vocabulary:
     ChatGLM2/3: sentencepiece's eos, and for ChatGLM3 ``<|user|>`` and
     ``<|observation|>`` (special tokens follow the sentencepiece pieces); GLM-4:
     ``<|endoftext|>``, ``<|user|>``, ``<|observation|>`` after the tiktoken ranks.

@@ -27,10 +27,10 @@ from glmdesk.engine.chatglm.detect import (
     detect_family,
     read_config,
 )
-from glmdesk.engine.chatglm.glm4_tokenizer import load_glm4_tokenizer
 from glmdesk.engine.chatglm.source_checks import check_folder_files
-from glmdesk.engine.chatglm.tokenizer import ChatGLMTokenizer
-from glmdesk.engine.prompt import PromptFormat
+from glmdesk.engine.formats.chatglm_tokenizer import ChatGLMTokenizer
+from glmdesk.engine.formats.glm4_tokenizer import load_glm4_tokenizer
+from glmdesk.engine.formats.prompt import PromptFormat
 
 
 @dataclass(frozen=True)

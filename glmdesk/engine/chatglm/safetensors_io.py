@@ -9,7 +9,7 @@ File format (https://github.com/huggingface/safetensors): 8-byte little-endian
 header length ``N``, ``N`` bytes of JSON (``{name: {dtype, shape, data_offsets}}``
 plus ``__metadata__``), padded with spaces to a multiple of 8, then the raw
 little-endian tensor data. Reading a header goes through
-:func:`glmdesk.engine.file_checks.read_safetensors_header`, the one parser.
+:func:`glmdesk.engine.files.file_checks.read_safetensors_header`, the one parser.
 """
 
 from __future__ import annotations
@@ -26,7 +26,11 @@ import torch
 from safetensors import SafetensorError, safe_open
 
 from glmdesk.core.errors import GlmdeskError, corrupt_weights
-from glmdesk.engine.file_checks import SafetensorsHeader, SafetensorsHeaderError, read_safetensors_header
+from glmdesk.engine.files.file_checks import (
+    SafetensorsHeader,
+    SafetensorsHeaderError,
+    read_safetensors_header,
+)
 
 _TORCH_TO_ST = {
     torch.float64: "F64",
@@ -124,7 +128,7 @@ def _corrupt(src: Path, file: Path, exc: BaseException) -> GlmdeskError:
 @contextmanager
 def open_shard(file: Path, src: Path) -> Iterator[ShardReader]:
     """Open one shard lazily: the header (names, dtypes, shapes) through
-    :func:`~glmdesk.engine.file_checks.read_safetensors_header`, the data through
+    :func:`~glmdesk.engine.files.file_checks.read_safetensors_header`, the data through
     ``safe_open``; or ``torch.load(weights_only=True, mmap=True)`` for ``.bin``.
 
     Raises:

@@ -16,8 +16,8 @@ from typing import Any
 from glmdesk.core.errors import GlmdeskError
 from glmdesk.engine.chatglm.detect import is_original_checkpoint
 from glmdesk.engine.chatglm.glm_config import THUDM_DEFAULTS
-from glmdesk.engine.file_checks import check_no_lfs_pointers
-from glmdesk.engine.gguf_header import read_gguf_header
+from glmdesk.engine.files.file_checks import check_no_lfs_pointers
+from glmdesk.engine.files.gguf_header import read_gguf_header
 
 
 def refuse(src: Path, reason: str) -> GlmdeskError:

@@ -118,7 +118,7 @@ class ModelFamily:
         return collect_stop_ids(self.end_tokens, eos_ids, lookup)
 
     def prompt_format(self, tokenizer, eos_ids: Iterable[int | None] = ()):
-        """The family's :class:`~glmdesk.engine.prompt.PromptFormat` over ``tokenizer``.
+        """The family's :class:`~glmdesk.engine.formats.prompt.PromptFormat` over ``tokenizer``.
 
         Args:
             tokenizer: What the family's format reads: for the ChatGLM layouts an

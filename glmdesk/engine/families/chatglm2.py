@@ -31,7 +31,7 @@ def _recognise_gguf(architecture: str, lookup: TokenLookup, _meta: GgufMeta) -> 
 
 
 def _format(_family: ModelFamily, tokenizer, _eos_ids: tuple[int, ...]):
-    from glmdesk.engine.chatglm.formats import ChatGLM2Format
+    from glmdesk.engine.formats.chatglm_formats import ChatGLM2Format
 
     return ChatGLM2Format(tokenizer)
 

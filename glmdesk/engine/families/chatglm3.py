@@ -34,7 +34,7 @@ def _recognise_gguf(architecture: str, lookup: TokenLookup, _meta: GgufMeta) -> 
 
 
 def _format(_family: ModelFamily, tokenizer, eos_ids: tuple[int, ...]):
-    from glmdesk.engine.chatglm.formats import ChatGLM3Format
+    from glmdesk.engine.formats.chatglm_formats import ChatGLM3Format
 
     return ChatGLM3Format(tokenizer, extra_stop_ids=frozenset(eos_ids))
 

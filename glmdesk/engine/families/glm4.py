@@ -46,7 +46,7 @@ def _recognise_gguf(architecture: str, lookup: TokenLookup, _meta: GgufMeta) -> 
 
 
 def _format(_family: ModelFamily, tokenizer, eos_ids: tuple[int, ...]):
-    from glmdesk.engine.chatglm.formats import GLM4Format
+    from glmdesk.engine.formats.chatglm_formats import GLM4Format
 
     ids = {name: tokenizer.special_id(name) for name in GLM4_FORMAT_TOKENS}
     return GLM4Format(tokenizer.encode, ids, frozenset(eos_ids))
@@ -64,8 +64,8 @@ def chat_template_format(family: ModelFamily, tokenizer, eos_ids: tuple[int, ...
     Raises:
         ValueError: when the tokenizer has no chat template.
     """
-    from glmdesk.engine.prompt import ChatTemplateFormat
-    from glmdesk.engine.stop_ids import token_lookup
+    from glmdesk.engine.formats.prompt import ChatTemplateFormat
+    from glmdesk.engine.formats.stop_ids import token_lookup
 
     stops = family.stop_ids((*eos_ids, tokenizer.eos_token_id), token_lookup(tokenizer))
     return ChatTemplateFormat(tokenizer, stops, family.reasoning)

@@ -1,10 +1,10 @@
 """GLM-4.5, GLM-4.5-Air, GLM-4.6 and GLM-4.7 (``Glm4MoeForCausalLM``, ``model_type`` ``glm4_moe``).
 
 Mixture-of-experts models prompted by the folder's own chat template with tools,
-reasoning and ``enable_thinking`` (:class:`~glmdesk.engine.glm45_format.Glm45Format`);
+reasoning and ``enable_thinking`` (:class:`~glmdesk.engine.formats.glm45_format.Glm45Format`);
 they reason in ``<think>...</think>`` first and call tools in XML
 (``<tool_call>name<arg_key>..</arg_key><arg_value>..</arg_value></tool_call>``), read
-by :class:`~glmdesk.engine.glm45_format.XmlToolFilter`. GLM-4.7's template keeps
+by :class:`~glmdesk.engine.formats.glm45_format.XmlToolFilter`. GLM-4.7's template keeps
 earlier reasoning across tool turns; that is the template's choice, rendered as is.
 
 Sources: the zai-org/GLM-4.5 and GLM-4.6 model cards (``architectures``
@@ -55,15 +55,15 @@ def _recognise_gguf(architecture: str, _lookup: TokenLookup, meta: GgufMeta) -> 
 
 
 def glm45_format(family: ModelFamily, tokenizer, eos_ids: tuple[int, ...]):
-    """GLM-4.5's prompt format (:class:`~glmdesk.engine.glm45_format.Glm45Format`) over
+    """GLM-4.5's prompt format (:class:`~glmdesk.engine.formats.glm45_format.Glm45Format`) over
     ``tokenizer``'s chat template, stopping on ``eos_ids``, the tokenizer's eos and
     ``family``'s end tokens, with ``family``'s think markers.
 
     Raises:
         ValueError: when the tokenizer has no chat template.
     """
-    from glmdesk.engine.glm45_format import Glm45Format
-    from glmdesk.engine.stop_ids import token_lookup
+    from glmdesk.engine.formats.glm45_format import Glm45Format
+    from glmdesk.engine.formats.stop_ids import token_lookup
 
     stops = family.stop_ids((*eos_ids, tokenizer.eos_token_id), token_lookup(tokenizer))
     return Glm45Format(tokenizer, stops, family.reasoning or THINK)

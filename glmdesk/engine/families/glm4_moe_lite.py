@@ -3,7 +3,7 @@
 A 30B mixture-of-experts model with 3B active, whose attention is DeepSeek-V2's
 multi-head latent attention (a compressed key/value latent plus a shared rotary key).
 It speaks GLM-4.7's chat format: the GLM-4.5 family's template with tools, reasoning and
-``enable_thinking`` (:class:`~glmdesk.engine.glm45_format.Glm45Format`, the same format
+``enable_thinking`` (:class:`~glmdesk.engine.formats.glm45_format.Glm45Format`, the same format
 object as GLM-4.5), whose generation prompt opens ``<think>`` itself; calls are GLM-4.5's
 XML ones.
 

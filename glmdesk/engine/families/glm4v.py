@@ -15,7 +15,7 @@ Sources: the zai-org model cards of GLM-4.1V-9B-Thinking, GLM-4.5V, GLM-4.6V and
 GLM-4.6V-Flash (``architectures``; ``<think>`` then ``<answer>``; eos ``<|endoftext|>``,
 ``<|user|>``, ``<|observation|>``). No GGUF is claimed here: a GGUF of their language
 model is read by its text architecture and runs as text only, its vision projector
-unused (:mod:`glmdesk.engine.gguf_vision`). The sampling defaults are GLM-4.5's
+unused (:mod:`glmdesk.engine.backends.gguf_vision`). The sampling defaults are GLM-4.5's
 (temperature 0.6, top_p 0.95), not read from the vision cards.
 """
 

@@ -1,9 +1,9 @@
 """Reply parsers: a model's streamed reply as typed parts (text, reasoning, tool call).
 
 A :class:`ReplyParser` is what every backend asks for one answer's reply: the local
-decode loop (:mod:`glmdesk.engine.generate`, transformers and llama.cpp alike) and the
+decode loop (:mod:`glmdesk.engine.decode.generate`, transformers and llama.cpp alike) and the
 remote backend (:mod:`glmdesk.engine.backends.remote_stream`). It chains the prompt
-format's :class:`~glmdesk.engine.prompt.ReplyFilter` (ChatGLM3's metadata line,
+format's :class:`~glmdesk.engine.formats.prompt.ReplyFilter` (ChatGLM3's metadata line,
 ChatGLM2's ``[Round`` stop, the GLM tool-call filter) with a :class:`ThinkSplitter`
 when the family writes reasoning (GLM-Z1's ``<think>...</think>``), and says each
 step's parts: :class:`~glmdesk.core.parts.TextPart`,
@@ -15,7 +15,7 @@ from __future__ import annotations
 from glmdesk.core.parts import ReasoningPart, ReplyPart, TextPart, ThinkMarkers, ToolCallPart
 from glmdesk.core.text import held_length
 from glmdesk.core.tools import ToolCall, ToolSet
-from glmdesk.engine.prompt import PromptFormat, ReplyFilter
+from glmdesk.engine.formats.prompt import PromptFormat, ReplyFilter
 
 
 class ThinkSplitter:

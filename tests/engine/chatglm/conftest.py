@@ -20,7 +20,7 @@ import torch
 from safetensors.torch import save_file
 
 from glmdesk.engine.chatglm import ChatGLM3Format, ChatGLMTokenizer, GLM4Format
-from glmdesk.engine.chatglm.glm4_tokenizer import load_glm4_tokenizer
+from glmdesk.engine.formats.glm4_tokenizer import load_glm4_tokenizer
 
 CORPUS = [
     "Hello world, this is a tiny corpus for testing the ChatGLM tokenizer.",

@@ -7,10 +7,10 @@ import pytest
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.parts import text_of
 from glmdesk.engine.chatglm import ChatGLM2Format, ChatGLMTokenizer
-from glmdesk.engine.context import fit_prompt
-from glmdesk.engine.detokenizer import IncrementalDetokenizer
+from glmdesk.engine.decode.context import fit_prompt
+from glmdesk.engine.decode.detokenizer import IncrementalDetokenizer
+from glmdesk.engine.decode.generate import RESUME_CONTEXT_TOKENS
 from glmdesk.engine.families.parser import reply_parser
-from glmdesk.engine.generate import RESUME_CONTEXT_TOKENS
 
 QUESTION = ChatMessage("user", "hello world")
 PARTIAL = ChatMessage("assistant", "the sea is blue and")

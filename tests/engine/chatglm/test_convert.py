@@ -12,7 +12,7 @@ from transformers import DynamicCache, GlmForCausalLM
 
 from glmdesk.core.errors import GlmdeskError
 from glmdesk.engine.chatglm import convert_checkpoint
-from glmdesk.engine.chatglm.tokenizer import ChatGLMTokenizer
+from glmdesk.engine.formats.chatglm_tokenizer import ChatGLMTokenizer
 
 IDS = [5, 300, 17, 42, 99, 250, 7, 64, 3, 128, 11, 400]  # plain pieces and byte pieces
 

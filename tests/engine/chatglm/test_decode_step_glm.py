@@ -7,10 +7,10 @@ import pytest
 import torch
 
 from glmdesk.core.settings import CacheSettings, LoadSettings
-from glmdesk.engine.compiled_step import compiler_missing_reason
+from glmdesk.engine.decode.compiled_step import compiler_missing_reason
+from glmdesk.engine.decode.static_decode import StaticDecodeStep
 from glmdesk.engine.loader import load_model
-from glmdesk.engine.static_decode import StaticDecodeStep
-from tests.engine.test_decode_step import step_logits
+from tests.engine.decode.test_decode_step import step_logits
 
 
 @pytest.mark.parametrize(("family", "rope_ratio"), [("chatglm2", None), ("chatglm3", 50.0)])

@@ -16,8 +16,8 @@ import pytest
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import ParamsBox, SamplingParams
 from glmdesk.core.tools import ToolCall, ToolSet, parse_functions
-from glmdesk.engine.chatglm.tools import CHATGLM3_TOOL_INTRO
-from glmdesk.engine.generate import stream_answer
+from glmdesk.engine.decode.generate import stream_answer
+from glmdesk.engine.formats.chatglm_tools import CHATGLM3_TOOL_INTRO
 from tests.helpers import tool_models as models
 from tests.helpers import tool_reference as ref
 

@@ -7,7 +7,7 @@ import json
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
 from glmdesk.engine.chatglm.detect import declared_tokenizer, detect_family
-from glmdesk.engine.generate import stream_chat
+from glmdesk.engine.decode.generate import stream_chat
 from glmdesk.engine.loader import load_model
 
 

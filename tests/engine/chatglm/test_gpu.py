@@ -169,7 +169,7 @@ def test_llamacpp_gpu_build_keeps_moe_experts_in_ram(tmp_path):
 def _static_answer(loaded, cache, params=GREEDY, stop=None, key=None, on_chunk=None):
     """Token ids and final chunk of one answer through the decode loop (``on_chunk(chunk,
     box)`` runs after each chunk: Stop presses and slider moves)."""
-    from glmdesk.engine.generate import stream_answer
+    from glmdesk.engine.decode.generate import stream_answer
 
     box = ParamsBox(params)
     chunks = []
@@ -191,7 +191,7 @@ def test_static_decode_path_on_the_gpu(make_checkpoint, monkeypatch, tmp_path):
     import threading
 
     from glmdesk.engine.cache import kv_bytes_per_token, make_cache_strategy
-    from glmdesk.engine.static_decode import MIN_BUCKET, StaticDecodeStep
+    from glmdesk.engine.decode.static_decode import MIN_BUCKET, StaticDecodeStep
 
     monkeypatch.setenv("GLMDESK_MODEL_CACHE", str(tmp_path / "models"))
     src, *_ = make_checkpoint("chatglm3", n_shards=1)

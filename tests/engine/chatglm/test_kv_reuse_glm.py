@@ -13,7 +13,7 @@ import pytest
 
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import CacheSettings, LoadSettings, ParamsBox, SamplingParams
-from glmdesk.engine.generate import stream_chat
+from glmdesk.engine.decode.generate import stream_chat
 from glmdesk.engine.loader import load_model
 
 GREEDY = ParamsBox(SamplingParams(temperature=0.0, max_new_tokens=5))

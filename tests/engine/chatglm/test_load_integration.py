@@ -7,7 +7,7 @@ import pytest
 from glmdesk.core.errors import GlmdeskError
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
-from glmdesk.engine.generate import stream_chat
+from glmdesk.engine.decode.generate import stream_chat
 from glmdesk.engine.loader import load_model
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.tools import ToolCall
-from glmdesk.engine.openai_tools import (
+from glmdesk.engine.tools.openai_tools import (
     messages_from_openai,
     parse_glm_reply,
     tool_call_deltas,

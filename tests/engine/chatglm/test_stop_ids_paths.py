@@ -10,11 +10,11 @@ import pytest
 
 from glmdesk.core.settings import LoadSettings
 from glmdesk.engine.chatglm import prepare_checkpoint
-from glmdesk.engine.chatglm.formats import GLM4_SPECIAL_IDS, STOP_IDS_BY_FAMILY
 from glmdesk.engine.chatglm.glm_config import tokenizer_stop_ids
-from glmdesk.engine.chatglm.tokenizer import SPECIAL_TOKENS
+from glmdesk.engine.formats.chatglm_formats import GLM4_SPECIAL_IDS, STOP_IDS_BY_FAMILY
+from glmdesk.engine.formats.chatglm_tokenizer import SPECIAL_TOKENS
+from glmdesk.engine.formats.stop_ids import stop_ids
 from glmdesk.engine.loader import load_model
-from glmdesk.engine.stop_ids import stop_ids
 
 
 def test_the_rule_gives_thudms_lists_on_the_released_vocabularies():

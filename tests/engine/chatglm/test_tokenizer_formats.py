@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from glmdesk.core.messages import ChatMessage
 from glmdesk.engine.chatglm import SPECIAL_TOKENS, ChatGLM2Format, ChatGLM3Format, ChatGLMTokenizer
-from glmdesk.engine.chatglm.formats import ChatGLM2ReplyFilter, LeadingMetadataFilter
+from glmdesk.engine.formats.chatglm_formats import ChatGLM2ReplyFilter, LeadingMetadataFilter
 
 U, A, S = "user", "assistant", "system"
 
@@ -78,7 +78,7 @@ def test_window_decode_drops_the_dummy_space_consistently(tok):
 
 
 def test_incremental_detokenizer_reproduces_full_decode(tok):
-    detok_mod = pytest.importorskip("glmdesk.engine.detokenizer")
+    detok_mod = pytest.importorskip("glmdesk.engine.decode.detokenizer")
     text = "你好！ Hello 🙂 world\n\n答：很好。"
     ids = tok.encode(text)
     d = detok_mod.IncrementalDetokenizer(lambda i: tok.decode(i, skip_special_tokens=True))

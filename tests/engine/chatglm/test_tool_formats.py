@@ -5,7 +5,7 @@ from __future__ import annotations
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.tools import INTERPRETER, ToolCall, ToolSet, parse_functions
 from glmdesk.engine.chatglm import ChatGLMTokenizer, GLM4Format
-from glmdesk.engine.chatglm.tools import (
+from glmdesk.engine.formats.chatglm_tools import (
     CHATGLM3_CI_PROMPT,
     CHATGLM3_TOOL_INTRO,
     interpreter_observation,

@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from glmdesk.core.tools import INTERPRETER, FunctionSpec, ToolSet, parse_functions
-from glmdesk.engine.chatglm.tool_filter import ToolReplyFilter
-from glmdesk.engine.chatglm.tools import CallError, parse_call, parse_chatglm3_arguments
+from glmdesk.engine.formats.chatglm_tools import CallError, parse_call, parse_chatglm3_arguments
+from glmdesk.engine.formats.tool_filter import ToolReplyFilter
 
 TOOLS = ToolSet((FunctionSpec("get_weather"), FunctionSpec("track")), interpreter=True)
 SEGMENT = 999

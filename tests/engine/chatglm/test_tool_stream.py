@@ -19,7 +19,7 @@ from glmdesk.core.settings import ParamsBox, SamplingParams
 from glmdesk.core.tools import INTERPRETER, FunctionSpec, ToolSet
 from glmdesk.engine.backends.transformers import TransformersBackend
 from glmdesk.engine.chatglm import prepare_checkpoint
-from glmdesk.engine.generate import stream_answer
+from glmdesk.engine.decode.generate import stream_answer
 from glmdesk.engine.info import ModelInfo
 from glmdesk.engine.loader import LoadedModel
 from tests.helpers import tool_models as tm
@@ -141,8 +141,8 @@ def test_capabilities_say_which_formats_have_tools(g4_loaded, embedded):
 
 
 def test_interpreter_round_runs_code_and_the_answer_continues(g4_loaded, tmp_path):
-    from glmdesk.engine.interpreter import CodeInterpreter, new_workdir
-    from glmdesk.engine.tool_loop import ToolRound, answer_with_tools, run_interpreter
+    from glmdesk.engine.tools.interpreter import CodeInterpreter, new_workdir
+    from glmdesk.engine.tools.tool_loop import ToolRound, answer_with_tools, run_interpreter
 
     obs, eos = special(g4_loaded, "<|observation|>"), special(g4_loaded, "<|user|>")
     call = enc(g4_loaded, "python\n```python\nx = 6 * 7\nprint(x)\n```") + [obs]
@@ -169,7 +169,7 @@ def test_interpreter_round_runs_code_and_the_answer_continues(g4_loaded, tmp_pat
 
 
 def test_tool_rounds_end_with_a_note_after_the_limit(g3_loaded):
-    from glmdesk.engine.tool_loop import ToolResult, answer_with_tools
+    from glmdesk.engine.tools.tool_loop import ToolResult, answer_with_tools
 
     obs = special(g3_loaded, "<|observation|>")
     call = enc(g3_loaded, "get_weather\n```python\ntool_call(city='x')\n```") + [obs]

@@ -14,7 +14,7 @@ import pytest
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import ParamsBox, SamplingParams
 from glmdesk.core.tools import INTERPRETER, FunctionSpec, ToolSet
-from glmdesk.engine.generate import stream_answer
+from glmdesk.engine.decode.generate import stream_answer
 from glmdesk.server.tool_stream import JsonObjectEnd, ToolCallStream, json_prefix
 from tests.helpers import tool_models as tm
 

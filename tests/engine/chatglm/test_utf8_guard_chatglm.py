@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from glmdesk.engine.chatglm.tokenizer import ChatGLMTokenizer
-from glmdesk.engine.utf8_guard import GROUND, guard_for
+from glmdesk.engine.decode.utf8_guard import GROUND, guard_for
+from glmdesk.engine.formats.chatglm_tokenizer import ChatGLMTokenizer
 
 
 def test_chatglm_byte_fallback_pieces(sp_model_file):

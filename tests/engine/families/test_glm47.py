@@ -10,7 +10,7 @@ import pytest
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
 from glmdesk.core.tools import FunctionSpec, ToolCall, ToolSet
-from glmdesk.engine.generate import stream_answer
+from glmdesk.engine.decode.generate import stream_answer
 from glmdesk.engine.loader import load_model
 from tests.helpers import tool_models as tm
 
@@ -76,7 +76,7 @@ def test_reasoning_of_the_tool_turns_is_kept_and_earlier_reasoning_left_out(glm4
 
 
 def test_the_tool_loop_gives_the_next_prompt_the_calls_reasoning(glm47, hf_tok):
-    from glmdesk.engine.tool_loop import ToolResult, ToolRound, answer_with_tools
+    from glmdesk.engine.tools.tool_loop import ToolResult, ToolRound, answer_with_tools
 
     tok, stop = glm47.tokenizer, glm47.tokenizer.convert_tokens_to_ids("<|observation|>")
     call = "I need the weather.</think><tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value></tool_call>"

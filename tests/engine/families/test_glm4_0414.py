@@ -13,8 +13,8 @@ from glmdesk.core.messages import ChatMessage
 from glmdesk.core.parts import ReasoningPart, TextPart, merged
 from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
 from glmdesk.engine.chatglm.detect import detect_family
+from glmdesk.engine.decode.generate import stream_answer
 from glmdesk.engine.families import get_family, sampling_defaults
-from glmdesk.engine.generate import stream_answer
 from glmdesk.engine.loader import load_model
 from tests.helpers import tool_models as tm
 

@@ -17,8 +17,8 @@ from glmdesk.core.parts import ReasoningPart, TextPart, ToolCallPart, merged
 from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
 from glmdesk.core.tools import FunctionSpec, ToolCall, ToolSet
 from glmdesk.engine.chatglm.detect import detect_family
+from glmdesk.engine.decode.generate import stream_answer
 from glmdesk.engine.families import get_family, recognise_gguf, sampling_defaults, tool_dialect
-from glmdesk.engine.generate import stream_answer
 from glmdesk.engine.loader import load_model
 from tests.helpers import tool_models as tm
 
@@ -246,7 +246,7 @@ def test_no_thinking_switches_the_template_off(glm45, hf_tok):
 
 
 def test_the_tool_loop_runs_the_call_and_the_model_answers_its_result(glm45, hf_tok):
-    from glmdesk.engine.tool_loop import ToolResult, ToolRound, answer_with_tools
+    from glmdesk.engine.tools.tool_loop import ToolResult, ToolRound, answer_with_tools
 
     tok, stop = glm45.tokenizer, glm45.tokenizer.convert_tokens_to_ids("<|observation|>")
     call = "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>"
@@ -297,7 +297,7 @@ def test_the_code_interpreter_is_offered_as_a_python_function(glm45, hf_tok):
     assert (call.kind, call.code) == ("interpreter", "print(1 + 2)")
     assert any(c.tool_pending == "interpreter" for c in chunks[:-1])
     history = [*messages, ChatMessage("assistant", "", tool_call=call), ChatMessage("observation", "3")]
-    from glmdesk.engine.glm45_format import PYTHON_TOOL
+    from glmdesk.engine.formats.glm45_format import PYTHON_TOOL
 
     python = {"type": "function", "function": {"name": "python", "arguments": {"code": "print(1 + 2)"}}}
     reference = [
@@ -339,7 +339,7 @@ def test_several_calls_in_one_reply_are_all_read_and_the_reply_ends_at_the_end_t
 def test_the_tool_loop_runs_several_calls_in_order_and_sends_their_results_as_the_template_does(
     glm45, hf_tok
 ):
-    from glmdesk.engine.tool_loop import ToolResult, ToolRound, answer_with_tools
+    from glmdesk.engine.tools.tool_loop import ToolResult, ToolRound, answer_with_tools
 
     tok, stop = glm45.tokenizer, glm45.tokenizer.convert_tokens_to_ids("<|observation|>")
     scripts = [
@@ -387,7 +387,7 @@ def test_the_tool_loop_runs_several_calls_in_order_and_sends_their_results_as_th
 
 
 def test_calls_past_the_round_limit_run_none(glm45):
-    from glmdesk.engine.tool_loop import ToolRound, answer_with_tools
+    from glmdesk.engine.tools.tool_loop import ToolRound, answer_with_tools
 
     tok, stop = glm45.tokenizer, glm45.tokenizer.convert_tokens_to_ids("<|observation|>")
     forcer = tm.ForceTokens([tok.encode(PARIS_AND_ROME, add_special_tokens=False) + [stop]])

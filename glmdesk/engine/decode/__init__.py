@@ -1,0 +1,1 @@
+"""glmdesk's engine decode room (see docs/ARCHITECTURE.md)."""

@@ -1,0 +1,1 @@
+"""glmdesk's engine files room (see docs/ARCHITECTURE.md)."""

@@ -1,0 +1,1 @@
+"""glmdesk's engine formats room (see docs/ARCHITECTURE.md)."""

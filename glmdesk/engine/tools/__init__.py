@@ -1,0 +1,1 @@
+"""glmdesk's engine tools room (see docs/ARCHITECTURE.md)."""

@@ -1,0 +1,1 @@
+"""glmdesk's ui app room (see docs/ARCHITECTURE.md)."""

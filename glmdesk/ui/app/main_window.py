@@ -1,0 +1,355 @@
+"""The main window: history pane, chat, sidebar and gauge, status bar.
+
+It is the composition root of the window: it builds the
+:class:`~glmdesk.ui.session.chat_session.ChatSession` (answers) with its
+:class:`~glmdesk.ui.session.model_loader.ModelLoader` (loads), lays out the widgets, and builds
+the objects that bind them, each given what it needs and connected to the session or
+the loader itself: :class:`~glmdesk.ui.app.answer_view.AnswerView`,
+:class:`~glmdesk.ui.app.load_view.LoadView`, :class:`~glmdesk.ui.app.sampling_binding.SamplingBinding`,
+the tools, serve and engine-upgrade controllers, and with a history its panel,
+controller and the message versions. The window itself keeps the user's commands
+(send, stop, regenerate, new chat...), the actions' enabled state and closing.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from PySide6.QtCore import QCoreApplication, Slot
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QMainWindow, QWidget
+
+from glmdesk.core.messages import ChatMessage
+from glmdesk.core.settings import LoadSettings
+from glmdesk.engine.forecast import read_budget
+from glmdesk.engine.memory import MemoryProbe
+from glmdesk.ui.app.answer_view import AnswerView
+from glmdesk.ui.app.load_view import LoadView
+from glmdesk.ui.app.sampling_binding import SamplingBinding, initial_params
+from glmdesk.ui.app.window_layout import lay_out
+from glmdesk.ui.app.window_menus import ProductMenus
+from glmdesk.ui.chat.branch_actions import BranchActions
+from glmdesk.ui.common.settings_store import SettingsStore
+from glmdesk.ui.history.history_controller import HistoryController
+from glmdesk.ui.history.history_panel import HistoryPanel
+from glmdesk.ui.models.engine_upgrade import EngineUpgrade
+from glmdesk.ui.models.open_model_dialog import OpenModelDialog
+from glmdesk.ui.session.chat_session import ChatSession
+from glmdesk.ui.session.serve_controller import ServeController
+from glmdesk.ui.tools.tool_controller import ToolController
+from glmdesk.ui.tools.tool_memory import ToolsMemory
+
+
+def _shutdown_on_destroy(session, *_args) -> None:
+    session.shutdown()
+
+
+class MainWindow(QMainWindow):
+    """The glmdesk window.
+
+    Args:
+        store: Remembered settings (default: the user's QSettings).
+        probe: Memory probe for the gauge.
+        model: An already loaded transformers model to answer with (tests).
+        backend: An already loaded :class:`~glmdesk.engine.backends.Backend` (tests);
+            otherwise :meth:`start` loads the last model or the embedded default.
+        factory, options: Passed to :class:`ChatSession` (tests).
+        history: The chat :class:`~glmdesk.core.history.History` to show and save to
+            (``None``: chatting works without saving).
+
+    Attributes:
+        session: The :class:`ChatSession`; ``loader`` its :class:`ModelLoader`. Their
+            signals are the window's events (the window relays none).
+        history_controller: The :class:`HistoryController` (``None`` without a history).
+    """
+
+    def __init__(
+        self,
+        store: SettingsStore | None = None,
+        probe: MemoryProbe | None = None,
+        model=None,
+        backend=None,
+        factory=None,
+        options=None,
+        history=None,
+    ) -> None:
+        super().__init__()
+        self.setObjectName("main_window")
+        self.setWindowTitle(self.tr("glmdesk"))
+        self.store = store or SettingsStore()
+        self.params_box = initial_params(self.store)
+        if model is not None and backend is None:
+            from glmdesk.engine.backends.transformers import TransformersBackend
+
+            backend = TransformersBackend(model)
+        self.session = ChatSession(self.params_box, backend, self, factory, options)
+        self.loader = self.session.loader
+        # A window destroyed without being closed (dropped by its owner) must still end
+        # the thread first: a QThread destroyed while running aborts the process.
+        self.destroyed.connect(functools.partial(_shutdown_on_destroy, self.session))
+        self._build(probe)
+        self.menus = ProductMenus(self)  # the actions and menus (File, Chat, View, Help)
+        self._bind(history)
+        self._restore_geometry()
+        app = QCoreApplication.instance()
+        if app is not None:
+            app.aboutToQuit.connect(self.shutdown)
+        self._update_actions()
+
+    def _bind(self, history) -> None:
+        """Build the objects that bind the session and the loader to the widgets."""
+        session, loader = self.session, self.loader
+        self.sampling = SamplingBinding(self.params_box, self.store, self.sidebar, loader, self)
+        self.load_view = LoadView(
+            loader, self.store, self, self.status, self.gauge, self.input_box, self.sidebar, self.notice
+        )
+        self.answer_view = AnswerView(
+            session,
+            self.params_box,
+            self.chat_view,
+            self.input_box,
+            self.status,
+            self.gauge,
+            self.notice,
+            self,
+        )
+        for signal in (
+            loader.load_started,
+            loader.load_finished,
+            loader.model_ready,
+            loader.load_failed,
+            session.answer_started,
+            session.answer_finished,
+            session.conversation_replaced,
+            session.conversation_cleared,
+        ):
+            signal.connect(self._update_actions)
+        self.serve = ServeController(session, parent=self)
+        self.statusBar().addPermanentWidget(self.serve.label)
+        self.serve.serving_failed.connect(self.status.showMessage)
+        self.file_menu.insertAction(self.quit_action, self.serve.action)
+        self.engine_upgrade = EngineUpgrade(session, self)  # llama.cpp built and used when missing
+        self.engine_upgrade.line_changed.connect(self.status.show_engine)
+        self.engine_upgrade.line_changed.connect(self.chat_area.welcome.set_engine_line)
+        self.tools = ToolController(session, self.chat_view, self.sidebar.tools_panel, self.notice, self)
+        self.history_controller = None
+        if history is not None:
+            panel = HistoryPanel(history)
+            self.set_history_panel(panel)
+            self.history_controller = HistoryController(session, history, panel, self)
+            self.tools_memory = ToolsMemory(
+                self.history_controller, self.sidebar.tools_panel, session, self.history_controller
+            )
+        self.branch_actions = BranchActions(
+            session,
+            self.chat_view,
+            self.sidebar,
+            self.input_box,
+            self.status,
+            self.send_message,
+            self.history_controller,
+            self,
+        )
+
+    # The session's state, for the history controller and tests -----------------------
+    @property
+    def state(self):
+        """The open conversation (:class:`ChatState`)."""
+        return self.session.state
+
+    @property
+    def model_info(self):
+        """The model in use (``None`` before the first load)."""
+        return self.loader.model_info
+
+    @property
+    def load_settings(self):
+        """The settings of the model in use (``None`` for a model given at construction)."""
+        return self.loader.load_settings
+
+    @property
+    def availability(self) -> dict:
+        """``{option key: None or ErrorInfo}``: what Open model may offer."""
+        return self.load_view.availability
+
+    @property
+    def worker(self):
+        """The worker object (on its own thread)."""
+        return self.session.worker
+
+    @property
+    def worker_thread(self):
+        """The worker's thread."""
+        return self.session.thread
+
+    # Building -------------------------------------------------------------------
+    def _build(self, probe: MemoryProbe | None) -> None:
+        lay_out(self, probe)
+        self.sidebar.set_system_prompt(self.store.system_prompt())
+        self.sidebar.set_cache_settings(self.store.cache_settings())
+        self.sidebar.set_language(self.store.language())
+        self.sidebar.language_changed.connect(self._on_language_changed)
+        self.input_box.message_submitted.connect(self.send_message)
+        self.input_box.stop_requested.connect(self.stop_answer)
+        self.input_box.image_refused.connect(self.notice.show_error)
+        self.sidebar.system_prompt_changed.connect(self._on_system_prompt_changed)
+        self.sidebar.cache_settings_changed.connect(self._on_cache_settings_changed)
+        self.status.load_indicator.cancel_requested.connect(self.loader.cancel_load)
+        self.chat_view.message_copied.connect(self._on_message_copied)
+        self.chat_area.welcome.prompt_chosen.connect(self._on_example_chosen)
+        self.chat_area.welcome.open_model_requested.connect(self.open_model_dialog)
+
+    def _restore_geometry(self) -> None:
+        geometry = self.store.bytes_value("geometry")
+        if geometry is None or not self.restoreGeometry(geometry):
+            self.resize(1200, 780)
+        splitter = self.store.bytes_value("splitter")
+        if splitter is not None:
+            self.splitter.restoreState(splitter)
+
+    def set_history_panel(self, panel: QWidget) -> None:
+        """Put the history panel in the left pane and show it."""
+        layout = self.history_pane.layout()
+        while layout.count():
+            item = layout.takeAt(0)
+            if item.widget() is not None:
+                item.widget().setParent(None)
+        layout.addWidget(panel)
+        self.history_pane.show()
+
+    # Starting and loading -------------------------------------------------------
+    def start(self) -> None:
+        """Check load options and load the last model (or the embedded default)."""
+        self.loader.start(self.store.last_model())
+
+    def is_streaming(self) -> bool:
+        """True while an answer is being written."""
+        return self.session.is_streaming()
+
+    def is_loading(self) -> bool:
+        """True while a model loads."""
+        return self.loader.is_loading()
+
+    def load_model(self, settings: LoadSettings) -> None:
+        """Load ``settings``; an answer being written is stopped first."""
+        self.loader.load_model(settings)
+
+    @Slot()
+    def open_model_dialog(self) -> None:
+        """Ask for a model and load it."""
+        current = self.load_settings or self.store.last_model()
+        dialog = OpenModelDialog(
+            current,
+            self.availability,
+            self,
+            self.store.recent_models(),
+            fit_budget=lambda: read_budget(self.gauge.probe),  # the gauge's NVML handle
+        )
+        if dialog.exec() == OpenModelDialog.DialogCode.Accepted:
+            self.load_model(dialog.load_settings())
+
+    # Sending and streaming ------------------------------------------------------------
+    @Slot(str)
+    def send_message(self, text: str) -> bool:
+        """Send ``text`` as the user's next message; returns whether it was sent."""
+        if self.session.is_streaming() or not text.strip():
+            return False
+        if not self.session.is_ready():
+            self.notice.show_info(self.tr("Wait until the model has loaded, then send your message again."))
+            return False
+        attachments = self.input_box.attachments()
+        return self.session.send(
+            text, self.sidebar.system_prompt(), self.sidebar.cache_settings(), attachments
+        )
+
+    @Slot(str)
+    def _on_example_chosen(self, text: str) -> None:
+        if not self.send_message(text):
+            self.input_box.set_text(text)  # not ready yet: it waits in the input box
+
+    @Slot()
+    def stop_answer(self) -> None:
+        """Stop the answer being written (it ends within one token; the text is kept)."""
+        self.session.stop_answer()
+
+    # Chat actions ------------------------------------------------------------------
+    def show_conversation(self, messages: list[ChatMessage], key: object = None) -> None:
+        """Replace the open conversation with ``messages`` (see :meth:`ChatSession.show_conversation`)."""
+        self.session.show_conversation(messages, key)
+
+    @Slot()
+    def regenerate(self) -> None:
+        """Write the last answer again."""
+        self.session.regenerate(self.sidebar.system_prompt(), self.sidebar.cache_settings())
+
+    @Slot()
+    def continue_answer(self) -> None:
+        """Chat -> Continue: write on from where the length limit cut the last answer."""
+        self.branch_actions.continue_at(len(self.session.state) - 1)
+
+    @Slot()
+    def new_chat(self) -> None:
+        """Start an empty conversation (an answer being written is stopped and kept)."""
+        self.session.new_chat()
+
+    @Slot()
+    def copy_last_answer(self) -> None:
+        """Copy the newest answer's Markdown."""
+        for message in reversed(self.state.messages):
+            if message.role == "assistant":
+                QGuiApplication.clipboard().setText(message.content)
+                self.status.showMessage(self.tr("Answer copied."), 3000)
+                return
+
+    @Slot(str)
+    def _on_message_copied(self, _text: str) -> None:
+        self.status.showMessage(self.tr("Message copied."), 3000)
+
+    @Slot()
+    def toggle_sidebar(self) -> None:
+        """Show or hide the sidebar (View -> Show settings)."""
+        side = self.splitter.widget(2)
+        side.setVisible(not side.isVisible())
+        self.sidebar_action.setChecked(side.isVisible())
+
+    def _update_actions(self, *_args) -> None:
+        ready = self.session.is_ready()
+        idle = not self.session.is_streaming()
+        self.regenerate_action.setEnabled(ready and idle and len(self.state) > 0)
+        self.continue_action.setEnabled(ready and idle and self.session.can_continue())
+        self.stop_action.setEnabled(not idle)
+        self.copy_action.setEnabled(any(m.role == "assistant" for m in self.state.messages))
+
+    # Settings ---------------------------------------------------------------------
+    @Slot(str)
+    def _on_system_prompt_changed(self, text: str) -> None:
+        self.store.save_system_prompt(text)
+
+    @Slot(object)
+    def _on_cache_settings_changed(self, cache) -> None:
+        self.store.save_cache_settings(cache)
+
+    @Slot(str)
+    def _on_language_changed(self, code: str) -> None:
+        self.store.save_language(code)
+
+    # Closing ----------------------------------------------------------------------
+    def closeEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        """Stop the answer (keeping its text), cancel loading, end the worker thread."""
+        self.shutdown()
+        event.accept()
+
+    @Slot()
+    def shutdown(self) -> None:
+        """Save window state, stop the answer (its text is kept), cancel loading, end the
+        worker thread and release the model. Idempotent; also runs on ``aboutToQuit``."""
+        if self.session.is_closed():
+            return
+        self.store.save_bytes("geometry", self.saveGeometry())
+        self.store.save_bytes("splitter", self.splitter.saveState())
+        self.store.sync()
+        self.hide()
+        self.gauge.stop()
+        self.serve.stop()
+        self.engine_upgrade.shutdown()
+        self.session.shutdown()

@@ -1,0 +1,108 @@
+"""The status bar: model, device and precision, context used, last TTFT and tokens/s."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Slot
+from PySide6.QtWidgets import QLabel, QStatusBar, QWidget
+
+from glmdesk.ui.app.load_indicator import LoadIndicator
+from glmdesk.ui.common.messages import note_sentence
+
+
+class StatusBar(QStatusBar):
+    """Permanent facts about the model and the last answer, plus the load indicator."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("status_bar")
+        self.model_label = QLabel(self.tr("No model loaded"))
+        self.device_label = QLabel()
+        self.context_label = QLabel()
+        self.speed_label = QLabel()
+        self.cache_label = QLabel()
+        self.cache_label.setObjectName("cache_label")
+        self.engine_label = QLabel()
+        self.engine_label.setObjectName("engine_label")
+        # A long line ("... until llama.cpp is built (stage 2/3: compiling 45%)") must not
+        # widen the window: it may be cut on a narrow one; the tooltip keeps it whole.
+        self.engine_label.setMinimumWidth(40)
+        self.load_indicator = LoadIndicator()
+        self.addWidget(self.load_indicator)
+        for label in (
+            self.engine_label,
+            self.model_label,
+            self.device_label,
+            self.context_label,
+            self.cache_label,
+            self.speed_label,
+        ):
+            self.addPermanentWidget(label)
+        self._context_length = 0
+
+    def show_model(self, info) -> None:
+        """Show a loaded model (:class:`glmdesk.engine.info.ModelInfo`)."""
+        name = info.name
+        if getattr(info, "source_kind", "") == "embedded":
+            name = self.tr("{name} (embedded)").format(name=info.name)
+        self.model_label.setText(self.tr("{name} \u00b7 {family}").format(name=name, family=info.family))
+        self.model_label.setToolTip(info.location)
+        if info.quantization and info.quantization != "none":
+            text = self.tr("{device}, {dtype}, {quantization}").format(
+                device=info.device, dtype=info.dtype, quantization=info.quantization
+            )
+        else:
+            text = self.tr("{device}, {dtype}").format(device=info.device, dtype=info.dtype)
+        self.device_label.setText(text)
+        self.device_label.setToolTip("\n".join(note_sentence(note) for note in info.notes))
+        self._context_length = info.context_length
+        self.show_context(0)
+        self.speed_label.setText("")
+
+    @Slot(str)
+    def show_engine(self, line: str) -> None:
+        """Show which engine answers and why, or how far its build is (one line)."""
+        self.engine_label.setText(line)
+        self.engine_label.setToolTip(line)
+
+    def show_no_model(self) -> None:
+        """Show that no model is loaded."""
+        self.model_label.setText(self.tr("No model loaded"))
+        self.device_label.setText("")
+        self.context_label.setText("")
+        self.speed_label.setText("")
+
+    def show_context(self, used: int) -> None:
+        """Show ``used`` of the model's context length, in tokens."""
+        self.context_label.setText(
+            self.tr("context {used} / {length}").format(used=used, length=self._context_length)
+        )
+
+    def show_cache(self, stats) -> None:
+        """Show the KV cache's state when it has evicted tokens or switched to the window.
+
+        Args:
+            stats: :class:`glmdesk.engine.chunk.CacheStats` of the newest chunk.
+        """
+        if stats.evicted <= 0 and stats.state != "windowed":
+            self.cache_label.setText("")
+            return
+        self.cache_label.setText(
+            self.tr("KV cache: {held} of {seen} tokens held, {evicted} evicted").format(
+                held=stats.tokens_held, seen=stats.tokens_seen, evicted=stats.evicted
+            )
+        )
+
+    def show_speed(self, ttft_s: float, tokens_per_s: float) -> None:
+        """Show the last answer's time to first token (s) and decode speed (tokens/s)."""
+        self.speed_label.setText(
+            self.tr("TTFT {ttft} s, {rate} tokens/s").format(ttft=f"{ttft_s:.2f}", rate=f"{tokens_per_s:.1f}")
+        )
+
+    def reset_answer_figures(self) -> None:
+        """Clear the last answer's figures (context used, KV cache state, speed): on New and
+        when an answer starts, so no stale number stays on screen."""
+        if self._context_length:
+            self.show_context(0)
+        self.cache_label.setText("")
+        self.speed_label.setText("")
+        self.clearMessage()

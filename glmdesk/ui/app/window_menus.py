@@ -1,0 +1,107 @@
+"""The window's actions and menus: File (with Recent models), Chat, View (with Theme),
+Help -> About and Keyboard shortcuts."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+from PySide6.QtCore import QObject, Qt, Slot
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QApplication
+
+from glmdesk.core.settings import LoadSettings
+from glmdesk.ui.app.about_dialog import AboutDialog
+from glmdesk.ui.app.shortcuts_dialog import ShortcutsDialog
+from glmdesk.ui.common.theme import ThemeController, build_theme_menu
+from glmdesk.ui.models.recent_models import RecentModelsMenu
+
+
+def theme_controller(store) -> ThemeController:
+    """The application's theme controller, created (from the saved choice) on first use."""
+    app = QApplication.instance()
+    controller = app.findChild(ThemeController)
+    return controller if controller is not None else ThemeController(app, store.theme(), store)
+
+
+class ProductMenus(QObject):
+    """Builds a :class:`MainWindow`'s actions (set on the window as ``open_action``,
+    ``new_chat_action``, ``quit_action``, ``stop_action``, ``regenerate_action``,
+    ``continue_action``, ``copy_action``, ``sidebar_action``; ``file_menu``) and its menu bar.
+
+    Args:
+        window: The main window.
+    """
+
+    def __init__(self, window) -> None:
+        super().__init__(window)
+        self.window = window
+        self.theme = theme_controller(window.store)
+        self._build_actions(window)
+        bar = window.menuBar()
+        file_menu = window.file_menu
+        self.recent_menu = RecentModelsMenu(window.store, window)
+        self.recent_menu.model_chosen.connect(self.open_recent)
+        file_menu.insertMenu(window.new_chat_action, self.recent_menu)
+        view_menu = bar.actions()[-1].menu()
+        view_menu.addMenu(build_theme_menu(self.theme, window))
+        help_menu = bar.addMenu(self.tr("&Help"))
+        self.shortcuts_action = QAction(self.tr("&Keyboard shortcuts"), window)
+        self.shortcuts_action.setShortcut(QKeySequence("Ctrl+/"))
+        self.shortcuts_action.triggered.connect(self.show_shortcuts)
+        self.about_action = QAction(self.tr("&About glmdesk"), window)
+        self.about_action.triggered.connect(self.show_about)
+        window.addAction(self.shortcuts_action)
+        help_menu.addAction(self.shortcuts_action)
+        help_menu.addAction(self.about_action)
+
+    def _action(self, window, text: str, shortcut, slot) -> QAction:
+        act = QAction(text, window)
+        act.setShortcut(QKeySequence(shortcut))
+        act.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+        act.triggered.connect(slot)
+        window.addAction(act)
+        return act
+
+    def _build_actions(self, w) -> None:
+        action = functools.partial(self._action, w)
+        w.open_action = action(self.tr("&Open model..."), QKeySequence.StandardKey.Open, w.open_model_dialog)
+        w.new_chat_action = action(self.tr("&New chat"), QKeySequence.StandardKey.New, w.new_chat)
+        w.quit_action = action(self.tr("&Quit"), QKeySequence.StandardKey.Quit, w.close)
+        w.stop_action = action(self.tr("&Stop answer"), Qt.Key.Key_Escape, w.stop_answer)
+        w.regenerate_action = action(self.tr("&Regenerate last answer"), "Ctrl+R", w.regenerate)
+        w.continue_action = action(
+            self.tr("C&ontinue the cut answer"), "Ctrl+Shift+Return", w.continue_answer
+        )
+        w.copy_action = action(self.tr("&Copy last answer"), "Ctrl+Shift+C", w.copy_last_answer)
+        w.sidebar_action = action(self.tr("Show &settings"), "Ctrl+B", w.toggle_sidebar)
+        w.sidebar_action.setCheckable(True)
+        w.sidebar_action.setChecked(True)
+        menu = w.file_menu = w.menuBar().addMenu(self.tr("&File"))
+        for act in (w.open_action, w.new_chat_action, w.quit_action):
+            menu.addAction(act)
+        chat = w.menuBar().addMenu(self.tr("&Chat"))
+        for act in (w.stop_action, w.regenerate_action, w.continue_action, w.copy_action):
+            chat.addAction(act)
+        w.menuBar().addMenu(self.tr("&View")).addAction(w.sidebar_action)
+
+    @Slot(object)
+    def open_recent(self, model: str | None) -> None:
+        """Load a recent model with the current load options (trust in a folder's code is
+        never carried over to another folder)."""
+        current = self.window.load_settings or self.window.store.last_model() or LoadSettings()
+        same = (current.model or None) == (model or None)
+        settings = dataclasses.replace(
+            current, model=model, trust_remote_code=current.trust_remote_code and same
+        )
+        self.window.load_model(settings)
+
+    @Slot()
+    def show_about(self) -> None:
+        """Help -> About."""
+        AboutDialog(self.window).exec()
+
+    @Slot()
+    def show_shortcuts(self) -> None:
+        """Help -> Keyboard shortcuts."""
+        ShortcutsDialog(self.window.actions(), self.window).exec()

@@ -1,0 +1,1 @@
+"""glmdesk's ui chat room (see docs/ARCHITECTURE.md)."""

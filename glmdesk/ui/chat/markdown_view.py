@@ -1,0 +1,267 @@
+"""Read-only Markdown for untrusted model output: no resources, links only on click.
+
+Rendering uses Qt's own Markdown importer (md4c, GitHub dialect) with raw HTML
+turned off. :meth:`MarkdownView.loadResource` returns nothing, so images and
+style sheets named by the text are never fetched from disk or network. A link
+opens in the system browser only when clicked and only for ``http``/``https``.
+The view has no scroll bars: it grows to its document's height inside the chat
+view's scroll area.
+
+TeX formulas (``$...$``, ``\\(...\\)``, ``$$...$$``, ``\\[...\\]``) are drawn as
+images in the text colour and font size (``math_markdown``, ``math_render``); the
+only resources the view ever hands its document are those images. Copy keeps their
+TeX: :meth:`MarkdownView.toPlainText` and a copied selection give the source back.
+"""
+
+from __future__ import annotations
+
+import re
+
+from PySide6.QtCore import QEvent, QMimeData, QSize, Qt, QUrl, Signal, Slot
+from PySide6.QtGui import (
+    QDesktopServices,
+    QFontInfo,
+    QFontMetricsF,
+    QGuiApplication,
+    QPalette,
+    QTextBlockFormat,
+    QTextCursor,
+    QTextDocument,
+)
+from PySide6.QtWidgets import QFrame, QSizePolicy, QTextBrowser
+
+from glmdesk.ui.chat.code_highlighter import CodeHighlighter, is_code_block
+from glmdesk.ui.chat.math_markdown import Formula, document_text, place_formulas, substitute
+from glmdesk.ui.chat.math_render import formula_key, shared_renderer
+from glmdesk.ui.chat.math_text import MathSpan
+
+_FEATURES = QTextDocument.MarkdownFeature.MarkdownDialectGitHub | QTextDocument.MarkdownFeature.MarkdownNoHTML
+SAFE_SCHEMES = ("http", "https")
+_RESCALE = {QEvent.Type.FontChange, getattr(QEvent.Type, "DevicePixelRatioChange", QEvent.Type.FontChange)}
+
+
+_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+_BLOCK_START = re.compile(r"^\s{0,3}([-*+]\s|\d+[.)]\s|#{1,6}\s|>|\||$)")
+
+
+def keep_line_breaks(text: str) -> str:
+    """Make every single newline of a model's answer a visible line break.
+
+    Markdown joins consecutive lines into one paragraph; chat models write poems,
+    addresses and lists of lines with plain newlines, and users expect to see them
+    (GitHub's "breaks" option does the same). A hard break (two trailing spaces) is
+    added to lines followed by another paragraph line, never inside fenced code
+    blocks or before lines that start a list, heading, quote or table.
+
+    Args:
+        text: Markdown as the model wrote it.
+
+    Returns:
+        The same Markdown with hard line breaks added.
+    """
+    lines = text.split("\n")
+    out = []
+    fence = None
+    for i, line in enumerate(lines):
+        match = _FENCE.match(line)
+        if match:
+            marker = match.group(1)[0]
+            fence = None if fence == marker else (fence or marker)
+            out.append(line)
+            continue
+        nxt = lines[i + 1] if i + 1 < len(lines) else None
+        if (
+            fence is None
+            and line.strip()
+            and nxt is not None
+            and not _BLOCK_START.match(nxt)
+            and not _FENCE.match(nxt)
+            and not line.endswith("  ")
+            and not line.lstrip().startswith("|")
+        ):
+            line += "  "
+        out.append(line)
+    return "\n".join(out)
+
+
+def is_dark(palette: QPalette) -> bool:
+    """True when the palette's window colour is dark (system dark mode)."""
+    return palette.color(QPalette.ColorRole.Window).lightness() < 128
+
+
+class MarkdownView(QTextBrowser):
+    """Shows one message's Markdown; selectable, never loads anything.
+
+    Signals:
+        link_refused(QUrl): A clicked link was not http/https and was not opened.
+        link_opened(QUrl): A clicked http/https link was handed to the system browser.
+    """
+
+    link_refused = Signal(QUrl)
+    link_opened = Signal(QUrl)
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.blocked_resources: list[QUrl] = []
+        self._markdown = ""
+        self._formulas: dict[str, Formula] = {}
+        self._generation = 0
+        self._waiting = False  # some formulas are still being drawn
+        self._rendering = False
+        self._pending: list[tuple] = []
+        self.setOpenLinks(False)
+        self.setOpenExternalLinks(False)
+        self.setReadOnly(True)
+        self.setUndoRedoEnabled(False)
+        self.setTextInteractionFlags(
+            Qt.TextInteractionFlag.TextSelectableByMouse
+            | Qt.TextInteractionFlag.TextSelectableByKeyboard
+            | Qt.TextInteractionFlag.LinksAccessibleByMouse
+        )
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.viewport().setAutoFillBackground(False)
+        self.setStyleSheet("QTextBrowser { background: transparent; }")
+        self.document().setDocumentMargin(2)
+        self._highlighter = CodeHighlighter(self.document(), is_dark(QGuiApplication.palette()))
+        self.anchorClicked.connect(self._on_anchor_clicked)
+        self.document().documentLayout().documentSizeChanged.connect(self._fit_height)
+
+    # Untrusted text: nothing is ever loaded (formula images are our own).
+    def loadResource(self, kind: int, name: QUrl):  # noqa: N802 (Qt override)
+        """Give the document its formula images; refuse every other resource (images,
+        style sheets) the text names, recording the URL."""
+        formula = self._formulas.get(name.toString())
+        if formula is not None:
+            return formula.image
+        self.blocked_resources.append(QUrl(name))
+        return None
+
+    def formulas(self) -> list[Formula]:
+        """The formulas drawn as images, in order."""
+        return list(self._formulas.values())
+
+    def is_drawing_formulas(self) -> bool:
+        """True while some formulas of the text are shown as text until their image is ready."""
+        return self._waiting
+
+    def toPlainText(self) -> str:  # noqa: N802 (QTextEdit's name)
+        """The drawn text, each formula as its TeX source (what "Copy as plain text" copies)."""
+        return document_text(self.document(), self._formulas)
+
+    def createMimeDataFromSelection(self) -> QMimeData:  # noqa: N802 (Qt override)
+        """A copied selection: with formulas in it, plain text with their TeX source
+        (Qt's HTML would name images no other program can open); else Qt's own."""
+        cursor = self.textCursor()
+        start, end = cursor.selectionStart(), cursor.selectionEnd()
+        text = document_text(self.document(), self._formulas, start, end)
+        if not any(formula.source in text for formula in self._formulas.values()):
+            return super().createMimeDataFromSelection()
+        data = QMimeData()
+        data.setText(text)
+        return data
+
+    def markdown(self) -> str:
+        """The Markdown source last shown."""
+        return self._markdown
+
+    def set_markdown(self, text: str) -> None:
+        """Render ``text`` (Markdown) and resize to fit."""
+        if text == self._markdown and text:
+            return
+        self._markdown = text
+        self._render()
+
+    def _render(self) -> None:
+        self._generation += 1
+        self._pending: list[tuple] = []  # keys of the formulas being drawn
+        shown, self._formulas, self._waiting = substitute(
+            self._markdown, self._resolve, self._formula_note, self._generation
+        )
+        if self._waiting:
+            shared_renderer().redraw_later(self)
+        self._rendering = True  # one height change per render, not one per step
+        try:
+            self.document().setMarkdown(keep_line_breaks(shown), _FEATURES)
+            place_formulas(self.document(), self._formulas)
+            self._decorate_code_blocks()
+        finally:
+            self._rendering = False
+        self._fit_height()
+
+    def _resolve(self, span: MathSpan):
+        font = self.font()
+        pixels, dpr = float(QFontInfo(font).pixelSize()), self.devicePixelRatioF()
+        colour = QGuiApplication.palette().color(QPalette.ColorRole.Text)
+        image = shared_renderer().image(
+            span.tex, span.display, pixels, dpr, colour, QFontMetricsF(font).xHeight() / 2
+        )
+        if image is None:
+            self._pending.append(formula_key(span.tex, span.display, pixels, dpr))
+        return image
+
+    def _formula_note(self, error: str) -> str:
+        if error:
+            return self.tr("(TeX shown: {command} cannot be drawn here)").format(command=error)
+        return self.tr("(TeX shown: this formula cannot be drawn here)")
+
+    def redraw_formulas(self) -> None:
+        """Draw again when some of the formulas waited for have arrived (else wait on)."""
+        renderer = shared_renderer()
+        if not self._waiting:
+            return
+        if any(renderer.has(key) for key in self._pending):
+            self._render()
+        else:
+            renderer.redraw_later(self)
+
+    def _decorate_code_blocks(self) -> None:
+        palette = QGuiApplication.palette()  # our own palette's Base is transparent
+        dark = is_dark(palette)
+        base = palette.color(QPalette.ColorRole.Base)
+        background = base.lighter(140) if dark else base.darker(105)
+        block = self.document().begin()
+        fmt = QTextBlockFormat()
+        fmt.setBackground(background)
+        while block.isValid():
+            if is_code_block(block):
+                QTextCursor(block).mergeBlockFormat(fmt)
+            block = block.next()
+
+    @Slot()
+    def _fit_height(self) -> None:
+        if self._rendering:
+            return
+        height = int(self.document().size().height() + 0.999) + 2 * self.frameWidth()
+        if height != self.height():
+            self.setFixedHeight(max(height, self.fontMetrics().height()))
+
+    def sizeHint(self) -> QSize:  # noqa: N802 (Qt override)
+        return QSize(200, self.height())
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        super().resizeEvent(event)
+        if event.oldSize().width() != event.size().width():
+            self._fit_height()
+
+    def wheelEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        event.ignore()  # let the chat view's scroll area scroll
+
+    def changeEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        super().changeEvent(event)
+        if event.type() == event.Type.PaletteChange:
+            self._highlighter.set_dark(is_dark(QGuiApplication.palette()))
+            self._render()
+        elif event.type() in _RESCALE and (self._formulas or self._waiting):
+            self._render()  # formulas follow the font size and the screen's pixel ratio
+
+    @Slot(QUrl)
+    def _on_anchor_clicked(self, url: QUrl) -> None:
+        if url.scheme().lower() in SAFE_SCHEMES and url.isValid() and url.host():
+            QDesktopServices.openUrl(url)
+            self.link_opened.emit(url)
+        else:
+            self.link_refused.emit(url)

@@ -1,0 +1,209 @@
+"""One chat message: who wrote it, its Markdown, its statistics and a copy button."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtGui import QColor, QGuiApplication, QPalette
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton, QVBoxLayout, QWidget
+
+from glmdesk.ui.chat.long_markdown import SegmentedMarkdownView
+from glmdesk.ui.chat.markdown_view import is_dark
+from glmdesk.ui.chat.reasoning_block import ReasoningBlock
+from glmdesk.ui.common.theme import theme_colours
+
+
+class MessageWidget(QFrame):
+    """A message bubble in the chat view.
+
+    Args:
+        role: ``user``, ``assistant`` or ``system``.
+        text: Initial Markdown.
+        parent: Parent widget.
+
+    Signals:
+        copied(str): The copy button put this message's text on the clipboard.
+    """
+
+    copied = Signal(str)
+
+    def __init__(self, role: str, text: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.role = role
+        self.setObjectName(f"message_{role}")
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.setAutoFillBackground(True)
+        self._text = ""
+        self._streaming = False
+        self.attachments: list[QWidget] = []  # see attach()
+        header = self._header(role)
+        self.reasoning_block = ReasoningBlock()  # a reasoning model's thinking, above the answer
+        self.reasoning_label = self.reasoning_block.body
+        self.view = SegmentedMarkdownView()
+        fold_row = self._fold_row()
+        self.note_label = QLabel()
+        self.note_label.setWordWrap(True)
+        self.note_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+        self.note_label.hide()
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(10, 6, 10, 6)
+        layout.setSpacing(2)
+        layout.addLayout(header)
+        layout.addWidget(self.reasoning_block)
+        layout.addWidget(self.view)
+        layout.addLayout(fold_row)
+        layout.addWidget(self.stats_label)
+        layout.addWidget(self.note_label)
+        self._apply_colours()
+        self.set_text(text)
+
+    def _header(self, role: str) -> QHBoxLayout:
+        """Author, state and Copy in a row (the stats label too, shown under the text)."""
+        self.author_label = QLabel(self._author(role))
+        font = self.author_label.font()
+        font.setBold(True)
+        self.author_label.setFont(font)
+        self.state_label = QLabel()
+        self.state_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+        self.stats_label = QLabel()
+        self.stats_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+        self.stats_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.stats_label.setWordWrap(True)
+        self.stats_label.hide()
+        self.copy_button = QToolButton()
+        self.copy_button.setText(self.tr("Copy"))
+        self.copy_button.setToolTip(self.tr("Copy this message as Markdown"))
+        self.copy_button.setAutoRaise(True)
+        self.copy_button.clicked.connect(self.copy_to_clipboard)
+
+        header = QHBoxLayout()
+        header.setContentsMargins(0, 0, 0, 0)
+        header.addWidget(self.author_label)
+        header.addWidget(self.state_label)
+        header.addStretch(1)
+        header.addWidget(self.copy_button)
+        return header
+
+    def _fold_row(self) -> QHBoxLayout:
+        """The note of a long message folded, with its Show all button."""
+        self.fold_label = QLabel()
+        self.fold_label.setObjectName("fold_note")
+        self.fold_label.setWordWrap(True)
+        self.fold_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+        self.show_all_button = QToolButton()
+        self.show_all_button.setText(self.tr("Show all"))
+        self.show_all_button.setAutoRaise(True)
+        self.show_all_button.clicked.connect(self.view.reveal_all)
+        fold_row = QHBoxLayout()
+        fold_row.setContentsMargins(0, 0, 0, 0)
+        fold_row.addWidget(self.fold_label, 1)
+        fold_row.addWidget(self.show_all_button)
+        self.fold_label.hide()
+        self.show_all_button.hide()
+        self.view.fold_changed.connect(self._on_fold_changed)
+        return fold_row
+
+    def _author(self, role: str) -> str:
+        if role == "user":
+            return self.tr("You")
+        if role == "system":
+            return self.tr("System")
+        if role == "observation":
+            return self.tr("Tool result")
+        return self.tr("Assistant")
+
+    def _apply_colours(self) -> None:
+        palette = self.palette()
+        colours = theme_colours("dark" if is_dark(QGuiApplication.palette()) else "light")
+        colour = colours.user_bubble if self.role == "user" else colours.assistant_bubble
+        palette.setColor(QPalette.ColorRole.Window, QColor(colour))
+        self.setPalette(palette)
+
+    def text(self) -> str:
+        """The message's Markdown source (what Copy copies)."""
+        return self._text
+
+    def set_text(self, text: str) -> None:
+        """Show ``text`` (Markdown) now: while streaming, only what is new is drawn;
+        a finished message longer than ``long_markdown.FOLD_CHARS`` is folded, with
+        "Show all". :meth:`text` stays verbatim either way."""
+        self._text = text
+        if self._streaming:
+            self.view.set_markdown(text)
+        else:
+            self.view.fold(text)
+        if self.attachments:
+            self.view.setVisible(bool(text))
+
+    def attach(self, widget: QWidget) -> QWidget:
+        """Show ``widget`` under the text (a reopened tool call's card, a tool's image);
+        a message with no text shows only what is attached."""
+        layout = self.layout()
+        layout.insertWidget(layout.indexOf(self.stats_label), widget)
+        self.attachments.append(widget)
+        self.view.setVisible(bool(self._text))
+        return widget
+
+    def detach(self, widget: QWidget) -> None:
+        """Take ``widget`` (shown by :meth:`attach`) out of the message; the caller deletes it."""
+        if widget in self.attachments:
+            self.attachments.remove(widget)
+            self.layout().removeWidget(widget)
+            widget.hide()
+        self.view.setVisible(bool(self._text) or not self.attachments)
+
+    def is_folded(self) -> bool:
+        """True while only the beginning of a long message is drawn."""
+        return self.view.is_folded()
+
+    @Slot(int, int)
+    def _on_fold_changed(self, shown: int, total: int) -> None:
+        folded = shown < total
+        if folded:
+            self.fold_label.setText(
+                self.tr(
+                    "Showing the first {shown} of {total} characters; Copy and export keep all of it."
+                ).format(shown=f"{shown:,}", total=f"{total:,}")
+            )
+        self.fold_label.setVisible(folded)
+        self.show_all_button.setVisible(folded and not self.view.is_revealing())
+
+    def set_streaming(self, streaming: bool) -> None:
+        """Show or clear the "writing..." state next to the author."""
+        self._streaming = streaming
+        self.state_label.setText(self.tr("writing...") if streaming else "")
+
+    def is_streaming(self) -> bool:
+        """True while the answer is being written."""
+        return self._streaming
+
+    def reasoning(self) -> str:
+        """The reasoning shown above the answer (``""`` when none)."""
+        return self.reasoning_block.text()
+
+    def set_reasoning(self, text: str) -> None:
+        """Show a reasoning model's thinking above the answer, greyed, as plain text, in
+        its :class:`~glmdesk.ui.chat.reasoning_block.ReasoningBlock` (not part of the answer's
+        text: the message's Copy leaves it out); empty hides it."""
+        self.reasoning_block.set_text(text)
+
+    def set_stats(self, text: str) -> None:
+        """Show statistics (TTFT, tokens/s, finish reason) under the message; empty hides them."""
+        self.stats_label.setText(text)
+        self.stats_label.setVisible(bool(text))
+
+    def set_note(self, text: str) -> None:
+        """Show a note under the message (an error sentence, dropped context); empty hides it."""
+        self.note_label.setText(text)
+        self.note_label.setVisible(bool(text))
+
+    @Slot()
+    def copy_to_clipboard(self) -> None:
+        """Put the message's Markdown on the clipboard."""
+        QGuiApplication.clipboard().setText(self._text)
+        self.copied.emit(self._text)
+
+    def changeEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        super().changeEvent(event)
+        if event.type() == event.Type.ApplicationPaletteChange:
+            self._apply_colours()

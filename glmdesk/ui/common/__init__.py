@@ -1,0 +1,1 @@
+"""glmdesk's ui common room (see docs/ARCHITECTURE.md)."""

@@ -1,0 +1,1 @@
+"""glmdesk's ui history room (see docs/ARCHITECTURE.md)."""

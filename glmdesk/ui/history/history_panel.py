@@ -1,0 +1,451 @@
+"""The history panel: conversations newest first, search, rename, delete, export.
+
+The panel runs on the GUI thread, which owns the :class:`~glmdesk.core.history.History`
+database; it never blocks on the model. Searches run on a thread of their own
+with a read-only connection (a short term scans every message), and only the
+newest search's results are shown. The list loads 100 conversations at a time
+(``fetchMore`` as the user scrolls), so opening it costs the same with 10 or
+10,000 conversations. Deleting moves a conversation to the bin with an Undo bar
+for 10 s; it is purged when the bar expires, on the next delete, or when the next
+panel is created. The window calls :meth:`HistoryPanel.refresh` after it saves a
+message (the order changes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QModelIndex, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QGuiApplication, QKeySequence, QPalette
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListView,
+    QPushButton,
+    QStackedWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from glmdesk.core.history import History
+from glmdesk.core.history_io import read_export
+from glmdesk.ui.chat.html_delegate import HtmlDelegate
+from glmdesk.ui.history.history_dialogs import ask_export, ask_import, markdown_labels
+from glmdesk.ui.history.history_models import ID_ROLE, MESSAGE_ROLE, ConversationListModel, SearchResultModel
+from glmdesk.ui.history.history_search_runner import SearchRunner
+
+UNDO_MS = 10_000
+SEARCH_DELAY_MS = 150
+
+
+class HistoryPanel(QWidget):
+    """Saved conversations: list, search, rename, delete with undo, duplicate, export, import.
+
+    Args:
+        history: The database, owned by the GUI thread.
+        parent: Parent widget.
+
+    Signals:
+        conversation_selected(int): The user picked a conversation (id).
+        conversation_created(int), conversation_renamed(int, str),
+        conversation_deleted(int) (moved to the bin), conversation_restored(int)
+        (undo), conversation_duplicated(int, int) (source, copy),
+        conversation_imported(int), conversation_exported(int, str) (id, path),
+        import_noted(int, ErrorInfo) (imported id, a part not taken as it is: its tools),
+        conversation_copied(int) (Markdown on the clipboard).
+        search_finished(int): Results shown (count).
+        search_result_selected(int, int): A hit was picked (conversation, message);
+            ``conversation_selected`` follows.
+    """
+
+    conversation_selected = Signal(int)
+    conversation_created = Signal(int)
+    new_chat_requested = Signal()
+    conversation_renamed = Signal(int, str)
+    conversation_deleted = Signal(int)
+    conversation_restored = Signal(int)
+    conversation_duplicated = Signal(int, int)
+    conversation_imported = Signal(int)
+    import_noted = Signal(int, object)
+    conversation_exported = Signal(int, str)
+    conversation_copied = Signal(int)
+    search_finished = Signal(int)
+    search_result_selected = Signal(int, int)
+
+    def __init__(self, history: History, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._history = history
+        self._pending_delete: int | None = None
+        self._quiet = False
+        self._writes: Callable[..., None] | None = None  # the history controller's, once attached
+        self._build(history)
+        self.searches = SearchRunner(history, self)
+        self.searches.hits_found.connect(self._on_search_done)
+        self._announce_search = False
+        self._undo_timer = QTimer(self, singleShot=True, interval=UNDO_MS)
+        self._search_timer = QTimer(self, singleShot=True, interval=SEARCH_DELAY_MS)
+        self._connect()
+        self._add_actions()
+
+    def _build(self, history: History) -> None:
+        """The panel's widgets: buttons, search box, list and results, the Undo bar."""
+        self.new_button = QPushButton(self.tr("New"), toolTip=self.tr("Start a new conversation"))
+        self.import_button = QPushButton(
+            self.tr("Import…"), toolTip=self.tr("Import a conversation from JSON")
+        )
+        self.search_box = QLineEdit(
+            placeholderText=self.tr("Search all conversations"), clearButtonEnabled=True
+        )
+        self.model = ConversationListModel(history, self)
+        self.list_view = QListView(uniformItemSizes=True, editTriggers=QListView.EditTrigger.EditKeyPressed)
+        self.list_view.setModel(self.model)
+        # Long titles are elided instead of scrolling the pane sideways.
+        self.list_view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.list_view.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.results = SearchResultModel(self)
+        self.results_view = QListView(wordWrap=True)
+        self.results_view.setModel(self.results)
+        self.results_view.setItemDelegate(HtmlDelegate(self.results_view))
+        self.stack = QStackedWidget()
+        self.stack.addWidget(self.list_view)
+        self.stack.addWidget(self.results_view)
+        self.no_results_label = QLabel(wordWrap=True, objectName="no_results")
+        self.no_results_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+        self.no_results_label.hide()
+        self.undo_label = QLabel()
+        self.undo_button = QPushButton(self.tr("Undo"))
+        self.undo_bar = QWidget()
+        bar = QHBoxLayout(self.undo_bar)
+        bar.setContentsMargins(0, 0, 0, 0)
+        bar.addWidget(self.undo_label, 1)
+        bar.addWidget(self.undo_button)
+        self.undo_bar.hide()
+
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.new_button, 1)
+        buttons.addWidget(self.import_button, 1)
+        layout = QVBoxLayout(self)
+        layout.addLayout(buttons)
+        layout.addWidget(self.search_box)  # its own row: room for the placeholder
+        layout.addWidget(self.no_results_label)
+        layout.addWidget(self.stack, 1)
+        layout.addWidget(self.undo_bar)
+
+    def _connect(self) -> None:
+        self._undo_timer.timeout.connect(self._purge_pending)
+        self._search_timer.timeout.connect(self._run_search)
+        self.search_box.textChanged.connect(lambda _text: self._search_timer.start())
+        self.search_box.returnPressed.connect(self._run_search)
+        self.undo_button.clicked.connect(self.undo_delete)
+        # A new chat is saved when its first message is sent, never as an empty row.
+        self.new_button.clicked.connect(self.new_chat_requested)
+        self.import_button.clicked.connect(self._ask_import)
+        # Queued: the list reloads after the editor has committed, not inside setData.
+        self.model.rename_requested.connect(self.rename_conversation, Qt.ConnectionType.QueuedConnection)
+        self.list_view.selectionModel().currentChanged.connect(self._on_current_changed)
+        self.results_view.selectionModel().currentChanged.connect(self._on_hit_changed)
+
+    def _add_actions(self) -> None:
+        entries = [
+            (self.tr("Rename"), QKeySequence(Qt.Key.Key_F2), self._ask_rename),
+            (self.tr("Duplicate"), None, lambda: self._with_current(self.duplicate_conversation)),
+            (self.tr("Copy as Markdown"), None, lambda: self._with_current(self.copy_markdown)),
+            (self.tr("Export as Markdown…"), None, lambda: self._ask_export("markdown")),
+            (self.tr("Export as JSON…"), None, lambda: self._ask_export("json")),
+            (
+                self.tr("Delete"),
+                QKeySequence(QKeySequence.StandardKey.Delete),
+                lambda: self._with_current(self.delete_conversation),
+            ),
+        ]
+        for text, shortcut, slot in entries:
+            action = QAction(text, self.list_view)
+            if shortcut is not None:
+                action.setShortcut(shortcut)
+                action.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)
+            action.triggered.connect(slot)
+            self.list_view.addAction(action)
+        self.list_view.setContextMenuPolicy(Qt.ContextMenuPolicy.ActionsContextMenu)
+
+    # -- list ------------------------------------------------------------------------
+    def current_conversation_id(self) -> int | None:
+        """Id of the highlighted conversation, or ``None``."""
+        index = self.list_view.currentIndex()
+        return index.data(ID_ROLE) if index.isValid() else None
+
+    def refresh(self) -> None:
+        """Reload the list (after a message was saved), keeping the highlighted conversation."""
+        current = self.current_conversation_id()
+        self._quiet = True
+        try:
+            self.model.reload()
+            if current is not None:
+                self._set_current(self.model.row_of(current))
+        finally:
+            self._quiet = False
+
+    def select_conversation(self, conversation_id: int) -> bool:
+        """Highlight a conversation (emits ``conversation_selected``); False if it is not live."""
+        self._show_list()
+        row = self.model.row_of(conversation_id)
+        self._set_current(row)
+        return row >= 0
+
+    def highlight_conversation(self, conversation_id: int | None) -> None:
+        """Highlight the conversation on screen without opening it again (``None``: none)."""
+        if conversation_id == self.current_conversation_id():
+            return
+        self._quiet = True
+        try:
+            row = -1 if conversation_id is None else self.model.row_of(conversation_id)
+            if row < 0 and conversation_id is not None:  # saved since the list was loaded
+                self.model.reload()
+                row = self.model.row_of(conversation_id)
+            self._set_current(row)
+        finally:
+            self._quiet = False
+
+    def _set_current(self, row: int) -> None:
+        if row < 0:
+            self.list_view.selectionModel().clearCurrentIndex()
+            self.list_view.clearSelection()
+            return
+        index = self.model.index(row)
+        self.list_view.setCurrentIndex(index)
+        self.list_view.scrollTo(index)
+
+    def _on_current_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:
+        if current.isValid() and not self._quiet:
+            self.conversation_selected.emit(current.data(ID_ROLE))
+
+    def _with_current(self, action) -> None:  # noqa: ANN001
+        cid = self.current_conversation_id()
+        if cid is not None:
+            action(cid)
+
+    # -- writes ------------------------------------------------------------------------------
+    def attach_writes(self, write: Callable[..., None]) -> None:
+        """Send the panel's writes through ``write(run, then)`` (the history controller's:
+        its writer thread and its one error handling, so a full disk or a damaged file
+        during a rename, delete or import is shown in the window like any other).
+
+        The first write empties the bin: deletions not undone before the last exit are
+        final (on the writer thread, not while the window starts)."""
+        self._writes = write
+        self._write(lambda h: h.purge_deleted(), lambda _count: None)
+
+    def _write(self, run: Callable[[History], Any], then: Callable[[Any], None]) -> Any:
+        """Run ``run(history)``, then ``then(result)``; through the controller when attached.
+
+        Returns:
+            The result when it ran here; ``None`` when the controller queued it.
+        """
+        if self._writes is not None:
+            self._writes(run, then)
+            return None
+        result = run(self._history)
+        then(result)
+        return result
+
+    # -- operations (no dialogs: the window and tests call these) ------------------------
+    def new_conversation(self) -> int | None:
+        """Create an empty conversation and select it; return its id (``None`` when queued)."""
+
+        def created(cid: int) -> None:
+            self.refresh()
+            self.conversation_created.emit(cid)
+            self.select_conversation(cid)
+
+        return self._write(lambda h: h.create_conversation(), created)
+
+    def rename_conversation(self, conversation_id: int, title: str) -> None:
+        """Rename a conversation (``conversation_renamed`` follows once it is stored).
+
+        Raises:
+            KeyError: for an unknown id (without the controller; with it, nothing happens).
+        """
+
+        def renamed(_result: None) -> None:
+            self.refresh()
+            self.conversation_renamed.emit(
+                conversation_id, self._history.get_conversation(conversation_id).title
+            )
+
+        self._write(lambda h: h.rename_conversation(conversation_id, title), renamed)
+
+    def delete_conversation(self, conversation_id: int) -> None:
+        """Move a conversation to the bin and offer Undo for 10 s (purging an earlier pending one).
+
+        The window should stop a stream into this conversation and save its partial
+        answer (with its own message id) when ``conversation_deleted`` arrives.
+
+        Raises:
+            KeyError: for an unknown id.
+        """
+        self._purge_pending()
+        title = self._history.get_conversation(conversation_id).title or self.tr("Untitled")
+
+        def deleted(_result: None) -> None:
+            self._pending_delete = conversation_id
+            self.undo_label.setText(self.tr("Deleted “{title}”.").format(title=title))
+            self.undo_bar.show()
+            self._undo_timer.start()
+            if self.current_conversation_id() == conversation_id:
+                self._set_current(-1)
+            self.refresh()
+            self._refresh_results()
+            self.conversation_deleted.emit(conversation_id)
+
+        self._write(lambda h: h.delete_conversation(conversation_id), deleted)
+
+    def undo_delete(self) -> None:
+        """Restore the conversation deleted last, if its Undo bar is still shown."""
+        cid, self._pending_delete = self._pending_delete, None
+        self._undo_timer.stop()
+        self.undo_bar.hide()
+        if cid is None:
+            return
+
+        def restored(_result: None) -> None:
+            self.refresh()
+            self._refresh_results()
+            self.conversation_restored.emit(cid)
+
+        self._write(lambda h: h.restore_conversation(cid), restored)
+
+    def _purge_pending(self) -> None:
+        cid, self._pending_delete = self._pending_delete, None
+        self._undo_timer.stop()
+        self.undo_bar.hide()
+        if cid is not None:
+            self._write(lambda h: h.purge_deleted(cid), lambda _count: None)
+
+    def duplicate_conversation(self, conversation_id: int) -> int | None:
+        """Copy a conversation (titled "… (copy)"), select the copy and return its id
+        (``None`` when the controller queued it: ``conversation_duplicated`` follows)."""
+        title = self._history.get_conversation(conversation_id).title or self.tr("Untitled")
+        copy_title = self.tr("{title} (copy)").format(title=title)
+
+        def duplicated(new_id: int) -> None:
+            self.refresh()
+            self.conversation_duplicated.emit(conversation_id, new_id)
+            self.select_conversation(new_id)
+
+        return self._write(lambda h: h.duplicate_conversation(conversation_id, copy_title), duplicated)
+
+    def markdown_labels(self) -> dict[str, str]:
+        """Translated headings for Markdown export (:func:`markdown_labels`)."""
+        return markdown_labels()
+
+    def copy_markdown(self, conversation_id: int) -> None:
+        """Put the whole conversation on the clipboard as Markdown."""
+        QGuiApplication.clipboard().setText(
+            self._history.export_markdown(conversation_id, self.markdown_labels())
+        )
+        self.conversation_copied.emit(conversation_id)
+
+    def export_conversation(self, conversation_id: int, path: str | Path, fmt: str) -> None:
+        """Write a conversation to ``path`` as ``"markdown"`` or ``"json"`` (UTF-8).
+
+        Raises:
+            ValueError: for another format.
+            OSError: when the file cannot be written.
+        """
+        if fmt == "markdown":  # its images as files beside it
+            self._history.export_markdown_files(conversation_id, path, self.markdown_labels())
+        elif fmt == "json":
+            Path(path).write_text(self._history.export_json(conversation_id), encoding="utf-8")
+        else:
+            raise ValueError(f"unknown export format {fmt!r}")
+        self.conversation_exported.emit(conversation_id, str(path))
+
+    def import_conversation(self, path: str | Path) -> int | None:
+        """Import a JSON export, select it and return its id (``None`` when the controller
+        queued it: ``conversation_imported`` follows; ``import_noted`` before it).
+
+        Raises:
+            OSError: when the file cannot be read.
+            ValueError: a sentence naming the problem when it is not a glmdesk conversation
+                (as an editor may save it back: see ``history_io.read_export``).
+        """
+        data = read_export(path)
+
+        def imported(result) -> None:  # a core.history_types.ImportedConversation
+            cid = result.conversation_id
+            self.refresh()
+            for note in result.notes:
+                self.import_noted.emit(cid, note)
+            self.conversation_imported.emit(cid)
+            self.select_conversation(cid)
+
+        result = self._write(lambda h: h.import_conversation(data), imported)
+        return None if result is None else result.conversation_id
+
+    # -- dialogs ---------------------------------------------------------------------------
+    def _ask_rename(self) -> None:
+        index = self.list_view.currentIndex()
+        if index.isValid():
+            self._show_list()
+            self.list_view.edit(index)
+
+    def _ask_export(self, fmt: str) -> None:
+        cid = self.current_conversation_id()
+        if cid is not None:
+            ask_export(self, cid, self._history.get_conversation(cid).title, fmt)
+
+    def _ask_import(self) -> None:
+        ask_import(self)
+
+    # -- search ------------------------------------------------------------------------------
+    def search(self, text: str) -> None:
+        """Show the results for ``text`` now (an empty text shows the list)."""
+        self.search_box.blockSignals(True)
+        self.search_box.setText(text)
+        self.search_box.blockSignals(False)
+        self._run_search()
+
+    def _run_search(self) -> None:
+        self._search_timer.stop()
+        if not self.search_box.text().strip():
+            self.searches.forget()  # a search still running is not shown
+            self._show_list()
+            self.search_finished.emit(0)
+            return
+        self._announce_search = True
+        self.stack.setCurrentWidget(self.results_view)
+        self._refresh_results()
+
+    def _refresh_results(self) -> None:
+        """Search for the box's text on the search thread; the newest request wins."""
+        text = self.search_box.text().strip()
+        if not text:
+            self.searches.forget()
+            self.results.set_hits([])
+            return
+        self.searches.start(text)
+
+    def _on_search_done(self, hits: list) -> None:
+        self.results.set_hits(hits)
+        query = self.search_box.text().strip()
+        self.no_results_label.setText(
+            self.tr("No messages match \u201c{query}\u201d.").format(query=query)
+            if not hits and query
+            else ""
+        )
+        self.no_results_label.setVisible(not hits and bool(query))
+        if self._announce_search:
+            self._announce_search = False
+            self.search_finished.emit(self.results.rowCount())
+
+    def _show_list(self) -> None:
+        self.no_results_label.hide()
+        self.stack.setCurrentWidget(self.list_view)
+
+    def _on_hit_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:
+        if current.isValid():
+            cid, mid = current.data(ID_ROLE), current.data(MESSAGE_ROLE)
+            self.search_result_selected.emit(cid, mid)
+            self.conversation_selected.emit(cid)

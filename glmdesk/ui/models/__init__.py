@@ -1,0 +1,1 @@
+"""glmdesk's ui models room (see docs/ARCHITECTURE.md)."""

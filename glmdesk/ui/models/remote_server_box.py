@@ -1,0 +1,119 @@
+"""Open model's "Remote server" source: an OpenAI-compatible server's URL, its optional
+API key, and the model chosen from what the server lists (``GET /v1/models``)."""
+
+from __future__ import annotations
+
+import threading
+
+from PySide6.QtCore import Signal, Slot
+from PySide6.QtGui import QPalette
+from PySide6.QtWidgets import QComboBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit, QPushButton
+
+from glmdesk.core.errors import GlmdeskError
+from glmdesk.core.settings import LoadSettings
+from glmdesk.ui.common.messages import error_sentence
+
+
+class RemoteServerBox(QGroupBox):
+    """A checkable group: checked, the model comes from a server instead of this computer.
+
+    Args:
+        current: The settings to start from (a remote one fills the fields).
+
+    Signals:
+        models_listed(list): The model ids the server listed (after "List models").
+        listing_failed(str): Why the server could not be asked (a sentence).
+    """
+
+    models_listed = Signal(list)
+    listing_failed = Signal(str)
+    _listed = Signal(object, object)  # from the listing thread: (ids or None, ErrorInfo or None)
+
+    def __init__(self, current: LoadSettings | None = None, parent=None) -> None:
+        super().__init__(parent)
+        self.setObjectName("remote_server_box")
+        self.setTitle(self.tr("Remote server (vLLM, SGLang, glmdesk serve...)"))
+        self.setCheckable(True)
+        remote = current is not None and current.is_remote
+        self.setChecked(remote)
+        self.url_edit = QLineEdit((current.remote_url or "") if remote else "")
+        self.url_edit.setPlaceholderText("http://gpu-box:8000/v1")
+        self.key_edit = QLineEdit((current.remote_api_key or "") if remote else "")
+        self.key_edit.setEchoMode(QLineEdit.EchoMode.Password)
+        self.key_edit.setPlaceholderText(self.tr("Optional; kept in the system keyring"))
+        self.model_combo = QComboBox()
+        self.model_combo.setEditable(True)
+        self.model_combo.lineEdit().setPlaceholderText(self.tr("Empty: the server's first model"))
+        if remote and current.remote_model:
+            self.model_combo.addItem(current.remote_model)
+        self.list_button = QPushButton(self.tr("List models"))
+        self.status_label = QLabel()
+        self.status_label.setWordWrap(True)
+        self.status_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+        row = QHBoxLayout()
+        row.addWidget(self.model_combo, 1)
+        row.addWidget(self.list_button)
+        form = QFormLayout(self)
+        form.addRow(self.tr("Server URL"), self.url_edit)
+        form.addRow(self.tr("API key"), self.key_edit)
+        form.addRow(self.tr("Model"), row)
+        form.addRow("", self.status_label)
+        self.list_button.clicked.connect(self.list_models)
+        self._listed.connect(self._on_listed)
+
+    def load_settings(self) -> LoadSettings:
+        """The remote :class:`LoadSettings`.
+
+        Raises:
+            ValueError: with a sentence, for a missing or malformed URL.
+        """
+        model = self.model_combo.currentText().strip() or None
+        return LoadSettings(
+            engine="remote",
+            remote_url=self.url_edit.text().strip(),
+            remote_model=model,
+            remote_api_key=self.key_edit.text().strip() or None,
+        )
+
+    @Slot()
+    def list_models(self) -> None:
+        """Ask the server for its models on a thread (the window never waits on the network)."""
+        try:
+            settings = self.load_settings()
+        except ValueError as exc:
+            self.status_label.setText(str(exc))
+            return
+        self.list_button.setEnabled(False)
+        self.status_label.setText(self.tr("Asking the server..."))
+        threading.Thread(target=self._list, args=(settings,), daemon=True, name="glmdesk-list-models").start()
+
+    def _list(self, settings: LoadSettings) -> None:
+        from glmdesk.engine.backends import create_backend
+
+        listing = LoadSettings(
+            engine="remote", remote_url=settings.remote_url, remote_api_key=settings.remote_api_key
+        )
+        backend = create_backend(listing)  # the server's backend, from the registry
+        try:
+            backend.load(listing)
+            self._listed.emit(backend.models(), None)
+        except GlmdeskError as exc:
+            self._listed.emit(None, exc.info)
+        finally:
+            backend.close()
+
+    @Slot(object, object)
+    def _on_listed(self, ids, error) -> None:
+        self.list_button.setEnabled(True)
+        if error is not None:
+            sentence = error_sentence(error)
+            self.status_label.setText(sentence)
+            self.listing_failed.emit(sentence)
+            return
+        chosen = self.model_combo.currentText().strip()
+        self.model_combo.clear()
+        self.model_combo.addItems(ids)
+        if chosen in ids:
+            self.model_combo.setCurrentText(chosen)
+        self.status_label.setText(self.tr("{count} models on this server.").format(count=len(ids)))
+        self.models_listed.emit(ids)

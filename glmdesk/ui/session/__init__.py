@@ -1,0 +1,1 @@
+"""glmdesk's ui session room (see docs/ARCHITECTURE.md)."""

@@ -1,0 +1,1 @@
+"""glmdesk's ui sidebar room (see docs/ARCHITECTURE.md)."""

@@ -1,0 +1,1 @@
+"""glmdesk's ui tools room (see docs/ARCHITECTURE.md)."""

@@ -1,0 +1,195 @@
+"""The static decode path (compiled one-token graph on bucketed KV buffers) on the CPU.
+
+A tiny random Llama with the embedded model's tokenizer and prompt format answers
+through the app's decode loop twice: with the static step and with the eager fused
+step, on one model. Answers must be the same tokens for every KV strategy, across
+turns (KV reuse), with Stop and with sampling changed mid-answer; the step is
+compiled once for the module (Inductor's C++ backend, about a minute on two busy
+cores) and must not recompile afterwards, a bucket crossing included.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+
+import pytest
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM
+
+from glmdesk.core.messages import ChatMessage
+from glmdesk.core.settings import CacheSettings, ParamsBox, SamplingParams
+from glmdesk.engine.decode import compiled_step, decode_step, static_decode
+from glmdesk.engine.decode.generate import stream_answer
+from glmdesk.engine.decode.static_decode import MIN_BUCKET, bucket_tokens, build_static_step
+from glmdesk.engine.loader import LoadedModel
+
+needs_compiler = pytest.mark.skipif(
+    compiled_step.compiler_missing_reason() is not None, reason="no C++ compiler for TorchInductor"
+)
+GREEDY = SamplingParams(temperature=0.0, max_new_tokens=40)
+QUESTION = [ChatMessage("user", "Tell me a long story about the sea.")]
+
+
+@pytest.fixture(scope="module")
+def pair(embedded, tmp_path_factory):
+    """``(static, eager, calls)``: one tiny model loaded twice, decoding with the static
+    step and with the eager fused step, and a list that grows by one per token the
+    eager fused step runs (either model's)."""
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=len(embedded.tokenizer),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=embedded.context_length,
+    )
+    model = LlamaForCausalLM(config).eval()
+    calls = []
+    original = decode_step.FusedDecodeStep.__call__
+
+    def counted(self, *args):
+        calls.append(1)
+        return original(self, *args)
+
+    def loaded(decode):
+        return LoadedModel(model, embedded.tokenizer, embedded.prompt_format, embedded.info, step=decode)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path_factory.mktemp("inductor")))
+        step = build_static_step(model)
+        patch.setattr(decode_step.FusedDecodeStep, "__call__", counted)
+        yield loaded(step), loaded(step.eager), calls
+
+
+def answer(loaded, params=GREEDY, cache=None, messages=QUESTION, stop=None, key=None, on_chunk=None):
+    box = ParamsBox(params)
+    chunks = []
+    for chunk in stream_answer(loaded, messages, box, cache, stop=stop, conversation=key):
+        chunks.append(chunk)
+        if on_chunk is not None:
+            on_chunk(chunk, box)
+    final = chunks[-1]
+    assert final.error is None, final.error
+    return [t for c in chunks for t in c.token_ids], final
+
+
+def test_buckets_are_powers_of_two_capped_at_the_limit():
+    assert bucket_tokens(1, 8192) == MIN_BUCKET
+    assert bucket_tokens(MIN_BUCKET + 1, 8192) == 2 * MIN_BUCKET
+    assert bucket_tokens(3000, 8192) == 4096
+    assert bucket_tokens(7000, 6000) == 8192  # past the limit: the next power of two
+    assert bucket_tokens(5000, 6000) == 6000
+
+
+@pytest.mark.slow
+@needs_compiler
+@pytest.mark.parametrize(
+    "cache",
+    [
+        CacheSettings(),
+        CacheSettings("sliding_window", window=16, sinks=2),
+        # 2 layers x 2 KV heads x 16 dims x 4 bytes x 2 = 512 bytes a token: the switch at 48 tokens.
+        CacheSettings("dynamic", budget_mib=48 * 512 / 2**20, window=16, sinks=2),
+    ],
+    ids=["full", "window", "dynamic"],
+)
+def test_static_tokens_equal_eager_for_every_strategy(pair, cache):
+    static, eager, calls = pair
+    calls.clear()
+    got, final = answer(static, cache=cache)
+    assert not calls  # every token after the prompt went through the compiled graph
+    want, _ = answer(eager, cache=cache)
+    assert got == want and len(got) == GREEDY.max_new_tokens
+    if cache.strategy != "full":  # past the window (the dynamic cache past its switch)
+        assert final.cache.state == "windowed" and final.cache.evicted > 0
+    assert static.step.recompiles() == 0
+
+
+@pytest.mark.slow
+@needs_compiler
+def test_kv_reuse_keeps_the_prefix_in_the_static_buffers(pair):
+    static, eager, _ = pair
+    results = []
+    for loaded in (static, eager):
+        first, final = answer(loaded, key="chat")
+        text = loaded.decode(first)
+        follow = [*QUESTION, ChatMessage("assistant", text), ChatMessage("user", "And then?")]
+        second, again = answer(loaded, messages=follow, key="chat")
+        assert again.reused_tokens >= final.prompt_tokens  # the first turn's prompt was kept
+        results.append((first, second))
+        loaded.kv_pool.clear()
+    assert results[0] == results[1]
+
+
+@pytest.mark.slow
+@needs_compiler
+def test_stop_ends_the_answer_within_one_token(pair):
+    static, _, _ = pair
+    stop = threading.Event()
+
+    def press(chunk, _box):
+        if chunk.n_generated == 5:
+            stop.set()
+
+    tokens, final = answer(static, stop=stop, on_chunk=press)
+    assert final.finish_reason == "cancelled" and final.n_generated == 5 and len(tokens) == 5
+
+
+@pytest.mark.slow
+@needs_compiler
+def test_a_sampling_change_between_tokens_takes_effect(pair):
+    static, eager, _ = pair
+    start = dataclasses.replace(GREEDY, seed=7)
+
+    def slide(chunk, box):
+        if chunk.n_generated == 6:  # the user moves the temperature slider mid-answer
+            box.set(dataclasses.replace(start, temperature=1.5, top_p=1.0))
+
+    greedy, _ = answer(static, params=start)
+    changed, _ = answer(static, params=start, on_chunk=slide)
+    assert changed[:6] == greedy[:6] and changed[6:] != greedy[6:]
+    assert changed == answer(eager, params=start, on_chunk=slide)[0]
+
+
+@pytest.mark.slow
+@needs_compiler
+def test_no_recompile_over_a_long_answer_crossing_a_bucket(pair):
+    static, eager, calls = pair
+    step = static.step
+    model = static.model
+    ids = torch.randint(0, model.config.vocab_size, (1, MIN_BUCKET - 20))
+    tokens = {}
+    for name, decode in (("static", step), ("eager", eager.step)):
+        strategy = static_decode_strategy(model, decode)
+        logits = strategy.prefill(ids)
+        chosen = []
+        for _ in range(60):  # 1004 + 60 tokens: past the first bucket
+            chosen.append(int(torch.argmax(logits)))
+            logits = strategy.step(chosen[-1])
+        if name == "static":
+            assert strategy.cache.layers[0].capacity == 2 * MIN_BUCKET
+        strategy.release()
+        tokens[name] = chosen
+    assert tokens["static"] == tokens["eager"]
+    assert step.recompiles() == 0 and static_decode.recompiles(step) == 0
+
+
+def static_decode_strategy(model, step):
+    from glmdesk.engine.cache import make_cache_strategy
+
+    return make_cache_strategy(model, CacheSettings(prefill_chunk=512), step)
+
+
+def test_a_model_the_fused_step_cannot_run_is_refused():
+    config = LlamaConfig(
+        vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=4
+    )
+    model = LlamaForCausalLM(config).eval()
+    assert decode_step.unsupported_reason(model, any_device=True) is None
+    model.model.layers[0].self_attn.o_proj = torch.nn.Identity()
+    assert "o_proj" in decode_step.unsupported_reason(model, any_device=True)
+    with pytest.raises(ValueError, match="o_proj"):
+        build_static_step(model)

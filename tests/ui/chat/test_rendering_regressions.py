@@ -1,0 +1,37 @@
+"""Regressions found by trying the app as a user."""
+
+from __future__ import annotations
+
+import sys
+
+from PySide6.QtCore import QPointF
+from PySide6.QtGui import QColor, QImage, QPainter, QPainterPath
+
+from glmdesk.ui.chat.markdown_view import MarkdownView, keep_line_breaks
+
+
+def test_model_line_breaks_stay_visible(qtbot):
+    poem = "Roses are red\nViolets are blue\n\n```python\nx = 1\ny = 2\n```\n- one\n- two"
+    view = MarkdownView()
+    qtbot.addWidget(view)
+    view.set_markdown(poem)
+    text = view.document().toPlainText()
+    assert "Roses are red\u2028Violets are blue" in text or "Roses are red\nViolets are blue" in text
+    assert "x = 1\ny = 2" in text  # code blocks untouched
+    assert keep_line_breaks("a\nb") == "a  \nb"
+    assert keep_line_breaks("```\na\nb\n```") == "```\na\nb\n```"
+
+
+def test_painting_paths_does_not_leak_references_to_none(qapp):
+    """PySide6 6.12.0 dropped a reference to None per QPainterPath.lineTo / fillPath call;
+    Python 3.11 then aborts ("none_dealloc") while the memory gauge repaints."""
+    image = QImage(64, 64, QImage.Format.Format_ARGB32)
+    painter = QPainter(image)
+    before = sys.getrefcount(None)
+    for i in range(2000):
+        path = QPainterPath(QPointF(0, 0))
+        path.lineTo(i % 64, 10)
+        path.closeSubpath()
+        painter.fillPath(path, QColor(10, 20, 30))
+    painter.end()
+    assert before - sys.getrefcount(None) < 500
