@@ -36,7 +36,8 @@ class ModelInfo:
         quantization: ``none``, ``8bit``, ``4bit``, ``int8-wo`` or ``int4-wo``.
         footprint_mib: Memory of weights and buffers, in MiB.
         context_length: Maximum positions the model was trained for, in tokens.
-        kv_bytes_per_token: 2 x layers x kv heads x head dim x bytes, in bytes.
+        kv_bytes_per_token: KV bytes a token adds (2 x layers x kv heads x head dim x
+            bytes; MLA: layers x (latent + rotary key) x bytes), in bytes.
         prompt_format: Name of the prompt format.
         threads: CPU threads torch's kernels use on the loading thread (the one
             that decodes; OpenMP's count is per thread).

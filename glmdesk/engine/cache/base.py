@@ -40,7 +40,10 @@ def kv_bytes_per_token(config, dtype: torch.dtype) -> int:
 
     ``2 x layers x kv heads x head dim x bytes per element``; e.g. ChatGLM3-6B in
     fp16: 2 x 28 x 2 x 128 x 2 = 28 KiB per token; SmolLM2-135M in fp32:
-    2 x 30 x 3 x 64 x 4 = 45 KiB per token.
+    2 x 30 x 3 x 64 x 4 = 45 KiB per token. Multi-head latent attention
+    (GLM-4.7-Flash's ``Glm4MoeLiteForCausalLM``; DeepSeek-V2, Liu et al. 2024, §2.1.2),
+    whose attention hands the cache the compressed latent as its key and the rotary key
+    as its value: ``layers x (kv_lora_rank + qk_rope_head_dim) x bytes``.
 
     Args:
         config: The model's config.
@@ -49,8 +52,12 @@ def kv_bytes_per_token(config, dtype: torch.dtype) -> int:
     Returns:
         Bytes per token.
     """
-    layers, kv_heads, head_dim = kv_shape(config)
     element = torch.empty((), dtype=dtype).element_size()
+    text = config.get_text_config(decoder=True) if hasattr(config, "get_text_config") else config
+    latent = getattr(text, "kv_lora_rank", None)
+    if latent:  # MLA: one latent of kv_lora_rank + the shared rotary key a token and layer
+        return int(text.num_hidden_layers) * (int(latent) + int(text.qk_rope_head_dim)) * element
+    layers, kv_heads, head_dim = kv_shape(config)
     return 2 * layers * kv_heads * head_dim * element
 
 

@@ -199,3 +199,22 @@ def test_glmdesk_chat_runs_it_from_the_folder_and_from_its_gguf(glm47_flash_fold
     assert " [glm4-moe-lite] on cpu" in out.stderr and f"; {engine})" in out.stderr
     # GLM-4.7's prompt opened <think>: what the random weights write is thinking, on stderr.
     assert "Thinking:\n│ " in out.stderr and "Traceback" not in out.stderr
+
+
+def test_its_kv_bytes_per_token_are_the_latent_its_cache_holds(flash):
+    """MLA: the cache holds one latent key (kv_lora_rank) and the rotary key a token and
+    layer, not keys and values per head; the model's figure (context bar, dynamic
+    budget) says what the buffers of a prefilled full cache really hold."""
+    import torch
+
+    from glmdesk.engine.cache import make_cache_strategy
+
+    strategy = make_cache_strategy(flash.model, CacheSettings())
+    strategy.prefill(torch.tensor([list(range(5, 45))]))
+    held = sum(
+        (layer.keys.shape[1] * layer.keys.shape[-1] + layer.values.shape[1] * layer.values.shape[-1])
+        * layer.keys.element_size()
+        for layer in strategy.cache.layers
+    )
+    assert flash.info.kv_bytes_per_token == held
+    strategy.release()
