@@ -276,6 +276,14 @@ def _sizes(scale: float) -> int:
     from _ui_sizes import run
 
     app = QApplication(sys.argv)
+    # The window's process as run_app leaves it: the engine imported (torch, transformers),
+    # then what is built frozen out of the collector's sight (gc.freeze).
+    import gc
+
+    from glmdesk.engine.warmup import preload_engine
+
+    preload_engine(None)
+    gc.freeze()
     print(f"machine: {os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.1f}; scale {scale}")
     results = run(scale)
     worst = max(gap for name, gap in results if not name.startswith("repaint") and "formulas" not in name)

@@ -172,7 +172,8 @@ class MathRenderer(QObject):
         if self.use_process:
             self._start_process()
         usable = self._draw_one(("x^2", 12.0, 1.0)).error is None
-        gc.collect()  # the import's garbage (in this process: drawing without the child)
+        if self._child is None:  # the import's garbage is in this process: drawing without the child
+            gc.collect()  # (with the child, a full collection here would only stall the window)
         self._warm.set()
         while True:
             key = self._requests.get()
