@@ -36,6 +36,16 @@ import time
 
 import torch
 
+from benchmarks._gpu_common import (
+    CHATGLM3_6B,
+    TINY,
+    copy_bandwidth,
+    make_config,
+    new_model,
+    quantize,
+    static_graph_rate,
+    sync,
+)
 from glmdesk.core.settings import CacheSettings
 from glmdesk.engine import torchao_quant
 from glmdesk.engine.cache import kv_bytes_per_token, make_cache_strategy
@@ -62,11 +72,6 @@ KINDS = {
 }
 
 
-def sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
 def static_path():
     """``glmdesk.engine.decode.static_decode.build_static_step``, or ``None`` when absent."""
     if importlib.util.find_spec("glmdesk.engine.decode.static_decode") is None:
@@ -83,8 +88,6 @@ def apply_kind(model, kind: str, device: torch.device):
     if how in torchao_quant.SCHEMES:
         torchao_quant.quantize_model(model, how)
     elif how in ("int8", "nf4"):
-        from benchmarks.gpu_decode import quantize
-
         quantize(model, how, device)
     return model
 
@@ -272,7 +275,6 @@ def print_rows(label: str, rows: list[dict], base: dict, bound, extra: str) -> N
 def shape_rows(name: str, config, device, bandwidth: float, args) -> dict[str, float]:
     """Every row of one shape; returns the static (or eager) tokens/s per weight row at
     the first context, for :func:`decide`."""
-    from benchmarks.gpu_decode import new_model, static_graph_rate
 
     settings = CacheSettings(prefill_chunk=2048)
     has_static = static_path() is not None
@@ -325,7 +327,6 @@ def shape_rows(name: str, config, device, bandwidth: float, args) -> dict[str, f
 
 def table_main(args) -> None:
     """``gpu_decode.py --table`` / ``--smoke``: pick the device and shapes, then :func:`run_table`."""
-    from benchmarks.gpu_decode import CHATGLM3_6B, TINY, copy_bandwidth
 
     shapes = {"ChatGLM3-6B": CHATGLM3_6B, "GLM-4-9B": GLM4_9B}
     if args.smoke:
@@ -353,7 +354,6 @@ def table_main(args) -> None:
 
 def run_table(args, device, bandwidth: float, shapes: dict) -> None:
     """Print the whole table (see the module docstring) and the 8-bit / 4-bit choice."""
-    from benchmarks.gpu_decode import make_config
 
     build = static_path()
     print(
