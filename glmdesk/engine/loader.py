@@ -71,13 +71,28 @@ def load_model(
     fast = acceleration.accelerate(model, settings, report)
     report("preparing")
     vision = is_vision_config(model.config)
-    if ready.prompt_format is not None:
-        prompt_format = ready.prompt_format
-    elif vision:
-        prompt_format = _vision_format(model, tokenizer, ready)
-    else:
-        prompt_format = _chat_template_format(model, tokenizer, ready)
-    info = ModelInfo(
+    prompt_format = ready.prompt_format
+    if prompt_format is None:
+        prompt_format = (_vision_format if vision else _chat_template_format)(model, tokenizer, ready)
+    info = _model_info(ready, settings, model, device, precision, prompt_format, fast, notes, plan)
+    report("ready", 1, 1)
+    # threads 0: adapt the count to measured decode steps (a busy core slows a fixed count).
+    automatic = settings.threads == 0 and device == "cpu"
+    tuner = ThreadTuner(max_threads=acceleration.DEFAULT_THREADS) if automatic else None
+    if vision:
+        from glmdesk.engine.vision import VisionLoadedModel
+
+        return VisionLoadedModel(model, tokenizer, prompt_format, info, step=fast.step, tuner=tuner)
+    return LoadedModel(model, tokenizer, prompt_format, info, step=fast.step, tuner=tuner)
+
+
+def _model_info(
+    ready, settings: LoadSettings, model, device: str, precision: str, prompt_format, fast, notes, plan
+):
+    """What was loaded, as :class:`ModelInfo`: the source, placement (device, precision,
+    offloaded MiB), footprint in MiB, context window in tokens, KV bytes per token, the
+    decode step's kind and the load's notes."""
+    return ModelInfo(
         name=ready.source.name,
         family=ready.family,
         source_kind=ready.source.kind,
@@ -95,15 +110,6 @@ def load_model(
         notes=tuple(notes) + fast.notes,
         offloaded_mib=plan.cpu_bytes / 2**20 if plan is not None else 0.0,
     )
-    report("ready", 1, 1)
-    # threads 0: adapt the count to measured decode steps (a busy core slows a fixed count).
-    automatic = settings.threads == 0 and device == "cpu"
-    tuner = ThreadTuner(max_threads=acceleration.DEFAULT_THREADS) if automatic else None
-    if vision:
-        from glmdesk.engine.vision import VisionLoadedModel
-
-        return VisionLoadedModel(model, tokenizer, prompt_format, info, step=fast.step, tuner=tuner)
-    return LoadedModel(model, tokenizer, prompt_format, info, step=fast.step, tuner=tuner)
 
 
 def _vision_format(model, tokenizer, ready) -> PromptFormat:
