@@ -36,21 +36,22 @@ import time
 
 import torch
 
+from benchmarks._gpu_common import (
+    CHATGLM3_6B,
+    TINY,
+    copy_bandwidth,
+    make_config,
+    new_model,
+    quantize,
+    static_graph_rate,
+    sync,
+)
 from glmdesk.core.settings import CacheSettings
 from glmdesk.engine import torchao_quant
 from glmdesk.engine.cache import kv_bytes_per_token, make_cache_strategy
 
-GLM4_9B = {
-    "vocab_size": 151552,
-    "hidden_size": 4096,
-    "intermediate_size": 13696,
-    "num_hidden_layers": 40,
-    "num_attention_heads": 32,
-    "num_key_value_heads": 2,
-    "head_dim": 128,
-    "attention_bias": True,
-    "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5},
-}
+#: GLM-4-9B: ChatGLM3-6B's layers with 40 of them and a 151552-token vocabulary.
+GLM4_9B = {**CHATGLM3_6B, "vocab_size": 151552, "num_hidden_layers": 40}
 #: Weight rows: name -> (bits, how).
 KINDS = {
     "bf16": (16, None),
@@ -60,11 +61,6 @@ KINDS = {
     "bnb LLM.int8": (8, "int8"),
     "bnb NF4": (4, "nf4"),
 }
-
-
-def sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 def static_path():
@@ -83,8 +79,6 @@ def apply_kind(model, kind: str, device: torch.device):
     if how in torchao_quant.SCHEMES:
         torchao_quant.quantize_model(model, how)
     elif how in ("int8", "nf4"):
-        from benchmarks.gpu_decode import quantize
-
         quantize(model, how, device)
     return model
 
@@ -272,8 +266,6 @@ def print_rows(label: str, rows: list[dict], base: dict, bound, extra: str) -> N
 def shape_rows(name: str, config, device, bandwidth: float, args) -> dict[str, float]:
     """Every row of one shape; returns the static (or eager) tokens/s per weight row at
     the first context, for :func:`decide`."""
-    from benchmarks.gpu_decode import new_model, static_graph_rate
-
     settings = CacheSettings(prefill_chunk=2048)
     has_static = static_path() is not None
     speeds: dict[str, float] = {}
@@ -325,8 +317,6 @@ def shape_rows(name: str, config, device, bandwidth: float, args) -> dict[str, f
 
 def table_main(args) -> None:
     """``gpu_decode.py --table`` / ``--smoke``: pick the device and shapes, then :func:`run_table`."""
-    from benchmarks.gpu_decode import CHATGLM3_6B, TINY, copy_bandwidth
-
     shapes = {"ChatGLM3-6B": CHATGLM3_6B, "GLM-4-9B": GLM4_9B}
     if args.smoke:
         device = torch.device("cpu")
@@ -353,8 +343,6 @@ def table_main(args) -> None:
 
 def run_table(args, device, bandwidth: float, shapes: dict) -> None:
     """Print the whole table (see the module docstring) and the 8-bit / 4-bit choice."""
-    from benchmarks.gpu_decode import make_config
-
     build = static_path()
     print(
         "static path: glmdesk.engine.decode.static_decode.build_static_step"

@@ -161,6 +161,15 @@ def _stream_one(
             last = chunk
     thinking.close()
     print()
+    return _answer_summary(last, "".join(parts))
+
+
+def _answer_summary(last: GenerationChunk | None, text: str) -> tuple[str | None, str]:
+    """Print what followed an answer (notes, dropped messages, its timing line) to stderr.
+
+    Returns:
+        ``(text, finish reason)``; the text is ``None`` after an error.
+    """
     if last is not None and last.notice is not None:
         print(f"(note: {last.notice.message})", file=sys.stderr)
     if last is not None and last.dropped_messages:
@@ -169,7 +178,7 @@ def _stream_one(
         _error("chat", last.error.message)
         return None, "error"
     if last is None:
-        return "".join(parts), "stop"
+        return text, "stop"
     if last.finish_reason == "cancelled":
         print("(stopped)", file=sys.stderr)
     reused = f", {last.reused_tokens} prompt tokens reused" if last.reused_tokens else ""
@@ -177,7 +186,7 @@ def _stream_one(
     if last.answer_ttft_s:  # it thought first: its first reasoning token, then its answer's
         ttft = f"TTFT {last.ttft_s:.2f} s thinking, {last.answer_ttft_s:.2f} s answer"
     print(f"[{last.n_generated} tokens, {ttft}{reused}, {last.tokens_per_s:.1f} tokens/s]", file=sys.stderr)
-    return "".join(parts), last.finish_reason or "stop"
+    return text, last.finish_reason or "stop"
 
 
 def chat(args) -> int:
@@ -195,42 +204,11 @@ def chat(args) -> int:
 
 
 def _chat(args) -> int:
-    loading = False
-    try:
-        settings = load_settings(args)
-        cache = cache_settings(args)
-        sampling(args, "generic")  # refuse bad values before a long load
-        toolset, tool_settings = tool_options(args)
-        settings = without_uncompilable(settings, cache)
-        if args.prompt is not None and not args.prompt.strip():
-            _error("chat", "the prompt is empty.")
-            return 2
-        images = tuple(ImageAttachment.from_file(path) for path in args.image or ())
-        from glmdesk.engine.backends import create_backend  # after the cheap checks: torch takes seconds
-        from glmdesk.engine.quiet import quiet_libraries
-
-        backend = create_backend(settings)
-        t0 = time.perf_counter()
-        loading = True
-        with quiet_libraries():
-            info = backend.load(settings, progress=progress)
-        print(file=sys.stderr)
-        box = ParamsBox(sampling(args, info.family))
-    except (GlmdeskError, ValueError) as exc:
-        if loading:
-            print(file=sys.stderr)
-        _error("chat", exc)
-        return 2
-    print(f"{info.describe()} (loaded in {time.perf_counter() - t0:.1f} s; {info.engine})", file=sys.stderr)
-    thinking_note = apply_thinking(backend, getattr(args, "thinking", True))
-    if thinking_note:
-        print(f"note: {thinking_note}", file=sys.stderr)
-    for note in info.notes:
-        print(f"note: {note.message}", file=sys.stderr)
-        if note.kind == "engine_fallback":
-            print(
-                "note: llama.cpp answers faster: build it once with glmdesk build-llamacpp", file=sys.stderr
-            )
+    loaded = _load_for_chat(args)
+    if isinstance(loaded, int):
+        return loaded
+    backend, info, box, cache, toolset, tool_settings, images = loaded
+    _print_load_notes(backend, info, args)
     if images and not backend.capabilities().vision:
         from glmdesk.engine.backends.base import images_refused
 
@@ -264,6 +242,56 @@ def _chat(args) -> int:
         if tools is not None:
             tools.close()
         backend.close()
+
+
+def _load_for_chat(args):
+    """Check ``glmdesk chat``'s options cheaply, then load the model (progress on stderr).
+
+    Returns:
+        ``(backend, info, params box, cache settings, toolset, tool settings, images)``,
+        or 2 (the error printed) for bad settings or a model that does not load.
+    """
+    loading = False
+    try:
+        settings = load_settings(args)
+        cache = cache_settings(args)
+        sampling(args, "generic")  # refuse bad values before a long load
+        toolset, tool_settings = tool_options(args)
+        settings = without_uncompilable(settings, cache)
+        if args.prompt is not None and not args.prompt.strip():
+            _error("chat", "the prompt is empty.")
+            return 2
+        images = tuple(ImageAttachment.from_file(path) for path in args.image or ())
+        from glmdesk.engine.backends import create_backend  # after the cheap checks: torch takes seconds
+        from glmdesk.engine.quiet import quiet_libraries
+
+        backend = create_backend(settings)
+        t0 = time.perf_counter()
+        loading = True
+        with quiet_libraries():
+            info = backend.load(settings, progress=progress)
+        print(file=sys.stderr)
+        box = ParamsBox(sampling(args, info.family))
+    except (GlmdeskError, ValueError) as exc:
+        if loading:
+            print(file=sys.stderr)
+        _error("chat", exc)
+        return 2
+    print(f"{info.describe()} (loaded in {time.perf_counter() - t0:.1f} s; {info.engine})", file=sys.stderr)
+    return backend, info, box, cache, toolset, tool_settings, images
+
+
+def _print_load_notes(backend, info, args) -> None:
+    """Print the thinking switch's note and the load's notes to stderr."""
+    thinking_note = apply_thinking(backend, getattr(args, "thinking", True))
+    if thinking_note:
+        print(f"note: {thinking_note}", file=sys.stderr)
+    for note in info.notes:
+        print(f"note: {note.message}", file=sys.stderr)
+        if note.kind == "engine_fallback":
+            print(
+                "note: llama.cpp answers faster: build it once with glmdesk build-llamacpp", file=sys.stderr
+            )
 
 
 def _interactive(backend, system, box, cache, tools=None, images=()) -> int:

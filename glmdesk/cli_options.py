@@ -45,23 +45,7 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
         help="weight precision: auto is bf16 or fp16 on a GPU, fp32 on the CPU (default: %(default)s)",
     )
     p.add_argument("--device", choices=DEVICES, default="auto", help="where to run (default: %(default)s)")
-    p.add_argument(
-        "--threads",
-        type=int,
-        default=0,
-        help="CPU threads, 1 or more; 0 (default) adapts the count to measured decode steps",
-    )
-    p.add_argument(
-        "--no-fused-decode",
-        dest="fused_decode",
-        action="store_false",
-        help="decode with transformers' forward instead of the fused CPU step",
-    )
-    p.add_argument(
-        "--compile-decode",
-        action="store_true",
-        help="compile the one-token decode step on static KV buffers while loading (torch.compile; CUDA graphs on a GPU; a C++ compiler on the CPU)",
-    )
+    _add_decode_arguments(p)
     p.add_argument(
         "--no-thinking",
         dest="thinking",
@@ -80,6 +64,32 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
         help=AUTO_RULE,
     )
     _add_engine_arguments(p)
+    _add_cache_arguments(p)
+
+
+def _add_decode_arguments(p: argparse.ArgumentParser) -> None:
+    """The CPU threads, fused decode step and compiled decode step options."""
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=0,
+        help="CPU threads, 1 or more; 0 (default) adapts the count to measured decode steps",
+    )
+    p.add_argument(
+        "--no-fused-decode",
+        dest="fused_decode",
+        action="store_false",
+        help="decode with transformers' forward instead of the fused CPU step",
+    )
+    p.add_argument(
+        "--compile-decode",
+        action="store_true",
+        help="compile the one-token decode step on static KV buffers while loading (torch.compile; CUDA graphs on a GPU; a C++ compiler on the CPU)",
+    )
+
+
+def _add_cache_arguments(p: argparse.ArgumentParser) -> None:
+    """The KV-cache strategy, window and sinks options."""
     p.add_argument(
         "--kv-cache",
         choices=CACHE_STRATEGIES,

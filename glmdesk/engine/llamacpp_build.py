@@ -220,6 +220,62 @@ def _build_env() -> dict[str, str]:
     return env
 
 
+def _build_lock(folder: Path, report: Callable[[BuildProgress], None], cancel: threading.Event | None):
+    """The wheel folder's build lock, acquired: at once, or after another glmdesk's build
+    (``waiting`` reported while it runs).
+
+    Raises:
+        GlmdeskError: ``build_cancelled`` when ``cancel`` is set while waiting.
+    """
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(str(folder / ".build.lock"))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        report(BuildProgress("waiting", 0))
+        while True:  # another glmdesk is building: wait for its wheel
+            if cancel is not None and cancel.is_set():
+                raise GlmdeskError("build_cancelled", "Building llama.cpp was cancelled.") from None
+            try:
+                lock.acquire(timeout=1)
+                break
+            except Timeout:
+                continue
+    return lock
+
+
+def _build_wheel(
+    runner: _Runner,
+    pip: list[str],
+    folder: Path,
+    spec: str,
+    pip_args: Sequence[str],
+    report: Callable[[BuildProgress], None],
+) -> Path:
+    """Build ``spec``'s wheel into ``folder`` with pip (source downloaded, compiled).
+
+    Raises:
+        GlmdeskError: ``llamacpp_unbuildable``, ``llamacpp_build_failed`` (pip's last
+            error line, or no wheel for this Python), ``build_cancelled``.
+    """
+    error = build_unavailable()
+    if error is not None:
+        raise GlmdeskError(error.kind, error.message, **error.params)
+    report(BuildProgress("downloading", 1))
+    args = [*pip, "wheel", "-v", "--no-deps", "--wheel-dir", str(folder), *pip_args, spec]
+    runner.run(args, _build_env(), parse=True)
+    wheel = cached_wheel(folder, spec)
+    if wheel is None:
+        raise GlmdeskError(
+            "llamacpp_build_failed",
+            "llama.cpp was built, but no wheel that fits this Python came out of it.",
+            detail="no wheel that fits this Python came out of the build",
+            output="\n".join(runner.tail),
+        )
+    return wheel
+
+
 def ensure_llamacpp(
     report: Callable[[BuildProgress], None] | None = None,
     cancel: threading.Event | None = None,
@@ -248,8 +304,6 @@ def ensure_llamacpp(
         GlmdeskError: ``llamacpp_unbuildable`` (see :func:`build_unavailable`),
             ``llamacpp_build_failed`` with pip's last error line, ``build_cancelled``.
     """
-    from filelock import FileLock, Timeout
-
     from glmdesk.core.paths import wheel_dir
 
     report = report or (lambda _progress: None)
@@ -258,38 +312,13 @@ def ensure_llamacpp(
     spec = spec or requirement()
     runner = _Runner(report, cancel)
     pip = [sys.executable, "-m", "pip"]
-    lock = FileLock(str(folder / ".build.lock"))
-    try:
-        lock.acquire(timeout=0)
-    except Timeout:
-        report(BuildProgress("waiting", 0))
-        while True:  # another glmdesk is building: wait for its wheel
-            if cancel is not None and cancel.is_set():
-                raise GlmdeskError("build_cancelled", "Building llama.cpp was cancelled.") from None
-            try:
-                lock.acquire(timeout=1)
-                break
-            except Timeout:
-                continue
+    lock = _build_lock(folder, report, cancel)
     try:
         wheel = cached_wheel(folder, spec)
         if wheel is None and not build:
             return None
         if wheel is None:
-            error = build_unavailable()
-            if error is not None:
-                raise GlmdeskError(error.kind, error.message, **error.params)
-            report(BuildProgress("downloading", 1))
-            args = [*pip, "wheel", "-v", "--no-deps", "--wheel-dir", str(folder), *pip_args, spec]
-            runner.run(args, _build_env(), parse=True)
-            wheel = cached_wheel(folder, spec)
-            if wheel is None:
-                raise GlmdeskError(
-                    "llamacpp_build_failed",
-                    "llama.cpp was built, but no wheel that fits this Python came out of it.",
-                    detail="no wheel that fits this Python came out of the build",
-                    output="\n".join(runner.tail),
-                )
+            wheel = _build_wheel(runner, pip, folder, spec, pip_args, report)
         report(BuildProgress("installing", 3))
         where = ["--target", str(target)] if target is not None else []
         runner.run([*pip, "install", "-q", *where, *pip_args, str(wheel)], _build_env(), parse=False)

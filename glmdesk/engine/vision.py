@@ -37,7 +37,7 @@ from glmdesk.engine.formats.prompt import (
     plain_messages,
     without_reasoning,
 )
-from glmdesk.engine.loader import LoadedModel
+from glmdesk.engine.loaded_model import LoadedModel
 from glmdesk.engine.vision_processor import to_picture
 
 #: GLM-4.1V-Thinking's reasoning block (shown as reasoning, :mod:`glmdesk.engine.families.parser`).

@@ -204,7 +204,7 @@ def validated(model: type[_Model], data: Any) -> _Model:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise invalid_request(exc.errors(include_url=False)) from None
+        raise invalid_request(exc.errors(include_url=False), (model,)) from None
 
 
 @functools.cache
@@ -241,13 +241,12 @@ def client_param(loc: tuple, names: frozenset[str]) -> str | None:
     return out or None
 
 
-def invalid_request(errors: Sequence[Mapping[str, Any]]) -> APIError:
+def invalid_request(errors: Sequence[Mapping[str, Any]], models: Sequence[type[BaseModel]] = ()) -> APIError:
     """The 400 for a body that does not validate, from pydantic's ``errors()``: the first
     of the deepest (a union's errors are one per branch; the one that got furthest into
-    the client's value says most)."""
-    from glmdesk.server.schemas import ChatRequest, CompletionRequest
-
-    names = field_names(ChatRequest, CompletionRequest)
+    the client's value says most). ``models``: the endpoints' request bodies, whose field
+    names (and their models') are the client's names an error may give."""
+    names = field_names(*models)
     params = [client_param(tuple(e.get("loc", ())), names) for e in errors]
     depth = [len(p or "") for p in params]
     at = depth.index(max(depth)) if errors else 0

@@ -41,7 +41,7 @@ def tiny_glm4(folder: Path):
     from glmdesk.engine.chatglm import GLM4Format
     from glmdesk.engine.formats.glm4_tokenizer import load_glm4_tokenizer
     from glmdesk.engine.info import ModelInfo
-    from glmdesk.engine.loader import LoadedModel
+    from glmdesk.engine.loaded_model import LoadedModel
 
     tok = load_glm4_tokenizer(folder)
     vocab = -(-(max(tok.special_ids.values()) + 1) // 64) * 64

@@ -18,9 +18,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from glmdesk.server.app import MAX_CHARS_PER_TOKEN, create_app
+from glmdesk.server.app import create_app
 from glmdesk.server.config import ServeSettings, default_max_body_bytes
 from glmdesk.server.runner import ServerThread
+from glmdesk.server.state import MAX_CHARS_PER_TOKEN
 
 from .conftest import WEATHER
 

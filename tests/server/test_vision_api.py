@@ -12,9 +12,9 @@ from glmdesk.engine.backends.transformers import TransformersBackend
 from glmdesk.engine.decode.generate import stream_answer
 from glmdesk.server.app import create_app
 from glmdesk.server.config import ServeSettings
+from glmdesk.server.endpoints.chat_completions import ChatRequest, chat_messages
 from glmdesk.server.errors import APIError
 from glmdesk.server.runner import ServerThread
-from glmdesk.server.schemas import ChatRequest, chat_messages
 
 
 @pytest.fixture(scope="module")

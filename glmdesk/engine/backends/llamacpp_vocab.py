@@ -19,7 +19,6 @@ from collections.abc import Sequence
 from glmdesk.core.errors import GlmdeskError
 from glmdesk.engine import families
 from glmdesk.engine.formats.prompt import PromptFormat
-from glmdesk.engine.formats.stop_ids import stop_ids
 
 
 class LlamaVocab:
@@ -108,8 +107,8 @@ class LlamaVocab:
 
     def stop_ids(self, family: str = "gguf") -> frozenset[int]:
         """eos, eot and the family's end-of-turn tokens the vocabulary has (the one
-        rule, :func:`glmdesk.engine.formats.stop_ids.stop_ids`)."""
-        return stop_ids(family, (self.eos, self.eot), self.special_id)
+        rule, :func:`glmdesk.engine.families.base.collect_stop_ids`)."""
+        return families.get_family(family).stop_ids((self.eos, self.eot), self.special_id)
 
 
 class TemplateTokenizer:

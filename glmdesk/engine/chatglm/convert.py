@@ -235,22 +235,7 @@ def convert_checkpoint(
     """
     src = Path(src).expanduser().resolve()
     dst = Path(dst).expanduser().absolute()
-    family = detect_family(src)
-    if family == "gguf" and src.is_file():
-        raise gguf_needs_no_conversion(src)
-    if converted_family(src):
-        raise refuse(src, "glmdesk converted it already; open it as it is.")
-    check_folder_files(src)
-    config = read_config(src) if (src / "config.json").exists() else {}
-    check_convertible(src, config, family)
-    if dst.exists() and (not dst.is_dir() or any(dst.iterdir())):
-        raise GlmdeskError(
-            "invalid_setting",
-            f"The destination {dst} already exists and is not empty; choose a new folder.",
-            name="dst",
-            value=str(dst),
-            reason="exists",
-        )
+    family, config = _checked_source(src, dst)
     dims = Dims.from_config(config)
     expected = dims.expected_shapes()
     files = weight_files(src)
@@ -272,6 +257,32 @@ def convert_checkpoint(
     if progress is not None:
         progress(total, total)
     return dst
+
+
+def _checked_source(src: Path, dst: Path) -> tuple[str, dict]:
+    """The source's family and ``config.json`` (``{}`` without one), once the source is
+    convertible and ``dst`` is free.
+
+    Raises:
+        GlmdeskError: as :func:`convert_checkpoint`, before anything is written.
+    """
+    family = detect_family(src)
+    if family == "gguf" and src.is_file():
+        raise gguf_needs_no_conversion(src)
+    if converted_family(src):
+        raise refuse(src, "glmdesk converted it already; open it as it is.")
+    check_folder_files(src)
+    config = read_config(src) if (src / "config.json").exists() else {}
+    check_convertible(src, config, family)
+    if dst.exists() and (not dst.is_dir() or any(dst.iterdir())):
+        raise GlmdeskError(
+            "invalid_setting",
+            f"The destination {dst} already exists and is not empty; choose a new folder.",
+            name="dst",
+            value=str(dst),
+            reason="exists",
+        )
+    return family, config
 
 
 def _convert_shards(

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from glmdesk.engine.chatglm.detect import SENTENCEPIECE_FAMILIES, declared_tokenizer, rope_ratio
+from glmdesk.engine.families import get_family
 from glmdesk.engine.formats.chatglm_formats import GLM4_SPECIAL_IDS, STOP_IDS_BY_FAMILY
 from glmdesk.engine.formats.chatglm_tokenizer import SPECIAL_TOKENS
-from glmdesk.engine.formats.stop_ids import stop_ids as family_stop_ids
 
 #: THUDM configuration_chatglm.py defaults, for fields a config leaves out.
 THUDM_DEFAULTS: dict[str, Any] = {
@@ -163,7 +163,7 @@ def glm_config(
 def tokenizer_stop_ids(src: Path, family: str) -> tuple[int, ...]:
     """The family's stop ids in the vocabulary of the folder's own tokenizer file.
 
-    The one rule (:func:`glmdesk.engine.formats.stop_ids.stop_ids`) on the file's vocabulary:
+    The one rule (:func:`glmdesk.engine.families.base.collect_stop_ids`) on the file's vocabulary:
     ChatGLM2/3: sentencepiece's eos, and for ChatGLM3 ``<|user|>`` and
     ``<|observation|>`` (special tokens follow the sentencepiece pieces); GLM-4:
     ``<|endoftext|>``, ``<|user|>``, ``<|observation|>`` after the tiktoken ranks.
@@ -181,12 +181,12 @@ def tokenizer_stop_ids(src: Path, family: str) -> tuple[int, ...]:
 
             sp = spm.SentencePieceProcessor(model_file=str(file))
             return tuple(
-                sorted(family_stop_ids(family, (sp.eos_id(),), _after(sp.vocab_size(), SPECIAL_TOKENS)))
+                sorted(get_family(family).stop_ids((sp.eos_id(),), _after(sp.vocab_size(), SPECIAL_TOKENS)))
             )
         if kind == "tiktoken" and family == "glm4":
             with file.open("rb") as fh:
                 n = sum(1 for line in fh if line.strip())
-            return tuple(sorted(family_stop_ids(family, (), _after(n, list(GLM4_SPECIAL_IDS)))))
+            return tuple(sorted(get_family(family).stop_ids((), _after(n, list(GLM4_SPECIAL_IDS)))))
     except (OSError, RuntimeError):
         pass
     return STOP_IDS_BY_FAMILY[family]

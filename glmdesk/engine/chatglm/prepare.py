@@ -156,13 +156,7 @@ def prepare_checkpoint(
         hf = src if converted else _ensure_converted(src, Path(cache_root), progress, cancel)
         return PreparedCheckpoint(hf, family, tokenizer, fmt, fmt.stop_ids, _seq_length(config))
     if family == "glm4-hf":
-        from transformers import AutoTokenizer
-
-        config = read_config(src)
-        tokenizer = AutoTokenizer.from_pretrained(str(src), trust_remote_code=False)
-        fmt = spec.prompt_format(tokenizer, sorted(_generation_eos(src)))
-        context = int(config.get("max_position_embeddings") or 131072)
-        return PreparedCheckpoint(src, family, tokenizer, fmt, fmt.stop_ids, context)
+        return _prepare_glm4_hf(src, spec)
     if spec.unsupported:
         reason = spec.unsupported
     else:
@@ -170,6 +164,18 @@ def prepare_checkpoint(
     raise GlmdeskError(
         "unsupported_checkpoint", f"glmdesk cannot prepare {src}: {reason}", path=str(src), reason=reason
     )
+
+
+def _prepare_glm4_hf(src: Path, spec) -> PreparedCheckpoint:
+    """A GLM-4-9B-chat-hf folder as it is: transformers' tokenizer, the family's format,
+    the config's ``max_position_embeddings`` (131072 when absent) as context."""
+    from transformers import AutoTokenizer
+
+    config = read_config(src)
+    tokenizer = AutoTokenizer.from_pretrained(str(src), trust_remote_code=False)
+    fmt = spec.prompt_format(tokenizer, sorted(_generation_eos(src)))
+    context = int(config.get("max_position_embeddings") or 131072)
+    return PreparedCheckpoint(src, "glm4-hf", tokenizer, fmt, fmt.stop_ids, context)
 
 
 def _seq_length(config: dict[str, Any]) -> int:

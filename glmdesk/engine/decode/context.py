@@ -1,4 +1,5 @@
-"""Fit a conversation into the context window by dropping whole old rounds."""
+"""Fit a conversation into the context window by dropping whole old rounds, and the
+answer's token budgets (history kept, room left for the reply)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,11 @@ from dataclasses import dataclass
 
 from glmdesk.core.errors import GlmdeskError
 from glmdesk.core.messages import ChatMessage
+from glmdesk.core.settings import CacheSettings, SamplingParams
 from glmdesk.engine.formats.prompt import PromptFormat
+
+#: The shortest reply a prompt must leave room for, in tokens (fewer if max new tokens is lower).
+MIN_REPLY_TOKENS = 16
 
 
 @dataclass(frozen=True)
@@ -115,3 +120,29 @@ def fit_prompt(
                 return FittedPrompt(ids, tuple(kept), dropped)
             raise _too_long(fmt, messages, system, ids, limit)
         first += 1
+
+
+def answer_budget(params: SamplingParams, context_length: int) -> int:
+    """Tokens kept free for the answer when choosing which older rounds to keep:
+    ``max_new_tokens``, but never more than half the context window, in tokens.
+
+    This only decides how much history is kept. A newest message that does not fit
+    with this budget is still answered if it fits with :func:`min_reply_tokens`; the
+    reply then gets what is left (:func:`reply_limit`).
+    """
+    return min(params.max_new_tokens, context_length // 2)
+
+
+def min_reply_tokens(params: SamplingParams) -> int:
+    """The room a prompt must leave for the reply, in tokens: :data:`MIN_REPLY_TOKENS`
+    or ``max_new_tokens`` if that is lower."""
+    return max(1, min(params.max_new_tokens, MIN_REPLY_TOKENS))
+
+
+def reply_limit(params: SamplingParams, context_length: int, prompt_tokens: int, cache: CacheSettings) -> int:
+    """Tokens the reply can actually use: ``max_new_tokens``, capped by the room left in the
+    context window after the prompt when the KV cache is full (unbounded), in tokens.
+    Window strategies evict old positions, so they are not capped."""
+    if cache.strategy != "full":
+        return params.max_new_tokens
+    return max(0, min(params.max_new_tokens, context_length - prompt_tokens))

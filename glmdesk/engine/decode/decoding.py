@@ -168,8 +168,6 @@ def generate_tokens(
     device = getattr(source, "device", "cpu")
     seen = torch.empty((1, capacity), dtype=torch.long, device=device)
     seen[0, :n_prompt] = torch.tensor(list(prompt_ids), dtype=torch.long)
-    n_seen = n_prompt
-    n_generated = 0
     bounded = getattr(source, "bounded", source.name != "full")
     if stop.is_set():
         yield TokenStep(None, "cancelled")
@@ -177,13 +175,37 @@ def generate_tokens(
     if not 0 <= reused < n_prompt:
         raise ValueError(f"reused tokens must be in 0..{n_prompt - 1}, not {reused}")
     logits = source.prefill(seen[:, reused:n_prompt])
+    limit = None if bounded else context_length
+    yield from _decode(source, logits, seen, n_prompt, params, stop_ids, stop, limit, sampler)
+
+
+def _decode(
+    source: LogitsSource,
+    logits: torch.Tensor,
+    seen: torch.Tensor,
+    n_seen: int,
+    params: ParamsBox,
+    stop_ids: frozenset[int],
+    stop: threading.Event,
+    context_limit: int | None,
+    sampler: Sampler,
+) -> Iterator[TokenStep]:
+    """The decode loop of :func:`generate_tokens` after the prefill: sample from
+    ``logits`` (``(1, vocab)``), step the source, until a stop id, ``stop``, max new
+    tokens or ``context_limit`` (``None`` for a bounded cache).
+
+    ``seen`` is ``(1, capacity)`` long ids whose first ``n_seen`` are the prompt; it
+    doubles when ``max_new_tokens`` is raised past its capacity mid-answer.
+    """
+    capacity = seen.shape[1]
+    n_generated = 0
     while True:
         if stop.is_set():
             yield TokenStep(None, "cancelled")
             return
         p = params.get()
         if n_seen >= capacity:  # max_new_tokens raised mid-answer: grow
-            grown = torch.empty((1, capacity * 2), dtype=torch.long, device=device)
+            grown = torch.empty((1, capacity * 2), dtype=torch.long, device=seen.device)
             grown[:, :capacity] = seen
             seen, capacity = grown, capacity * 2
         token = sampler(logits, seen[:, :n_seen], p)
@@ -194,7 +216,7 @@ def generate_tokens(
         n_generated += 1
         seen[0, n_seen] = token
         n_seen += 1
-        if n_generated >= p.max_new_tokens or (not bounded and n_seen >= context_length):
+        if n_generated >= p.max_new_tokens or (context_limit is not None and n_seen >= context_limit):
             yield TokenStep(token, "length", first)
             return
         yield TokenStep(token, None, first)

@@ -26,7 +26,13 @@ from glmdesk.core.settings import CacheSettings, ParamsBox, SamplingParams
 from glmdesk.core.tools import ToolSet
 from glmdesk.engine.chunk import CacheStats, GenerationChunk
 from glmdesk.engine.decode.answer_clock import AnswerClock
-from glmdesk.engine.decode.context import FittedPrompt, fit_prompt
+from glmdesk.engine.decode.context import (
+    FittedPrompt,
+    answer_budget,
+    fit_prompt,
+    min_reply_tokens,
+    reply_limit,
+)
 from glmdesk.engine.decode.decoding import LogitsSource, Sampler, answer_seed, generate_tokens
 from glmdesk.engine.decode.detokenizer import IncrementalDetokenizer
 from glmdesk.engine.decode.thinking_budget import thinking_budget
@@ -80,10 +86,6 @@ class TextModel(Protocol):
         on every token (see :class:`~glmdesk.engine.decode.decoding.Sampler`)."""
 
 
-#: The shortest reply a prompt must leave room for, in tokens (fewer if max new tokens is lower).
-MIN_REPLY_TOKENS = 16
-
-
 def offered_tools(messages: Sequence[ChatMessage]) -> ToolSet | None:
     """The tools the conversation's system messages offer (the last set wins), or ``None``."""
     found = [m.tools for m in messages if m.role == "system" and m.tools]
@@ -97,32 +99,6 @@ def tool_notice(reason: str) -> ErrorInfo:
         f"The model wrote a tool call that glmdesk did not run, so it is shown as text: {reason}.",
         {"reason": reason},
     )
-
-
-def answer_budget(params: SamplingParams, context_length: int) -> int:
-    """Tokens kept free for the answer when choosing which older rounds to keep:
-    ``max_new_tokens``, but never more than half the context window, in tokens.
-
-    This only decides how much history is kept. A newest message that does not fit
-    with this budget is still answered if it fits with :func:`min_reply_tokens`; the
-    reply then gets what is left (:func:`reply_limit`).
-    """
-    return min(params.max_new_tokens, context_length // 2)
-
-
-def min_reply_tokens(params: SamplingParams) -> int:
-    """The room a prompt must leave for the reply, in tokens: :data:`MIN_REPLY_TOKENS`
-    or ``max_new_tokens`` if that is lower."""
-    return max(1, min(params.max_new_tokens, MIN_REPLY_TOKENS))
-
-
-def reply_limit(params: SamplingParams, context_length: int, prompt_tokens: int, cache: CacheSettings) -> int:
-    """Tokens the reply can actually use: ``max_new_tokens``, capped by the room left in the
-    context window after the prompt when the KV cache is full (unbounded), in tokens.
-    Window strategies evict old positions, so they are not capped."""
-    if cache.strategy != "full":
-        return params.max_new_tokens
-    return max(0, min(params.max_new_tokens, context_length - prompt_tokens))
 
 
 def _oom_error(device: str) -> GlmdeskError:
@@ -343,18 +319,7 @@ def _stream(
     source = None
     keep = pool is not None
     try:
-        p = params.get()
-        sampler = Sampler(torch.Generator().manual_seed(answer_seed(p)), model.logits_processors())
-        limit = model.context_length - answer_budget(p, model.context_length)
-        fallback = model.context_length - min_reply_tokens(p)
-        fitted = prompt(limit, fallback)
-        answer.n_prompt, answer.dropped = len(fitted.ids), fitted.dropped
-        if resume:  # the answer's tail in the prompt is the new text's left context
-            answer.detok.add_context(fitted.ids[-RESUME_CONTEXT_TOKENS:])
-        answer.reply_limit = reply_limit(p, model.context_length, answer.n_prompt, cache)
-        budget = None if resume else thinking_budget(model.prompt_format, p.thinking_budget)
-        if budget is not None:  # after the other constraints: it overrides them when it closes
-            sampler.extra += (budget,)
+        sampler, fitted = _fit(answer, model, prompt, params.get(), cache, resume)
         if stop.is_set():
             yield answer.chunk(finish="cancelled")
             return
@@ -377,14 +342,8 @@ def _stream(
         yield answer.chunk(answer.safe_tail(), finish="error", error=exc.info)
     except torch.OutOfMemoryError:
         keep = False
-        if source is not None:
-            source.release()
+        _free_memory(answer, source)
         source = None
-        if answer.pool is not None:
-            answer.pool.clear()  # kept caches go first when memory runs out
-        gc.collect()
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
         yield answer.chunk(answer.safe_tail(), finish="error", error=_oom_error(model.device).info)
     except Exception as exc:  # never leave the caller waiting
         keep = False
@@ -400,6 +359,48 @@ def _stream(
                 pool.put(conversation, source, reuse_compat(cache))
             else:
                 source.release()
+
+
+def _fit(
+    answer: _Answer,
+    model: TextModel,
+    prompt: PromptBuilder,
+    p: SamplingParams,
+    cache: CacheSettings,
+    resume: bool,
+) -> tuple[Sampler, FittedPrompt]:
+    """The answer's sampler and its prompt fitted to the context window (``answer``'s
+    prompt length, dropped messages and reply limit set; a resumed answer's tail given
+    to the detokenizer as left context; the thinking budget last among the processors).
+
+    Raises:
+        GlmdeskError: from ``prompt`` (``prompt_too_long``, ``system_prompt_too_long``,
+            an empty prompt).
+    """
+    sampler = Sampler(torch.Generator().manual_seed(answer_seed(p)), model.logits_processors())
+    limit = model.context_length - answer_budget(p, model.context_length)
+    fallback = model.context_length - min_reply_tokens(p)
+    fitted = prompt(limit, fallback)
+    answer.n_prompt, answer.dropped = len(fitted.ids), fitted.dropped
+    if resume:  # the answer's tail in the prompt is the new text's left context
+        answer.detok.add_context(fitted.ids[-RESUME_CONTEXT_TOKENS:])
+    answer.reply_limit = reply_limit(p, model.context_length, answer.n_prompt, cache)
+    budget = None if resume else thinking_budget(model.prompt_format, p.thinking_budget)
+    if budget is not None:  # after the other constraints: it overrides them when it closes
+        sampler.extra += (budget,)
+    return sampler, fitted
+
+
+def _free_memory(answer: _Answer, source: LogitsSource | None) -> None:
+    """After running out of memory: release the answer's source and the kept caches
+    (they go first), then collect and empty torch's CUDA cache."""
+    if source is not None:
+        source.release()
+    if answer.pool is not None:
+        answer.pool.clear()
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
 
 
 def _open(model: TextModel, cache: CacheSettings, pool, conversation: Hashable | None) -> LogitsSource:

@@ -7,7 +7,7 @@ tried: the specific before the general). Everything else asks this module:
 
 - :func:`recognise_folder` (``chatglm/detect.py``), :func:`recognise_gguf`
   (``backends/llamacpp_vocab.py``), :func:`family_for_model_id` (the remote backend);
-- :func:`get_family` by detected name for stop ids (``stop_ids.py``), sampling
+- :func:`get_family` by detected name for stop ids (``ModelFamily.stop_ids``), sampling
   defaults (:func:`sampling_defaults`: window, CLI, server), prompt formats
   (``chatglm/prepare.py``, the loader) and tool dialects (:func:`tool_dialect`: CLI,
   session, remote);

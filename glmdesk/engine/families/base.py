@@ -42,13 +42,59 @@ def _never(*_args) -> None:
 def collect_stop_ids(
     end_tokens: Iterable[str], eos_ids: Iterable[int | None], lookup: TokenLookup
 ) -> frozenset[int]:
-    """``eos_ids`` (``None`` skipped) plus the ids of ``end_tokens`` the vocabulary has."""
+    """``eos_ids`` (``None`` skipped) plus the ids of ``end_tokens`` the vocabulary has.
+
+    The one rule for which ids end a reply, whatever the backend: the model's
+    end-of-sequence ids (config and generation config ``eos_token_id`` lists, the
+    tokenizer's eos, llama.cpp's eos and eot) and the end-of-turn tokens its family
+    declares (:attr:`ModelFamily.end_tokens`) that its vocabulary has: none for ChatGLM2
+    (its rounds are plain text, caught by its reply filter); ``<|endoftext|>``,
+    ``<|user|>`` and ``<|observation|>`` for ChatGLM3 and every GLM-4 (THUDM's
+    ``generation_config.json`` eos lists); for other models the end-of-turn tokens of
+    common chat templates. Every path (the chat-template formats, the ChatGLM formats,
+    the converted folder's config, llama.cpp's vocabulary) passes its own vocabulary's
+    ``lookup``, so a model gets the same ids whichever path loads it.
+    """
     ids = {int(i) for i in eos_ids if i is not None}
     for name in end_tokens:
         token = lookup(name)
         if token is not None:
             ids.add(int(token))
     return frozenset(ids)
+
+
+def eos_list(value) -> list[int]:
+    """A config's ``eos_token_id`` (an id, a list of ids, or ``None``) as a list."""
+    if isinstance(value, int):
+        return [value]
+    return [int(i) for i in value or [] if isinstance(i, int)]
+
+
+def token_lookup(tokenizer) -> TokenLookup:
+    """The cheapest lookup of single token texts in a tokenizer's vocabulary.
+
+    A fast (Rust) tokenizer answers one name at a time: ``get_vocab()`` builds the
+    whole vocabulary as a dict while holding the GIL (about 30 ms for 49K tokens,
+    the window waiting). Others fall back to ``get_vocab``, then to glmdesk's own
+    tokenizers' ``special_id`` (``KeyError`` meaning absent).
+    """
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    lookup = getattr(backend, "token_to_id", None)
+    if lookup is not None:
+        return lookup
+    if hasattr(tokenizer, "get_vocab"):
+        return tokenizer.get_vocab().get
+    special_id = getattr(tokenizer, "special_id", None)
+    if special_id is None:
+        return lambda _name: None
+
+    def lookup_special(name: str) -> int | None:
+        try:
+            return special_id(name)
+        except KeyError:
+            return None
+
+    return lookup_special
 
 
 @dataclass(frozen=True)

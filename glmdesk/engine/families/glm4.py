@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from glmdesk.core.settings import SamplingParams
-from glmdesk.engine.families.base import GgufMeta, ModelFamily, TokenLookup
+from glmdesk.engine.families.base import GgufMeta, ModelFamily, TokenLookup, token_lookup
 from glmdesk.engine.families.files import ROLE_END_TOKENS, chatglm_generation, has_role_tokens
 
 GLM4_DEFAULTS = SamplingParams(temperature=0.6, top_p=0.8, max_new_tokens=2048)
@@ -65,7 +65,6 @@ def chat_template_format(family: ModelFamily, tokenizer, eos_ids: tuple[int, ...
         ValueError: when the tokenizer has no chat template.
     """
     from glmdesk.engine.formats.prompt import ChatTemplateFormat
-    from glmdesk.engine.formats.stop_ids import token_lookup
 
     stops = family.stop_ids((*eos_ids, tokenizer.eos_token_id), token_lookup(tokenizer))
     return ChatTemplateFormat(tokenizer, stops, family.reasoning)

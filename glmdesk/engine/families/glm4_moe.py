@@ -29,7 +29,7 @@ from typing import Any
 
 from glmdesk.core.parts import ThinkMarkers
 from glmdesk.core.settings import SamplingParams
-from glmdesk.engine.families.base import GgufMeta, ModelFamily, TokenLookup
+from glmdesk.engine.families.base import GgufMeta, ModelFamily, TokenLookup, token_lookup
 from glmdesk.engine.families.files import ROLE_END_TOKENS
 
 THINK = ThinkMarkers("<think>", "</think>")
@@ -63,7 +63,6 @@ def glm45_format(family: ModelFamily, tokenizer, eos_ids: tuple[int, ...]):
         ValueError: when the tokenizer has no chat template.
     """
     from glmdesk.engine.formats.glm45_format import Glm45Format
-    from glmdesk.engine.formats.stop_ids import token_lookup
 
     stops = family.stop_ids((*eos_ids, tokenizer.eos_token_id), token_lookup(tokenizer))
     return Glm45Format(tokenizer, stops, family.reasoning or THINK)

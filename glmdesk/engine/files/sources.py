@@ -183,38 +183,46 @@ def converted_gguf_folder(
             return target
         if progress:  # the steps below cannot be measured: total 0 shows a busy indicator
             progress("converting", 0, 0)
-        from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
-
-        try:
-            # Each step parses the GGUF file's metadata again (about 10 s for the embedded
-            # model on two busy cores); reading the configuration once saves one of them.
-            config = AutoConfig.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
-            tokenizer = AutoTokenizer.from_pretrained(
-                gguf_path.parent, gguf_file=gguf_path.name, config=config
-            )
-            model = AutoModelForCausalLM.from_pretrained(
-                gguf_path.parent, gguf_file=gguf_path.name, config=config
-            )
-        except Exception as exc:  # the GGUF reader raises many types
-            raise corrupt_weights(
-                gguf_path, f"{gguf_path.name} could not be read as a GGUF model ({exc})", exc
-            ) from exc
-        # save_pretrained refuses a model that still carries the GGUF quantizer marker.
-        model.hf_quantizer = None
-        if hasattr(model.config, "quantization_config"):
-            del model.config.quantization_config
-        tmp = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
-        try:
-            model.save_pretrained(tmp)
-            tokenizer.save_pretrained(tmp)
-            os.replace(tmp, target)
-            _prune_old_copies(target)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
+        _write_converted(gguf_path, target)
         if progress:
             progress("converting", 1, 1)
     return target
+
+
+def _write_converted(gguf_path: Path, target: Path) -> None:
+    """Dequantize ``gguf_path`` with transformers' GGUF loader and write it to ``target``
+    (safetensors and tokenizer) through a temporary folder; older copies pruned.
+
+    Raises:
+        GlmdeskError: ``corrupt_weights`` when transformers cannot read the tensors.
+    """
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    try:
+        # Each step parses the GGUF file's metadata again (about 10 s for the embedded
+        # model on two busy cores); reading the configuration once saves one of them.
+        config = AutoConfig.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
+        tokenizer = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name, config=config)
+        model = AutoModelForCausalLM.from_pretrained(
+            gguf_path.parent, gguf_file=gguf_path.name, config=config
+        )
+    except Exception as exc:  # the GGUF reader raises many types
+        raise corrupt_weights(
+            gguf_path, f"{gguf_path.name} could not be read as a GGUF model ({exc})", exc
+        ) from exc
+    # save_pretrained refuses a model that still carries the GGUF quantizer marker.
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    tmp = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
+    try:
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        os.replace(tmp, target)
+        _prune_old_copies(target)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def embedded_model_folder(progress: Callable[[str, int, int], None] | None = None) -> Path:

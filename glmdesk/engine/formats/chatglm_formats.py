@@ -19,10 +19,10 @@ from typing import Protocol
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.text import held_length
 from glmdesk.core.tools import ToolSet
+from glmdesk.engine.families.base import collect_stop_ids, token_lookup
+from glmdesk.engine.families.files import ROLE_END_TOKENS
 from glmdesk.engine.formats.chatglm_tools import call_text, chatglm3_system_text, glm4_tools_text
 from glmdesk.engine.formats.prompt import PromptFormat, ReplyFilter, continued, forced_call, plain_messages
-from glmdesk.engine.formats.stop_ids import stop_ids as family_stop_ids
-from glmdesk.engine.formats.stop_ids import token_lookup
 
 #: GLM-4 ids (tiktoken vocabulary of 151329 ranks, special tokens after it).
 GLM4_SPECIAL_IDS = {
@@ -38,7 +38,7 @@ GLM4_SPECIAL_IDS = {
     "<|observation|>": 151338,
 }
 #: The original families' stop ids in their released vocabularies: what the one rule
-#: (:func:`glmdesk.engine.formats.stop_ids.stop_ids`) gives there (eos, and for ChatGLM3 and
+#: (:func:`glmdesk.engine.families.base.collect_stop_ids`) gives there (eos, and for ChatGLM3 and
 #: GLM-4 ``<|user|>`` and ``<|observation|>``: THUDM's generation_config.json eos
 #: lists). The formats ask the rule with the tokenizer they are given, so a folder with
 #: another vocabulary size stops on its own ids; the converter falls back on these
@@ -193,7 +193,7 @@ class ChatGLM2Format(PromptFormat):
     def __init__(self, tokenizer) -> None:
         self.tokenizer = tokenizer
         self.prefix = [tokenizer.special_id("[gMASK]"), tokenizer.special_id("sop")]
-        self.stop_ids = family_stop_ids("chatglm2", (tokenizer.eos_token_id,), token_lookup(tokenizer))
+        self.stop_ids = collect_stop_ids((), (tokenizer.eos_token_id,), token_lookup(tokenizer))
 
     def build_text(self, messages: Sequence[ChatMessage]) -> str:
         """Return the prompt text after ``[gMASK] sop`` (for display and tests)."""
@@ -341,7 +341,9 @@ class ChatGLM3Format(RoleTokenFormat):
                 "assistant": s("<|assistant|>"),
                 "observation": s("<|observation|>"),
             },
-            family_stop_ids("chatglm3", (tokenizer.eos_token_id, *extra_stop_ids), token_lookup(tokenizer)),
+            collect_stop_ids(
+                ROLE_END_TOKENS, (tokenizer.eos_token_id, *extra_stop_ids), token_lookup(tokenizer)
+            ),
             "chatglm3",
         )
         self.tokenizer = tokenizer
@@ -355,7 +357,7 @@ class GLM4Format(RoleTokenFormat):
         special_ids: Token name -> id (defaults to :data:`GLM4_SPECIAL_IDS`).
         extra_stop_ids: Added to the ids of ``<|endoftext|>``, ``<|user|>`` and
             ``<|observation|>`` in ``special_ids`` (e.g. generation_config's eos list;
-            :func:`glmdesk.engine.formats.stop_ids.stop_ids`).
+            :func:`glmdesk.engine.families.base.collect_stop_ids`).
     """
 
     name = "glm4"
@@ -377,6 +379,6 @@ class GLM4Format(RoleTokenFormat):
                 "assistant": ids["<|assistant|>"],
                 "observation": ids["<|observation|>"],
             },
-            family_stop_ids("glm4", extra_stop_ids, ids.get),
+            collect_stop_ids(ROLE_END_TOKENS, extra_stop_ids, ids.get),
             "glm4",
         )

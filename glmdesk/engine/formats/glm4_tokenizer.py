@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from glmdesk.core.errors import GlmdeskError
-from glmdesk.engine.chatglm.detect import is_tiktoken_file
+from glmdesk.engine.families.files import is_tiktoken_file
 from glmdesk.engine.formats.chatglm_formats import GLM4_SPECIAL_IDS
 
 #: The pre-tokenizer regex of THUDM's ChatGLM4Tokenizer.

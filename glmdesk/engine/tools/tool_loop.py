@@ -96,6 +96,37 @@ def _unforced(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
     ]
 
 
+def _round(
+    calls: tuple[ToolCall, ...], results: tuple[ToolResult, ...], shown: str, thought: str
+) -> ToolRound:
+    """The round of a reply's ``calls`` and their ``results``: one assistant message per
+    call (the reply's text ``shown`` and reasoning ``thought`` on the first: GLM-4.7's
+    template keeps reasoning across tool turns), then one observation per result."""
+    asked = [
+        ChatMessage("assistant", shown if k == 0 else "", tool_call=c, reasoning=thought if k == 0 else "")
+        for k, c in enumerate(calls)
+    ]
+    answered = [
+        ChatMessage("observation", r.content, name=c.name) for c, r in zip(calls, results, strict=True)
+    ]
+    return ToolRound(calls, results, (*asked, *answered))
+
+
+def _segment(chunks: Iterator[GenerationChunk]):
+    """Yield one reply's chunks but its final one; return ``(final chunk or None, the
+    reply's text, its reasoning)``."""
+    shown, thought = "", ""
+    final: GenerationChunk | None = None
+    for chunk in chunks:
+        shown += chunk.text
+        thought += reasoning_of(chunk.parts)
+        if chunk.finish_reason is None:
+            yield chunk
+        else:
+            final = chunk
+    return final, shown, thought
+
+
 def answer_with_tools(
     stream: StreamFn,
     messages: Sequence[ChatMessage],
@@ -130,15 +161,7 @@ def answer_with_tools(
     stop = stop or threading.Event()
     history = list(messages)
     while True:
-        shown, thought = "", ""
-        final: GenerationChunk | None = None
-        for chunk in stream(history, params, cache, stop):
-            shown += chunk.text
-            thought += reasoning_of(chunk.parts)
-            if chunk.finish_reason is None:
-                yield chunk
-            else:
-                final = chunk
+        final, shown, thought = yield from _segment(stream(history, params, cache, stop))
         calls = (final.tool_calls or (final.tool_call,)) if final is not None else ()
         if final is None or final.finish_reason != "tool_calls" or final.tool_call is None:
             if final is not None:
@@ -153,17 +176,9 @@ def answer_with_tools(
         if stop.is_set():
             return
         results = tuple(handle(call) for call in calls)  # in the order written
-        asked = [  # the reasoning goes with the call (GLM-4.7's template keeps it across tool turns)
-            ChatMessage(
-                "assistant", shown if k == 0 else "", tool_call=c, reasoning=thought if k == 0 else ""
-            )
-            for k, c in enumerate(calls)
-        ]
-        answered = [
-            ChatMessage("observation", r.content, name=c.name) for c, r in zip(calls, results, strict=True)
-        ]
-        history = [*_unforced(history), *asked, *answered]
-        yield ToolRound(calls, results, (*asked, *answered))
+        answered = _round(calls, results, shown, thought)
+        history = [*_unforced(history), *answered.messages]
+        yield answered
         if stop.is_set():
             return
 

@@ -324,7 +324,7 @@ def chatglm3_loaded(make_checkpoint, tmp_path):
 
     from glmdesk.engine.chatglm import prepare_checkpoint
     from glmdesk.engine.info import ModelInfo
-    from glmdesk.engine.loader import LoadedModel
+    from glmdesk.engine.loaded_model import LoadedModel
 
     src, *_ = make_checkpoint("chatglm3", n_shards=1)
     p = prepare_checkpoint(src, tmp_path / "cache")

@@ -11,9 +11,9 @@ import pytest
 from glmdesk.core.settings import LoadSettings
 from glmdesk.engine.chatglm import prepare_checkpoint
 from glmdesk.engine.chatglm.glm_config import tokenizer_stop_ids
+from glmdesk.engine.families import get_family
 from glmdesk.engine.formats.chatglm_formats import GLM4_SPECIAL_IDS, STOP_IDS_BY_FAMILY
 from glmdesk.engine.formats.chatglm_tokenizer import SPECIAL_TOKENS
-from glmdesk.engine.formats.stop_ids import stop_ids
 from glmdesk.engine.loader import load_model
 
 
@@ -21,8 +21,8 @@ def test_the_rule_gives_thudms_lists_on_the_released_vocabularies():
     chatglm_pieces = 64789  # ChatGLM2/3-6B's sentencepiece pieces; special tokens follow
     special = {name: chatglm_pieces + i for i, name in enumerate(SPECIAL_TOKENS)}.get
     for family in ("chatglm2", "chatglm2-32k", "chatglm3", "chatglm3-32k"):
-        assert stop_ids(family, (2,), special) == frozenset(STOP_IDS_BY_FAMILY[family])
-    assert stop_ids("glm4", (), GLM4_SPECIAL_IDS.get) == frozenset(STOP_IDS_BY_FAMILY["glm4"])
+        assert get_family(family).stop_ids((2,), special) == frozenset(STOP_IDS_BY_FAMILY[family])
+    assert get_family("glm4").stop_ids((), GLM4_SPECIAL_IDS.get) == frozenset(STOP_IDS_BY_FAMILY["glm4"])
     assert STOP_IDS_BY_FAMILY["chatglm3"] == (2, 64795, 64797)  # THUDM chatglm3-6b generation_config
     assert STOP_IDS_BY_FAMILY["glm4"] == (151329, 151336, 151338)  # THUDM glm-4-9b-chat
 

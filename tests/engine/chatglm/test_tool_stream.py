@@ -21,7 +21,7 @@ from glmdesk.engine.backends.transformers import TransformersBackend
 from glmdesk.engine.chatglm import prepare_checkpoint
 from glmdesk.engine.decode.generate import stream_answer
 from glmdesk.engine.info import ModelInfo
-from glmdesk.engine.loader import LoadedModel
+from glmdesk.engine.loaded_model import LoadedModel
 from tests.helpers import tool_models as tm
 
 TOOLS = ToolSet((FunctionSpec("get_weather", "Weather of a city"),), interpreter=True)

@@ -1,0 +1,104 @@
+"""One answer from queue to response, shared by the answer endpoints: wait for the model
+(unless the client leaves), run the backend's stream on a worker thread, send server-sent
+events or one JSON body."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator
+
+from fastapi import Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+
+from glmdesk.engine.chunk import GenerationChunk
+from glmdesk.server.answer import AnswerRecord, AnswerRun, StopStrings
+from glmdesk.server.body import ClientGone
+from glmdesk.server.errors import from_engine
+from glmdesk.server.responses import Outcome, Reply, pieces, sse
+from glmdesk.server.schemas import SamplingFields, stop_strings
+from glmdesk.server.state import ServerState
+
+
+async def _disconnected(request: Request) -> None:
+    """Returns when the client has gone (the request body is read already)."""
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            return
+
+
+async def _unless_gone(request: Request, awaitable, undo: Callable[[object], None] | None = None):
+    """``await awaitable``, unless the client disconnects first (then ClientGone).
+
+    When both happen in the same turn of the loop the client's leaving wins: the
+    awaitable's result is handed to ``undo`` (a queue place given back) and ClientGone
+    is raised, so a request whose client has gone never starts.
+    """
+    task = asyncio.ensure_future(awaitable)
+    watch = asyncio.ensure_future(_disconnected(request))
+    try:
+        done, _ = await asyncio.wait({task, watch}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watch.cancel()
+    if watch not in done:
+        return task.result()
+    if task in done and undo is not None and not task.cancelled() and task.exception() is None:
+        undo(task.result())
+    task.cancel()
+    raise ClientGone
+
+
+async def answer(
+    state: ServerState,
+    request: Request,
+    body: SamplingFields,
+    make_stream: Callable[..., Iterator[GenerationChunk]],
+    reply: Reply,
+) -> Response:
+    """Wait for the model, start the answer, send it as events or one JSON body.
+
+    Args:
+        state: The server's state (queue, records, counters).
+        request: The HTTP request (its client leaving stops the answer).
+        body: The request body (``stop``, ``stream``).
+        make_stream: ``make_stream(stop_event)`` starts the backend's answer.
+        reply: How chunks become the endpoint's JSON.
+
+    Raises:
+        APIError: the engine's failure before the first text, or at the end.
+        ClientGone: when the client leaves while waiting.
+    """
+    stops = StopStrings(stop_strings(body))
+    loop = asyncio.get_running_loop()
+    await _unless_gone(request, state.turns.acquire(), undo=lambda _held: state.turns.release())
+    record = AnswerRecord(reply.id)
+    state.records.append(record)
+    run = AnswerRun(loop, make_stream, record, state.turns.release)
+    run.start()
+    state.requests += 1
+    if state.on_request is not None:
+        state.on_request(state.requests)
+    try:
+        first = await _unless_gone(request, run.next())
+        if first is None or (first.finish_reason == "error" and not first.text):
+            raise from_engine(first.error if first is not None else None)
+        if body.stream:
+            headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+            return StreamingResponse(
+                sse(run, first, stops, reply), media_type="text/event-stream", headers=headers
+            )
+        out = Outcome()
+        await _unless_gone(request, _collect(run, first, stops, out))
+    except BaseException:
+        run.stop.set()
+        raise
+    if out.last is not None and out.last.finish_reason == "error":
+        raise from_engine(out.last.error)
+    return JSONResponse(
+        reply.whole("".join(out.text), out.finish, out.last, out.calls, "".join(out.reasoning))
+    )
+
+
+async def _collect(run: AnswerRun, first: GenerationChunk, stops: StopStrings, out: Outcome) -> None:
+    async for text in pieces(run, first, stops, out):
+        out.text.append(text)
