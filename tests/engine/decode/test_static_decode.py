@@ -175,6 +175,79 @@ def test_no_recompile_over_a_long_answer_crossing_a_bucket(pair):
         tokens[name] = chosen
     assert tokens["static"] == tokens["eager"]
     assert step.recompiles() == 0 and static_decode.recompiles(step) == 0
+    # The next answer crosses the same bucket in the same (now grown) slab, still no recompile.
+    strategy = static_decode_strategy(model, step)
+    logits = strategy.prefill(ids)
+    again = []
+    for _ in range(60):
+        again.append(int(torch.argmax(logits)))
+        logits = strategy.step(again[-1])
+    slab = step.pool.slab_of(strategy.cache.layers[0])
+    assert slab.capacity >= 2 * MIN_BUCKET
+    assert strategy.cache.layers[0].keys.data_ptr() == slab.data_ptrs()[0]
+    strategy.release()
+    assert again == tokens["eager"] and step.recompiles() == 0 and static_decode.recordings(step) == 0
+
+
+def decode_pointers(model, step, cache, prompt, new=4):
+    """``(strategy, key/value data_ptr per layer)`` after ``new`` greedy static tokens."""
+    from glmdesk.engine.cache import make_cache_strategy
+
+    strategy = make_cache_strategy(model, cache, step)
+    logits = strategy.prefill(prompt)
+    for _ in range(new):
+        logits = strategy.step(int(torch.argmax(logits)))
+    return strategy, [t.data_ptr() for layer in strategy.cache.layers for t in (layer.keys, layer.values)]
+
+
+@pytest.mark.slow
+@needs_compiler
+@pytest.mark.parametrize(
+    "cache",
+    [
+        CacheSettings(),
+        CacheSettings("sliding_window", window=16, sinks=2),
+        CacheSettings("dynamic", budget_mib=24 * 512 / 2**20, window=16, sinks=2),
+    ],
+    ids=["full", "window", "dynamic"],
+)
+def test_two_answers_in_a_row_decode_in_the_same_buffers(pair, cache):
+    static, _, calls = pair
+    step, model = static.step, static.model
+    prompt = torch.randint(0, model.config.vocab_size, (1, 30))
+    calls.clear()
+    first, pointers = decode_pointers(model, step, cache, prompt)
+    if cache.strategy != "full":  # the ring (the dynamic cache past its switch)
+        assert first.stats().state == "windowed"
+    first.release()
+    second, again = decode_pointers(model, step, cache, prompt)
+    assert again == pointers and not calls
+    slab = step.pool.slab_of(second.cache.layers[0])
+    assert set(pointers) == set(slab.data_ptrs())  # the step's slab, not a buffer of the cache's own
+    assert second.stats().kv_bytes == slab.nbytes()  # the whole slab counts, whatever the bucket
+    second.release()
+    assert step.recompiles() == 0
+
+
+@pytest.mark.slow
+@needs_compiler
+def test_a_cache_alive_beside_another_keeps_its_own_buffers(pair):
+    static, eager, _ = pair
+    step, model = static.step, static.model
+    prompt = torch.randint(0, model.config.vocab_size, (1, 30))
+    kept, kept_pointers = decode_pointers(model, step, CacheSettings(), prompt)
+    held = [layer.keys[:, :, : layer.length].clone() for layer in kept.cache.layers]
+    other, other_pointers = decode_pointers(model, step, CacheSettings(), prompt.flip(1))
+    assert not set(kept_pointers) & set(other_pointers)
+    for layer, before in zip(kept.cache.layers, held, strict=True):
+        assert torch.equal(layer.keys[:, :, : before.shape[2]], before)  # untouched by the other
+    kept_tokens = [int(torch.argmax(kept.step(t))) for t in (5, 6, 7)]
+    fresh, _ = decode_pointers(model, eager.step, CacheSettings(), prompt)
+    assert kept_tokens == [int(torch.argmax(fresh.step(t))) for t in (5, 6, 7)]
+    for strategy in (kept, other, fresh):
+        strategy.release()
+    idle = [slab for slab in step.pool.slabs if slab.holder is None]
+    assert len(idle) <= 1 and step.recompiles() == 0
 
 
 def static_decode_strategy(model, step):
