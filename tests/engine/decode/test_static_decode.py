@@ -20,7 +20,7 @@ from transformers import LlamaConfig, LlamaForCausalLM
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import CacheSettings, ParamsBox, SamplingParams
 from glmdesk.engine.decode import compiled_step, decode_step, static_decode
-from glmdesk.engine.decode.generate import stream_answer
+from glmdesk.engine.decode.generate import reuse_compat, stream_answer
 from glmdesk.engine.decode.static_decode import MIN_BUCKET, bucket_tokens, build_static_step
 from glmdesk.engine.loader import LoadedModel
 
@@ -112,16 +112,31 @@ def test_static_tokens_equal_eager_for_every_strategy(pair, cache):
 @needs_compiler
 def test_kv_reuse_keeps_the_prefix_in_the_static_buffers(pair):
     static, eager, _ = pair
-    results = []
+    results, kept = [], []
+
+    def kept_pointers(loaded):
+        """Key/value addresses of the conversation's kept cache (taken out and put back)."""
+        compat = reuse_compat(CacheSettings())
+        source = loaded.kv_pool.take("chat", compat)
+        pointers = [t.data_ptr() for layer in source.cache.layers for t in (layer.keys, layer.values)]
+        if loaded is static:  # in the step's slab, leased to this conversation
+            assert set(pointers) == set(static.step.pool.slab_of(source.cache.layers[0]).data_ptrs())
+        loaded.kv_pool.put("chat", source, compat)
+        return pointers
+
     for loaded in (static, eager):
         first, final = answer(loaded, key="chat")
+        kept.append(kept_pointers(loaded))
         text = loaded.decode(first)
         follow = [*QUESTION, ChatMessage("assistant", text), ChatMessage("user", "And then?")]
         second, again = answer(loaded, messages=follow, key="chat")
         assert again.reused_tokens >= final.prompt_tokens  # the first turn's prompt was kept
+        kept[-1] = (kept[-1], kept_pointers(loaded))
         results.append((first, second))
         loaded.kv_pool.clear()
     assert results[0] == results[1]
+    before, after = kept[0]  # the static step's kept conversation: the same slab both turns
+    assert before == after
 
 
 @pytest.mark.slow
