@@ -49,18 +49,21 @@ def settings_for(model, context: int) -> dict[str, CacheSettings]:
 
 def decode(model, step, settings: CacheSettings, prompt: torch.Tensor, new: int) -> dict:
     """One answer: ``prompt`` then ``new`` greedy tokens. Returns tokens, tokens/s, the
-    bucket sizes used, the slab's addresses and the strategy's final state."""
+    buckets used (``[slots, tokens, s]`` each, in order), the slab's addresses and the strategy's final state."""
     strategy = make_cache_strategy(model, settings, step)
     logits = strategy.prefill(prompt)
-    tokens, buckets = [], []
-    started = time.perf_counter()
+    tokens, buckets = [], []  # buckets: [slots, tokens decoded in it, seconds]
     for _ in range(new):
         tokens.append(int(torch.argmax(logits)))
+        started = time.perf_counter()
         logits = strategy.step(tokens[-1])
+        spent = time.perf_counter() - started
         size = strategy.cache.layers[0].capacity
-        if not buckets or buckets[-1] != size:
-            buckets.append(size)
-    rate = new / (time.perf_counter() - started)
+        if not buckets or buckets[-1][0] != size:
+            buckets.append([size, 0, 0.0])
+        buckets[-1][1] += 1
+        buckets[-1][2] += spent
+    rate = new / sum(seconds for _, _, seconds in buckets)
     pool = getattr(step, "pool", None)
     slab = pool.slab_of(strategy.cache.layers[0]) if pool is not None else None
     out = {
@@ -84,7 +87,7 @@ def long_main(args) -> None:
         f"threads {torch.get_num_threads()}; static compile {step.compile_seconds:.1f} s; "
         f"prompt {prompt_tokens} tokens, then {new} greedy tokens per answer"
     )
-    print("| strategy | answer | tokens/s | buckets (slots) | same slab as before | state | "
+    print("| strategy | answer | tokens/s | buckets (slots; tokens/s in each) | same slab as before | state | "
           "recompiles | CUDA graph recordings | first tokens = eager |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|")
     prompt = torch.randint(0, model.config.vocab_size, (1, prompt_tokens))
@@ -96,7 +99,7 @@ def long_main(args) -> None:
             same = "-" if before is None else str(got["pointers"] == before)
             before = got["pointers"]
             print(
-                f"| {name} | {answer} | {got['rate']:.1f} | {' -> '.join(map(str, got['buckets']))} | {same} "
+                f"| {name} | {answer} | {got['rate']:.1f} | {' -> '.join(f'{b} ({n / t:.0f}/s)' for b, n, t in got['buckets'])} | {same} "
                 f"| {got['state']} | {static_decode.recompiles(step)} | {static_decode.recordings(step)} "
                 f"| {got['tokens'][: args.check] == eager} |",
                 flush=True,
