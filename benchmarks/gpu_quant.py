@@ -14,7 +14,7 @@ and each context (1K / 8K / 32K / 128K by default), one growing sequence per row
   full cache at the same context (goal >= 0.9).
 - per row: tokens/s, the share of the copy bound (``bandwidth / (weights + KV
   bytes)``), peak memory torch allocated (MiB), compile and capture time (s) and
-  Dynamo recompiles after warm-up (goal 0); TTFT of 8K and 32K prompts per weights.
+  Dynamo recompiles after warm-up (goal 0) and CUDA graphs recorded after it; TTFT of 8K and 32K prompts per weights.
 
 Perplexity beside speed: random weights say nothing about quality, so each weight
 scheme is also applied to the embedded model (SmolLM2-135M, real weights) and its
@@ -144,12 +144,17 @@ def ttft(model, step, settings: CacheSettings, context: int) -> float:
     return seconds
 
 
-def recompiles(step) -> int | None:
-    """Dynamo recompiles of the static step since its warm-up (``None``: eager)."""
+def recompiles(step) -> str | None:
+    """``recompiles / graphs``: Dynamo recompiles of the static step since its warm-up
+    (goal 0) and the CUDA graphs recorded since then (one per bucket or slab size first
+    used; none for buckets used before), ``None`` for eager."""
     if step is None:
         return None
     count = getattr(step, "recompiles", None)
-    return count() if callable(count) else None
+    if not callable(count):
+        return None
+    recorded = getattr(step, "recordings", None)
+    return f"{count()} / {recorded() if callable(recorded) else '-'}"
 
 
 def free(device: torch.device) -> None:
@@ -352,7 +357,7 @@ def run_table(args, device, bandwidth: float, shapes: dict) -> None:
     print(f"torchao {_version('torchao')}, bitsandbytes {_version('bitsandbytes')}")
     print(
         "| shape | weights | context | tokens/s | vs bf16 (same path) or full cache | of copy bound "
-        "| peak MiB | compile + capture s | recompiles | TTFT | path |"
+        "| peak MiB | compile + capture s | recompiles / CUDA graphs recorded | TTFT | path |"
     )
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|")
     speeds: dict[str, float] = {}

@@ -15,9 +15,19 @@ the eager and the static step. Printed: tokens/s, ratios, whether the greedy tok
 agree, each compile's time (s) and the static step's recompiles after warm-up
 (goal 0; the 1010-token row crosses the 1024-token bucket).
 
+``--long N`` instead runs long answers on a tiny random Llama (2 layers, 2 KV heads):
+for each KV strategy, two answers in a row, each a prompt of ``--context - N/2`` tokens
+then ``N`` greedy tokens on the static step, so the full cache crosses the
+``--context`` bucket (32K by default) mid-answer, the dynamic cache switches there
+and the ring wraps. Printed per answer: tokens/s, the buckets it went through,
+whether it decoded in the same slab as the answer before (``data_ptr``), Dynamo
+recompiles and CUDA graph recordings after the warm-up (goal 0 both; always 0 on the
+CPU), and whether its first ``--check`` tokens equal the eager fused step's.
+
 Usage::
 
     GLMDESK_MODEL_CACHE=/tmp/glmdesk-models python benchmarks/static_decode.py --new 32
+    python benchmarks/static_decode.py --long 4096 [--context 32768] [--check 32]
 """
 
 from __future__ import annotations
@@ -88,9 +98,17 @@ def main() -> None:
         "--cache-dir", type=Path, help="Inductor's cache (default: a new folder, so both compiles are cold)"
     )
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    parser.add_argument("--long", type=int, default=0, help="tokens per long answer (tiny model; 0: off)")
+    parser.add_argument("--context", type=int, default=32768, help="--long: the bucket crossed mid-answer")
+    parser.add_argument("--check", type=int, default=32, help="--long: tokens compared with the eager step")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.long:
+        from benchmarks.static_long import long_main
+
+        long_main(args)
+        return
     folder = embedded_model_folder()
     tokenizer = AutoTokenizer.from_pretrained(folder)
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()

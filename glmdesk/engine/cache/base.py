@@ -74,6 +74,14 @@ def tensor_bytes(*tensors: torch.Tensor | None) -> int:
     return sum(t.numel() * t.element_size() for t in tensors if t is not None)
 
 
+def buffer_bytes(*tensors: torch.Tensor | None) -> int:
+    """Bytes of the storages behind the given KV buffers, ``None`` skipped: a bucket of
+    the static step's slab (:mod:`glmdesk.engine.cache.static_pool`) holds its whole
+    storage, which may be larger than the bucket. Equals :func:`tensor_bytes` for
+    buffers allocated whole."""
+    return sum(t.untyped_storage().nbytes() for t in tensors if t is not None)
+
+
 #: Attention kernels for a single-token decode step on a CUDA device: every SDPA
 #: backend but cuDNN's. cuDNN's fused attention builds an execution plan for each new
 #: key length, and a decode step's key length grows by one every token. Measured on an

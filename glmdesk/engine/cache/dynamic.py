@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 
 from glmdesk.core.settings import CacheSettings
-from glmdesk.engine.cache.base import CacheStrategy, kv_bytes_per_token, model_dtype, run_model, tensor_bytes
+from glmdesk.engine.cache.base import CacheStrategy, buffer_bytes, kv_bytes_per_token, model_dtype, run_model
 from glmdesk.engine.cache.layers import GrowingLayer, SinkWindowLayer, make_cache
 from glmdesk.engine.cache.window import RingBook, check_mask_support, mask_for
 from glmdesk.engine.chunk import CacheStats
@@ -124,6 +124,6 @@ class DynamicCacheStrategy(CacheStrategy):
     def stats(self) -> CacheStats:
         if self.cache is None:
             return CacheStats(self.name, self.state, 0, 0, self.tokens_seen, 0)
-        size = sum(tensor_bytes(layer.keys, layer.values) for layer in self.cache.layers)
+        size = sum(buffer_bytes(layer.keys, layer.values) for layer in self.cache.layers)
         held = self.cache.layers[0].length if self.book is None else self.book.held
         return CacheStats(self.name, self.state, size, held, self.tokens_seen, self.tokens_seen - held)

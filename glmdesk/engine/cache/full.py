@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from glmdesk.core.settings import CacheSettings
-from glmdesk.engine.cache.base import CacheStrategy, run_model, tensor_bytes
+from glmdesk.engine.cache.base import CacheStrategy, buffer_bytes, run_model
 from glmdesk.engine.cache.layers import GrowingLayer, make_cache
 from glmdesk.engine.chunk import CacheStats
 from glmdesk.engine.info import context_limit
@@ -57,6 +57,6 @@ class FullCacheStrategy(CacheStrategy):
     def stats(self) -> CacheStats:
         if self.cache is None:
             return CacheStats(self.name, "full", 0, 0, self.tokens_seen, 0)
-        size = sum(tensor_bytes(layer.keys, layer.values) for layer in self.cache.layers)
+        size = sum(buffer_bytes(layer.keys, layer.values) for layer in self.cache.layers)
         held = self.cache.layers[0].length
         return CacheStats(self.name, "full", size, held, self.tokens_seen, 0)

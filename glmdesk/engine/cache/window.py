@@ -17,7 +17,7 @@ import torch
 
 from glmdesk.core.errors import GlmdeskError
 from glmdesk.core.settings import CacheSettings
-from glmdesk.engine.cache.base import CacheStrategy, run_model, tensor_bytes
+from glmdesk.engine.cache.base import CacheStrategy, buffer_bytes, run_model
 from glmdesk.engine.cache.layers import RingPlan, SinkWindowLayer, make_cache
 from glmdesk.engine.chunk import CacheStats
 
@@ -191,7 +191,7 @@ class SlidingWindowStrategy(CacheStrategy):
         return sorted(int(p) for p in self.book.slot_pos if p >= 0)
 
     def _bytes(self) -> int:
-        return sum(tensor_bytes(layer.keys, layer.values) for layer in self.cache.layers)
+        return sum(buffer_bytes(layer.keys, layer.values) for layer in self.cache.layers)
 
     def stats(self) -> CacheStats:
         if self.cache is None:

@@ -31,12 +31,20 @@ slot the leaving token frees; positions are the ring book's), and the dynamic
 strategy, which is one then the other. The quantized cache, chunks of more than one
 token and a layer this path does not know go through the eager fused step.
 
-On CUDA (written, not yet run on a GPU) the KV buffers are marked as static addresses,
-so replays never copy them; but every answer's fresh buffers (and every new bucket) have new
-addresses, so its first token re-records the graph, and torch re-records one function at
-most ``torch._inductor.config.triton.cudagraph_unexpected_rerecord_limit`` times (128)
-before running it without CUDA graphs. Buffers owned by the step and reused across answers
-would remove both; measured on the CPU only so far.
+- **KV buffers owned by the step** (:class:`~glmdesk.engine.cache.static_pool.StaticBufferPool`):
+  at its first static token a cache leases a slab (per layer, one key and one value
+  storage) and every bucket, ring included, is a tensor at the start of those storages.
+  A slab outlives the answer and the next answer's cache takes it back, so a bucket's
+  graph keeps its addresses: on CUDA it is recorded once per process (per slab size),
+  not at every answer's first token. A kept conversation holds its own slab (its prefix
+  stays in it); a second strategy alive at the same time leases another one.
+
+On CUDA (written, not yet run on a GPU) the bucket tensors are marked as static
+addresses, so replays never copy them. torch 2.13's CUDA graph trees re-record a graph
+whose static input moved (without counting it towards
+``torch._inductor.config.triton.cudagraph_unexpected_rerecord_limit``), keeping every
+recording; :meth:`StaticDecodeStep.recordings` counts them after the warm-up
+(:func:`cuda_graphs_recorded`), beside :meth:`StaticDecodeStep.recompiles`.
 
 Costs: a C++ compiler on the CPU (Triton on CUDA); the first compile takes about a
 minute on two cores, and Inductor caches the generated code in glmdesk's cache
@@ -57,6 +65,7 @@ import torch
 import torch.nn.functional as F
 
 from glmdesk.engine.cache.layers import GrowingLayer, SinkWindowLayer
+from glmdesk.engine.cache.static_pool import StaticBufferPool
 from glmdesk.engine.decode.compiled_step import _own_function, _use_cache_dir
 from glmdesk.engine.decode.decode_step import FusedDecodeStep, fuse_projections
 
@@ -78,6 +87,20 @@ def bucket_tokens(needed: int, limit: int | None) -> int:
     return size
 
 
+def _move(layer, keys: torch.Tensor, values: torch.Tensor) -> None:
+    """Make ``keys``/``values`` (``[b, kv_heads, bucket, head_dim]``, a slab's bucket) the
+    layer's buffers: its held slots copied in (through a copy when they share the storage,
+    whose layout differs per bucket), the slots after them zeroed (masked, but read)."""
+    held = layer.length
+    for old, new in ((layer.keys, keys), (layer.values, values)):
+        kept = old[:, :, :held]
+        if old.untyped_storage().data_ptr() == new.untyped_storage().data_ptr():
+            kept = kept.clone()
+        new[:, :, :held].copy_(kept)
+        new[:, :, held:].zero_()
+    layer.keys, layer.values = keys, values
+
+
 class StaticDecodeStep:
     """A :class:`FusedDecodeStep` run as one compiled graph on static KV buffers.
 
@@ -89,6 +112,7 @@ class StaticDecodeStep:
         failure: Why compiled decoding stopped (``None`` while it runs).
         cuda: Whether the graph is captured as CUDA graphs.
         compile_seconds: Time :func:`build_static_step` spent compiling and warming up, in s.
+        pool: The KV slabs every answer's cache decodes in (:mod:`glmdesk.engine.cache.static_pool`).
     """
 
     def __init__(self, step: FusedDecodeStep) -> None:
@@ -98,6 +122,8 @@ class StaticDecodeStep:
         self.failure: str | None = None
         self.compile_seconds = 0.0
         self._warm_graphs: int | None = None
+        self._warm_recordings: int | None = None
+        self.pool = StaticBufferPool(static_address=self.cuda)
         heads, kv_heads, dim = step.sizes[:3]
         self._group = (kv_heads, heads // kv_heads, dim)
         # [token, position, slot, valid]: the step's one per-token input.
@@ -153,7 +179,8 @@ class StaticDecodeStep:
         return first.plan.mode in ("append", "ring")
 
     def _place(self, layers) -> tuple[int, int]:
-        """Size every buffer to this token's bucket; return ``(slot, valid)``."""
+        """Point every layer at this token's bucket of the cache's slab (leased from
+        :attr:`pool` at its first static token); return ``(slot, valid)``."""
         first = layers[0]
         if type(first) is GrowingLayer:
             held = first.length
@@ -165,22 +192,18 @@ class StaticDecodeStep:
                 slot, valid = first.plan.slot, first.length
             else:
                 slot, valid = first.length, first.length + 1
-        for layer in layers:
-            if layer.capacity != bucket:
-                layer.reallocate(bucket, zero=True)
-            if getattr(layer, "static_buffers", None) is not layer.keys:
-                self._adopt(layer)
+        slab = self.pool.slab_of(first)
+        if slab is None:
+            batch, kv_heads, _, dim = first.keys.shape
+            slab = self.pool.lease(
+                first, len(layers), (batch, kv_heads, dim), first.keys.dtype, first.keys.device, bucket
+            )
+        elif slab.capacity < bucket:  # new storages: copy from the layers' old tensors below
+            self.pool.grow(slab, bucket)
+        for layer, (keys, values) in zip(layers, slab.bucket(bucket), strict=True):
+            if layer.keys is not keys:
+                _move(layer, keys, values)
         return slot, valid
-
-    def _adopt(self, layer) -> None:
-        """First use of a layer's buffers: unwritten slots finite, bucket size symbolic,
-        addresses static (CUDA graphs then never copy the cache)."""
-        for buffer in (layer.keys, layer.values):
-            buffer[:, :, layer.length :].zero_()
-            torch._dynamo.mark_dynamic(buffer, 2)
-            if self.cuda:
-                torch._dynamo.mark_static_address(buffer)
-        layer.static_buffers = layer.keys
 
     def __call__(self, cache, input_ids: torch.Tensor, position: int) -> torch.Tensor:
         """As :meth:`FusedDecodeStep.__call__`: append one token, return logits ``[vocab]``, float32."""
@@ -218,10 +241,48 @@ class StaticDecodeStep:
             return 0
         return self.compiled_graphs() - self._warm_graphs
 
+    def graphs_recorded(self) -> int:
+        """CUDA graphs recorded on this step's device so far (:func:`cuda_graphs_recorded`;
+        0 on the CPU)."""
+        return cuda_graphs_recorded(self.device) if self.cuda else 0
+
+    def recordings(self) -> int:
+        """CUDA graphs recorded since the warm-up ended: one per bucket (and slab size)
+        first used after it, none for an answer whose buckets were used before."""
+        if self._warm_recordings is None:
+            return 0
+        return self.graphs_recorded() - self._warm_recordings
+
+
+def cuda_graphs_recorded(device: torch.device) -> int:
+    """CUDA graphs torch's CUDA graph trees hold for ``device``: every recording, each a
+    node of ``torch._inductor.cudagraph_trees``' tree (re-recordings after an address
+    change included; warm-up runs are not graphs). 0 before any, or off CUDA."""
+    if device.type != "cuda":
+        return 0
+    from torch._inductor import cudagraph_trees
+
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    manager = cudagraph_trees.get_manager(index, create_if_none_exists=False)
+    if manager is None or manager.roots is None:
+        return 0
+    nodes, count = list(manager.get_roots()), 0
+    while nodes:
+        node = nodes.pop()
+        count += 1
+        for children in node.children.values():
+            nodes.extend(children)
+    return count
+
 
 def recompiles(step) -> int:
     """Dynamo compiles of ``step`` after its warm-up (0 for a step that is not static)."""
     return step.recompiles() if isinstance(step, StaticDecodeStep) else 0
+
+
+def recordings(step) -> int:
+    """CUDA graphs recorded for ``step`` after its warm-up (0 for a step that is not static)."""
+    return step.recordings() if isinstance(step, StaticDecodeStep) else 0
 
 
 def warm_up(step: StaticDecodeStep, model, report=None) -> None:
@@ -241,22 +302,25 @@ def warm_up(step: StaticDecodeStep, model, report=None) -> None:
     from glmdesk.engine.cache import FullCacheStrategy, SlidingWindowStrategy
 
     started = time.perf_counter()
-    strategies = [FullCacheStrategy(model, CacheSettings(), initial_tokens=16)]
-    strategies.append(SlidingWindowStrategy(model, CacheSettings("sliding_window", window=16, sinks=4)))
-    try:
-        for done, strategy in enumerate(strategies, 1):
+    makers = (
+        lambda: FullCacheStrategy(model, CacheSettings(), initial_tokens=16),
+        lambda: SlidingWindowStrategy(model, CacheSettings("sliding_window", window=16, sinks=4)),
+    )
+    for done, make in enumerate(makers, 1):  # one at a time: both decode in the same slab
+        strategy = make()
+        try:
             strategy.decode_step = step
             strategy.prefill(torch.zeros((1, 3), dtype=torch.long, device=model.device))
             for _ in range(2):
                 strategy.step(0)
-            if report is not None:
-                report("compiling", done, len(strategies))
-    finally:
-        for strategy in strategies:
+        finally:
             strategy.release()
+        if report is not None:
+            report("compiling", done, len(makers))
     if step.failure is not None:
         raise RuntimeError(step.failure)
     step._warm_graphs = step.compiled_graphs()
+    step._warm_recordings = step.graphs_recorded()
     step.compile_seconds = time.perf_counter() - started
 
 

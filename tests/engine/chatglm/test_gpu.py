@@ -190,9 +190,12 @@ def test_static_decode_path_on_the_gpu(make_checkpoint, monkeypatch, tmp_path):
     import dataclasses
     import threading
 
+    from torch._dynamo.utils import counters
+
     from glmdesk.engine.cache import kv_bytes_per_token, make_cache_strategy
     from glmdesk.engine.decode.static_decode import MIN_BUCKET, StaticDecodeStep
 
+    skips = counters["inductor"]["cudagraph_skips"]
     monkeypatch.setenv("GLMDESK_MODEL_CACHE", str(tmp_path / "models"))
     src, *_ = make_checkpoint("chatglm3", n_shards=1)
     static = load(LoadSettings(model=str(src), device="cuda", precision="fp32", compile_decode=True))
@@ -239,6 +242,17 @@ def test_static_decode_path_on_the_gpu(make_checkpoint, monkeypatch, tmp_path):
         logits.append(torch.stack(out))
     assert (logits[0] - logits[1]).abs().max() < 1e-3 * max(1.0, logits[1].abs().max().item())
     assert step.recompiles() == 0
+    # Answers in a row replay the graphs recorded before: the KV slab keeps its addresses.
+    static.loaded.kv_pool.clear()  # the kept conversation's slab goes back (one idle slab stays)
+    caches = [CacheSettings(), CacheSettings("sliding_window", window=16, sinks=2)]
+    want = [_static_answer(static.loaded, cache)[0] for cache in caches]  # may record (the slab grew)
+    recorded = step.recordings()
+    pointers = step.pool.slabs[0].data_ptrs()
+    for _ in range(2):
+        assert [_static_answer(static.loaded, cache)[0] for cache in caches] == want
+    assert step.recordings() == recorded and step.graphs_recorded() > 0 and step.recompiles() == 0
+    assert step.pool.slabs[0].data_ptrs() == pointers and len(step.pool.slabs) == 1
+    assert counters["inductor"]["cudagraph_skips"] == skips  # CUDA graphs never given up
     static.close()
     eager.close()
 

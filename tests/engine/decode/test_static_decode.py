@@ -20,7 +20,7 @@ from transformers import LlamaConfig, LlamaForCausalLM
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import CacheSettings, ParamsBox, SamplingParams
 from glmdesk.engine.decode import compiled_step, decode_step, static_decode
-from glmdesk.engine.decode.generate import stream_answer
+from glmdesk.engine.decode.generate import reuse_compat, stream_answer
 from glmdesk.engine.decode.static_decode import MIN_BUCKET, bucket_tokens, build_static_step
 from glmdesk.engine.loader import LoadedModel
 
@@ -112,16 +112,31 @@ def test_static_tokens_equal_eager_for_every_strategy(pair, cache):
 @needs_compiler
 def test_kv_reuse_keeps_the_prefix_in_the_static_buffers(pair):
     static, eager, _ = pair
-    results = []
+    results, kept = [], []
+
+    def kept_pointers(loaded):
+        """Key/value addresses of the conversation's kept cache (taken out and put back)."""
+        compat = reuse_compat(CacheSettings())
+        source = loaded.kv_pool.take("chat", compat)
+        pointers = [t.data_ptr() for layer in source.cache.layers for t in (layer.keys, layer.values)]
+        if loaded is static:  # in the step's slab, leased to this conversation
+            assert set(pointers) == set(static.step.pool.slab_of(source.cache.layers[0]).data_ptrs())
+        loaded.kv_pool.put("chat", source, compat)
+        return pointers
+
     for loaded in (static, eager):
         first, final = answer(loaded, key="chat")
+        kept.append(kept_pointers(loaded))
         text = loaded.decode(first)
         follow = [*QUESTION, ChatMessage("assistant", text), ChatMessage("user", "And then?")]
         second, again = answer(loaded, messages=follow, key="chat")
         assert again.reused_tokens >= final.prompt_tokens  # the first turn's prompt was kept
+        kept[-1] = (kept[-1], kept_pointers(loaded))
         results.append((first, second))
         loaded.kv_pool.clear()
     assert results[0] == results[1]
+    before, after = kept[0]  # the static step's kept conversation: the same slab both turns
+    assert before == after
 
 
 @pytest.mark.slow
@@ -175,6 +190,79 @@ def test_no_recompile_over_a_long_answer_crossing_a_bucket(pair):
         tokens[name] = chosen
     assert tokens["static"] == tokens["eager"]
     assert step.recompiles() == 0 and static_decode.recompiles(step) == 0
+    # The next answer crosses the same bucket in the same (now grown) slab, still no recompile.
+    strategy = static_decode_strategy(model, step)
+    logits = strategy.prefill(ids)
+    again = []
+    for _ in range(60):
+        again.append(int(torch.argmax(logits)))
+        logits = strategy.step(again[-1])
+    slab = step.pool.slab_of(strategy.cache.layers[0])
+    assert slab.capacity >= 2 * MIN_BUCKET
+    assert strategy.cache.layers[0].keys.data_ptr() == slab.data_ptrs()[0]
+    strategy.release()
+    assert again == tokens["eager"] and step.recompiles() == 0 and static_decode.recordings(step) == 0
+
+
+def decode_pointers(model, step, cache, prompt, new=4):
+    """``(strategy, key/value data_ptr per layer)`` after ``new`` greedy static tokens."""
+    from glmdesk.engine.cache import make_cache_strategy
+
+    strategy = make_cache_strategy(model, cache, step)
+    logits = strategy.prefill(prompt)
+    for _ in range(new):
+        logits = strategy.step(int(torch.argmax(logits)))
+    return strategy, [t.data_ptr() for layer in strategy.cache.layers for t in (layer.keys, layer.values)]
+
+
+@pytest.mark.slow
+@needs_compiler
+@pytest.mark.parametrize(
+    "cache",
+    [
+        CacheSettings(),
+        CacheSettings("sliding_window", window=16, sinks=2),
+        CacheSettings("dynamic", budget_mib=24 * 512 / 2**20, window=16, sinks=2),
+    ],
+    ids=["full", "window", "dynamic"],
+)
+def test_two_answers_in_a_row_decode_in_the_same_buffers(pair, cache):
+    static, _, calls = pair
+    step, model = static.step, static.model
+    prompt = torch.randint(0, model.config.vocab_size, (1, 30))
+    calls.clear()
+    first, pointers = decode_pointers(model, step, cache, prompt)
+    if cache.strategy != "full":  # the ring (the dynamic cache past its switch)
+        assert first.stats().state == "windowed"
+    first.release()
+    second, again = decode_pointers(model, step, cache, prompt)
+    assert again == pointers and not calls
+    slab = step.pool.slab_of(second.cache.layers[0])
+    assert set(pointers) == set(slab.data_ptrs())  # the step's slab, not a buffer of the cache's own
+    assert second.stats().kv_bytes == slab.nbytes()  # the whole slab counts, whatever the bucket
+    second.release()
+    assert step.recompiles() == 0
+
+
+@pytest.mark.slow
+@needs_compiler
+def test_a_cache_alive_beside_another_keeps_its_own_buffers(pair):
+    static, eager, _ = pair
+    step, model = static.step, static.model
+    prompt = torch.randint(0, model.config.vocab_size, (1, 30))
+    kept, kept_pointers = decode_pointers(model, step, CacheSettings(), prompt)
+    held = [layer.keys[:, :, : layer.length].clone() for layer in kept.cache.layers]
+    other, other_pointers = decode_pointers(model, step, CacheSettings(), prompt.flip(1))
+    assert not set(kept_pointers) & set(other_pointers)
+    for layer, before in zip(kept.cache.layers, held, strict=True):
+        assert torch.equal(layer.keys[:, :, : before.shape[2]], before)  # untouched by the other
+    kept_tokens = [int(torch.argmax(kept.step(t))) for t in (5, 6, 7)]
+    fresh, _ = decode_pointers(model, eager.step, CacheSettings(), prompt)
+    assert kept_tokens == [int(torch.argmax(fresh.step(t))) for t in (5, 6, 7)]
+    for strategy in (kept, other, fresh):
+        strategy.release()
+    idle = [slab for slab in step.pool.slabs if slab.holder is None]
+    assert len(idle) <= 1 and step.recompiles() == 0
 
 
 def static_decode_strategy(model, step):
