@@ -132,7 +132,6 @@ class ToolController(QObject):
 
     @Slot(int, object)
     def _on_chunk_shown(self, _request_id: int, chunk) -> None:
-
         """A call that parsed while the answer goes on keeps its card (a next call gets its
         own); a call released as text (it did not parse) takes its card away."""
         if self.live is not None and any(
