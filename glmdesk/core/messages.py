@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from glmdesk.core.images import ImageAttachment
-from glmdesk.core.tools import ToolCall, ToolSet
+from glmdesk.core.parts import MessagePart, ReasoningPart, TextPart, ToolCallPart, ToolResponsePart
+from glmdesk.core.tools import INTERPRETER, ToolCall, ToolSet
 
 #: Why an answer ended: the engine's chunks and history's stored answers share this list.
 #: ``tool_calls``: the reply is a recognised tool call, answered with an observation turn.
@@ -61,3 +63,40 @@ class ChatMessage:
             raise ValueError("only a user message carries attached images")
         if self.reasoning and self.role != "assistant":
             raise ValueError("only an assistant message carries reasoning")
+
+
+def message_parts(message: ChatMessage) -> tuple[MessagePart, ...]:
+    """A stored or finished message as the typed parts the window shows, in order: the
+    reasoning, the text, the tool call (an assistant message), or the tool's result (an
+    observation); the same parts a live answer's chunks gave (:class:`~glmdesk.core.parts.PartsSoFar`), so
+    a reopened conversation is drawn as it was while streaming. Empty parts are left
+    out. Attached images (a user message) are not parts: the view shows them apart.
+    """
+    if message.role == "observation":
+        return (ToolResponsePart(message.name, message.content, message.images),)
+    parts: list[MessagePart] = []
+    if message.reasoning:
+        parts.append(ReasoningPart(message.reasoning))
+    if message.content:
+        parts.append(TextPart(message.content))
+    call = message.tool_call
+    if call is not None:
+        parts.append(ToolCallPart(call.name, call.arguments_json(), done=True))
+    return tuple(parts)
+
+
+def call_of(part: ToolCallPart) -> ToolCall:
+    """The call a ``done`` :class:`ToolCallPart` names (its arguments parsed from JSON;
+    the interpreter's is its code), e.g. for a reopened call's card.
+
+    Raises:
+        ValueError: when the part's arguments are not a JSON object.
+    """
+    try:
+        arguments = json.loads(part.arguments_so_far or "{}")
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"The call of {part.name} has arguments that are not JSON.") from exc
+    if not isinstance(arguments, dict):
+        raise ValueError(f"The call of {part.name} has arguments that are not an object.")
+    kind = "interpreter" if part.name == INTERPRETER else "function"
+    return ToolCall(part.name, arguments, kind=kind)

@@ -58,8 +58,26 @@ class ThinkMarkers:
     close: str = "</think>"
 
 
+@dataclass(frozen=True)
+class ToolResponsePart:
+    """A tool's result (an ``observation`` message: ChatGLM3/GLM-4's ``<|observation|>``
+    turn, GLM-4.5's ``<tool_response>``), as the window shows it.
+
+    Attributes:
+        name: The tool whose result it is (may be empty).
+        text: The result's text.
+        images: PNG files' bytes the tool returned (the interpreter's plots).
+    """
+
+    name: str
+    text: str
+    images: tuple[bytes, ...] = ()
+
+
 #: One part of a reply.
 ReplyPart = TextPart | ReasoningPart | ToolCallPart
+#: One part of a message as the window shows it: a reply's parts, or a tool's result.
+MessagePart = TextPart | ReasoningPart | ToolCallPart | ToolResponsePart
 
 
 def text_of(parts: Iterable[ReplyPart]) -> str:
@@ -89,3 +107,57 @@ def merged(parts: Iterable[ReplyPart]) -> tuple[ReplyPart, ...]:
             continue
         out.append(part)
     return tuple(out)
+
+
+class PartsSoFar:
+    """The parts of a reply being streamed, gathered from its chunks' parts.
+
+    Text and reasoning pieces are kept as lists and joined only when :meth:`parts` is
+    asked (at each repaint, not each chunk), so a long answer costs O(length) in all.
+    A tool call's part replaces its earlier part (``arguments_so_far`` is the whole
+    text each time); a call not ``done`` followed by text was released as text (it did
+    not parse), so its part goes. Not thread-safe: one per streamed message.
+
+    Args:
+        parts: Parts already shown (Continue: the answer so far).
+    """
+
+    def __init__(self, parts: Iterable[MessagePart] = ()) -> None:
+        self._items: list[list | ToolCallPart | ToolResponsePart] = []
+        self.add(parts)
+
+    def add(self, parts: Iterable[MessagePart]) -> None:
+        """Add the parts of the next chunk, in reply order."""
+        items = self._items
+        for part in parts:
+            if isinstance(part, (TextPart, ReasoningPart)):
+                if not part.text:
+                    continue
+                last = items[-1] if items else None
+                if isinstance(last, ToolCallPart) and not last.done and isinstance(part, TextPart):
+                    items.pop()  # the call was released as text
+                    last = items[-1] if items else None
+                if isinstance(last, list) and last[0] is type(part):
+                    last.append(part.text)
+                else:
+                    items.append([type(part), part.text])
+            elif isinstance(part, ToolCallPart) and items and _same_call(items[-1], part):
+                items[-1] = part
+            else:
+                items.append(part)
+
+    def parts(self) -> tuple[MessagePart, ...]:
+        """The reply so far, neighbouring pieces joined."""
+        out: list[MessagePart] = []
+        for item in self._items:
+            if isinstance(item, list):
+                if len(item) > 2:
+                    item[1:] = ["".join(item[1:])]  # joined once, not at every repaint
+                out.append(item[0](item[1]))
+            else:
+                out.append(item)
+        return tuple(out)
+
+
+def _same_call(item, part: ToolCallPart) -> bool:
+    return isinstance(item, ToolCallPart) and not item.done and item.name == part.name

@@ -14,6 +14,7 @@ from collections.abc import Iterator, Sequence
 
 from glmdesk.core.errors import GlmdeskError
 from glmdesk.core.messages import ChatMessage
+from glmdesk.core.parts import TextPart
 from glmdesk.core.settings import CacheSettings, LoadSettings, ParamsBox
 from glmdesk.engine.backends import Backend, Capabilities
 from glmdesk.engine.chunk import CacheStats, GenerationChunk
@@ -103,7 +104,9 @@ class FakeBackend(Backend):
             n += 1
             limit = params.get().max_new_tokens
             finish = "length" if n >= limit else ("stop" if i == len(self.pieces) - 1 else None)
-            yield GenerationChunk(text=piece, n_generated=n, prompt_tokens=5, finish_reason=finish)
+            yield GenerationChunk(
+                text=piece, parts=(TextPart(piece),), n_generated=n, prompt_tokens=5, finish_reason=finish
+            )
             if finish:
                 return
 
@@ -112,3 +115,28 @@ class FakeBackend(Backend):
 
     def close(self) -> None:
         self.closed = True
+
+
+#: One custom function for the Tools section (a weather lookup), as a user types it.
+WEATHER = '[{"name": "get_weather", "parameters": {"type": "object"}}]'
+
+
+class CallingBackend(FakeBackend):
+    """Streams scripted chunks; with ``steps``, each chunk waits for one release."""
+
+    def __init__(self, chunks: Sequence[GenerationChunk], steps: threading.Semaphore | None = None) -> None:
+        super().__init__()
+        self.chunks, self.steps = list(chunks), steps
+
+    def stream(self, messages, params, cache=None, stop=None, conversation=None) -> Iterator[GenerationChunk]:
+        self.requests.append(tuple(messages))
+        for chunk in self.chunks:
+            if self.steps is not None:
+                while not self.steps.acquire(timeout=0.01):
+                    if stop is not None and stop.is_set():
+                        yield GenerationChunk(finish_reason="cancelled")
+                        return
+            yield chunk
+
+    def capabilities(self) -> Capabilities:
+        return Capabilities(engine="fake", kv_strategies={"full": None}, context_length=2048, tool_calls=True)

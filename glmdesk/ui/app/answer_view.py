@@ -13,7 +13,6 @@ from __future__ import annotations
 from PySide6.QtCore import QObject, Slot
 
 from glmdesk.core.messages import ChatMessage
-from glmdesk.core.parts import reasoning_of
 from glmdesk.core.settings import ParamsBox
 from glmdesk.ui.chat.answer_notes import AnswerNotes
 from glmdesk.ui.common.messages import error_sentence
@@ -85,11 +84,10 @@ class AnswerView(QObject):
         self.status.show_cache(chunk.cache)
 
     def _show_parts(self, chunk) -> None:
-        """A chunk's reasoning and answer text, into the message being written."""
-        self.chat_view.append_reasoning(reasoning_of(chunk.parts))
+        """A chunk's typed parts (reasoning, answer text, calls), into the message being
+        written; the Thinking block collapses once the answer began."""
+        self.chat_view.append_parts(chunk.parts)
         self._note_thinking(chunk)
-        if chunk.text:
-            self.chat_view.append_text(chunk.text)
 
     @Slot(int, object)
     def _on_answer_finished(self, _request_id: int, chunk) -> None:

@@ -15,8 +15,9 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import QFrame, QScrollArea, QVBoxLayout, QWidget
 
+from glmdesk.core.parts import MessagePart, PartsSoFar, ReasoningPart, TextPart, reasoning_of, text_of
 from glmdesk.ui.chat.message_widget import MessageWidget
-from glmdesk.ui.chat.text_safety import clean_text
+from glmdesk.ui.chat.text_safety import clean_parts, clean_text
 
 REPAINT_INTERVAL_MS = 66
 _BOTTOM_SLACK_PX = 8
@@ -27,9 +28,13 @@ class ChatView(QScrollArea):
 
     Signals:
         message_copied(str): A message's copy button was used.
+        call_added(MessageWidget, int, ToolCallPart): A message showed its ``int``-th
+            tool call, which has no card yet (see :meth:`MessageWidget.show_parts`):
+            the tool controller gives it one with :meth:`MessageWidget.set_call_card`.
     """
 
     message_copied = Signal(str)
+    call_added = Signal(object, int, object)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -47,8 +52,7 @@ class ChatView(QScrollArea):
         self._messages: list[MessageWidget] = []
         self._cards: list[QWidget] = []  # tool call cards between the messages
         self._streaming: MessageWidget | None = None
-        self._stream_text = ""
-        self._stream_reasoning = ""
+        self._stream = PartsSoFar()  # the streaming message's parts received so far
         self._dirty = False
         self.render_count = 0  # re-renders of the streaming message (tests, benchmark)
         self._follow = True
@@ -69,6 +73,7 @@ class ChatView(QScrollArea):
         """Append a finished message and return its widget."""
         widget = MessageWidget(role, clean_text(text))
         widget.copied.connect(self.message_copied)
+        widget.call_added.connect(lambda index, part, w=widget: self.call_added.emit(w, index, part))
         self._layout.insertWidget(self._layout.count() - 1, widget)
         self._messages.append(widget)
         self._follow = True
@@ -89,9 +94,10 @@ class ChatView(QScrollArea):
     def remove_card(self, card: QWidget) -> None:
         """Remove a card shown by :meth:`add_card` (a live tool call that turned out to be
         text); a card already gone with its message is ignored."""
-        if card not in self._cards:
+        if card not in self._cards and not any(card in m.attachments for m in self._messages):
             return
-        self._cards.remove(card)
+        if card in self._cards:
+            self._cards.remove(card)
         for message in self._messages:
             if card in message.attachments:
                 message.detach(card)
@@ -101,8 +107,9 @@ class ChatView(QScrollArea):
         card.deleteLater()
 
     def cards(self) -> list[QWidget]:
-        """The cards, oldest first."""
-        return list(self._cards)
+        """The cards (a message's tool-call cards too), oldest first."""
+        inside = [w for m in self._messages for w in m.attachments if w in self._cards or w in m.call_cards]
+        return inside + [card for card in self._cards if card not in inside]
 
     def remove_last(self) -> None:
         """Remove the newest message (regenerate)."""
@@ -130,7 +137,7 @@ class ChatView(QScrollArea):
 
     # Streaming --------------------------------------------------------------
     def begin_stream(self, resume: bool = False) -> MessageWidget:
-        """Append an empty assistant message that :meth:`append_text` fills; ``resume``
+        """Append an empty assistant message that :meth:`append_parts` fills; ``resume``
         (Continue): the last message, when it is an answer, is filled on from its text."""
         self.finish_stream()
         widgets = self.messages()
@@ -140,8 +147,7 @@ class ChatView(QScrollArea):
             widget = self.add_message("assistant", "")
         widget.set_streaming(True)
         self._streaming = widget
-        self._stream_text = widget.text()
-        self._stream_reasoning = widget.reasoning()
+        self._stream = PartsSoFar((ReasoningPart(widget.reasoning()), TextPart(widget.text())))
         self._dirty = False
         return widget
 
@@ -149,32 +155,34 @@ class ChatView(QScrollArea):
         """The message being streamed, if any."""
         return self._streaming
 
+    def stream_parts(self) -> tuple[MessagePart, ...]:
+        """All parts received for the streaming message (shown or not yet); ``()`` when
+        none streams."""
+        return self._stream.parts() if self._streaming is not None else ()
+
     def stream_text(self) -> str:
         """All text received for the streaming message (rendered or not yet)."""
-        return self._stream_text
+        return text_of(self.stream_parts())
 
     def stream_reasoning(self) -> str:
         """All reasoning received for the streaming message (rendered or not yet)."""
-        return self._stream_reasoning if self._streaming is not None else ""
+        return reasoning_of(self.stream_parts())
+
+    def append_parts(self, parts) -> None:
+        """Add a chunk's parts (:class:`~glmdesk.core.parts.TextPart`, ``ReasoningPart``,
+        ``ToolCallPart``) to the streaming message; they are shown, in their places, at
+        the next throttled repaint (:meth:`MessageWidget.show_parts`)."""
+        if self._streaming is None or not any(getattr(p, "text", True) for p in parts):
+            return  # nothing new to draw (an empty piece, a character held back)
+        self._stream.add(clean_parts(parts))
+        self._dirty = True
+        if not self._timer.isActive():
+            self._timer.start()
 
     def append_text(self, text: str) -> None:
-        """Add streamed text; it is shown at the next throttled repaint."""
-        if self._streaming is None or not text:
-            return
-        self._stream_text += clean_text(text)
-        self._dirty = True
-        if not self._timer.isActive():
-            self._timer.start()
-
-    def append_reasoning(self, text: str) -> None:
-        """Add streamed reasoning (a ``ReasoningPart``'s text), shown above the answer at
-        the next throttled repaint."""
-        if self._streaming is None or not text:
-            return
-        self._stream_reasoning += clean_text(text)
-        self._dirty = True
-        if not self._timer.isActive():
-            self._timer.start()
+        """Add streamed answer text (a :class:`~glmdesk.core.parts.TextPart`)."""
+        if text:
+            self.append_parts((TextPart(text),))
 
     def finish_stream(self) -> MessageWidget | None:
         """Show all buffered text now and end the streaming state; returns the message."""
@@ -192,10 +200,7 @@ class ChatView(QScrollArea):
         if self._streaming is None or not self._dirty:
             return
         self._dirty = False
-        if self._stream_reasoning != self._streaming.reasoning():
-            self._streaming.set_reasoning(self._stream_reasoning)
-        if self._stream_text != self._streaming.text():
-            self._streaming.set_text(self._stream_text)
+        self._streaming.show_parts(self._stream.parts())
         self.render_count += 1
 
     # Following the end ------------------------------------------------------

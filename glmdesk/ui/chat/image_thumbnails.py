@@ -27,6 +27,22 @@ from glmdesk.core.images import ImageAttachment, ImageSizing
 #: Longest side of a thumbnail, in pixels.
 THUMBNAIL_PX = 96
 
+#: Widest a tool's image is shown, in px (wider ones are scaled down, aspect kept).
+IMAGE_MAX_WIDTH_PX = 640
+
+
+def image_label(png: bytes) -> QLabel | None:
+    """A label showing a tool's PNG image, or ``None`` when the bytes are no PNG."""
+    pixmap = QPixmap()
+    if not pixmap.loadFromData(png, "PNG"):
+        return None
+    if pixmap.width() > IMAGE_MAX_WIDTH_PX:
+        pixmap = pixmap.scaledToWidth(IMAGE_MAX_WIDTH_PX, Qt.TransformationMode.SmoothTransformation)
+    label = QLabel()
+    label.setObjectName("tool_image")
+    label.setPixmap(pixmap)
+    return label
+
 
 def picture(image: ImageAttachment) -> QPixmap:
     """The image decoded by Qt (a null pixmap when Qt cannot decode it)."""

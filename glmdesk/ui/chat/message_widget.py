@@ -1,11 +1,22 @@
-"""One chat message: who wrote it, its Markdown, its statistics and a copy button."""
+"""One chat message: who wrote it, its parts (thinking, Markdown, tool calls, a tool's
+result), its statistics and a copy button.
+
+The message binds to typed parts (:mod:`glmdesk.core.parts`; GPT4All's ``ChatItem`` with
+Text/ToolCall/ToolResponse/Think parts is the shape): :meth:`MessageWidget.show_parts`
+draws a reply being streamed (the parts so far) and a reopened one
+(:func:`~glmdesk.core.messages.message_parts`) the same way.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton, QVBoxLayout, QWidget
 
+from glmdesk.core.parts import MessagePart, ReasoningPart, TextPart, ToolCallPart, ToolResponsePart
+from glmdesk.ui.chat.image_thumbnails import image_label
 from glmdesk.ui.chat.long_markdown import SegmentedMarkdownView
 from glmdesk.ui.chat.markdown_view import is_dark
 from glmdesk.ui.chat.reasoning_block import ReasoningBlock
@@ -22,9 +33,13 @@ class MessageWidget(QFrame):
 
     Signals:
         copied(str): The copy button put this message's text on the clipboard.
+        call_added(int, ToolCallPart): :meth:`show_parts` met the message's ``int``-th
+            tool call, which has no card yet; the tool controller answers with
+            :meth:`set_call_card` (it makes cards and owns what they do).
     """
 
     copied = Signal(str)
+    call_added = Signal(int, object)
 
     def __init__(self, role: str, text: str = "", parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -35,6 +50,9 @@ class MessageWidget(QFrame):
         self._text = ""
         self._streaming = False
         self.attachments: list[QWidget] = []  # see attach()
+        self._call_cards: dict[int, QWidget] = {}  # the k-th ToolCallPart's card
+        self._calls_seen = 0  # ToolCallParts already announced by call_added
+        self._images: tuple[bytes, ...] = ()  # a tool's result's images, shown
         header = self._header(role)
         self.reasoning_block = ReasoningBlock()  # a reasoning model's thinking, above the answer
         self.reasoning_label = self.reasoning_block.body
@@ -55,7 +73,7 @@ class MessageWidget(QFrame):
         layout.addWidget(self.stats_label)
         layout.addWidget(self.note_label)
         self._apply_colours()
-        self.set_text(text)
+        self._show_text(text)
 
     def _header(self, role: str) -> QHBoxLayout:
         """Author, state and Copy in a row (the stats label too, shown under the text)."""
@@ -123,7 +141,64 @@ class MessageWidget(QFrame):
         """The message's Markdown source (what Copy copies)."""
         return self._text
 
-    def set_text(self, text: str) -> None:
+    def show_parts(self, parts: Sequence[MessagePart]) -> None:
+        """Show the message's parts, each in its place, in order: reasoning in the
+        :class:`~glmdesk.ui.chat.reasoning_block.ReasoningBlock` above the answer, text in
+        the Markdown body, each tool call in the card area under it, a tool's result as
+        the body with its images under it.
+
+        Called with the parts so far at each repaint of a streamed answer (only what
+        changed is drawn again) and once with a stored message's parts. A tool call
+        without a card is announced by ``call_added``; a card already shown gets each
+        newer part of its call through its ``show_part``.
+
+        Args:
+            parts: The message's parts (neighbouring pieces joined,
+                :class:`~glmdesk.core.parts.PartsSoFar`).
+        """
+        reasoning = "".join(p.text for p in parts if isinstance(p, ReasoningPart))
+        text = "".join(p.text for p in parts if isinstance(p, (TextPart, ToolResponsePart)))
+        if reasoning != self.reasoning_block.text():
+            self.reasoning_block.set_text(reasoning)
+        if text != self._text:
+            self._show_text(text)
+        self._show_calls([p for p in parts if isinstance(p, ToolCallPart)])
+        images = tuple(png for p in parts if isinstance(p, ToolResponsePart) for png in p.images)
+        if images[: len(self._images)] == self._images:
+            for png in images[len(self._images) :]:
+                label = image_label(png)
+                if label is not None:
+                    self.attach(label)
+            self._images = images
+
+    def _show_calls(self, calls: list[ToolCallPart]) -> None:
+        if len(calls) < self._calls_seen:  # a call released as text: its index is free again
+            self._calls_seen = len(calls)
+            self._call_cards = {k: c for k, c in self._call_cards.items() if k < len(calls)}
+        for k, part in enumerate(calls):
+            if k >= self._calls_seen:
+                self._calls_seen = k + 1
+                self.call_added.emit(k, part)
+            elif k in self._call_cards:
+                show = getattr(self._call_cards[k], "show_part", None)
+                if show is not None:
+                    show(part)
+
+    def set_call_card(self, index: int, card: QWidget) -> QWidget:
+        """Show ``card`` for the message's ``index``-th tool call, in the card area under
+        the text (after the cards of earlier calls)."""
+        self._call_cards[index] = card
+        self.attach(card)
+        if self.isVisible():  # now, not at the next turn of the event loop: it can be clicked
+            card.show()
+        return card
+
+    @property
+    def call_cards(self) -> list[QWidget]:
+        """The tool-call cards shown, in the calls' order."""
+        return [self._call_cards[k] for k in sorted(self._call_cards)]
+
+    def _show_text(self, text: str) -> None:
         """Show ``text`` (Markdown) now: while streaming, only what is new is drawn;
         a finished message longer than ``long_markdown.FOLD_CHARS`` is folded, with
         "Show all". :meth:`text` stays verbatim either way."""
@@ -146,6 +221,7 @@ class MessageWidget(QFrame):
 
     def detach(self, widget: QWidget) -> None:
         """Take ``widget`` (shown by :meth:`attach`) out of the message; the caller deletes it."""
+        self._call_cards = {k: c for k, c in self._call_cards.items() if c is not widget}
         if widget in self.attachments:
             self.attachments.remove(widget)
             self.layout().removeWidget(widget)
@@ -180,12 +256,6 @@ class MessageWidget(QFrame):
     def reasoning(self) -> str:
         """The reasoning shown above the answer (``""`` when none)."""
         return self.reasoning_block.text()
-
-    def set_reasoning(self, text: str) -> None:
-        """Show a reasoning model's thinking above the answer, greyed, as plain text, in
-        its :class:`~glmdesk.ui.chat.reasoning_block.ReasoningBlock` (not part of the answer's
-        text: the message's Copy leaves it out); empty hides it."""
-        self.reasoning_block.set_text(text)
 
     def set_stats(self, text: str) -> None:
         """Show statistics (TTFT, tokens/s, finish reason) under the message; empty hides them."""

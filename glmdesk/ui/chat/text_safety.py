@@ -8,6 +8,10 @@ database or the renderer, and the user still sees that something was there.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Iterable
+
+from glmdesk.core.parts import MessagePart, ReasoningPart, TextPart, ToolResponsePart
 from glmdesk.core.text import without_lone_surrogates
 
 _KEEP = {"\t", "\n", "\r"}
@@ -25,3 +29,14 @@ def clean_text(text: str) -> str:
         A string that encodes to UTF-8 without errors.
     """
     return without_lone_surrogates(text).translate(_TABLE)
+
+
+def clean_parts(parts: Iterable[MessagePart]) -> tuple[MessagePart, ...]:
+    """``parts`` with the text of each text, reasoning and tool-result part made safe by
+    :func:`clean_text` (a tool call's text is shown as plain text by its card)."""
+    return tuple(
+        dataclasses.replace(p, text=clean_text(p.text))
+        if isinstance(p, (TextPart, ReasoningPart, ToolResponsePart))
+        else p
+        for p in parts
+    )

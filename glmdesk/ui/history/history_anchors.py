@@ -15,6 +15,7 @@ from glmdesk.core.history import History
 from glmdesk.core.history_rounds import save_round
 from glmdesk.core.history_tree import ACTIVE
 from glmdesk.core.history_types import StoredMessage
+from glmdesk.core.parts import PartsSoFar
 
 
 class _SiblingOfLastAnswer:
@@ -53,8 +54,7 @@ class Answer:
     message_id: int | None = None  # the stored ``partial`` row, once its round began in the file
     unsaved_user: str | None = None  # the question, until its round begins in the file
     unsaved_images: tuple = ()  # its images (ImageAttachment), stored with it
-    parts: list[str] = dataclasses.field(default_factory=list)
-    reasoning: list[str] = dataclasses.field(default_factory=list)  # its reasoning parts' texts
+    parts: PartsSoFar = dataclasses.field(default_factory=PartsSoFar)  # its typed parts so far
 
 
 def shown(history: History, conversation_id: int) -> list[tuple[StoredMessage, tuple[int, ...]]]:

@@ -51,7 +51,7 @@ from glmdesk.core.history_tree import ACTIVE
 from glmdesk.core.history_types import StoredMessage
 from glmdesk.core.history_writer import HistoryWriter
 from glmdesk.core.messages import ChatMessage
-from glmdesk.core.parts import reasoning_of
+from glmdesk.core.parts import TextPart, reasoning_of, text_of
 from glmdesk.ui.common.messages import error_sentence
 from glmdesk.ui.history.history_anchors import (
     SIBLING_OF_LAST_ANSWER,
@@ -402,7 +402,7 @@ class HistoryController(QObject):
         found when the write runs, after the write that stored the cut answer."""
         conv, text = self._conv, self.session.state.messages[-1].content
         answer = Answer(conv, dataclasses.asdict(self.session.params_box.get()))
-        answer.parts.append(text)
+        answer.parts.add((TextPart(text),))
         self._answer = answer
         self.writes.submit(resume_write(answer, conv, text))
 
@@ -423,18 +423,17 @@ class HistoryController(QObject):
     @Slot(int, object)
     def _on_chunk_shown(self, _request_id: int, chunk) -> None:
         answer = self._answer
-        thought = reasoning_of(getattr(chunk, "parts", ()))
-        if answer is None or not (chunk.text or thought):
+        if answer is None or not chunk.parts:
             return
-        answer.parts.append(chunk.text)
-        answer.reasoning.append(thought)
+        answer.parts.add(chunk.parts)
         now = time.monotonic()
         if (
             answer.message_id is not None
             and not self.writes.pending()
             and now - self._last_checkpoint >= CHECKPOINT_S
         ):
-            mid, text, reasoning = answer.message_id, "".join(answer.parts), "".join(answer.reasoning)
+            parts = answer.parts.parts()
+            mid, text, reasoning = answer.message_id, text_of(parts), reasoning_of(parts)
             # Given up when it fails: the finish saves the whole answer anyway.
             self.writes.submit(
                 lambda h: h.checkpoint_partial(mid, text, reasoning), droppable=True, quiet=True

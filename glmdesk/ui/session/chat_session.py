@@ -18,7 +18,7 @@ import threading
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, Qt, Signal, Slot
 
 from glmdesk.core.messages import ChatMessage
-from glmdesk.core.parts import reasoning_of
+from glmdesk.core.parts import PartsSoFar, reasoning_of, text_of
 from glmdesk.core.settings import CacheSettings, ParamsBox
 from glmdesk.core.tools import ToolCall, ToolSet, ToolSettings, calls_since_user
 from glmdesk.ui.session.conversation import AnswerRecord, ChatState, continued_answer
@@ -99,8 +99,7 @@ class ChatSession(ToolFlow, QObject):
         self._request_id = 0
         self._current: int | None = None
         self._stop: threading.Event | None = None
-        self._parts: list[str] = []
-        self._reasoning: list[str] = []  # the answer's reasoning parts' texts
+        self._parts = PartsSoFar()  # the answer's typed parts (text, reasoning, calls)
         self._last_chunk = None
         self._offset = 0
         self._closed = False
@@ -194,7 +193,7 @@ class ChatSession(ToolFlow, QObject):
         self._request_id += 1
         self._current = self._request_id
         self._stop = threading.Event()
-        self._parts, self._reasoning, self._last_chunk = [], [], None
+        self._parts, self._last_chunk = PartsSoFar(), None
         self._last_request = (system_prompt, cache)
         messages, self._offset = self.state.request(system_prompt, self.offered_tools())
         self.answer_started.emit(self._current)
@@ -217,12 +216,8 @@ class ChatSession(ToolFlow, QObject):
         self.chunk_shown.emit(request_id, chunk)
 
     def _gather(self, chunk) -> None:
-        """Keep a chunk's answer text and reasoning (the message's parts, saved together)."""
-        if chunk.text:
-            self._parts.append(chunk.text)
-        thought = reasoning_of(getattr(chunk, "parts", ()))
-        if thought:
-            self._reasoning.append(thought)
+        """Keep a chunk's parts (the message's text and reasoning, saved together)."""
+        self._parts.add(getattr(chunk, "parts", ()))
 
     @Slot(int, object)
     def _on_generation_finished(self, request_id: int, chunk) -> None:
@@ -234,7 +229,8 @@ class ChatSession(ToolFlow, QObject):
     def _finish_answer(self, reason: str, chunk) -> None:
         request_id = self._current
         self._current = self._stop = None
-        text, reasoning = "".join(self._parts), "".join(self._reasoning)
+        parts = self._parts.parts()
+        text, reasoning = text_of(parts), reasoning_of(parts)
         record = AnswerRecord(
             finish_reason=reason,
             model=model_label(self.loader.model_info),

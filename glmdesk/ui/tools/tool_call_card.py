@@ -11,30 +11,16 @@ from __future__ import annotations
 
 from html import escape
 
-from PySide6.QtCore import Qt, QTimer, Signal, Slot
-from PySide6.QtGui import QFontDatabase, QPalette, QPixmap, QTextCursor
+from PySide6.QtCore import QTimer, Signal, Slot
+from PySide6.QtGui import QFontDatabase, QPalette, QTextCursor
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
 
+from glmdesk.core.parts import ToolCallPart
 from glmdesk.core.tools import INTERPRETER, ToolCall
 from glmdesk.ui.chat.chat_view import REPAINT_INTERVAL_MS
 
-#: Widest a tool's image is shown, in px (wider ones are scaled down, aspect kept).
-IMAGE_MAX_WIDTH_PX = 640
 #: Most lines the arguments (or code) box grows to; longer text scrolls inside it.
 ARGUMENT_MAX_LINES = 16
-
-
-def image_label(png: bytes) -> QLabel | None:
-    """A label showing a tool's PNG image, or ``None`` when the bytes are no PNG."""
-    pixmap = QPixmap()
-    if not pixmap.loadFromData(png, "PNG"):
-        return None
-    if pixmap.width() > IMAGE_MAX_WIDTH_PX:
-        pixmap = pixmap.scaledToWidth(IMAGE_MAX_WIDTH_PX, Qt.TransformationMode.SmoothTransformation)
-    label = QLabel()
-    label.setObjectName("tool_image")
-    label.setPixmap(pixmap)
-    return label
 
 
 def live_arguments(text: str) -> str:
@@ -158,6 +144,13 @@ class ToolCallCard(QFrame):
     def is_live(self) -> bool:
         """True while the card shows a call being written (no call yet)."""
         return self.call is None
+
+    def show_part(self, part: ToolCallPart) -> None:
+        """The call's newest part (the message's :class:`~glmdesk.ui.chat.message_widget.
+        MessageWidget.show_parts`): a live card shows its text so far; a finished card
+        keeps its call."""
+        if self.is_live():
+            self.set_live_text(part.arguments_so_far)
 
     def set_live_text(self, text: str) -> None:
         """The call's text so far (``GenerationChunk.tool_text``); shown at the next

@@ -7,19 +7,35 @@ import dataclasses
 from PySide6.QtCore import QObject, Slot
 
 from glmdesk.core.errors import ErrorInfo
+from glmdesk.core.messages import call_of, message_parts
 from glmdesk.core.parts import ToolCallPart
 from glmdesk.core.tools import ToolCall, ToolSet, ToolSettings
 from glmdesk.ui.chat.image_thumbnails import ThumbnailRow
 from glmdesk.ui.chat.message_widget import MessageWidget
+from glmdesk.ui.chat.text_safety import clean_parts
 from glmdesk.ui.common.messages import error_sentence
-from glmdesk.ui.tools.tool_call_card import ToolCallCard, image_label
+from glmdesk.ui.tools.tool_call_card import ToolCallCard
+
+
+def stored_card(part: ToolCallPart) -> ToolCallCard | None:
+    """The card of a reopened (answered) call: its name and arguments, no buttons;
+    ``None`` for a part that is not a whole call."""
+    if not part.done:
+        return None
+    try:
+        card = ToolCallCard(call_of(part))
+    except ValueError:
+        return None
+    card.set_done()
+    return card
 
 
 def show_stored(chat_view, message) -> MessageWidget:
     """Add a stored message (a reopened conversation) to ``chat_view`` as it looked while
-    streaming: a tool call as its card (answered: no buttons) under what the assistant
-    wrote before it, an observation as its own block with the tool's images under it, a
-    user message with its attached images' thumbnails under its text.
+    streaming: its parts (:func:`~glmdesk.core.messages.message_parts`: reasoning
+    collapsed above the text, a tool call as its answered card, given by the
+    :class:`ToolController` as for a live call, an observation as its own block with the
+    tool's images), a user message with its attached images' thumbnails under its text.
 
     Args:
         chat_view: The :class:`~glmdesk.ui.chat.chat_view.ChatView`.
@@ -28,18 +44,10 @@ def show_stored(chat_view, message) -> MessageWidget:
     Returns:
         The message's widget (one per message, so indices match the conversation).
     """
-    widget = chat_view.add_message(message.role, message.content)
-    if message.reasoning:  # a reasoning model's thinking, collapsed above its answer
-        widget.set_reasoning(message.reasoning)
-        widget.reasoning_block.set_done()  # the figures come with the stored statistics
-    if message.tool_call is not None:
-        card = ToolCallCard(message.tool_call)
-        card.set_done()
-        chat_view.add_card(card, under=widget)
-    for png in message.images:
-        label = image_label(png)
-        if label is not None:
-            widget.attach(label)
+    widget = chat_view.add_message(message.role)
+    widget.show_parts(clean_parts(message_parts(message)))  # a call's card: ToolController
+    if message.reasoning:  # the figures come with the stored statistics
+        widget.reasoning_block.set_done()
     if message.attachments:  # a user's images: thumbnails, click to view
         widget.attach(ThumbnailRow(message.attachments))
     return widget
@@ -48,10 +56,13 @@ def show_stored(chat_view, message) -> MessageWidget:
 class ToolController(QObject):
     """Tools section -> session; session's calls -> cards; cards' buttons -> session.
 
-    A call shows as a card from its first chunk (``GenerationChunk.tool_pending``): the
-    live card grows with ``tool_text`` and becomes the finished card when the answer
-    ends with the call, or goes when the call ends as text (not parsed, Stop, length).
-    Several calls of one answer (GLM-4.5) each keep their card, asked in the order written.
+    A message asks for a card for each :class:`~glmdesk.core.parts.ToolCallPart` it shows
+    (``ChatView.call_added``): a call being written gets a live card, which grows with
+    the call's parts (the card's ``show_part``) and becomes the finished card when the
+    answer ends with the call, or goes when the call ends as text (not parsed, Stop,
+    length: ``GenerationChunk.tool_pending`` is then gone); a reopened call gets its
+    answered card. Several calls of one answer (GLM-4.5) each keep their card, asked in
+    the order written.
 
     Args:
         session: The :class:`~glmdesk.ui.session.chat_session.ChatSession`.
@@ -71,6 +82,7 @@ class ToolController(QObject):
         session.loader.model_ready.connect(self._on_model_ready)
         session.tool_call_requested.connect(self._on_tool_call_requested)
         session.chunk_shown.connect(self._on_chunk_shown)
+        chat_view.call_added.connect(self._on_call_added)
         session.code_started.connect(self._on_code_started)
         session.code_finished.connect(self._on_code_finished)
         session.answer_finished.connect(self._on_answer_finished)
@@ -101,24 +113,34 @@ class ToolController(QObject):
             card.set_done()
         return card
 
+    @Slot(object, int, object)
+    def _on_call_added(self, widget: MessageWidget, index: int, part: ToolCallPart) -> None:
+        """A message shows a call without a card: a reopened call gets its answered card,
+        a call being written its live card (a call already parsed is one of the answer's
+        written calls, asked in turn)."""
+        if not widget.is_streaming():
+            card = stored_card(part)
+        else:
+            card = ToolCallCard(pending=part.name)
+            card.show_part(part)
+            if part.done:
+                self.written.append(card)
+            else:
+                self.live = card
+        if card is not None:
+            widget.set_call_card(index, card)
+
     @Slot(int, object)
     def _on_chunk_shown(self, _request_id: int, chunk) -> None:
-        """A call being written shows as a live card under the answer, growing with it; a
-        call released as text (it did not parse) takes its card away."""
+        """A call that parsed while the answer goes on keeps its card (a next call gets its
+        own); a call released as text (it did not parse) takes its card away."""
         if self.live is not None and any(
             isinstance(p, ToolCallPart) and p.done for p in getattr(chunk, "parts", ())
-        ):  # the call parsed while the answer goes on: its card stays, a next call gets its own
+        ):
             self.written.append(self.live)
             self.live = None
-        pending = getattr(chunk, "tool_pending", None)
-        if pending is None:
-            if self.live is not None:
-                self._drop_live()
-            return
-        if self.live is None:
-            self.live = ToolCallCard(pending=pending)
-            self.chat_view.add_card(self.live, under=self.chat_view.streaming_message())
-        self.live.set_live_text(chunk.tool_text)
+        if getattr(chunk, "tool_pending", None) is None and self.live is not None:
+            self._drop_live()
 
     def _drop_live(self, written: bool = False) -> None:
         cards, self.live = [self.live], None

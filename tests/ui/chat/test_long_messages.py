@@ -12,6 +12,7 @@ import json
 import pytest
 from PySide6.QtCore import QMimeData
 
+from glmdesk.core.parts import TextPart
 from glmdesk.ui.chat import long_markdown
 from glmdesk.ui.chat.input_box import DISPLAY_LINE_CHARS, SOFT_BREAK, InputBox
 from glmdesk.ui.chat.long_markdown import MAX_SEGMENT_CHARS, SegmentedMarkdownView, split_segments
@@ -83,7 +84,7 @@ def test_a_long_finished_message_is_folded_with_a_note_and_shows_all_on_request(
     assert widget.fold_label.isVisibleTo(widget) and widget.show_all_button.isVisibleTo(widget)
     assert "1,000,000" in widget.fold_label.text()
     big = one_line_json(20_000)  # revealing takes a while on a busy machine: a smaller one
-    widget.set_text(big)
+    widget.show_parts((TextPart(big),))
     assert widget.is_folded() and "20,000" in widget.fold_label.text()
     widget.show_all_button.click()
     qtbot.waitUntil(lambda: not widget.is_folded(), timeout=WAIT_MS)

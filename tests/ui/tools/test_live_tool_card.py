@@ -9,49 +9,35 @@ the real decode loop of a tiny GLM-4 model with the history wired as in the app.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import pytest
 import torch
 
 from glmdesk.core.errors import ErrorInfo
+from glmdesk.core.parts import TextPart, ToolCallPart
 from glmdesk.core.settings import SamplingParams
 from glmdesk.core.tools import INTERPRETER, ToolCall
-from glmdesk.engine.backends import Capabilities
 from glmdesk.engine.chunk import GenerationChunk
 from glmdesk.ui.app.main_window import MainWindow
 from glmdesk.ui.tools.tool_call_card import ToolCallCard, live_arguments
 from tests.helpers import tool_models as tm
-from tests.helpers.fake_backend import FakeBackend
+from tests.helpers.fake_backend import WEATHER, CallingBackend
 from tests.ui.conftest import history_window
 
 MS = 10_000
-WEATHER = '[{"name": "get_weather", "parameters": {"type": "object"}}]'
-
-
-class CallingBackend(FakeBackend):
-    """Streams scripted chunks; with ``steps``, each chunk waits for one release."""
-
-    def __init__(self, chunks: Sequence[GenerationChunk], steps: threading.Semaphore | None = None) -> None:
-        super().__init__()
-        self.chunks, self.steps = list(chunks), steps
-
-    def stream(self, messages, params, cache=None, stop=None, conversation=None) -> Iterator[GenerationChunk]:
-        self.requests.append(tuple(messages))
-        for chunk in self.chunks:
-            if self.steps is not None:
-                while not self.steps.acquire(timeout=0.01):
-                    if stop is not None and stop.is_set():
-                        yield GenerationChunk(finish_reason="cancelled")
-                        return
-            yield chunk
-
-    def capabilities(self) -> Capabilities:
-        return Capabilities(engine="fake", kv_strategies={"full": None}, context_length=2048, tool_calls=True)
 
 
 def pending(texts: Sequence[str], name: str = "get_weather") -> list[GenerationChunk]:
-    return [GenerationChunk(tool_pending=name, tool_text=t, n_generated=i + 1) for i, t in enumerate(texts)]
+    return [
+        GenerationChunk(tool_pending=name, tool_text=t, n_generated=i + 1, parts=(ToolCallPart(name, t),))
+        for i, t in enumerate(texts)
+    ]
+
+
+def said(text: str, **fields) -> GenerationChunk:
+    """A chunk of answer text, as the engine gives it (its text part too)."""
+    return GenerationChunk(text=text, parts=(TextPart(text),), **fields)
 
 
 @pytest.fixture
@@ -77,7 +63,7 @@ def open_window(qtbot):
 def test_a_live_card_grows_while_the_call_is_written_then_becomes_the_finished_card(qtbot, open_window):
     call = ToolCall("get_weather", {"city": "北京"}, '{"city": "北京"}')
     texts = ['{"ci', '{"city": "北', '{"city": "北京"}']
-    chunks = [GenerationChunk(text="Let me check.", n_generated=1)] + pending(texts)
+    chunks = [said("Let me check.", n_generated=1)] + pending(texts)
     chunks.append(GenerationChunk(finish_reason="tool_calls", tool_call=call, n_generated=5))
     steps = threading.Semaphore(0)
     window = open_window(CallingBackend(chunks, steps))
@@ -105,7 +91,7 @@ def test_a_call_that_ends_as_text_leaves_no_card_behind(qtbot, open_window):
     raw = 'get_weather\n{"city": 北京}'
     notice = ErrorInfo("tool_call_invalid", "not JSON", {"reason": "the arguments are not valid JSON"})
     chunks = pending(['{"city":', '{"city": 北京}'])
-    chunks.append(GenerationChunk(text=raw, finish_reason="stop", notice=notice, n_generated=3))
+    chunks.append(said(raw, finish_reason="stop", notice=notice, n_generated=3))
     steps = threading.Semaphore(0)
     window = open_window(CallingBackend(chunks, steps))
     window.send_message("北京天气？")
