@@ -18,6 +18,7 @@ the ``llamacpp`` extra of glmdesk's own metadata, so the range stays in pyprojec
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
 import importlib.util
 import os
 import re
@@ -93,7 +94,10 @@ def build_unavailable() -> ErrorInfo | None:
         return why("turned_off", "Building llama.cpp is turned off (GLMDESK_LLAMACPP_BUILD=0).")
     if getattr(sys, "frozen", False):
         return why("packaged", "The packaged app cannot build llama.cpp (it has no Python build tools).")
-    if importlib.util.find_spec("pip") is None:
+    # Looked up on sys.path directly: asking the import system for "pip" makes setuptools'
+    # distutils hook (Python < 3.12) stand down for the whole process, and torch.compile's
+    # later import of setuptools then fails (the decode step could no longer compile).
+    if importlib.machinery.PathFinder.find_spec("pip") is None:
         return why("no_pip", "This Python environment has no pip to build llama.cpp with.")
 
     def found(env: str, names: Sequence[str]) -> bool:

@@ -173,3 +173,20 @@ def test_progress_lines_and_the_requirement() -> None:
     assert (
         wanted.name == "llama-cpp-python" and "0.3.36" in wanted.specifier and "0.4.0" not in wanted.specifier
     )
+
+
+def test_looking_for_pip_leaves_setuptools_importable_for_the_compiler(tmp_path) -> None:
+    """The window checks whether llama.cpp can be built (is pip there?) before a load that
+    compiles the decode step; torch.compile imports setuptools, which failed with an
+    AssertionError on Python 3.11 once the import system had been asked for pip."""
+    import os
+
+    code = (
+        "from glmdesk.engine.llamacpp_build import build_unavailable\n"
+        "build_unavailable()\n"
+        "import setuptools\n"
+        "print('importable')\n"
+    )
+    env = {**os.environ, "GLMDESK_LLAMACPP_BUILD": "1"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "importable", out.stderr[-2000:]
