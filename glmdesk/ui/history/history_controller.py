@@ -51,17 +51,26 @@ from glmdesk.core.history_tree import ACTIVE
 from glmdesk.core.history_types import StoredMessage
 from glmdesk.core.history_writer import HistoryWriter
 from glmdesk.core.messages import ChatMessage
-from glmdesk.core.parts import TextPart, reasoning_of, text_of
+from glmdesk.core.parts import TextPart
 from glmdesk.ui.common.messages import error_sentence
 from glmdesk.ui.history.history_anchors import (
     SIBLING_OF_LAST_ANSWER,
     Answer,
     ConversationRef,
     Rewound,
-    save_whole_round,
     shown,
 )
-from glmdesk.ui.history.history_round_writes import begin_write, discard_write, finish_write, resume_write
+from glmdesk.ui.history.history_round_writes import (
+    begin_write,
+    checkpoint_write,
+    discard_write,
+    finish_write,
+    further_call_write,
+    image_write,
+    observation_write,
+    resume_write,
+    unstarted_answer_write,
+)
 from glmdesk.ui.history.history_writes import WriteQueue
 
 #: Seconds between checkpoints of a streaming answer.
@@ -356,37 +365,23 @@ class HistoryController(QObject):
             return
         conv = self._conv
         if message.role == "observation":  # a tool's result, before the answer continues
-            text, name = message.content, message.name
-            self.writes.submit(lambda h: conv.id is not None and h.add_observation(conv.id, text, name=name))
+            self.writes.submit(observation_write(conv, message))
             return
         model = self._model_name()
         answer, self._answer = self._answer, None
         if answer is None and message.tool_call is not None:  # a further call of the same answer (GLM-4.5)
-            call, settings = message.tool_call, dataclasses.asdict(self.session.params_box.get())
-            self.writes.submit(
-                lambda h: (
-                    conv.id is not None and h.add_tool_call(conv.id, call, "", model=model, settings=settings)
-                )
-            )
-            return
-        if answer is None:  # an answer the window added without starting it
-            anchor = self._take_anchor()
-            self.writes.submit(
-                lambda h: save_whole_round(
-                    h, conv, None, message.content, "stop", None, None, anchor, model, message.reasoning
-                ),
-                then=lambda _r: self._refresh(),
-            )
-            return
-        self.writes.submit(finish_write(answer, message, record, model))
+            settings = dataclasses.asdict(self.session.params_box.get())
+            self.writes.submit(further_call_write(conv, message, model, settings))
+        elif answer is None:  # an answer the window added without starting it
+            write = unstarted_answer_write(conv, message, self._take_anchor(), model)
+            self.writes.submit(write, then=lambda _r: self._refresh())
+        else:
+            self.writes.submit(finish_write(answer, message, record, model))
 
     @Slot(object, str)
     def _on_tool_images_added(self, images: list, name: str) -> None:
-        conv = self._conv
         for png in images:
-            self.writes.submit(
-                lambda h, png=png: conv.id is not None and h.add_image(conv.id, png, name=name)
-            )
+            self.writes.submit(image_write(self._conv, png, name))
 
     @Slot(int)
     def _on_answer_started(self, _request_id: int) -> None:
@@ -432,12 +427,8 @@ class HistoryController(QObject):
             and not self.writes.pending()
             and now - self._last_checkpoint >= CHECKPOINT_S
         ):
-            parts = answer.parts.parts()
-            mid, text, reasoning = answer.message_id, text_of(parts), reasoning_of(parts)
             # Given up when it fails: the finish saves the whole answer anyway.
-            self.writes.submit(
-                lambda h: h.checkpoint_partial(mid, text, reasoning), droppable=True, quiet=True
-            )
+            self.writes.submit(checkpoint_write(answer), droppable=True, quiet=True)
             self._last_checkpoint = now
 
     @Slot(int, object)

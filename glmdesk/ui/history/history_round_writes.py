@@ -16,6 +16,7 @@ from glmdesk.core.history import History
 from glmdesk.core.history_rounds import begin_round
 from glmdesk.core.history_types import GenerationStats
 from glmdesk.core.messages import ChatMessage
+from glmdesk.core.parts import reasoning_of, text_of
 from glmdesk.ui.history.history_anchors import Answer, ConversationRef, parent_of, save_whole_round
 
 Write = Callable[[History], object]
@@ -116,3 +117,39 @@ def discard_write(answer: Answer) -> Write:
             )  # fmt: skip
 
     return discard
+
+
+def checkpoint_write(answer: Answer) -> Write:
+    """The answer's text and reasoning so far into its ``partial`` row (a checkpoint while
+    it streams; taken now, on the GUI thread)."""
+    parts = answer.parts.parts()
+    mid, text, reasoning = answer.message_id, text_of(parts), reasoning_of(parts)
+    return lambda h: h.checkpoint_partial(mid, text, reasoning)
+
+
+def observation_write(conv: ConversationRef, message: ChatMessage) -> Write:
+    """A tool's result (``observation`` message), before the answer continues."""
+    text, name = message.content, message.name
+    return lambda h: conv.id is not None and h.add_observation(conv.id, text, name=name)
+
+
+def further_call_write(
+    conv: ConversationRef, message: ChatMessage, model: str | None, settings: dict
+) -> Write:
+    """A further tool call of the same answer (GLM-4.5 writes several in one turn)."""
+    call = message.tool_call
+    return lambda h: (
+        conv.id is not None and h.add_tool_call(conv.id, call, "", model=model, settings=settings)
+    )
+
+
+def unstarted_answer_write(conv: ConversationRef, message: ChatMessage, anchor, model: str | None) -> Write:
+    """An answer the window added without starting it: stored as a whole round."""
+    return lambda h: save_whole_round(
+        h, conv, None, message.content, "stop", None, None, anchor, model, message.reasoning
+    )
+
+
+def image_write(conv: ConversationRef, png: bytes, name: str) -> Write:
+    """One image a tool gave (PNG bytes), stored under the conversation."""
+    return lambda h: conv.id is not None and h.add_image(conv.id, png, name=name)
