@@ -3,7 +3,10 @@
 The panel runs on the GUI thread, which owns the :class:`~glmdesk.core.history.History`
 database; it never blocks on the model. Searches run on a thread of their own
 with a read-only connection (a short term scans every message), and only the
-newest search's results are shown. The list loads 100 conversations at a time
+newest search's results are shown. Built with the window's
+:class:`~glmdesk.ui.history.history_access.HistoryAccess`, it writes through it (the
+history writer's thread, one failure handling); built without, it writes in place
+(tests, benchmarks). The list loads 100 conversations at a time
 (``fetchMore`` as the user scrolls), so opening it costs the same with 10 or
 10,000 conversations. Deleting moves a conversation to the bin with an Undo bar
 for 10 s; it is purged when the bar expires, on the next delete, or when the next
@@ -33,6 +36,7 @@ from PySide6.QtWidgets import (
 from glmdesk.core.history import History
 from glmdesk.core.history_io import read_export
 from glmdesk.ui.chat.html_delegate import HtmlDelegate
+from glmdesk.ui.history.history_access import HistoryAccess
 from glmdesk.ui.history.history_dialogs import ask_export, ask_import, markdown_labels
 from glmdesk.ui.history.history_models import ID_ROLE, MESSAGE_ROLE, ConversationListModel, SearchResultModel
 from glmdesk.ui.history.history_search_runner import SearchRunner
@@ -47,6 +51,11 @@ class HistoryPanel(QWidget):
     Args:
         history: The database, owned by the GUI thread.
         parent: Parent widget.
+        access: The window's :class:`HistoryAccess`: every write goes through it (its
+            writer thread; a full disk or a damaged file during a rename, delete or
+            import is shown in the window like any other). Its first write empties the
+            bin: deletions not undone before the last exit are final. ``None``: writes
+            run here, on ``history``.
 
     Signals:
         conversation_selected(int): The user picked a conversation (id).
@@ -75,12 +84,14 @@ class HistoryPanel(QWidget):
     search_finished = Signal(int)
     search_result_selected = Signal(int, int)
 
-    def __init__(self, history: History, parent: QWidget | None = None) -> None:
+    def __init__(
+        self, history: History, parent: QWidget | None = None, access: HistoryAccess | None = None
+    ) -> None:
         super().__init__(parent)
         self._history = history
         self._pending_delete: int | None = None
         self._quiet = False
-        self._writes: Callable[..., None] | None = None  # the history controller's, once attached
+        self._access = access
         self._build(history)
         self.searches = SearchRunner(history, self)
         self.searches.hits_found.connect(self._on_search_done)
@@ -89,6 +100,8 @@ class HistoryPanel(QWidget):
         self._search_timer = QTimer(self, singleShot=True, interval=SEARCH_DELAY_MS)
         self._connect()
         self._add_actions()
+        if access is not None:  # on the writer thread, not while the window starts
+            self._write(lambda h: h.purge_deleted(), lambda _count: None)
 
     def _build(self, history: History) -> None:
         """The panel's widgets: buttons, search box, list and results, the Undo bar."""
@@ -227,24 +240,14 @@ class HistoryPanel(QWidget):
             action(cid)
 
     # -- writes ------------------------------------------------------------------------------
-    def attach_writes(self, write: Callable[..., None]) -> None:
-        """Send the panel's writes through ``write(run, then)`` (the history controller's:
-        its writer thread and its one error handling, so a full disk or a damaged file
-        during a rename, delete or import is shown in the window like any other).
-
-        The first write empties the bin: deletions not undone before the last exit are
-        final (on the writer thread, not while the window starts)."""
-        self._writes = write
-        self._write(lambda h: h.purge_deleted(), lambda _count: None)
-
     def _write(self, run: Callable[[History], Any], then: Callable[[Any], None]) -> Any:
-        """Run ``run(history)``, then ``then(result)``; through the controller when attached.
+        """Run ``run(history)``, then ``then(result)``; through the access when built with one.
 
         Returns:
-            The result when it ran here; ``None`` when the controller queued it.
+            The result when it ran here; ``None`` when the access queued it.
         """
-        if self._writes is not None:
-            self._writes(run, then)
+        if self._access is not None:
+            self._access.write(run, then)
             return None
         result = run(self._history)
         then(result)
@@ -265,7 +268,7 @@ class HistoryPanel(QWidget):
         """Rename a conversation (``conversation_renamed`` follows once it is stored).
 
         Raises:
-            KeyError: for an unknown id (without the controller; with it, nothing happens).
+            KeyError: for an unknown id (without an access; with one, nothing happens).
         """
 
         def renamed(_result: None) -> None:
@@ -325,7 +328,7 @@ class HistoryPanel(QWidget):
 
     def duplicate_conversation(self, conversation_id: int) -> int | None:
         """Copy a conversation (titled "… (copy)"), select the copy and return its id
-        (``None`` when the controller queued it: ``conversation_duplicated`` follows)."""
+        (``None`` when the access queued it: ``conversation_duplicated`` follows)."""
         title = self._history.get_conversation(conversation_id).title or self.tr("Untitled")
         copy_title = self.tr("{title} (copy)").format(title=title)
 
@@ -363,7 +366,7 @@ class HistoryPanel(QWidget):
         self.conversation_exported.emit(conversation_id, str(path))
 
     def import_conversation(self, path: str | Path) -> int | None:
-        """Import a JSON export, select it and return its id (``None`` when the controller
+        """Import a JSON export, select it and return its id (``None`` when the access
         queued it: ``conversation_imported`` follows; ``import_noted`` before it).
 
         Raises:
