@@ -1,9 +1,8 @@
 """The history panel: conversations newest first, search, rename, delete, export.
 
 The panel runs on the GUI thread, which owns the :class:`~glmdesk.core.history.History`
-database; it never blocks on the model. Searches run on a thread of their own
-with a read-only connection (a short term scans every message), and only the
-newest search's results are shown. Built with the window's
+database; it never blocks on the model. Its search is
+:class:`~glmdesk.ui.history.history_search.HistorySearch`. Built with the window's
 :class:`~glmdesk.ui.history.history_access.HistoryAccess`, it writes through it (the
 history writer's thread, one failure handling); built without, it writes in place
 (tests, benchmarks). The list loads 100 conversations at a time
@@ -21,11 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QModelIndex, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QGuiApplication, QKeySequence, QPalette
+from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
-    QLineEdit,
     QListView,
     QPushButton,
     QStackedWidget,
@@ -35,14 +33,12 @@ from PySide6.QtWidgets import (
 
 from glmdesk.core.history import History
 from glmdesk.core.history_io import read_export
-from glmdesk.ui.chat.html_delegate import HtmlDelegate
 from glmdesk.ui.history.history_access import HistoryAccess
 from glmdesk.ui.history.history_dialogs import ask_export, ask_import, markdown_labels
-from glmdesk.ui.history.history_models import ID_ROLE, MESSAGE_ROLE, ConversationListModel, SearchResultModel
-from glmdesk.ui.history.history_search_runner import SearchRunner
+from glmdesk.ui.history.history_models import ID_ROLE, ConversationListModel
+from glmdesk.ui.history.history_search import HistorySearch
 
 UNDO_MS = 10_000
-SEARCH_DELAY_MS = 150
 
 
 class HistoryPanel(QWidget):
@@ -56,6 +52,10 @@ class HistoryPanel(QWidget):
             import is shown in the window like any other). Its first write empties the
             bin: deletions not undone before the last exit are final. ``None``: writes
             run here, on ``history``.
+
+    Attributes:
+        finder: The :class:`HistorySearch` (``search_box``, ``results``, ``results_view``,
+            ``no_results_label`` and ``searches`` are its).
 
     Signals:
         conversation_selected(int): The user picked a conversation (id).
@@ -93,11 +93,7 @@ class HistoryPanel(QWidget):
         self._quiet = False
         self._access = access
         self._build(history)
-        self.searches = SearchRunner(history, self)
-        self.searches.hits_found.connect(self._on_search_done)
-        self._announce_search = False
         self._undo_timer = QTimer(self, singleShot=True, interval=UNDO_MS)
-        self._search_timer = QTimer(self, singleShot=True, interval=SEARCH_DELAY_MS)
         self._connect()
         self._add_actions()
         if access is not None:  # on the writer thread, not while the window starts
@@ -109,25 +105,18 @@ class HistoryPanel(QWidget):
         self.import_button = QPushButton(
             self.tr("Import…"), toolTip=self.tr("Import a conversation from JSON")
         )
-        self.search_box = QLineEdit(
-            placeholderText=self.tr("Search all conversations"), clearButtonEnabled=True
-        )
         self.model = ConversationListModel(history, self)
         self.list_view = QListView(uniformItemSizes=True, editTriggers=QListView.EditTrigger.EditKeyPressed)
         self.list_view.setModel(self.model)
         # Long titles are elided instead of scrolling the pane sideways.
         self.list_view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.list_view.setTextElideMode(Qt.TextElideMode.ElideRight)
-        self.results = SearchResultModel(self)
-        self.results_view = QListView(wordWrap=True)
-        self.results_view.setModel(self.results)
-        self.results_view.setItemDelegate(HtmlDelegate(self.results_view))
         self.stack = QStackedWidget()
         self.stack.addWidget(self.list_view)
-        self.stack.addWidget(self.results_view)
-        self.no_results_label = QLabel(wordWrap=True, objectName="no_results")
-        self.no_results_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
-        self.no_results_label.hide()
+        self.finder = HistorySearch(history, self.stack, self.list_view, self)
+        self.search_box, self.results = self.finder.box, self.finder.results
+        self.results_view, self.no_results_label = self.finder.results_view, self.finder.no_results_label
+        self.searches = self.finder.runner
         self.undo_label = QLabel()
         self.undo_button = QPushButton(self.tr("Undo"))
         self.undo_bar = QWidget()
@@ -149,9 +138,8 @@ class HistoryPanel(QWidget):
 
     def _connect(self) -> None:
         self._undo_timer.timeout.connect(self._purge_pending)
-        self._search_timer.timeout.connect(self._run_search)
-        self.search_box.textChanged.connect(lambda _text: self._search_timer.start())
-        self.search_box.returnPressed.connect(self._run_search)
+        self.finder.finished.connect(self.search_finished)
+        self.finder.hit_selected.connect(self._on_hit_selected)
         self.undo_button.clicked.connect(self.undo_delete)
         # A new chat is saved when its first message is sent, never as an empty row.
         self.new_button.clicked.connect(self.new_chat_requested)
@@ -159,7 +147,6 @@ class HistoryPanel(QWidget):
         # Queued: the list reloads after the editor has committed, not inside setData.
         self.model.rename_requested.connect(self.rename_conversation, Qt.ConnectionType.QueuedConnection)
         self.list_view.selectionModel().currentChanged.connect(self._on_current_changed)
-        self.results_view.selectionModel().currentChanged.connect(self._on_hit_changed)
 
     def _add_actions(self) -> None:
         entries = [
@@ -202,7 +189,7 @@ class HistoryPanel(QWidget):
 
     def select_conversation(self, conversation_id: int) -> bool:
         """Highlight a conversation (emits ``conversation_selected``); False if it is not live."""
-        self._show_list()
+        self.finder.show_list()
         row = self.model.row_of(conversation_id)
         self._set_current(row)
         return row >= 0
@@ -299,7 +286,7 @@ class HistoryPanel(QWidget):
             if self.current_conversation_id() == conversation_id:
                 self._set_current(-1)
             self.refresh()
-            self._refresh_results()
+            self.finder.refresh()
             self.conversation_deleted.emit(conversation_id)
 
         self._write(lambda h: h.delete_conversation(conversation_id), deleted)
@@ -314,7 +301,7 @@ class HistoryPanel(QWidget):
 
         def restored(_result: None) -> None:
             self.refresh()
-            self._refresh_results()
+            self.finder.refresh()
             self.conversation_restored.emit(cid)
 
         self._write(lambda h: h.restore_conversation(cid), restored)
@@ -391,7 +378,7 @@ class HistoryPanel(QWidget):
     def _ask_rename(self) -> None:
         index = self.list_view.currentIndex()
         if index.isValid():
-            self._show_list()
+            self.finder.show_list()
             self.list_view.edit(index)
 
     def _ask_export(self, fmt: str) -> None:
@@ -405,50 +392,8 @@ class HistoryPanel(QWidget):
     # -- search ------------------------------------------------------------------------------
     def search(self, text: str) -> None:
         """Show the results for ``text`` now (an empty text shows the list)."""
-        self.search_box.blockSignals(True)
-        self.search_box.setText(text)
-        self.search_box.blockSignals(False)
-        self._run_search()
+        self.finder.search(text)
 
-    def _run_search(self) -> None:
-        self._search_timer.stop()
-        if not self.search_box.text().strip():
-            self.searches.forget()  # a search still running is not shown
-            self._show_list()
-            self.search_finished.emit(0)
-            return
-        self._announce_search = True
-        self.stack.setCurrentWidget(self.results_view)
-        self._refresh_results()
-
-    def _refresh_results(self) -> None:
-        """Search for the box's text on the search thread; the newest request wins."""
-        text = self.search_box.text().strip()
-        if not text:
-            self.searches.forget()
-            self.results.set_hits([])
-            return
-        self.searches.start(text)
-
-    def _on_search_done(self, hits: list) -> None:
-        self.results.set_hits(hits)
-        query = self.search_box.text().strip()
-        self.no_results_label.setText(
-            self.tr("No messages match \u201c{query}\u201d.").format(query=query)
-            if not hits and query
-            else ""
-        )
-        self.no_results_label.setVisible(not hits and bool(query))
-        if self._announce_search:
-            self._announce_search = False
-            self.search_finished.emit(self.results.rowCount())
-
-    def _show_list(self) -> None:
-        self.no_results_label.hide()
-        self.stack.setCurrentWidget(self.list_view)
-
-    def _on_hit_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:
-        if current.isValid():
-            cid, mid = current.data(ID_ROLE), current.data(MESSAGE_ROLE)
-            self.search_result_selected.emit(cid, mid)
-            self.conversation_selected.emit(cid)
+    def _on_hit_selected(self, conversation_id: int, message_id: int) -> None:
+        self.search_result_selected.emit(conversation_id, message_id)
+        self.conversation_selected.emit(conversation_id)
