@@ -8,7 +8,7 @@ history writer's thread, one failure handling); built without, it writes in plac
 (tests, benchmarks). The list loads 100 conversations at a time
 (``fetchMore`` as the user scrolls), so opening it costs the same with 10 or
 10,000 conversations. Deleting moves a conversation to the bin with an Undo bar
-for 10 s; it is purged when the bar expires, on the next delete, or when the next
+(:class:`~glmdesk.ui.history.history_undo_bar.UndoBar`) for 10 s; it is purged when the bar expires, on the next delete, or when the next
 panel is created. The window calls :meth:`HistoryPanel.refresh` after it saves a
 message (the order changes).
 """
@@ -19,11 +19,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QModelIndex, Qt, QTimer, Signal
+from PySide6.QtCore import QModelIndex, Qt, Signal
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QHBoxLayout,
-    QLabel,
     QListView,
     QPushButton,
     QStackedWidget,
@@ -37,8 +36,7 @@ from glmdesk.ui.history.history_access import HistoryAccess
 from glmdesk.ui.history.history_dialogs import ask_export, ask_import, markdown_labels
 from glmdesk.ui.history.history_models import ID_ROLE, ConversationListModel
 from glmdesk.ui.history.history_search import HistorySearch
-
-UNDO_MS = 10_000
+from glmdesk.ui.history.history_undo_bar import UndoBar
 
 
 class HistoryPanel(QWidget):
@@ -89,11 +87,9 @@ class HistoryPanel(QWidget):
     ) -> None:
         super().__init__(parent)
         self._history = history
-        self._pending_delete: int | None = None
         self._quiet = False
         self._access = access
         self._build(history)
-        self._undo_timer = QTimer(self, singleShot=True, interval=UNDO_MS)
         self._connect()
         self._add_actions()
         if access is not None:  # on the writer thread, not while the window starts
@@ -117,14 +113,7 @@ class HistoryPanel(QWidget):
         self.search_box, self.results = self.finder.box, self.finder.results
         self.results_view, self.no_results_label = self.finder.results_view, self.finder.no_results_label
         self.searches = self.finder.runner
-        self.undo_label = QLabel()
-        self.undo_button = QPushButton(self.tr("Undo"))
-        self.undo_bar = QWidget()
-        bar = QHBoxLayout(self.undo_bar)
-        bar.setContentsMargins(0, 0, 0, 0)
-        bar.addWidget(self.undo_label, 1)
-        bar.addWidget(self.undo_button)
-        self.undo_bar.hide()
+        self.undo_bar = UndoBar()
 
         buttons = QHBoxLayout()
         buttons.addWidget(self.new_button, 1)
@@ -137,10 +126,10 @@ class HistoryPanel(QWidget):
         layout.addWidget(self.undo_bar)
 
     def _connect(self) -> None:
-        self._undo_timer.timeout.connect(self._purge_pending)
+        self.undo_bar.expired.connect(self._purge_pending)
         self.finder.finished.connect(self.search_finished)
         self.finder.hit_selected.connect(self._on_hit_selected)
-        self.undo_button.clicked.connect(self.undo_delete)
+        self.undo_bar.undo_requested.connect(self.undo_delete)
         # A new chat is saved when its first message is sent, never as an empty row.
         self.new_button.clicked.connect(self.new_chat_requested)
         self.import_button.clicked.connect(self._ask_import)
@@ -279,10 +268,7 @@ class HistoryPanel(QWidget):
         title = self._history.get_conversation(conversation_id).title or self.tr("Untitled")
 
         def deleted(_result: None) -> None:
-            self._pending_delete = conversation_id
-            self.undo_label.setText(self.tr("Deleted “{title}”.").format(title=title))
-            self.undo_bar.show()
-            self._undo_timer.start()
+            self.undo_bar.offer(conversation_id, title)
             if self.current_conversation_id() == conversation_id:
                 self._set_current(-1)
             self.refresh()
@@ -293,9 +279,7 @@ class HistoryPanel(QWidget):
 
     def undo_delete(self) -> None:
         """Restore the conversation deleted last, if its Undo bar is still shown."""
-        cid, self._pending_delete = self._pending_delete, None
-        self._undo_timer.stop()
-        self.undo_bar.hide()
+        cid = self.undo_bar.take()
         if cid is None:
             return
 
@@ -307,9 +291,7 @@ class HistoryPanel(QWidget):
         self._write(lambda h: h.restore_conversation(cid), restored)
 
     def _purge_pending(self) -> None:
-        cid, self._pending_delete = self._pending_delete, None
-        self._undo_timer.stop()
-        self.undo_bar.hide()
+        cid = self.undo_bar.take()
         if cid is not None:
             self._write(lambda h: h.purge_deleted(cid), lambda _count: None)
 
