@@ -4,7 +4,7 @@ Two faults users meet (issue 19):
 
 - **Disk full.** SQLite reports ``SQLITE_FULL`` (also when ``PRAGMA max_page_count``
   is reached). The failed transaction is rolled back whole; the caller keeps what
-  it tried to write and retries later (``ui/history/history_controller.py``).
+  it tried to write and retries later (``ui/history/history_writes.py``).
 - **Damaged file** (zeroed or overwritten pages, a file that is not SQLite at all).
   ``PRAGMA quick_check`` runs when the file is opened (O(pages), no index
   cross-checks: https://www.sqlite.org/pragma.html#pragma_quick_check). A damaged

@@ -6,8 +6,8 @@ It is the composition root of the window: it builds the
 the objects that bind them, each given what it needs and connected to the session or
 the loader itself: :class:`~glmdesk.ui.app.answer_view.AnswerView`,
 :class:`~glmdesk.ui.app.load_view.LoadView`, :class:`~glmdesk.ui.app.sampling_binding.SamplingBinding`,
-the tools, serve and engine-upgrade controllers, and with a history its panel,
-controller and the message versions. The window itself keeps the user's commands
+the tools, serve and engine-upgrade controllers, and with a history its access (reads,
+queued writes, failures shown), panel, controller and the message versions. The window itself keeps the user's commands
 (send, stop, regenerate, new chat...), the actions' enabled state and closing.
 """
 
@@ -30,6 +30,7 @@ from glmdesk.ui.app.window_layout import lay_out
 from glmdesk.ui.app.window_menus import ProductMenus
 from glmdesk.ui.chat.branch_actions import BranchActions
 from glmdesk.ui.common.settings_store import SettingsStore
+from glmdesk.ui.history.history_access import HistoryAccess
 from glmdesk.ui.history.history_controller import HistoryController
 from glmdesk.ui.history.history_panel import HistoryPanel
 from glmdesk.ui.models.engine_upgrade import EngineUpgrade
@@ -134,9 +135,10 @@ class MainWindow(QMainWindow):
         self.tools = ToolController(session, self.chat_view, self.sidebar.tools_panel, self.notice, self)
         self.history_controller = None
         if history is not None:
-            panel = HistoryPanel(history)
+            access = HistoryAccess(history, self.notice, parent=self)
+            panel = HistoryPanel(history, access=access)
             self.set_history_panel(panel)
-            self.history_controller = HistoryController(session, history, panel, self)
+            self.history_controller = HistoryController(session, access, panel, self)
             self.tools_memory = ToolsMemory(
                 self.history_controller, self.sidebar.tools_panel, session, self.history_controller
             )

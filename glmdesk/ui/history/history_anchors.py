@@ -1,7 +1,7 @@
 """Where the next message goes, and what of a round is stored (the history controller's).
 
 Plain data and two lookups on a :class:`~glmdesk.core.history.History`, run when a
-write runs on the history writer's thread (:mod:`glmdesk.ui.history.history_controller`):
+write runs on the history writer's thread (:mod:`glmdesk.ui.history.history_recorder`):
 an *anchor* names the parent of the next message saved; :func:`parent_of` turns it
 into a stored message id from what the writes before it stored.
 """

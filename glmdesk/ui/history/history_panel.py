@@ -1,12 +1,14 @@
 """The history panel: conversations newest first, search, rename, delete, export.
 
 The panel runs on the GUI thread, which owns the :class:`~glmdesk.core.history.History`
-database; it never blocks on the model. Searches run on a thread of their own
-with a read-only connection (a short term scans every message), and only the
-newest search's results are shown. The list loads 100 conversations at a time
+database; it never blocks on the model. Its search is
+:class:`~glmdesk.ui.history.history_search.HistorySearch`. Built with the window's
+:class:`~glmdesk.ui.history.history_access.HistoryAccess`, it writes through it (the
+history writer's thread, one failure handling); built without, it writes in place
+(tests, benchmarks). The list loads 100 conversations at a time
 (``fetchMore`` as the user scrolls), so opening it costs the same with 10 or
 10,000 conversations. Deleting moves a conversation to the bin with an Undo bar
-for 10 s; it is purged when the bar expires, on the next delete, or when the next
+(:class:`~glmdesk.ui.history.history_undo_bar.UndoBar`) for 10 s; it is purged when the bar expires, on the next delete, or when the next
 panel is created. The window calls :meth:`HistoryPanel.refresh` after it saves a
 message (the order changes).
 """
@@ -17,12 +19,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QModelIndex, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QGuiApplication, QKeySequence, QPalette
+from PySide6.QtCore import QModelIndex, Qt, Signal
+from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QHBoxLayout,
-    QLabel,
-    QLineEdit,
     QListView,
     QPushButton,
     QStackedWidget,
@@ -32,13 +32,11 @@ from PySide6.QtWidgets import (
 
 from glmdesk.core.history import History
 from glmdesk.core.history_io import read_export
-from glmdesk.ui.chat.html_delegate import HtmlDelegate
+from glmdesk.ui.history.history_access import HistoryAccess
 from glmdesk.ui.history.history_dialogs import ask_export, ask_import, markdown_labels
-from glmdesk.ui.history.history_models import ID_ROLE, MESSAGE_ROLE, ConversationListModel, SearchResultModel
-from glmdesk.ui.history.history_search_runner import SearchRunner
-
-UNDO_MS = 10_000
-SEARCH_DELAY_MS = 150
+from glmdesk.ui.history.history_models import ID_ROLE, ConversationListModel
+from glmdesk.ui.history.history_search import HistorySearch
+from glmdesk.ui.history.history_undo_bar import UndoBar
 
 
 class HistoryPanel(QWidget):
@@ -47,6 +45,15 @@ class HistoryPanel(QWidget):
     Args:
         history: The database, owned by the GUI thread.
         parent: Parent widget.
+        access: The window's :class:`HistoryAccess`: every write goes through it (its
+            writer thread; a full disk or a damaged file during a rename, delete or
+            import is shown in the window like any other). Its first write empties the
+            bin: deletions not undone before the last exit are final. ``None``: writes
+            run here, on ``history``.
+
+    Attributes:
+        finder: The :class:`HistorySearch` (``search_box``, ``results``, ``results_view``,
+            ``no_results_label`` and ``searches`` are its).
 
     Signals:
         conversation_selected(int): The user picked a conversation (id).
@@ -75,20 +82,18 @@ class HistoryPanel(QWidget):
     search_finished = Signal(int)
     search_result_selected = Signal(int, int)
 
-    def __init__(self, history: History, parent: QWidget | None = None) -> None:
+    def __init__(
+        self, history: History, parent: QWidget | None = None, access: HistoryAccess | None = None
+    ) -> None:
         super().__init__(parent)
         self._history = history
-        self._pending_delete: int | None = None
         self._quiet = False
-        self._writes: Callable[..., None] | None = None  # the history controller's, once attached
+        self._access = access
         self._build(history)
-        self.searches = SearchRunner(history, self)
-        self.searches.hits_found.connect(self._on_search_done)
-        self._announce_search = False
-        self._undo_timer = QTimer(self, singleShot=True, interval=UNDO_MS)
-        self._search_timer = QTimer(self, singleShot=True, interval=SEARCH_DELAY_MS)
         self._connect()
         self._add_actions()
+        if access is not None:  # on the writer thread, not while the window starts
+            self._write(lambda h: h.purge_deleted(), lambda _count: None)
 
     def _build(self, history: History) -> None:
         """The panel's widgets: buttons, search box, list and results, the Undo bar."""
@@ -96,33 +101,19 @@ class HistoryPanel(QWidget):
         self.import_button = QPushButton(
             self.tr("Import…"), toolTip=self.tr("Import a conversation from JSON")
         )
-        self.search_box = QLineEdit(
-            placeholderText=self.tr("Search all conversations"), clearButtonEnabled=True
-        )
         self.model = ConversationListModel(history, self)
         self.list_view = QListView(uniformItemSizes=True, editTriggers=QListView.EditTrigger.EditKeyPressed)
         self.list_view.setModel(self.model)
         # Long titles are elided instead of scrolling the pane sideways.
         self.list_view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.list_view.setTextElideMode(Qt.TextElideMode.ElideRight)
-        self.results = SearchResultModel(self)
-        self.results_view = QListView(wordWrap=True)
-        self.results_view.setModel(self.results)
-        self.results_view.setItemDelegate(HtmlDelegate(self.results_view))
         self.stack = QStackedWidget()
         self.stack.addWidget(self.list_view)
-        self.stack.addWidget(self.results_view)
-        self.no_results_label = QLabel(wordWrap=True, objectName="no_results")
-        self.no_results_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
-        self.no_results_label.hide()
-        self.undo_label = QLabel()
-        self.undo_button = QPushButton(self.tr("Undo"))
-        self.undo_bar = QWidget()
-        bar = QHBoxLayout(self.undo_bar)
-        bar.setContentsMargins(0, 0, 0, 0)
-        bar.addWidget(self.undo_label, 1)
-        bar.addWidget(self.undo_button)
-        self.undo_bar.hide()
+        self.finder = HistorySearch(history, self.stack, self.list_view, self)
+        self.search_box, self.results = self.finder.box, self.finder.results
+        self.results_view, self.no_results_label = self.finder.results_view, self.finder.no_results_label
+        self.searches = self.finder.runner
+        self.undo_bar = UndoBar()
 
         buttons = QHBoxLayout()
         buttons.addWidget(self.new_button, 1)
@@ -135,18 +126,16 @@ class HistoryPanel(QWidget):
         layout.addWidget(self.undo_bar)
 
     def _connect(self) -> None:
-        self._undo_timer.timeout.connect(self._purge_pending)
-        self._search_timer.timeout.connect(self._run_search)
-        self.search_box.textChanged.connect(lambda _text: self._search_timer.start())
-        self.search_box.returnPressed.connect(self._run_search)
-        self.undo_button.clicked.connect(self.undo_delete)
+        self.undo_bar.expired.connect(self._purge_pending)
+        self.finder.finished.connect(self.search_finished)
+        self.finder.hit_selected.connect(self._on_hit_selected)
+        self.undo_bar.undo_requested.connect(self.undo_delete)
         # A new chat is saved when its first message is sent, never as an empty row.
         self.new_button.clicked.connect(self.new_chat_requested)
         self.import_button.clicked.connect(self._ask_import)
         # Queued: the list reloads after the editor has committed, not inside setData.
         self.model.rename_requested.connect(self.rename_conversation, Qt.ConnectionType.QueuedConnection)
         self.list_view.selectionModel().currentChanged.connect(self._on_current_changed)
-        self.results_view.selectionModel().currentChanged.connect(self._on_hit_changed)
 
     def _add_actions(self) -> None:
         entries = [
@@ -189,7 +178,7 @@ class HistoryPanel(QWidget):
 
     def select_conversation(self, conversation_id: int) -> bool:
         """Highlight a conversation (emits ``conversation_selected``); False if it is not live."""
-        self._show_list()
+        self.finder.show_list()
         row = self.model.row_of(conversation_id)
         self._set_current(row)
         return row >= 0
@@ -227,24 +216,14 @@ class HistoryPanel(QWidget):
             action(cid)
 
     # -- writes ------------------------------------------------------------------------------
-    def attach_writes(self, write: Callable[..., None]) -> None:
-        """Send the panel's writes through ``write(run, then)`` (the history controller's:
-        its writer thread and its one error handling, so a full disk or a damaged file
-        during a rename, delete or import is shown in the window like any other).
-
-        The first write empties the bin: deletions not undone before the last exit are
-        final (on the writer thread, not while the window starts)."""
-        self._writes = write
-        self._write(lambda h: h.purge_deleted(), lambda _count: None)
-
     def _write(self, run: Callable[[History], Any], then: Callable[[Any], None]) -> Any:
-        """Run ``run(history)``, then ``then(result)``; through the controller when attached.
+        """Run ``run(history)``, then ``then(result)``; through the access when built with one.
 
         Returns:
-            The result when it ran here; ``None`` when the controller queued it.
+            The result when it ran here; ``None`` when the access queued it.
         """
-        if self._writes is not None:
-            self._writes(run, then)
+        if self._access is not None:
+            self._access.write(run, then)
             return None
         result = run(self._history)
         then(result)
@@ -265,7 +244,7 @@ class HistoryPanel(QWidget):
         """Rename a conversation (``conversation_renamed`` follows once it is stored).
 
         Raises:
-            KeyError: for an unknown id (without the controller; with it, nothing happens).
+            KeyError: for an unknown id (without an access; with one, nothing happens).
         """
 
         def renamed(_result: None) -> None:
@@ -289,43 +268,36 @@ class HistoryPanel(QWidget):
         title = self._history.get_conversation(conversation_id).title or self.tr("Untitled")
 
         def deleted(_result: None) -> None:
-            self._pending_delete = conversation_id
-            self.undo_label.setText(self.tr("Deleted “{title}”.").format(title=title))
-            self.undo_bar.show()
-            self._undo_timer.start()
+            self.undo_bar.offer(conversation_id, title)
             if self.current_conversation_id() == conversation_id:
                 self._set_current(-1)
             self.refresh()
-            self._refresh_results()
+            self.finder.refresh()
             self.conversation_deleted.emit(conversation_id)
 
         self._write(lambda h: h.delete_conversation(conversation_id), deleted)
 
     def undo_delete(self) -> None:
         """Restore the conversation deleted last, if its Undo bar is still shown."""
-        cid, self._pending_delete = self._pending_delete, None
-        self._undo_timer.stop()
-        self.undo_bar.hide()
+        cid = self.undo_bar.take()
         if cid is None:
             return
 
         def restored(_result: None) -> None:
             self.refresh()
-            self._refresh_results()
+            self.finder.refresh()
             self.conversation_restored.emit(cid)
 
         self._write(lambda h: h.restore_conversation(cid), restored)
 
     def _purge_pending(self) -> None:
-        cid, self._pending_delete = self._pending_delete, None
-        self._undo_timer.stop()
-        self.undo_bar.hide()
+        cid = self.undo_bar.take()
         if cid is not None:
             self._write(lambda h: h.purge_deleted(cid), lambda _count: None)
 
     def duplicate_conversation(self, conversation_id: int) -> int | None:
         """Copy a conversation (titled "… (copy)"), select the copy and return its id
-        (``None`` when the controller queued it: ``conversation_duplicated`` follows)."""
+        (``None`` when the access queued it: ``conversation_duplicated`` follows)."""
         title = self._history.get_conversation(conversation_id).title or self.tr("Untitled")
         copy_title = self.tr("{title} (copy)").format(title=title)
 
@@ -363,7 +335,7 @@ class HistoryPanel(QWidget):
         self.conversation_exported.emit(conversation_id, str(path))
 
     def import_conversation(self, path: str | Path) -> int | None:
-        """Import a JSON export, select it and return its id (``None`` when the controller
+        """Import a JSON export, select it and return its id (``None`` when the access
         queued it: ``conversation_imported`` follows; ``import_noted`` before it).
 
         Raises:
@@ -388,7 +360,7 @@ class HistoryPanel(QWidget):
     def _ask_rename(self) -> None:
         index = self.list_view.currentIndex()
         if index.isValid():
-            self._show_list()
+            self.finder.show_list()
             self.list_view.edit(index)
 
     def _ask_export(self, fmt: str) -> None:
@@ -402,50 +374,8 @@ class HistoryPanel(QWidget):
     # -- search ------------------------------------------------------------------------------
     def search(self, text: str) -> None:
         """Show the results for ``text`` now (an empty text shows the list)."""
-        self.search_box.blockSignals(True)
-        self.search_box.setText(text)
-        self.search_box.blockSignals(False)
-        self._run_search()
+        self.finder.search(text)
 
-    def _run_search(self) -> None:
-        self._search_timer.stop()
-        if not self.search_box.text().strip():
-            self.searches.forget()  # a search still running is not shown
-            self._show_list()
-            self.search_finished.emit(0)
-            return
-        self._announce_search = True
-        self.stack.setCurrentWidget(self.results_view)
-        self._refresh_results()
-
-    def _refresh_results(self) -> None:
-        """Search for the box's text on the search thread; the newest request wins."""
-        text = self.search_box.text().strip()
-        if not text:
-            self.searches.forget()
-            self.results.set_hits([])
-            return
-        self.searches.start(text)
-
-    def _on_search_done(self, hits: list) -> None:
-        self.results.set_hits(hits)
-        query = self.search_box.text().strip()
-        self.no_results_label.setText(
-            self.tr("No messages match \u201c{query}\u201d.").format(query=query)
-            if not hits and query
-            else ""
-        )
-        self.no_results_label.setVisible(not hits and bool(query))
-        if self._announce_search:
-            self._announce_search = False
-            self.search_finished.emit(self.results.rowCount())
-
-    def _show_list(self) -> None:
-        self.no_results_label.hide()
-        self.stack.setCurrentWidget(self.list_view)
-
-    def _on_hit_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:
-        if current.isValid():
-            cid, mid = current.data(ID_ROLE), current.data(MESSAGE_ROLE)
-            self.search_result_selected.emit(cid, mid)
-            self.conversation_selected.emit(cid)
+    def _on_hit_selected(self, conversation_id: int, message_id: int) -> None:
+        self.search_result_selected.emit(conversation_id, message_id)
+        self.conversation_selected.emit(conversation_id)

@@ -1,7 +1,7 @@
 """The writes of one answer's round, built on the GUI thread and run on the history writer's.
 
 Each function returns the write (``write(history)``) that the
-:class:`~glmdesk.ui.history.history_controller.HistoryController` submits to its
+:class:`~glmdesk.ui.history.history_recorder.RoundRecorder` submits to its
 :class:`~glmdesk.ui.history.history_writes.WriteQueue`. A write decides what to store when it
 runs, from what the writes before it stored (:class:`~glmdesk.ui.history.history_anchors.Answer`
 is filled in as they run): a round whose start is not in the file is stored whole.

@@ -21,7 +21,8 @@ from glmdesk.core.history import History
 from glmdesk.core.history_rounds import save_round
 from glmdesk.core.history_schema import DB_NAME
 from glmdesk.ui.common.messages import error_sentence
-from glmdesk.ui.history import history_controller
+from glmdesk.ui.history import history_access
+from glmdesk.ui.history.history_access import HistoryAccess
 from glmdesk.ui.history.history_controller import HistoryController
 from glmdesk.ui.history.history_panel import HistoryPanel
 from tests.core.test_history_faults import fill_disk, free_disk, make_real_history, zero_pages
@@ -31,11 +32,12 @@ ANSWER_MS = 120_000
 
 @pytest.fixture
 def wired(window, tmp_path, monkeypatch):
-    monkeypatch.setattr(history_controller, "RETRY_MS", 200)
+    monkeypatch.setattr(history_access, "RETRY_MS", 200)
     history = History(tmp_path / "history.sqlite3")
-    panel = HistoryPanel(history)
+    access = HistoryAccess(history, window.notice, parent=window)
+    panel = HistoryPanel(history, access=access)
     window.set_history_panel(panel)
-    controller = HistoryController(window.session, history, panel, window)
+    controller = HistoryController(window.session, access, panel, window)
     yield window, history, controller
     controller.close()
     history.close()
@@ -142,9 +144,10 @@ def panel_wired(qtbot, make_window, tmp_path):
     history = History(tmp_path / "history.sqlite3")
     for i in range(3):
         save_round(history, None, f"question {i} " + "词" * 300, f"answer {i} " + "x" * 2000)
-    panel = HistoryPanel(history)
+    access = HistoryAccess(history, window.notice, parent=window)
+    panel = HistoryPanel(history, access=access)
     window.set_history_panel(panel)
-    controller = HistoryController(window.session, history, panel, window)
+    controller = HistoryController(window.session, access, panel, window)
     yield window, history, panel, controller
     controller.close()
     history.close()

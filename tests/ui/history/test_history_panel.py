@@ -93,10 +93,10 @@ def test_delete_with_undo_then_purge(qtbot, panel: HistoryPanel, history: Histor
     assert _titles(panel) == ["keep"] and panel.current_conversation_id() is None
     assert panel.undo_bar.isVisible()
     with qtbot.waitSignal(panel.conversation_restored, timeout=TIMEOUT_MS):
-        qtbot.mouseClick(panel.undo_button, Qt.MouseButton.LeftButton)
+        qtbot.mouseClick(panel.undo_bar.button, Qt.MouseButton.LeftButton)
     assert _titles(panel) == ["gone", "keep"] and not panel.undo_bar.isVisible()
 
-    panel._undo_timer.setInterval(10)  # let the Undo offer expire quickly
+    panel.undo_bar.timer.setInterval(10)  # let the Undo offer expire quickly
     panel.delete_conversation(gone)
     qtbot.waitUntil(lambda: not panel.undo_bar.isVisible(), timeout=TIMEOUT_MS)
     with pytest.raises(KeyError):
@@ -254,7 +254,7 @@ def test_visible_strings_are_translatable(qtbot, history: History) -> None:
             "EXPORT AS JSON…",
             "DELETE",
         }
-        assert panel.undo_button.text() == "UNDO"
+        assert panel.undo_bar.button.text() == "UNDO"
         assert _titles(panel) == ["UNTITLED"]
         assert panel.markdown_labels()["assistant"] == "ASSISTANT"
     finally:

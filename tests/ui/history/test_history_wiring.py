@@ -11,7 +11,8 @@ from dataclasses import replace
 import pytest
 
 from glmdesk.core.history import History
-from glmdesk.ui.history import history_controller
+from glmdesk.ui.history import history_recorder
+from glmdesk.ui.history.history_access import HistoryAccess
 from glmdesk.ui.history.history_controller import HistoryController
 from glmdesk.ui.history.history_panel import HistoryPanel
 
@@ -21,9 +22,10 @@ ANSWER_MS = 120_000
 @pytest.fixture
 def wired(window, tmp_path):
     history = History(tmp_path / "history.sqlite3")
-    panel = HistoryPanel(history)
+    access = HistoryAccess(history, window.notice, parent=window)
+    panel = HistoryPanel(history, access=access)
     window.set_history_panel(panel)
-    controller = HistoryController(window.session, history, panel, window)
+    controller = HistoryController(window.session, access, panel, window)
     yield window, history, panel, controller
     controller.close()
     history.close()
@@ -56,7 +58,7 @@ def test_user_message_is_committed_before_the_answer_starts(qtbot, wired):
 
 def test_partial_answer_is_checkpointed_and_stop_saves_once(qtbot, wired, monkeypatch):
     window, history, _, controller = wired
-    monkeypatch.setattr(history_controller, "CHECKPOINT_S", 0.0)  # every chunk
+    monkeypatch.setattr(history_recorder, "CHECKPOINT_S", 0.0)  # every chunk
     window.sidebar.set_params(replace(window.sidebar.params(), max_new_tokens=200))
     checkpoints = []
     writers = controller.writer.call(lambda h: h)  # the writer thread's history
@@ -153,7 +155,9 @@ def test_deleting_the_open_conversation_mid_answer(qtbot, wired):
 def test_closing_mid_answer_saves_the_partial_answer(qtbot, make_window, shared_model, tmp_path):
     window = make_window(shared_model)
     history = History(tmp_path / "h.sqlite3")
-    controller = HistoryController(window.session, history, None, window)
+    controller = HistoryController(
+        window.session, HistoryAccess(history, window.notice, parent=window), None, window
+    )
     window.sidebar.set_params(replace(window.sidebar.params(), max_new_tokens=200))
     chunks = []
     window.session.chunk_shown.connect(lambda *a: chunks.append(a))

@@ -14,7 +14,7 @@ import pathlib
 from glmdesk.core.errors import ErrorInfo
 from glmdesk.ui.chat.image_thumbnails import ImageThumbnail, ThumbnailRow
 from glmdesk.ui.common.messages import error_sentence
-from glmdesk.ui.history import history_controller
+from glmdesk.ui.history import history_access
 from tests.ui.conftest import history_window
 
 ANSWER_MS = 60_000
@@ -27,7 +27,7 @@ def _thumbnails(widget) -> list[ImageThumbnail]:
 def test_a_round_saved_after_a_full_disk_keeps_its_images(
     qtbot, make_window, glm4v_loaded, red_photo, blue_photo, tmp_path, monkeypatch
 ):
-    monkeypatch.setattr(history_controller, "RETRY_MS", 200)
+    monkeypatch.setattr(history_access, "RETRY_MS", 200)
     disk = {"full": True}
     write_bytes = pathlib.Path.write_bytes
 

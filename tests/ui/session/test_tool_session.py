@@ -9,6 +9,7 @@ from glmdesk.core.history import History
 from glmdesk.core.settings import CacheSettings, LoadSettings, ParamsBox, SamplingParams
 from glmdesk.core.tools import FunctionSpec, ToolSet, ToolSettings
 from glmdesk.engine.backends.transformers import TransformersBackend
+from glmdesk.ui.history.history_access import HistoryAccess
 from glmdesk.ui.history.history_controller import HistoryController
 from glmdesk.ui.session.chat_session import ChatSession
 from tests.helpers import tool_models as tm
@@ -44,7 +45,7 @@ def test_function_call_waits_for_the_users_result_and_continues(qtbot, session, 
     )
     tiny.logits_processors = lambda: (forcer,)
     history = History(tmp_path / "h.sqlite3")
-    controller = HistoryController(session, history)
+    controller = HistoryController(session, HistoryAccess(history))
     session.set_tools(TOOLS)
     with qtbot.waitSignal(session.tool_call_requested, timeout=30_000) as asked:
         assert session.send("北京天气？", "", CacheSettings())
