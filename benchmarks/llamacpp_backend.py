@@ -31,7 +31,7 @@ import torch
 
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import CacheSettings, LoadSettings, ParamsBox, SamplingParams
-from glmdesk.engine.backends.llamacpp import LlamaCppBackend
+from glmdesk.engine.backends.llamacpp.backend import LlamaCppBackend
 from glmdesk.engine.files.sources import embedded_gguf_path, embedded_model_folder
 from glmdesk.engine.formats.prompt import PromptFormat, ReplyFilter
 
@@ -208,7 +208,7 @@ def main() -> None:
     parser.add_argument("--skip-speed", action="store_true")
     parser.add_argument("--skip-perplexity", action="store_true")
     args = parser.parse_args()
-    from glmdesk.engine.backends.llamacpp import default_threads
+    from glmdesk.engine.backends.llamacpp.backend import default_threads
 
     threads = args.threads or default_threads()
     if not args.skip_speed:

@@ -17,7 +17,7 @@ import time
 from glmdesk.core.errors import GlmdeskError
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
-from glmdesk.engine.backends.remote import RemoteBackend
+from glmdesk.engine.backends.remote.backend import RemoteBackend
 
 PARIS = [ChatMessage("user", "What is the capital of France? Answer in one sentence.")]
 STORY = [ChatMessage("user", "Write a long story about a dragon.")]

@@ -17,7 +17,7 @@ from glmdesk.core.settings import (
     LoadSettings,
     SamplingParams,
 )
-from glmdesk.engine.backends import AUTO_RULE, BACKENDS
+from glmdesk.engine.backends import AUTO_RULE, specs
 from glmdesk.engine.families import sampling_defaults
 
 #: Environment variable read for the API key when ``--api-key`` is not given (keeps it
@@ -59,7 +59,7 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--engine",
-        choices=["auto", *(spec.name for spec in BACKENDS if spec.local)],
+        choices=["auto", *(spec.name for spec in specs() if spec.local)],
         default="auto",
         help=AUTO_RULE,
     )
@@ -130,7 +130,7 @@ def _add_engine_arguments(p: argparse.ArgumentParser) -> None:
 
 def engine_options() -> list:
     """The :class:`~glmdesk.engine.backends.spec.OptionField` of every engine, in order."""
-    return [option for spec in BACKENDS for option in spec.options]
+    return [option for spec in specs() for option in spec.options]
 
 
 def add_sampling_arguments(

@@ -34,7 +34,7 @@ def option_availability() -> dict[str, ErrorInfo | None]:
         ``{"quantization:8bit": None, "precision:fp16": ErrorInfo(...), ...}``: ``None``
         when the option works, else an ``option_unavailable`` :class:`ErrorInfo` whose
         ``params["reason"]`` is one of
-        :data:`~glmdesk.engine.backends.transformers_spec.TORCH_REASONS`.
+        :data:`~glmdesk.engine.backends.transformers.TORCH_REASONS`.
     """
     from glmdesk.engine.decode.compiled_step import compiler_missing_reason
 

@@ -37,7 +37,7 @@ def preload_engine(first_load=None) -> None:
     """
     import transformers
 
-    import glmdesk.engine.backends.transformers
+    import glmdesk.engine.backends.transformers.backend
     import glmdesk.engine.cache
     import glmdesk.engine.decode.generate
     import glmdesk.engine.loader

@@ -641,7 +641,7 @@ Updated {when} · {model}</source>
     <name>ImageThumbnail</name>
     <message>
         <source>pasted image</source>
-        <extracomment>Longest side of a thumbnail, in pixels.</extracomment>
+        <extracomment>Longest side of a thumbnail, in pixels. Widest a tool&apos;s image is shown, in px (wider ones are scaled down, aspect kept).</extracomment>
         <translation>粘贴的图片</translation>
     </message>
     <message>
@@ -1786,7 +1786,7 @@ Updated {when} · {model}</source>
     </message>
     <message>
         <source>Type the tool&apos;s result here</source>
-        <extracomment>Widest a tool&apos;s image is shown, in px (wider ones are scaled down, aspect kept). Most lines the arguments (or code) box grows to; longer text scrolls inside it.</extracomment>
+        <extracomment>Most lines the arguments (or code) box grows to; longer text scrolls inside it.</extracomment>
         <translation>在此输入工具的结果</translation>
     </message>
     <message>

@@ -10,8 +10,9 @@ import dataclasses
 import pytest
 
 from glmdesk.cli_options import add_model_arguments, load_settings
+from glmdesk.core.engine_options import flat_options
 from glmdesk.core.errors import ErrorInfo
-from glmdesk.core.settings import FLAT_OPTIONS, LoadSettings
+from glmdesk.core.settings import LoadSettings
 from glmdesk.engine.backends import (
     BACKENDS,
     EngineChoice,
@@ -97,11 +98,43 @@ def test_each_engine_declares_its_options_dataclass_and_shows_its_fields() -> No
         assert isinstance(getattr(settings, spec.name), spec.options_type), spec.name
         fields = {f.name for f in dataclasses.fields(spec.options_type)}
         for option in spec.options:
-            assert FLAT_OPTIONS[option.name][0] == spec.name and FLAT_OPTIONS[option.name][1] in fields
+            assert flat_options()[option.name][0] == spec.name and flat_options()[option.name][1] in fields
+
+
+def test_each_engines_options_are_its_own_group_and_the_flat_names_still_work():
+    from glmdesk.engine.backends.llamacpp import LlamaCppOptions
+    from glmdesk.engine.backends.remote import RemoteOptions
+    from glmdesk.engine.backends.transformers import TransformersOptions
+
+    flat = LoadSettings("m", "int4-wo", device="cpu", threads=2, n_ctx=4096, remote_model="glm-4")
+    grouped = LoadSettings(
+        "m",
+        device="cpu",
+        threads=2,
+        transformers=TransformersOptions(quantization="int4-wo"),
+        llamacpp=LlamaCppOptions(n_ctx=4096),
+        remote=RemoteOptions(model="glm-4"),
+    )
+    assert flat == grouped and hash(flat) == hash(grouped)
+    assert (flat.quantization, flat.n_ctx, flat.remote_model) == ("int4-wo", 4096, "glm-4")
+    changed = dataclasses.replace(flat, engine="llamacpp", n_batch=64)  # a flat field beside its group
+    assert (changed.engine, changed.llamacpp, changed.quantization) == (
+        "llamacpp",
+        LlamaCppOptions(n_ctx=4096, n_batch=64),
+        "int4-wo",
+    )
+    secret = LoadSettings(remote_url="http://gpu-box:8000/v1", remote_api_key="sk-secret")
+    assert secret.remote.api_key == "sk-secret" and "sk-secret" not in repr(secret)
+    with pytest.raises(ValueError, match="256 to 2097152"):
+        dataclasses.replace(flat, n_ctx=5)
+    with pytest.raises(ValueError, match="quantization"):
+        LoadSettings(quantization="3bit")
+    with pytest.raises(ValueError, match="needs the server's URL"):
+        LoadSettings(engine="remote")
 
 
 def test_an_engine_passed_over_is_still_the_preferred_one(monkeypatch) -> None:
-    from glmdesk.engine.backends import llamacpp_spec
+    from glmdesk.engine.backends import llamacpp as llamacpp_spec
 
     monkeypatch.setattr(llamacpp_spec, "llama_cpp_available", lambda: False)
     assert wants_llamacpp(LoadSettings()) and not wants_llamacpp(LoadSettings(quantization="int4-wo"))

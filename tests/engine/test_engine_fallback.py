@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from glmdesk import cli
 from glmdesk.core.settings import LoadSettings
-from glmdesk.engine.backends import llamacpp_spec
-from glmdesk.engine.backends.fallback import transformers_fallback
+from glmdesk.engine.backends import llamacpp as llamacpp_spec
+from glmdesk.engine.backends.transformers.fallback import transformers_fallback
 
 
 def test_only_the_automatic_engine_on_a_gguf_falls_back_to_weight_only() -> None:

@@ -8,8 +8,8 @@ import pytest
 from benchmarks import factual
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
-from glmdesk.engine.backends.llamacpp import LlamaCppBackend
-from glmdesk.engine.backends.transformers import TransformersBackend
+from glmdesk.engine.backends.llamacpp.backend import LlamaCppBackend
+from glmdesk.engine.backends.transformers.backend import TransformersBackend
 
 # Answered right by llama.cpp, int4-wo and fp32 alike (benchmarks/factual.py).
 AGREED = ("What is the capital of Japan?", "Which planet is known as the Red Planet?")

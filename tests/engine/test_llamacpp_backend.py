@@ -18,8 +18,8 @@ from glmdesk.core.errors import GlmdeskError
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import CacheSettings, LoadSettings, ParamsBox, SamplingParams
 from glmdesk.engine.backends import create_backend, engine_for
-from glmdesk.engine.backends.llamacpp import LlamaCppBackend
-from glmdesk.engine.backends.llamacpp_kv import evict_block
+from glmdesk.engine.backends.llamacpp.backend import LlamaCppBackend
+from glmdesk.engine.backends.llamacpp.kv import evict_block
 from glmdesk.engine.formats.prompt import ChatTemplateFormat
 
 # Without a system prompt llama.cpp's first greedy token is "L" (logit 24.74 against "The"
@@ -133,7 +133,7 @@ def test_stop_ids_from_the_gguf_match_the_transformers_path(backend, embedded):
 def test_embedded_stop_ids_are_the_same_whichever_path_asks(backend, embedded):
     """SmolLM2 stops on ``<|im_end|>`` (its eos) and ``<|endoftext|>``: through the
     transformers loader, llama.cpp's GGUF vocabulary and the backends' capabilities."""
-    from glmdesk.engine.backends.transformers import TransformersBackend
+    from glmdesk.engine.backends.transformers.backend import TransformersBackend
 
     tok = embedded.tokenizer
     expected = frozenset(tok.convert_tokens_to_ids(t) for t in ("<|im_end|>", "<|endoftext|>"))

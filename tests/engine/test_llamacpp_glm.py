@@ -14,7 +14,7 @@ import pytest
 
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import CacheSettings, LoadSettings, ParamsBox, SamplingParams
-from glmdesk.engine.backends.llamacpp import LlamaCppBackend
+from glmdesk.engine.backends.llamacpp.backend import LlamaCppBackend
 
 SPECIALS = [
     "<|endoftext|>",

@@ -16,8 +16,8 @@ import torch
 
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import CacheSettings, LoadSettings, ParamsBox, SamplingParams
-from glmdesk.engine.backends.llamacpp import LlamaCppBackend
-from glmdesk.engine.backends.llamacpp_kv import LlamaContext
+from glmdesk.engine.backends.llamacpp.backend import LlamaCppBackend
+from glmdesk.engine.backends.llamacpp.kv import LlamaContext
 
 SYSTEM = ChatMessage("system", "You are a helpful assistant.")
 QUESTIONS = ["Name a colour.", "And a fruit?", "And an animal?"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from glmdesk.engine.backends.transformers import TransformersBackend
+from glmdesk.engine.backends.transformers.backend import TransformersBackend
 from glmdesk.server.app import create_app
 from glmdesk.server.config import ServeSettings
 from glmdesk.server.runner import ServerThread

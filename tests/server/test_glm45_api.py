@@ -10,7 +10,7 @@ import openai
 import pytest
 
 from glmdesk.core.settings import LoadSettings
-from glmdesk.engine.backends.transformers import TransformersBackend
+from glmdesk.engine.backends.transformers.backend import TransformersBackend
 from glmdesk.server.app import create_app
 from glmdesk.server.config import ServeSettings
 from glmdesk.server.runner import ServerThread
@@ -126,7 +126,7 @@ def test_a_served_glm45_without_a_tool_parser_is_read_on_the_client():
     import threading
 
     from glmdesk.core.parts import ReasoningPart, TextPart, ToolCallPart, merged
-    from glmdesk.engine.backends.remote_stream import RemoteAnswer
+    from glmdesk.engine.backends.remote.stream import RemoteAnswer
     from glmdesk.engine.families import family_for_model_id, served_tool_dialects
     from glmdesk.engine.tools.openai_tools import toolset_from_openai
 
@@ -261,7 +261,7 @@ def test_the_remote_backend_asks_a_server_for_no_thinking(served):
     from glmdesk.cli_options import apply_thinking
     from glmdesk.core.messages import ChatMessage
     from glmdesk.core.settings import ParamsBox, SamplingParams
-    from glmdesk.engine.backends.remote import RemoteBackend
+    from glmdesk.engine.backends.remote.backend import RemoteBackend
 
     srv, loaded = served
     remote = RemoteBackend()
@@ -308,7 +308,7 @@ def test_the_remote_backend_reads_several_calls_and_sends_their_results_back_in_
     from glmdesk.core.messages import ChatMessage
     from glmdesk.core.settings import ParamsBox, SamplingParams
     from glmdesk.core.tools import FunctionSpec, ToolSet
-    from glmdesk.engine.backends.remote import RemoteBackend
+    from glmdesk.engine.backends.remote.backend import RemoteBackend
     from glmdesk.engine.tools.openai_tools import messages_to_openai
 
     srv, loaded = served
@@ -349,7 +349,7 @@ def test_the_remote_backend_forces_a_call_of_a_served_glm45(served):
     from glmdesk.core.messages import ChatMessage
     from glmdesk.core.settings import ParamsBox, SamplingParams
     from glmdesk.core.tools import FunctionSpec, ToolSet
-    from glmdesk.engine.backends.remote import RemoteBackend
+    from glmdesk.engine.backends.remote.backend import RemoteBackend
 
     srv, loaded = served
     fn = WEATHER["function"]

@@ -11,7 +11,7 @@ import openai
 import pytest
 
 from glmdesk.core.settings import LoadSettings
-from glmdesk.engine.backends.llamacpp import LlamaCppBackend
+from glmdesk.engine.backends.llamacpp.backend import LlamaCppBackend
 from glmdesk.server.app import create_app
 from glmdesk.server.config import ServeSettings
 from glmdesk.server.runner import ServerThread

@@ -10,8 +10,8 @@ import pytest
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.parts import ReasoningPart, TextPart, merged
 from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
-from glmdesk.engine.backends.remote import RemoteBackend
-from glmdesk.engine.backends.transformers import TransformersBackend
+from glmdesk.engine.backends.remote.backend import RemoteBackend
+from glmdesk.engine.backends.transformers.backend import TransformersBackend
 from glmdesk.server.app import create_app
 from glmdesk.server.config import ServeSettings
 from glmdesk.server.runner import ServerThread
@@ -80,7 +80,7 @@ def _event(content: str, finish: str | None = None):
 def test_a_served_z1_without_a_reasoning_parser_is_split_on_the_client():
     import threading
 
-    from glmdesk.engine.backends.remote_stream import RemoteAnswer
+    from glmdesk.engine.backends.remote.stream import RemoteAnswer
     from glmdesk.engine.families import family_for_model_id
 
     model = "THUDM/GLM-Z1-9B-0414"  # its template opened <think>: the text starts inside it
@@ -96,7 +96,7 @@ def test_a_served_z1_without_a_reasoning_parser_is_split_on_the_client():
 def test_a_served_glm_4_1v_shows_its_thinking_apart_and_not_its_answer_wrapper():
     import threading
 
-    from glmdesk.engine.backends.remote_stream import RemoteAnswer
+    from glmdesk.engine.backends.remote.stream import RemoteAnswer
     from glmdesk.engine.families import family_for_model_id
 
     model = "zai-org/GLM-4.1V-9B-Thinking"  # vLLM without a reasoning parser: all of it as text

@@ -15,7 +15,7 @@ from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import CACHE_STRATEGIES, LoadSettings, ParamsBox, SamplingParams
 from glmdesk.engine.backends import create_backend
 from glmdesk.engine.backends.base import SAMPLING_FIELDS
-from glmdesk.engine.backends.remote import RemoteBackend, base_url, metrics_url, parse_kv_usage
+from glmdesk.engine.backends.remote.backend import RemoteBackend, base_url, metrics_url, parse_kv_usage
 from glmdesk.server.config import ServeSettings
 from glmdesk.server.runner import ServerThread
 

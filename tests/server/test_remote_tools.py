@@ -7,8 +7,8 @@ from __future__ import annotations
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
 from glmdesk.core.tools import INTERPRETER, FunctionSpec, ToolSet
-from glmdesk.engine.backends.remote import RemoteBackend
-from glmdesk.engine.backends.remote_tools import RemoteCalls
+from glmdesk.engine.backends.remote.backend import RemoteBackend
+from glmdesk.engine.backends.remote.tools import RemoteCalls
 from tests.helpers import tool_models as tm
 
 WEATHER = FunctionSpec(

@@ -15,7 +15,7 @@ import pytest
 
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
-from glmdesk.engine.backends.remote import RemoteBackend
+from glmdesk.engine.backends.remote.backend import RemoteBackend
 from tests.helpers.cli import run_cli
 
 READY = re.compile(r"Serving (\S+) at (http://127\.0\.0\.1:\d+/v1)")

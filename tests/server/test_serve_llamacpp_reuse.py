@@ -12,7 +12,7 @@ import pytest
 
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
-from glmdesk.engine.backends.llamacpp import LlamaCppBackend
+from glmdesk.engine.backends.llamacpp.backend import LlamaCppBackend
 from glmdesk.server.app import create_app
 from glmdesk.server.config import ServeSettings
 from glmdesk.server.runner import ServerThread

@@ -13,7 +13,7 @@ import openai
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
 from glmdesk.core.tools import INTERPRETER, FunctionSpec, ToolSet
-from glmdesk.engine.backends.remote import RemoteBackend
+from glmdesk.engine.backends.remote.backend import RemoteBackend
 from tests.server.conftest import ASK, WEATHER
 
 CALL = 'get_weather\n{"city": "北京", "unit": "celsius"}'

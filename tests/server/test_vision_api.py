@@ -8,7 +8,7 @@ import pytest
 
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import ParamsBox, SamplingParams
-from glmdesk.engine.backends.transformers import TransformersBackend
+from glmdesk.engine.backends.transformers.backend import TransformersBackend
 from glmdesk.engine.decode.generate import stream_answer
 from glmdesk.server.app import create_app
 from glmdesk.server.config import ServeSettings
@@ -78,7 +78,7 @@ def test_a_damaged_data_url_and_an_image_for_a_text_model_are_400(red_photo):
 
 def test_the_remote_backend_sends_attached_images_as_data_urls(vision_server, glm4v_loaded, blue_photo):
     from glmdesk.core.settings import LoadSettings
-    from glmdesk.engine.backends.remote import RemoteBackend
+    from glmdesk.engine.backends.remote.backend import RemoteBackend
     from glmdesk.engine.tools.openai_tools import messages_to_openai
 
     message = [ChatMessage("user", "Describe it.", attachments=(blue_photo,))]

@@ -1,23 +1,31 @@
 """Backends: each way of answering behind the one :class:`Backend` interface, and the
 registry that chooses one.
 
-:data:`BACKENDS` lists every backend's :class:`~glmdesk.engine.backends.spec.BackendSpec`
-(light modules: nothing heavy is imported here), in the order ``auto`` asks them:
-the remote backend when a server URL is set, llama.cpp for a ``.gguf`` file (the
-embedded default included) when llama-cpp-python is installed, else transformers.
-:func:`engine_choice` is that rule, the one place it lives: :func:`create_backend`,
-the CLI and the Open model dialog all ask it.
+A backend is a package of its own here (``llamacpp/``, ``remote/``, ``transformers/``)
+whose ``__init__`` is light (nothing heavy imported) and declares ``SPEC``, its
+:class:`~glmdesk.engine.backends.spec.BackendSpec`. Importing this registry finds every
+such package (:func:`discover`), orders the specs by :attr:`BackendSpec.auto_order`
+(the order ``auto`` asks them: the remote backend when a server URL is set, llama.cpp
+for a ``.gguf`` file when llama-cpp-python is installed, else transformers) into
+:data:`BACKENDS`, and registers each one's options dataclass with
+:mod:`glmdesk.core.engine_options`, which makes ``LoadSettings(n_ctx=4096)`` and
+``settings.llamacpp`` mean something. :func:`engine_choice` is the rule for ``auto``,
+the one place it lives: :func:`create_backend`, the CLI and the Open model dialog all
+ask it. Backends never import each other, nor this registry (import-linter's
+independence contract in ``pyproject.toml`` covers every package here).
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Mapping
 
+from glmdesk.core import engine_options
 from glmdesk.core.errors import ErrorInfo, GlmdeskError
 from glmdesk.core.settings import LoadSettings
-from glmdesk.engine.backends import llamacpp_spec, remote_spec, transformers_spec
 from glmdesk.engine.backends.base import MEMORY_PROBES, SAMPLING_FIELDS, Backend, Capabilities
-from glmdesk.engine.backends.llamacpp_spec import llama_cpp_available, llamacpp_availability
+from glmdesk.engine.backends.llamacpp import llama_cpp_available, llamacpp_availability
 from glmdesk.engine.backends.spec import BackendSpec, EngineChoice, is_gguf_model
 
 __all__ = [
@@ -31,19 +39,59 @@ __all__ = [
     "EngineChoice",
     "availability",
     "create_backend",
+    "discover",
     "engine_choice",
     "engine_for",
     "is_gguf_model",
+    "is_remote",
     "llama_cpp_available",
     "llamacpp_availability",
     "option_reasons",
     "preferred_engine",
     "spec_for",
+    "specs",
     "wants_llamacpp",
 ]
 
+
+def discover(paths=None, prefix: str = __name__ + ".") -> tuple[BackendSpec, ...]:
+    """Every backend package's ``SPEC`` under ``paths`` (this package's folder), in
+    :attr:`~BackendSpec.auto_order`, each one's options registered with
+    :func:`glmdesk.core.engine_options.register_engine`.
+
+    Args:
+        paths: Folders to look in (``__path__`` of this package by default).
+        prefix: The dotted name their packages import under.
+
+    Raises:
+        TypeError: for a backend package without a ``SPEC`` that is a :class:`BackendSpec`.
+        ValueError: what registering its options raises (a name already taken).
+    """
+    specs = []
+    for module in pkgutil.iter_modules(paths if paths is not None else __path__, prefix):
+        if not module.ispkg:
+            continue
+        spec = getattr(importlib.import_module(module.name), "SPEC", None)
+        if not isinstance(spec, BackendSpec):
+            raise TypeError(f"{module.name} is a backend package without a BackendSpec SPEC.")
+        specs.append(spec)
+    specs.sort(key=lambda spec: spec.auto_order)
+    for spec in specs:
+        if spec.options_type is not None:
+            engine_options.register_engine(spec.name, spec.options_type, spec.renamed)
+    return tuple(specs)
+
+
 #: Every backend, in the order ``auto`` asks them; the last one claims every source.
-BACKENDS: tuple[BackendSpec, ...] = (remote_spec.SPEC, llamacpp_spec.SPEC, transformers_spec.SPEC)
+BACKENDS: tuple[BackendSpec, ...] = discover()
+
+
+def specs() -> tuple[BackendSpec, ...]:
+    """:data:`BACKENDS` as it is now (what the dialog, the CLI and the settings store
+    read when they build, so a registry a test extends reaches them too)."""
+    return BACKENDS
+
+
 #: What ``auto`` does, in a line (the command line's help for ``--engine``).
 AUTO_RULE = (
     "auto: llama.cpp for .gguf files (the embedded model too) when llama-cpp-python is "
@@ -131,7 +179,7 @@ def wants_llamacpp(settings: LoadSettings) -> bool:
     """Whether ``auto`` picks llama.cpp for ``settings`` once llama-cpp-python is
     installed: ``engine`` is ``auto`` and llama.cpp is :func:`preferred_engine` (a GGUF
     file, no server, no transformers-only option). Nothing is imported."""
-    return settings.engine == "auto" and preferred_engine(settings) == llamacpp_spec.SPEC.name
+    return settings.engine == "auto" and preferred_engine(settings) == "llamacpp"
 
 
 def availability() -> dict[str, ErrorInfo | None]:
@@ -167,3 +215,9 @@ def create_backend(settings: LoadSettings) -> Backend:
     spec = spec_for(choice.engine)
     spec.check(settings)
     return spec.create(choice)
+
+
+def is_remote(settings: LoadSettings) -> bool:
+    """Whether a server answers ``settings``: the engine that runs them
+    (:func:`engine_choice`) is not a local one (``remote``, or ``auto`` with a URL)."""
+    return not spec_for(engine_choice(settings).engine).local

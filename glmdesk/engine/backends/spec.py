@@ -1,9 +1,9 @@
 """What a backend says of itself before it is imported: :class:`BackendSpec`.
 
-Each backend declares one spec in a light module beside its implementation
-(``transformers_spec``, ``llamacpp_spec``, ``remote_spec``: nothing heavy at import,
-as the Open model dialog reads them on the GUI thread), and
-:data:`glmdesk.engine.backends.BACKENDS` lists them. The spec says whether the engine
+Each backend declares one spec, ``SPEC``, in its package's ``__init__`` (``llamacpp/``,
+``remote/``, ``transformers/``: nothing heavy at import, as the Open model dialog reads
+them on the GUI thread), and :data:`glmdesk.engine.backends.BACKENDS` lists what it
+finds there. The spec says whether the engine
 can run here (with the typed reason when not), which sources it accepts, when
 ``auto`` picks it, which load options apply to it and the schema of its own options
 (:class:`OptionField`, which the Open model dialog renders), and creates the backend.
@@ -106,7 +106,8 @@ class EngineChoice:
 
 
 class BackendSpec:
-    """A backend's self-description (subclass it; one instance in ``BACKENDS``).
+    """A backend's self-description (subclass it; one instance, ``SPEC``, in the
+    backend package's ``__init__``).
 
     Attributes:
         name: The engine's name (``LoadSettings.engine``, ``Capabilities.engine``).
@@ -119,10 +120,16 @@ class BackendSpec:
             to it (their controls are greyed out while another engine is chosen).
         options: Its own options, in the order Open model shows them.
         context: The translation context of its options' strings.
-        options_type: Its options dataclass, the :class:`LoadSettings` group named as
-            the engine (``settings.llamacpp`` is a
-            :class:`~glmdesk.core.settings.LlamaCppOptions`); :attr:`options` name its
-            fields by their flat names (:data:`~glmdesk.core.settings.FLAT_OPTIONS`).
+        options_type: Its options dataclass (frozen, every field with a default),
+            declared beside the spec and registered by the registry
+            (:func:`glmdesk.core.engine_options.register_engine`): the
+            :class:`LoadSettings` group named as the engine (``settings.llamacpp`` is a
+            :class:`~glmdesk.engine.backends.llamacpp.LlamaCppOptions`); :attr:`options`
+            name its fields by their flat names
+            (:func:`~glmdesk.core.engine_options.flat_options`).
+        renamed: ``{field: flat name}`` for fields of :attr:`options_type` whose flat
+            name differs from the field's (the remote engine's ``url`` is ``remote_url``).
+        auto_order: Where ``auto`` asks it (smaller first); the last claims every source.
         adaptive_threads: Whether ``threads=0`` adapts the thread count to load (else
             one thread per physical core).
         notes: ``{reason: English sentence}`` saying why the engine runs a model (an
@@ -143,6 +150,8 @@ class BackendSpec:
     adaptive_threads = False
     notes: Mapping[str, str] = {}
     options_type: type | None = None
+    renamed: Mapping[str, str] = {}
+    auto_order = 50
 
     def availability(self) -> dict[str, ErrorInfo | None]:
         """``{option key: None or ErrorInfo}`` for the engine (``engine:NAME``) and its

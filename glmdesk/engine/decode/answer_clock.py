@@ -1,7 +1,7 @@
 """One answer's clock: time to first token and decode speed, as every backend reports them.
 
 The local decode loop (:mod:`glmdesk.engine.decode.generate`, transformers and llama.cpp) and
-the remote backend (:mod:`glmdesk.engine.backends.remote_stream`) time their answers
+the remote backend (:mod:`glmdesk.engine.backends.remote.stream`) time their answers
 with it, so that ``GenerationChunk.ttft_s`` and ``tokens_per_s`` mean the same thing
 whichever engine wrote the answer.
 """

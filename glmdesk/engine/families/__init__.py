@@ -1,12 +1,12 @@
 """The model-family registry: one :class:`ModelFamily` per family, one module each.
 
 Adding a family is one new module here (a :class:`ModelFamily` with its recogniser,
-stop tokens, sampling defaults, prompt format factory, tool dialect and think markers)
-plus its tests, and one line in :data:`FAMILIES` (the order the recognisers are
-tried: the specific before the general). Everything else asks this module:
+stop tokens, sampling defaults, prompt format factory, tool dialect, think markers and
+``recognise_order``: where its recognisers are tried, the specific before the general)
+plus its tests: :func:`discover` finds it. Everything else asks this module:
 
 - :func:`recognise_folder` (``chatglm/detect.py``), :func:`recognise_gguf`
-  (``backends/llamacpp_vocab.py``), :func:`family_for_model_id` (the remote backend);
+  (``backends/llamacpp/vocab.py``), :func:`family_for_model_id` (the remote backend);
 - :func:`get_family` by detected name for stop ids (``ModelFamily.stop_ids``), sampling
   defaults (:func:`sampling_defaults`: window, CLI, server), prompt formats
   (``chatglm/prepare.py``, the loader) and tool dialects (:func:`tool_dialect`: CLI,
@@ -16,38 +16,46 @@ tried: the specific before the general). Everything else asks this module:
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from glmdesk.core.settings import SamplingParams
 from glmdesk.engine.families.base import GgufMeta, ModelFamily, TokenLookup, collect_stop_ids
-from glmdesk.engine.families.chatglm2 import CHATGLM2
-from glmdesk.engine.families.chatglm3 import CHATGLM3
-from glmdesk.engine.families.chatglm_v1 import CHATGLM_V1
-from glmdesk.engine.families.generic import GENERIC
-from glmdesk.engine.families.glm4 import GLM4, GLM4_HF
-from glmdesk.engine.families.glm4_0414 import GLM4_0414, GLM_Z1
-from glmdesk.engine.families.glm4_moe import GLM4_MOE
-from glmdesk.engine.families.glm4_moe_lite import GLM4_MOE_LITE
-from glmdesk.engine.families.glm4v import GLM4V, GLM4V_MOE
 
-#: Every family, in the order their recognisers are tried (the generic one last; GLM-4-0414
-#: and Z1 before GLM-4-9B: a ``glm4`` GGUF with a chat template is theirs).
-FAMILIES: tuple[ModelFamily, ...] = (
-    CHATGLM_V1,
-    GLM_Z1,
-    GLM4_0414,
-    GLM4,
-    CHATGLM3,
-    CHATGLM2,
-    GLM4_HF,
-    GLM4_MOE,
-    GLM4_MOE_LITE,
-    GLM4V,
-    GLM4V_MOE,
-    GENERIC,
-)
+
+def discover(paths=None, prefix: str = __name__ + ".") -> tuple[ModelFamily, ...]:
+    """Every :class:`ModelFamily` defined at the top of a module under ``paths`` (this
+    package's folder), each once, in :attr:`~ModelFamily.recognise_order`.
+
+    Args:
+        paths: Folders to look in (``__path__`` of this package by default).
+        prefix: The dotted name their modules import under.
+
+    Raises:
+        ValueError: when two families share a name or a detected variant.
+    """
+    found: dict[int, ModelFamily] = {}
+    for module in pkgutil.iter_modules(paths if paths is not None else __path__, prefix):
+        for value in vars(importlib.import_module(module.name)).values():
+            if isinstance(value, ModelFamily):
+                found[id(value)] = value
+    families = sorted(found.values(), key=lambda family: family.recognise_order)
+    seen: dict[str, str] = {}
+    for family in families:
+        for variant in family.variants:
+            if seen.setdefault(variant, family.name) != family.name:
+                raise ValueError(f"{variant!r} is a variant of both {seen[variant]} and {family.name}.")
+    return tuple(families)
+
+
+#: Every family, in the order their recognisers are tried (:attr:`ModelFamily.recognise_order`:
+#: the specific before the general, the generic one last).
+FAMILIES: tuple[ModelFamily, ...] = discover()
+#: The family that takes what no other recognises.
+GENERIC = FAMILIES[-1]
 
 _BY_VARIANT = {variant: family for family in FAMILIES for variant in family.variants}
 
@@ -141,7 +149,7 @@ def served_tool_dialects(model_id: str) -> tuple[str, ...]:
     """The tool dialects to read a served model's call text with, in order: its family's
     first (``chatglm3`` for ``chatglm3-6b``), then the others; GLM-4's first when the id
     names no family with tools (``glm-4-9b-chat``)."""
-    first = family_for_model_id(model_id).tool_dialect or GLM4.tool_dialect
+    first = family_for_model_id(model_id).tool_dialect or get_family("glm4").tool_dialect
     return (first, *(d for d in tool_dialects() if d != first))
 
 

@@ -2,7 +2,7 @@
 
 A :class:`ReplyParser` is what every backend asks for one answer's reply: the local
 decode loop (:mod:`glmdesk.engine.decode.generate`, transformers and llama.cpp alike) and the
-remote backend (:mod:`glmdesk.engine.backends.remote_stream`). It chains the prompt
+remote backend (:mod:`glmdesk.engine.backends.remote.stream`). It chains the prompt
 format's :class:`~glmdesk.engine.formats.prompt.ReplyFilter` (ChatGLM3's metadata line,
 ChatGLM2's ``[Round`` stop, the GLM tool-call filter) with a :class:`ThinkSplitter`
 when the family writes reasoning (GLM-Z1's ``<think>...</think>``), and says each

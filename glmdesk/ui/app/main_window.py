@@ -80,7 +80,7 @@ class MainWindow(QMainWindow):
         self.store = store or SettingsStore()
         self.params_box = initial_params(self.store)
         if model is not None and backend is None:
-            from glmdesk.engine.backends.transformers import TransformersBackend
+            from glmdesk.engine.backends.transformers.backend import TransformersBackend
 
             backend = TransformersBackend(model)
         self.session = ChatSession(self.params_box, backend, self, factory, options)

@@ -13,7 +13,7 @@ import json
 from PySide6.QtCore import QByteArray, QSettings
 
 from glmdesk.core.settings import CacheSettings, LoadSettings, SamplingParams
-from glmdesk.engine.backends import BACKENDS
+from glmdesk.engine.backends import is_remote, specs
 from glmdesk.ui.common.i18n import LANGUAGE_CODES, LANGUAGE_KEY, SYSTEM_LANGUAGE
 from glmdesk.ui.models.api_keys import api_key, save_api_key
 
@@ -191,7 +191,7 @@ class SettingsStore:
         A remote server's URL and model are kept here; its API key goes to the system
         keyring (:mod:`glmdesk.ui.models.api_keys`) and never into QSettings.
         """
-        remote = load.is_remote
+        remote = is_remote(load)
         self._set("model/engine", "remote" if remote else "auto")
         self._set("model/remote_url", (load.remote_url or "") if remote else "")
         self._set("model/remote_model", (load.remote_model or "") if remote else "")
@@ -268,4 +268,4 @@ class SettingsStore:
 
 def _engine_option_names() -> list[str]:
     """The ``LoadSettings`` fields of every backend's own options (llama.cpp's ``n_ctx``...)."""
-    return [option.name for spec in BACKENDS for option in spec.options]
+    return [option.name for spec in specs() for option in spec.options]

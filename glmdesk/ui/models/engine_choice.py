@@ -15,7 +15,7 @@ from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QLabel
 
 from glmdesk.core.settings import LoadSettings
-from glmdesk.engine.backends import BACKENDS, EngineChoice, engine_choice, spec_for
+from glmdesk.engine.backends import EngineChoice, engine_choice, spec_for, specs
 from glmdesk.engine.backends.gguf_vision import vision_projector
 from glmdesk.ui.models.backend_options import BackendOptions
 
@@ -29,7 +29,7 @@ class EngineChoiceMixin:
 
     def _build_engine_choice(self, current: LoadSettings) -> None:
         """The engine, the note on it, each engine's own options and why options are disabled."""
-        local = [spec for spec in BACKENDS if spec.local]
+        local = [spec for spec in specs() if spec.local]
         self.engine_combo = self._combo(
             "engine",
             ("auto", *(spec.name for spec in local)),
@@ -81,7 +81,7 @@ class EngineChoiceMixin:
         """The running engine's sentence for why it runs the model (for another engine's
         absence, the sentence of the engine whose reason it is), translated."""
         spec = spec_for(choice.engine)
-        owner = next((other for other in BACKENDS if choice.reason in other.reasons), spec)
+        owner = next((other for other in specs() if choice.reason in other.reasons), spec)
         text = spec.notes.get(choice.reason) or owner.notes.get(choice.reason) or spec.notes.get("chosen", "")
         return QCoreApplication.translate("OpenModelDialog", text).format(engine=spec.label) if text else ""
 

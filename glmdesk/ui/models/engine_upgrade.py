@@ -2,7 +2,7 @@
 
 A fresh install (``scripts/run-app``) has no llama-cpp-python: PyPI ships it as an sdist
 only. The window opens at once on transformers (int4 weight-only for the embedded Q4_1
-file, :mod:`glmdesk.engine.backends.fallback`), while :class:`EngineUpgrade` builds
+file, :mod:`glmdesk.engine.backends.transformers.fallback`), while :class:`EngineUpgrade` builds
 llama.cpp once on a thread of its own (:func:`glmdesk.engine.llamacpp_build.ensure_llamacpp`,
 its stages in the status bar), and reloads the model on llama.cpp between answers
 (never during one) when the build is done. Without a compiler, in the packaged app or

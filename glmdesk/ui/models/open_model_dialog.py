@@ -36,7 +36,7 @@ from PySide6.QtWidgets import (
 
 from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.settings import DEVICES, PRECISIONS, QUANTIZATIONS, WEIGHT_ONLY_QUANTIZATIONS, LoadSettings
-from glmdesk.engine.backends import BACKENDS
+from glmdesk.engine.backends import specs
 from glmdesk.ui.common.messages import option_reason
 from glmdesk.ui.models.engine_choice import EngineChoiceMixin
 from glmdesk.ui.models.fit_forecast import FitForecast
@@ -348,7 +348,7 @@ class OpenModelDialog(EngineChoiceMixin, QDialog):
             "decode:compile": self.tr("Compile the decode step"),
             "quantization:torchao": self.tr("Weight-only int8/int4 on the GPU"),
         }
-        for spec in BACKENDS:
+        for spec in specs():
             for field in spec.options:
                 if field.needs and field.reason_label:
                     names[field.needs] = QCoreApplication.translate("OpenModelDialog", field.reason_label)

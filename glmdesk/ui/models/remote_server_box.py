@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QComboBox, QFormLayout, QGroupBox, QHBoxLayout, QL
 
 from glmdesk.core.errors import GlmdeskError
 from glmdesk.core.settings import LoadSettings
+from glmdesk.engine.backends import is_remote
 from glmdesk.ui.common.messages import error_sentence
 
 
@@ -34,7 +35,7 @@ class RemoteServerBox(QGroupBox):
         self.setObjectName("remote_server_box")
         self.setTitle(self.tr("Remote server (vLLM, SGLang, glmdesk serve...)"))
         self.setCheckable(True)
-        remote = current is not None and current.is_remote
+        remote = current is not None and is_remote(current)
         self.setChecked(remote)
         self.url_edit = QLineEdit((current.remote_url or "") if remote else "")
         self.url_edit.setPlaceholderText("http://gpu-box:8000/v1")

@@ -390,6 +390,6 @@ class MemoryGauge(QWidget):
 
 def _read_remote_usage(url: str) -> float | None:
     """The server's KV-cache usage (0-1) or ``None``; runs on the gauge's pool thread."""
-    from glmdesk.engine.backends.remote import read_kv_usage  # openai and httpx only when remote
+    from glmdesk.engine.backends.remote.backend import read_kv_usage  # openai and httpx only when remote
 
     return read_kv_usage(url)

@@ -17,7 +17,7 @@ from glmdesk.core.messages import ChatMessage
 from glmdesk.core.parts import ToolCallPart
 from glmdesk.core.settings import ParamsBox, SamplingParams
 from glmdesk.core.tools import INTERPRETER, FunctionSpec, ToolSet
-from glmdesk.engine.backends.transformers import TransformersBackend
+from glmdesk.engine.backends.transformers.backend import TransformersBackend
 from glmdesk.engine.chatglm import prepare_checkpoint
 from glmdesk.engine.decode.generate import stream_answer
 from glmdesk.engine.info import ModelInfo

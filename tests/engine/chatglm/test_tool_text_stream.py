@@ -154,7 +154,7 @@ def test_chatglm3_call_through_glmdesk_serve_and_the_openai_client(chatglm3_load
     parsed) accumulates to the non-stream answer's call."""
     import openai
 
-    from glmdesk.engine.backends.transformers import TransformersBackend
+    from glmdesk.engine.backends.transformers.backend import TransformersBackend
     from glmdesk.server.app import create_app
     from glmdesk.server.config import ServeSettings
     from glmdesk.server.runner import ServerThread

@@ -9,7 +9,7 @@ import pytest
 
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
-from glmdesk.engine.backends.llamacpp import LlamaCppBackend
+from glmdesk.engine.backends.llamacpp.backend import LlamaCppBackend
 from glmdesk.engine.decode.context import fit_prompt
 from glmdesk.engine.decode.generate import stream_chat
 

@@ -244,7 +244,7 @@ def test_pool_reports_bytes_and_unload_clears_it(embedded):
 
 
 def test_backend_keeps_a_cache_per_conversation_key(embedded):
-    from glmdesk.engine.backends.transformers import TransformersBackend
+    from glmdesk.engine.backends.transformers.backend import TransformersBackend
 
     backend = TransformersBackend(embedded)  # shares the session's model, does not close it
     messages = [ChatMessage("user", "Name a colour.")]

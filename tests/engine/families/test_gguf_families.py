@@ -17,7 +17,7 @@ from glmdesk.core.messages import ChatMessage
 from glmdesk.core.parts import ReasoningPart, TextPart, merged
 from glmdesk.core.settings import CacheSettings, LoadSettings, ParamsBox, SamplingParams
 from glmdesk.core.tools import FunctionSpec, ToolCall, ToolSet
-from glmdesk.engine.backends.llamacpp import LlamaCppBackend
+from glmdesk.engine.backends.llamacpp.backend import LlamaCppBackend
 from glmdesk.engine.files.gguf_header import read_gguf_header
 from tests.helpers import tool_models as tm
 from tests.helpers.gguf_models import write_gguf

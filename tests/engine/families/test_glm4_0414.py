@@ -87,7 +87,7 @@ def test_the_terminal_prints_the_thinking_apart_then_the_answer(z1, capsys):
 
     from glmdesk import cli
     from glmdesk.core.settings import CacheSettings
-    from glmdesk.engine.backends.transformers import TransformersBackend
+    from glmdesk.engine.backends.transformers.backend import TransformersBackend
 
     tok, stop = z1.tokenizer, z1.tokenizer.convert_tokens_to_ids("<|user|>")
     script = tok.encode("first\nsecond</think>answer", add_special_tokens=False) + [stop]

@@ -219,7 +219,7 @@ class _Header:
 
 
 def test_a_gguf_is_prompted_by_its_chat_template_with_tools(glm45, hf_tok):
-    from glmdesk.engine.backends.llamacpp_vocab import prompt_format_for
+    from glmdesk.engine.backends.llamacpp.vocab import prompt_format_for
 
     fmt, family = prompt_format_for(_VocabOf(hf_tok), _Header(hf_tok.chat_template), "GLM-4.5-Air.gguf")
     assert family == "glm4-moe" and fmt.stop_ids == glm45.prompt_format.stop_ids
@@ -230,7 +230,7 @@ def test_a_gguf_is_prompted_by_its_chat_template_with_tools(glm45, hf_tok):
 def test_no_thinking_switches_the_template_off(glm45, hf_tok):
     from glmdesk.cli import build_parser
     from glmdesk.cli_options import apply_thinking
-    from glmdesk.engine.backends.transformers import TransformersBackend
+    from glmdesk.engine.backends.transformers.backend import TransformersBackend
 
     assert build_parser().parse_args(["chat", "--no-thinking"]).thinking is False
     assert build_parser().parse_args(["serve", "--no-thinking"]).thinking is False
@@ -468,7 +468,7 @@ def test_glm46_and_glm47_folders_get_their_own_sampling_defaults(tmp_path):
 
 
 def test_a_glm46_or_glm47_gguf_gets_their_sampling_defaults(hf_tok):
-    from glmdesk.engine.backends.llamacpp_vocab import prompt_format_for
+    from glmdesk.engine.backends.llamacpp.vocab import prompt_format_for
 
     _fmt, name = prompt_format_for(_VocabOf(hf_tok), _Header(hf_tok.chat_template, 202752), "GLM-4.6.gguf")
     assert name == "glm4.6-moe" and sampling_defaults(name).temperature == 1.0

@@ -141,7 +141,7 @@ def test_prompt_is_glm47s_template_with_tools_reasoning_and_results(flash, hf_to
 
 
 def _stream(model, text: str, cache: CacheSettings | None = None, stop_token: str = "<|user|>"):
-    from glmdesk.engine.backends.transformers import TransformersBackend
+    from glmdesk.engine.backends.transformers.backend import TransformersBackend
 
     tok = model.tokenizer
     script = tok.encode(text, add_special_tokens=False) + [tok.convert_tokens_to_ids(stop_token)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import ParamsBox, SamplingParams
-from glmdesk.engine.backends.transformers import TransformersBackend
+from glmdesk.engine.backends.transformers.backend import TransformersBackend
 from glmdesk.engine.decode.generate import stream_answer
 from tests.helpers.cli import run_cli
 

@@ -25,7 +25,7 @@ def _send(qtbot, window, text: str):
 @pytest.fixture
 def served(shared_model):
     """``glmdesk serve`` over the shared embedded model on a free port."""
-    from glmdesk.engine.backends.transformers import TransformersBackend
+    from glmdesk.engine.backends.transformers.backend import TransformersBackend
     from glmdesk.server.app import create_app
     from glmdesk.server.config import ServeSettings
     from glmdesk.server.runner import ServerThread

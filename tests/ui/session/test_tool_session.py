@@ -8,7 +8,7 @@ import pytest
 from glmdesk.core.history import History
 from glmdesk.core.settings import CacheSettings, LoadSettings, ParamsBox, SamplingParams
 from glmdesk.core.tools import FunctionSpec, ToolSet, ToolSettings
-from glmdesk.engine.backends.transformers import TransformersBackend
+from glmdesk.engine.backends.transformers.backend import TransformersBackend
 from glmdesk.ui.history.history_access import HistoryAccess
 from glmdesk.ui.history.history_controller import HistoryController
 from glmdesk.ui.session.chat_session import ChatSession

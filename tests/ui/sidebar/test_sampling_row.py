@@ -20,7 +20,7 @@ from glmdesk.cli_options import add_sampling_arguments, sampling
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.sampling_fields import SamplingField
 from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
-from glmdesk.engine.backends.remote import RemoteBackend
+from glmdesk.engine.backends.remote.backend import RemoteBackend
 from glmdesk.server.config import ServeSettings
 from glmdesk.server.errors import APIError
 from glmdesk.server.runner import ServerThread

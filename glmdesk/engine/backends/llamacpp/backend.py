@@ -30,15 +30,15 @@ from glmdesk.core.settings import (
     LoadSettings,
 )
 from glmdesk.engine.backends.base import ProgressCallback
-from glmdesk.engine.backends.llamacpp_kv import (
+from glmdesk.engine.backends.llamacpp.kv import (
     ContextConfig,
     LlamaCacheSource,
     LlamaContext,
     kv_bytes_per_token,
     plan,
 )
-from glmdesk.engine.backends.llamacpp_moe import expert_count, expert_overrides, overridden_tensor
-from glmdesk.engine.backends.llamacpp_vocab import LlamaVocab, prompt_format_for
+from glmdesk.engine.backends.llamacpp.moe import expert_count, expert_overrides, overridden_tensor
+from glmdesk.engine.backends.llamacpp.vocab import LlamaVocab, prompt_format_for
 from glmdesk.engine.backends.local import LocalBackend
 from glmdesk.engine.decode.kv_pool import KVPool
 from glmdesk.engine.files.gguf_header import ACTIVATION_ONLY_TYPES, GGUFHeader, read_gguf_header, weight_type

@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterator
 from glmdesk.core.errors import ErrorInfo, GlmdeskError
 from glmdesk.core.parts import ReasoningPart, ReplyPart, TextPart, ToolCallPart, merged, text_of
 from glmdesk.core.tools import ToolSet
-from glmdesk.engine.backends import remote_errors
-from glmdesk.engine.backends.remote_tools import RemoteCalls
+from glmdesk.engine.backends.remote import errors as remote_errors
+from glmdesk.engine.backends.remote.tools import RemoteCalls
 from glmdesk.engine.chunk import GenerationChunk
 from glmdesk.engine.decode.answer_clock import AnswerClock
 from glmdesk.engine.families import ModelFamily
@@ -37,7 +37,7 @@ class RemoteAnswer:
         tools: The tools the request offered (their calls end the answer with
             ``tool_calls``, as the local backends' do).
         families: GLM formats to parse call text with when the server returns no
-            ``tool_calls`` (see :class:`~glmdesk.engine.backends.remote_tools.RemoteCalls`).
+            ``tool_calls`` (see :class:`~glmdesk.engine.backends.remote.tools.RemoteCalls`).
         family: The served model's family (from its id): when it writes a think block
             (GLM-Z1), one in the text becomes reasoning parts, as the local backends'
             do, unless the server sends the reasoning apart (``reasoning_content``).

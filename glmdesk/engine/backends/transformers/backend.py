@@ -29,7 +29,7 @@ class TransformersBackend(LocalBackend):
             (tests share one); the backend does not close a model it was given.
         fallback: ``auto`` chose transformers because the engine it prefers is not here
             (llama.cpp for a GGUF file): load a GGUF file with its weight-only scheme
-            when one holds it (:func:`~glmdesk.engine.backends.fallback.transformers_fallback`).
+            when one holds it (:func:`~glmdesk.engine.backends.transformers.fallback.transformers_fallback`).
     """
 
     name = "transformers"
@@ -51,7 +51,7 @@ class TransformersBackend(LocalBackend):
         progress: ProgressCallback | None = None,
         cancel: threading.Event | None = None,
     ) -> ModelInfo:
-        from glmdesk.engine.backends.fallback import transformers_fallback
+        from glmdesk.engine.backends.transformers.fallback import transformers_fallback
         from glmdesk.engine.loader import load_model
 
         settings, note = transformers_fallback(settings, llama_cpp_installed=not self._fallback)

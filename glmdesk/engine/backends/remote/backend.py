@@ -30,8 +30,8 @@ from glmdesk.core.settings import (
     ParamsBox,
 )
 from glmdesk.core.tools import ToolSet
-from glmdesk.engine.backends import remote_errors
 from glmdesk.engine.backends.base import SAMPLING_FIELDS, Backend, Capabilities, ProgressCallback
+from glmdesk.engine.backends.remote import errors as remote_errors
 from glmdesk.engine.chunk import GenerationChunk
 from glmdesk.engine.families import family_for_model_id, served_tool_dialects
 from glmdesk.engine.formats.prompt import forced_call
@@ -318,7 +318,7 @@ class RemoteBackend(Backend):
     def _answer(
         self, start, params: ParamsBox, stop: threading.Event, chat: bool, tools: ToolSet | None = None
     ) -> Iterator[GenerationChunk]:
-        from glmdesk.engine.backends.remote_stream import RemoteAnswer
+        from glmdesk.engine.backends.remote.stream import RemoteAnswer
 
         if self._client is None:
             error = ErrorInfo(

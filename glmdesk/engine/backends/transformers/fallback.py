@@ -57,7 +57,6 @@ def transformers_fallback(
     if (
         llama_cpp_installed
         or settings.engine != "auto"
-        or settings.is_remote
         or not is_gguf_model(settings.model)
         or settings.quantization != "none"
         or settings.compile_decode
