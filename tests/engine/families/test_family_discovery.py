@@ -9,7 +9,7 @@ import pytest
 
 from glmdesk.engine import families
 
-TOY = '''
+TOY = """
 from glmdesk.core.settings import SamplingParams
 from glmdesk.engine.families.base import ModelFamily
 from glmdesk.engine.families.glm4 import GLM4  # an import of another family is not a second one
@@ -23,7 +23,7 @@ TOY = ModelFamily(
     recognise=lambda config, folder: config.get("model_type") == "toy_glm",
     recognise_order=35,
 )
-'''
+"""
 
 
 @pytest.fixture
@@ -39,7 +39,9 @@ def test_a_new_module_is_found_in_its_place(toy_folder) -> None:
     names = [family.name for family in found]
     assert names.count("toy-glm") == 1 and names.count("glm4") == 1
     assert names.index("glm4-0414") < names.index("toy-glm") < names.index("glm4")
-    assert names[-1] == "generic" and [f.name for f in families.FAMILIES] == [n for n in names if n != "toy-glm"]
+    assert names[-1] == "generic" and [f.name for f in families.FAMILIES] == [
+        n for n in names if n != "toy-glm"
+    ]
 
 
 def test_two_families_may_not_share_a_variant(tmp_path, monkeypatch) -> None:
