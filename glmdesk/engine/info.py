@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from glmdesk.core.errors import ErrorInfo
+from glmdesk.core.errors import ErrorInfo, GlmdeskError
 
 
 @dataclass(frozen=True)
@@ -20,6 +22,26 @@ class LoadProgress:
     stage: str
     done: int = 0
     total: int = 0
+
+
+def stage_reporter(
+    progress: Callable[[LoadProgress], None] | None, cancel: threading.Event | None
+) -> Callable[..., None]:
+    """``report(stage, done=0, total=0)`` for a load: it raises once ``cancel`` is set, then
+    tells ``progress`` (when given) the stage as a :class:`LoadProgress`. Every local
+    load calls it between its steps, so Cancel ends a load at the next one.
+
+    Raises (from ``report``):
+        GlmdeskError: ``load_cancelled`` once ``cancel`` is set.
+    """
+
+    def report(stage: str, done: int = 0, total: int = 0) -> None:
+        if cancel is not None and cancel.is_set():
+            raise GlmdeskError("load_cancelled", "Loading was cancelled.")
+        if progress is not None:
+            progress(LoadProgress(stage, done, total))
+
+    return report
 
 
 @dataclass(frozen=True)

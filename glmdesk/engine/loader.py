@@ -24,7 +24,7 @@ from glmdesk.engine.decode.threads import ThreadTuner
 from glmdesk.engine.families.base import eos_list
 from glmdesk.engine.files import model_source
 from glmdesk.engine.formats.prompt import PromptFormat
-from glmdesk.engine.info import LoadProgress, ModelInfo, context_limit
+from glmdesk.engine.info import LoadProgress, ModelInfo, context_limit, stage_reporter
 from glmdesk.engine.loaded_model import LoadedModel
 from glmdesk.engine.vision_processor import is_vision_config
 
@@ -51,11 +51,7 @@ def load_model(
             ``out_of_memory``, ``load_cancelled`` or ``load_failed``, each with a sentence.
     """
 
-    def report(stage: str, done: int = 0, total: int = 0) -> None:
-        if cancel is not None and cancel.is_set():
-            raise GlmdeskError("load_cancelled", "Loading was cancelled.")
-        if progress is not None:
-            progress(LoadProgress(stage, done, total))
+    report = stage_reporter(progress, cancel)
 
     report("resolving")
     from transformers.utils import logging as hf_logging

@@ -42,7 +42,7 @@ from glmdesk.engine.backends.llamacpp.vocab import LlamaVocab, prompt_format_for
 from glmdesk.engine.backends.local import LocalBackend
 from glmdesk.engine.decode.kv_pool import KVPool
 from glmdesk.engine.files.gguf_header import ACTIVATION_ONLY_TYPES, GGUFHeader, read_gguf_header, weight_type
-from glmdesk.engine.info import LoadProgress, ModelInfo
+from glmdesk.engine.info import ModelInfo, stage_reporter
 
 _log_lines: deque[str] = deque(maxlen=6)
 _overridden: list[tuple[str, str]] = []  # the last load's tensors llama.cpp moved (name, buffer)
@@ -302,11 +302,7 @@ class LlamaCppBackend(LocalBackend):
     ) -> ModelInfo:
         from glmdesk.engine.files import sources
 
-        def report(stage: str, done: int = 0, total: int = 0) -> None:
-            if cancel is not None and cancel.is_set():
-                raise GlmdeskError("load_cancelled", "Loading was cancelled.")
-            if progress is not None:
-                progress(LoadProgress(stage, done, total))
+        report = stage_reporter(progress, cancel)
 
         report("resolving")
         source = sources.resolve_source(settings.model)
