@@ -9,9 +9,9 @@ Issue 10's benchmark, CPU parts:
    its first L tokens. The two caches alternate token by token.
    A third column runs the app's default, the fused decode step
    (:mod:`glmdesk.engine.decode.decode_step`), on the same buffers.
-2. CPU options: transformers' forward against the fused step and the compiled
-   step (:mod:`glmdesk.engine.decode.compiled_step`, ``--compile``: about a minute per
-   compiled variant on two cores), precision bf16, weight-only int8 / int4 linear
+2. CPU options: transformers' forward against the fused step and the static
+   compiled step (:mod:`glmdesk.engine.decode.static_decode`, ``--compile``: about a minute
+   per compiled variant on two cores), precision bf16, weight-only int8 / int4 linear
    layers (:mod:`glmdesk.engine.weight_only`, torch's own kernels), one thread
    against the default: tokens/s, perplexity on
    ``benchmarks/data/public_domain.txt`` and how many greedy tokens match fp32.
@@ -41,8 +41,8 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache
 from glmdesk.core.settings import CacheSettings
 from glmdesk.engine.cache import FullCacheStrategy, kv_bytes_per_token
 from glmdesk.engine.cache.base import model_dtype
-from glmdesk.engine.decode.compiled_step import compile_decode_step
 from glmdesk.engine.decode.decode_step import FusedDecodeStep, fuse_projections
+from glmdesk.engine.decode.static_decode import build_static_step
 from glmdesk.engine.files.sources import embedded_gguf_path, embedded_model_folder
 from glmdesk.engine.weight_only import quantize_linears
 
@@ -184,7 +184,8 @@ def alternate(variants: dict, ids: torch.Tensor, new: int, rounds: int) -> dict:
 
 def variant_model(model, precision: str, scheme: str | None, step: str = "transformers"):
     """A copy of ``model`` in ``precision`` with ``scheme`` weight-only layers (or as is),
-    decoding with ``step``: ``transformers`` (its forward), ``fused`` or ``compiled``."""
+    decoding with ``step``: ``transformers`` (its forward), ``fused`` or ``compiled`` (the
+    static path, :func:`~glmdesk.engine.decode.static_decode.build_static_step`)."""
     if precision == "fp32" and scheme is None and step == "transformers":
         return model
     variant = copy.deepcopy(model).to(torch.bfloat16 if precision == "bf16" else torch.float32)
@@ -195,11 +196,10 @@ def variant_model(model, precision: str, scheme: str | None, step: str = "transf
     if step != "transformers":
         variant.bench_step = FusedDecodeStep(variant)
     if step == "compiled":
-        started = time.perf_counter()
-        variant.bench_step = compile_decode_step(variant, variant.bench_step)
+        variant.bench_step = build_static_step(variant)
         print(
-            f"compiled the decode step ({precision}, {scheme or 'no quantization'}) in "
-            f"{time.perf_counter() - started:.0f} s"
+            f"compiled the static decode step ({precision}, {scheme or 'no quantization'}) in "
+            f"{variant.bench_step.compile_seconds:.0f} s"
         )
     return variant
 
@@ -229,8 +229,8 @@ def cpu_options(model, tokenizer, new: int, compile_too: bool) -> None:
         "int4-wo, transformers' forward": variant_model(model, "fp32", "int4-wo"),
     }
     if compile_too:
-        models["fp32, compiled step"] = variant_model(model, "fp32", None, "compiled")
-        models["int4-wo, compiled step"] = variant_model(model, "fp32", "int4-wo", "compiled")
+        models["fp32, static compiled step"] = variant_model(model, "fp32", None, "compiled")
+        models["int4-wo, static compiled step"] = variant_model(model, "fp32", "int4-wo", "compiled")
     variants = {name: run_with(m) for name, m in models.items()}
     if threads > 1:
         variants["fp32, fused step, 1 thread"] = run_with(fused, 1)
@@ -295,7 +295,7 @@ def llama_cpp_row(pairs: int = 3, new: int = 200, compile_too: bool = False) -> 
         "int4-wo, fused step": load_model(LoadSettings(quantization="int4-wo")),
     }
     if compile_too:
-        loads["int4-wo, compiled step"] = load_model(
+        loads["int4-wo, static compiled step"] = load_model(
             LoadSettings(quantization="int4-wo", compile_decode=True)
         )
     prompt = loads["fp32, fused step"].prompt_format.encode(messages)

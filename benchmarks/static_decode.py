@@ -1,18 +1,19 @@
-"""The static decode path against the eager fused step and the dynamic-shape compiled step (CPU).
+"""The static decode path against the eager fused step (CPU).
 
 Issue 29's CPU figures. The embedded model (SmolLM2-135M, Llama layout) decodes
-``--new`` greedy tokens at each context with three decode steps on copies of the
-same prefilled full cache, the three alternating token by token:
+``--new`` greedy tokens at each context with two decode steps on copies of the
+same prefilled full cache, the two alternating token by token:
 
 - eager: :class:`~glmdesk.engine.decode.decode_step.FusedDecodeStep`, the default;
-- dynamic: :class:`~glmdesk.engine.decode.compiled_step.CompiledDecodeStep`
-  (``torch.compile`` with dynamic shapes over the growing buffers);
 - static: :class:`~glmdesk.engine.decode.static_decode.StaticDecodeStep` (bucketed static
   buffers, one graph, ``index_copy_`` at a position tensor, masked attention).
 
+(The dynamic-shape compiled step these rows once compared is retired: the static path
+replaced it; README's table keeps its last figures.)
+
 Then the sliding-window cache (4 sinks + a 256-token window, past its window) with
 the eager and the static step. Printed: tokens/s, ratios, whether the greedy tokens
-agree, each compile's time (s) and the static step's recompiles after warm-up
+agree, the compile's time (s) and the static step's recompiles after warm-up
 (goal 0; the 1010-token row crosses the 1024-token bucket).
 
 ``--long N`` instead runs long answers on a tiny random Llama (2 layers, 2 KV heads):
@@ -42,7 +43,6 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from glmdesk.core.settings import CacheSettings
 from glmdesk.engine.cache import FullCacheStrategy, make_cache_strategy
-from glmdesk.engine.decode.compiled_step import compile_decode_step
 from glmdesk.engine.decode.decode_step import FusedDecodeStep, fuse_projections
 from glmdesk.engine.decode.static_decode import build_static_step
 from glmdesk.engine.files.sources import embedded_model_folder
@@ -95,7 +95,7 @@ def main() -> None:
     parser.add_argument("--new", type=int, default=32, help="tokens decoded per row")
     parser.add_argument("--contexts", type=int, nargs="+", default=list(CONTEXTS))
     parser.add_argument(
-        "--cache-dir", type=Path, help="Inductor's cache (default: a new folder, so both compiles are cold)"
+        "--cache-dir", type=Path, help="Inductor's cache (default: a new folder, so the compile is cold)"
     )
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     parser.add_argument("--long", type=int, default=0, help="tokens per long answer (tiny model; 0: off)")
@@ -115,29 +115,26 @@ def main() -> None:
     fuse_projections(model)
     eager = FusedDecodeStep(model)
     cache_dir = args.cache_dir or Path(tempfile.mkdtemp(prefix="glmdesk-inductor-"))
-    started = time.perf_counter()
-    dynamic = compile_decode_step(model, eager, cache_dir)
-    dynamic_s = time.perf_counter() - started
     static = build_static_step(model, cache_dir)
     print(
         f"threads {torch.get_num_threads()}; {'warm' if args.cache_dir else 'cold'} compile (s): "
-        f"dynamic {dynamic_s:.1f}, static {static.compile_seconds:.1f}"
+        f"static {static.compile_seconds:.1f}"
     )
-    steps = {"eager": eager, "dynamic": dynamic, "static": static}
+    steps = {"eager": eager, "static": static}
     ids = long_ids(tokenizer, max(args.contexts) + args.new)
     prefilled = FullCacheStrategy(model, CacheSettings(prefill_chunk=512))
     with torch.inference_mode():
         logits = prefilled.prefill(ids[:, : max(args.contexts)])
     print(f"\n## Full cache, tokens/s ({args.new} greedy tokens, steps alternating)")
-    print("| context | eager | dynamic | static | static/eager | static/dynamic | same tokens |")
-    print("|---|---|---|---|---|---|---|")
+    print("| context | eager | static | static/eager | same tokens |")
+    print("|---|---|---|---|---|")
     for length in sorted(args.contexts):
         strategies = {name: copy_of(prefilled, length, step) for name, step in steps.items()}
         row_logits = logits if length == max(args.contexts) else step_after(prefilled, length, eager)
         speed, same = race(strategies, row_logits, args.new)
         print(
-            f"| {length} | {speed['eager']:.1f} | {speed['dynamic']:.1f} | {speed['static']:.1f} | "
-            f"{speed['static'] / speed['eager']:.2f} | {speed['static'] / speed['dynamic']:.2f} | {same} |"
+            f"| {length} | {speed['eager']:.1f} | {speed['static']:.1f} | "
+            f"{speed['static'] / speed['eager']:.2f} | {same} |"
         )
         for strategy in strategies.values():
             strategy.release()

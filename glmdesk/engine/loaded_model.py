@@ -32,7 +32,8 @@ class LoadedModel:
         step: The decode step single tokens go through (fused or compiled), or ``None``
             for transformers' forward; handed to every KV-cache strategy.
         lock: Held for the whole answer (one answer at a time per model).
-        kv_pool: The conversations' kept KV caches (cleared by :meth:`close`).
+        kv_pool: The conversations' kept KV caches (cleared by :meth:`close`); its
+            ``total_bytes`` counts the static step's idle slabs too (:meth:`idle_kv_bytes`).
         tuner: Adapts the CPU thread count to measured decode steps (``None`` when
             the threads setting fixes the count, or on a GPU).
         vision: Whether user messages' images reach the model (class attribute; True for
@@ -51,15 +52,21 @@ class LoadedModel:
     tuner: ThreadTuner | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
-        self.kv_pool = KVPool(self._pool_budget)
+        self.kv_pool = KVPool(self._pool_budget, spare=self.idle_kv_bytes)
+
+    def idle_kv_bytes(self) -> int:
+        """Bytes of the static decode step's KV slabs that no cache leases (kept for the
+        next answer, :mod:`glmdesk.engine.cache.static_pool`); 0 for another step."""
+        pool = getattr(self.step, "pool", None)
+        return 0 if pool is None else pool.idle_bytes()
 
     def _pool_budget(self, settings: CacheSettings, held: int) -> int:
         """The kept caches' budget: the dynamic strategy's (free GPU memory read now
-        does not count what the pool holds already), in bytes."""
+        does not count what the pool and the idle static slabs hold already), in bytes."""
         device = torch.device(self.device)
         budget = kv_budget_bytes(settings, device)
         if settings.budget_mib is None and device.type == "cuda":
-            budget += held
+            budget += held + self.idle_kv_bytes()
         return budget
 
     @property
@@ -110,8 +117,12 @@ class LoadedModel:
         return () if guard is None else (guard.processor(),)
 
     def close(self) -> None:
-        """Release the kept KV caches and the weights (and cached CUDA blocks)."""
+        """Release the kept KV caches, the static step's slabs (idle once those caches
+        are gone) and the weights (and cached CUDA blocks)."""
         self.kv_pool.clear()
+        pool = getattr(self.step, "pool", None)
+        if pool is not None:
+            pool.free_idle()
         self.model = None
         if torch.cuda.is_available():
             torch.cuda.empty_cache()

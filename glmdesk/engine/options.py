@@ -36,7 +36,7 @@ def option_availability() -> dict[str, ErrorInfo | None]:
         ``params["reason"]`` is one of
         :data:`~glmdesk.engine.backends.transformers.TORCH_REASONS`.
     """
-    from glmdesk.engine.decode.compiled_step import compiler_missing_reason
+    from glmdesk.engine.decode.compile_support import compiler_missing_reason
 
     cuda = torch.cuda.is_available()
     out: dict[str, ErrorInfo | None] = {

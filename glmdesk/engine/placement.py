@@ -23,6 +23,7 @@ from glmdesk.core.errors import ErrorInfo, GlmdeskError
 from glmdesk.core.settings import LoadSettings, quantization_scheme
 from glmdesk.engine import torchao_quant
 from glmdesk.engine.files.model_source import ReadySource, ready_folder
+from glmdesk.engine.out_of_memory import give_back_memory, given_back
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -258,13 +259,37 @@ def place(ready: ReadySource, settings: LoadSettings, device: str, dtype: torch.
             tokenizer = _take_prebuilt(folder, settings.trust_remote_code)
         if tokenizer is None:
             tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=settings.trust_remote_code)
-        model = _auto_model_class(folder, settings.trust_remote_code).from_pretrained(folder, **kwargs)
     except Exception as exc:
         raise _placement_error(exc, ready, device) from exc
-    if not bnb and plan is None:
-        model.to(device)
+    model = _weights(ready, settings, kwargs, device, move=not bnb and plan is None)
     model.eval()
     return model, tokenizer, plan
+
+
+def _weights(ready: ReadySource, settings: LoadSettings, kwargs: dict, device: str, move: bool):
+    """The model's weights from ``from_pretrained(**kwargs)``, moved to ``device`` when
+    ``move``. Out of memory: the idle static KV slabs (of a model still in use) are given
+    back and, when there were any, it tries once more.
+
+    Raises:
+        GlmdeskError: as :func:`_placement_error` words it (``out_of_memory`` says what
+            was given back).
+    """
+    freed = 0
+    for attempt in range(2):
+        try:
+            model = _auto_model_class(ready.folder, settings.trust_remote_code).from_pretrained(
+                ready.folder, **kwargs
+            )
+            return model.to(device) if move else model
+        except torch.OutOfMemoryError as exc:
+            model = None  # a copy on the CPU before a failed move goes before the next try
+            freed += give_back_memory()
+            if attempt or not freed:
+                raise _placement_error(exc, ready, device, freed) from exc
+        except Exception as exc:
+            raise _placement_error(exc, ready, device) from exc
+    raise AssertionError("unreachable")
 
 
 def _auto_model_class(folder: Path | str, trust_remote_code: bool):
@@ -291,16 +316,19 @@ def _auto_model_class(folder: Path | str, trust_remote_code: bool):
     return AutoModelForImageTextToText if vision else AutoModelForCausalLM
 
 
-def _placement_error(exc: Exception, ready: ReadySource, device: str) -> GlmdeskError:
-    """The sentence for an exception from ``from_pretrained``."""
+def _placement_error(exc: Exception, ready: ReadySource, device: str, freed: int = 0) -> GlmdeskError:
+    """The sentence for an exception from ``from_pretrained`` (``freed``: bytes of idle
+    KV slabs given back before it, said in an ``out_of_memory`` sentence)."""
     source = ready.source
     if isinstance(exc, torch.OutOfMemoryError):
+        sentence, params = given_back(freed)
         return GlmdeskError(
             "out_of_memory",
             f"There is not enough memory on {device} to load this model; try 4-bit quantization "
-            "or a smaller model.",
+            f"or a smaller model.{sentence}",
             device=device,
             stage="load",
+            **params,
         )
     if isinstance(exc, OSError) and source.kind == "hub":
         return GlmdeskError(

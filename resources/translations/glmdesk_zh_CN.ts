@@ -291,6 +291,10 @@ Updated {when} · {model}</source>
         <translation>{device} 在生成回答时内存不足，已生成的内容已保留。请尝试新建对话（缩短上下文）、改用滑动窗口 KV 缓存，或使用 4 位量化。</translation>
     </message>
     <message>
+        <source>glmdesk gave back {freed_mib} MiB of idle KV buffers first.</source>
+        <translation>glmdesk 已先释放 {freed_mib} MiB 闲置的 KV 缓冲区。</translation>
+    </message>
+    <message>
         <source>Your message is {tokens} tokens long, but only {limit} tokens fit in this model&apos;s context window. Shorten it or send it in parts.</source>
         <translation>你的消息长 {tokens} 个 token，但该模型的上下文窗口只能容纳 {limit} 个 token。请缩短消息或分段发送。</translation>
     </message>

@@ -220,3 +220,47 @@ def test_first_conversion_reports_an_unmeasured_step(tmp_path, monkeypatch):
         converted_gguf_folder(broken, lambda *args: reports.append(args))
     assert info.value.kind == "corrupt_weights"
     assert reports == [("converting", 0, 0)]
+
+
+@pytest.mark.parametrize("idle_slab", [True, False], ids=["idle-slab", "nothing-idle"])
+def test_a_load_out_of_memory_gives_back_idle_slabs_then_tries_again(embedded_folder, monkeypatch, idle_slab):
+    """Weights that do not fit (the error injected into the first ``from_pretrained``):
+    the static step's idle KV slabs are given back and the load tries once more; with
+    nothing idle it says there is not enough memory at once."""
+    import gc
+
+    from glmdesk.engine import placement
+    from glmdesk.engine.cache.static_pool import StaticBufferPool, release_idle_slabs
+
+    release_idle_slabs()  # other tests' idle slabs
+    pool = StaticBufferPool()
+    if idle_slab:
+        owner = type("Layer", (), {})()
+        pool.lease(owner, 2, (1, 2, 64), torch.float32, "cpu", 1024)
+        del owner
+        gc.collect()
+    real, tries = placement._auto_model_class, []
+
+    def first_try_fails(folder, trust_remote_code):
+        cls = real(folder, trust_remote_code)
+
+        class FirstTryOutOfMemory:
+            @staticmethod
+            def from_pretrained(*args, **kwargs):
+                tries.append(1)
+                if len(tries) == 1:
+                    raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+                return cls.from_pretrained(*args, **kwargs)
+
+        return FirstTryOutOfMemory
+
+    monkeypatch.setattr(placement, "_auto_model_class", first_try_fails)
+    if idle_slab:
+        loaded = load_model(LoadSettings())
+        assert len(tries) == 2 and pool.idle_bytes() == 0 and pool.slabs == []
+        assert "Paris" in answer(loaded)
+        return
+    with pytest.raises(GlmdeskError) as caught:
+        load_model(LoadSettings())
+    assert caught.value.kind == "out_of_memory" and caught.value.params["stage"] == "load"
+    assert len(tries) == 1 and "freed_mib" not in caught.value.params

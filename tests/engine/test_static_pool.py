@@ -66,3 +66,53 @@ def test_a_slab_grows_for_a_larger_bucket_and_another_shape_gets_its_own():
     assert slab.capacity == 256 and slab.bucket(256)[0][0].shape[2] == 256
     other = pool.lease(Layer(), 3, (1, 4, 8), torch.float32, "cpu", 64)
     assert other is not slab and pool.allocations == 3
+
+
+def slab_bytes(slab) -> int:
+    return sum(t.numel() * t.element_size() for pair in slab.storages for t in pair)
+
+
+def test_an_idle_slab_counts_in_the_kv_bytes_kept_between_answers():
+    """The gauge's KV share (the kept caches' ``total_bytes``) grows by the slab's bytes
+    when its cache dies, and goes back when the next cache leases it."""
+    from glmdesk.engine.decode.kv_pool import KVPool
+    from glmdesk.engine.memory import MIB, MemoryProbe
+
+    pool = StaticBufferPool()
+    kept = KVPool(lambda compat, held: 1 << 40, spare=pool.idle_bytes)
+    layer = Layer()
+    slab = lease(pool, layer, capacity=128)
+    assert kept.total_bytes() == 0  # leased: the answer's cache counts it, not the kept bytes
+    del layer
+    gc.collect()
+    assert kept.total_bytes() == slab_bytes(slab) == 3 * 2 * (1 * 2 * 128 * 8) * 4
+    reading = MemoryProbe(nvml=None).read(0, kept.total_bytes())
+    assert reading.kv_mib == slab_bytes(slab) / MIB
+    again = Layer()
+    assert lease(pool, again) is slab and kept.total_bytes() == 0
+
+
+def test_out_of_memory_gives_back_every_idle_slab_and_keeps_the_leased_ones():
+    import weakref
+
+    from glmdesk.engine.cache.static_pool import release_idle_slabs
+
+    pools = [StaticBufferPool(), StaticBufferPool()]
+    held = Layer()
+    leased = lease(pools[0], held)
+    idle = []
+    for pool in pools:  # fill: a slab of each pool's own, then its cache dies
+        layer = Layer()
+        idle.append(lease(pool, layer, capacity=256))
+        del layer
+    gc.collect()
+    storages = [weakref.ref(k) for slab in idle for k, _ in slab.storages]
+    expected = sum(slab_bytes(slab) for slab in idle)
+    assert sum(p.idle_bytes() for p in pools) == expected
+    idle.clear()
+    assert release_idle_slabs() >= expected  # other tests' idle pools may give back too
+    assert all(p.idle_bytes() == 0 for p in pools)
+    assert pools[0].slabs == [leased] and pools[1].slabs == []
+    gc.collect()
+    assert all(ref() is None for ref in storages)  # the memory itself is gone
+    assert pools[0].slab_of(held) is leased and release_idle_slabs() == 0

@@ -61,6 +61,10 @@ def make_cache_strategy(model, settings: CacheSettings, step=None) -> CacheStrat
             value=settings.strategy,
             reason="not available",
         )
-    strategy = cls(model, settings)
+    if cls is DynamicCacheStrategy:  # its GPU budget counts the step's idle slabs as free
+        pool = getattr(step, "pool", None)
+        strategy = cls(model, settings, reclaimable=0 if pool is None else pool.idle_bytes())
+    else:
+        strategy = cls(model, settings)
     strategy.decode_step = step
     return strategy

@@ -26,18 +26,20 @@ GPU_MARGIN_SHARE = 0.10
 GPU_MARGIN_MIB = 512
 
 
-def kv_budget_bytes(settings: CacheSettings, device: torch.device) -> int:
+def kv_budget_bytes(settings: CacheSettings, device: torch.device, reclaimable: int = 0) -> int:
     """KV memory budget, in bytes.
 
     ``settings.budget_mib`` when set; on CUDA, free memory (``torch.cuda.mem_get_info``)
-    minus a margin (10 % of the card, at least 512 MiB); else :data:`CPU_BUDGET_MIB`.
+    plus ``reclaimable`` (bytes glmdesk holds that the cache may take: the static step's
+    idle KV slabs) minus a margin (10 % of the card, at least 512 MiB); else
+    :data:`CPU_BUDGET_MIB`.
     """
     if settings.budget_mib is not None:
         return int(settings.budget_mib * 2**20)
     if device.type == "cuda":
         free, total = torch.cuda.mem_get_info(device)
         margin = max(int(total * GPU_MARGIN_SHARE), GPU_MARGIN_MIB * 2**20)
-        return max(free - margin, 0)
+        return max(free + max(reclaimable, 0) - margin, 0)
     return CPU_BUDGET_MIB * 2**20
 
 
@@ -50,6 +52,8 @@ class DynamicCacheStrategy(CacheStrategy):
     Args:
         model: A transformers causal LM.
         settings: ``budget_mib``, ``sinks``, ``window``, ``prefill_chunk``.
+        reclaimable: Bytes of idle static KV slabs the cache will decode in, counted as
+            free in a budget read from the GPU (see :func:`kv_budget_bytes`).
 
     Attributes:
         switch_tokens: Most tokens held in the full state (the predicted switch
@@ -59,11 +63,11 @@ class DynamicCacheStrategy(CacheStrategy):
 
     name = "dynamic"
 
-    def __init__(self, model, settings: CacheSettings) -> None:
+    def __init__(self, model, settings: CacheSettings, reclaimable: int = 0) -> None:
         super().__init__(model, settings)
         check_mask_support(model)
         self.per_token = kv_bytes_per_token(model.config, model_dtype(model))
-        self.budget = kv_budget_bytes(settings, self.device)
+        self.budget = kv_budget_bytes(settings, self.device, reclaimable)
         self.switch_tokens = self.budget // self.per_token
         self.sinks = settings.sinks
         self.window = max(16, min(settings.window, self.switch_tokens - self.sinks))

@@ -24,17 +24,28 @@ another slab. One idle slab is kept (the largest); the others are freed when ret
 
 Slots past the held ones are zeroed whenever a cache takes a slab or a bucket: static
 shapes attend to every slot with a mask, and a masked slot must still be finite.
+
+An idle slab is real memory: it counts in the KV bytes kept between answers
+(:meth:`StaticBufferPool.idle_bytes`, added to the conversations' kept caches by
+:class:`~glmdesk.engine.decode.kv_pool.KVPool`), and it is the first memory given back when
+an answer or a load runs out (:func:`release_idle_slabs`, every pool of the process).
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import weakref
 
 import torch
 
+log = logging.getLogger(__name__)
+
 #: Idle slabs kept for the next answer (the largest first); the others are freed.
 IDLE_SLABS = 1
+
+#: Every pool alive in this process (a model's static step owns one; a closed model's goes).
+_POOLS: weakref.WeakSet[StaticBufferPool] = weakref.WeakSet()
 
 
 def _on_storage(storage: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
@@ -139,6 +150,7 @@ class StaticBufferPool:
         self._owners: dict[int, Slab] = {}  # id(first layer) -> its slab
         # Re-entrant: a collection inside a locked block may finalize a holder (_give_back).
         self._lock = threading.RLock()
+        _POOLS.add(self)
 
     def slab_of(self, layer) -> Slab | None:
         """The slab leased to the cache whose first layer is ``layer``, or ``None``."""
@@ -178,9 +190,7 @@ class StaticBufferPool:
         try:
             result = make()
         except torch.OutOfMemoryError:
-            self.free_idle()
-            if torch.cuda.is_available():
-                torch.cuda.empty_cache()
+            release_idle_slabs()  # this pool's and every other step's
             result = make()
         self.allocations += 1
         return result
@@ -194,12 +204,31 @@ class StaticBufferPool:
             for extra in idle[IDLE_SLABS:]:
                 self.slabs.remove(extra)
 
-    def free_idle(self) -> None:
-        """Free every slab no cache holds."""
+    def free_idle(self) -> int:
+        """Drop every slab no cache holds; returns their bytes (freed once nothing else
+        refers to their storages: on CUDA, back to torch's caching allocator)."""
         with self._lock:
+            idle = [s for s in self.slabs if s.holder is None]
             self.slabs = [s for s in self.slabs if s.holder is not None]
+        return sum(s.nbytes() for s in idle)
 
     def idle_bytes(self) -> int:
         """Bytes of the slabs no cache holds (kept for the next answer)."""
         with self._lock:
             return sum(s.nbytes() for s in self.slabs if s.holder is None)
+
+
+def release_idle_slabs() -> int:
+    """Give back every idle slab of every static step in this process (out of memory:
+    they go before anything in use), then, where CUDA is available, torch's cached blocks
+    (``torch.cuda.empty_cache``), so the driver and other processes see the memory free.
+
+    Returns:
+        Bytes of the slabs dropped (0 when none was idle), in bytes; logged when not 0.
+    """
+    freed = sum(pool.free_idle() for pool in list(_POOLS))
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+    if freed:
+        log.info("out of memory: gave back %.1f MiB of idle static KV slabs", freed / 2**20)
+    return freed

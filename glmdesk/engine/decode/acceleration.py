@@ -84,9 +84,9 @@ def _compile_decode(model, step, report, notes: list[ErrorInfo]) -> tuple:
     Returns:
         ``(step to use, compiled?)``.
     """
-    from glmdesk.engine.decode import compiled_step, static_decode
+    from glmdesk.engine.decode import compile_support, static_decode
 
-    reason = compiled_step.compiler_missing_reason() if model.device.type == "cpu" else None
+    reason = compile_support.compiler_missing_reason() if model.device.type == "cpu" else None
     reason = reason or ("the fused decode step is off" if step is None else None)
     if reason is None:
         try:

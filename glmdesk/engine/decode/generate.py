@@ -12,7 +12,6 @@ through :func:`stream_answer`.
 from __future__ import annotations
 
 import dataclasses
-import gc
 import threading
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Protocol
@@ -45,6 +44,7 @@ from glmdesk.engine.formats.prompt import (
     forced_call,
     thinking_for,
 )
+from glmdesk.engine.out_of_memory import answer_error, give_back_memory
 
 #: Builds the prompt for an answer from the prompt limit (context minus answer budget,
 #: in tokens); raises ``GlmdeskError("prompt_too_long")`` when it cannot fit.
@@ -98,16 +98,6 @@ def tool_notice(reason: str) -> ErrorInfo:
         "tool_call_invalid",
         f"The model wrote a tool call that glmdesk did not run, so it is shown as text: {reason}.",
         {"reason": reason},
-    )
-
-
-def _oom_error(device: str) -> GlmdeskError:
-    return GlmdeskError(
-        "out_of_memory",
-        f"{device} ran out of memory while answering. The answer so far is kept. Try a shorter "
-        "context (new chat), the sliding-window KV cache, or 4-bit quantization.",
-        device=device,
-        stage="generation",
     )
 
 
@@ -342,9 +332,9 @@ def _stream(
         yield answer.chunk(answer.safe_tail(), finish="error", error=exc.info)
     except torch.OutOfMemoryError:
         keep = False
-        _free_memory(answer, source)
+        freed = give_back_memory(source, answer.pool)
         source = None
-        yield answer.chunk(answer.safe_tail(), finish="error", error=_oom_error(model.device).info)
+        yield answer.chunk(answer.safe_tail(), finish="error", error=answer_error(model.device, freed).info)
     except Exception as exc:  # never leave the caller waiting
         keep = False
         err = GlmdeskError(
@@ -389,18 +379,6 @@ def _fit(
     if budget is not None:  # after the other constraints: it overrides them when it closes
         sampler.extra += (budget,)
     return sampler, fitted
-
-
-def _free_memory(answer: _Answer, source: LogitsSource | None) -> None:
-    """After running out of memory: release the answer's source and the kept caches
-    (they go first), then collect and empty torch's CUDA cache."""
-    if source is not None:
-        source.release()
-    if answer.pool is not None:
-        answer.pool.clear()
-    gc.collect()
-    if torch.cuda.is_available():
-        torch.cuda.empty_cache()
 
 
 def _open(model: TextModel, cache: CacheSettings, pool, conversation: Hashable | None) -> LogitsSource:

@@ -13,6 +13,10 @@ the newest entry is kept even alone over it (its memory was just in use for the
 answer, and the next turn would allocate it again). A source put back under other
 settings than the ones asked for next is dropped, never reused; a pool is cleared
 when its model is unloaded.
+
+KV memory kept between answers outside the entries (the static decode step's idle slabs,
+:mod:`glmdesk.engine.cache.static_pool`) is the ``spare`` bytes: :meth:`KVPool.total_bytes`
+counts them, so the gauge's KV share shows every byte kept for the next answer.
 """
 
 from __future__ import annotations
@@ -50,11 +54,19 @@ class KVPool:
             the pool already holds; returns the budget in bytes (e.g. the dynamic
             strategy's budget for those cache settings).
         max_entries: Most conversations kept.
+        spare: Optional; returns the KV bytes kept for the next answer outside the
+            entries (the static step's idle slabs), in bytes.
     """
 
-    def __init__(self, budget: Callable[[Hashable, int], int], max_entries: int = MAX_ENTRIES) -> None:
+    def __init__(
+        self,
+        budget: Callable[[Hashable, int], int],
+        max_entries: int = MAX_ENTRIES,
+        spare: Callable[[], int] | None = None,
+    ) -> None:
         self._budget = budget
         self._max = max_entries
+        self._spare = spare
         self._entries: OrderedDict[Hashable, _Entry] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -120,9 +132,11 @@ class KVPool:
             return list(self._entries)
 
     def total_bytes(self) -> int:
-        """KV bytes held by the kept caches (not those taken by an answer), in bytes."""
+        """KV bytes kept between answers, in bytes: the kept caches (not those taken by an
+        answer) and the ``spare`` bytes (idle static slabs)."""
         with self._lock:
-            return sum(e.kv_bytes for e in self._entries.values())
+            held = sum(e.kv_bytes for e in self._entries.values())
+        return held + (self._spare() if self._spare is not None else 0)
 
     def __len__(self) -> int:
         with self._lock:

@@ -66,7 +66,7 @@ import torch.nn.functional as F
 
 from glmdesk.engine.cache.layers import GrowingLayer, SinkWindowLayer
 from glmdesk.engine.cache.static_pool import StaticBufferPool
-from glmdesk.engine.decode.compiled_step import _own_function, _use_cache_dir
+from glmdesk.engine.decode.compile_support import own_function, use_cache_dir
 from glmdesk.engine.decode.decode_step import FusedDecodeStep, fuse_projections
 
 log = logging.getLogger(__name__)
@@ -128,7 +128,7 @@ class StaticDecodeStep:
         self._group = (kv_heads, heads // kv_heads, dim)
         # [token, position, slot, valid]: the step's one per-token input.
         self._inputs = torch.zeros(4, dtype=torch.long, device=self.device)
-        self._function = _own_function(self._one_token)
+        self._function = own_function(self._one_token)
         mode = "reduce-overhead" if self.cuda else None
         self._compiled = torch.compile(self._function, fullgraph=True, mode=mode)
 
@@ -349,7 +349,7 @@ def build_static_step(model, cache_dir: Path | None = None, report=None) -> Stat
     if inner is None or not isinstance(inner.layers[0].self_attn.q_proj, ProjectionSlice):
         fuse_projections(model, any_device=True)
     if cache_dir is not None:
-        _use_cache_dir(cache_dir)
+        use_cache_dir(cache_dir)
     if report is not None:
         report("compiling", 0, 2)
     step = StaticDecodeStep(FusedDecodeStep(model))

@@ -70,6 +70,7 @@ class LoadView(QObject):
         # On a GPU the gauge reads the card: weights kept in RAM (a MoE's experts) are not there.
         on_gpu = info.device.startswith("cuda")
         self.gauge.set_weights_bytes(int((info.footprint_mib - (info.offloaded_mib if on_gpu else 0)) * MIB))
+        self.gauge.set_kv_bytes(loader.kept_kv_bytes())  # the new model's (a compiled step's warm-up slab)
         self.gauge.show_capabilities(loader.capabilities, info.device)
         caps = loader.capabilities
         no_vision = ErrorInfo("vision_unavailable", "", {"model": info.name, "engine": info.engine})

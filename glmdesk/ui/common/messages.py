@@ -69,16 +69,22 @@ def _answer_template(kind: str, params: dict) -> str | None:
     """Sentences for memory, prompt, setting and tool errors (then :func:`_file_template`)."""
     if kind == "out_of_memory":
         if params.get("stage") == "load":
-            return QCoreApplication.translate(
+            sentence = QCoreApplication.translate(
                 "ErrorMessages",
                 "There is not enough memory on {device} to load this model; try 4-bit quantization "
                 "or a smaller model.",
             )
-        return QCoreApplication.translate(
-            "ErrorMessages",
-            "{device} ran out of memory while answering. The answer so far is kept. Try a new chat "
-            "(shorter context), the sliding-window KV cache, or 4-bit quantization.",
-        )
+        else:
+            sentence = QCoreApplication.translate(
+                "ErrorMessages",
+                "{device} ran out of memory while answering. The answer so far is kept. Try a new chat "
+                "(shorter context), the sliding-window KV cache, or 4-bit quantization.",
+            )
+        if params.get("freed_mib"):  # idle KV buffers were given back first
+            sentence += " " + QCoreApplication.translate(
+                "ErrorMessages", "glmdesk gave back {freed_mib} MiB of idle KV buffers first."
+            )
+        return sentence
     if kind == "prompt_too_long":
         return QCoreApplication.translate(
             "ErrorMessages",

@@ -19,13 +19,13 @@ from transformers import LlamaConfig, LlamaForCausalLM
 
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import CacheSettings, ParamsBox, SamplingParams
-from glmdesk.engine.decode import compiled_step, decode_step, static_decode
+from glmdesk.engine.decode import compile_support, decode_step, static_decode
 from glmdesk.engine.decode.generate import reuse_compat, stream_answer
 from glmdesk.engine.decode.static_decode import MIN_BUCKET, bucket_tokens, build_static_step
 from glmdesk.engine.loader import LoadedModel
 
 needs_compiler = pytest.mark.skipif(
-    compiled_step.compiler_missing_reason() is not None, reason="no C++ compiler for TorchInductor"
+    compile_support.compiler_missing_reason() is not None, reason="no C++ compiler for TorchInductor"
 )
 GREEDY = SamplingParams(temperature=0.0, max_new_tokens=40)
 QUESTION = [ChatMessage("user", "Tell me a long story about the sea.")]
@@ -263,6 +263,27 @@ def test_a_cache_alive_beside_another_keeps_its_own_buffers(pair):
         strategy.release()
     idle = [slab for slab in step.pool.slabs if slab.holder is None]
     assert len(idle) <= 1 and step.recompiles() == 0
+
+
+@pytest.mark.slow
+@needs_compiler
+def test_the_slab_kept_after_an_answer_counts_as_kept_kv_memory(pair):
+    """After an answer the step's slab is idle, not freed: the KV bytes the engine keeps
+    between answers (the gauge's KV share) grow by the slab's bytes, with no double count
+    while an answer leases it."""
+    from glmdesk.engine.memory import MIB, MemoryProbe
+
+    static, _, _ = pair
+    static.step.pool.free_idle()  # earlier tests' slab: this answer allocates its own
+    before = static.kv_pool.total_bytes()  # kept conversations only
+    _, final = answer(static, dataclasses.replace(GREEDY, max_new_tokens=8))
+    idle = [slab for slab in static.step.pool.slabs if slab.holder is None]
+    assert len(idle) == 1
+    slab_bytes = sum(t.numel() * t.element_size() for pair_ in idle[0].storages for t in pair_)
+    assert static.kv_pool.total_bytes() - before == slab_bytes == static.idle_kv_bytes()
+    assert final.cache.kv_bytes + final.kept_kv_bytes == before + slab_bytes  # leased, then kept
+    reading = MemoryProbe(nvml=None).read(0, static.kv_pool.total_bytes())
+    assert reading.kv_mib == (before + slab_bytes) / MIB
 
 
 def static_decode_strategy(model, step):

@@ -174,6 +174,40 @@ def test_out_of_memory_keeps_partial_answer(embedded, monkeypatch):
     assert "Paris" in text_of(run(embedded))
 
 
+def test_out_of_memory_gives_back_the_idle_static_slabs_and_says_so(embedded, monkeypatch):
+    """An answer that runs out of memory drops the static step's idle KV slabs (every
+    pool's: another model's too) and its sentence says how much it gave back."""
+    import gc
+
+    from glmdesk.engine.cache.static_pool import StaticBufferPool
+
+    pool = StaticBufferPool()
+    owner = type("Layer", (), {})()
+    slab = pool.lease(owner, 4, (1, 2, 64), torch.float32, "cpu", 4096)
+    del owner
+    gc.collect()
+    idle = pool.idle_bytes()
+    assert idle == slab.nbytes() == 4 * 2 * 2 * 4096 * 64 * 4  # 16 MiB
+    layer = embedded.model.model.layers[0].mlp.down_proj
+    original = layer.forward
+    calls = []
+
+    def failing_forward(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(layer, "forward", failing_forward)
+    final = run(embedded)[-1]
+    monkeypatch.undo()
+    assert final.error.kind == "out_of_memory" and final.error.params["freed_mib"] >= 16.0
+    assert "gave back" in final.error.message and "MiB of idle KV buffers" in final.error.message
+    assert pool.idle_bytes() == 0 and pool.slabs == []
+    again = run(embedded)
+    assert "Paris" in text_of(again) and again[-1].error is None
+
+
 def test_exception_in_loop_ends_with_error(embedded, monkeypatch):
     layer = embedded.model.model.layers[0]
 

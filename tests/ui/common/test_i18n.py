@@ -385,6 +385,17 @@ def test_weight_only_on_a_gpu_is_refused_in_chinese(chinese) -> None:
     assert CJK.search(sentence) and "int4-wo" in sentence and "torchao_missing" not in sentence
 
 
+def test_out_of_memory_says_what_it_gave_back_in_chinese(chinese) -> None:
+    from glmdesk.ui.common.messages import error_sentence
+
+    for stage in ("load", "generation"):
+        params = {"device": "cuda:0", "stage": stage}
+        plain = error_sentence(ErrorInfo("out_of_memory", "ENGLISH", params))
+        freed = error_sentence(ErrorInfo("out_of_memory", "ENGLISH", {**params, "freed_mib": 512.0}))
+        assert "512.0 MiB" not in plain and freed.startswith(plain)
+        assert "512.0 MiB" in freed and CJK.search(freed[len(plain) :]) and "{" not in freed
+
+
 def test_startup_splash_says_what_is_happening(qtbot, chinese) -> None:
     from PySide6.QtGui import QIcon
 
