@@ -502,7 +502,7 @@ Updated {when} · {model}</source>
     <name>HistoryController</name>
     <message>
         <source>The chat history is saved again.</source>
-        <extracomment>Seconds between checkpoints of a streaming answer. Milliseconds between retries of writes that failed.</extracomment>
+        <extracomment>Milliseconds between retries of writes that failed.</extracomment>
         <translation>聊天记录已恢复保存。</translation>
     </message>
     <message>
@@ -514,6 +514,7 @@ Updated {when} · {model}</source>
     <name>HistoryPanel</name>
     <message>
         <source>Search all conversations</source>
+        <extracomment>Milliseconds the box waits for the next key before it searches.</extracomment>
         <translation>搜索所有对话</translation>
     </message>
     <message>
@@ -534,6 +535,7 @@ Updated {when} · {model}</source>
     </message>
     <message>
         <source>Undo</source>
+        <extracomment>Milliseconds a deletion can be undone.</extracomment>
         <translation>撤销</translation>
     </message>
     <message>
