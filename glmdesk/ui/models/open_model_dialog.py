@@ -82,6 +82,7 @@ class OpenModelDialog(EngineChoiceMixin, QDialog):
         buttons = self._lay_out(row, bool(recent), current)
         self._connect_updates(buttons, current)
         self.fit_forecast.attach(self)
+        self.resize(self.sizeHint())  # all rows shown: Qt's own first size stops at 2/3 of the screen
 
     def _build_model_row(self, current: LoadSettings) -> QHBoxLayout:
         """The model: its line edit and the Folder, .gguf file and Embedded buttons."""

@@ -108,3 +108,16 @@ def test_a_gguf_with_a_vision_projector_says_images_need_transformers_or_a_serve
     _gguf(tmp_path / "mmproj-notes.gguf", "llama").rename(projector)  # named so, but not a projector
     dialog.model_edit.setText(str(model))
     assert dialog.vision_note.isHidden()
+
+
+def test_the_dialog_opens_tall_enough_for_every_option_row(qtbot) -> None:
+    """Qt's first size of a window stops at 2/3 of the screen; the dialog is taller, and
+    that squashed llama.cpp's option rows into slivers (seen in a screenshot)."""
+    dialog = OpenModelDialog(LoadSettings(), LLAMA)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    qtbot.waitExposed(dialog)
+    options = dialog.engine_options["llamacpp"]
+    for name in ("n_ctx", "n_batch", "use_mmap", "n_gpu_layers"):
+        field = options.field(name)
+        assert field.height() >= field.minimumSizeHint().height(), name
