@@ -9,3 +9,8 @@ import logging as _logging
 # errors reach the terminal.
 for _name in ("torchao", "torch.utils._pytree"):
     _logging.getLogger(_name).setLevel(_logging.ERROR)
+
+# Every engine's options are registered with core when the backends' registry is
+# imported (glmdesk.core.engine_options): import it with the engine, so a caller that
+# only imports the loader (a benchmark, a script) has LoadSettings(precision=...) too.
+from glmdesk.engine import backends as _backends  # noqa: E402, F401

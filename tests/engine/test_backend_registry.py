@@ -141,3 +141,17 @@ def test_an_engine_passed_over_is_still_the_preferred_one(monkeypatch) -> None:
     assert not wants_llamacpp(LoadSettings(engine="transformers"))
     assert create_backend(LoadSettings(device="cpu"))._fallback  # it takes the file's weight-only scheme
     assert not create_backend(LoadSettings(device="cpu", engine="transformers"))._fallback
+
+
+def test_importing_any_engine_module_registers_the_engines_options() -> None:
+    """A script that imports only the loader (the benchmarks do) still has every engine's
+    options: the engine package imports the registry."""
+    import subprocess
+    import sys
+
+    code = (
+        "from glmdesk.engine.loader import load_model; from glmdesk.core.settings import LoadSettings;"
+        "s = LoadSettings(precision='fp32', n_ctx=4096); print(s.precision, s.n_ctx)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "fp32 4096"
