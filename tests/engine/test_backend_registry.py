@@ -9,7 +9,7 @@ import dataclasses
 
 import pytest
 
-from glmdesk.cli_options import add_model_arguments, load_settings
+from glmdesk.cli.options import add_model_arguments, load_settings
 from glmdesk.core.engine_options import flat_options
 from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.settings import LoadSettings

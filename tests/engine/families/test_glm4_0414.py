@@ -85,7 +85,7 @@ def test_think_block_streams_as_reasoning_then_answer(z1):
 def test_the_terminal_prints_the_thinking_apart_then_the_answer(z1, capsys):
     import threading
 
-    from glmdesk import cli
+    from glmdesk.cli import commands
     from glmdesk.core.settings import CacheSettings
     from glmdesk.engine.backends.transformers.backend import TransformersBackend
 
@@ -95,7 +95,7 @@ def test_the_terminal_prints_the_thinking_apart_then_the_answer(z1, capsys):
     z1.logits_processors = lambda: (forcer,)
     params = ParamsBox(SamplingParams(temperature=0.0, max_new_tokens=40))
     backend = TransformersBackend(z1)
-    text, reason = cli._stream_one(
+    text, reason = commands._stream_one(
         backend, [ChatMessage("user", "Hello")], params, CacheSettings(), threading.Event()
     )
     out, err = capsys.readouterr()

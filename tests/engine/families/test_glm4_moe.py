@@ -229,7 +229,7 @@ def test_a_gguf_is_prompted_by_its_chat_template_with_tools(glm45, hf_tok):
 
 def test_no_thinking_switches_the_template_off(glm45, hf_tok):
     from glmdesk.cli import build_parser
-    from glmdesk.cli_options import apply_thinking
+    from glmdesk.cli.options import apply_thinking
     from glmdesk.engine.backends.transformers.backend import TransformersBackend
 
     assert build_parser().parse_args(["chat", "--no-thinking"]).thinking is False
