@@ -3,7 +3,7 @@
 ``glm4v_moe``).
 
 Both are prompted by the folder's own chat template through the model's processor
-(:class:`~glmdesk.engine.vision.VisionFormat`, chosen by the loader from the config's
+(:class:`~glmdesk.engine.backends.transformers.vision.VisionFormat`, chosen by the loader from the config's
 ``model_type``): this module names them and gives their stop tokens, think markers and
 the pieces of a served model's id that name them (most users run the MoE ones on a
 vLLM/SGLang server: the remote backend). The longest id marker wins, so

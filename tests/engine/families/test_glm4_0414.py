@@ -12,10 +12,10 @@ import pytest
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.parts import ReasoningPart, TextPart, merged
 from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
+from glmdesk.engine.backends.transformers.loader import load_model
 from glmdesk.engine.chatglm.detect import detect_family
 from glmdesk.engine.decode.generate import stream_answer
 from glmdesk.engine.families import get_family, sampling_defaults
-from glmdesk.engine.loader import load_model
 from tests.helpers import tool_models as tm
 
 
