@@ -48,7 +48,6 @@ def _recognise_moe(config: Mapping[str, Any], _folder: Path) -> str | None:
 
 
 GLM4V = ModelFamily(
-    recognise_order=100,
     name="glm4v",
     title="GLM-4.1V/4.6V-Flash",
     variants=("glm4v",),
@@ -63,7 +62,6 @@ GLM4V = ModelFamily(
 )
 
 GLM4V_MOE = ModelFamily(
-    recognise_order=110,
     name="glm4v-moe",
     title="GLM-4.5V/4.6V",
     variants=("glm4v-moe",),
