@@ -59,9 +59,9 @@ def measure(policies: list[str], rounds: int, tokens: int, suffix: str = "") -> 
     import torch
 
     from glmdesk.core.settings import LoadSettings
-    from glmdesk.engine.decode.acceleration import DEFAULT_THREADS
+    from glmdesk.engine.backends.transformers.acceleration import DEFAULT_THREADS
+    from glmdesk.engine.backends.transformers.loader import load_model
     from glmdesk.engine.decode.threads import ThreadTuner
-    from glmdesk.engine.loader import load_model
 
     loaded = load_model(LoadSettings())
     tuner = ThreadTuner(max_threads=DEFAULT_THREADS)

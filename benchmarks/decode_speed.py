@@ -12,7 +12,7 @@ Issue 10's benchmark, CPU parts:
 2. CPU options: transformers' forward against the fused step and the static
    compiled step (:mod:`glmdesk.engine.decode.static_decode`, ``--compile``: about a minute
    per compiled variant on two cores), precision bf16, weight-only int8 / int4 linear
-   layers (:mod:`glmdesk.engine.weight_only`, torch's own kernels), one thread
+   layers (:mod:`glmdesk.engine.backends.transformers.weight_only`, torch's own kernels), one thread
    against the default: tokens/s, perplexity on
    ``benchmarks/data/public_domain.txt`` and how many greedy tokens match fp32.
 3. llama.cpp on the same GGUF file, when ``llama-cpp-python`` is installed
@@ -39,12 +39,12 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache
 
 from glmdesk.core.settings import CacheSettings
+from glmdesk.engine.backends.transformers.weight_only import quantize_linears
 from glmdesk.engine.cache import FullCacheStrategy, kv_bytes_per_token
 from glmdesk.engine.cache.base import model_dtype
 from glmdesk.engine.decode.decode_step import FusedDecodeStep, fuse_projections
 from glmdesk.engine.decode.static_decode import build_static_step
 from glmdesk.engine.files.sources import embedded_gguf_path, embedded_model_folder
-from glmdesk.engine.weight_only import quantize_linears
 
 TEXT = Path(__file__).parent / "data" / "public_domain.txt"
 CONTEXTS = (256, 2048, 8192)
@@ -285,8 +285,8 @@ def llama_cpp_row(pairs: int = 3, new: int = 200, compile_too: bool = False) -> 
 
     from glmdesk.core.messages import ChatMessage
     from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
+    from glmdesk.engine.backends.transformers.loader import load_model
     from glmdesk.engine.decode.generate import stream_chat
-    from glmdesk.engine.loader import load_model
 
     messages = [ChatMessage("user", "Write a long story about a lighthouse keeper and a storm.")]
     loads = {

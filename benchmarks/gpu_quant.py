@@ -47,7 +47,7 @@ from benchmarks._gpu_common import (
     sync,
 )
 from glmdesk.core.settings import CacheSettings
-from glmdesk.engine import torchao_quant
+from glmdesk.engine.backends.transformers import torchao_quant
 from glmdesk.engine.cache import kv_bytes_per_token, make_cache_strategy
 
 #: GLM-4-9B: ChatGLM3-6B's layers with 40 of them and a 151552-token vocabulary.

@@ -86,7 +86,7 @@ def theirs(llm, prompt: list[int], new: int, bias: dict[int, float]) -> tuple[fl
 def speed(rounds: int, new: int, threads: int) -> None:
     import llama_cpp
 
-    from glmdesk.engine.loader import load_model
+    from glmdesk.engine.backends.transformers.loader import load_model
 
     print(f"## 1. Speed: {new} greedy tokens, {threads} threads, {rounds} rounds after a warm-up")
     backend = LlamaCppBackend()

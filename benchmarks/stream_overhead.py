@@ -17,8 +17,8 @@ import torch
 
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
+from glmdesk.engine.backends.transformers.loader import load_model
 from glmdesk.engine.decode.generate import stream_chat
-from glmdesk.engine.loader import load_model
 
 PROMPT = [ChatMessage("user", "Write a long story about a lighthouse keeper and a storm.")]
 

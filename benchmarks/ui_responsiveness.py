@@ -79,8 +79,8 @@ def main() -> int:
 
     from glmdesk.core.messages import ChatMessage
     from glmdesk.core.settings import CacheSettings, LoadSettings, ParamsBox, SamplingParams
+    from glmdesk.engine.backends.transformers.warmup import preload_engine
     from glmdesk.engine.files.sources import embedded_model_folder
-    from glmdesk.engine.warmup import preload_engine
     from glmdesk.ui.app.main_window import MainWindow
 
     embedded_model_folder()  # convert once, outside the measured load
@@ -280,7 +280,7 @@ def _sizes(scale: float) -> int:
     # then what is built frozen out of the collector's sight (gc.freeze).
     import gc
 
-    from glmdesk.engine.warmup import preload_engine
+    from glmdesk.engine.backends.transformers.warmup import preload_engine
 
     preload_engine(None)
     gc.freeze()

@@ -19,9 +19,9 @@ import torch
 
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
+from glmdesk.engine.backends.transformers.loader import load_model
 from glmdesk.engine.decode import utf8_guard
 from glmdesk.engine.decode.generate import stream_chat
-from glmdesk.engine.loader import load_model
 
 PROMPT = [ChatMessage("user", "用中文写一个关于灯塔看守人和暴风雨的长故事。")]
 

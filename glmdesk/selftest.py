@@ -10,7 +10,7 @@ Printed timings, in seconds:
 
 - ``process start to first token``: from the operating system starting the
   process (psutil) to the first generated token: what a user waits for.
-- ``load``: :func:`glmdesk.engine.loader.load_model` (includes a first-start
+- ``load``: :func:`glmdesk.engine.backends.transformers.loader.load_model` (includes a first-start
   conversion of the GGUF file).
 - ``time to first token``: from asking to the first token (prompt prefill).
 """
@@ -50,8 +50,8 @@ def run() -> int:
     started_age = _process_age_s()  # imports before this point count too
     t0 = time.perf_counter()
     try:
+        from glmdesk.engine.backends.transformers.loader import load_model
         from glmdesk.engine.decode.generate import stream_chat
-        from glmdesk.engine.loader import load_model
 
         loaded = load_model(LoadSettings())
     except GlmdeskError as exc:

@@ -48,7 +48,7 @@ _LOADED: list = []
 def embedded(embedded_folder):
     """The embedded model loaded for chat (fp32, CPU): the session's one load of it."""
     from glmdesk.core.settings import LoadSettings
-    from glmdesk.engine.loader import load_model
+    from glmdesk.engine.backends.transformers.loader import load_model
 
     loaded = load_model(LoadSettings())
     _LOADED.append(loaded)

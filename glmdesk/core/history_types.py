@@ -35,11 +35,7 @@ STATES = ("partial", "complete")
 MESSAGE_KINDS = ("text", "tool_call", "observation", "image")
 
 
-class HistoryError(Exception):
-    """A history database that cannot be used (for example a newer schema)."""
-
-
-class SchemaTooNewError(HistoryError):
+class SchemaTooNewError(Exception):
     """The database was written by a newer glmdesk with a schema this one does not know."""
 
 

@@ -10,7 +10,7 @@ once per answer. From the rows:
 - ``SamplingParams.__post_init__`` validates (:meth:`SamplingField.check`);
 - the sidebar builds its controls (``glmdesk.ui.sidebar.sampling_controls``);
 - the settings store saves and reads ``sampling/<name>`` (``glmdesk.ui.common.settings_store``);
-- ``glmdesk chat`` gets ``--<name>`` options (``glmdesk.cli_options``);
+- ``glmdesk chat`` gets ``--<name>`` options (``glmdesk.cli.options``);
 - ``glmdesk serve``'s request body gets the request fields (``glmdesk.server.schemas``),
   read by :func:`params_from_request`;
 - the remote backend's request is :func:`request_fields`.

@@ -19,8 +19,8 @@ from glmdesk.core.sampling_fields import SamplingParams
 QUANTIZATIONS = ("none", "8bit", "4bit", "int8-wo", "int4-wo")
 #: Quantizations done by bitsandbytes wherever they run.
 BNB_QUANTIZATIONS = ("8bit", "4bit")
-#: Weight-only quantizations: torch's CPU kernels (:mod:`glmdesk.engine.weight_only`)
-#: on the CPU, torchao's on CUDA (:mod:`glmdesk.engine.torchao_quant`).
+#: Weight-only quantizations: torch's CPU kernels (:mod:`glmdesk.engine.backends.transformers.weight_only`)
+#: on the CPU, torchao's on CUDA (:mod:`glmdesk.engine.backends.transformers.torchao_quant`).
 WEIGHT_ONLY_QUANTIZATIONS = ("int8-wo", "int4-wo")
 #: What each quantization choice runs, per device type (``cpu``, ``cuda``): the one
 #: table that decides it. ``bnb-*``: bitsandbytes through transformers'

@@ -5,12 +5,12 @@ Weights: each kind of parameter (:class:`~glmdesk.engine.forecast_shape.ModelSha
 at the bytes the chosen precision and quantization give it:
 
 - fp32 4 bytes, bf16/fp16 2 (``auto``: bf16 on a GPU, fp32 on the CPU, as
-  :func:`glmdesk.engine.placement.choose_device_and_dtype` chooses);
+  :func:`glmdesk.engine.backends.transformers.placement.choose_device_and_dtype` chooses);
 - bitsandbytes LLM.int8 (Dettmers et al. 2022): linear weights 1 byte plus a float32
   scale per output row (taken as 1 byte); NF4 with double quantization (QLoRA,
   Dettmers et al. 2023, §3): 4 bits + 0.127 bits of block constants = 0.516 bytes;
   both leave embeddings, norms and the output head at the compute precision;
-- glmdesk's weight-only schemes (:mod:`glmdesk.engine.weight_only`): int8 1 byte,
+- glmdesk's weight-only schemes (:mod:`glmdesk.engine.backends.transformers.weight_only`): int8 1 byte,
   int4 0.5 byte + a bf16 scale and zero per group of 32 = 0.625 bytes; the output
   head in int8 under both, a tied head as an int8 copy beside the float embedding;
 - routed experts stay at the compute precision under every transformers
@@ -247,7 +247,7 @@ def plan_load(settings, engine: str, on_gpu: bool, budget: Budget, shape: ModelS
     for transformers, whose cache grows with the conversation, the model's context at
     most that many tokens. Experts in RAM: llama.cpp's option; for transformers, when
     the whole model does not fit the GPU's free memory (its loader then maps the
-    experts to the CPU, :func:`glmdesk.engine.placement.moe_offload_plan`).
+    experts to the CPU, :func:`glmdesk.engine.backends.transformers.placement.moe_offload_plan`).
     """
     from glmdesk.core.settings import LLAMA_DEFAULT_N_CTX
 

@@ -51,7 +51,7 @@ class StopStrings:
 
 
 @dataclass
-class AnswerRecord:
+class RequestRecord:
     """What the server did for one request (for the request counter and tests).
 
     Attributes:
@@ -89,7 +89,7 @@ class AnswerRun:
         self,
         loop: asyncio.AbstractEventLoop,
         make_stream: Callable[[threading.Event], Iterator[GenerationChunk]],
-        record: AnswerRecord,
+        record: RequestRecord,
         on_done: Callable[[], None],
     ) -> None:
         self.loop = loop

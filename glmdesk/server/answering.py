@@ -11,7 +11,7 @@ from fastapi import Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from glmdesk.engine.chunk import GenerationChunk
-from glmdesk.server.answer import AnswerRecord, AnswerRun, StopStrings
+from glmdesk.server.answer import AnswerRun, RequestRecord, StopStrings
 from glmdesk.server.body import ClientGone
 from glmdesk.server.errors import from_engine
 from glmdesk.server.responses import Outcome, Reply, pieces, sse
@@ -71,7 +71,7 @@ async def answer(
     stops = StopStrings(stop_strings(body))
     loop = asyncio.get_running_loop()
     await _unless_gone(request, state.turns.acquire(), undo=lambda _held: state.turns.release())
-    record = AnswerRecord(reply.id)
+    record = RequestRecord(reply.id)
     state.records.append(record)
     run = AnswerRun(loop, make_stream, record, state.turns.release)
     run.start()

@@ -231,7 +231,7 @@ def _models_in(annotation: Any) -> list[type[BaseModel]]:
 
 def client_param(loc: tuple, names: frozenset[str]) -> str | None:
     """The client's name for an error's location: list positions as ``[i]``, pydantic's
-    union branches (``str``, ``list[TextPart]``) and ``body`` left out."""
+    union branches (``str``, ``list[ContentPart]``) and ``body`` left out."""
     out = ""
     for part in loc:
         if isinstance(part, int):

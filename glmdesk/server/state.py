@@ -13,7 +13,7 @@ from fastapi import Request
 from glmdesk.core.settings import CacheSettings, SamplingParams
 from glmdesk.engine.backends.base import Backend
 from glmdesk.engine.families import sampling_defaults
-from glmdesk.server.answer import AnswerRecord
+from glmdesk.server.answer import RequestRecord
 from glmdesk.server.body import BodyIntake
 from glmdesk.server.config import ServeSettings
 from glmdesk.server.errors import APIError
@@ -42,7 +42,7 @@ class ServerState:
         bodies: How request bodies are taken in (limit, budget, timeout).
         tokenizing: Lets one prompt be tokenized at a time (its memory is bounded).
         requests: Answers started since the server started.
-        records: The last answers, newest last (:class:`AnswerRecord`).
+        records: The last answers, newest last (:class:`RequestRecord`).
         on_request: Called on the event loop with :attr:`requests` when an answer starts.
     """
 
@@ -63,7 +63,7 @@ class ServerState:
         self.bodies = BodyIntake(self.body_limit, BODY_BUDGET_LIMITS * self.body_limit)
         self.tokenizing = asyncio.Semaphore(1)
         self.requests = 0
-        self.records: deque[AnswerRecord] = deque(maxlen=64)
+        self.records: deque[RequestRecord] = deque(maxlen=64)
         self.on_request = on_request
         self.created = int(time.time())
 

@@ -59,5 +59,5 @@ def test_import_linter_contracts_hold():
 
 
 def test_server_imports_no_qt():
-    out = import_with_blocked(modules("glmdesk.server") + ["glmdesk.cli_serve"], ["PySide6", "shiboken6"])
+    out = import_with_blocked(modules("glmdesk.server") + ["glmdesk.cli.serve"], ["PySide6", "shiboken6"])
     assert out.returncode == 0, out.stderr

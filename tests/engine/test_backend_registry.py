@@ -9,7 +9,7 @@ import dataclasses
 
 import pytest
 
-from glmdesk.cli_options import add_model_arguments, load_settings
+from glmdesk.cli.options import add_model_arguments, load_settings
 from glmdesk.core.engine_options import flat_options
 from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.settings import LoadSettings
@@ -150,7 +150,7 @@ def test_importing_any_engine_module_registers_the_engines_options() -> None:
     import sys
 
     code = (
-        "from glmdesk.engine.loader import load_model; from glmdesk.core.settings import LoadSettings;"
+        "from glmdesk.engine.backends.transformers.loader import load_model; from glmdesk.core.settings import LoadSettings;"
         "s = LoadSettings(precision='fp32', n_ctx=4096); print(s.precision, s.n_ctx)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

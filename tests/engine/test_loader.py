@@ -11,12 +11,12 @@ import torch
 from glmdesk.core.errors import GlmdeskError
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
+from glmdesk.engine.backends.transformers.loader import load_model
+from glmdesk.engine.backends.transformers.options import option_availability
+from glmdesk.engine.backends.transformers.placement import choose_device_and_dtype
 from glmdesk.engine.decode.generate import stream_chat
 from glmdesk.engine.files import sources
 from glmdesk.engine.files.sources import converted_gguf_folder, embedded_gguf_path, resolve_source
-from glmdesk.engine.loader import load_model
-from glmdesk.engine.options import option_availability
-from glmdesk.engine.placement import choose_device_and_dtype
 
 PARIS = [ChatMessage("user", "What is the capital of France?")]
 
@@ -179,7 +179,7 @@ def _folder_copy(embedded_folder, tmp_path):
 
 
 def test_prebuilt_tokenizer_is_used_once_and_only_while_its_files_are_unchanged(embedded_folder, tmp_path):
-    from glmdesk.engine.placement import prebuild_tokenizer
+    from glmdesk.engine.backends.transformers.placement import prebuild_tokenizer
 
     folder = _folder_copy(embedded_folder, tmp_path)
     settings = LoadSettings(model=str(folder))
@@ -197,7 +197,7 @@ def test_prebuilt_tokenizer_is_used_once_and_only_while_its_files_are_unchanged(
 
 
 def test_prebuild_never_converts_or_downloads(tmp_path):
-    from glmdesk.engine.placement import prebuild_tokenizer
+    from glmdesk.engine.backends.transformers.placement import prebuild_tokenizer
 
     fake = tmp_path / "new.gguf"
     fake.write_bytes(b"GGUF" + os.urandom(4096))
@@ -229,7 +229,7 @@ def test_a_load_out_of_memory_gives_back_idle_slabs_then_tries_again(embedded_fo
     nothing idle it says there is not enough memory at once."""
     import gc
 
-    from glmdesk.engine import placement
+    from glmdesk.engine.backends.transformers import placement
     from glmdesk.engine.cache.static_pool import StaticBufferPool, release_idle_slabs
 
     release_idle_slabs()  # other tests' idle slabs

@@ -12,7 +12,7 @@ import torch
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import CacheSettings, LoadSettings, ParamsBox, SamplingParams
 from glmdesk.engine.backends.llamacpp.backend import LlamaCppBackend
-from glmdesk.engine.placement import moe_offload_plan
+from glmdesk.engine.backends.transformers.placement import moe_offload_plan
 from tests.helpers.gguf_models import write_glm45_gguf
 from tests.helpers.glm45_models import write_glm45
 

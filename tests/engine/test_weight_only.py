@@ -8,9 +8,9 @@ import torch
 from torch import nn
 
 from glmdesk.core.settings import LoadSettings
-from glmdesk.engine import weight_only
-from glmdesk.engine.loader import load_model
-from glmdesk.engine.weight_only import GROUP_SIZE, WeightOnlyLinear, quantize_linears
+from glmdesk.engine.backends.transformers import weight_only
+from glmdesk.engine.backends.transformers.loader import load_model
+from glmdesk.engine.backends.transformers.weight_only import GROUP_SIZE, WeightOnlyLinear, quantize_linears
 
 
 def dequantized(layer: WeightOnlyLinear) -> torch.Tensor:
@@ -68,7 +68,7 @@ def test_weight_only_embedded_model_answers(embedded_folder, scheme):
 
 
 def test_threads_setting_applies_and_zero_restores_the_default(embedded_folder):
-    from glmdesk.engine.decode.acceleration import DEFAULT_THREADS
+    from glmdesk.engine.backends.transformers.acceleration import DEFAULT_THREADS
 
     try:
         load_model(LoadSettings(threads=1))

@@ -204,7 +204,7 @@ def glm4v_folder(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def glm4v_loaded(glm4v_folder):
     """The tiny GLM-4.1V loaded by glmdesk's transformers loader (fp32, CPU)."""
-    from glmdesk.engine.loader import load_model
+    from glmdesk.engine.backends.transformers.loader import load_model
 
     return load_model(LoadSettings(model=str(glm4v_folder), device="cpu"))
 
@@ -249,7 +249,7 @@ def generate_reference(loaded, messages, n):
     import torch
     from transformers import LogitsProcessorList
 
-    from glmdesk.engine.vision_processor import to_picture
+    from glmdesk.engine.backends.transformers.vision_processor import to_picture
 
     processor = loaded.prompt_format.processor
     rows, pictures = [], []

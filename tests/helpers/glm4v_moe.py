@@ -69,6 +69,6 @@ def glm4v_moe_folder(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def glm4v_moe_loaded(glm4v_moe_folder):
     """The tiny GLM-4.5V loaded by glmdesk's transformers loader (fp32, CPU)."""
-    from glmdesk.engine.loader import load_model
+    from glmdesk.engine.backends.transformers.loader import load_model
 
     return load_model(LoadSettings(model=str(glm4v_moe_folder), device="cpu"))

@@ -35,13 +35,13 @@ def write_glm4_tokenizer(folder: Path) -> Path:
 
 
 def tiny_glm4(folder: Path):
-    """A :class:`~glmdesk.engine.loader.LoadedModel`: tiny GLM-4 weights (seeded) and format."""
+    """A :class:`~glmdesk.engine.backends.transformers.loader.LoadedModel`: tiny GLM-4 weights (seeded) and format."""
     from transformers import GlmConfig, GlmForCausalLM
 
+    from glmdesk.engine.backends.transformers.loaded_model import LoadedModel
     from glmdesk.engine.chatglm import GLM4Format
     from glmdesk.engine.formats.glm4_tokenizer import load_glm4_tokenizer
     from glmdesk.engine.info import ModelInfo
-    from glmdesk.engine.loaded_model import LoadedModel
 
     tok = load_glm4_tokenizer(folder)
     vocab = -(-(max(tok.special_ids.values()) + 1) // 64) * 64

@@ -258,7 +258,7 @@ def test_chat_template_kwargs_switch_thinking_off_for_one_request(served):
 
 
 def test_the_remote_backend_asks_a_server_for_no_thinking(served):
-    from glmdesk.cli_options import apply_thinking
+    from glmdesk.cli.options import apply_thinking
     from glmdesk.core.messages import ChatMessage
     from glmdesk.core.settings import ParamsBox, SamplingParams
     from glmdesk.engine.backends.remote.backend import RemoteBackend

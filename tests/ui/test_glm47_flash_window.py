@@ -5,7 +5,7 @@ and its XML call becomes a tool card with the parsed arguments."""
 from __future__ import annotations
 
 from glmdesk.core.settings import LoadSettings, SamplingParams
-from glmdesk.engine.loader import load_model
+from glmdesk.engine.backends.transformers.loader import load_model
 from tests.helpers import tool_models as tm
 from tests.helpers.gguf_models import write_gguf
 from tests.helpers.glm47_flash_models import write_glm47_flash

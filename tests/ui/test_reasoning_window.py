@@ -9,7 +9,7 @@ import re
 from PySide6.QtGui import QGuiApplication
 
 from glmdesk.core.settings import LoadSettings
-from glmdesk.engine.loader import load_model
+from glmdesk.engine.backends.transformers.loader import load_model
 from tests.helpers import glm4_0414_models as glm0414
 from tests.helpers import tool_models as tm
 from tests.ui.conftest import history_window

@@ -2,7 +2,7 @@
 its own, and Inductor's code cache in glmdesk's cache folder.
 
 The static decode path (:mod:`glmdesk.engine.decode.static_decode`) compiles its one-token
-step with these; :mod:`glmdesk.engine.options` asks :func:`compiler_missing_reason` to grey
+step with these; :mod:`glmdesk.engine.backends.transformers.options` asks :func:`compiler_missing_reason` to grey
 out *Compile the decode step* before any load.
 
 Sources: PyTorch's ``torch.compile`` documentation (TorchDynamo's per-code-object cache

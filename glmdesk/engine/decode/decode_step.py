@@ -44,7 +44,7 @@ class FusedProjection(nn.Module):
 
     Args:
         linear: The fused layer, ``[in] -> [sum(sizes)]`` (``nn.Linear``, or a
-            :class:`~glmdesk.engine.weight_only.WeightOnlyLinear` after quantization).
+            :class:`~glmdesk.engine.backends.transformers.weight_only.WeightOnlyLinear` after quantization).
         sizes: Output features of each part, in order.
 
     Shapes:

@@ -34,6 +34,7 @@ from glmdesk.engine.decode.context import (
 )
 from glmdesk.engine.decode.decoding import LogitsSource, Sampler, answer_seed, generate_tokens
 from glmdesk.engine.decode.detokenizer import IncrementalDetokenizer
+from glmdesk.engine.decode.out_of_memory import answer_error, give_back_memory
 from glmdesk.engine.decode.thinking_budget import thinking_budget
 from glmdesk.engine.families.parser import ReplyParser, reply_parser
 from glmdesk.engine.formats.prompt import (
@@ -44,7 +45,6 @@ from glmdesk.engine.formats.prompt import (
     forced_call,
     thinking_for,
 )
-from glmdesk.engine.out_of_memory import answer_error, give_back_memory
 
 #: Builds the prompt for an answer from the prompt limit (context minus answer budget,
 #: in tokens); raises ``GlmdeskError("prompt_too_long")`` when it cannot fit.

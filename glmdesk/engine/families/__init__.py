@@ -1,9 +1,9 @@
 """The model-family registry: one :class:`ModelFamily` per family, one module each.
 
 Adding a family is one new module here (a :class:`ModelFamily` with its recogniser,
-stop tokens, sampling defaults, prompt format factory, tool dialect, think markers and
-``recognise_order``: where its recognisers are tried, the specific before the general)
-plus its tests: :func:`discover` finds it. Everything else asks this module:
+stop tokens, sampling defaults, prompt format factory, tool dialect and think markers),
+one line in :data:`FAMILIES` (where its recognisers are tried: the specific before the
+general) and its tests. Everything else asks this module:
 
 - :func:`recognise_folder` (``chatglm/detect.py``), :func:`recognise_gguf`
   (``backends/llamacpp/vocab.py``), :func:`family_for_model_id` (the remote backend);
@@ -16,51 +16,61 @@ plus its tests: :func:`discover` finds it. Everything else asks this module:
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from glmdesk.core.settings import SamplingParams
 from glmdesk.engine.families.base import GgufMeta, ModelFamily, TokenLookup, collect_stop_ids
+from glmdesk.engine.families.chatglm2 import CHATGLM2
+from glmdesk.engine.families.chatglm3 import CHATGLM3
+from glmdesk.engine.families.chatglm_v1 import CHATGLM_V1
+from glmdesk.engine.families.generic import GENERIC
+from glmdesk.engine.families.glm4 import GLM4, GLM4_HF
+from glmdesk.engine.families.glm4_0414 import GLM4_0414, GLM_Z1
+from glmdesk.engine.families.glm4_moe import GLM4_MOE
+from glmdesk.engine.families.glm4_moe_lite import GLM4_MOE_LITE
+from glmdesk.engine.families.glm4v import GLM4V, GLM4V_MOE
 
 
-def discover(paths=None, prefix: str = __name__ + ".") -> tuple[ModelFamily, ...]:
-    """Every :class:`ModelFamily` defined at the top of a module under ``paths`` (this
-    package's folder), each once, in :attr:`~ModelFamily.recognise_order`.
-
-    Args:
-        paths: Folders to look in (``__path__`` of this package by default).
-        prefix: The dotted name their modules import under.
+def in_order(*families: ModelFamily) -> tuple[ModelFamily, ...]:
+    """``families`` as the order their recognisers are tried in, once each checked.
 
     Raises:
-        ValueError: when two families share a name or a detected variant.
+        ValueError: when two families share a detected variant, or the last one is not
+            the generic family (it claims what no other does).
     """
-    found: dict[int, ModelFamily] = {}
-    for module in pkgutil.iter_modules(paths if paths is not None else __path__, prefix):
-        for value in vars(importlib.import_module(module.name)).values():
-            if isinstance(value, ModelFamily):
-                found[id(value)] = value
-    families = sorted(found.values(), key=lambda family: family.recognise_order)
     seen: dict[str, str] = {}
     for family in families:
         for variant in family.variants:
             if seen.setdefault(variant, family.name) != family.name:
                 raise ValueError(f"{variant!r} is a variant of both {seen[variant]} and {family.name}.")
-    return tuple(families)
+    if not families or families[-1] is not GENERIC:
+        raise ValueError("The generic family must come last: it claims what no other family does.")
+    return families
 
 
-#: Every family, in the order their recognisers are tried (:attr:`ModelFamily.recognise_order`:
-#: the specific before the general, the generic one last).
-FAMILIES: tuple[ModelFamily, ...] = discover()
-#: The family that takes what no other recognises.
-GENERIC = FAMILIES[-1]
-
+#: Every family, in the order their recognisers are tried: the first that claims a
+#: folder, a GGUF file or a served model's id names it.
+FAMILIES: tuple[ModelFamily, ...] = in_order(
+    CHATGLM_V1,  # the original ChatGLM-6B layout is told apart first
+    GLM_Z1,  # before GLM-4-0414 and GLM-4-9B: a glm4 GGUF with Z1's template is Z1's
+    GLM4_0414,  # before GLM-4-9B: a glm4 GGUF with a chat template is GLM-4-0414's
+    GLM4,  # GLM-4-9B (original layout, or a glm4 GGUF without a template)
+    CHATGLM3,
+    CHATGLM2,
+    GLM4_HF,  # transformers' own GLM-4 classes
+    GLM4_MOE,  # GLM-4.5 / 4.6 / 4.7
+    GLM4_MOE_LITE,  # GLM-4.7-Flash
+    GLM4V,
+    GLM4V_MOE,
+    GENERIC,  # last: it claims what no other family does
+)
 _BY_VARIANT = {variant: family for family in FAMILIES for variant in family.variants}
 
 __all__ = [
     "FAMILIES",
+    "GENERIC",
     "ModelFamily",
     "TokenLookup",
     "collect_stop_ids",

@@ -133,8 +133,6 @@ class ModelFamily:
         unsupported: Why glmdesk does not run it (a sentence's end), or ``""``.
         thinking_switch: Its template switches reasoning off (``enable_thinking``), so
             a server of such a model takes ``chat_template_kwargs`` for it.
-        recognise_order: Where its recognisers are tried among the families (smaller
-            first: the specific before the general; the generic family is last).
     """
 
     name: str
@@ -156,7 +154,6 @@ class ModelFamily:
     unsupported: str = ""
     thinking_switch: bool = False
     variant_defaults: tuple[tuple[str, SamplingParams], ...] = ()
-    recognise_order: int = 500
 
     def __post_init__(self) -> None:
         if not self.variants or self.variants[0] != self.name:

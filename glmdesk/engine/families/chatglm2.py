@@ -37,7 +37,6 @@ def _format(_family: ModelFamily, tokenizer, _eos_ids: tuple[int, ...]):
 
 
 CHATGLM2 = ModelFamily(
-    recognise_order=60,
     name="chatglm2",
     title="ChatGLM2-6B",
     variants=("chatglm2", "chatglm2-32k"),

@@ -40,7 +40,6 @@ def _format(_family: ModelFamily, tokenizer, eos_ids: tuple[int, ...]):
 
 
 CHATGLM3 = ModelFamily(
-    recognise_order=50,
     name="chatglm3",
     title="ChatGLM3-6B",
     variants=("chatglm3", "chatglm3-32k"),

@@ -20,7 +20,6 @@ def _recognise(config: Mapping[str, Any], folder: Path) -> str | None:
 
 
 CHATGLM_V1 = ModelFamily(
-    recognise_order=10,  # the original ChatGLM-6B layout is told apart first
     name="chatglm-v1",
     title="ChatGLM-6B (first generation)",
     variants=("chatglm-v1",),

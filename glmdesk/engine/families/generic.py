@@ -32,7 +32,6 @@ def _recognise_gguf(_architecture: str, _lookup, _meta) -> str | None:
 
 
 GENERIC = ModelFamily(
-    recognise_order=10000,  # last: it claims what no other family does
     name="generic",
     title="chat-template model",
     variants=("generic", "generic-hf", "gguf", "hub", "embedded", "remote"),

@@ -71,7 +71,6 @@ def chat_template_format(family: ModelFamily, tokenizer, eos_ids: tuple[int, ...
 
 
 GLM4 = ModelFamily(
-    recognise_order=40,
     name="glm4",
     title="GLM-4-9B",
     variants=("glm4",),
@@ -86,7 +85,6 @@ GLM4 = ModelFamily(
 )
 
 GLM4_HF = ModelFamily(
-    recognise_order=70,
     name="glm4-hf",
     title="GLM-4-9B (transformers layout)",
     variants=("glm4-hf",),

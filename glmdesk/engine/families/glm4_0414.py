@@ -66,7 +66,6 @@ def _recognise_chat_gguf(architecture: str, lookup: TokenLookup, meta: GgufMeta)
 
 
 GLM_Z1 = ModelFamily(
-    recognise_order=20,  # before GLM-4-0414 and GLM-4-9B: a glm4 GGUF with Z1's template is Z1's
     name="glm-z1",
     title="GLM-Z1-0414",
     variants=("glm-z1",),
@@ -82,7 +81,6 @@ GLM_Z1 = ModelFamily(
 )
 
 GLM4_0414 = ModelFamily(
-    recognise_order=30,  # before GLM-4-9B: a glm4 GGUF with a chat template is GLM-4-0414's
     name="glm4-0414",
     title="GLM-4-0414",
     variants=("glm4-0414",),

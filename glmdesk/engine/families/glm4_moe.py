@@ -69,7 +69,6 @@ def glm45_format(family: ModelFamily, tokenizer, eos_ids: tuple[int, ...]):
 
 
 GLM4_MOE = ModelFamily(
-    recognise_order=80,
     name="glm4-moe",
     title="GLM-4.5/4.6/4.7",
     variants=("glm4-moe", "glm4.6-moe"),

@@ -57,7 +57,6 @@ def _recognise_gguf(architecture: str, lookup: TokenLookup, meta: GgufMeta) -> s
 
 
 GLM4_MOE_LITE = ModelFamily(
-    recognise_order=90,
     name="glm4-moe-lite",
     title="GLM-4.7-Flash",
     variants=("glm4-moe-lite",),

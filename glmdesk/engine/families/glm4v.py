@@ -3,7 +3,7 @@
 ``glm4v_moe``).
 
 Both are prompted by the folder's own chat template through the model's processor
-(:class:`~glmdesk.engine.vision.VisionFormat`, chosen by the loader from the config's
+(:class:`~glmdesk.engine.backends.transformers.vision.VisionFormat`, chosen by the loader from the config's
 ``model_type``): this module names them and gives their stop tokens, think markers and
 the pieces of a served model's id that name them (most users run the MoE ones on a
 vLLM/SGLang server: the remote backend). The longest id marker wins, so
@@ -48,7 +48,6 @@ def _recognise_moe(config: Mapping[str, Any], _folder: Path) -> str | None:
 
 
 GLM4V = ModelFamily(
-    recognise_order=100,
     name="glm4v",
     title="GLM-4.1V/4.6V-Flash",
     variants=("glm4v",),
@@ -63,7 +62,6 @@ GLM4V = ModelFamily(
 )
 
 GLM4V_MOE = ModelFamily(
-    recognise_order=110,
     name="glm4v-moe",
     title="GLM-4.5V/4.6V",
     variants=("glm4v-moe",),

@@ -1,7 +1,7 @@
 """Prompt formats: turn a conversation into token ids for one model family.
 
 Each format is a small class behind :class:`PromptFormat`; :func:`prompt_format_for`
-(in ``glmdesk.engine.loader``) chooses one. The ChatGLM2/ChatGLM3 formats live in
+(in ``glmdesk.engine.backends.transformers.loader``) chooses one. The ChatGLM2/ChatGLM3 formats live in
 ``glmdesk.engine.chatglm``.
 """
 

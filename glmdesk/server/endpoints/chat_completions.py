@@ -28,7 +28,7 @@ _ROLES = {"system": "system", "developer": "system", "user": "user", "assistant"
 _TOOL_ROLES = ("tool", "function")
 
 
-class TextPart(Body):
+class ContentPart(Body):
     """One part of a message's content: ``text``, or ``image_url`` (``{"url": "data:..."}``)."""
 
     type: str
@@ -40,7 +40,7 @@ class MessageIn(Body):
     """One chat message as clients send it."""
 
     role: str
-    content: str | list[TextPart] | None = None
+    content: str | list[ContentPart] | None = None
     tool_calls: list[dict[str, Any]] | None = None
     tool_call_id: str | None = None
     name: str | None = None

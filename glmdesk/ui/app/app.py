@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QApplication, QSplashScreen
 
 from glmdesk import __version__
 from glmdesk.core.history import History
-from glmdesk.engine.warmup import preload_engine
+from glmdesk.engine.backends.transformers.warmup import preload_engine
 from glmdesk.resources import resource_path
 from glmdesk.ui.app.main_window import MainWindow
 from glmdesk.ui.app.window_menus import theme_controller

@@ -8,7 +8,7 @@ two ``threading.Event`` objects it sets directly: a load's cancel and an answer'
 stop (the worker is busy in the decode loop, so a queued slot would run too late).
 
 The engine (torch, transformers) is imported inside the slots. ``run_app`` imports
-it once with :func:`glmdesk.engine.warmup.preload_engine` before the window is shown:
+it once with :func:`glmdesk.engine.backends.transformers.warmup.preload_engine` before the window is shown:
 importing torch holds the GIL for hundreds of milliseconds at a time.
 
 Shutdown (:func:`stop_thread`): set stop and cancel, ``quit()``, ``wait()``; the

@@ -319,12 +319,12 @@ def g4(glm4_tok):
 @pytest.fixture
 def chatglm3_loaded(make_checkpoint, tmp_path):
     """A tiny ChatGLM3 checkpoint converted and loaded as a
-    :class:`~glmdesk.engine.loader.LoadedModel` (fp32, CPU), for the real decode loop."""
+    :class:`~glmdesk.engine.backends.transformers.loader.LoadedModel` (fp32, CPU), for the real decode loop."""
     from transformers import GlmForCausalLM
 
+    from glmdesk.engine.backends.transformers.loaded_model import LoadedModel
     from glmdesk.engine.chatglm import prepare_checkpoint
     from glmdesk.engine.info import ModelInfo
-    from glmdesk.engine.loaded_model import LoadedModel
 
     src, *_ = make_checkpoint("chatglm3", n_shards=1)
     p = prepare_checkpoint(src, tmp_path / "cache")

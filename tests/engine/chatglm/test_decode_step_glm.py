@@ -7,9 +7,9 @@ import pytest
 import torch
 
 from glmdesk.core.settings import CacheSettings, LoadSettings
+from glmdesk.engine.backends.transformers.loader import load_model
 from glmdesk.engine.decode.compile_support import compiler_missing_reason
 from glmdesk.engine.decode.static_decode import StaticDecodeStep
-from glmdesk.engine.loader import load_model
 from tests.engine.decode.test_decode_step import step_logits
 
 

@@ -6,9 +6,9 @@ import json
 
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
+from glmdesk.engine.backends.transformers.loader import load_model
 from glmdesk.engine.chatglm.detect import declared_tokenizer, detect_family
 from glmdesk.engine.decode.generate import stream_chat
-from glmdesk.engine.loader import load_model
 
 
 def test_small_vocabulary_glm4_folder_is_read_as_glm4(make_glm4_checkpoint):

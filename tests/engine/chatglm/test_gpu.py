@@ -126,7 +126,7 @@ def test_moe_folder_too_large_for_the_gpu_keeps_its_experts_in_ram(monkeypatch, 
     """A GLM-4.5 folder whose forecast exceeds the GPU's free memory (faked just below
     it) loads with the routed experts mapped to the CPU, answers, and reports the bytes
     kept in RAM (the gauge then counts the rest on the card)."""
-    from glmdesk.engine import placement
+    from glmdesk.engine.backends.transformers import placement
     from glmdesk.engine.forecast import forecast
     from glmdesk.engine.forecast_shape import shape_from_folder
     from tests.helpers.glm45_models import write_glm45

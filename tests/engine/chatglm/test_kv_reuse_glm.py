@@ -13,8 +13,8 @@ import pytest
 
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import CacheSettings, LoadSettings, ParamsBox, SamplingParams
+from glmdesk.engine.backends.transformers.loader import load_model
 from glmdesk.engine.decode.generate import stream_chat
-from glmdesk.engine.loader import load_model
 
 GREEDY = ParamsBox(SamplingParams(temperature=0.0, max_new_tokens=5))
 STRATEGIES = [CacheSettings(), CacheSettings(strategy="sliding_window", sinks=4, window=16)]

@@ -7,8 +7,8 @@ import pytest
 
 from glmdesk.core.errors import GlmdeskError
 from glmdesk.core.settings import LoadSettings
+from glmdesk.engine.backends.transformers.loader import load_model
 from glmdesk.engine.chatglm import convert_checkpoint
-from glmdesk.engine.loader import load_model
 
 LFS_POINTER = (
     "version https://git-lfs.github.com/spec/v1\n"

@@ -7,8 +7,8 @@ import pytest
 from glmdesk.core.errors import GlmdeskError
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
+from glmdesk.engine.backends.transformers.loader import load_model
 from glmdesk.engine.decode.generate import stream_chat
-from glmdesk.engine.loader import load_model
 
 
 @pytest.mark.parametrize("family", ["chatglm2", "chatglm3"])

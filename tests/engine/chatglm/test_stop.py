@@ -65,7 +65,7 @@ def test_generate_stops_on_each_chatglm3_stop_id(prepared, stop_name):
 
 def test_stream_chat_end_to_end(prepared):
     generate = pytest.importorskip("glmdesk.engine.decode.generate")
-    loader = pytest.importorskip("glmdesk.engine.loader")
+    loader = pytest.importorskip("glmdesk.engine.backends.transformers.loader")
     from glmdesk.core.settings import ParamsBox, SamplingParams
 
     def run(p, script, max_new=40):

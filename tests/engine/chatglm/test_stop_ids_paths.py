@@ -9,12 +9,12 @@ import json
 import pytest
 
 from glmdesk.core.settings import LoadSettings
+from glmdesk.engine.backends.transformers.loader import load_model
 from glmdesk.engine.chatglm import prepare_checkpoint
 from glmdesk.engine.chatglm.glm_config import tokenizer_stop_ids
 from glmdesk.engine.families import get_family
 from glmdesk.engine.formats.chatglm_formats import GLM4_SPECIAL_IDS, STOP_IDS_BY_FAMILY
 from glmdesk.engine.formats.chatglm_tokenizer import SPECIAL_TOKENS
-from glmdesk.engine.loader import load_model
 
 
 def test_the_rule_gives_thudms_lists_on_the_released_vocabularies():

@@ -18,10 +18,10 @@ from glmdesk.core.parts import ToolCallPart
 from glmdesk.core.settings import ParamsBox, SamplingParams
 from glmdesk.core.tools import INTERPRETER, FunctionSpec, ToolSet
 from glmdesk.engine.backends.transformers.backend import TransformersBackend
+from glmdesk.engine.backends.transformers.loaded_model import LoadedModel
 from glmdesk.engine.chatglm import prepare_checkpoint
 from glmdesk.engine.decode.generate import stream_answer
 from glmdesk.engine.info import ModelInfo
-from glmdesk.engine.loaded_model import LoadedModel
 from tests.helpers import tool_models as tm
 
 TOOLS = ToolSet((FunctionSpec("get_weather", "Weather of a city"),), interpreter=True)

@@ -10,8 +10,8 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from glmdesk.core.settings import LoadSettings
+from glmdesk.engine.backends.transformers.loader import load_model
 from glmdesk.engine.decode import compile_support, decode_step, static_decode
-from glmdesk.engine.loader import load_model
 
 
 def tiny_llama(seed: int = 0) -> LlamaForCausalLM:
@@ -92,7 +92,7 @@ def test_no_compiler_is_known_before_a_minute_of_tracing(embedded_folder, monkey
     Dynamo; Open model greys the option out with the same reason."""
     import sys
 
-    from glmdesk.engine.options import option_availability
+    from glmdesk.engine.backends.transformers.options import option_availability
 
     if frozen:
         monkeypatch.setattr(sys, "frozen", True, raising=False)

@@ -15,10 +15,10 @@ from torch import nn
 from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
 from glmdesk.core.settings import CacheSettings, LoadSettings
+from glmdesk.engine.backends.transformers.loader import load_model
 from glmdesk.engine.cache import make_cache_strategy
 from glmdesk.engine.decode import decode_step
 from glmdesk.engine.decode.decode_step import FusedProjection, ProjectionSlice
-from glmdesk.engine.loader import load_model
 
 TEXT = Path(__file__).parents[3] / "benchmarks" / "data" / "public_domain.txt"
 TOL = 1e-4

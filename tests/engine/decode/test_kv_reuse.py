@@ -19,9 +19,9 @@ import torch
 
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import CacheSettings, ParamsBox, SamplingParams
+from glmdesk.engine.backends.transformers.loaded_model import LoadedModel
 from glmdesk.engine.cache import make_cache_strategy
 from glmdesk.engine.decode.generate import stream_chat
-from glmdesk.engine.loaded_model import LoadedModel
 
 TEXT = (Path(__file__).parents[3] / "benchmarks" / "data" / "public_domain.txt").read_text()
 TOL = 2e-4

@@ -19,10 +19,10 @@ from transformers import LlamaConfig, LlamaForCausalLM
 
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import CacheSettings, ParamsBox, SamplingParams
+from glmdesk.engine.backends.transformers.loader import LoadedModel
 from glmdesk.engine.decode import compile_support, decode_step, static_decode
 from glmdesk.engine.decode.generate import reuse_compat, stream_answer
 from glmdesk.engine.decode.static_decode import MIN_BUCKET, bucket_tokens, build_static_step
-from glmdesk.engine.loader import LoadedModel
 
 needs_compiler = pytest.mark.skipif(
     compile_support.compiler_missing_reason() is not None, reason="no C++ compiler for TorchInductor"

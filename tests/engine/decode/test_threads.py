@@ -16,10 +16,10 @@ import torch
 
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
-from glmdesk.engine.decode.acceleration import DEFAULT_THREADS
+from glmdesk.engine.backends.transformers.acceleration import DEFAULT_THREADS
+from glmdesk.engine.backends.transformers.loader import load_model
 from glmdesk.engine.decode.generate import stream_chat
 from glmdesk.engine.decode.threads import ThreadTuner
-from glmdesk.engine.loader import load_model
 
 QUIET = {1: 0.060, 2: 0.040, 3: 0.034, 4: 0.031}
 ONE_BUSY = {1: 0.070, 2: 0.250, 3: 0.300, 4: 0.320}

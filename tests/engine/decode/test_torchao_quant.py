@@ -14,8 +14,8 @@ from glmdesk.core import settings as core_settings
 from glmdesk.core.errors import GlmdeskError
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import CacheSettings, LoadSettings, ParamsBox, SamplingParams, quantization_scheme
-from glmdesk.engine import torchao_quant
 from glmdesk.engine.backends import create_backend
+from glmdesk.engine.backends.transformers import torchao_quant
 
 pytest.importorskip("torchao")
 
@@ -139,7 +139,7 @@ def test_torchao_scheme_loads_through_the_backend_and_streams(glm4_folder, monke
 
 
 def test_weight_only_on_a_gpu_without_torchao_is_refused_before_loading(monkeypatch):
-    from glmdesk.engine import loader, placement
+    from glmdesk.engine.backends.transformers import loader, placement
 
     # As on a CUDA machine: the device choice says cuda (nothing is loaded before the refusal).
     monkeypatch.setattr(placement, "choose_device_and_dtype", lambda settings: ("cuda:0", "bf16", []))
@@ -159,9 +159,8 @@ def test_torchao_is_not_imported_until_a_model_is_quantized_with_it():
 
     code = (
         "import sys\n"
-        "from glmdesk.engine import loader, placement\n"
-        "from glmdesk.engine.decode import acceleration\n"
-        "from glmdesk.engine.options import option_availability\n"
+        "from glmdesk.engine.backends.transformers import acceleration, loader, placement\n"
+        "from glmdesk.engine.backends.transformers.options import option_availability\n"
         "option_availability()\n"
         "print('torchao' in sys.modules)\n"
     )

@@ -1,54 +1,41 @@
-"""A new family is one module (issue 26): the registry finds every ModelFamily defined in
-a module of its folder and tries them in their recognise_order."""
+"""The order in which families claim a model is one list, read top to bottom
+(``FAMILIES`` in glmdesk/engine/families/__init__.py): the first family that claims a
+folder, a GGUF file or a served model's id names it."""
 
 from __future__ import annotations
 
-import sys
+import dataclasses
 
 import pytest
 
 from glmdesk.engine import families
-
-TOY = """
-from glmdesk.core.settings import SamplingParams
-from glmdesk.engine.families.base import ModelFamily
-from glmdesk.engine.families.glm4 import GLM4  # an import of another family is not a second one
-
-TOY = ModelFamily(
-    name="toy-glm",
-    title="Toy GLM",
-    variants=("toy-glm",),
-    sampling_defaults=SamplingParams(temperature=0.3),
-    model_id_markers=("toy-glm",),
-    recognise=lambda config, folder: config.get("model_type") == "toy_glm",
-    recognise_order=35,
-)
-"""
+from glmdesk.engine.families import FAMILIES, GENERIC, in_order
+from glmdesk.engine.families.glm4 import GLM4
 
 
-@pytest.fixture
-def toy_folder(tmp_path, monkeypatch):
-    (tmp_path / "toy_glm.py").write_text(TOY, encoding="utf-8")
-    monkeypatch.setattr(families, "__path__", [*families.__path__, str(tmp_path)])
-    yield
-    sys.modules.pop("glmdesk.engine.families.toy_glm", None)
+def test_the_specific_are_tried_before_the_general_and_the_generic_last() -> None:
+    names = [family.name for family in FAMILIES]
+    assert names.index("glm-z1") < names.index("glm4-0414") < names.index("glm4")
+    assert names[0] == "chatglm-v1" and names[-1] == "generic" and len(set(names)) == len(names)
 
 
-def test_a_new_module_is_found_in_its_place(toy_folder) -> None:
-    found = families.discover()
-    names = [family.name for family in found]
-    assert names.count("toy-glm") == 1 and names.count("glm4") == 1
-    assert names.index("glm4-0414") < names.index("toy-glm") < names.index("glm4")
-    assert names[-1] == "generic" and [f.name for f in families.FAMILIES] == [
-        n for n in names if n != "toy-glm"
-    ]
+def test_a_folder_two_families_would_claim_goes_to_the_one_listed_first(monkeypatch) -> None:
+    toy = dataclasses.replace(
+        GLM4,
+        name="toy-glm",
+        title="Toy GLM",
+        variants=("toy-glm",),
+        recognise=lambda config, folder: "toy-glm",
+    )
+    monkeypatch.setattr(families, "FAMILIES", in_order(toy, *FAMILIES))
+    assert families.recognise_folder({"model_type": "chatglm"}, None) == "toy-glm"
+    monkeypatch.setattr(families, "FAMILIES", in_order(*FAMILIES[:-1], toy, GENERIC))
+    assert families.recognise_folder({"model_type": "toy"}, None) == "toy-glm"
 
 
-def test_two_families_may_not_share_a_variant(tmp_path, monkeypatch) -> None:
-    (tmp_path / "twin.py").write_text(TOY.replace('variants=("toy-glm",)', 'variants=("toy-glm", "glm4")'))
-    monkeypatch.setattr(families, "__path__", [*families.__path__, str(tmp_path)])
-    try:
-        with pytest.raises(ValueError, match="'glm4' is a variant of both"):
-            families.discover()
-    finally:
-        sys.modules.pop("glmdesk.engine.families.twin", None)
+def test_two_families_may_not_share_a_variant_and_the_generic_one_comes_last() -> None:
+    twin = dataclasses.replace(GLM4, name="twin", variants=("twin", "glm4"))
+    with pytest.raises(ValueError, match="'glm4' is a variant of both"):
+        in_order(GLM4, twin, GENERIC)
+    with pytest.raises(ValueError, match="generic family must come last"):
+        in_order(GENERIC, GLM4)

@@ -144,7 +144,7 @@ def test_random_weights_answer_through_the_loop(ggufs, name):
 @pytest.mark.parametrize("name", ["glm4_0414_folder", "glm45_folder", "glm47_flash_folder"])
 def test_the_transformers_engine_says_it_cannot_read_these_ggufs(ggufs, name):
     from glmdesk.core.errors import GlmdeskError
-    from glmdesk.engine.loader import load_model
+    from glmdesk.engine.backends.transformers.loader import load_model
 
     _, _, path = ggufs(name)
     with pytest.raises(GlmdeskError) as raised:

@@ -10,8 +10,8 @@ import pytest
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
 from glmdesk.core.tools import FunctionSpec, ToolCall, ToolSet
+from glmdesk.engine.backends.transformers.loader import load_model
 from glmdesk.engine.decode.generate import stream_answer
-from glmdesk.engine.loader import load_model
 from tests.helpers import tool_models as tm
 
 WEATHER = FunctionSpec(

@@ -12,10 +12,10 @@ import pytest
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.parts import ReasoningPart, TextPart, merged
 from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
+from glmdesk.engine.backends.transformers.loader import load_model
 from glmdesk.engine.chatglm.detect import detect_family
 from glmdesk.engine.decode.generate import stream_answer
 from glmdesk.engine.families import get_family, sampling_defaults
-from glmdesk.engine.loader import load_model
 from tests.helpers import tool_models as tm
 
 
@@ -85,7 +85,7 @@ def test_think_block_streams_as_reasoning_then_answer(z1):
 def test_the_terminal_prints_the_thinking_apart_then_the_answer(z1, capsys):
     import threading
 
-    from glmdesk import cli
+    from glmdesk.cli import commands
     from glmdesk.core.settings import CacheSettings
     from glmdesk.engine.backends.transformers.backend import TransformersBackend
 
@@ -95,7 +95,7 @@ def test_the_terminal_prints_the_thinking_apart_then_the_answer(z1, capsys):
     z1.logits_processors = lambda: (forcer,)
     params = ParamsBox(SamplingParams(temperature=0.0, max_new_tokens=40))
     backend = TransformersBackend(z1)
-    text, reason = cli._stream_one(
+    text, reason = commands._stream_one(
         backend, [ChatMessage("user", "Hello")], params, CacheSettings(), threading.Event()
     )
     out, err = capsys.readouterr()

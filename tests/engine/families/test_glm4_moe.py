@@ -16,10 +16,10 @@ from glmdesk.core.messages import ChatMessage
 from glmdesk.core.parts import ReasoningPart, TextPart, ToolCallPart, merged
 from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
 from glmdesk.core.tools import FunctionSpec, ToolCall, ToolSet
+from glmdesk.engine.backends.transformers.loader import load_model
 from glmdesk.engine.chatglm.detect import detect_family
 from glmdesk.engine.decode.generate import stream_answer
 from glmdesk.engine.families import get_family, recognise_gguf, sampling_defaults, tool_dialect
-from glmdesk.engine.loader import load_model
 from tests.helpers import tool_models as tm
 
 WEATHER = FunctionSpec(
@@ -229,7 +229,7 @@ def test_a_gguf_is_prompted_by_its_chat_template_with_tools(glm45, hf_tok):
 
 def test_no_thinking_switches_the_template_off(glm45, hf_tok):
     from glmdesk.cli import build_parser
-    from glmdesk.cli_options import apply_thinking
+    from glmdesk.cli.options import apply_thinking
     from glmdesk.engine.backends.transformers.backend import TransformersBackend
 
     assert build_parser().parse_args(["chat", "--no-thinking"]).thinking is False

@@ -15,6 +15,7 @@ from glmdesk.core.messages import ChatMessage
 from glmdesk.core.parts import ReasoningPart, TextPart, merged
 from glmdesk.core.settings import CacheSettings, LoadSettings, ParamsBox, SamplingParams
 from glmdesk.core.tools import FunctionSpec, ToolCall, ToolSet
+from glmdesk.engine.backends.transformers.loader import load_model
 from glmdesk.engine.chatglm.detect import detect_family
 from glmdesk.engine.families import (
     family_for_model_id,
@@ -23,7 +24,6 @@ from glmdesk.engine.families import (
     sampling_defaults,
     tool_dialect,
 )
-from glmdesk.engine.loader import load_model
 from tests.helpers import tool_models as tm
 
 WEATHER = FunctionSpec(

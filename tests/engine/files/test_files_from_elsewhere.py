@@ -10,9 +10,9 @@ from gguf import GGUFWriter
 from glmdesk import cli
 from glmdesk.core.errors import ERROR_KINDS, GlmdeskError
 from glmdesk.core.settings import LoadSettings
+from glmdesk.engine.backends.transformers.loader import load_model
 from glmdesk.engine.files.gguf_header import read_gguf_header
 from glmdesk.engine.files.sources import converted_gguf_folder, embedded_gguf_path
-from glmdesk.engine.loader import load_model
 
 LFS_POINTER = (
     "version https://git-lfs.github.com/spec/v1\n"

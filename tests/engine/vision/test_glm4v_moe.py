@@ -9,9 +9,9 @@ import json
 import torch
 
 from glmdesk.core.messages import ChatMessage
+from glmdesk.engine.backends.transformers.vision import VisionFormat, VisionLoadedModel
+from glmdesk.engine.backends.transformers.vision_processor import to_picture
 from glmdesk.engine.families import family_for_model_id, recognise_folder, served_tool_dialects
-from glmdesk.engine.vision import VisionFormat, VisionLoadedModel
-from glmdesk.engine.vision_processor import to_picture
 from tests.helpers.glm4v import generate_reference, vision_answer
 
 

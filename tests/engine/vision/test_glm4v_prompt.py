@@ -6,8 +6,8 @@ import torch
 
 from glmdesk.core.images import ImageAttachment
 from glmdesk.core.messages import ChatMessage
-from glmdesk.engine.vision import VisionFormat, VisionLoadedModel
-from glmdesk.engine.vision_processor import load_processor
+from glmdesk.engine.backends.transformers.vision import VisionFormat, VisionLoadedModel
+from glmdesk.engine.backends.transformers.vision_processor import load_processor
 
 
 def _processor_ids(loaded, rows, pictures):
@@ -30,7 +30,7 @@ def test_glm4v_folder_loads_as_a_vision_model(glm4v_loaded):
 
 
 def test_one_image_prompt_equals_the_processor(glm4v_loaded, red_photo):
-    from glmdesk.engine.vision_processor import to_picture
+    from glmdesk.engine.backends.transformers.vision_processor import to_picture
 
     fmt = glm4v_loaded.prompt_format
     messages = [ChatMessage("user", "What is in this picture?", attachments=(red_photo,))]
@@ -53,7 +53,7 @@ def test_one_image_prompt_equals_the_processor(glm4v_loaded, red_photo):
 
 
 def test_two_images_over_two_turns_equal_the_processor(glm4v_loaded, red_photo, blue_photo):
-    from glmdesk.engine.vision_processor import to_picture
+    from glmdesk.engine.backends.transformers.vision_processor import to_picture
 
     fmt = glm4v_loaded.prompt_format
     messages = [
@@ -109,7 +109,7 @@ def test_a_damaged_image_is_a_sentence(glm4v_loaded):
 
 
 def test_the_answer_markers_are_not_shown_whatever_the_split():
-    from glmdesk.engine.vision import AnswerMarkerFilter
+    from glmdesk.engine.backends.transformers.vision import AnswerMarkerFilter
 
     reply = "<answer>A red square</answer>, and 1 < 2 <b>"
     for size in (1, 2, 3, 5, 8, len(reply)):

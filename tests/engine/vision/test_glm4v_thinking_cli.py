@@ -3,7 +3,7 @@ block, the ``<answer>`` wrapper is never printed."""
 
 from __future__ import annotations
 
-from glmdesk.engine.vision import VisionLoadedModel
+from glmdesk.engine.backends.transformers.vision import VisionLoadedModel
 from tests.helpers.cli import run_cli
 from tests.helpers.tool_models import ForceTokens
 

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from glmdesk.core.settings import LoadSettings
-from glmdesk.engine.options import unavailable
+from glmdesk.engine.backends.transformers.options import unavailable
 from glmdesk.ui.models.open_model_dialog import OpenModelDialog
 
 LOAD_MS = 180_000

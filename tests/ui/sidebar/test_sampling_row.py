@@ -16,7 +16,7 @@ import pytest
 from fastapi import FastAPI, Request
 from fastapi.responses import StreamingResponse
 
-from glmdesk.cli_options import add_sampling_arguments, sampling
+from glmdesk.cli.options import add_sampling_arguments, sampling
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.sampling_fields import SamplingField
 from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams

@@ -3,7 +3,7 @@
 It runs every source (HF folders, converted ChatGLM checkpoints, hub ids, and GGUF
 files as a dequantized copy), with the torch-side options: quantizations, precisions,
 the fused and compiled decode steps. Its availability is
-:func:`glmdesk.engine.options.option_availability` (torch, bitsandbytes, a compiler).
+:func:`glmdesk.engine.backends.transformers.options.option_availability` (torch, bitsandbytes, a compiler).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ class TransformersOptions:
         quantization: ``none``, ``8bit`` (bitsandbytes LLM.int8), ``4bit``
             (bitsandbytes NF4 with double quantization), ``int8-wo`` or ``int4-wo``
             (weight-only int8 / int4: in groups of 32 on torch's CPU kernels,
-            :mod:`glmdesk.engine.weight_only`, on the CPU; torchao's int8 and int4
+            :mod:`glmdesk.engine.backends.transformers.weight_only`, on the CPU; torchao's int8 and int4
             tinygemm kernels on CUDA); see :data:`QUANTIZATION_SCHEMES`.
         precision: ``auto`` (bf16 on GPUs that support it, else fp16; fp32 on CPU),
             ``fp32``, ``bf16`` or ``fp16``.
@@ -90,7 +90,7 @@ class TransformersSpec(BackendSpec):
     notes = {"source": _SOURCE, "options": _COPY, "fallback": _COPY, "chosen": _COPY}
 
     def availability(self):
-        from glmdesk.engine.options import option_availability
+        from glmdesk.engine.backends.transformers.options import option_availability
 
         return option_availability()
 

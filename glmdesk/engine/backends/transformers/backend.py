@@ -1,6 +1,6 @@
 """The transformers backend: HF folders, converted ChatGLM checkpoints, GGUF copies.
 
-Loading is :func:`glmdesk.engine.loader.load_model`; answering is the text layer
+Loading is :func:`glmdesk.engine.backends.transformers.loader.load_model`; answering is the text layer
 (:func:`glmdesk.engine.decode.generate.stream_answer`) over a KV-cache strategy.
 """
 
@@ -25,7 +25,7 @@ class TransformersBackend(LocalBackend):
     """Answers with a transformers causal LM loaded by glmdesk's loader.
 
     Args:
-        loaded: An already loaded :class:`~glmdesk.engine.loader.LoadedModel` to use
+        loaded: An already loaded :class:`~glmdesk.engine.backends.transformers.loader.LoadedModel` to use
             (tests share one); the backend does not close a model it was given.
         fallback: ``auto`` chose transformers because the engine it prefers is not here
             (llama.cpp for a GGUF file): load a GGUF file with its weight-only scheme
@@ -42,7 +42,7 @@ class TransformersBackend(LocalBackend):
 
     @property
     def loaded(self):
-        """The :class:`~glmdesk.engine.loader.LoadedModel` (``None`` before a load)."""
+        """The :class:`~glmdesk.engine.backends.transformers.loader.LoadedModel` (``None`` before a load)."""
         return self._model
 
     def load(
@@ -52,7 +52,7 @@ class TransformersBackend(LocalBackend):
         cancel: threading.Event | None = None,
     ) -> ModelInfo:
         from glmdesk.engine.backends.transformers.fallback import transformers_fallback
-        from glmdesk.engine.loader import load_model
+        from glmdesk.engine.backends.transformers.loader import load_model
 
         settings, note = transformers_fallback(settings, llama_cpp_installed=not self._fallback)
         loaded = load_model(settings, progress=progress, cancel=cancel)
@@ -71,14 +71,14 @@ class TransformersBackend(LocalBackend):
     def engine_capabilities(self) -> dict:
         """The torch options this machine has, whether the format has tool calls, and
         whether the model reads images (with its processor's resizing rule)."""
-        from glmdesk.engine.options import option_availability
+        from glmdesk.engine.backends.transformers.options import option_availability
 
         availability = option_availability()
         return {
             "quantizations": _option_errors("quantization", QUANTIZATIONS[1:], availability),
             "precisions": _option_errors("precision", PRECISIONS[1:], availability),
             "tool_calls": bool(self._model.prompt_format.tool_calls),
-            "vision": self._model.vision,  # a GLM vision model (engine/vision.py)
+            "vision": self._model.vision,  # a GLM vision model (engine/backends/transformers/vision.py)
             "image_sizing": self._model.prompt_format.sizing() if self._model.vision else None,
         }
 

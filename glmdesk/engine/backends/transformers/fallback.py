@@ -67,7 +67,7 @@ def transformers_fallback(
     scheme = _SCHEMES.get(file_type)
     if scheme is None:
         return settings, None
-    from glmdesk.engine.weight_only import SCHEMES, kernels_available
+    from glmdesk.engine.backends.transformers.weight_only import SCHEMES, kernels_available
 
     if not kernels_available(SCHEMES[scheme]):
         return settings, None

@@ -1,7 +1,7 @@
 """GLM vision models (GLM-4.1V, GLM-4.5V, GLM-4.6V) on the transformers engine.
 
 A user message's :class:`~glmdesk.core.images.ImageAttachment` values go through the
-model's own processor (:mod:`glmdesk.engine.vision_processor`): the chat template writes
+model's own processor (:mod:`glmdesk.engine.backends.transformers.vision_processor`): the chat template writes
 ``<|begin_of_image|><|image|><|end_of_image|>`` for each image, the single ``<|image|>``
 becomes one token per merged patch (``t x h x w / merge_size**2``, the processor's own
 count), and the pixel values enter the model once, at prefill, with GLM-4V's 3D rotary
@@ -26,6 +26,8 @@ from glmdesk.core.images import ImageAttachment, ImageSizing
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.parts import ThinkMarkers
 from glmdesk.core.settings import CacheSettings
+from glmdesk.engine.backends.transformers.loaded_model import LoadedModel
+from glmdesk.engine.backends.transformers.vision_processor import to_picture
 from glmdesk.engine.cache.base import run_model
 from glmdesk.engine.cache.full import FullCacheStrategy
 from glmdesk.engine.formats.answer_markers import ANSWER_MARKERS, AnswerMarkerFilter
@@ -37,8 +39,6 @@ from glmdesk.engine.formats.prompt import (
     plain_messages,
     without_reasoning,
 )
-from glmdesk.engine.loaded_model import LoadedModel
-from glmdesk.engine.vision_processor import to_picture
 
 #: GLM-4.1V-Thinking's reasoning block (shown as reasoning, :mod:`glmdesk.engine.families.parser`).
 THINK = ThinkMarkers("<think>", "</think>")
@@ -74,7 +74,7 @@ class VisionFormat(PromptFormat):
     ``processor(text=template, images=...)["input_ids"]``.
 
     Args:
-        processor: From :func:`glmdesk.engine.vision_processor.load_processor`.
+        processor: From :func:`glmdesk.engine.backends.transformers.vision_processor.load_processor`.
         stop_ids: Ids that end a reply.
     """
 
@@ -293,7 +293,7 @@ class _TextOnlySource:
 
 
 class VisionLoadedModel(LoadedModel):
-    """A :class:`~glmdesk.engine.loader.LoadedModel` whose prompts may carry images.
+    """A :class:`~glmdesk.engine.backends.transformers.loader.LoadedModel` whose prompts may carry images.
 
     Its ``prompt_format`` is a :class:`VisionFormat`; the full cache strategy runs
     images (:class:`VisionCacheStrategy`), the others answer text-only prompts.

@@ -8,7 +8,7 @@ import sys
 import threading
 import time
 
-from glmdesk.cli_options import (
+from glmdesk.cli.options import (
     API_KEY_ENV,
     add_model_arguments,
     api_key,

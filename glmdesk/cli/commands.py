@@ -1,8 +1,6 @@
-"""Entry points: ``glmdesk`` opens the window; ``glmdesk chat`` streams in a terminal;
-``glmdesk serve`` serves the model over an OpenAI-compatible API (:mod:`glmdesk.cli_serve`);
-``glmdesk convert`` converts an original ChatGLM checkpoint; ``glmdesk build-llamacpp``
-builds llama.cpp's engine (:mod:`glmdesk.cli_build`). Shared flags live in
-:mod:`glmdesk.cli_options`."""
+"""The parser and the verbs: ``glmdesk`` (the window), ``glmdesk chat`` (a terminal
+conversation), ``convert``; ``serve`` (:mod:`glmdesk.cli.serve`) and ``build-llamacpp``
+(:mod:`glmdesk.cli.build`) live beside it, the shared flags in :mod:`glmdesk.cli.options`."""
 
 from __future__ import annotations
 
@@ -13,8 +11,8 @@ import sys
 import threading
 import time
 
-from glmdesk.cli_build import add_build_parser, build_llamacpp
-from glmdesk.cli_options import (
+from glmdesk.cli.build import add_build_parser, build_llamacpp
+from glmdesk.cli.options import (
     API_KEY_ENV,
     add_model_arguments,
     add_sampling_arguments,
@@ -25,8 +23,8 @@ from glmdesk.cli_options import (
     sampling,
     without_uncompilable,
 )
-from glmdesk.cli_serve import add_serve_parser, serve
-from glmdesk.cli_tools import add_tool_arguments, tool_family, tool_options, with_tools
+from glmdesk.cli.serve import add_serve_parser, serve
+from glmdesk.cli.tools import add_tool_arguments, tool_family, tool_options, with_tools
 from glmdesk.core.errors import GlmdeskError
 from glmdesk.core.images import ImageAttachment
 from glmdesk.core.messages import ChatMessage
@@ -118,13 +116,13 @@ def _stream_one(
     """Print one streamed answer (Ctrl+C stops it and keeps it).
 
     ``conversation``: the key under which the KV cache is kept for the next turn.
-    ``tools``: a :class:`~glmdesk.cli_tools.TerminalTools` that answers tool calls;
+    ``tools``: a :class:`~glmdesk.cli.tools.TerminalTools` that answers tool calls;
     each answered call's two messages (call, observation) are appended to ``rounds``.
 
     Returns:
         ``(text, finish reason)``; the text is ``None`` after an error.
     """
-    from glmdesk.cli_reasoning import ThinkingPrinter
+    from glmdesk.cli.reasoning import ThinkingPrinter
     from glmdesk.core.parts import reasoning_of
     from glmdesk.engine.quiet import quiet_libraries
 
@@ -134,7 +132,7 @@ def _stream_one(
     if tools is None:
         items = backend.stream(messages, box, cache, stop, conversation=conversation)
     else:
-        from glmdesk.cli_tools import stream_with_tools
+        from glmdesk.cli.tools import stream_with_tools
 
         items = stream_with_tools(backend, messages, box, cache, stop, conversation, tools)
     with _ctrl_c_stops(stop), quiet_libraries():
@@ -219,7 +217,7 @@ def _chat(args) -> int:
     system = [ChatMessage("system", args.system)] if args.system else []
     tools = None
     if toolset:
-        from glmdesk.cli_tools import TerminalTools
+        from glmdesk.cli.tools import TerminalTools
 
         family = tool_family(info)
         if family is None:

@@ -12,8 +12,8 @@ import importlib.util
 import torch
 
 from glmdesk.core.errors import ErrorInfo
-from glmdesk.engine import torchao_quant, weight_only
 from glmdesk.engine.backends.spec import unavailable
+from glmdesk.engine.backends.transformers import torchao_quant, weight_only
 
 __all__ = ["option_availability", "unavailable"]
 

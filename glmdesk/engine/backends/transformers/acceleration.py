@@ -6,12 +6,12 @@ step, which it also allows on a GPU.
 
 Weight-only int8/int4 runs the scheme :func:`~glmdesk.core.settings.quantization_scheme`
 names for the model's device: glmdesk's layers on torch's CPU kernels
-(:mod:`glmdesk.engine.weight_only`) or torchao's (:mod:`glmdesk.engine.torchao_quant`).
+(:mod:`glmdesk.engine.backends.transformers.weight_only`) or torchao's (:mod:`glmdesk.engine.backends.transformers.torchao_quant`).
 
 :func:`accelerate` runs after placement and returns the decode step the KV-cache
 strategies will use for single tokens (``None``: transformers' forward). Nothing is
 patched onto the transformers model: the step is carried by
-:class:`~glmdesk.engine.loader.LoadedModel` and handed to each strategy. Threads:
+:class:`~glmdesk.engine.backends.transformers.loader.LoadedModel` and handed to each strategy. Threads:
 ``LoadSettings.threads`` is applied on the loading thread, which is the thread that
 decodes (OpenMP counts threads per calling thread).
 """
@@ -25,7 +25,7 @@ import torch
 from glmdesk.core import paths
 from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.settings import LoadSettings, quantization_scheme
-from glmdesk.engine import torchao_quant, weight_only
+from glmdesk.engine.backends.transformers import torchao_quant, weight_only
 from glmdesk.engine.decode import decode_step
 
 #: torch's own thread count before glmdesk changes it (one per physical core).

@@ -33,16 +33,16 @@ def preload_engine(first_load=None) -> None:
         first_load: The :class:`~glmdesk.core.settings.LoadSettings` the window will
             load first; its tokenizer is built here too when its files are on disk (one
             ~100 ms native call that holds the GIL; see
-            :func:`glmdesk.engine.placement.prebuild_tokenizer`).
+            :func:`glmdesk.engine.backends.transformers.placement.prebuild_tokenizer`).
     """
     import transformers
 
     import glmdesk.engine.backends.transformers.backend
+    import glmdesk.engine.backends.transformers.loader
+    import glmdesk.engine.backends.transformers.options
+    import glmdesk.engine.backends.transformers.placement  # noqa: F401
     import glmdesk.engine.cache
     import glmdesk.engine.decode.generate
-    import glmdesk.engine.loader
-    import glmdesk.engine.options
-    import glmdesk.engine.placement  # noqa: F401
 
     _ = transformers.AutoModelForCausalLM, transformers.AutoTokenizer  # resolve the lazy modules
     for name in WARM_MODULES:
@@ -51,4 +51,4 @@ def preload_engine(first_load=None) -> None:
         except Exception:
             pass
     if first_load is not None:
-        glmdesk.engine.placement.prebuild_tokenizer(first_load)
+        glmdesk.engine.backends.transformers.placement.prebuild_tokenizer(first_load)

@@ -8,7 +8,7 @@ half precision are missing or very slow in torch). Quantization, where
 :data:`~glmdesk.core.settings.QUANTIZATION_SCHEMES` names bitsandbytes: 8-bit
 (LLM.int8, Dettmers et al. 2022) or 4-bit NF4 with double quantization (QLoRA,
 Dettmers et al. 2023); weight-only schemes are applied after placement
-(:mod:`glmdesk.engine.decode.acceleration`). The tokenizer may have been built before the window appeared
+(:mod:`glmdesk.engine.backends.transformers.acceleration`). The tokenizer may have been built before the window appeared
 (:func:`prebuild_tokenizer`).
 """
 
@@ -21,9 +21,9 @@ import torch
 
 from glmdesk.core.errors import ErrorInfo, GlmdeskError
 from glmdesk.core.settings import LoadSettings, quantization_scheme
-from glmdesk.engine import torchao_quant
+from glmdesk.engine.backends.transformers import torchao_quant
+from glmdesk.engine.decode.out_of_memory import give_back_memory, given_back
 from glmdesk.engine.files.model_source import ReadySource, ready_folder
-from glmdesk.engine.out_of_memory import give_back_memory, given_back
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -124,7 +124,7 @@ def _quantization_config(scheme: str, dtype: torch.dtype, offload: bool = False)
 
 def moe_offload_plan(folder: Path, settings: LoadSettings, gpu_free: int, dtype: torch.dtype, gpu: int = 0):
     """For a mixture-of-experts folder whose forecast (:mod:`glmdesk.engine.forecast`)
-    does not fit ``gpu_free`` bytes: a :class:`~glmdesk.engine.moe_placement.DevicePlan`
+    does not fit ``gpu_free`` bytes: a :class:`~glmdesk.engine.backends.transformers.moe_placement.DevicePlan`
     keeping routed experts in RAM first; ``None`` when it fits, for a dense model, or
     when the folder cannot be sized (``from_pretrained`` then says what is wrong).
 
@@ -133,7 +133,7 @@ def moe_offload_plan(folder: Path, settings: LoadSettings, gpu_free: int, dtype:
     overhead.
     """
     from glmdesk.core.settings import LLAMA_DEFAULT_N_CTX
-    from glmdesk.engine import moe_placement
+    from glmdesk.engine.backends.transformers import moe_placement
     from glmdesk.engine.forecast import forecast
     from glmdesk.engine.forecast_shape import shape_from_folder
 
@@ -297,7 +297,7 @@ def _auto_model_class(folder: Path | str, trust_remote_code: bool):
     else ``AutoModelForCausalLM``."""
     from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
 
-    from glmdesk.engine.vision_processor import is_vision_config
+    from glmdesk.engine.backends.transformers.vision_processor import is_vision_config
 
     config_file = Path(folder) / "config.json" if isinstance(folder, Path) else None
     if config_file is not None and config_file.is_file():
@@ -349,7 +349,7 @@ def _placement_error(exc: Exception, ready: ReadySource, device: str, freed: int
 
 
 def offload_note(plan) -> ErrorInfo:
-    """The load note for a :class:`~glmdesk.engine.moe_placement.DevicePlan` with
+    """The load note for a :class:`~glmdesk.engine.backends.transformers.moe_placement.DevicePlan` with
     weights in RAM (kind ``experts_offloaded``, params ``mib``)."""
     mib = round(plan.cpu_bytes / 2**20)
     return ErrorInfo(

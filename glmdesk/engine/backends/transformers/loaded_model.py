@@ -1,8 +1,8 @@
 """The model a transformers load hands to the decoder: weights, tokenizer, prompt format,
 info, the decode step and the kept KV caches (:class:`LoadedModel`).
 
-:func:`glmdesk.engine.loader.load_model` builds one; the vision loader's
-:class:`glmdesk.engine.vision.VisionLoadedModel` extends it.
+:func:`glmdesk.engine.backends.transformers.loader.load_model` builds one; the vision loader's
+:class:`glmdesk.engine.backends.transformers.vision.VisionLoadedModel` extends it.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ class LoadedModel:
         tuner: Adapts the CPU thread count to measured decode steps (``None`` when
             the threads setting fixes the count, or on a GPU).
         vision: Whether user messages' images reach the model (class attribute; True for
-            :class:`glmdesk.engine.vision.VisionLoadedModel`).
+            :class:`glmdesk.engine.backends.transformers.vision.VisionLoadedModel`).
     """
 
     vision = False

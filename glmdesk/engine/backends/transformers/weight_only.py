@@ -27,7 +27,7 @@ from torch import nn
 from glmdesk.core.settings import WEIGHT_ONLY_QUANTIZATIONS
 
 #: Weight-only schemes: name (``int8-wo``, ``int4-wo``) -> bits. On CUDA the same
-#: names run torchao's kernels (:mod:`glmdesk.engine.torchao_quant`).
+#: names run torchao's kernels (:mod:`glmdesk.engine.backends.transformers.torchao_quant`).
 SCHEMES = dict(zip(WEIGHT_ONLY_QUANTIZATIONS, (8, 4), strict=True))
 #: Input channels per int4 group (GGUF Q4_0/Q4_1 blocks are 32 wide too).
 GROUP_SIZE = 32

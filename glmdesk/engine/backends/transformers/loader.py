@@ -1,8 +1,8 @@
 """Load a model for chat with transformers, in stages that only go forward:
 
 1. source (:mod:`glmdesk.engine.files.model_source`): a ready Hugging Face folder;
-2. placement (:mod:`glmdesk.engine.placement`): device, precision, bitsandbytes, tokenizer;
-3. acceleration (:mod:`glmdesk.engine.decode.acceleration`): fused step, weight-only int8/int4,
+2. placement (:mod:`glmdesk.engine.backends.transformers.placement`): device, precision, bitsandbytes, tokenizer;
+3. acceleration (:mod:`glmdesk.engine.backends.transformers.acceleration`): fused step, weight-only int8/int4,
    threads, compile;
 4. chat setup (here): prompt format, stop ids (:meth:`glmdesk.engine.families.base.ModelFamily.stop_ids`), context
    length, :class:`ModelInfo`.
@@ -17,16 +17,16 @@ import torch
 
 from glmdesk.core.errors import GlmdeskError
 from glmdesk.core.settings import LoadSettings
-from glmdesk.engine import families, placement
+from glmdesk.engine import families
+from glmdesk.engine.backends.transformers import acceleration, placement
+from glmdesk.engine.backends.transformers.loaded_model import LoadedModel
+from glmdesk.engine.backends.transformers.vision_processor import is_vision_config
 from glmdesk.engine.cache import kv_bytes_per_token
-from glmdesk.engine.decode import acceleration
 from glmdesk.engine.decode.threads import ThreadTuner
 from glmdesk.engine.families.base import eos_list
 from glmdesk.engine.files import model_source
 from glmdesk.engine.formats.prompt import PromptFormat
 from glmdesk.engine.info import LoadProgress, ModelInfo, context_limit, stage_reporter
-from glmdesk.engine.loaded_model import LoadedModel
-from glmdesk.engine.vision_processor import is_vision_config
 
 
 def load_model(
@@ -76,7 +76,7 @@ def load_model(
     automatic = settings.threads == 0 and device == "cpu"
     tuner = ThreadTuner(max_threads=acceleration.DEFAULT_THREADS) if automatic else None
     if vision:
-        from glmdesk.engine.vision import VisionLoadedModel
+        from glmdesk.engine.backends.transformers.vision import VisionLoadedModel
 
         return VisionLoadedModel(model, tokenizer, prompt_format, info, step=fast.step, tuner=tuner)
     return LoadedModel(model, tokenizer, prompt_format, info, step=fast.step, tuner=tuner)
@@ -110,9 +110,9 @@ def _model_info(
 
 def _vision_format(model, tokenizer, ready) -> PromptFormat:
     """A GLM vision model's prompt format: its processor and chat template
-    (:class:`glmdesk.engine.vision.VisionFormat`)."""
-    from glmdesk.engine.vision import VisionFormat
-    from glmdesk.engine.vision_processor import load_processor
+    (:class:`glmdesk.engine.backends.transformers.vision.VisionFormat`)."""
+    from glmdesk.engine.backends.transformers.vision import VisionFormat
+    from glmdesk.engine.backends.transformers.vision_processor import load_processor
 
     text_format = _chat_template_format(model, tokenizer, ready)  # its stop ids; raises without a template
     return VisionFormat(load_processor(ready.folder, tokenizer), text_format.stop_ids)
