@@ -13,7 +13,13 @@ import torch
 
 from glmdesk.core.settings import CacheSettings
 from glmdesk.engine.cache.base import CacheStrategy, cache_bytes, kv_bytes_per_token, model_dtype, run_model
-from glmdesk.engine.cache.layers import GrowingLayer, SinkWindowLayer, attention_layers, make_cache, make_layers
+from glmdesk.engine.cache.layers import (
+    GrowingLayer,
+    SinkWindowLayer,
+    attention_layers,
+    make_cache,
+    make_layers,
+)
 from glmdesk.engine.cache.window import RingBook, check_mask_support, mask_for
 from glmdesk.engine.chunk import CacheStats
 from glmdesk.engine.info import context_limit

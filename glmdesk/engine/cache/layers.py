@@ -373,7 +373,10 @@ def make_layers(config, attention_layer: Callable[[], CacheLayerMixin]) -> list:
     """One cache layer per decoder layer: ``attention_layer()`` where the layer keeps
     per-token keys, transformers' ``LinearAttentionLayer`` (fixed-size conv and
     recurrent state) where it is linear attention."""
-    return [LinearAttentionLayer() if kind in LINEAR_LAYER_TYPES else attention_layer() for kind in layer_types(config)]
+    return [
+        LinearAttentionLayer() if kind in LINEAR_LAYER_TYPES else attention_layer()
+        for kind in layer_types(config)
+    ]
 
 
 def attention_layers(cache: Cache) -> list[_BufferLayer]:

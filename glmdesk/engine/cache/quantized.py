@@ -83,7 +83,12 @@ def _indexed(layer_class):
         def _quantize(self, tensor, *args, **kwargs):
             # GLM-5.3-Flash's MLA has no rotary key part: its ``values`` are 0 wide, and
             # fp8's per-tensor scale cannot be calibrated on nothing.
-            if tensor.numel() == 0 and not args and kwargs.get("scale") is None and hasattr(self, "fp8_dtype"):
+            if (
+                tensor.numel() == 0
+                and not args
+                and kwargs.get("scale") is None
+                and hasattr(self, "fp8_dtype")
+            ):
                 kwargs["scale"] = torch.ones((), dtype=torch.float32, device=tensor.device)
             return super()._quantize(tensor, *args, **kwargs)
 
@@ -125,7 +130,9 @@ def quantized_cache(backend: str, config):
     if all(kind == "full_attention" for kind in kinds):
         return QuantizedCache(backend, config)
     indexed = _indexed(_layer_class(backend))
-    return Cache(layers=[LinearAttentionLayer() if kind in LINEAR_LAYER_TYPES else indexed() for kind in kinds])
+    return Cache(
+        layers=[LinearAttentionLayer() if kind in LINEAR_LAYER_TYPES else indexed() for kind in kinds]
+    )
 
 
 def _quantized_layers(cache) -> list:
