@@ -15,6 +15,7 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from glmdesk.core.settings import CacheSettings
+from glmdesk.engine.cache.layers import is_hybrid
 from glmdesk.engine.chunk import CacheStats
 
 
@@ -80,6 +81,20 @@ def buffer_bytes(*tensors: torch.Tensor | None) -> int:
     storage, which may be larger than the bucket. Equals :func:`tensor_bytes` for
     buffers allocated whole."""
     return sum(t.untyped_storage().nbytes() for t in tensors if t is not None)
+
+
+def cache_bytes(cache) -> int:
+    """Bytes a cache of our layers holds: each attention layer's key, value and DSA
+    indexer-key buffers (:func:`buffer_bytes`), plus the fixed-size conv and recurrent
+    states of linear-attention layers (GLM-5.3-Flash's KDA layers)."""
+    size = 0
+    for layer in cache.layers:
+        if hasattr(layer, "recurrent_states"):
+            states = [*layer.conv_states.values(), *layer.recurrent_states.values()]
+            size += tensor_bytes(*states)
+        else:
+            size += buffer_bytes(layer.keys, layer.values, getattr(layer, "indexer_keys", None))
+    return size
 
 
 #: Attention kernels for a single-token decode step on a CUDA device: every SDPA
@@ -189,6 +204,9 @@ class CacheStrategy(ABC):
         self.tuner = None
         self._exact = True
         self.device = model.device
+        #: Some layers keep a linear-attention state (GLM-5.3-Flash): it holds the whole
+        #: sequence folded in and cannot be rewound to a shorter prefix.
+        self.rewindable = not is_hybrid(model.config)
 
     @torch.inference_mode()
     def prefill(self, input_ids: torch.Tensor) -> torch.Tensor:
@@ -253,6 +271,8 @@ class CacheStrategy(ABC):
         """
         common = min(common_prefix(self.ids, prompt_ids), len(prompt_ids) - 1)
         keep = self._keepable(max(common, 0)) if self._exact else 0
+        if keep < self.tokens_seen and not self.rewindable:
+            keep = 0
         if keep == 0:
             if self.tokens_seen or self.cache is None:
                 self.cache = self._fresh_cache()

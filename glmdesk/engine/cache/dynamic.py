@@ -12,8 +12,14 @@ from __future__ import annotations
 import torch
 
 from glmdesk.core.settings import CacheSettings
-from glmdesk.engine.cache.base import CacheStrategy, buffer_bytes, kv_bytes_per_token, model_dtype, run_model
-from glmdesk.engine.cache.layers import GrowingLayer, SinkWindowLayer, make_cache
+from glmdesk.engine.cache.base import CacheStrategy, cache_bytes, kv_bytes_per_token, model_dtype, run_model
+from glmdesk.engine.cache.layers import (
+    GrowingLayer,
+    SinkWindowLayer,
+    attention_layers,
+    make_cache,
+    make_layers,
+)
 from glmdesk.engine.cache.window import RingBook, check_mask_support, mask_for
 from glmdesk.engine.chunk import CacheStats
 from glmdesk.engine.info import context_limit
@@ -79,7 +85,8 @@ class DynamicCacheStrategy(CacheStrategy):
     def _fresh_cache(self):
         self.book: RingBook | None = None
         self.switched_at: int | None = None
-        return make_cache([GrowingLayer(max_tokens=max(self._cap, 1)) for _ in range(self.layers_count)])
+        cap = max(self._cap, 1)
+        return make_cache(make_layers(self.model.config, lambda: GrowingLayer(max_tokens=cap)))
 
     def _keepable(self, common: int) -> int:
         """In the full state any prefix; once switched, only the whole held sequence
@@ -90,7 +97,7 @@ class DynamicCacheStrategy(CacheStrategy):
         return common if common == self.tokens_seen else 0
 
     def _truncate(self, n: int) -> None:
-        for layer in self.cache.layers:
+        for layer in attention_layers(self.cache):
             layer.crop(n)
 
     @property
@@ -103,9 +110,13 @@ class DynamicCacheStrategy(CacheStrategy):
         src, dst = book.load_plan(seen)
         layers = []
         for old in self.cache.layers:
+            if not isinstance(old, GrowingLayer):  # a linear-attention state carries on as it is
+                layers.append(old)
+                continue
             layer = SinkWindowLayer(self.sinks, self.window, book.plan)
             if seen:
-                layer.load(old.keys[:, :, :seen], old.values[:, :, :seen], src, dst)
+                indexer = None if old.indexer_keys is None else old.indexer_keys[:, :seen]
+                layer.load(old.keys[:, :, :seen], old.values[:, :, :seen], src, dst, indexer)
             layers.append(layer)
         self.cache = make_cache(layers)
         self.book = book
@@ -128,6 +139,6 @@ class DynamicCacheStrategy(CacheStrategy):
     def stats(self) -> CacheStats:
         if self.cache is None:
             return CacheStats(self.name, self.state, 0, 0, self.tokens_seen, 0)
-        size = sum(buffer_bytes(layer.keys, layer.values) for layer in self.cache.layers)
-        held = self.cache.layers[0].length if self.book is None else self.book.held
+        size = cache_bytes(self.cache)
+        held = attention_layers(self.cache)[0].length if self.book is None else self.book.held
         return CacheStats(self.name, self.state, size, held, self.tokens_seen, self.tokens_seen - held)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 
 from glmdesk.core.settings import CacheSettings
-from glmdesk.engine.cache.base import CacheStrategy, buffer_bytes, run_model
-from glmdesk.engine.cache.layers import GrowingLayer, make_cache
+from glmdesk.engine.cache.base import CacheStrategy, cache_bytes, run_model
+from glmdesk.engine.cache.layers import GrowingLayer, attention_layers, make_cache, make_layers
 from glmdesk.engine.chunk import CacheStats
 from glmdesk.engine.info import context_limit
 
@@ -44,11 +44,10 @@ class FullCacheStrategy(CacheStrategy):
         self.cache = self._fresh_cache()
 
     def _fresh_cache(self):
-        layers = self.model.config.get_text_config(decoder=True).num_hidden_layers
-        return make_cache([GrowingLayer(*self._layer_args) for _ in range(layers)])
+        return make_cache(make_layers(self.model.config, lambda: GrowingLayer(*self._layer_args)))
 
     def _truncate(self, n: int) -> None:
-        for layer in self.cache.layers:
+        for layer in attention_layers(self.cache):
             layer.crop(n)
 
     def _forward(self, input_ids: torch.Tensor, start: int) -> torch.Tensor:
@@ -57,6 +56,6 @@ class FullCacheStrategy(CacheStrategy):
     def stats(self) -> CacheStats:
         if self.cache is None:
             return CacheStats(self.name, "full", 0, 0, self.tokens_seen, 0)
-        size = sum(buffer_bytes(layer.keys, layer.values) for layer in self.cache.layers)
-        held = self.cache.layers[0].length
+        size = cache_bytes(self.cache)
+        held = attention_layers(self.cache)[0].length
         return CacheStats(self.name, "full", size, held, self.tokens_seen, 0)

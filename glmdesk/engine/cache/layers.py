@@ -9,14 +9,27 @@ reallocates once full (StreamingLLM, Xiao et al. 2023, arXiv:2309.17453).
 
 Both store keys after the rotary embedding, so a held key keeps the position it
 was computed at. Buffers have shape ``[batch, kv_heads, capacity, head_dim]``.
+
+DeepSeek-style sparse attention (DSA: GLM-5's ``GlmMoeDsaForCausalLM``, the indexed
+layers of GLM-5.3-Flash) also caches one *indexer key* per token, ``[batch, capacity,
+index_head_dim]``, that scores which keys each query attends to. Every layer here
+keeps those beside its keys in the same slots (:meth:`_BufferLayer.update_indexer`,
+the call transformers' ``Cache.update_indexer`` makes), so the indexer's scores line up
+with the keys and the mask whatever the strategy. Linear-attention layers (the KDA
+layers of GLM-5.3-Flash) keep a fixed-size recurrent state instead of per-token keys:
+:func:`make_layers` gives them transformers' ``LinearAttentionLayer``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
-from transformers.cache_utils import Cache, CacheLayerMixin
+from transformers.cache_utils import Cache, CacheLayerMixin, LinearAttentionLayer
+
+#: ``layer_types`` entries whose layers hold a fixed-size state, not per-token keys.
+LINEAR_LAYER_TYPES = frozenset({"linear_attention", "conv"})
 
 
 class _BufferLayer(CacheLayerMixin):
@@ -37,6 +50,10 @@ class _BufferLayer(CacheLayerMixin):
         self.initial_tokens = initial_tokens
         self.length = 0
         self.reallocations = 0
+        #: DSA indexer keys, ``[batch, capacity, index_head_dim]`` (``None`` until the
+        #: model writes one; models without an indexer never do).
+        self.indexer_keys: torch.Tensor | None = None
+        self.indexer_length = 0
 
     def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
         self.device = key_states.device
@@ -99,9 +116,54 @@ class _BufferLayer(CacheLayerMixin):
         self.length = end
         return end
 
+    def _indexer_room(self, states: torch.Tensor, tokens: int, exact: int | None = None) -> None:
+        """Grow the indexer buffer to hold ``tokens`` slots (doubling as the keys do), or
+        to exactly ``exact`` slots; keeps the held ones.
+
+        Args:
+            states: New indexer keys ``[batch, n, index_head_dim]`` (dtype, device, width).
+            tokens: Slots needed.
+            exact: Capacity to allocate instead of the doubling rule.
+        """
+        held = 0 if self.indexer_keys is None else self.indexer_keys.shape[1]
+        if exact is None and tokens <= held:
+            return
+        if exact is not None and exact == held:
+            return
+        size = exact if exact is not None else max(tokens, 2 * held, self.initial_tokens)
+        if exact is None and self.max_tokens is not None:
+            size = min(size, max(self.max_tokens, tokens))
+        grown = states.new_zeros((states.shape[0], size, states.shape[-1]))
+        if self.indexer_keys is not None and self.indexer_length:
+            grown[:, : self.indexer_length].copy_(self.indexer_keys[:, : self.indexer_length])
+        self.indexer_keys = grown
+
+    def _append_indexer(self, states: torch.Tensor) -> int:
+        """Copy ``[b, n, d]`` indexer keys after the held ones; return the new length."""
+        end = self.indexer_length + states.shape[1]
+        self._indexer_room(states, end)
+        self.indexer_keys[:, self.indexer_length : end].copy_(states)
+        self.indexer_length = end
+        return end
+
+    def update_indexer(self, indexer_key_states: torch.Tensor) -> torch.Tensor:
+        """Store a chunk's DSA indexer keys after the held ones (transformers'
+        ``Cache.update_indexer`` calls this).
+
+        Args:
+            indexer_key_states: ``[batch, n, index_head_dim]``.
+
+        Returns:
+            The indexer keys the chunk scores, ``[batch, t, index_head_dim]``, in the
+            same slot order as the keys :meth:`update` returns.
+        """
+        end = self._append_indexer(indexer_key_states)
+        return self.indexer_keys[:, :end]
+
     def crop(self, max_length: int) -> None:
         """Keep the first ``max_length`` held slots (transformers' ``crop``); buffers stay allocated."""
         self.length = min(self.length, max(0, max_length))
+        self.indexer_length = min(self.indexer_length, max(0, max_length))
 
     def get_seq_length(self) -> int:
         return self.length
@@ -113,6 +175,8 @@ class _BufferLayer(CacheLayerMixin):
         self.keys = self.values = None
         self.is_initialized = False
         self.length = 0
+        self.indexer_keys = None
+        self.indexer_length = 0
 
 
 class GrowingLayer(_BufferLayer):
@@ -152,6 +216,18 @@ class GrowingLayer(_BufferLayer):
         if self.static:
             return self.keys, self.values
         return self.keys[:, :, :end], self.values[:, :, :end]
+
+    def update_indexer(self, indexer_key_states: torch.Tensor) -> torch.Tensor:
+        """As :meth:`_BufferLayer.update_indexer`; a static layer returns its whole
+        ``max_tokens`` buffer (zeros past the held slots, hidden by the mask)."""
+        if not self.static:
+            return super().update_indexer(indexer_key_states)
+        self._indexer_room(indexer_key_states, self.max_tokens, exact=self.max_tokens)
+        end = self.indexer_length + indexer_key_states.shape[1]
+        if end > self.max_tokens:
+            raise RuntimeError(f"static KV cache full: {end} tokens > {self.max_tokens}")
+        self._append_indexer(indexer_key_states)
+        return self.indexer_keys
 
     def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
         """``(kv_length, kv_offset)``: every held token plus the query chunk, causal."""
@@ -224,7 +300,33 @@ class SinkWindowLayer(_BufferLayer):
         self.length = self.max_tokens
         return keys, values
 
-    def load(self, keys: torch.Tensor, values: torch.Tensor, src: torch.Tensor, dst: torch.Tensor) -> None:
+    def update_indexer(self, indexer_key_states: torch.Tensor) -> torch.Tensor:
+        """Store a chunk's DSA indexer keys in the slots :attr:`plan` gives its keys;
+        return the indexer keys the chunk scores, slot for slot as :meth:`update`
+        returns the keys (``[batch, t, index_head_dim]``)."""
+        plan = self.plan
+        if plan.mode == "append":
+            return super().update_indexer(indexer_key_states)
+        if plan.mode == "ring":
+            self._indexer_room(indexer_key_states, self.max_tokens, exact=self.max_tokens)
+            self.indexer_keys[:, plan.slot : plan.slot + 1].copy_(indexer_key_states)
+            return self.indexer_keys
+        held = indexer_key_states
+        if self.indexer_keys is not None and self.indexer_length:
+            held = torch.cat([self.indexer_keys[:, : self.indexer_length], indexer_key_states], dim=1)
+        self._indexer_room(indexer_key_states, self.max_tokens, exact=self.max_tokens)
+        self.indexer_keys.index_copy_(1, plan.dst, indexer_key_states.index_select(1, plan.src))
+        self.indexer_length = self.max_tokens
+        return held
+
+    def load(
+        self,
+        keys: torch.Tensor,
+        values: torch.Tensor,
+        src: torch.Tensor,
+        dst: torch.Tensor,
+        indexer_keys: torch.Tensor | None = None,
+    ) -> None:
         """Fill the ring from a full cache's ``[b, h, n, d]`` states (dynamic switch).
 
         Args:
@@ -232,12 +334,18 @@ class SinkWindowLayer(_BufferLayer):
             values: Full-cache values.
             src: Positions kept.
             dst: Their slots.
+            indexer_keys: The full cache's DSA indexer keys ``[b, n, index_head_dim]``,
+                position ``i`` at index ``i`` (``None``: the model has no indexer).
         """
         self.lazy_initialization(keys, values)
         self.reserve(min(self.max_tokens, keys.shape[-2]))
         self.keys.index_copy_(2, dst, keys.index_select(2, src))
         self.values.index_copy_(2, dst, values.index_select(2, src))
         self.length = src.numel()
+        if indexer_keys is not None:
+            self._indexer_room(indexer_keys, self.capacity, exact=self.capacity)
+            self.indexer_keys.index_copy_(1, dst, indexer_keys.index_select(1, src))
+            self.indexer_length = src.numel()
 
     def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
         """``(kv_length, kv_offset)``; in ``ring`` mode the whole buffer, all visible."""
@@ -246,6 +354,36 @@ class SinkWindowLayer(_BufferLayer):
         return self.length + query_length, 0
 
 
-def make_cache(layers: list[CacheLayerMixin]) -> Cache:
+def layer_types(config) -> list[str]:
+    """The decoder's per-layer cache kinds (``config.layer_types`` where the model has
+    them, e.g. GLM-5.3-Flash's ``linear_attention`` / ``indexed_attention``; else
+    ``full_attention`` for every layer)."""
+    text = config.get_text_config(decoder=True)
+    kinds = getattr(text, "layer_types", None)
+    return list(kinds) if kinds else ["full_attention"] * int(text.num_hidden_layers)
+
+
+def is_hybrid(config) -> bool:
+    """Whether some layers keep a fixed-size linear-attention state (it cannot be rewound
+    to a shorter prefix, and it does not grow with the context)."""
+    return any(kind in LINEAR_LAYER_TYPES for kind in layer_types(config))
+
+
+def make_layers(config, attention_layer: Callable[[], CacheLayerMixin]) -> list:
+    """One cache layer per decoder layer: ``attention_layer()`` where the layer keeps
+    per-token keys, transformers' ``LinearAttentionLayer`` (fixed-size conv and
+    recurrent state) where it is linear attention."""
+    return [
+        LinearAttentionLayer() if kind in LINEAR_LAYER_TYPES else attention_layer()
+        for kind in layer_types(config)
+    ]
+
+
+def attention_layers(cache: Cache) -> list[_BufferLayer]:
+    """The cache's layers that hold per-token keys (what the KV strategies size)."""
+    return [layer for layer in cache.layers if isinstance(layer, _BufferLayer)]
+
+
+def make_cache(layers: list) -> Cache:
     """A transformers ``Cache`` over our layers (one per decoder layer)."""
     return Cache(layers=layers)

@@ -64,6 +64,82 @@ def _held_bytes(obj) -> int:
     return 0
 
 
+def _layer_class(backend: str):
+    from transformers.cache_utils import Fp8QuantizedLayer, HQQQuantizedLayer, QuantoQuantizedLayer
+
+    return {"quanto": QuantoQuantizedLayer, "hqq": HQQQuantizedLayer, "fp8": Fp8QuantizedLayer}[backend]
+
+
+def _indexed(layer_class):
+    """``layer_class`` with a DSA indexer-key cache beside its quantized keys and values.
+
+    The indexer keys (``[batch, tokens, index_head_dim]``, a fraction of a latent's
+    size) stay in the model's dtype: the indexer's top-k choice is what a rounding
+    error would change, and the sparse attention follows that choice."""
+
+    class IndexedQuantizedLayer(layer_class):
+        indexer_keys: torch.Tensor | None = None
+
+        def _quantize(self, tensor, *args, **kwargs):
+            # GLM-5.3-Flash's MLA has no rotary key part: its ``values`` are 0 wide, and
+            # fp8's per-tensor scale cannot be calibrated on nothing.
+            if (
+                tensor.numel() == 0
+                and not args
+                and kwargs.get("scale") is None
+                and hasattr(self, "fp8_dtype")
+            ):
+                kwargs["scale"] = torch.ones((), dtype=torch.float32, device=tensor.device)
+            return super()._quantize(tensor, *args, **kwargs)
+
+        def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
+            out = super().update(key_states, value_states, *args, **kwargs)
+            if hasattr(self, "fp8_dtype"):
+                # GLM-5.3-Flash's pooled indexer reads the held length from
+                # ``keys.shape[-2]``; fp8 holds its keys quantized only, so ``keys`` is a
+                # zero-stride view of that shape (no memory behind it).
+                b, h, _, d = key_states.shape
+                self.keys = key_states.new_zeros(()).expand(b, h, self.cumulative_length, d)
+            return out
+
+        def update_indexer(self, indexer_key_states: torch.Tensor) -> torch.Tensor:
+            """Append ``[batch, n, index_head_dim]`` keys; return all held, in position order."""
+            if self.indexer_keys is None:
+                self.indexer_keys = indexer_key_states.clone()
+            else:
+                self.indexer_keys = torch.cat([self.indexer_keys, indexer_key_states], dim=1)
+            return self.indexer_keys
+
+    return IndexedQuantizedLayer
+
+
+def quantized_cache(backend: str, config):
+    """A quantized KV cache for ``config``'s decoder.
+
+    Full-attention models get transformers' ``QuantizedCache``. GLM-5's sparse-attention
+    layers (``indexed_attention``) get the same quantized layers with an indexer-key
+    cache, and GLM-5.3-Flash's linear-attention layers keep their fixed-size state in
+    transformers' ``LinearAttentionLayer`` (there is nothing per token to quantize).
+    """
+    from transformers import QuantizedCache
+    from transformers.cache_utils import Cache, LinearAttentionLayer
+
+    from glmdesk.engine.cache.layers import LINEAR_LAYER_TYPES, layer_types
+
+    kinds = layer_types(config)
+    if all(kind == "full_attention" for kind in kinds):
+        return QuantizedCache(backend, config)
+    indexed = _indexed(_layer_class(backend))
+    return Cache(
+        layers=[LinearAttentionLayer() if kind in LINEAR_LAYER_TYPES else indexed() for kind in kinds]
+    )
+
+
+def _quantized_layers(cache) -> list:
+    """The layers holding quantized keys and values (not linear-attention states)."""
+    return [layer for layer in cache.layers if not hasattr(layer, "recurrent_states")]
+
+
 class QuantizedCacheStrategy(CacheStrategy):
     """Keys and values stored quantized; full attention over the dequantized states.
 
@@ -92,9 +168,7 @@ class QuantizedCacheStrategy(CacheStrategy):
         self.first_chunk = 0  # tokens of the chunk fp8 calibrated its scale on
 
     def _fresh_cache(self):
-        from transformers import QuantizedCache
-
-        return QuantizedCache(self.backend, self.model.config)
+        return quantized_cache(self.backend, self.model.config)
 
     def _keepable(self, common: int) -> int:
         """fp8 states are appended under a scale frozen at the first chunk, so a prefix
@@ -106,7 +180,9 @@ class QuantizedCacheStrategy(CacheStrategy):
         return 0
 
     def _truncate(self, n: int) -> None:
-        for layer in self.cache.layers:
+        for layer in _quantized_layers(self.cache):
+            if getattr(layer, "indexer_keys", None) is not None:
+                layer.indexer_keys = layer.indexer_keys[:, :n].clone()
             keys, key_scale = layer._quantized_keys
             values, value_scale = layer._quantized_values
             layer._quantized_keys = (keys[:, :, :n].clone(), key_scale)
@@ -123,8 +199,12 @@ class QuantizedCacheStrategy(CacheStrategy):
             return CacheStats(self.name, "full", 0, 0, self.tokens_seen, 0)
         size = 0
         for layer in self.cache.layers:
+            if hasattr(layer, "recurrent_states"):  # a linear-attention layer's fixed state
+                size += _held_bytes(layer.conv_states) + _held_bytes(layer.recurrent_states)
+                continue
             size += _held_bytes(layer._quantized_keys) + _held_bytes(layer._quantized_values)
-            if layer.keys is not None and layer.keys.dim() == 4:  # residual, not yet quantized
+            size += _held_bytes(getattr(layer, "indexer_keys", None))
+            if layer.keys is not None and layer.keys.dim() == 4 and layer.keys.stride(-2):  # residual
                 size += tensor_bytes(layer.keys, layer.values)
         held = self.cache.get_seq_length()
         return CacheStats(self.name, "full", size, held, self.tokens_seen, 0)

@@ -17,8 +17,8 @@ import torch
 
 from glmdesk.core.errors import GlmdeskError
 from glmdesk.core.settings import CacheSettings
-from glmdesk.engine.cache.base import CacheStrategy, buffer_bytes, run_model
-from glmdesk.engine.cache.layers import RingPlan, SinkWindowLayer, make_cache
+from glmdesk.engine.cache.base import CacheStrategy, cache_bytes, run_model
+from glmdesk.engine.cache.layers import RingPlan, SinkWindowLayer, attention_layers, make_cache, make_layers
 from glmdesk.engine.chunk import CacheStats
 
 
@@ -163,9 +163,9 @@ class SlidingWindowStrategy(CacheStrategy):
     def _fresh_cache(self):
         settings = self.settings
         self.book = RingBook(settings.sinks, settings.window, self.device)
-        layers = self.model.config.get_text_config(decoder=True).num_hidden_layers
+        plan = self.book.plan
         return make_cache(
-            [SinkWindowLayer(settings.sinks, settings.window, self.book.plan) for _ in range(layers)]
+            make_layers(self.model.config, lambda: SinkWindowLayer(settings.sinks, settings.window, plan))
         )
 
     def _keepable(self, common: int) -> int:
@@ -178,7 +178,7 @@ class SlidingWindowStrategy(CacheStrategy):
 
     def _truncate(self, n: int) -> None:
         self.book.truncate(n)
-        for layer in self.cache.layers:
+        for layer in attention_layers(self.cache):
             layer.crop(n)
 
     def _forward(self, input_ids: torch.Tensor, start: int) -> torch.Tensor:
@@ -191,7 +191,7 @@ class SlidingWindowStrategy(CacheStrategy):
         return sorted(int(p) for p in self.book.slot_pos if p >= 0)
 
     def _bytes(self) -> int:
-        return sum(buffer_bytes(layer.keys, layer.values) for layer in self.cache.layers)
+        return cache_bytes(self.cache)
 
     def stats(self) -> CacheStats:
         if self.cache is None:

@@ -292,9 +292,15 @@ def _weights(ready: ReadySource, settings: LoadSettings, kwargs: dict, device: s
     raise AssertionError("unreachable")
 
 
+#: ``model_type`` of GLM models that transformers builds only as image-text-to-text,
+#: answered here as text: GLM-5.3-Flash (``Glm5NextForConditionalGeneration``; its
+#: vision tower is loaded and unused).
+TEXT_ANSWERED_IMAGE_TEXT_TYPES = frozenset({"glm5_next"})
+
+
 def _auto_model_class(folder: Path | str, trust_remote_code: bool):
-    """``AutoModelForImageTextToText`` for a GLM vision folder (GLM-4.1V, 4.5V, 4.6V),
-    else ``AutoModelForCausalLM``."""
+    """``AutoModelForImageTextToText`` for a GLM vision folder (GLM-4.1V, 4.5V, 4.6V) and
+    for GLM-5.3-Flash, else ``AutoModelForCausalLM``."""
     from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
 
     from glmdesk.engine.backends.transformers.vision_processor import is_vision_config
@@ -304,13 +310,15 @@ def _auto_model_class(folder: Path | str, trust_remote_code: bool):
         import json
 
         try:
-            vision = is_vision_config(json.loads(config_file.read_text(encoding="utf-8")))
+            raw = json.loads(config_file.read_text(encoding="utf-8"))
+            vision = is_vision_config(raw) or raw.get("model_type") in TEXT_ANSWERED_IMAGE_TEXT_TYPES
         except (OSError, ValueError):
             vision = False  # from_pretrained words a broken config
     elif isinstance(folder, str):  # a hub id: its config, as transformers caches it
         from transformers import AutoConfig
 
-        vision = is_vision_config(AutoConfig.from_pretrained(folder, trust_remote_code=trust_remote_code))
+        config = AutoConfig.from_pretrained(folder, trust_remote_code=trust_remote_code)
+        vision = is_vision_config(config) or config.model_type in TEXT_ANSWERED_IMAGE_TEXT_TYPES
     else:
         vision = False
     return AutoModelForImageTextToText if vision else AutoModelForCausalLM

@@ -1,0 +1,83 @@
+"""Tiny GLM-5 and GLM-5.3-Flash folders (random weights) built in tests.
+
+GLM-5 (``GlmMoeDsaForCausalLM``, ``model_type`` ``glm_moe_dsa``): multi-head latent
+attention as GLM-4.7-Flash's, with DeepSeek-style sparse attention (an indexer scores
+every held key with its own per-token *indexer key* and each query attends to the
+``index_topk`` best), a dense first layer and a small MoE. GLM-5.3-Flash
+(``Glm5NextForConditionalGeneration``, ``glm5_next``): the hybrid of linear-attention
+(KDA) layers, which keep a fixed-size recurrent state, and indexed MLA layers (every
+fourth), whose indexer scores pools of ``index_kpool`` keys; its vision tower is tiny
+and unused by text chat. Both with the GLM tokenizer of
+:func:`~tests.helpers.glm4_0414_models.write_glm_tokenizer` and GLM-4.7's chat
+template (:data:`~tests.helpers.glm47_flash_models.GLM47_TEMPLATE`): the shapes of
+transformers 5.24's configuration classes, scaled down. GLM-5's indexer has 8 heads:
+with fewer, a random model scores many keys exactly 0 after the ReLU, and the top-k
+among equal scores depends on slot order, which a sink + window ring changes. No model
+file is downloaded.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.helpers.glm4_0414_models import save_model, write_glm_tokenizer
+from tests.helpers.glm45_models import CORPUS, GLM_SPECIAL, TOOL_TAGS
+from tests.helpers.glm47_flash_models import GLM47_TEMPLATE
+
+
+def _tokenizer(folder: Path, template: str):
+    tokenizer, ids, stops = write_glm_tokenizer(folder, CORPUS, template, GLM_SPECIAL, TOOL_TAGS)
+    return -(-len(tokenizer) // 64) * 64, ids, stops
+
+
+def write_glm5(folder: Path, name: str = "zai-org/GLM-5", template: str = GLM47_TEMPLATE, index_topk: int = 4) -> Path:
+    """Write a tiny ``GlmMoeDsaForCausalLM`` folder into ``folder`` (2 layers, indexer top-4)."""
+    import torch
+    from transformers import GlmMoeDsaConfig, GlmMoeDsaForCausalLM
+
+    vocab, ids, stops = _tokenizer(folder, template)
+    torch.manual_seed(0)
+    config = GlmMoeDsaConfig(
+        vocab_size=vocab, hidden_size=64, intermediate_size=96, moe_intermediate_size=32,
+        num_hidden_layers=2, first_k_dense_replace=1, n_routed_experts=4, num_experts_per_tok=2,
+        n_shared_experts=1, num_attention_heads=4, num_key_value_heads=4, q_lora_rank=32, kv_lora_rank=32,
+        qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=16, head_dim=8, index_topk=index_topk,
+        index_head_dim=16, index_n_heads=8, max_position_embeddings=2048,
+        pad_token_id=ids["<|endoftext|>"], bos_token_id=None, eos_token_id=stops,
+    )  # fmt: skip
+    return save_model(GlmMoeDsaForCausalLM(config).eval(), folder, name)
+
+
+def glm5_flash_config(vocab: int, ids: dict, stops: list[int], layers: int = 4):
+    """A tiny ``Glm5NextConfig``: ``layers`` decoder layers, every fourth indexed MLA
+    (the rest KDA linear attention), indexer top-8 over pools of 2 keys."""
+    from transformers import Glm5NextConfig
+
+    text = dict(
+        vocab_size=vocab, hidden_size=64, intermediate_size=96, moe_intermediate_size=32,
+        num_hidden_layers=layers, n_routed_experts=4, num_experts_per_tok=2, n_shared_experts=1,
+        num_attention_heads=4, num_key_value_heads=4, q_lora_rank=32, kv_lora_rank=32, qk_nope_head_dim=16,
+        qk_rope_head_dim=0, v_head_dim=16, index_topk=8, index_kpool=2, index_head_dim=16, index_n_heads=2,
+        linear_head_dim=16, linear_num_heads=4, hc_mult=2, max_position_embeddings=4096,
+        pad_token_id=ids["<|endoftext|>"], bos_token_id=None, eos_token_id=stops,
+    )  # fmt: skip
+    vision = dict(
+        depth=1, hidden_size=32, num_heads=2, out_hidden_size=64, intermediate_size=64,
+        projection_intermediate_size=64, patch_size=14, spatial_merge_size=2, temporal_patch_size=2,
+    )  # fmt: skip
+    special = {
+        "image_token_id": vocab - 1, "video_token_id": vocab - 2, "image_start_token_id": vocab - 3,
+        "image_end_token_id": vocab - 4, "video_start_token_id": vocab - 5, "video_end_token_id": vocab - 6,
+    }  # fmt: skip
+    return Glm5NextConfig(text_config=text, vision_config=vision, **special)
+
+
+def write_glm5_flash(folder: Path, name: str = "zai-org/GLM-5.3-Flash", template: str = GLM47_TEMPLATE) -> Path:
+    """Write a tiny ``Glm5NextForConditionalGeneration`` folder into ``folder``."""
+    import torch
+    from transformers import Glm5NextForConditionalGeneration
+
+    vocab, ids, stops = _tokenizer(folder, template)
+    torch.manual_seed(0)
+    model = Glm5NextForConditionalGeneration(glm5_flash_config(vocab, ids, stops)).eval()
+    return save_model(model, folder, name)
