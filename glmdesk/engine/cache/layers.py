@@ -116,7 +116,7 @@ class _BufferLayer(CacheLayerMixin):
         self.length = end
         return end
 
-    def _indexer_room(self, states: torch.Tensor, tokens: int, exact: int | None = None) -> None:
+    def _indexer_room(self, states: torch.Tensor, tokens: int, exact: int | None = None) -> torch.Tensor:
         """Grow the indexer buffer to hold ``tokens`` slots (doubling as the keys do), or
         to exactly ``exact`` slots; keeps the held ones.
 
@@ -124,12 +124,13 @@ class _BufferLayer(CacheLayerMixin):
             states: New indexer keys ``[batch, n, index_head_dim]`` (dtype, device, width).
             tokens: Slots needed.
             exact: Capacity to allocate instead of the doubling rule.
+
+        Returns:
+            The indexer buffer, ``[batch, capacity, index_head_dim]``.
         """
         held = 0 if self.indexer_keys is None else self.indexer_keys.shape[1]
-        if exact is None and tokens <= held:
-            return
-        if exact is not None and exact == held:
-            return
+        if self.indexer_keys is not None and (tokens <= held if exact is None else exact == held):
+            return self.indexer_keys
         size = exact if exact is not None else max(tokens, 2 * held, self.initial_tokens)
         if exact is None and self.max_tokens is not None:
             size = min(size, max(self.max_tokens, tokens))
@@ -137,14 +138,15 @@ class _BufferLayer(CacheLayerMixin):
         if self.indexer_keys is not None and self.indexer_length:
             grown[:, : self.indexer_length].copy_(self.indexer_keys[:, : self.indexer_length])
         self.indexer_keys = grown
+        return grown
 
-    def _append_indexer(self, states: torch.Tensor) -> int:
-        """Copy ``[b, n, d]`` indexer keys after the held ones; return the new length."""
+    def _append_indexer(self, states: torch.Tensor) -> torch.Tensor:
+        """Copy ``[b, n, d]`` indexer keys after the held ones; return the held ones."""
         end = self.indexer_length + states.shape[1]
-        self._indexer_room(states, end)
-        self.indexer_keys[:, self.indexer_length : end].copy_(states)
+        buffer = self._indexer_room(states, end)
+        buffer[:, self.indexer_length : end].copy_(states)
         self.indexer_length = end
-        return end
+        return buffer[:, :end]
 
     def update_indexer(self, indexer_key_states: torch.Tensor) -> torch.Tensor:
         """Store a chunk's DSA indexer keys after the held ones (transformers'
@@ -157,8 +159,7 @@ class _BufferLayer(CacheLayerMixin):
             The indexer keys the chunk scores, ``[batch, t, index_head_dim]``, in the
             same slot order as the keys :meth:`update` returns.
         """
-        end = self._append_indexer(indexer_key_states)
-        return self.indexer_keys[:, :end]
+        return self._append_indexer(indexer_key_states)
 
     def crop(self, max_length: int) -> None:
         """Keep the first ``max_length`` held slots (transformers' ``crop``); buffers stay allocated."""
@@ -220,14 +221,15 @@ class GrowingLayer(_BufferLayer):
     def update_indexer(self, indexer_key_states: torch.Tensor) -> torch.Tensor:
         """As :meth:`_BufferLayer.update_indexer`; a static layer returns its whole
         ``max_tokens`` buffer (zeros past the held slots, hidden by the mask)."""
-        if not self.static:
+        size = self.max_tokens
+        if not self.static or size is None:
             return super().update_indexer(indexer_key_states)
-        self._indexer_room(indexer_key_states, self.max_tokens, exact=self.max_tokens)
+        buffer = self._indexer_room(indexer_key_states, size, exact=size)
         end = self.indexer_length + indexer_key_states.shape[1]
-        if end > self.max_tokens:
-            raise RuntimeError(f"static KV cache full: {end} tokens > {self.max_tokens}")
+        if end > size:
+            raise RuntimeError(f"static KV cache full: {end} tokens > {size}")
         self._append_indexer(indexer_key_states)
-        return self.indexer_keys
+        return buffer
 
     def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
         """``(kv_length, kv_offset)``: every held token plus the query chunk, causal."""
@@ -304,19 +306,21 @@ class SinkWindowLayer(_BufferLayer):
         """Store a chunk's DSA indexer keys in the slots :attr:`plan` gives its keys;
         return the indexer keys the chunk scores, slot for slot as :meth:`update`
         returns the keys (``[batch, t, index_head_dim]``)."""
-        plan = self.plan
+        plan, slots = self.plan, self.sinks + self.window
         if plan.mode == "append":
             return super().update_indexer(indexer_key_states)
         if plan.mode == "ring":
-            self._indexer_room(indexer_key_states, self.max_tokens, exact=self.max_tokens)
-            self.indexer_keys[:, plan.slot : plan.slot + 1].copy_(indexer_key_states)
-            return self.indexer_keys
+            buffer = self._indexer_room(indexer_key_states, slots, exact=slots)
+            buffer[:, plan.slot : plan.slot + 1].copy_(indexer_key_states)
+            return buffer
+        if plan.src is None or plan.dst is None:
+            raise RuntimeError("a spilling chunk needs the plan's kept positions and their slots")
         held = indexer_key_states
         if self.indexer_keys is not None and self.indexer_length:
             held = torch.cat([self.indexer_keys[:, : self.indexer_length], indexer_key_states], dim=1)
-        self._indexer_room(indexer_key_states, self.max_tokens, exact=self.max_tokens)
-        self.indexer_keys.index_copy_(1, plan.dst, indexer_key_states.index_select(1, plan.src))
-        self.indexer_length = self.max_tokens
+        buffer = self._indexer_room(indexer_key_states, slots, exact=slots)
+        buffer.index_copy_(1, plan.dst, indexer_key_states.index_select(1, plan.src))
+        self.indexer_length = slots
         return held
 
     def load(
@@ -343,8 +347,8 @@ class SinkWindowLayer(_BufferLayer):
         self.values.index_copy_(2, dst, values.index_select(2, src))
         self.length = src.numel()
         if indexer_keys is not None:
-            self._indexer_room(indexer_keys, self.capacity, exact=self.capacity)
-            self.indexer_keys.index_copy_(1, dst, indexer_keys.index_select(1, src))
+            buffer = self._indexer_room(indexer_keys, self.capacity, exact=self.capacity)
+            buffer.index_copy_(1, dst, indexer_keys.index_select(1, src))
             self.indexer_length = src.numel()
 
     def get_mask_sizes(self, query_length: int) -> tuple[int, int]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 
 import torch
+from transformers.cache_utils import LinearAttentionCacheLayerMixin
 
 from glmdesk.core.errors import GlmdeskError
 from glmdesk.core.settings import CacheSettings
@@ -199,7 +200,7 @@ class QuantizedCacheStrategy(CacheStrategy):
             return CacheStats(self.name, "full", 0, 0, self.tokens_seen, 0)
         size = 0
         for layer in self.cache.layers:
-            if hasattr(layer, "recurrent_states"):  # a linear-attention layer's fixed state
+            if isinstance(layer, LinearAttentionCacheLayerMixin):  # a fixed-size state
                 size += _held_bytes(layer.conv_states) + _held_bytes(layer.recurrent_states)
                 continue
             size += _held_bytes(layer._quantized_keys) + _held_bytes(layer._quantized_values)
