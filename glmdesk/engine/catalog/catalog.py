@@ -134,9 +134,14 @@ class Catalog:
 
 
 def catalog_path() -> Path:
-    """The shipped catalog file (``resources/catalog/glm_catalog.json``)."""
+    """The catalog file: ``GLMDESK_CATALOG`` when set (a file the refresh script wrote
+    elsewhere), else the shipped ``resources/catalog/glm_catalog.json``."""
+    import os
+
     from glmdesk.resources import resource_path
 
+    if os.environ.get("GLMDESK_CATALOG"):
+        return Path(os.environ["GLMDESK_CATALOG"])
     return resource_path("catalog", "glm_catalog.json")
 
 
@@ -201,12 +206,17 @@ def parse_catalog(data: dict) -> Catalog:
     return Catalog(data["date"], data.get("written", ""), data.get("provenance", {}), tuple(models))
 
 
-@functools.cache
 def load_catalog(path: Path | None = None) -> Catalog:
-    """Read the catalog file (default: the shipped one, :func:`catalog_path`).
+    """Read the catalog file (default: :func:`catalog_path`), once per file and change.
 
     Raises:
         OSError: the file cannot be read; ``ValueError``: it is not a catalog.
     """
-    path = path or catalog_path()
-    return parse_catalog(json.loads(Path(path).read_text(encoding="utf-8")))
+    path = Path(path or catalog_path())
+    stat = path.stat()
+    return _read(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.cache
+def _read(path: Path, _mtime_ns: int, _size: int) -> Catalog:
+    return parse_catalog(json.loads(path.read_text(encoding="utf-8")))

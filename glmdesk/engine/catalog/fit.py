@@ -102,7 +102,11 @@ class Fit:
         engine: ``llamacpp`` or ``transformers``.
         speed: ``fast``, ``medium``, ``slow`` (``""`` when it does not fit).
         forecast: The forecast of the way it runs (of the GPU attempt when none fits).
-        why: One line with the figures.
+        why: One line with the figures (English; the window words it from the fields).
+        whole: The forecast of the fastest way (all on the GPU, or the CPU without one),
+            whose weights and KV cache the why line starts with.
+        context: Tokens the KV cache is sized for.
+        disk_short: Whether the download is larger than the free disk.
     """
 
     mark: str
@@ -111,6 +115,9 @@ class Fit:
     speed: str
     forecast: Forecast
     why: str
+    whole: Forecast | None = None
+    context: int = 0
+    disk_short: bool = False
 
     @property
     def runs(self) -> bool:
@@ -195,7 +202,8 @@ def fit(model: CatalogModel, variant: Variant, machine: Machine, context: int = 
         if gpu:
             have = f"{gib(machine.gpu_free)} GPU + {have}"
         why = f"{head} + overhead {gib(first.overhead)}: needs {gib(first.total)}; {have} is too little"
-        return Fit("too_big", "", "llamacpp" if variant.format == "gguf" else "transformers", "", first, why)
+        engine = "llamacpp" if variant.format == "gguf" else "transformers"
+        return Fit("too_big", "", engine, "", first, why, first, tokens, disk_short)
     how, engine, f = chosen
     if how == "GPU":
         why = f"{head} + overhead {gib(f.overhead)} = {gib(f.gpu)} <= {gib(machine.gpu_free)} GPU"
@@ -219,8 +227,8 @@ def fit(model: CatalogModel, variant: Variant, machine: Machine, context: int = 
         mark = "fits"
     if disk_short:
         why = f"the download ({gib(variant.size_bytes)}) > {gib(machine.disk_free)} free on disk; " + why
-        return Fit("too_big", how, engine, "", f, why)
-    return Fit(mark, how, engine, _speed(how, model), f, why)
+        return Fit("too_big", how, engine, "", f, why, first, tokens, True)
+    return Fit(mark, how, engine, _speed(how, model), f, why, first, tokens, False)
 
 
 def best_first_key(model: CatalogModel, variant: Variant, result: Fit) -> tuple:

@@ -223,3 +223,20 @@ def select_files(repo: str, files: list[RemoteFile], quant: str | None) -> tuple
             "no_quant", f"{repo} holds no model files.", repo=repo, quants="none", quant=quant or ""
         )
     return (quant or "bf16"), chosen
+
+
+#: Seconds the "is the hub reachable" probe waits for an answer.
+PROBE_TIMEOUT_S = 5.0
+
+
+def hub_reachable(timeout: float = PROBE_TIMEOUT_S) -> tuple[bool, str]:
+    """``(reachable, reason)``: whether the hub answers at all within ``timeout`` seconds
+    (any HTTP answer counts), through ``huggingface_hub``'s session (which refuses at
+    once in offline mode). Never raises."""
+    from huggingface_hub.utils import get_session
+
+    try:
+        get_session().get(f"{hub_endpoint()}/api/models", params={"limit": 1}, timeout=timeout)
+    except Exception as exc:  # offline mode, refused, DNS, timeout
+        return False, f"{type(exc).__name__}: {exc}".split("\n")[0]
+    return True, ""
