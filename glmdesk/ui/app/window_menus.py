@@ -14,6 +14,7 @@ from glmdesk.core.settings import LoadSettings
 from glmdesk.ui.app.about_dialog import AboutDialog
 from glmdesk.ui.app.shortcuts_dialog import ShortcutsDialog
 from glmdesk.ui.common.theme import ThemeController, build_theme_menu
+from glmdesk.ui.models.get_model_dialog import GetModelDialog
 from glmdesk.ui.models.recent_models import RecentModelsMenu
 
 
@@ -105,8 +106,6 @@ class ProductMenus(QObject):
     def show_get_model(self) -> None:
         """File -> Get a model: the catalog page, made once and kept (its downloads go on
         while it is hidden)."""
-        from glmdesk.ui.models.get_model_dialog import GetModelDialog
-
         if self.get_model_dialog is None:
             self.get_model_dialog = GetModelDialog(self.window.store, self.window)
             self.get_model_dialog.load_requested.connect(self.window.load_model)
