@@ -166,6 +166,31 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+class _Digest:
+    """The hub's hash of a file as it grows: SHA-256 for LFS files, else git's blob id
+    (SHA-1 of ``blob <size>\\0`` + content). ``fed`` counts the bytes hashed."""
+
+    def __init__(self, remote: RemoteFile, prefix: Path | None = None, length: int = 0) -> None:
+        self.expected = remote.sha256 or remote.blob_id
+        if remote.sha256:
+            self._hash = hashlib.sha256()
+        else:
+            self._hash = hashlib.sha1(f"blob {remote.size}\0".encode())  # noqa: S324 - git's own id
+        self.fed = 0
+        if prefix is not None and length:
+            with open(prefix, "rb") as fh:
+                while self.fed < length and (chunk := fh.read(min(_HASH_CHUNK, length - self.fed))):
+                    self.update(chunk)
+
+    def update(self, chunk: bytes) -> None:
+        self._hash.update(chunk)
+        self.fed += len(chunk)
+
+    def matches(self) -> bool:
+        """Whether the bytes hashed are the hub's file (``True`` when it gave no hash)."""
+        return not self.expected or self._hash.hexdigest() == self.expected
+
+
 def file_matches(path: Path, remote: RemoteFile) -> bool:
     """Whether ``path`` is ``remote``: its size, then its SHA-256 (LFS) or git blob id."""
     if path.stat().st_size != remote.size:
@@ -332,7 +357,7 @@ class Puller:
                 continue
             part = work / (f.path + ".part")
             try:
-                self._fetch(plan, f, part, index, count, state, rate, have, progress, cancel)
+                digest = self._fetch(plan, f, part, index, count, state, rate, have, progress, cancel)
             except _Cancelled:
                 return None
             progress(
@@ -340,7 +365,7 @@ class Puller:
                     "verifying", f.path, index, count, state["done"], plan.total_bytes, state["fetched"], have
                 )
             )
-            if not file_matches(part, f):
+            if not (digest.matches() if digest.fed == f.size else file_matches(part, f)):
                 part.unlink(missing_ok=True)
                 state["done"] -= f.size
                 raise PullError(
@@ -363,11 +388,15 @@ class Puller:
 
     def _fetch(
         self, plan, f: RemoteFile, part: Path, index, count, state, rate, have, progress, cancel
-    ) -> None:
+    ) -> _Digest:
         """Append the rest of ``f`` to ``part``: a GET with ``Range: bytes=<size of part>-``
         on the hub's own HTTP session, read in :data:`CHUNK_BYTES` pieces (cancel is
         checked between them), resumed after a lost connection up to
-        :data:`RETRIES` times with growing waits that a cancel cuts short."""
+        :data:`RETRIES` times with growing waits that a cancel cuts short.
+
+        Returns:
+            The file's hash, computed as the bytes arrive (the part already on disk
+            hashed first), so a finished file is not read again to check it."""
         import httpx2
         from huggingface_hub import hf_hub_url
         from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
@@ -375,14 +404,17 @@ class Puller:
         url = hf_hub_url(plan.repo, f.path, revision=plan.commit, endpoint=hub_endpoint())
         headers = build_hf_headers(token=self.token or False, library_name="glmdesk")
         tries = 0
+        digest: _Digest | None = None
         while True:
             start = part.stat().st_size if part.is_file() else 0
             if start > f.size:  # longer than the file: not ours to trust
                 part.unlink()
                 state["done"] -= start
                 start = 0
+            if digest is None or digest.fed != start:
+                digest = _Digest(f, part, start)
             if start == f.size:
-                return
+                return digest
             if cancel.is_set():
                 raise _Cancelled
             asked = dict(headers, Range=f"bytes={start}-") if start else headers
@@ -392,11 +424,13 @@ class Puller:
                     mode = "ab" if response.status_code == 206 else "wb"
                     if mode == "wb" and start:  # the server ignored the range: start the file again
                         state["done"] -= start
+                        digest = _Digest(f)
                     with open(part, mode) as fh:
                         for chunk in response.iter_bytes(CHUNK_BYTES):
                             if cancel.is_set():
                                 raise _Cancelled
                             fh.write(chunk)
+                            digest.update(chunk)
                             tries = 0
                             state["done"] += len(chunk)
                             state["fetched"] += len(chunk)
@@ -430,7 +464,7 @@ class Puller:
                     raise hub_error(exc, plan.repo) from exc
                 raise
             if part.stat().st_size == f.size:
-                return
+                return digest
             tries += 1  # the body ended early without an error
             if tries > RETRIES:
                 raise _lost(plan, part, ConnectionError("the file ended early"))
