@@ -9,6 +9,7 @@ from glmdesk.engine.catalog.pulled import find_pulled
 from glmdesk.engine.files.sources import embedded_gguf_path, resolve_source
 from tests.helpers.cli import run_cli
 from tests.helpers.fake_hub import FakeHub, FakeRepo
+from tests.helpers.waiting import wait_until
 
 
 @pytest.fixture
@@ -84,3 +85,41 @@ def test_chat_finds_a_pulled_model_by_its_repository_offline(
     )
     assert out.returncode == 0, out.stderr
     assert "Paris" in out.stdout
+
+
+def test_a_pull_killed_mid_file_resumes_in_the_next_run(models_folder, online, monkeypatch):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    data = os.urandom(3 << 20)
+    repos = {"glm/tiny-GGUF": FakeRepo({"tiny-Q4_K_M.gguf": data}, lfs={"tiny-Q4_K_M.gguf"})}
+    with FakeHub(repos) as hub:
+        hub.hold_after["tiny-Q4_K_M.gguf"] = 1 << 20
+        env = dict(os.environ, HF_ENDPOINT=hub.endpoint, HF_HUB_OFFLINE="0")
+        child = subprocess.Popen(
+            [sys.executable, "-m", "glmdesk", "pull", "glm/tiny-GGUF", "--quant", "Q4_K_M"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        try:
+            assert hub.held.wait(60), child.stderr.read() if child.poll() is not None else "no request"
+            part = models_folder / ".partial" / "glm--tiny-GGUF--Q4_K_M" / "tiny-Q4_K_M.gguf.part"
+            wait_until(lambda: part.is_file() and part.stat().st_size >= 1 << 20, 30)  # the child wrote it
+            child.send_signal(signal.SIGKILL)
+            child.wait(30)
+        finally:
+            if child.poll() is None:
+                child.kill()
+        kept = part.stat().st_size
+        assert kept == 1 << 20
+        hub.hold_after.clear()
+        hub.release.set()
+        monkeypatch.setenv("HF_ENDPOINT", hub.endpoint)
+        out = run_cli("pull", "glm/tiny-GGUF", "--quant", "Q4_K_M")
+    assert out.returncode == 0, out.stderr
+    assert "resuming: 1 MiB of 3 MiB already here" in out.stderr
+    assert [start for _, start in hub.requests] == [0, 1 << 20]
+    assert (find_pulled("glm/tiny-GGUF", models_folder).model_path).read_bytes() == data
