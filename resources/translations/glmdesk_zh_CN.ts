@@ -143,6 +143,41 @@ Updated {when} · {model}</source>
     </message>
 </context>
 <context>
+    <name>DownloadList</name>
+    <message>
+        <source>Not enough disk space: {need} more is needed and {folder} has {free} free. Free some space or choose another models folder.</source>
+        <translation>磁盘空间不足：还需要 {need}，而 {folder} 只有 {free} 可用。请清理空间或选择其他模型文件夹。</translation>
+    </message>
+    <message>
+        <source>{file} arrived damaged (its hash is not the hub&apos;s) and was deleted; Retry fetches it anew.</source>
+        <translation>{file} 下载后已损坏（哈希与模型库不符），已删除；点“重试”重新下载。</translation>
+    </message>
+    <message>
+        <source>This repository needs permission (the hub answered {status}): open {page}, sign in and accept its terms, then set a token with read access under Hub token.</source>
+        <translation>此仓库需要授权（模型库返回 {status}）：请打开 {page}，登录并接受其条款，然后在“模型库令牌”中设置一个只读令牌。</translation>
+    </message>
+    <message>
+        <source>The hub has no repository {repo}.</source>
+        <translation>模型库中没有仓库 {repo}。</translation>
+    </message>
+    <message>
+        <source>{repo} has the quantizations {quants}; {quant} is not among them.</source>
+        <translation>{repo} 提供的量化有 {quants}；其中没有 {quant}。</translation>
+    </message>
+    <message>
+        <source>The connection was lost; what was fetched is kept: Retry resumes from there.</source>
+        <translation>连接已断开；已下载的部分会保留，点“重试”从断点继续。</translation>
+    </message>
+    <message>
+        <source>Another glmdesk is downloading this model already.</source>
+        <translation>另一个 glmdesk 已在下载这个模型。</translation>
+    </message>
+    <message>
+        <source>The hub is not reachable ({detail}); Retry when you are online.</source>
+        <translation>无法连接模型库（{detail}）；联网后请点“重试”。</translation>
+    </message>
+</context>
+<context>
     <name>DownloadRow</name>
     <message>
         <source>Waiting...</source>
@@ -754,38 +789,6 @@ Updated {when} · {model}</source>
     <message>
         <source>Catalog of {date}, shipped with glmdesk. The hub is not reachable ({reason}): downloads wait until it is.</source>
         <translation>glmdesk 自带的 {date} 模型目录。无法连接模型库（{reason}）：下载会等到能连接时再进行。</translation>
-    </message>
-    <message>
-        <source>Not enough disk space: {need} more is needed and {folder} has {free} free. Free some space or choose another models folder.</source>
-        <translation>磁盘空间不足：还需要 {need}，而 {folder} 只有 {free} 可用。请清理空间或选择其他模型文件夹。</translation>
-    </message>
-    <message>
-        <source>{file} arrived damaged (its hash is not the hub&apos;s) and was deleted; Retry fetches it anew.</source>
-        <translation>{file} 下载后已损坏（哈希与模型库不符），已删除；点“重试”重新下载。</translation>
-    </message>
-    <message>
-        <source>This repository needs permission (the hub answered {status}): open {page}, sign in and accept its terms, then set a token with read access under Hub token.</source>
-        <translation>此仓库需要授权（模型库返回 {status}）：请打开 {page}，登录并接受其条款，然后在“模型库令牌”中设置一个只读令牌。</translation>
-    </message>
-    <message>
-        <source>The hub has no repository {repo}.</source>
-        <translation>模型库中没有仓库 {repo}。</translation>
-    </message>
-    <message>
-        <source>{repo} has the quantizations {quants}; {quant} is not among them.</source>
-        <translation>{repo} 提供的量化有 {quants}；其中没有 {quant}。</translation>
-    </message>
-    <message>
-        <source>The connection was lost; what was fetched is kept: Retry resumes from there.</source>
-        <translation>连接已断开；已下载的部分会保留，点“重试”从断点继续。</translation>
-    </message>
-    <message>
-        <source>Another glmdesk is downloading this model already.</source>
-        <translation>另一个 glmdesk 已在下载这个模型。</translation>
-    </message>
-    <message>
-        <source>The hub is not reachable ({detail}); Retry when you are online.</source>
-        <translation>无法连接模型库（{detail}）；联网后请点“重试”。</translation>
     </message>
     <message>
         <source>Models folder</source>

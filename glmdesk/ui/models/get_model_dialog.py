@@ -10,8 +10,6 @@ The catalog always shows; when the hub does not answer, the page says "not reach
 
 from __future__ import annotations
 
-import itertools
-import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -30,20 +28,18 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
-    QScrollArea,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
-from glmdesk.core.settings import LoadSettings
 from glmdesk.engine.catalog.catalog import Catalog, CatalogModel, Variant, load_catalog
 from glmdesk.engine.catalog.fit import Fit, Machine, best_first_key, fit, this_machine
 from glmdesk.engine.catalog.hub_files import save_token, saved_token
 from glmdesk.engine.catalog.pulled import choose_models_dir, find_pulled, models_dir
 from glmdesk.engine.forecast import gib
-from glmdesk.ui.models.download_row import DownloadRow
+from glmdesk.ui.models.download_list import DownloadList
 from glmdesk.ui.models.pull_worker import PullWorker
 
 _MARK_COLOURS = {"fits": "#27ae60", "slow": "#d68910", "too_big": "#c0392b"}
@@ -65,7 +61,6 @@ class GetModelDialog(QDialog):
     """
 
     load_requested = Signal(object)
-    _pull_requested = Signal(int, str, str, str, str, object)
     _probe_requested = Signal()
 
     def __init__(
@@ -80,23 +75,17 @@ class GetModelDialog(QDialog):
         self.setWindowTitle(self.tr("Get a model"))
         self.setModal(False)
         self.resize(1100, 680)
-        self._store = store
         self.catalog = catalog or load_catalog()
         self._read_machine = machine or (lambda: this_machine(models_dir()))
         self.machine = self._read_machine()
         self._token = saved_token()
-        self._jobs: dict[int, dict] = {}
-        self._ids = itertools.count(1)
         self.rows: list[tuple[CatalogModel, Variant, Fit]] = []
         self._threads: list[QThread] = []
-        self.worker = self._start_worker("glmdesk-pull")
+        self.downloads = DownloadList(store, lambda: self._token, self)
+        self.downloads.load_requested.connect(self.load_requested)
+        self.downloads.model_pulled.connect(self.refresh)
         self.prober = self._start_worker("glmdesk-hub-probe")
-        self._pull_requested.connect(self.worker.pull)
         self._probe_requested.connect(self.prober.probe)
-        self.worker.progressed.connect(self._on_progress)
-        self.worker.pulled.connect(self._on_pulled)
-        self.worker.pull_stopped.connect(self._on_stopped)
-        self.worker.pull_failed.connect(self._on_failed)
         self.prober.reachability_checked.connect(self._on_reachability)
         self._build()
         self.refresh()
@@ -185,16 +174,8 @@ class GetModelDialog(QDialog):
         actions.addWidget(self.folder_label, 1)
         for button in (self.folder_button, self.token_button, self.download_button):
             actions.addWidget(button)
-        self.downloads = QVBoxLayout()
-        self.downloads.addStretch(1)
-        holder = QWidget()
-        holder.setLayout(self.downloads)
-        scroll = QScrollArea()
-        scroll.setWidgetResizable(True)
-        scroll.setWidget(holder)
-        scroll.setMaximumHeight(180)
         layout = QVBoxLayout(self)
-        for item in (filters, self.status, self.machine_label, self.table, actions, scroll):
+        for item in (filters, self.status, self.machine_label, self.table, actions, self.downloads):
             (layout.addLayout if isinstance(item, QHBoxLayout) else layout.addWidget)(item)
         layout.setStretchFactor(self.table, 1)
         self._show_folder()
@@ -340,7 +321,7 @@ class GetModelDialog(QDialog):
 
     def _update_button(self) -> None:
         chosen = self.selected()
-        self.download_button.setEnabled(chosen is not None and self._job_for(chosen[1]) is None)
+        self.download_button.setEnabled(chosen is not None and self.downloads.job_for(chosen[1]) is None)
 
     # The hub -----------------------------------------------------------------------
     def check_hub(self) -> None:
@@ -363,135 +344,22 @@ class GetModelDialog(QDialog):
             )
 
     # Downloads ---------------------------------------------------------------------
-    def _job_for(self, variant: Variant) -> int | None:
-        for job, entry in self._jobs.items():
-            if entry["variant"] == variant and not entry.get("done"):
-                return job
-        return None
-
     @Slot()
     def download_selected(self) -> None:
         """Start downloading the selected variant in a row of its own (or load it when
         it is downloaded already)."""
         chosen = self.selected()
-        if chosen is None or self._job_for(chosen[1]) is not None:
+        if chosen is None or self.downloads.job_for(chosen[1]) is not None:
             return
-        model, variant, result = chosen
+        _model, variant, result = chosen
         pulled = find_pulled(f"{variant.repo}:{variant.quant}") or (
             find_pulled(variant.repo) if variant.format != "gguf" else None
         )
         if pulled is not None:
-            self._load(pulled.model_path, result.engine)
+            self.downloads.load(pulled.model_path, result.engine)
             return
-        job = next(self._ids)
-        row = DownloadRow(f"{variant.repo} {variant.quant}")
-        entry = {"variant": variant, "row": row, "engine": result.engine, "stop": threading.Event()}
-        self._jobs[job] = entry
-        row.pause_clicked.connect(lambda job=job: self.toggle_pause(job))
-        row.cancel_clicked.connect(lambda job=job: self.cancel(job))
-        row.load_clicked.connect(
-            lambda job=job: self._load(Path(self._jobs[job]["path"]), self._jobs[job]["engine"])
-        )
-        self.downloads.insertWidget(self.downloads.count() - 1, row)
-        self._start(job)
+        self.downloads.start(variant, result.engine)
         self._update_button()
-
-    def _start(self, job: int) -> None:
-        entry = self._jobs[job]
-        entry["stop"] = threading.Event()
-        entry["row"].show_running()
-        variant = entry["variant"]
-        quant = variant.quant if variant.format == "gguf" else ""
-        self._pull_requested.emit(
-            job, variant.repo, quant, str(models_dir()), self._token or "", entry["stop"]
-        )
-
-    def toggle_pause(self, job: int) -> None:
-        """Pause a running download (its bytes are kept), or resume a paused one."""
-        entry = self._jobs[job]
-        if entry["row"].paused:
-            self._start(job)
-        else:
-            entry["stop"].set()
-            entry["row"].show_paused()
-
-    def cancel(self, job: int) -> None:
-        """Stop a download and remove its row (what was fetched is kept for a later download)."""
-        entry = self._jobs.pop(job)
-        entry["stop"].set()
-        entry["row"].deleteLater()
-        self._update_button()
-
-    @Slot(int, object)
-    def _on_progress(self, job: int, progress) -> None:
-        entry = self._jobs.get(job)
-        if entry is not None and not entry["stop"].is_set():
-            entry["row"].show_progress(progress)
-
-    @Slot(int, str)
-    def _on_pulled(self, job: int, folder: str) -> None:
-        entry = self._jobs.get(job)
-        if entry is None:
-            return
-        entry["done"] = True
-        pulled = find_pulled(f"{entry['variant'].repo}:{entry['variant'].quant}") or find_pulled(
-            entry["variant"].repo
-        )
-        entry["path"] = str(pulled.model_path if pulled else folder)
-        entry["row"].show_finished(entry["path"])
-        if self._store is not None:
-            self._store.add_recent_model(entry["path"])
-        self.refresh()
-
-    @Slot(int)
-    def _on_stopped(self, job: int) -> None:
-        entry = self._jobs.get(job)
-        if entry is not None and not entry["row"].paused:
-            entry["row"].show_paused()
-
-    @Slot(int, object)
-    def _on_failed(self, job: int, error) -> None:
-        entry = self._jobs.get(job)
-        if entry is not None:
-            entry["row"].show_failed(self.error_text(error))
-
-    def error_text(self, error) -> str:
-        """A :class:`~glmdesk.engine.catalog.hub_files.PullError` in the user's language."""
-        p = error.params
-        texts = {
-            "disk_full": lambda: self.tr(
-                "Not enough disk space: {need} more is needed and {folder} has {free} free. "
-                "Free some space or choose another models folder."
-            ).format(need=gib(p["need"]), free=gib(p["free"]), folder=p["folder"]),
-            "hash_mismatch": lambda: self.tr(
-                "{file} arrived damaged (its hash is not the hub's) and was deleted; Retry fetches it anew."
-            ).format(file=p["file"]),
-            "gated": lambda: self.tr(
-                "This repository needs permission (the hub answered {status}): open {page}, sign in and accept "
-                "its terms, then set a token with read access under Hub token."
-            ).format(status=p.get("status") or "", page=p.get("page", "")),
-            "not_found": lambda: self.tr("The hub has no repository {repo}.").format(repo=p["repo"]),
-            "no_quant": lambda: self.tr(
-                "{repo} has the quantizations {quants}; {quant} is not among them."
-            ).format(repo=p["repo"], quants=p["quants"], quant=p["quant"]),
-            "connection_lost": lambda: self.tr(
-                "The connection was lost; what was fetched is kept: Retry resumes from there."
-            ),
-            "busy": lambda: self.tr("Another glmdesk is downloading this model already."),
-        }
-        make = texts.get(error.kind)
-        if make is None:
-            return self.tr("The hub is not reachable ({detail}); Retry when you are online.").format(
-                detail=error.message
-            )
-        return make()
-
-    def _load(self, path: Path, engine: str) -> None:
-        from glmdesk.engine.backends import llama_cpp_available
-
-        if engine == "llamacpp" and not llama_cpp_available():
-            engine = "auto"
-        self.load_requested.emit(LoadSettings(model=str(path), engine=engine))
 
     # Folder and token --------------------------------------------------------------
     def _choose_folder(self) -> None:
@@ -529,8 +397,7 @@ class GetModelDialog(QDialog):
     @Slot()
     def shutdown(self) -> None:
         """Pause every download and end the worker threads. Idempotent."""
-        for entry in self._jobs.values():
-            entry["stop"].set()
+        self.downloads.shutdown()
         for thread in self._threads:
             thread.quit()
             thread.wait(15_000)

@@ -5,6 +5,8 @@ page's lifetime and runs pulls one after another (each a
 :class:`~glmdesk.engine.catalog.pull.Puller` run); a second one on another thread
 answers "is the hub reachable", so a probe never waits behind a download. Each pull
 carries a job id and a ``threading.Event`` that pauses or cancels it at the next chunk.
+Byte counts are reported at most :data:`PROGRESS_PER_S` times a second (a fast line
+gives hundreds of chunks a second); every change of stage is reported.
 """
 
 from __future__ import annotations
@@ -13,6 +15,9 @@ import threading
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal, Slot
+
+#: Progress reports of bytes per second at most (the rows repaint no faster).
+PROGRESS_PER_S = 10
 
 
 class PullWorker(QObject):
@@ -41,10 +46,20 @@ class PullWorker(QObject):
         if stop.is_set():
             self.pull_stopped.emit(job)
             return
+        import time
+
         puller = Puller(Path(folder), token=token or None)
+        last = [0.0]
+
+        def report(progress) -> None:
+            now = time.monotonic()
+            if progress.stage != "downloading" or now - last[0] >= 1 / PROGRESS_PER_S:
+                last[0] = now
+                self.progressed.emit(job, progress)
+
         try:
             plan = puller.plan(repo, quant or None)
-            result = puller.pull(plan, lambda p: self.progressed.emit(job, p), stop)
+            result = puller.pull(plan, report, stop)
         except PullError as exc:
             self.pull_failed.emit(job, exc)
             return

@@ -112,8 +112,8 @@ def test_a_download_pauses_resumes_where_it_stopped_and_loads_in_one_click(qtbot
         qtbot.waitUntil(lambda: "reachable" in dialog.status.text(), timeout=15_000)
         _select(dialog, "glm/tiny-GGUF:Q4_K_M")
         dialog.download_button.click()
-        (job,) = dialog._jobs
-        row = dialog._jobs[job]["row"]
+        (job,) = dialog.downloads.jobs
+        row = dialog.downloads.jobs[job]["row"]
         assert not dialog.download_button.isEnabled()  # not twice
         qtbot.waitUntil(lambda: " left " in row.detail.text(), timeout=15_000)
         assert row.bar.value() > 0
@@ -122,14 +122,14 @@ def test_a_download_pauses_resumes_where_it_stopped_and_loads_in_one_click(qtbot
         hub.release.set()
         qtbot.waitUntil(lambda: row.pause_button.text() == "Resume", timeout=15_000)
         assert "Paused" in row.detail.text()
-        with qtbot.waitSignal(dialog.worker.pulled, timeout=30_000):
+        with qtbot.waitSignal(dialog.downloads.worker.pulled, timeout=30_000):
             row.pause_button.click()
         qtbot.waitUntil(row.load_button.isVisible, timeout=5_000)
         starts = [start for path, start in hub.requests]
         assert (
             starts[0] == 0 and 0 < starts[1] <= 1 << 20 and len(starts) == 2
         )  # the resume asked for the rest
-        path = dialog._jobs[job]["path"]
+        path = dialog.downloads.jobs[job]["path"]
         assert path.endswith("tiny-Q4_K_M.gguf") and open(path, "rb").read() == WEIGHTS
         assert store.recent_models()[0] == path  # Open model lists it
         assert (
@@ -148,7 +148,7 @@ def test_a_gated_repository_says_what_to_do_in_its_row(qtbot, hub):
     try:
         _select(dialog, "glm/gated-GGUF:Q8_0")
         dialog.download_button.click()
-        (entry,) = dialog._jobs.values()
+        (entry,) = dialog.downloads.jobs.values()
         qtbot.waitUntil(lambda: "needs permission" in entry["row"].detail.text(), timeout=15_000)
         assert "401" in entry["row"].detail.text() and "Hub token" in entry["row"].detail.text()
         assert entry["row"].pause_button.text() == "Retry"
@@ -198,7 +198,7 @@ def test_get_a_model_from_the_file_menu_never_blocks_chat_and_loads_what_it_pull
         with qtbot.waitSignal(window.session.answer_finished, timeout=ANSWER_TIMEOUT_MS):
             window.send_message("What is the capital of France?")  # ...and the chat answers
         hub.release.set()
-        (entry_,) = dialog._jobs.values()
+        (entry_,) = dialog.downloads.jobs.values()
         qtbot.waitUntil(entry_["row"].load_button.isVisible, timeout=60_000)
     dialog.close()
     assert dialog.isHidden()
