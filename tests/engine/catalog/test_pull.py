@@ -225,3 +225,37 @@ def test_files_in_the_hub_cache_are_linked_not_fetched_again(hub, tmp_path):
     assert "linked" in [r.stage for r in reports]
     record = json.loads((folder / "glmdesk-pull.json").read_text())
     assert record["complete"] is True
+
+
+@pytest.mark.parametrize(
+    ("path", "quant"),
+    [
+        ("GLM-4.7-Flash-Q4_K_M.gguf", "Q4_K_M"),
+        ("THUDM_GLM-4-9B-0414-q8_0.gguf", "Q8_0"),
+        ("Q4_K_M/GLM-4.5-Q4_K_M-00001-of-00005.gguf", "Q4_K_M"),
+        ("UD-Q2_K_XL/GLM-4.6-UD-Q2_K_XL-00002-of-00003.gguf", "UD-Q2_K_XL"),
+        ("BF16/GLM-4.5-Air-BF16-00001-of-00005.gguf", "BF16"),
+        ("GLM-4-32B-0414-IQ4_XS.gguf", "IQ4_XS"),
+        ("SmolLM2-135M-Instruct.Q4_1.gguf", "Q4_1"),
+        ("glm-4-9b-chat.gguf", None),
+    ],
+)
+def test_the_quantization_is_read_from_gguf_names_as_uploaders_write_them(path, quant):
+    from glmdesk.engine.catalog.hub_files import quant_of
+
+    assert quant_of(path) == quant
+
+
+def test_a_split_gguf_is_pulled_whole_and_mmproj_files_are_left_out():
+    from glmdesk.engine.catalog.hub_files import RemoteFile, select_files
+
+    names = [
+        "Q4_K_M/GLM-4.5-Air-Q4_K_M-00001-of-00002.gguf",
+        "Q4_K_M/GLM-4.5-Air-Q4_K_M-00002-of-00002.gguf",
+        "Q8_0/GLM-4.5-Air-Q8_0-00001-of-00003.gguf",
+        "mmproj-F16.gguf",
+        "README.md",
+    ]
+    files = [RemoteFile(n, 1, None, None) for n in names]
+    quant, chosen = select_files("u/GLM-4.5-Air-GGUF", files, "Q4_K_M")
+    assert quant == "Q4_K_M" and [f.path for f in chosen] == names[:2]
