@@ -739,6 +739,26 @@ Updated {when} · {model}</source>
         <translation>对话</translation>
     </message>
     <message>
+        <source>GPU</source>
+        <translation>GPU</translation>
+    </message>
+    <message>
+        <source>GPU, NF4</source>
+        <translation>GPU，NF4</translation>
+    </message>
+    <message>
+        <source>GPU + experts in RAM</source>
+        <translation>GPU + 专家放在内存</translation>
+    </message>
+    <message>
+        <source>GPU + CPU layers</source>
+        <translation>GPU + 部分层在 CPU</translation>
+    </message>
+    <message>
+        <source>CPU</source>
+        <translation>CPU</translation>
+    </message>
+    <message>
         <source>weights {weights} + KV at {context} {kv}</source>
         <translation>权重 {weights} + {context} 的 KV 缓存 {kv}</translation>
     </message>
@@ -761,6 +781,10 @@ Updated {when} · {model}</source>
     <message>
         <source>{head} &gt; {gpu} GPU in bf16; fits in NF4 ({need} on the GPU)</source>
         <translation>{head} &gt; GPU {gpu}（bf16）；用 NF4 装得下（GPU 上 {need}）</translation>
+    </message>
+    <message>
+        <source>{head} &gt; {gpu} GPU; {layers} of {total} layers on the GPU ({need} on the GPU, {ram} in RAM)</source>
+        <translation>{head} &gt; GPU {gpu}；{total} 层中的 {layers} 层放在 GPU 上（GPU 上 {need}，内存中 {ram}）</translation>
     </message>
     <message>
         <source>{head} &gt; {gpu} GPU; fits with experts in RAM ({need} on the GPU, {ram} in RAM)</source>

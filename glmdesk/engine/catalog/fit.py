@@ -9,14 +9,16 @@ from the fastest:
 1. all on the GPU (a safetensors variant in bf16, then in bitsandbytes NF4);
 2. a mixture of experts with its routed experts in system RAM (llama.cpp's
    tensor-buffer override, transformers' device map);
-3. on the CPU, in RAM (bf16 for transformers, the file's types for llama.cpp).
+3. a GGUF with as many layers on the GPU as fit and the rest in RAM (llama.cpp's
+   ``n_gpu_layers``; split as :func:`glmdesk.engine.forecast.plan_load` splits it);
+4. on the CPU, in RAM (bf16 for transformers, the file's types for llama.cpp).
 
 The first that fits gives the mark: ``fits`` (green: on the GPU, or in RAM on a
 machine without one), ``slow`` (yellow: it runs, with experts or everything in RAM
 on a machine that has a GPU) or ``too_big`` (red, also when the download does not fit
 the free disk). The speed class is a class, not a measurement: ``fast`` on the GPU,
-``medium`` with experts in RAM or a mixture of at most 5B active parameters on the
-CPU, ``slow`` otherwise.
+``medium`` with experts in RAM, with at least half the layers on the GPU, or a mixture
+of at most 5B active parameters on the CPU, ``slow`` otherwise.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from glmdesk.engine.catalog.catalog import CatalogModel, Variant
-from glmdesk.engine.forecast import GIB, Budget, Forecast, forecast, gib, read_budget
+from glmdesk.engine.forecast import GIB, Budget, Forecast, _some_layers, forecast, gib, read_budget
 
 #: Tokens of KV cache a fit is sized for (the trained context when shorter).
 FIT_CONTEXT = 32768
@@ -97,8 +99,8 @@ class Fit:
 
     Attributes:
         mark: ``fits``, ``slow`` or ``too_big`` (see the module's note).
-        how: How it would run: ``GPU``, ``GPU, NF4``, ``GPU + experts in RAM``, ``CPU``
-            (``""`` when it does not fit).
+        how: How it would run: ``GPU``, ``GPU, NF4``, ``GPU + experts in RAM``,
+            ``GPU + CPU layers``, ``CPU`` (``""`` when it does not fit).
         engine: ``llamacpp`` or ``transformers``.
         speed: ``fast``, ``medium``, ``slow`` (``""`` when it does not fit).
         forecast: The forecast of the way it runs (of the GPU attempt when none fits).
@@ -107,6 +109,8 @@ class Fit:
             whose weights and KV cache the why line starts with.
         context: Tokens the KV cache is sized for.
         disk_short: Whether the download is larger than the free disk.
+        gpu_layers: Layers on the GPU under ``GPU + CPU layers`` (0 otherwise).
+        layers: The model's layers.
     """
 
     mark: str
@@ -118,6 +122,8 @@ class Fit:
     whole: Forecast | None = None
     context: int = 0
     disk_short: bool = False
+    gpu_layers: int = 0
+    layers: int = 0
 
     @property
     def runs(self) -> bool:
@@ -143,6 +149,7 @@ def _attempts(model: CatalogModel, variant: Variant, gpu: bool):
             yield "GPU", engine, dict(on_gpu=True)
             if model.shape.is_moe:
                 yield "GPU + experts in RAM", engine, dict(on_gpu=True, experts_in_ram=True)
+            yield "GPU + CPU layers", engine, dict(on_gpu=True, experts_in_ram=model.shape.is_moe)
         yield "CPU", engine, dict(on_gpu=False)
         return
     engine = "transformers"
@@ -158,7 +165,19 @@ def _context_label(tokens: int) -> str:
     return f"{tokens // 1024}K" if tokens % 1024 == 0 else str(tokens)
 
 
-def _speed(how: str, model: CatalogModel) -> str:
+def layers_on_gpu(shape, whole: Forecast, gpu_free: int) -> int:
+    """How many of ``shape``'s layers llama.cpp can keep on a GPU with ``gpu_free``
+    bytes free, the rest in RAM (0 when not even one; at most all but one)."""
+    on_card = whole.weights - (whole.experts if whole.experts_in_ram else 0)
+    room = gpu_free - whole.overhead
+    if room <= 0 or on_card + whole.kv <= 0:
+        return 0
+    return max(0, min(shape.layers - 1, int(shape.layers * room / (on_card + whole.kv))))
+
+
+def _speed(how: str, model: CatalogModel, share: float = 0.0) -> str:
+    if how == "GPU + CPU layers":
+        return "medium" if share >= 0.5 else "slow"
     if how.startswith("GPU +"):
         return "medium"
     if how.startswith("GPU"):
@@ -187,8 +206,14 @@ def fit(model: CatalogModel, variant: Variant, machine: Machine, context: int = 
     budget = machine.budget
     first: Forecast | None = None
     chosen = None
+    n_layers = 0
     for how, engine, kwargs in _attempts(model, variant, gpu):
         f = forecast(shape, engine=engine, context=tokens, **kwargs)
+        if how == "GPU + CPU layers":
+            n_layers = layers_on_gpu(shape, f, machine.gpu_free or 0)
+            if not n_layers:
+                continue
+            f = _some_layers(f, n_layers / shape.layers)
         if first is None:
             first = f
         if f.shortfall(budget) is None and (f.on_gpu or f.ram <= machine.ram_available):
@@ -211,6 +236,12 @@ def fit(model: CatalogModel, variant: Variant, machine: Machine, context: int = 
     elif how == "GPU, NF4":
         why = f"{head} > {gib(machine.gpu_free)} GPU in bf16; fits in NF4 ({gib(f.gpu)} on the GPU)"
         mark = "fits"
+    elif how == "GPU + CPU layers":
+        why = (
+            f"{head} > {gib(machine.gpu_free)} GPU; {n_layers} of {shape.layers} layers on the GPU "
+            f"({gib(f.gpu)} on the GPU, {gib(f.ram)} in RAM)"
+        )
+        mark = "slow"
     elif how.startswith("GPU +"):
         why = (
             f"{head} > {gib(machine.gpu_free)} GPU; fits with experts in RAM "
@@ -227,8 +258,9 @@ def fit(model: CatalogModel, variant: Variant, machine: Machine, context: int = 
         mark = "fits"
     if disk_short:
         why = f"the download ({gib(variant.size_bytes)}) > {gib(machine.disk_free)} free on disk; " + why
-        return Fit("too_big", how, engine, "", f, why, first, tokens, True)
-    return Fit(mark, how, engine, _speed(how, model), f, why, first, tokens, False)
+        return Fit("too_big", how, engine, "", f, why, first, tokens, True, n_layers, shape.layers)
+    speed = _speed(how, model, n_layers / shape.layers if shape.layers else 0.0)
+    return Fit(mark, how, engine, speed, f, why, first, tokens, False, n_layers, shape.layers)
 
 
 def best_first_key(model: CatalogModel, variant: Variant, result: Fit) -> tuple:

@@ -209,7 +209,7 @@ class GetModelDialog(QDialog):
     # The table ---------------------------------------------------------------------
     def _matches(self, model: CatalogModel, variant: Variant, result: Fit) -> bool:
         text = self.search.text().strip().lower()
-        if text and text not in f"{model.name} {variant.repo} {variant.quant}".lower():
+        if text and text not in f"{model.name} {variant.repo}:{variant.quant}".lower():
             return False
         family, capability = self.family.currentData(), self.capability.currentData()
         if family and model.family != family:
@@ -249,7 +249,7 @@ class GetModelDialog(QDialog):
             variant.format != "gguf" and find_pulled(variant.repo)
         ):
             size += self.tr(", downloaded")
-        runs = f"{result.how}, {speeds[result.speed]}" if result.how and result.runs else ""
+        runs = f"{self.how_text(result)}, {speeds[result.speed]}" if result.how and result.runs else ""
         cells = (
             marks[result.mark],
             model.name,
@@ -270,6 +270,17 @@ class GetModelDialog(QDialog):
             if column == 0:
                 item.setForeground(QBrush(QColor(_MARK_COLOURS[result.mark])))
             self.table.setItem(index, column, item)
+
+    def how_text(self, result: Fit) -> str:
+        """How the variant would run, in the user's language."""
+        names = {
+            "GPU": self.tr("GPU"),
+            "GPU, NF4": self.tr("GPU, NF4"),
+            "GPU + experts in RAM": self.tr("GPU + experts in RAM"),
+            "GPU + CPU layers": self.tr("GPU + CPU layers"),
+            "CPU": self.tr("CPU"),
+        }
+        return names.get(result.how, result.how)
 
     def why_text(self, result: Fit) -> str:
         """The fit's one-line why, in the user's language (figures as :mod:`fit` gives them)."""
@@ -292,6 +303,17 @@ class GetModelDialog(QDialog):
         elif result.how == "GPU, NF4":
             text = self.tr("{head} > {gpu} GPU in bf16; fits in NF4 ({need} on the GPU)").format(
                 head=head, gpu=gpu, need=gib(f.gpu)
+            )
+        elif result.how == "GPU + CPU layers":
+            text = self.tr(
+                "{head} > {gpu} GPU; {layers} of {total} layers on the GPU ({need} on the GPU, {ram} in RAM)"
+            ).format(
+                head=head,
+                gpu=gpu,
+                layers=result.gpu_layers,
+                total=result.layers,
+                need=gib(f.gpu),
+                ram=gib(f.ram),
             )
         elif result.how.startswith("GPU +"):
             text = self.tr(

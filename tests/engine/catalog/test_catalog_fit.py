@@ -7,7 +7,7 @@ import pytest
 
 from glmdesk.engine.catalog.catalog import load_catalog, parse_catalog
 from glmdesk.engine.catalog.fit import best_first_key, fit, machine_named, variant_shape
-from glmdesk.engine.forecast import forecast, gib
+from glmdesk.engine.forecast import _some_layers, forecast, gib
 
 MACHINES = {
     "8+32": machine_named(8, 32),
@@ -114,8 +114,8 @@ TABLE = {
         "cpu16": ("fits", "CPU"),
     },
     ("unsloth/GLM-4-32B-0414-GGUF", "Q4_K_M"): {
-        "8+32": ("slow", "CPU"),
-        "16+64": ("slow", "CPU"),
+        "8+32": ("slow", "GPU + CPU layers"),
+        "16+64": ("slow", "GPU + CPU layers"),
         "24+64": ("fits", "GPU"),
         "cpu16": ("too_big", ""),
     },
@@ -129,8 +129,9 @@ def test_the_fit_table_on_four_machines(key):
     assert got == TABLE[key]
 
 
-def _attempt(model, variant, how: str, on_gpu_machine: bool):
-    """The forecast of one way of running, computed here from the forecast itself."""
+def _attempt(model, variant, how: str, machine):
+    """The forecast of one way of running, computed here from the forecast itself
+    (``None``: not even one layer fits the GPU)."""
     shape = variant_shape(model, variant)
     context = min(32768, model.context)
     engine = "llamacpp" if variant.format == "gguf" else "transformers"
@@ -141,6 +142,13 @@ def _attempt(model, variant, how: str, on_gpu_machine: bool):
         return forecast(shape, engine=engine, on_gpu=True, context=context, quantization="4bit", **extra)
     if how == "GPU + experts in RAM":
         return forecast(shape, engine=engine, on_gpu=True, context=context, experts_in_ram=True, **extra)
+    if how == "GPU + CPU layers":  # the most layers whose share fits, searched from the top
+        whole = forecast(shape, engine=engine, on_gpu=True, context=context, experts_in_ram=shape.is_moe)
+        for n in range(shape.layers - 1, 0, -1):
+            split = _some_layers(whole, n / shape.layers)
+            if split.gpu <= machine.gpu_free:
+                return split
+        return None
     return forecast(shape, engine=engine, on_gpu=False, context=context, **extra)
 
 
@@ -154,9 +162,10 @@ def test_every_mark_follows_the_forecasts_own_figures(machine):
         if box.gpu_free is not None:
             ways = ["GPU"] + (["GPU, NF4"] if variant.format != "gguf" else [])
             ways += ["GPU + experts in RAM"] if model.shape.is_moe else []
+            ways += ["GPU + CPU layers"] if variant.format == "gguf" else []
             ways += ["CPU"]
-        figures = {how: _attempt(model, variant, how, box.gpu_free is not None) for how in ways}
-        fitting = [how for how in ways if figures[how].shortfall(budget) is None]
+        figures = {how: _attempt(model, variant, how, box) for how in ways}
+        fitting = [how for how in ways if figures[how] is not None and figures[how].shortfall(budget) is None]
         label = f"{variant.repo}:{variant.quant} on {machine}"
         if not fitting:
             assert result.mark == "too_big", label

@@ -91,6 +91,9 @@ def test_the_catalog_shows_marks_best_first_and_filters_offline(qtbot, online, m
         dialog.search.setText("4.7-flash")
         assert dialog.table.rowCount() > 0 and all("GLM-4.7-Flash" == m for m in _cells(dialog, "model"))
         assert any("fits with experts in RAM" in why for why in _cells(dialog, "why"))
+        dialog.search.setText("unsloth/GLM-4-32B-0414-GGUF:Q4_K_M")
+        assert _cells(dialog, "runs") == ["GPU + CPU layers, medium"]
+        assert "43 of 61 layers on the GPU" in _cells(dialog, "why")[0]
         dialog.search.clear()
         dialog.capability.setCurrentIndex(dialog.capability.findData("vision"))
         assert {m.vision for m, _, _ in dialog.rows} == {True}
