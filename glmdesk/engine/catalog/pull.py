@@ -27,7 +27,6 @@ module does:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -37,6 +36,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from glmdesk.engine.catalog.hashes import Digest, file_matches
 from glmdesk.engine.catalog.hub_files import (
     PullError,
     RemoteFile,
@@ -48,8 +48,6 @@ from glmdesk.engine.catalog.hub_files import (
 from glmdesk.engine.catalog.pulled import RECORD, folder_name, models_dir, partial_dir
 from glmdesk.engine.forecast import gib
 
-#: Bytes read at a time while hashing.
-_HASH_CHUNK = 4 << 20
 #: Bytes read from the network between two cancel checks and progress reports.
 CHUNK_BYTES = 256 << 10
 #: Times a lost connection is resumed within one pull before it stops and says so.
@@ -148,58 +146,6 @@ def plan_pull(
     gguf = any(f.path.lower().endswith(".gguf") for f in chosen)
     target = (folder or models_dir()) / folder_name(repo, chosen_quant if gguf else None)
     return PullPlan(repo, chosen_quant, commit, tuple(chosen), target)
-
-
-def _git_blob_id(path: Path) -> str:
-    digest = hashlib.sha1(f"blob {path.stat().st_size}\0".encode())  # noqa: S324 - git's own id
-    with open(path, "rb") as fh:
-        while chunk := fh.read(_HASH_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(_HASH_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-class _Digest:
-    """The hub's hash of a file as it grows: SHA-256 for LFS files, else git's blob id
-    (SHA-1 of ``blob <size>\\0`` + content). ``fed`` counts the bytes hashed."""
-
-    def __init__(self, remote: RemoteFile, prefix: Path | None = None, length: int = 0) -> None:
-        self.expected = remote.sha256 or remote.blob_id
-        if remote.sha256:
-            self._hash = hashlib.sha256()
-        else:
-            self._hash = hashlib.sha1(f"blob {remote.size}\0".encode())  # noqa: S324 - git's own id
-        self.fed = 0
-        if prefix is not None and length:
-            with open(prefix, "rb") as fh:
-                while self.fed < length and (chunk := fh.read(min(_HASH_CHUNK, length - self.fed))):
-                    self.update(chunk)
-
-    def update(self, chunk: bytes) -> None:
-        self._hash.update(chunk)
-        self.fed += len(chunk)
-
-    def matches(self) -> bool:
-        """Whether the bytes hashed are the hub's file (``True`` when it gave no hash)."""
-        return not self.expected or self._hash.hexdigest() == self.expected
-
-
-def file_matches(path: Path, remote: RemoteFile) -> bool:
-    """Whether ``path`` is ``remote``: its size, then its SHA-256 (LFS) or git blob id."""
-    if path.stat().st_size != remote.size:
-        return False
-    if remote.sha256:
-        return _sha256(path) == remote.sha256
-    if remote.blob_id:
-        return _git_blob_id(path) == remote.blob_id
-    return True
 
 
 class Puller:
@@ -388,7 +334,7 @@ class Puller:
 
     def _fetch(
         self, plan, f: RemoteFile, part: Path, index, count, state, rate, have, progress, cancel
-    ) -> _Digest:
+    ) -> Digest:
         """Append the rest of ``f`` to ``part``: a GET with ``Range: bytes=<size of part>-``
         on the hub's own HTTP session, read in :data:`CHUNK_BYTES` pieces (cancel is
         checked between them), resumed after a lost connection up to
@@ -404,7 +350,7 @@ class Puller:
         url = hf_hub_url(plan.repo, f.path, revision=plan.commit, endpoint=hub_endpoint())
         headers = build_hf_headers(token=self.token or False, library_name="glmdesk")
         tries = 0
-        digest: _Digest | None = None
+        digest: Digest | None = None
         while True:
             start = part.stat().st_size if part.is_file() else 0
             if start > f.size:  # longer than the file: not ours to trust
@@ -412,7 +358,7 @@ class Puller:
                 state["done"] -= start
                 start = 0
             if digest is None or digest.fed != start:
-                digest = _Digest(f, part, start)
+                digest = Digest(f, part, start)
             if start == f.size:
                 return digest
             if cancel.is_set():
@@ -424,7 +370,7 @@ class Puller:
                     mode = "ab" if response.status_code == 206 else "wb"
                     if mode == "wb" and start:  # the server ignored the range: start the file again
                         state["done"] -= start
-                        digest = _Digest(f)
+                        digest = Digest(f)
                     with open(part, mode) as fh:
                         for chunk in response.iter_bytes(CHUNK_BYTES):
                             if cancel.is_set():
