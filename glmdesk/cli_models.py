@@ -7,6 +7,8 @@ import sys
 import time
 
 _MARK_WORDS = {"fits": "fits", "slow": "fits, slower", "too_big": "too big"}
+#: Seconds ``glmdesk models`` waits for the hub before it says "not reachable".
+HUB_PROBE_S = 3.0
 
 
 def add_models_parsers(sub) -> None:
@@ -55,8 +57,11 @@ def models(args) -> int:
         if not found:
             print(f"No models pulled yet (into {folder}).", file=sys.stderr)
         return 0
+    from glmdesk.engine.catalog.hub_files import hub_reachable
+
     catalog = load_catalog()
     machine = this_machine(folder)
+    reachable, reason = hub_reachable(timeout=HUB_PROBE_S)
     rows = []
     for model, variant in catalog.variants():
         text = f"{model.name} {variant.repo}".lower()
@@ -77,6 +82,10 @@ def models(args) -> int:
             else str(folder)
         )
     )
+    if not reachable:
+        print(
+            f"The hub is not reachable ({reason}): this is the catalog glmdesk shipped; pulls wait for a connection."
+        )
     for _, model, variant, result in rows:
         caps = ",".join(model.capabilities()) or "-"
         estimated = " (size estimated)" if variant.size_source == "estimated" else ""
