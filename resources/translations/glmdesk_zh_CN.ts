@@ -1711,6 +1711,14 @@ Updated {when} · {model}</source>
         <source>&amp;View</source>
         <translation>视图(&amp;V)</translation>
     </message>
+    <message>
+        <source>Get a model</source>
+        <translation>获取模型</translation>
+    </message>
+    <message>
+        <source>The model catalog cannot be read: {error}</source>
+        <translation>无法读取模型目录：{error}</translation>
+    </message>
 </context>
 <context>
     <name>ReasoningBlock</name>

@@ -8,7 +8,7 @@ import functools
 
 from PySide6.QtCore import QObject, Qt, Slot
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QMessageBox
 
 from glmdesk.core.settings import LoadSettings
 from glmdesk.ui.app.about_dialog import AboutDialog
@@ -107,7 +107,15 @@ class ProductMenus(QObject):
         """File -> Get a model: the catalog page, made once and kept (its downloads go on
         while it is hidden)."""
         if self.get_model_dialog is None:
-            self.get_model_dialog = GetModelDialog(self.window.store, self.window)
+            try:
+                self.get_model_dialog = GetModelDialog(self.window.store, self.window)
+            except (OSError, ValueError) as exc:  # a missing or damaged catalog file
+                QMessageBox.warning(
+                    self.window,
+                    self.tr("Get a model"),
+                    self.tr("The model catalog cannot be read: {error}").format(error=exc),
+                )
+                return
             self.get_model_dialog.load_requested.connect(self.window.load_model)
         self.get_model_dialog.show()
         self.get_model_dialog.raise_()
