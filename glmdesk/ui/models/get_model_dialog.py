@@ -36,8 +36,8 @@ from PySide6.QtWidgets import (
 
 from glmdesk.engine.catalog.catalog import Catalog, CatalogModel, Variant, load_catalog
 from glmdesk.engine.catalog.fit import Fit, Machine, best_first_key, fit, this_machine
-from glmdesk.engine.catalog.hub_files import save_token, saved_token
-from glmdesk.engine.catalog.pulled import choose_models_dir, find_pulled, models_dir
+from glmdesk.engine.catalog.hub_files import save_token
+from glmdesk.engine.catalog.pulled import PulledModel, choose_models_dir, models_dir, pulled_models
 from glmdesk.engine.forecast import gib
 from glmdesk.ui.models.download_list import DownloadList
 from glmdesk.ui.models.pull_worker import PullWorker
@@ -78,8 +78,9 @@ class GetModelDialog(QDialog):
         self.catalog = catalog or load_catalog()
         self._read_machine = machine or (lambda: this_machine(models_dir()))
         self.machine = self._read_machine()
-        self._token = saved_token()
+        self._token: str | None = None  # typed in this session; else the worker reads the keyring
         self.rows: list[tuple[CatalogModel, Variant, Fit]] = []
+        self._pulled: list[PulledModel] = []
         self._threads: list[QThread] = []
         self.downloads = DownloadList(store, lambda: self._token, self)
         self.downloads.load_requested.connect(self.load_requested)
@@ -234,10 +235,19 @@ class GetModelDialog(QDialog):
         else:
             rows.sort(key=lambda r: best_first_key(*r))
         self.rows = rows
+        self._pulled = pulled_models(models_dir())
         self.table.setRowCount(len(rows))
         for index, (model, variant, result) in enumerate(rows):
             self._fill_row(index, model, variant, result)
         self._update_button()
+
+    def _pulled_as(self, variant: Variant) -> PulledModel | None:
+        """The finished pull of ``variant`` (a GGUF repository's: of its quantization)."""
+        for pulled in self._pulled:
+            same_quant = variant.format != "gguf" or pulled.quant.lower() == variant.quant.lower()
+            if pulled.repo.lower() == variant.repo.lower() and same_quant:
+                return pulled
+        return None
 
     def _fill_row(self, index: int, model: CatalogModel, variant: Variant, result: Fit) -> None:
         marks = {"fits": self.tr("Fits"), "slow": self.tr("Fits, slower"), "too_big": self.tr("Too big")}
@@ -245,9 +255,7 @@ class GetModelDialog(QDialog):
         size = gib(variant.size_bytes) + (
             self.tr(" (estimated)") if variant.size_source == "estimated" else ""
         )
-        if find_pulled(f"{variant.repo}:{variant.quant}") or (
-            variant.format != "gguf" and find_pulled(variant.repo)
-        ):
+        if self._pulled_as(variant) is not None:
             size += self.tr(", downloaded")
         runs = f"{self.how_text(result)}, {speeds[result.speed]}" if result.how and result.runs else ""
         cells = (
@@ -374,9 +382,7 @@ class GetModelDialog(QDialog):
         if chosen is None or self.downloads.job_for(chosen[1]) is not None:
             return
         _model, variant, result = chosen
-        pulled = find_pulled(f"{variant.repo}:{variant.quant}") or (
-            find_pulled(variant.repo) if variant.format != "gguf" else None
-        )
+        pulled = self._pulled_as(variant)
         if pulled is not None:
             self.downloads.load(pulled.model_path, result.engine)
             return

@@ -39,7 +39,8 @@ class PullWorker(QObject):
 
     @Slot(int, str, str, str, str, object)
     def pull(self, job: int, repo: str, quant: str, folder: str, token: str, stop: threading.Event) -> None:
-        """Plan and run one pull (``quant`` ``""``: the repository's one)."""
+        """Plan and run one pull (``quant`` ``""``: the repository's one; ``token`` ``""``:
+        the one kept in the keyring, if any)."""
         from glmdesk.engine.catalog.hub_files import PullError
         from glmdesk.engine.catalog.pull import Puller
 
@@ -48,7 +49,11 @@ class PullWorker(QObject):
             return
         import time
 
-        puller = Puller(Path(folder), token=token or None)
+        from glmdesk.engine.catalog.hub_files import saved_token
+
+        puller = Puller(
+            Path(folder), token=token or saved_token()
+        )  # the keyring is read here, not in the GUI
         last = [0.0]
 
         def report(progress) -> None:
