@@ -52,6 +52,8 @@ def online(monkeypatch, tmp_path):
 
 @pytest.fixture
 def hub(online, monkeypatch):
+    # No token from this machine's keyring or hub login: the gated repository must answer 401.
+    monkeypatch.setattr("glmdesk.engine.catalog.hub_files.saved_token", lambda: None)
     repos = {
         "glm/tiny-GGUF": FakeRepo({"tiny-Q4_K_M.gguf": WEIGHTS}, lfs={"tiny-Q4_K_M.gguf"}),
         "glm/gated-GGUF": FakeRepo({"gated-Q8_0.gguf": b"0123456789"}, gated=True),
