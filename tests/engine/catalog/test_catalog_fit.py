@@ -39,8 +39,8 @@ def test_the_catalog_covers_the_glm_generations_and_says_its_date():
 
 def test_shapes_read_from_config_json_count_what_the_model_card_says():
     for model in load_catalog().models:
-        if model.shape_source != "config.json":
-            continue
+        if not model.shape_source.startswith("config.json") or "not counted" in model.shape_source:
+            continue  # estimated, or a vision model whose card counts its encoder
         counted = model.shape.params / 1e9
         assert abs(counted - model.params_b) / model.params_b < 0.05, (model.name, counted)
 
