@@ -155,6 +155,7 @@ def pull(args) -> int:
 
     from glmdesk.engine.catalog.hub_files import PullError, save_token, saved_token
     from glmdesk.engine.catalog.pull import Puller
+    from glmdesk.engine.catalog.pulled import RECORD
     from glmdesk.engine.forecast import gib
 
     if args.token:
@@ -164,10 +165,13 @@ def pull(args) -> int:
     puller = Puller(Path(args.dir).expanduser() if args.dir else None, token=args.token or saved_token())
     try:
         plan = puller.plan(repo, quant)
-        print(
-            f"pulling {plan.repo} {plan.quant}: {len(plan.files)} files, {gib(plan.total_bytes)} into {plan.target}",
-            file=sys.stderr,
-        )
+        if (plan.target / RECORD).is_file():
+            print(f"{plan.repo} {plan.quant} is pulled already: {plan.target}", file=sys.stderr)
+        else:
+            print(
+                f"pulling {plan.repo} {plan.quant}: {len(plan.files)} files, {gib(plan.total_bytes)} into {plan.target}",
+                file=sys.stderr,
+            )
         folder = puller.pull(plan, _ProgressLine())
     except PullError as exc:
         print(f"\nglmdesk pull: error: {exc.message}", file=sys.stderr)

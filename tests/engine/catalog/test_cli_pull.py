@@ -56,6 +56,7 @@ def test_pull_shows_progress_and_names_the_command_to_chat(models_folder, online
     assert "pulling glm/tiny-GGUF Q4_K_M: 1 files" in out.stderr
     assert "glmdesk chat --model glm/tiny-GGUF:Q4_K_M" in out.stderr
     assert again.returncode == 0 and len(hub.requests) == 1  # already there: nothing fetched
+    assert "is pulled already" in again.stderr
     assert gone.returncode == 2 and "no repository glm/other" in gone.stderr
     assert find_pulled("glm/tiny-GGUF", models_folder).quant == "Q4_K_M"
 
