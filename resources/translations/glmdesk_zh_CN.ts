@@ -1553,6 +1553,10 @@ Updated {when} · {model}</source>
         <translation>选择最近使用的模型…</translation>
     </message>
     <message>
+        <source>{name} (downloaded)</source>
+        <translation>{name}（已下载）</translation>
+    </message>
+    <message>
         <source>Recent</source>
         <translation>最近使用</translation>
     </message>

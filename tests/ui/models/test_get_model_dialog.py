@@ -211,3 +211,21 @@ def test_get_a_model_from_the_file_menu_never_blocks_chat_and_loads_what_it_pull
         entry_["row"].load_button.click()
     assert window.load_settings.model == entry_["path"]
     assert window.store.recent_models()[0] == entry_["path"]
+
+
+def test_a_pulled_model_is_offered_in_open_model(qtbot, hub):
+    from glmdesk.core.settings import LoadSettings
+    from glmdesk.engine.catalog.pull import Puller
+    from glmdesk.engine.catalog.pulled import models_dir
+    from glmdesk.ui.models.open_model_dialog import OpenModelDialog
+
+    puller = Puller(models_dir(), hub_cache=False)
+    folder = puller.pull(puller.plan("glm/tiny-GGUF", "Q4_K_M"))
+    dialog = OpenModelDialog(LoadSettings(), {}, recent=[])
+    qtbot.addWidget(dialog)
+    combo = dialog.recent_combo
+    labels = [combo.itemText(i) for i in range(combo.count())]
+    assert "glm/tiny-GGUF:Q4_K_M (downloaded)" in labels and not combo.isHidden()
+    index = labels.index("glm/tiny-GGUF:Q4_K_M (downloaded)")
+    combo.activated.emit(index)
+    assert dialog.model_edit.text() == str(folder / "tiny-Q4_K_M.gguf")
