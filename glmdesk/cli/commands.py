@@ -12,6 +12,7 @@ import threading
 import time
 
 from glmdesk.cli.build import add_build_parser, build_llamacpp
+from glmdesk.cli.models import add_models_parsers, models, pull
 from glmdesk.cli.options import (
     API_KEY_ENV,
     add_model_arguments,
@@ -75,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     _chat_parser(sub)
     add_serve_parser(sub)
     add_build_parser(sub)
+    add_models_parsers(sub)
     conv = sub.add_parser("convert", help="convert an original ChatGLM2/3 or GLM-4 checkpoint")
     conv.add_argument("src", help="original checkpoint folder")
     conv.add_argument("dst", nargs="?", help="output folder (default: next to the source, suffix -hf)")
@@ -362,6 +364,10 @@ def main(argv: list[str] | None = None) -> int:
         return convert(args)
     if args.command == "build-llamacpp":
         return build_llamacpp(args)
+    if args.command == "models":
+        return models(args)
+    if args.command == "pull":
+        return pull(args)
     if args.install_desktop_entry or args.uninstall_desktop_entry:
         from glmdesk import desktop_entry
 

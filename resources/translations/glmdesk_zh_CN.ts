@@ -143,6 +143,100 @@ Updated {when} · {model}</source>
     </message>
 </context>
 <context>
+    <name>DownloadList</name>
+    <message>
+        <source>Not enough disk space: {need} more is needed and {folder} has {free} free. Free some space or choose another models folder.</source>
+        <translation>磁盘空间不足：还需要 {need}，而 {folder} 只有 {free} 可用。请清理空间或选择其他模型文件夹。</translation>
+    </message>
+    <message>
+        <source>{file} arrived damaged (its hash is not the hub&apos;s) and was deleted; Retry fetches it anew.</source>
+        <translation>{file} 下载后已损坏（哈希与模型库不符），已删除；点“重试”重新下载。</translation>
+    </message>
+    <message>
+        <source>This repository needs permission (the hub answered {status}): open {page}, sign in and accept its terms, then set a token with read access under Hub token.</source>
+        <translation>此仓库需要授权（模型库返回 {status}）：请打开 {page}，登录并接受其条款，然后在“模型库令牌”中设置一个只读令牌。</translation>
+    </message>
+    <message>
+        <source>The hub has no repository {repo}.</source>
+        <translation>模型库中没有仓库 {repo}。</translation>
+    </message>
+    <message>
+        <source>{repo} has the quantizations {quants}; {quant} is not among them.</source>
+        <translation>{repo} 提供的量化有 {quants}；其中没有 {quant}。</translation>
+    </message>
+    <message>
+        <source>The connection was lost; what was fetched is kept: Retry resumes from there.</source>
+        <translation>连接已断开；已下载的部分会保留，点“重试”从断点继续。</translation>
+    </message>
+    <message>
+        <source>Another glmdesk is downloading this model already.</source>
+        <translation>另一个 glmdesk 已在下载这个模型。</translation>
+    </message>
+    <message>
+        <source>The hub is not reachable ({detail}); Retry when you are online.</source>
+        <translation>无法连接模型库（{detail}）；联网后请点“重试”。</translation>
+    </message>
+</context>
+<context>
+    <name>DownloadRow</name>
+    <message>
+        <source>Waiting...</source>
+        <translation>等待中…</translation>
+    </message>
+    <message>
+        <source>Pause</source>
+        <translation>暂停</translation>
+    </message>
+    <message>
+        <source>Cancel</source>
+        <translation>取消</translation>
+    </message>
+    <message>
+        <source>Load</source>
+        <translation>加载</translation>
+    </message>
+    <message>
+        <source>{done} of {total}</source>
+        <translation>{done} / {total}</translation>
+    </message>
+    <message>
+        <source>Resuming: {sizes} already here.</source>
+        <translation>断点续传：已有 {sizes}。</translation>
+    </message>
+    <message>
+        <source>{sizes}: checking {file} against the hub&apos;s hash...</source>
+        <translation>{sizes}：正在用模型库的哈希校验 {file}…</translation>
+    </message>
+    <message>
+        <source>{sizes}: {file} taken from the hub&apos;s cache.</source>
+        <translation>{sizes}：{file} 取自 Hugging Face 缓存。</translation>
+    </message>
+    <message>
+        <source>{rate}/s</source>
+        <translation>{rate}/秒</translation>
+    </message>
+    <message>
+        <source>{sizes}, {speed}, {eta} left (file {index} of {count})</source>
+        <translation>{sizes}，{speed}，剩余 {eta}（第 {index} 个文件，共 {count} 个）</translation>
+    </message>
+    <message>
+        <source>Resume</source>
+        <translation>继续</translation>
+    </message>
+    <message>
+        <source>Paused: what was fetched is kept; Resume goes on from there.</source>
+        <translation>已暂停：已下载的部分会保留，点“继续”从断点接着下载。</translation>
+    </message>
+    <message>
+        <source>Downloaded and checked: {folder}</source>
+        <translation>已下载并校验：{folder}</translation>
+    </message>
+    <message>
+        <source>Retry</source>
+        <translation>重试</translation>
+    </message>
+</context>
+<context>
     <name>EditDialog</name>
     <message>
         <source>Edit message</source>
@@ -496,6 +590,241 @@ Updated {when} · {model}</source>
     <message>
         <source>It cannot fit: it needs about {need} of system RAM but {have} is available. Choose a quantization, a shorter context or a smaller model.</source>
         <translation>装不下：约需 {need} 系统内存，但只有 {have} 可用。请选择量化、更短的上下文或更小的模型。</translation>
+    </message>
+</context>
+<context>
+    <name>GetModelDialog</name>
+    <message>
+        <source>Get a model</source>
+        <translation>获取模型</translation>
+    </message>
+    <message>
+        <source>Search models and repositories</source>
+        <translation>搜索模型和仓库</translation>
+    </message>
+    <message>
+        <source>All families</source>
+        <translation>全部系列</translation>
+    </message>
+    <message>
+        <source>Any capability</source>
+        <translation>任意能力</translation>
+    </message>
+    <message>
+        <source>Thinking</source>
+        <translation>思考过程</translation>
+    </message>
+    <message>
+        <source>Tools</source>
+        <translation>工具</translation>
+    </message>
+    <message>
+        <source>Vision</source>
+        <translation>视觉</translation>
+    </message>
+    <message>
+        <source>OCR</source>
+        <translation>OCR</translation>
+    </message>
+    <message>
+        <source>Only what runs here</source>
+        <translation>只显示本机能运行的</translation>
+    </message>
+    <message>
+        <source>Best that fits</source>
+        <translation>装得下的最佳模型</translation>
+    </message>
+    <message>
+        <source>Name</source>
+        <translation>名称</translation>
+    </message>
+    <message>
+        <source>Size</source>
+        <translation>大小</translation>
+    </message>
+    <message>
+        <source>Sort:</source>
+        <translation>排序：</translation>
+    </message>
+    <message>
+        <source>Fit</source>
+        <translation>适配</translation>
+    </message>
+    <message>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>Download</source>
+        <translation>下载</translation>
+    </message>
+    <message>
+        <source>Runs</source>
+        <translation>运行方式</translation>
+    </message>
+    <message>
+        <source>Why</source>
+        <translation>原因</translation>
+    </message>
+    <message>
+        <source>Change...</source>
+        <translation>更改…</translation>
+    </message>
+    <message>
+        <source>Hub token...</source>
+        <translation>模型库令牌…</translation>
+    </message>
+    <message>
+        <source>{gpu} free on the GPU</source>
+        <translation>GPU 空闲显存 {gpu}</translation>
+    </message>
+    <message>
+        <source>no GPU</source>
+        <translation>没有 GPU</translation>
+    </message>
+    <message>
+        <source>This computer: {gpu}, {ram} of RAM available</source>
+        <translation>本机：{gpu}，可用内存 {ram}</translation>
+    </message>
+    <message>
+        <source>, {disk} free on disk</source>
+        <translation>，磁盘可用 {disk}</translation>
+    </message>
+    <message>
+        <source>. Marks size the KV cache for 32K tokens (or the model&apos;s context).</source>
+        <translation>。标记按 32K 个 token（或模型自身的上下文）估算 KV 缓存。</translation>
+    </message>
+    <message>
+        <source>Models folder: {folder}</source>
+        <translation>模型文件夹：{folder}</translation>
+    </message>
+    <message>
+        <source>Fits</source>
+        <translation>装得下</translation>
+    </message>
+    <message>
+        <source>Fits, slower</source>
+        <translation>装得下，较慢</translation>
+    </message>
+    <message>
+        <source>Too big</source>
+        <translation>太大</translation>
+    </message>
+    <message>
+        <source>fast</source>
+        <translation>快</translation>
+    </message>
+    <message>
+        <source>medium</source>
+        <translation>中等</translation>
+    </message>
+    <message>
+        <source>slow</source>
+        <translation>慢</translation>
+    </message>
+    <message>
+        <source> (estimated)</source>
+        <translation>（估算）</translation>
+    </message>
+    <message>
+        <source>, downloaded</source>
+        <translation>，已下载</translation>
+    </message>
+    <message>
+        <source>Licence: {licence}. Context: {context} tokens. {caps}. Shape: {shape}.</source>
+        <translation>许可证：{licence}。上下文：{context} 个 token。{caps}。结构：{shape}。</translation>
+    </message>
+    <message>
+        <source>chat</source>
+        <translation>对话</translation>
+    </message>
+    <message>
+        <source>GPU</source>
+        <translation>GPU</translation>
+    </message>
+    <message>
+        <source>GPU, NF4</source>
+        <translation>GPU，NF4</translation>
+    </message>
+    <message>
+        <source>GPU + experts in RAM</source>
+        <translation>GPU + 专家放在内存</translation>
+    </message>
+    <message>
+        <source>GPU + CPU layers</source>
+        <translation>GPU + 部分层在 CPU</translation>
+    </message>
+    <message>
+        <source>CPU</source>
+        <translation>CPU</translation>
+    </message>
+    <message>
+        <source>weights {weights} + KV at {context} {kv}</source>
+        <translation>权重 {weights} + {context} 的 KV 缓存 {kv}</translation>
+    </message>
+    <message>
+        <source>{ram} RAM</source>
+        <translation>内存 {ram}</translation>
+    </message>
+    <message>
+        <source>{gpu} GPU + {ram} RAM</source>
+        <translation>GPU {gpu} + 内存 {ram}</translation>
+    </message>
+    <message>
+        <source>{head}: needs {total}; {have} is too little</source>
+        <translation>{head}：需要 {total}；{have} 不够</translation>
+    </message>
+    <message>
+        <source>{head} = {need} &lt;= {gpu} GPU</source>
+        <translation>{head} = {need} &lt;= GPU {gpu}</translation>
+    </message>
+    <message>
+        <source>{head} &gt; {gpu} GPU in bf16; fits in NF4 ({need} on the GPU)</source>
+        <translation>{head} &gt; GPU {gpu}（bf16）；用 NF4 装得下（GPU 上 {need}）</translation>
+    </message>
+    <message>
+        <source>{head} &gt; {gpu} GPU; {layers} of {total} layers on the GPU ({need} on the GPU, {ram} in RAM)</source>
+        <translation>{head} &gt; GPU {gpu}；{total} 层中的 {layers} 层放在 GPU 上（GPU 上 {need}，内存中 {ram}）</translation>
+    </message>
+    <message>
+        <source>{head} &gt; {gpu} GPU; fits with experts in RAM ({need} on the GPU, {ram} in RAM)</source>
+        <translation>{head} &gt; GPU {gpu}；专家放在内存中装得下（GPU 上 {need}，内存中 {ram}）</translation>
+    </message>
+    <message>
+        <source>{head} &gt; {gpu} GPU; runs on the CPU ({need} of {ram} RAM)</source>
+        <translation>{head} &gt; GPU {gpu}；在 CPU 上运行（内存 {ram} 中用 {need}）</translation>
+    </message>
+    <message>
+        <source>{head} = {need} &lt;= {ram} RAM (no GPU)</source>
+        <translation>{head} = {need} &lt;= 内存 {ram}（没有 GPU）</translation>
+    </message>
+    <message>
+        <source>the download is larger than the free disk ({disk}); </source>
+        <translation>下载大小超过磁盘可用空间（{disk}）；</translation>
+    </message>
+    <message>
+        <source>Catalog of {date}. Checking the hub...</source>
+        <translation>{date} 的模型目录。正在检查模型库…</translation>
+    </message>
+    <message>
+        <source>Catalog of {date}; the hub is reachable.</source>
+        <translation>{date} 的模型目录；模型库可以连接。</translation>
+    </message>
+    <message>
+        <source>Catalog of {date}, shipped with glmdesk. The hub is not reachable ({reason}): downloads wait until it is.</source>
+        <translation>glmdesk 自带的 {date} 模型目录。无法连接模型库（{reason}）：下载会等到能连接时再进行。</translation>
+    </message>
+    <message>
+        <source>Models folder</source>
+        <translation>模型文件夹</translation>
+    </message>
+    <message>
+        <source>Hub token</source>
+        <translation>模型库令牌</translation>
+    </message>
+    <message>
+        <source>A Hugging Face token with read access, for gated models (kept in the system keyring):</source>
+        <translation>用于受限模型的 Hugging Face 只读令牌（保存在系统钥匙串中）：</translation>
     </message>
 </context>
 <context>
@@ -1224,6 +1553,10 @@ Updated {when} · {model}</source>
         <translation>选择最近使用的模型…</translation>
     </message>
     <message>
+        <source>{name} (downloaded)</source>
+        <translation>{name}（已下载）</translation>
+    </message>
+    <message>
         <source>Recent</source>
         <translation>最近使用</translation>
     </message>
@@ -1323,6 +1656,10 @@ Updated {when} · {model}</source>
 <context>
     <name>ProductMenus</name>
     <message>
+        <source>&amp;Get a model...</source>
+        <translation>获取模型(&amp;G)…</translation>
+    </message>
+    <message>
         <source>&amp;Help</source>
         <translation>帮助(&amp;H)</translation>
     </message>
@@ -1377,6 +1714,14 @@ Updated {when} · {model}</source>
     <message>
         <source>&amp;View</source>
         <translation>视图(&amp;V)</translation>
+    </message>
+    <message>
+        <source>Get a model</source>
+        <translation>获取模型</translation>
+    </message>
+    <message>
+        <source>The model catalog cannot be read: {error}</source>
+        <translation>无法读取模型目录：{error}</translation>
     </message>
 </context>
 <context>

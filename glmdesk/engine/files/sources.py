@@ -77,7 +77,8 @@ def resolve_source(model: str | None) -> ModelSource:
 
     Args:
         model: ``None`` (embedded default), a folder, a ``.gguf`` file, or a hub id
-            (``owner/name`` that is not an existing path).
+            (``owner/name`` that is not an existing path; a model pulled into glmdesk's
+            models folder is found there first, also as ``owner/name:QUANT``).
 
     Raises:
         GlmdeskError: ``model_not_found`` for a path that does not exist.
@@ -98,8 +99,28 @@ def resolve_source(model: str | None) -> ModelSource:
         )
     looks_like_path = text.startswith((".", "/", "~")) or os.sep in text.strip("/").replace("/", "", 1)
     if text.count("/") == 1 and not looks_like_path and not text.endswith(".gguf"):
-        return ModelSource("hub", text, text.split("/")[1])
+        pulled = _pulled_source(text)
+        if pulled is not None:
+            return pulled
+        if ":" not in text:
+            return ModelSource("hub", text, text.split("/")[1])
     raise GlmdeskError("model_not_found", f"The model {text} was not found.", path=text)
+
+
+def _pulled_source(name: str) -> ModelSource | None:
+    """A model ``glmdesk pull`` fetched, by its repository id (``owner/repo`` or
+    ``owner/repo:QUANT``), from the models folder: found offline, never downloaded."""
+    from glmdesk.engine.catalog.pulled import find_pulled
+
+    try:
+        pulled = find_pulled(name)
+    except OSError:
+        return None
+    if pulled is None:
+        return None
+    target = pulled.model_path
+    kind = "gguf" if target.suffix.lower() == ".gguf" else "folder"
+    return ModelSource(kind, str(target), target.stem if kind == "gguf" else pulled.repo.split("/")[1])
 
 
 def _file_key(path: Path) -> str:

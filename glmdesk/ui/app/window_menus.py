@@ -1,4 +1,4 @@
-"""The window's actions and menus: File (with Recent models), Chat, View (with Theme),
+"""The window's actions and menus: File (with Get a model and Recent models), Chat, View (with Theme),
 Help -> About and Keyboard shortcuts."""
 
 from __future__ import annotations
@@ -8,12 +8,13 @@ import functools
 
 from PySide6.QtCore import QObject, Qt, Slot
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QMessageBox
 
 from glmdesk.core.settings import LoadSettings
 from glmdesk.ui.app.about_dialog import AboutDialog
 from glmdesk.ui.app.shortcuts_dialog import ShortcutsDialog
 from glmdesk.ui.common.theme import ThemeController, build_theme_menu
+from glmdesk.ui.models.get_model_dialog import GetModelDialog
 from glmdesk.ui.models.recent_models import RecentModelsMenu
 
 
@@ -43,6 +44,11 @@ class ProductMenus(QObject):
         self.recent_menu = RecentModelsMenu(window.store, window)
         self.recent_menu.model_chosen.connect(self.open_recent)
         file_menu.insertMenu(window.new_chat_action, self.recent_menu)
+        self.get_model_dialog = None
+        self.get_model_action = QAction(self.tr("&Get a model..."), window)
+        self.get_model_action.setObjectName("get_model_action")
+        self.get_model_action.triggered.connect(self.show_get_model)
+        file_menu.insertAction(self.recent_menu.menuAction(), self.get_model_action)
         view_menu = bar.actions()[-1].menu()
         view_menu.addMenu(build_theme_menu(self.theme, window))
         help_menu = bar.addMenu(self.tr("&Help"))
@@ -95,6 +101,25 @@ class ProductMenus(QObject):
             current, model=model, trust_remote_code=current.trust_remote_code and same
         )
         self.window.load_model(settings)
+
+    @Slot()
+    def show_get_model(self) -> None:
+        """File -> Get a model: the catalog page, made once and kept (its downloads go on
+        while it is hidden)."""
+        if self.get_model_dialog is None:
+            try:
+                self.get_model_dialog = GetModelDialog(self.window.store, self.window)
+            except (OSError, ValueError) as exc:  # a missing or damaged catalog file
+                QMessageBox.warning(
+                    self.window,
+                    self.tr("Get a model"),
+                    self.tr("The model catalog cannot be read: {error}").format(error=exc),
+                )
+                return
+            self.get_model_dialog.load_requested.connect(self.window.load_model)
+        self.get_model_dialog.show()
+        self.get_model_dialog.raise_()
+        self.get_model_dialog.activateWindow()
 
     @Slot()
     def show_about(self) -> None:

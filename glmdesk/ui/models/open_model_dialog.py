@@ -79,7 +79,7 @@ class OpenModelDialog(EngineChoiceMixin, QDialog):
         self._build_trust(current)
         self._build_recent(recent)
         self.fit_forecast = FitForecast(fit_budget)
-        buttons = self._lay_out(row, bool(recent), current)
+        buttons = self._lay_out(row, self.recent_combo.count() > 1, current)
         self._connect_updates(buttons, current)
         self.fit_forecast.attach(self)
         self.resize(self.sizeHint())  # all rows shown: Qt's own first size stops at 2/3 of the screen
@@ -190,7 +190,8 @@ class OpenModelDialog(EngineChoiceMixin, QDialog):
         self.trust_note.setForegroundRole(QPalette.ColorRole.PlaceholderText)
 
     def _build_recent(self, recent: list[str | None] | None) -> None:
-        """The Recent list: models loaded lately, each filling in the model when chosen."""
+        """The Recent list: models loaded lately, then models downloaded and not loaded
+        lately, each filling in the model when chosen."""
         self.recent_combo = QComboBox()
         self.recent_combo.setObjectName("recent_models")
         self.recent_combo.addItem(self.tr("Choose a recent model..."), None)
@@ -199,6 +200,14 @@ class OpenModelDialog(EngineChoiceMixin, QDialog):
             self.recent_combo.setItemData(
                 self.recent_combo.count() - 1, model or recent_label(model), Qt.ItemDataRole.ToolTipRole
             )
+        for pulled in _pulled_models():  # downloaded with Get a model / glmdesk pull, not loaded lately
+            path = str(pulled.model_path)
+            if path not in (recent or []):
+                label = self.tr("{name} (downloaded)").format(name=f"{pulled.repo}:{pulled.quant}")
+                self.recent_combo.addItem(label, path)
+                self.recent_combo.setItemData(
+                    self.recent_combo.count() - 1, path, Qt.ItemDataRole.ToolTipRole
+                )
         self.recent_combo.activated.connect(self._on_recent_chosen)
 
     def _lay_out(self, row: QHBoxLayout, has_recent: bool, current: LoadSettings) -> QDialogButtonBox:
@@ -448,3 +457,13 @@ class OpenModelDialog(EngineChoiceMixin, QDialog):
         if self.remote_box.isChecked():
             return self.remote_box.load_settings()
         return self._local_settings(self._chosen_engine())
+
+
+def _pulled_models():
+    """The models pulled into glmdesk's models folder (none when it cannot be read)."""
+    from glmdesk.engine.catalog.pulled import pulled_models
+
+    try:
+        return pulled_models()
+    except OSError:
+        return []
