@@ -31,6 +31,7 @@ from glmdesk.engine.families.glm4_0414 import GLM4_0414, GLM_Z1
 from glmdesk.engine.families.glm4_moe import GLM4_MOE
 from glmdesk.engine.families.glm4_moe_lite import GLM4_MOE_LITE
 from glmdesk.engine.families.glm4v import GLM4V, GLM4V_MOE
+from glmdesk.engine.families.glm5 import GLM5, GLM5_FLASH
 
 
 def in_order(*families: ModelFamily) -> tuple[ModelFamily, ...]:
@@ -62,6 +63,8 @@ FAMILIES: tuple[ModelFamily, ...] = in_order(
     GLM4_HF,  # transformers' own GLM-4 classes
     GLM4_MOE,  # GLM-4.5 / 4.6 / 4.7
     GLM4_MOE_LITE,  # GLM-4.7-Flash
+    GLM5_FLASH,  # GLM-5.3-Flash: its served id also holds "glm-5", so before GLM-5
+    GLM5,  # GLM-5 to 5.3 (DSA)
     GLM4V,
     GLM4V_MOE,
     GENERIC,  # last: it claims what no other family does
