@@ -20,10 +20,12 @@ from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QMainWindow, QWidget
 
 from glmdesk.core.messages import ChatMessage
+from glmdesk.core.run_marker import trust_engine
 from glmdesk.core.settings import LoadSettings
 from glmdesk.engine.forecast import read_budget
 from glmdesk.engine.memory import MemoryProbe
 from glmdesk.ui.app.answer_view import AnswerView
+from glmdesk.ui.app.crash_notice import CrashNotice
 from glmdesk.ui.app.load_view import LoadView
 from glmdesk.ui.app.sampling_binding import SamplingBinding, initial_params
 from glmdesk.ui.app.window_layout import lay_out
@@ -142,6 +144,10 @@ class MainWindow(QMainWindow):
             self.tools_memory = ToolsMemory(
                 self.history_controller, self.sidebar.tools_panel, session, self.history_controller
             )
+        # A run that died while its engine answered: told at start, its question marked.
+        self.crash_notice = CrashNotice(
+            self.notice, self.chat_view, self._regenerate_now, self.history_controller, self
+        )
         self.branch_actions = BranchActions(
             session,
             self.chat_view,
@@ -221,7 +227,9 @@ class MainWindow(QMainWindow):
 
     # Starting and loading -------------------------------------------------------
     def start(self) -> None:
-        """Check load options and load the last model (or the embedded default)."""
+        """Tell about a run that died (:class:`CrashNotice`), check load options and load
+        the last model (or the embedded default)."""
+        self.crash_notice.check()
         self.loader.start(self.store.last_model())
 
     def is_streaming(self) -> bool:
@@ -248,7 +256,10 @@ class MainWindow(QMainWindow):
             fit_budget=lambda: read_budget(self.gauge.probe),  # the gauge's NVML handle
         )
         if dialog.exec() == OpenModelDialog.DialogCode.Accepted:
-            self.load_model(dialog.load_settings())
+            settings = dialog.load_settings()
+            if settings.engine != "auto":  # picked by name: auto may choose it again after a crash
+                trust_engine(settings.engine)
+            self.load_model(settings)
 
     # Sending and streaming ------------------------------------------------------------
     @Slot(str)
@@ -282,7 +293,11 @@ class MainWindow(QMainWindow):
     @Slot()
     def regenerate(self) -> None:
         """Write the last answer again."""
-        self.session.regenerate(self.sidebar.system_prompt(), self.sidebar.cache_settings())
+        self._regenerate_now()
+
+    def _regenerate_now(self) -> bool:
+        """Write the last answer again; whether it started."""
+        return self.session.regenerate(self.sidebar.system_prompt(), self.sidebar.cache_settings())
 
     @Slot()
     def continue_answer(self) -> None:
