@@ -1,0 +1,56 @@
+"""``glmdesk chat`` killed while it answers: the next start says so in one line."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from glmdesk.core.run_marker import marker_dir
+
+
+@pytest.mark.slow
+def test_a_chat_killed_while_answering_is_told_by_the_next_start(embedded_folder, glmdesk_home):
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    # transformers by name: llama.cpp's AMX build crashes by itself on some Xeons, and
+    # this test kills the run from outside.
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "glmdesk", "chat", "--engine", "transformers", "--temperature", "0"]
+        + ["--max-new-tokens", "400", "--prompt", "Write a long story about a lighthouse keeper."],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
+    try:
+        assert proc.stdout.read(1)  # the answer is streaming
+        (marker,) = marker_dir().glob("*.json")  # the engine is generating
+        assert marker.name == f"{proc.pid}-chat.json"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == -signal.SIGKILL
+    assert marker.exists()  # a kill leaves it: nothing ran to take it away
+
+    again = subprocess.run(
+        [sys.executable, "-m", "glmdesk", "chat", "--prompt", " "],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=240,
+    )
+    first = again.stderr.splitlines()[0]
+    assert first.startswith(f"note: a previous glmdesk chat (pid {proc.pid}) was killed or lost power")
+    assert "while the transformers engine was answering with SmolLM2-135M-Instruct" in first
+    assert "no crash log was written" in first
+    assert not marker.exists()
+    assert again.returncode == 2 and "the prompt is empty" in again.stderr  # it went on as usual
+
+    third = subprocess.run(
+        [sys.executable, "-m", "glmdesk", "chat", "--prompt", " "], capture_output=True, text=True, env=env
+    )
+    assert "previous glmdesk" not in third.stderr  # told once
