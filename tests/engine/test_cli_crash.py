@@ -54,3 +54,14 @@ def test_a_chat_killed_while_answering_is_told_by_the_next_start(embedded_folder
         [sys.executable, "-m", "glmdesk", "chat", "--prompt", " "], capture_output=True, text=True, env=env
     )
     assert "previous glmdesk" not in third.stderr  # told once
+
+
+def test_naming_the_engine_on_the_command_line_trusts_it_again():
+    from glmdesk.core.run_marker import distrust_engine, is_distrusted
+    from tests.helpers.cli import run_cli
+
+    distrust_engine("llamacpp")
+    assert run_cli("chat", "--prompt", " ").returncode == 2
+    assert is_distrusted("llamacpp")  # auto: still passed over
+    assert run_cli("chat", "--engine", "llamacpp", "--prompt", " ").returncode == 2
+    assert not is_distrusted("llamacpp")

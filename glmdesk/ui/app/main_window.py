@@ -13,6 +13,7 @@ queued writes, failures shown), panel, controller and the message versions. The 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 from PySide6.QtCore import QCoreApplication, Slot
@@ -20,7 +21,7 @@ from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QMainWindow, QWidget
 
 from glmdesk.core.messages import ChatMessage
-from glmdesk.core.run_marker import trust_engine
+from glmdesk.core.run_marker import is_distrusted, trust_engine
 from glmdesk.core.settings import LoadSettings
 from glmdesk.engine.forecast import read_budget
 from glmdesk.engine.memory import MemoryProbe
@@ -228,9 +229,13 @@ class MainWindow(QMainWindow):
     # Starting and loading -------------------------------------------------------
     def start(self) -> None:
         """Tell about a run that died (:class:`CrashNotice`), check load options and load
-        the last model (or the embedded default)."""
+        the last model (or the embedded default); on ``auto`` when its engine crashed
+        since it was chosen, so that a crash does not repeat itself at every start."""
         self.crash_notice.check()
-        self.loader.start(self.store.last_model())
+        settings = self.store.last_model()
+        if is_distrusted(settings.engine):  # it crashed: not restarted on it by itself
+            settings = dataclasses.replace(settings, engine="auto")
+        self.loader.start(settings)
 
     def is_streaming(self) -> bool:
         """True while an answer is being written."""

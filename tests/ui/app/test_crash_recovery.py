@@ -221,3 +221,29 @@ def test_regenerate_while_the_model_loads_asks_to_wait(qtbot):
         gate.set()
         window.close()
         window.history_controller.close()
+
+
+def test_a_model_last_opened_on_the_crashed_engine_starts_on_auto(qtbot):
+    from glmdesk.ui.common.settings_store import SettingsStore
+
+    log = crash_dir() / "4243.log"
+    log.write_text("Fatal Python error: Segmentation fault\n")
+    killed_window_left("m", "llamacpp", str(log))
+    SettingsStore().save_last_model(LoadSettings(engine="llamacpp"))  # picked in Open model before
+    asked = []
+
+    def factory(settings):
+        asked.append(settings)
+        return FakeBackend()
+
+    window = window_with_history(backend=None, options=lambda: {}, factory=factory)
+    qtbot.addWidget(window)
+    window.show()
+    try:
+        with qtbot.waitSignal(window.loader.model_ready, timeout=MS):
+            window.start()
+        assert [s.engine for s in asked] == ["auto"]
+        assert is_distrusted("llamacpp")
+    finally:
+        window.close()
+        window.history_controller.close()
