@@ -247,3 +247,59 @@ def test_a_model_last_opened_on_the_crashed_engine_starts_on_auto(qtbot):
     finally:
         window.close()
         window.history_controller.close()
+
+
+#: A window on a fake engine that streams its first piece and then waits for ever; it
+#: prints "generating" once the answer is on screen (it is then killed from outside).
+WINDOW_CHILD = """
+import threading
+from PySide6.QtWidgets import QApplication
+app = QApplication([])
+from glmdesk.ui.app.app import window_with_history
+from tests.helpers.fake_backend import FakeBackend
+backend = FakeBackend(pieces=("Because", " of", " Rayleigh"), gate=threading.Event())
+window = window_with_history(backend=backend, options=lambda: {})
+window.show()
+window.loader.model_ready.connect(lambda *_: window.send_message("Why is the sky blue?"))
+window.session.chunk_shown.connect(lambda *_: print("generating", flush=True))
+window.start()
+app.exec()
+"""
+
+
+def test_a_window_killed_while_answering_is_told_by_the_next_window(qtbot, tmp_path):
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    env = {**os.environ, "PYTHONPATH": root, "QT_QPA_PLATFORM": "offscreen"}
+    child = subprocess.Popen(
+        [sys.executable, "-c", WINDOW_CHILD],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout.readline().strip() == "generating", child.stderr.read()
+        child.kill()
+        child.wait(timeout=60)
+    finally:
+        child.kill()
+    with History() as history:  # what the killed window left
+        (conversation,) = history.list_conversations()
+        stored = history.messages(conversation.id)
+    assert [(m.role, m.text, m.complete) for m in stored] == [
+        ("user", "Why is the sky blue?", True),
+        ("assistant", "", False),
+    ]
+    window = started_window(qtbot, FakeBackend(pieces=("Rayleigh", " scattering.")))
+    try:
+        assert "was answering with fake-model" in window.notice.text()
+        assert "ended from outside" in window.notice.text()
+        widgets = window.chat_view.messages()
+        assert [w.text() for w in widgets] == ["Why is the sky blue?"]
+        assert widgets[0].note_label.text().startswith("The engine stopped while answering")
+        with qtbot.waitSignal(window.session.answer_finished, timeout=MS):
+            window.notice.action_button.click()
+        assert window.state.messages[-1].content == "Rayleigh scattering."
+    finally:
+        window.close()
+        window.history_controller.close()
