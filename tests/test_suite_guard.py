@@ -2,8 +2,9 @@
 per-test limit) ends the run within seconds, with its summary naming the test.
 
 Runs pytest with xdist, as ``scripts/run-tests`` does and with the project's own
-configuration (``pyproject.toml``: ``--max-worker-restart=0``, the thread timeout and
-``tests/helpers/time_limits.py``), on three tiny test files in a subprocess.
+configuration (``pyproject.toml``: ``--max-worker-restart=0``, the thread timeout) and
+the hook ``tests/conftest.py`` takes from ``tests/helpers/time_limits.py``, on three tiny
+test files in a subprocess.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ def test_a_dying_worker_fails_the_run_within_seconds_naming_its_test(tmp_path):
         (tmp_path / name).write_text(textwrap.dedent(source))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-c", str(ROOT / "pyproject.toml")]
+    command += ["-p", "tests.helpers.time_limits"]  # what tests/conftest.py loads
     command += ["--rootdir", str(tmp_path), "-n", "2", "--dist", "loadfile", "-o", "timeout=4", str(tmp_path)]
     start = time.monotonic()
     done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)

@@ -1,4 +1,4 @@
-"""The per-test time limit, told by name (a pytest plugin; ``tests/conftest.py`` uses it).
+"""The per-test time limit, told by name (a pytest plugin; ``tests/conftest.py`` imports its hook).
 
 pytest-timeout (``timeout`` and ``timeout_method = "thread"`` in ``pyproject.toml``)
 ends a test that runs past the limit. Its signal method cannot: a test waiting in Qt's
