@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import faulthandler
+import functools
 import json
 import os
 import time
@@ -151,7 +152,10 @@ def marker_dir() -> Path:
     return path
 
 
+@functools.lru_cache(maxsize=4)
 def _process_started(pid: int) -> float:
+    """Process ``pid``'s start time (psutil's ``create_time``; this process's is asked
+    once per answer, so it is cached), 0.0 when unknown."""
     try:
         import psutil
 
@@ -163,6 +167,8 @@ def _process_started(pid: int) -> float:
 def _alive(marker: RunMarker) -> bool:
     """Whether the process that wrote ``marker`` still runs (the same process, not a
     later one that was given its pid)."""
+    if marker.pid <= 0:
+        return False
     try:
         import psutil
 
@@ -171,6 +177,8 @@ def _alive(marker: RunMarker) -> bool:
             return False
         started = process.create_time()
     except Exception:  # NoSuchProcess, AccessDenied (alive, someone else's), psutil missing
+        if os.name == "nt":  # os.kill would end the process there
+            return True
         try:
             os.kill(marker.pid, 0)
         except ProcessLookupError:
