@@ -16,6 +16,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 FILES = {
@@ -40,6 +42,7 @@ FILES = {
 }
 
 
+@pytest.mark.slow  # two xdist workers start in fresh interpreters (~16 s)
 def test_a_dying_worker_fails_the_run_within_seconds_naming_its_test(tmp_path):
     for name, source in FILES.items():
         (tmp_path / name).write_text(textwrap.dedent(source))
