@@ -181,7 +181,7 @@ def _alive(marker: RunMarker) -> bool:
             return True
         try:
             os.kill(marker.pid, 0)
-        except ProcessLookupError:
+        except (ProcessLookupError, OverflowError):  # no such process, or no such pid
             return False
         except OSError:
             return True
@@ -291,14 +291,27 @@ def dead_runs(front_ends: tuple[str, ...] | None = None) -> list[RunMarker]:
     return sorted(out, key=lambda m: m.started)
 
 
+#: Crash logs kept (the newest); older ones are removed at a start.
+KEEP_LOGS = 20
+
+
 def _remove_empty_logs() -> None:
     """Empty crash logs of processes that no longer run (killed from outside) are
-    removed once a start has read their markers."""
+    removed once a start has read their markers, and all but the newest
+    :data:`KEEP_LOGS` crash logs."""
     with contextlib.suppress(OSError):
+        kept = []
         for log in crash_dir().glob("*.log"):
             with contextlib.suppress(OSError, ValueError):
-                if log.stat().st_size == 0 and not _alive(RunMarker("", "", "", int(log.stem))):
+                if _alive(RunMarker("", "", "", int(log.stem))):
+                    continue
+                if log.stat().st_size == 0:
                     log.unlink()
+                else:
+                    kept.append((log.stat().st_mtime, log))
+        for _, log in sorted(kept, reverse=True)[KEEP_LOGS:]:
+            with contextlib.suppress(OSError):
+                log.unlink()
 
 
 # -- distrusted engines ------------------------------------------------------------------

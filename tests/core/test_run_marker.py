@@ -146,3 +146,15 @@ def test_auto_passes_a_crashed_engine_over_until_it_is_picked_by_name():
     assert named.engine == "llamacpp"
     trust_engine("llamacpp")
     assert engine_choice(settings) == before
+
+
+def test_only_the_newest_crash_logs_are_kept(monkeypatch):
+    monkeypatch.setattr(run_marker, "_alive", lambda marker: False)  # their processes are gone
+    for n in range(run_marker.KEEP_LOGS + 3):
+        log = run_marker.crash_dir() / f"{1000 + n}.log"
+        log.write_text("Fatal Python error: Segmentation fault\n")
+        os.utime(log, (1_000_000 + n, 1_000_000 + n))
+    (run_marker.crash_dir() / "999.log").write_text("")  # a kill: nothing was written
+    dead_runs()
+    left = sorted(int(p.stem) - 1000 for p in run_marker.crash_dir().glob("*.log"))
+    assert left == list(range(3, run_marker.KEEP_LOGS + 3))

@@ -65,3 +65,28 @@ def test_naming_the_engine_on_the_command_line_trusts_it_again():
     assert is_distrusted("llamacpp")  # auto: still passed over
     assert run_cli("chat", "--engine", "llamacpp", "--prompt", " ").returncode == 2
     assert not is_distrusted("llamacpp")
+
+
+def test_glmdesk_serve_tells_a_terminal_run_that_crashed():
+    from glmdesk.core.run_marker import crash_dir, distrusted_engines
+    from tests.helpers.cli import run_cli
+
+    child = (
+        "import os, signal; from glmdesk.core import run_marker; run_marker.enable_crash_log(); "
+        "run_marker.begin_run('llamacpp', 'GLM-4-9B-Chat', 'serve'); print(os.getpid(), flush=True); "
+        "os.kill(os.getpid(), signal.SIGSEGV)"
+    )
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    env.pop("PYTHONFAULTHANDLER", None)
+    crashed = subprocess.run(
+        [sys.executable, "-c", child], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert crashed.returncode == -signal.SIGSEGV
+    pid = int(crashed.stdout)
+    out = run_cli("serve", "--max-body-mib", "-1")  # refused after the start's line
+    assert out.returncode == 2
+    first = out.stderr.splitlines()[0]
+    assert first.startswith(f"note: a previous glmdesk serve (pid {pid}) crashed (Segmentation fault)")
+    assert "while the llamacpp engine was answering with GLM-4-9B-Chat" in first
+    assert first.endswith(f"; crash log: {crash_dir() / f'{pid}.log'}")
+    assert "llamacpp" in distrusted_engines()
