@@ -22,7 +22,12 @@ import threading
 import pytest
 
 
-def _timed_out(item, limit: float) -> None:
+def _timed_out(item, settings) -> None:
+    from pytest_timeout import is_debugging
+
+    if not settings.disable_debugger_detection and is_debugging():
+        return  # someone steps through the test in a debugger (pytest-timeout's own rule)
+    limit = settings.timeout
     capture = item.config.pluginmanager.getplugin("capturemanager")
     with contextlib.suppress(Exception):  # fd 2 back to the terminal, as pytest-timeout does
         if capture is not None:
@@ -43,7 +48,7 @@ def pytest_timeout_set_timer(item, settings):
     """Start the limit's timer for ``item`` (pytest-timeout's hook; ``thread`` method only)."""
     if settings.method != "thread":
         return None
-    timer = threading.Timer(settings.timeout, _timed_out, (item, settings.timeout))
+    timer = threading.Timer(settings.timeout, _timed_out, (item, settings))
     timer.daemon = True
     timer.name = f"test limit {item.nodeid}"
 
