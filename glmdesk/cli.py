@@ -283,7 +283,7 @@ def _load_for_chat(args):
         cache = cache_settings(args)
         sampling(args, "generic")  # refuse bad values before a long load
         if args.engine != "auto":  # picked by name: auto may choose it again after a crash
-            from glmdesk.core.run_marker import trust_engine
+            from glmdesk.core.distrusted_engines import trust_engine
 
             trust_engine(args.engine)
         toolset, tool_settings = tool_options(args)

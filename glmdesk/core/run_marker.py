@@ -16,9 +16,9 @@ let the next start say what happened:
   the server it runs never touch each other's marker.
   A marker whose process no longer runs (:func:`dead_runs`; the pid's start time tells
   a reused pid from the process that wrote it) is a run that did not end.
-- ``distrusted_engines.json``: engines that were generating when their process crashed.
-  ``auto`` does not choose them again (:func:`is_distrusted`) until the user picks one
-  by name (:func:`trust_engine`).
+- ``distrusted_engines.json``: engines that were generating when their process crashed
+  (:mod:`glmdesk.core.distrusted_engines`). ``auto`` does not choose them again until
+  the user picks one by name.
 
 Markers are written with ``os.replace`` (never half a file) without ``fsync``: the
 answer does not wait for the disk, so a power cut may lose a marker written in the
@@ -38,6 +38,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from glmdesk.core import paths
+from glmdesk.core.distrusted_engines import distrust_engine
 
 #: The marker file's format version (``version`` in the JSON).
 MARKER_VERSION = 1
@@ -286,7 +287,7 @@ def dead_runs(front_ends: tuple[str, ...] | None = None) -> list[RunMarker]:
         if marker is not None:
             out.append(marker)
             if marker.signal_name():  # it crashed (a kill or a power cut is no fault of the engine)
-                distrust_engine(marker.engine, marker)
+                distrust_engine(marker.engine, marker.model, marker.signal_name(), marker.crash_log)
     _remove_empty_logs()
     return sorted(out, key=lambda m: m.started)
 
@@ -312,58 +313,6 @@ def _remove_empty_logs() -> None:
         for _, log in sorted(kept, reverse=True)[KEEP_LOGS:]:
             with contextlib.suppress(OSError):
                 log.unlink()
-
-
-# -- distrusted engines ------------------------------------------------------------------
-def _distrust_path() -> Path:
-    return paths.data_dir() / "distrusted_engines.json"
-
-
-def distrusted_engines() -> dict[str, dict]:
-    """``{engine: {"model", "signal", "crash_log", "when"}}``: engines that were generating
-    when their process died and that the user has not picked by name since. Never raises."""
-    try:
-        data = json.loads(_distrust_path().read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def is_distrusted(engine: str) -> bool:
-    """Whether ``auto`` should pass ``engine`` over (:func:`distrusted_engines`)."""
-    return engine in distrusted_engines()
-
-
-def _write_distrusted(data: dict[str, dict]) -> None:
-    path = _distrust_path()
-    with contextlib.suppress(OSError):
-        if not data:
-            path.unlink(missing_ok=True)
-            return
-        part = path.with_name(f"{path.name}.{os.getpid()}.part")
-        part.write_text(json.dumps(data, indent=1), encoding="utf-8")
-        os.replace(part, path)
-
-
-def distrust_engine(engine: str, marker: RunMarker | None = None) -> None:
-    """Record that ``engine`` died while generating (``auto`` passes it over from now on)."""
-    if not engine or engine == "remote":  # a server's failure never ends this process
-        return
-    data = distrusted_engines()
-    data[engine] = {
-        "model": marker.model if marker else "",
-        "signal": marker.signal_name() if marker else "",
-        "crash_log": marker.crash_log if marker else "",
-        "when": time.time(),
-    }
-    _write_distrusted(data)
-
-
-def trust_engine(engine: str) -> None:
-    """The user picked ``engine`` by name: ``auto`` may choose it again."""
-    data = distrusted_engines()
-    if data.pop(engine, None) is not None:
-        _write_distrusted(data)
 
 
 def describe_dead_run(marker: RunMarker) -> str:

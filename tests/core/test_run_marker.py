@@ -11,16 +11,8 @@ import sys
 import textwrap
 
 from glmdesk.core import run_marker
-from glmdesk.core.run_marker import (
-    begin_run,
-    dead_runs,
-    describe_dead_run,
-    distrusted_engines,
-    end_run,
-    is_distrusted,
-    marker_dir,
-    trust_engine,
-)
+from glmdesk.core.distrusted_engines import distrust_engine, distrusted_engines, is_distrusted, trust_engine
+from glmdesk.core.run_marker import begin_run, dead_runs, describe_dead_run, end_run, marker_dir
 from glmdesk.core.settings import LoadSettings
 
 #: A child that writes its marker the way a front end does, then ends as ``HOW`` says.
@@ -138,7 +130,7 @@ def test_auto_passes_a_crashed_engine_over_until_it_is_picked_by_name():
 
     settings = LoadSettings()  # the embedded GGUF: auto's engine is llama.cpp
     before = engine_choice(settings)
-    run_marker.distrust_engine("llamacpp")
+    distrust_engine("llamacpp")
     choice = engine_choice(settings)
     assert (choice.engine, choice.reason, choice.passed_over) == ("transformers", ENGINE_CRASHED, "llamacpp")
     assert not wants_llamacpp(settings)  # the window does not switch to it after a build

@@ -57,7 +57,7 @@ def test_a_chat_killed_while_answering_is_told_by_the_next_start(embedded_folder
 
 
 def test_naming_the_engine_on_the_command_line_trusts_it_again():
-    from glmdesk.core.run_marker import distrust_engine, is_distrusted
+    from glmdesk.core.distrusted_engines import distrust_engine, is_distrusted
     from tests.helpers.cli import run_cli
 
     distrust_engine("llamacpp")
@@ -68,7 +68,8 @@ def test_naming_the_engine_on_the_command_line_trusts_it_again():
 
 
 def test_glmdesk_serve_tells_a_terminal_run_that_crashed():
-    from glmdesk.core.run_marker import crash_dir, distrusted_engines
+    from glmdesk.core.distrusted_engines import distrusted_engines
+    from glmdesk.core.run_marker import crash_dir
     from tests.helpers.cli import run_cli
 
     child = (

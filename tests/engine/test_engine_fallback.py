@@ -34,7 +34,7 @@ def test_the_terminal_answers_on_int4_weight_only_and_says_why(embedded_folder, 
 
 
 def test_a_fallback_after_llama_cpp_crashed_says_so() -> None:
-    from glmdesk.core.run_marker import distrust_engine
+    from glmdesk.core.distrusted_engines import distrust_engine
 
     distrust_engine("llamacpp")
     chosen, note = transformers_fallback(LoadSettings(device="cpu"), llama_cpp_installed=False)

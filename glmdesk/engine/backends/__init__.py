@@ -22,8 +22,8 @@ import pkgutil
 from collections.abc import Mapping
 
 from glmdesk.core import engine_options
+from glmdesk.core.distrusted_engines import is_distrusted
 from glmdesk.core.errors import ErrorInfo, GlmdeskError
-from glmdesk.core.run_marker import is_distrusted
 from glmdesk.core.settings import LoadSettings
 from glmdesk.engine.backends.base import MEMORY_PROBES, SAMPLING_FIELDS, Backend, Capabilities
 from glmdesk.engine.backends.llamacpp import llama_cpp_available, llamacpp_availability
@@ -141,7 +141,7 @@ def engine_choice(
 
 
 #: The reason ``auto`` gives for passing over an engine that crashed while it answered
-#: (:func:`glmdesk.core.run_marker.is_distrusted`), until the user picks it by name.
+#: (:mod:`glmdesk.core.distrusted_engines`), until the user picks it by name.
 ENGINE_CRASHED = "engine_crashed"
 
 

@@ -5,7 +5,7 @@ A run that did not end (a native crash, a kill, a power cut) leaves its marker
 died, says in the notice bar what happened (engine, model, crash log), opens the
 conversation that was being answered and puts a note on its unanswered question, with
 Regenerate in the notice bar. ``auto`` no longer chooses an engine that crashed
-(:func:`glmdesk.core.run_marker.is_distrusted`) until the user picks it in Open model.
+(:mod:`glmdesk.core.distrusted_engines`) until the user picks it in Open model.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QObject, Slot
 
-from glmdesk.core.run_marker import RunMarker, dead_runs, is_distrusted
+from glmdesk.core.distrusted_engines import is_distrusted
+from glmdesk.core.run_marker import RunMarker, dead_runs
 
 
 def engine_label(engine: str) -> str:

@@ -20,8 +20,8 @@ from PySide6.QtCore import QCoreApplication, Slot
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QMainWindow, QWidget
 
+from glmdesk.core.distrusted_engines import is_distrusted, trust_engine
 from glmdesk.core.messages import ChatMessage
-from glmdesk.core.run_marker import is_distrusted, trust_engine
 from glmdesk.core.settings import LoadSettings
 from glmdesk.engine.forecast import read_budget
 from glmdesk.engine.memory import MemoryProbe

@@ -12,9 +12,10 @@ import threading
 
 import pytest
 
+from glmdesk.core.distrusted_engines import is_distrusted
 from glmdesk.core.history import History
 from glmdesk.core.history_rounds import begin_round
-from glmdesk.core.run_marker import RunMarker, crash_dir, dead_runs, is_distrusted, marker_dir
+from glmdesk.core.run_marker import RunMarker, crash_dir, dead_runs, marker_dir
 from glmdesk.core.settings import CacheSettings, LoadSettings, ParamsBox, SamplingParams
 from glmdesk.core.tools import FunctionSpec, ToolCall, ToolSet
 from glmdesk.engine.backends import Capabilities

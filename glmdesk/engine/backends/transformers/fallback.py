@@ -71,7 +71,7 @@ def transformers_fallback(
 
     if not kernels_available(SCHEMES[scheme]):
         return settings, None
-    from glmdesk.core.run_marker import is_distrusted
+    from glmdesk.core.distrusted_engines import is_distrusted
 
     crashed = is_distrusted("llamacpp")  # installed, but it crashed while it answered
     why = "llama.cpp crashed here while it answered" if crashed else "llama.cpp is not installed"
