@@ -304,3 +304,40 @@ def test_a_window_killed_while_answering_is_told_by_the_next_window(qtbot, tmp_p
     finally:
         window.close()
         window.history_controller.close()
+
+
+def test_open_model_says_why_automatic_passes_a_crashed_engine_over(qtbot):
+    from glmdesk.core.distrusted_engines import distrust_engine
+    from glmdesk.ui.models.open_model_dialog import OpenModelDialog
+
+    distrust_engine("llamacpp", "SmolLM2-135M-Instruct", "Segmentation fault")
+    dialog = OpenModelDialog(LoadSettings(), {"engine:llamacpp": None})
+    qtbot.addWidget(dialog)
+    assert dialog.effective_engine() == "transformers"
+    assert dialog.engine_note.text() == (
+        "llama.cpp crashed while it answered, so Automatic runs this model on transformers; "
+        "choose llama.cpp here to use it again."
+    )
+    dialog.engine_combo.setCurrentIndex(dialog.engine_combo.findData("llamacpp"))  # offered all the same
+    assert dialog.effective_engine() == "llamacpp" and dialog.load_settings().engine == "llamacpp"
+
+
+def test_picking_the_engine_in_open_model_trusts_it_again(qtbot, monkeypatch):
+    from glmdesk.core.distrusted_engines import distrust_engine
+    from glmdesk.ui.app.main_window import MainWindow
+    from glmdesk.ui.models.open_model_dialog import OpenModelDialog
+
+    distrust_engine("llamacpp")
+    loads = []
+    window = MainWindow(
+        backend=FakeBackend(), options=lambda: {}, factory=lambda s: (loads.append(s), FakeBackend())[1]
+    )
+    qtbot.addWidget(window)
+    with qtbot.waitSignal(window.loader.model_ready, timeout=MS):
+        window.start()
+    monkeypatch.setattr(OpenModelDialog, "exec", lambda self: OpenModelDialog.DialogCode.Accepted)
+    monkeypatch.setattr(OpenModelDialog, "load_settings", lambda self: LoadSettings(engine="llamacpp"))
+    with qtbot.waitSignal(window.loader.model_ready, timeout=MS):
+        window.open_model_dialog()  # the user chose llama.cpp by name and pressed OK
+    assert not is_distrusted("llamacpp") and loads[-1].engine == "llamacpp"
+    window.close()
