@@ -131,13 +131,14 @@ def _stream_one(
     parts: list[str] = []
     last = None
     thinking = ThinkingPrinter(sys.stderr)
+    marker = _run_marker(backend)
     if tools is None:
         items = backend.stream(messages, box, cache, stop, conversation=conversation)
     else:
         from glmdesk.cli.tools import stream_with_tools
 
         items = stream_with_tools(backend, messages, box, cache, stop, conversation, tools)
-    with _ctrl_c_stops(stop), quiet_libraries():
+    with marker, _ctrl_c_stops(stop), quiet_libraries():
         for chunk in items:
             if not isinstance(chunk, GenerationChunk):  # a ToolRound: answered; the answer goes on
                 if rounds is not None:
@@ -162,6 +163,31 @@ def _stream_one(
     thinking.close()
     print()
     return _answer_summary(last, "".join(parts))
+
+
+def _run_marker(backend):
+    """The "engine was generating" marker of one answer (:mod:`glmdesk.core.run_marker`)."""
+    from glmdesk.core.run_marker import generating
+
+    try:
+        info = backend.info
+    except RuntimeError:  # not loaded: nothing generates
+        return contextlib.nullcontext()
+    return generating(info.engine, info.name, "chat")
+
+
+def tell_dead_runs() -> None:
+    """Print one line about the newest terminal or server run that died while its engine
+    answered (a crash, a kill, a power cut), with its crash log, then write this
+    process's native crash traceback to a log of its own (:mod:`glmdesk.core.run_marker`).
+    A window's run is left to the window, which marks its conversation."""
+    from glmdesk.core.run_marker import dead_runs, describe_dead_run, enable_crash_log
+
+    runs = dead_runs(front_ends=("chat", "serve"))
+    if runs:
+        more = f" ({len(runs) - 1} earlier runs also died)" if len(runs) > 1 else ""
+        print(describe_dead_run(runs[-1]) + more, file=sys.stderr)
+    enable_crash_log()
 
 
 def _answer_summary(last: GenerationChunk | None, text: str) -> tuple[str | None, str]:
@@ -256,6 +282,10 @@ def _load_for_chat(args):
         settings = load_settings(args)
         cache = cache_settings(args)
         sampling(args, "generic")  # refuse bad values before a long load
+        if args.engine != "auto":  # picked by name: auto may choose it again after a crash
+            from glmdesk.core.distrusted_engines import trust_engine
+
+            trust_engine(args.engine)
         toolset, tool_settings = tool_options(args)
         settings = without_uncompilable(settings, cache)
         if args.prompt is not None and not args.prompt.strip():
@@ -288,7 +318,9 @@ def _print_load_notes(backend, info, args) -> None:
         print(f"note: {thinking_note}", file=sys.stderr)
     for note in info.notes:
         print(f"note: {note.message}", file=sys.stderr)
-        if note.kind == "engine_fallback":
+        if note.kind == "engine_fallback" and note.params.get("reason") == "crashed":
+            print("note: --engine llamacpp uses llama.cpp again", file=sys.stderr)
+        elif note.kind == "engine_fallback":
             print(
                 "note: llama.cpp answers faster: build it once with glmdesk build-llamacpp", file=sys.stderr
             )
@@ -356,6 +388,8 @@ def main(argv: list[str] | None = None) -> int:
     """``glmdesk`` console entry point."""
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_args(argv)
+    if args.command in ("chat", "serve"):
+        tell_dead_runs()
     if args.command == "chat":
         return chat(args)
     if args.command == "serve":

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from fastapi import Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
+from glmdesk.core.run_marker import generating
 from glmdesk.engine.chunk import GenerationChunk
 from glmdesk.server.answer import AnswerRun, RequestRecord, StopStrings
 from glmdesk.server.body import ClientGone
@@ -73,7 +74,7 @@ async def answer(
     await _unless_gone(request, state.turns.acquire(), undo=lambda _held: state.turns.release())
     record = RequestRecord(reply.id)
     state.records.append(record)
-    run = AnswerRun(loop, make_stream, record, state.turns.release)
+    run = AnswerRun(loop, _marked(state, make_stream), record, state.turns.release)
     run.start()
     state.requests += 1
     if state.on_request is not None:
@@ -97,6 +98,20 @@ async def answer(
     return JSONResponse(
         reply.whole("".join(out.text), out.finish, out.last, out.calls, "".join(out.reasoning))
     )
+
+
+def _marked(
+    state: ServerState, make_stream: Callable[..., Iterator[GenerationChunk]]
+) -> Callable[..., Iterator[GenerationChunk]]:
+    """``make_stream`` with this process's "engine was generating" marker held while the
+    answer runs (:mod:`glmdesk.core.run_marker`): the next start tells a run that died."""
+
+    def start(stop) -> Iterator[GenerationChunk]:
+        info = state.backend.info
+        with generating(info.engine, info.name, "serve"):
+            yield from make_stream(stop)
+
+    return start
 
 
 async def _collect(run: AnswerRun, first: GenerationChunk, stops: StopStrings, out: Outcome) -> None:

@@ -143,6 +143,33 @@ Updated {when} · {model}</source>
     </message>
 </context>
 <context>
+    <name>CrashNotice</name>
+    <message>
+        <source>Regenerate</source>
+        <translation>重新生成</translation>
+    </message>
+    <message>
+        <source>glmdesk closed unexpectedly while {engine} was answering with {model}: the engine crashed ({signal}). Crash log: {log}</source>
+        <translation>{engine} 使用 {model} 回答时 glmdesk 意外关闭：引擎崩溃（{signal}）。崩溃日志：{log}</translation>
+    </message>
+    <message>
+        <source>glmdesk stopped while {engine} was answering with {model}: it was ended from outside or the computer lost power (no crash log was written).</source>
+        <translation>{engine} 使用 {model} 回答时 glmdesk 停止了：它被外部结束，或电脑断电（没有写入崩溃日志）。</translation>
+    </message>
+    <message>
+        <source>glmdesk will not choose {engine} by itself until you pick it in Open model.</source>
+        <translation>在你于“打开模型”中选择 {engine} 之前，glmdesk 不会再自动选用它。</translation>
+    </message>
+    <message>
+        <source>The engine stopped while answering. Regenerate (Ctrl+R) writes the answer again.</source>
+        <translation>引擎在回答时停止了。“重新生成”（Ctrl+R）会重新写出回答。</translation>
+    </message>
+    <message>
+        <source>Wait until the model has loaded, then press Regenerate again.</source>
+        <translation>请等模型加载完成后再次点击“重新生成”。</translation>
+    </message>
+</context>
+<context>
     <name>DownloadList</name>
     <message>
         <source>Not enough disk space: {need} more is needed and {folder} has {free} free. Free some space or choose another models folder.</source>
@@ -1172,6 +1199,10 @@ Updated {when} · {model}</source>
         <translation>llama.cpp 直接运行 GGUF 文件自带的权重；{options} 仅适用于 transformers 引擎。</translation>
     </message>
     <message>
+        <source>llama.cpp crashed here while it answered, so transformers runs this {file_type} file with {quantization} weights; choose llama.cpp in Open model to use it again.</source>
+        <translation>llama.cpp 在此回答时崩溃，因此由 transformers 以 {quantization} 权重运行此 {file_type} 文件；在“打开模型”中选择 llama.cpp 即可再次使用它。</translation>
+    </message>
+    <message>
         <source>llama.cpp is not installed yet, so transformers runs this {file_type} file with {quantization} weights (the file&apos;s own groups and grid).</source>
         <translation>尚未安装 llama.cpp，因此由 transformers 以 {quantization} 权重运行此 {file_type} 文件（与文件自身的分组和量化网格相同）。</translation>
     </message>
@@ -1499,6 +1530,10 @@ Updated {when} · {model}</source>
     <message>
         <source>Automatic</source>
         <translation>自动</translation>
+    </message>
+    <message>
+        <source>{crashed} crashed while it answered, so Automatic runs this model on {engine}; choose {crashed} here to use it again.</source>
+        <translation>{crashed} 在回答时崩溃，因此“自动”改用 {engine} 运行此模型；在此选择 {crashed} 即可再次使用它。</translation>
     </message>
     <message>
         <source>Automatic (adapts to CPU load)</source>

@@ -22,6 +22,7 @@ import pkgutil
 from collections.abc import Mapping
 
 from glmdesk.core import engine_options
+from glmdesk.core.distrusted_engines import is_distrusted
 from glmdesk.core.errors import ErrorInfo, GlmdeskError
 from glmdesk.core.settings import LoadSettings
 from glmdesk.engine.backends.base import MEMORY_PROBES, SAMPLING_FIELDS, Backend, Capabilities
@@ -139,11 +140,19 @@ def engine_choice(
     return EngineChoice(settings.engine, claim or "chosen")
 
 
+#: The reason ``auto`` gives for passing over an engine that crashed while it answered
+#: (:mod:`glmdesk.core.distrusted_engines`), until the user picks it by name.
+ENGINE_CRASHED = "engine_crashed"
+
+
 def _auto_choice(settings: LoadSettings, availability) -> EngineChoice:
     passed_over: EngineChoice | None = None
     for spec in BACKENDS:
         reason = spec.claims(settings)
         if reason is None:
+            continue
+        if is_distrusted(spec.name):
+            passed_over = passed_over or EngineChoice(spec.name, ENGINE_CRASHED)
             continue
         if spec.available(availability):
             if passed_over is not None:
@@ -172,6 +181,8 @@ def preferred_engine(settings: LoadSettings) -> str:
     """The engine ``auto`` takes for ``settings`` once every engine is installed (the one
     it passes over now, when it does). Nothing is imported."""
     choice = _auto_choice(settings, None)
+    if choice.reason == ENGINE_CRASHED:  # it would take it, but not by itself after a crash
+        return choice.engine
     return choice.passed_over or choice.engine
 
 

@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QApplication, QSplashScreen
 
 from glmdesk import __version__
 from glmdesk.core.history import History
+from glmdesk.core.run_marker import enable_crash_log
 from glmdesk.engine.backends.transformers.warmup import preload_engine
 from glmdesk.resources import resource_path
 from glmdesk.ui.app.main_window import MainWindow
@@ -97,6 +98,7 @@ def run_app(argv: list[str]) -> int:
     Returns:
         The exit status of the Qt event loop.
     """
+    enable_crash_log()  # a native crash leaves its traceback for the next start to name
     QCoreApplication.setOrganizationName(ORGANIZATION)
     QCoreApplication.setApplicationName(APPLICATION)
     QCoreApplication.setApplicationVersion(__version__)

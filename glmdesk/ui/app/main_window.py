@@ -13,17 +13,20 @@ queued writes, failures shown), panel, controller and the message versions. The 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 from PySide6.QtCore import QCoreApplication, Slot
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QMainWindow, QWidget
 
+from glmdesk.core.distrusted_engines import is_distrusted, trust_engine
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import LoadSettings
 from glmdesk.engine.forecast import read_budget
 from glmdesk.engine.memory import MemoryProbe
 from glmdesk.ui.app.answer_view import AnswerView
+from glmdesk.ui.app.crash_notice import CrashNotice
 from glmdesk.ui.app.load_view import LoadView
 from glmdesk.ui.app.sampling_binding import SamplingBinding, initial_params
 from glmdesk.ui.app.window_layout import lay_out
@@ -142,6 +145,10 @@ class MainWindow(QMainWindow):
             self.tools_memory = ToolsMemory(
                 self.history_controller, self.sidebar.tools_panel, session, self.history_controller
             )
+        # A run that died while its engine answered: told at start, its question marked.
+        self.crash_notice = CrashNotice(
+            self.notice, self.chat_view, self._regenerate_now, self.history_controller, self
+        )
         self.branch_actions = BranchActions(
             session,
             self.chat_view,
@@ -221,8 +228,14 @@ class MainWindow(QMainWindow):
 
     # Starting and loading -------------------------------------------------------
     def start(self) -> None:
-        """Check load options and load the last model (or the embedded default)."""
-        self.loader.start(self.store.last_model())
+        """Tell about a run that died (:class:`CrashNotice`), check load options and load
+        the last model (or the embedded default); on ``auto`` when its engine crashed
+        since it was chosen, so that a crash does not repeat itself at every start."""
+        self.crash_notice.check()
+        settings = self.store.last_model()
+        if is_distrusted(settings.engine):  # it crashed: not restarted on it by itself
+            settings = dataclasses.replace(settings, engine="auto")
+        self.loader.start(settings)
 
     def is_streaming(self) -> bool:
         """True while an answer is being written."""
@@ -248,7 +261,10 @@ class MainWindow(QMainWindow):
             fit_budget=lambda: read_budget(self.gauge.probe),  # the gauge's NVML handle
         )
         if dialog.exec() == OpenModelDialog.DialogCode.Accepted:
-            self.load_model(dialog.load_settings())
+            settings = dialog.load_settings()
+            if settings.engine != "auto":  # picked by name: auto may choose it again after a crash
+                trust_engine(settings.engine)
+            self.load_model(settings)
 
     # Sending and streaming ------------------------------------------------------------
     @Slot(str)
@@ -282,7 +298,11 @@ class MainWindow(QMainWindow):
     @Slot()
     def regenerate(self) -> None:
         """Write the last answer again."""
-        self.session.regenerate(self.sidebar.system_prompt(), self.sidebar.cache_settings())
+        self._regenerate_now()
+
+    def _regenerate_now(self) -> bool:
+        """Write the last answer again; whether it started."""
+        return self.session.regenerate(self.sidebar.system_prompt(), self.sidebar.cache_settings())
 
     @Slot()
     def continue_answer(self) -> None:

@@ -344,6 +344,12 @@ def note_sentence(note: ErrorInfo) -> str:
             "LoadNotes",
             "llama.cpp runs the GGUF file's own weights; {options} applies to the transformers engine.",
         ).format(options=note.params.get("options", ""))
+    if note.kind == "engine_fallback" and note.params.get("reason") == "crashed":
+        return QCoreApplication.translate(
+            "LoadNotes",
+            "llama.cpp crashed here while it answered, so transformers runs this {file_type} file with "
+            "{quantization} weights; choose llama.cpp in Open model to use it again.",
+        ).format(file_type=note.params.get("file_type", ""), quantization=note.params.get("quantization", ""))
     if note.kind == "engine_fallback":
         return QCoreApplication.translate(
             "LoadNotes",

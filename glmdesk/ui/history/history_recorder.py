@@ -11,7 +11,11 @@ for one answer:
    empty ``partial`` assistant message are committed in one transaction
    (:func:`~glmdesk.core.history_rounds.begin_round`), before any later write.
 2. ``answer_started``: the checkpoint clock starts (Regenerate: a new ``partial``
-   answer is inserted).
+   answer is inserted). The recorder holds the answer
+   (:meth:`~glmdesk.ui.session.chat_session.ChatSession.hold_answer`) until every write
+   before it is stored or has failed, so the question (new, edited, regenerated,
+   continued, or a tool's result) is in the file before the engine starts on it: a
+   native engine that kills the process cannot lose it.
 3. ``chunk_shown``: the text so far is checkpointed at most every
    :data:`CHECKPOINT_S` seconds, so a crash loses at most those seconds.
 4. ``message_added`` (assistant): the answer, stopped and failed ones included,
@@ -149,6 +153,10 @@ class RoundRecorder(QObject):
             self._resume_answer()
         elif self._answer is None:  # Regenerate: a new answer to the stored question
             self._begin_answer(None)
+        release, answer, conv = self.session.hold_answer(), self._answer, self.conversation
+        # The engine starts once the question is stored (or its write failed: then it is
+        # stored whole with the answer); the ids go into the run's marker.
+        self.writes.after_writes(lambda: release(conv.id, answer.message_id if answer else None))
 
     def _resume_answer(self) -> None:
         """Continue: the stored answer on screen becomes ``partial`` again; checkpoints and

@@ -15,7 +15,7 @@ from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QLabel
 
 from glmdesk.core.settings import LoadSettings
-from glmdesk.engine.backends import EngineChoice, engine_choice, spec_for, specs
+from glmdesk.engine.backends import ENGINE_CRASHED, EngineChoice, engine_choice, spec_for, specs
 from glmdesk.engine.backends.gguf_vision import vision_projector
 from glmdesk.ui.models.backend_options import BackendOptions
 
@@ -81,6 +81,12 @@ class EngineChoiceMixin:
         """The running engine's sentence for why it runs the model (for another engine's
         absence, the sentence of the engine whose reason it is), translated."""
         spec = spec_for(choice.engine)
+        if choice.reason == ENGINE_CRASHED:
+            return QCoreApplication.translate(
+                "OpenModelDialog",
+                "{crashed} crashed while it answered, so Automatic runs this model on {engine}; "
+                "choose {crashed} here to use it again.",
+            ).format(crashed=spec_for(choice.passed_over).label, engine=spec.label)
         owner = next((other for other in specs() if choice.reason in other.reasons), spec)
         text = spec.notes.get(choice.reason) or owner.notes.get(choice.reason) or spec.notes.get("chosen", "")
         return QCoreApplication.translate("OpenModelDialog", text).format(engine=spec.label) if text else ""

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from collections.abc import Callable
 
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, Qt, Signal, Slot
 
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.parts import PartsSoFar, reasoning_of, text_of
+from glmdesk.core.run_marker import begin_run, end_run
 from glmdesk.core.settings import CacheSettings, ParamsBox
 from glmdesk.core.tools import ToolCall, ToolSet, ToolSettings, calls_since_user
 from glmdesk.ui.session.conversation import AnswerRecord, ChatState, continued_answer
@@ -52,7 +54,8 @@ class ChatSession(ToolFlow, QObject):
     Signals (a load's are the loader's):
         message_added(int, ChatMessage, AnswerRecord | None): A user message was sent, or an
             answer finished (once, partial answers included); the int is its index.
-        answer_started(int): Request ``id`` went to the worker.
+        answer_started(int): Request ``id`` begins; it goes to the worker once every
+            listener that held it (:meth:`hold_answer`) has released it.
         chunk_shown(int, GenerationChunk): A chunk of the current request.
         answer_finished(int, GenerationChunk): The current request ended (``last_answer``
             holds its text and record).
@@ -115,6 +118,10 @@ class ChatSession(ToolFlow, QObject):
         self._code_run = 0
         self._running_code: int | None = None
         self._resumed: tuple[str, AnswerRecord | None] | None = None  # Continue: the text and record so far
+        self._holds = 0  # listeners of answer_started that hold the request (hold_answer)
+        self._held: tuple = ()  # the request's arguments while it is held
+        self._run_ids: dict[str, int | None] = {}  # the history's ids of the answer (for the marker)
+        self._marker = None  # this process's "engine was generating" marker (core/run_marker.py)
 
         self.worker = Worker(params, factory, options)
         self.thread = start_thread(self.worker)
@@ -196,10 +203,44 @@ class ChatSession(ToolFlow, QObject):
         self._parts, self._last_chunk = PartsSoFar(), None
         self._last_request = (system_prompt, cache)
         messages, self._offset = self.state.request(system_prompt, self.offered_tools())
+        self._holds, self._run_ids = 0, {}
+        self._held = (self._current, self.loader.backend, messages, cache, self._stop, self.conversation_key)
         self.answer_started.emit(self._current)
-        self._generation_requested.emit(
-            self._current, self.loader.backend, messages, cache, self._stop, self.conversation_key
+        if self._holds == 0:
+            self._send_request()
+
+    def hold_answer(self) -> Callable[..., None]:
+        """Keep the answer that ``answer_started`` announces from the engine until the
+        returned ``release(conversation_id=None, message_id=None)`` is called (the history
+        holds it until its question is stored, so a crash of the engine cannot lose the
+        question). Call it from a slot of ``answer_started``; ``release`` may be called
+        once, later, on the GUI thread (further calls, and a call after the answer ended,
+        do nothing); the ids it is given go into the answer's run marker."""
+        request_id, released = self._current, []
+        self._holds += 1
+
+        def release(conversation_id: int | None = None, message_id: int | None = None) -> None:
+            if released or request_id != self._current:
+                return
+            released.append(True)
+            self._run_ids.update(conversation_id=conversation_id, message_id=message_id)
+            self._holds -= 1
+            if self._holds == 0:
+                self._send_request()
+
+        return release
+
+    def _send_request(self) -> None:
+        """The held request goes to the worker; this process's marker says an engine is
+        generating until the answer ends (:mod:`glmdesk.core.run_marker`)."""
+        request, self._held = self._held, ()
+        if not request:
+            return
+        info = self.loader.model_info
+        self._marker = begin_run(
+            getattr(info, "engine", "") or "", model_label(info), "window", **self._run_ids
         )
+        self._generation_requested.emit(*request)
 
     @Slot()
     def stop_answer(self) -> None:
@@ -229,6 +270,9 @@ class ChatSession(ToolFlow, QObject):
     def _finish_answer(self, reason: str, chunk) -> None:
         request_id = self._current
         self._current = self._stop = None
+        self._held = ()
+        end_run(self._marker)
+        self._marker = None
         parts = self._parts.parts()
         text, reasoning = text_of(parts), reasoning_of(parts)
         record = AnswerRecord(

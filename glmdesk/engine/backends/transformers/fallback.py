@@ -71,10 +71,14 @@ def transformers_fallback(
 
     if not kernels_available(SCHEMES[scheme]):
         return settings, None
+    from glmdesk.core.distrusted_engines import is_distrusted
+
+    crashed = is_distrusted("llamacpp")  # installed, but it crashed while it answered
+    why = "llama.cpp crashed here while it answered" if crashed else "llama.cpp is not installed"
     note = ErrorInfo(
         "engine_fallback",
-        f"llama.cpp is not installed, so transformers runs this {file_type} file with {scheme} weights "
+        f"{why}, so transformers runs this {file_type} file with {scheme} weights "
         "(the file's own groups and grid).",
-        {"quantization": scheme, "file_type": file_type},
+        {"quantization": scheme, "file_type": file_type, "reason": "crashed" if crashed else "missing"},
     )
     return dataclasses.replace(settings, quantization=scheme), note
