@@ -81,10 +81,14 @@ def weights_bytes(shape: ModelShape, quantization: str, precision: str, on_gpu: 
 
 
 def kv_bytes_per_token(shape: ModelShape, engine: str, element: float) -> float:
-    """KV bytes one token adds to a full cache (see the module's note), in bytes."""
+    """KV bytes one token adds to a full cache (see the module's note), in bytes: only
+    the layers that grow count (GLM-5.3-Flash's linear-attention layers do not), with a
+    sparse-attention indexer key per such layer where the model has one (GLM-5)."""
+    layers = shape.growing_layers
+    indexer = layers * shape.index_head_dim * element
     if shape.kv_lora_rank:
-        return shape.layers * (shape.kv_lora_rank + shape.qk_rope_head_dim) * element
-    return 2 * shape.layers * shape.kv_heads * shape.head_dim * element
+        return layers * (shape.kv_lora_rank + shape.qk_rope_head_dim) * element + indexer
+    return 2 * layers * shape.kv_heads * shape.head_dim * element + indexer
 
 
 @dataclass(frozen=True)
@@ -193,7 +197,7 @@ def forecast(
     weights, experts = weights_bytes(shape, quantization, precision, on_gpu)
     if kv_element_bytes is None:
         kv_element_bytes = 2 if engine == "llamacpp" else precision_bytes(precision, on_gpu)
-    kv = int(kv_bytes_per_token(shape, engine, kv_element_bytes) * max(0, context))
+    kv = int(kv_bytes_per_token(shape, engine, kv_element_bytes) * max(0, context)) + shape.fixed_state_bytes
     offload = on_gpu and experts_in_ram and experts > 0
     computed = weights - experts if offload else weights  # the device that computes keeps the slack
     overhead = int(OVERHEAD_FRACTION * computed) + (GPU_CONTEXT_BYTES if on_gpu else 0)

@@ -49,6 +49,13 @@ class ModelShape:
         context_length: The trained context, in tokens.
         gguf_bytes: Tensor bytes of a GGUF file (its own quantization); 0 for a folder.
         gguf_expert_bytes: Bytes of its ``ffn_*_exps`` tensors.
+        kv_layers: Layers that keep keys per token (0: all of ``layers``); GLM-5.3-Flash's
+            linear-attention layers keep a fixed-size state instead.
+        index_head_dim: Elements each of those layers keeps per token for its
+            sparse-attention indexer (GLM-5's DSA key; GLM-5.3-Flash's packed key, gate
+            and flag), 0 without an indexer.
+        fixed_state_bytes: Bytes of the linear-attention layers' state, whatever the
+            context (their fp32 recurrent states and short-convolution windows).
     """
 
     name: str
@@ -65,6 +72,14 @@ class ModelShape:
     context_length: int = 0
     gguf_bytes: int = 0
     gguf_expert_bytes: int = 0
+    kv_layers: int = 0
+    index_head_dim: int = 0
+    fixed_state_bytes: int = 0
+
+    @property
+    def growing_layers(self) -> int:
+        """Layers whose cache grows with the context."""
+        return self.kv_layers or self.layers
 
     @property
     def is_moe(self) -> bool:
@@ -129,6 +144,8 @@ def shape_from_config(config: dict, name: str = "") -> ModelShape:
     other = vocab * hidden + layers * (attn_other + norms) + router + hidden
     head_dim = c.get("head_dim") or hidden // heads
     mla = c.get("kv_lora_rank") or 0
+    kinds = c.get("layer_types") or []
+    linear_layers = sum(kind in ("linear_attention", "conv") for kind in kinds)
     return ModelShape(
         name=name,
         params=linear + head + other,
@@ -142,7 +159,29 @@ def shape_from_config(config: dict, name: str = "") -> ModelShape:
         kv_lora_rank=mla,
         qk_rope_head_dim=c.get("qk_rope_head_dim", 0) if mla else 0,
         context_length=c.get("max_position_embeddings") or c.get("seq_length") or 0,
+        kv_layers=layers - linear_layers,
+        index_head_dim=indexer_width(c) if "indexed_attention" in kinds else 0,
+        fixed_state_bytes=linear_layers * linear_state_bytes(c),
     )
+
+
+def indexer_width(config: dict) -> int:
+    """Elements a DSA layer caches per token for its indexer: the indexer key
+    (``index_head_dim``; GLM-5), or for a pooled indexer (``index_kpool``; GLM-5.3-Flash)
+    the key, its pooling gate scores (as wide) and a validity flag packed together
+    (transformers' ``Glm5NextTextIndexer``)."""
+    width = int(config.get("index_head_dim") or 0)
+    return 2 * width + 1 if width and config.get("index_kpool") else width
+
+
+def linear_state_bytes(c: dict) -> int:
+    """Bytes one linear-attention (KDA) layer keeps whatever the context: its fp32
+    recurrent state, ``heads x head_dim x head_dim``, and the short convolution's window
+    over queries, keys and values, ``3 x heads x head_dim x kernel`` in bf16
+    (transformers' ``Glm5NextTextLinearAttention``)."""
+    heads, dim = c.get("linear_num_heads") or 0, c.get("linear_head_dim") or 0
+    kernel = c.get("linear_conv_kernel_dim") or 4
+    return heads * dim * dim * 4 + 3 * heads * dim * kernel * 2
 
 
 def shape_from_folder(folder: Path) -> ModelShape:

@@ -15,8 +15,9 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from glmdesk.core.settings import CacheSettings
-from glmdesk.engine.cache.layers import is_hybrid
+from glmdesk.engine.cache.layers import LINEAR_LAYER_TYPES, is_hybrid, layer_types
 from glmdesk.engine.chunk import CacheStats
+from glmdesk.engine.forecast_shape import indexer_width
 
 
 def kv_shape(config) -> tuple[int, int, int]:
@@ -44,7 +45,9 @@ def kv_bytes_per_token(config, dtype: torch.dtype) -> int:
     2 x 30 x 3 x 64 x 4 = 45 KiB per token. Multi-head latent attention
     (GLM-4.7-Flash's ``Glm4MoeLiteForCausalLM``; DeepSeek-V2, Liu et al. 2024, §2.1.2),
     whose attention hands the cache the compressed latent as its key and the rotary key
-    as its value: ``layers x (kv_lora_rank + qk_rope_head_dim) x bytes``.
+    as its value: ``layers x (kv_lora_rank + qk_rope_head_dim) x bytes``. Only layers
+    that keep keys count (GLM-5.3-Flash's linear-attention layers keep a fixed-size
+    state), each with its DSA indexer key (``index_head_dim``) where it has one (GLM-5).
 
     Args:
         config: The model's config.
@@ -55,11 +58,14 @@ def kv_bytes_per_token(config, dtype: torch.dtype) -> int:
     """
     element = torch.empty((), dtype=dtype).element_size()
     text = config.get_text_config(decoder=True) if hasattr(config, "get_text_config") else config
+    kinds = layer_types(config)
+    growing = sum(kind not in LINEAR_LAYER_TYPES for kind in kinds)
+    indexer = growing * indexer_width(vars(text)) if "indexed_attention" in kinds else 0
     latent = getattr(text, "kv_lora_rank", None)
     if latent:  # MLA: one latent of kv_lora_rank + the shared rotary key a token and layer
-        return int(text.num_hidden_layers) * (int(latent) + int(text.qk_rope_head_dim)) * element
-    layers, kv_heads, head_dim = kv_shape(config)
-    return 2 * layers * kv_heads * head_dim * element
+        return (growing * (int(latent) + int(text.qk_rope_head_dim)) + indexer) * element
+    _layers, kv_heads, head_dim = kv_shape(config)
+    return (2 * growing * kv_heads * head_dim + indexer) * element
 
 
 def model_dtype(model) -> torch.dtype:
