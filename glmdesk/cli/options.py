@@ -117,7 +117,7 @@ def _add_engine_arguments(p: argparse.ArgumentParser) -> None:
     the quantized KV cache's bits."""
     default = LoadSettings()
     for option in engine_options():
-        value = getattr(default, option.name)
+        value = default.option(option.name)
         if isinstance(value, bool):
             action = "store_false" if value else "store_true"
             p.add_argument(option.flag, dest=option.name, action=action, help=option.help)

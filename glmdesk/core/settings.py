@@ -12,11 +12,21 @@ import dataclasses
 import threading
 from dataclasses import dataclass
 
-# SamplingParams lives beside its table (one row and one field per sampling control).
 from glmdesk.core import engine_options
+from glmdesk.core.engine_options import (
+    LLAMA_DEFAULT_N_CTX as LLAMA_DEFAULT_N_CTX,
+)
+from glmdesk.core.engine_options import (
+    PRECISIONS as PRECISIONS,
+)
+from glmdesk.core.engine_options import (
+    QUANTIZATIONS as QUANTIZATIONS,
+)
+from glmdesk.core.engine_options import LlamaCppOptions, RemoteOptions, TransformersOptions
+
+# SamplingParams lives beside its table (one row and one field per sampling control).
 from glmdesk.core.sampling_fields import SamplingParams
 
-QUANTIZATIONS = ("none", "8bit", "4bit", "int8-wo", "int4-wo")
 #: Quantizations done by bitsandbytes wherever they run.
 BNB_QUANTIZATIONS = ("8bit", "4bit")
 #: Weight-only quantizations: torch's CPU kernels (:mod:`glmdesk.engine.backends.transformers.weight_only`)
@@ -64,13 +74,8 @@ def quantization_scheme(quantization: str, device: str) -> str | None:
         raise ValueError(f"No quantization scheme for {quantization!r} on {device!r}.") from None
 
 
-PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 DEVICES = ("auto", "cpu", "cuda")
 CACHE_STRATEGIES = ("full", "sliding_window", "dynamic", "quantized")
-#: llama.cpp's full-cache context when its ``n_ctx`` is 0 and the model was trained
-#: longer, in tokens (a 128K context's KV cache would take gigabytes); the memory
-#: forecast assumes the same context for transformers.
-LLAMA_DEFAULT_N_CTX = 8192
 
 
 @dataclass(frozen=True)
@@ -125,13 +130,14 @@ class CacheSettings:
 class LoadSettings:
     """What model to load and how: what every engine reads, and each engine's own options.
 
-    Each engine's options are a frozen dataclass of its own, registered by its backend
-    (:mod:`glmdesk.core.engine_options`; ``glmdesk.engine.backends`` registers every
-    backend it finds) and read as the attribute named as the engine:
-    ``settings.llamacpp.n_ctx``. Every field of those is also a flat keyword and
-    attribute (``LoadSettings(n_ctx=4096).n_ctx``); a flat keyword given beside its
-    group replaces that field of the group (``dataclasses.replace(settings,
-    compile_decode=False)``). An engine not given takes its defaults.
+    Each shipped engine's options are a typed group (:mod:`glmdesk.core.engine_options`):
+    ``settings.transformers``, ``settings.llamacpp``, ``settings.remote``. Their fields are
+    also flat keywords and read-only attributes (``LoadSettings(n_ctx=4096).n_ctx``); a flat
+    keyword given beside its group replaces that field of the group
+    (``dataclasses.replace(settings, compile_decode=False)``). An engine a contributor adds
+    beside these (a new backend package) keeps its group in ``added``: its flat keywords are
+    accepted once its backend is registered, and read with :meth:`option` and
+    :meth:`options_of`.
 
     Attributes:
         model: A local folder (Hugging Face layout or original ChatGLM), a ``.gguf``
@@ -140,22 +146,27 @@ class LoadSettings:
         threads: CPU threads for the local engines' kernels; 0 is automatic (see each
             engine: transformers adapts the count to measured decode steps,
             :mod:`glmdesk.engine.decode.threads`; llama.cpp runs one per physical core).
-        engine: The backend: ``auto`` or a registered engine's name
+        engine: The backend: ``auto``, a shipped engine's name or an added one's
             (:func:`~glmdesk.core.engine_options.engines`).
-        options: ``((engine, its options), ...)`` for every registered engine, in
-            registration order (read them as ``settings.NAME``).
+        transformers: The transformers engine's options.
+        llamacpp: The llama.cpp engine's options.
+        remote: The remote engine's options (a server's URL, model and API key).
+        added: ``((engine, its options), ...)`` for every added engine, in registration
+            order.
 
     Raises:
         ValueError: for unknown choices, or options their engine refuses when named;
-            ``TypeError`` for an unknown keyword (an engine's options are known once
-            ``glmdesk.engine.backends`` is imported).
+            ``TypeError`` for an unknown keyword or a group of the wrong type.
     """
 
     model: str | None = None
     device: str = "auto"
     threads: int = 0
     engine: str = "auto"
-    options: tuple[tuple[str, object], ...] = ()
+    transformers: TransformersOptions = TransformersOptions()
+    llamacpp: LlamaCppOptions = LlamaCppOptions()
+    remote: RemoteOptions = RemoteOptions()
+    added: tuple[tuple[str, object], ...] = ()
 
     def __init__(
         self,
@@ -167,59 +178,187 @@ class LoadSettings:
         *,
         threads: int = 0,
         engine: str = "auto",
-        options: tuple[tuple[str, object], ...] = (),
-        **named,
+        transformers: TransformersOptions | None = None,
+        llamacpp: LlamaCppOptions | None = None,
+        remote: RemoteOptions | None = None,
+        added: tuple[tuple[str, object], ...] = (),
+        fused_decode: bool | None = None,
+        compile_decode: bool | None = None,
+        n_ctx: int | None = None,
+        n_batch: int | None = None,
+        use_mmap: bool | None = None,
+        n_gpu_layers: int | None = None,
+        experts_in_ram: bool | None = None,
+        remote_url: str | None = None,
+        remote_model: str | None = None,
+        remote_api_key: str | None = None,
+        **added_flat: object,
     ) -> None:
-        given = {"quantization": quantization, "precision": precision, "trust_remote_code": trust_remote_code}
-        named |= {name: value for name, value in given.items() if value is not None}
-        flat = engine_options.flat_options()
-        groups = dict(options)
-        unknown = sorted(set(named) - set(flat) - {e.engine for e in engine_options.engine_options()})
-        if unknown:
-            raise TypeError(
-                f"LoadSettings got unknown keywords: {', '.join(unknown)} (engines' options are "
-                "registered when glmdesk.engine.backends is imported)"
-            )
-        built = []
-        for entry in engine_options.engine_options():
-            base = named.get(entry.engine, groups.get(entry.engine))
-            base = entry.options_type() if base is None else base
-            if not isinstance(base, entry.options_type):
-                raise TypeError(f"{entry.engine} takes {entry.options_type.__name__}, not {base!r}.")
-            changes = {flat[k][1]: v for k, v in named.items() if k in flat and flat[k][0] == entry.engine}
-            built.append((entry.engine, dataclasses.replace(base, **changes) if changes else base))
+        flat = {
+            "quantization": quantization,
+            "precision": precision,
+            "trust_remote_code": trust_remote_code,
+            "fused_decode": fused_decode,
+            "compile_decode": compile_decode,
+            "n_ctx": n_ctx,
+            "n_batch": n_batch,
+            "use_mmap": use_mmap,
+            "n_gpu_layers": n_gpu_layers,
+            "experts_in_ram": experts_in_ram,
+            "remote_url": remote_url,
+            "remote_model": remote_model,
+            "remote_api_key": remote_api_key,
+        }
+        given = {"transformers": transformers, "llamacpp": llamacpp, "remote": remote}
+        for engine_name, entry in engine_options.BUILT_IN.items():
+            group = given[engine_name]
+            if group is None:
+                group = entry.options_type()
+            elif not isinstance(group, entry.options_type):
+                raise TypeError(f"{engine_name} takes {entry.options_type.__name__}, not {group!r}.")
+            changes = {field: flat[name] for name, field in entry.flat.items() if flat[name] is not None}
+            object.__setattr__(self, engine_name, dataclasses.replace(group, **changes) if changes else group)
+        object.__setattr__(self, "added", _added_groups(dict(added), added_flat))
         for name, value in (("model", model), ("device", device), ("threads", threads), ("engine", engine)):
             object.__setattr__(self, name, value)
-        object.__setattr__(self, "options", tuple(built))
         self._check()
 
-    def __getattr__(self, name: str):
-        # Only for names the instance lacks: an engine's group, or one of its flat fields.
-        if name.startswith("_") or name == "options":
-            raise AttributeError(name)
-        engine, field_name = engine_options.flat_options().get(name, (name, ""))
-        groups = dict(self.options)
-        group = groups.get(engine)
-        if group is None:  # an engine registered after these settings were made: its defaults
-            entry = engine_options.options_of(engine)
-            if entry is None:
-                raise AttributeError(f"LoadSettings has no field or engine option {name!r}")
-            group = entry.options_type()
-        return getattr(group, field_name) if field_name else group
+    @property
+    def quantization(self) -> str:
+        """``transformers.quantization``."""
+        return self.transformers.quantization
+
+    @property
+    def precision(self) -> str:
+        """``transformers.precision``."""
+        return self.transformers.precision
+
+    @property
+    def trust_remote_code(self) -> bool:
+        """``transformers.trust_remote_code``."""
+        return self.transformers.trust_remote_code
+
+    @property
+    def fused_decode(self) -> bool:
+        """``transformers.fused_decode``."""
+        return self.transformers.fused_decode
+
+    @property
+    def compile_decode(self) -> bool:
+        """``transformers.compile_decode``."""
+        return self.transformers.compile_decode
+
+    @property
+    def n_ctx(self) -> int:
+        """``llamacpp.n_ctx``, in tokens."""
+        return self.llamacpp.n_ctx
+
+    @property
+    def n_batch(self) -> int:
+        """``llamacpp.n_batch``, in tokens."""
+        return self.llamacpp.n_batch
+
+    @property
+    def use_mmap(self) -> bool:
+        """``llamacpp.use_mmap``."""
+        return self.llamacpp.use_mmap
+
+    @property
+    def n_gpu_layers(self) -> int:
+        """``llamacpp.n_gpu_layers``."""
+        return self.llamacpp.n_gpu_layers
+
+    @property
+    def experts_in_ram(self) -> bool:
+        """``llamacpp.experts_in_ram``."""
+        return self.llamacpp.experts_in_ram
+
+    @property
+    def remote_url(self) -> str | None:
+        """``remote.url``."""
+        return self.remote.url
+
+    @property
+    def remote_model(self) -> str | None:
+        """``remote.model``."""
+        return self.remote.model
+
+    @property
+    def remote_api_key(self) -> str | None:
+        """``remote.api_key``."""
+        return self.remote.api_key
+
+    def options_of(self, engine: str) -> object:
+        """The options group of ``engine`` (shipped or added; an added engine registered
+        after these settings were made gives its defaults).
+
+        Raises:
+            KeyError: for an engine that is not known.
+        """
+        if engine in engine_options.BUILT_IN:
+            return getattr(self, engine)
+        group = dict(self.added).get(engine)
+        if group is not None:
+            return group
+        entry = engine_options.options_of(engine)
+        if entry is None:
+            raise KeyError(f"No engine {engine!r}.")
+        return entry.options_type()
+
+    def option(self, name: str) -> object:
+        """The value of the flat option ``name`` of any engine (``n_ctx``, an added engine's
+        ``echo_repeat``), as the command line and Open model name it.
+
+        Raises:
+            KeyError: for a name no engine has.
+        """
+        owner = engine_options.flat_options().get(name)
+        if owner is None:
+            raise KeyError(f"LoadSettings has no engine option {name!r}.")
+        return getattr(self.options_of(owner[0]), owner[1])
 
     def _check(self) -> None:
         known = engine_options.engines()
         if self.engine not in known:
             raise ValueError(f"Unknown engine {self.engine!r}; choose one of {', '.join(known)}.")
-        chosen = dict(self.options).get(self.engine)
-        if chosen is not None and hasattr(chosen, "require"):
-            chosen.require()
+        if self.engine != "auto":
+            require = getattr(self.options_of(self.engine), "require", None)
+            if require is not None:
+                require()
         if not isinstance(self.threads, int) or not 0 <= self.threads <= 1024:
             raise ValueError(
                 f"CPU threads must be a whole number from 0 (automatic) to 1024, not {self.threads!r}."
             )
         if self.device not in DEVICES:
             raise ValueError(f"Unknown device {self.device!r}; choose one of {DEVICES}.")
+
+
+def _added_groups(groups: dict[str, object], flat: dict[str, object]) -> tuple[tuple[str, object], ...]:
+    """The added engines' groups: each registered added engine's given group (or its
+    defaults) with the flat keywords ``flat`` that name its fields applied.
+
+    Raises:
+        TypeError: for a keyword or group no registered engine has, or a group of the
+            wrong type.
+    """
+    entries = engine_options.added_options()
+    names = {name for entry in entries for name in entry.flat}
+    unknown = sorted((set(flat) - names) | (set(groups) - {entry.engine for entry in entries}))
+    if unknown:
+        raise TypeError(
+            f"LoadSettings got unknown keywords: {', '.join(unknown)} (an added engine's options are "
+            "registered when glmdesk.engine.backends is imported)"
+        )
+    built = []
+    for entry in entries:
+        group = groups.get(entry.engine)
+        if group is None:
+            group = entry.options_type()
+        elif not isinstance(group, entry.options_type):
+            raise TypeError(f"{entry.engine} takes {entry.options_type.__name__}, not {group!r}.")
+        changes = {field: flat[name] for name, field in entry.flat.items() if name in flat}
+        built.append((entry.engine, dataclasses.replace(group, **changes) if changes else group))  # type: ignore[arg-type]
+    return tuple(built)
 
 
 class ParamsBox:

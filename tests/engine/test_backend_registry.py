@@ -95,7 +95,7 @@ def test_the_command_line_offers_every_engines_own_options() -> None:
 def test_each_engine_declares_its_options_dataclass_and_shows_its_fields() -> None:
     settings = LoadSettings()
     for spec in BACKENDS:
-        assert isinstance(getattr(settings, spec.name), spec.options_type), spec.name
+        assert isinstance(settings.options_of(spec.name), spec.options_type), spec.name
         fields = {f.name for f in dataclasses.fields(spec.options_type)}
         for option in spec.options:
             assert flat_options()[option.name][0] == spec.name and flat_options()[option.name][1] in fields

@@ -23,7 +23,8 @@ def echo(tmp_path, monkeypatch):
 
 def test_the_new_package_is_an_engine_with_its_options(echo) -> None:
     settings = LoadSettings(engine="echo", echo_repeat=2)
-    assert settings.echo.echo_repeat == 2 and dataclasses.replace(settings, echo_repeat=3).echo_repeat == 3
+    assert settings.options_of("echo").echo_repeat == 2
+    assert dataclasses.replace(settings, echo_repeat=3).option("echo_repeat") == 3
     with pytest.raises(ValueError, match="repeats 1 to 5 times"):
         LoadSettings(echo_repeat=9)
     assert engine_choice(settings).engine == "echo"

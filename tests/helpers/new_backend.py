@@ -56,7 +56,7 @@ class EchoBackend(Backend):
     def load(self, settings, progress=None, cancel: threading.Event | None = None) -> ModelInfo:
         if progress is not None:
             progress(LoadProgress("loading"))
-        self._repeat = settings.echo.echo_repeat
+        self._repeat = settings.options_of("echo").echo_repeat
         self._info = ModelInfo(
             name="echo", family="generic-hf", source_kind="folder", location="echo",
             device="cpu", dtype="fp32", quantization="none", footprint_mib=0.0,

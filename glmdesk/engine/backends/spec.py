@@ -83,7 +83,7 @@ class OptionField:
 
     def is_bool(self) -> bool:
         """Whether the field is a check box (its settings default is a ``bool``)."""
-        return isinstance(getattr(LoadSettings(), self.name), bool)
+        return isinstance(LoadSettings().option(self.name), bool)
 
 
 @dataclass(frozen=True)

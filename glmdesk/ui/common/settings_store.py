@@ -181,8 +181,8 @@ class SettingsStore:
         default = LoadSettings()
         out = {}
         for name in _engine_option_names():
-            value = self.qsettings.value(f"model/{name}", getattr(default, name))
-            out[name] = _to_bool(value) if isinstance(getattr(default, name), bool) else int(value)
+            value = self.qsettings.value(f"model/{name}", default.option(name))
+            out[name] = _to_bool(value) if isinstance(default.option(name), bool) else int(str(value))
         return out
 
     def save_last_model(self, load: LoadSettings) -> None:
@@ -207,7 +207,7 @@ class SettingsStore:
         self._set("model/compile_decode", load.compile_decode)
         self._set("model/engine", load.engine)
         for name in _engine_option_names():
-            self._set(f"model/{name}", getattr(load, name))
+            self._set(f"model/{name}", load.option(name))
         self._set("model/trust_remote_code", bool(load.trust_remote_code and load.model))
         self.add_recent_model(load.model)
 

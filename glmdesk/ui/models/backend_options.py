@@ -36,7 +36,7 @@ class BackendOptions(QWidget):
         form = QFormLayout(self)
         form.setContentsMargins(0, 0, 0, 0)
         for option in spec.options:
-            widget = self._build(option, getattr(current, option.name))
+            widget = self._build(option, current.option(option.name))
             self._widgets[option.name] = widget
             if isinstance(widget, QCheckBox):
                 form.addRow("", widget)

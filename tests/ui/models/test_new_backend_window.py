@@ -30,14 +30,14 @@ def test_open_model_offers_the_new_engine_and_its_option(qtbot, echo) -> None:
     assert not dialog.engine_options["llamacpp"].field("n_ctx").isEnabled()  # another engine's
     repeat.setValue(4)
     chosen = dialog.load_settings()
-    assert (chosen.engine, chosen.echo_repeat) == ("echo", 4)
+    assert (chosen.engine, chosen.option("echo_repeat")) == ("echo", 4)
 
 
 def test_the_new_engines_option_is_remembered(qtbot, echo) -> None:
     store = SettingsStore()
     store.save_last_model(LoadSettings(engine="echo", echo_repeat=3, n_ctx=2048))
     again = store.last_model()
-    assert (again.engine, again.echo_repeat, again.n_ctx) == ("echo", 3, 2048)
+    assert (again.engine, again.option("echo_repeat"), again.n_ctx) == ("echo", 3, 2048)
 
 
 def test_the_window_answers_on_the_new_engine(qtbot, make_window, echo) -> None:

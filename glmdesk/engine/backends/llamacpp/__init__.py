@@ -9,8 +9,8 @@ GGUF file unless a torch-side option only transformers has is asked for.
 from __future__ import annotations
 
 import importlib.util
-from dataclasses import dataclass
 
+from glmdesk.core.engine_options import LlamaCppOptions
 from glmdesk.core.errors import GlmdeskError
 from glmdesk.core.settings import LLAMA_DEFAULT_N_CTX, LoadSettings
 from glmdesk.engine.backends.spec import (
@@ -39,45 +39,6 @@ _NO_VISION = QT_TRANSLATE_NOOP(
     "Hugging Face folder with the transformers engine, or connect to a server that runs it.",
 )
 _INSTALL = "The llama.cpp engine needs llama-cpp-python: pip install 'glmdesk[llamacpp]'."
-
-
-@dataclass(frozen=True)
-class LlamaCppOptions:
-    """The llama.cpp engine's own load options.
-
-    Attributes:
-        n_ctx: Context (KV cells) of the full cache, in tokens; 0 takes the model's
-            training context, at most :data:`LLAMA_DEFAULT_N_CTX`.
-        n_batch: Prompt tokens per prefill call, in tokens (larger is faster for long
-            prompts and needs a larger compute buffer).
-        use_mmap: Map the GGUF file instead of reading it into memory (the weights then
-            count as file cache, shared between processes).
-        n_gpu_layers: On a CUDA build: layers offloaded to the GPU; -1 is all, 0 none
-            (the CPU device always uses 0).
-        experts_in_ram: For a mixture-of-experts GGUF: keep the routed experts' tensors
-            in system RAM while the rest goes to the GPU (llama.cpp's ``--cpu-moe``).
-
-    Raises:
-        ValueError: for a size out of range.
-    """
-
-    n_ctx: int = 0
-    n_batch: int = 512
-    use_mmap: bool = True
-    n_gpu_layers: int = -1
-    experts_in_ram: bool = False
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.n_ctx, int) or not (self.n_ctx == 0 or 256 <= self.n_ctx <= 1 << 21):
-            raise ValueError(
-                f"The context must be 0 (the model's) or 256 to 2097152 tokens, not {self.n_ctx!r}."
-            )
-        if not isinstance(self.n_batch, int) or not 1 <= self.n_batch <= 8192:
-            raise ValueError(f"The prefill batch must be 1 to 8192 tokens, not {self.n_batch!r}.")
-        if not isinstance(self.n_gpu_layers, int) or not -1 <= self.n_gpu_layers <= 10000:
-            raise ValueError(
-                f"GPU layers must be -1 (all), 0 (none) or a layer count, not {self.n_gpu_layers!r}."
-            )
 
 
 def llama_cpp_available() -> bool:

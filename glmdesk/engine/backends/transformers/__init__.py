@@ -8,9 +8,8 @@ the fused and compiled decode steps. Its availability is
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from glmdesk.core.settings import PRECISIONS, QUANTIZATIONS, LoadSettings
+from glmdesk.core.engine_options import TransformersOptions
+from glmdesk.core.settings import LoadSettings
 from glmdesk.engine.backends.spec import QT_TRANSLATE_NOOP, BackendSpec, is_gguf_model
 
 # Reason codes of ``option_unavailable`` for the torch-side options (the UI words each).
@@ -24,49 +23,6 @@ TORCH_REASONS = (
     "frozen_app",
     "no_compiler",
 )
-
-
-@dataclass(frozen=True)
-class TransformersOptions:
-    """The transformers engine's own load options.
-
-    Attributes:
-        quantization: ``none``, ``8bit`` (bitsandbytes LLM.int8), ``4bit``
-            (bitsandbytes NF4 with double quantization), ``int8-wo`` or ``int4-wo``
-            (weight-only int8 / int4: in groups of 32 on torch's CPU kernels,
-            :mod:`glmdesk.engine.backends.transformers.weight_only`, on the CPU; torchao's int8 and int4
-            tinygemm kernels on CUDA); see :data:`QUANTIZATION_SCHEMES`.
-        precision: ``auto`` (bf16 on GPUs that support it, else fp16; fp32 on CPU),
-            ``fp32``, ``bf16`` or ``fp16``.
-        trust_remote_code: Run the Python code shipped in this model's folder. Off by
-            default; the UI asks per folder.
-        fused_decode: On the CPU, join each layer's Q/K/V and gate/up projections
-            and decode with glmdesk's fused step (Llama and GLM architectures,
-            :mod:`glmdesk.engine.decode.decode_step`); same logits, fewer operations per
-            token. Off: transformers' forward for every token.
-        compile_decode: Decode on the static path (:mod:`glmdesk.engine.decode.static_decode`):
-            KV buffers in static buckets and the one-token step compiled while loading
-            (``torch.compile``; CUDA graphs on a GPU; Llama and GLM models; every KV
-            cache but the quantized one; needs a C++ compiler on the CPU; one to three
-            minutes the first time). Needs ``fused_decode``.
-
-    Raises:
-        ValueError: for unknown choices, or the compiled step without the fused one.
-    """
-
-    quantization: str = "none"
-    precision: str = "auto"
-    trust_remote_code: bool = False
-    fused_decode: bool = True
-    compile_decode: bool = False
-
-    def __post_init__(self) -> None:
-        if self.compile_decode and not self.fused_decode:
-            raise ValueError("The compiled decode step needs the fused decode step; turn that on too.")
-        if self.quantization not in QUANTIZATIONS:
-            raise ValueError(f"Unknown quantization {self.quantization!r}; choose one of {QUANTIZATIONS}.")
-        if self.precision not in PRECISIONS:
-            raise ValueError(f"Unknown precision {self.precision!r}; choose one of {PRECISIONS}.")
 
 
 _SOURCE = QT_TRANSLATE_NOOP("OpenModelDialog", "Model folders and hub ids run in transformers.")
