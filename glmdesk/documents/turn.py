@@ -15,11 +15,14 @@ model is present, and the two rankings combined.)
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from glmdesk.documents.chunking import Chunk
-from glmdesk.documents.store import DocumentIndex, DocumentRow, match_query
+from glmdesk.documents.store import STOPWORDS, DocumentIndex, DocumentRow, match_query
+
+_WORDS = re.compile(r"[^\W_]+")
 
 #: Tokens kept free beside the answer's room (the chat format's own tokens around the turn).
 MARGIN_TOKENS = 64
@@ -125,6 +128,7 @@ class DocumentTurn:
         room: The room there was (:attr:`TokenBudget.room`, capped by the retrieval
             budget for passages), in tokens.
         notes: English notes for the user (pages with no text, nothing matched, ...).
+        question: The question as typed (searched for, and the end of :attr:`text`).
     """
 
     text: str
@@ -134,6 +138,7 @@ class DocumentTurn:
     counted: bool
     room: int
     notes: tuple[str, ...] = ()
+    question: str = ""
 
 
 def _counter(count_tokens: Callable[[str], int | None] | None) -> tuple[Callable[[str], int], list[bool]]:
@@ -196,7 +201,7 @@ def documents_for_turn(
     usable = [row for row in documents if row.chunks]
     notes += [f"{row.problem.message}" for row in documents if row.problem is not None and not row.chunks]
     if not usable:
-        return DocumentTurn(question, (), False, 0, exact[0], budget.room, tuple(notes))
+        return DocumentTurn(question, (), False, 0, exact[0], budget.room, tuple(notes), question)
     room = budget.room
     # Whole documents: when a cautious character bound says they might fit, count them.
     if sum(row.chars for row in usable) <= room * 8:
@@ -209,7 +214,7 @@ def documents_for_turn(
                 for i, (row, block) in enumerate(blocks, 1)
             )
             text = f"{WHOLE_HEADER}\n\n{body}\n\nQuestion: {question}"
-            return DocumentTurn(text, sources, True, tokens, exact[0], room, tuple(notes))
+            return DocumentTurn(text, sources, True, tokens, exact[0], room, tuple(notes), question)
     limit = min(room, budget.retrieval)
     hits = index.search(match_query(question, *conversation[-2:]), tuple(r.id for r in usable), CANDIDATES)
     if not hits:
@@ -236,10 +241,24 @@ def documents_for_turn(
         notes.append(
             f"No passage fits the room left ({limit} tokens): raise the budget or shorten the conversation."
         )
-        return DocumentTurn(question, (), False, 0, exact[0], limit, tuple(notes))
+        return DocumentTurn(question, (), False, 0, exact[0], limit, tuple(notes), question)
     body = "\n\n".join(_passage_block(s) for s in sources)
     text = f"{PASSAGES_HEADER}\n\n{body}\n\nQuestion: {question}"
-    return DocumentTurn(text, tuple(sources), False, tokens, exact[0], limit, tuple(notes))
+    return DocumentTurn(text, tuple(sources), False, tokens, exact[0], limit, tuple(notes), question)
+
+
+def best_paragraph(source: Source, question: str) -> tuple[int, str]:
+    """The paragraph of ``source``'s passage that shares most words with ``question``, and
+    its line (in the page or file, 1-based): where in a chunk the answer likely is."""
+    wanted = {w for w in _WORDS.findall(question.lower()) if w not in STOPWORDS}
+    best, best_line, best_score = "", source.line, -1
+    line = source.line
+    for paragraph in source.passage.split("\n\n"):
+        score = len(wanted & set(_WORDS.findall(paragraph.lower())))
+        if score > best_score:
+            best, best_line, best_score = paragraph, line, score
+        line += paragraph.count("\n") + 2
+    return best_line, best
 
 
 def scanned_note(row: DocumentRow) -> str:
