@@ -8,7 +8,6 @@ import random
 import pytest
 
 from glmdesk.core.messages import ChatMessage
-from glmdesk.core.settings import ParamsBox, SamplingParams
 from tests.helpers.cli import run_cli
 
 FACT = "The lighthouse keeper on Skerry Island keeps the spare lamp key in a blue tin marked PELICAN-7731."
@@ -16,7 +15,9 @@ FACT = "The lighthouse keeper on Skerry Island keeps the spare lamp key in a blu
 
 def _big_text(path, target_bytes=2 * 2**20):
     rng = random.Random(7)
-    words = "river stone market window garden letter morning harbour engine silver paper winter candle".split()
+    words = (
+        "river stone market window garden letter morning harbour engine silver paper winter candle".split()
+    )
     paragraphs = []
     size = 0
     while size < target_bytes:
@@ -31,7 +32,15 @@ def _big_text(path, target_bytes=2 * 2**20):
 
 def _chat(*args):
     return run_cli(
-        "chat", "--engine", "transformers", "--temperature", "0", "--max-new-tokens", "4", "--show-sources", *args
+        "chat",
+        "--engine",
+        "transformers",
+        "--temperature",
+        "0",
+        "--max-new-tokens",
+        "4",
+        "--show-sources",
+        *args,
     )
 
 
@@ -52,28 +61,26 @@ def test_a_short_file_goes_in_whole(embedded_folder, tmp_path):
     out = _chat("--doc", str(path), "--prompt", "How long does the batter rest?")
     assert out.returncode == 0, out.stderr
     assert "Sources (whole," in out.stdout
-    assert "[1] recipe.md (whole): <document name=\"recipe.md\"> # Pancakes Mix flour, milk and two eggs. Rest the batter ten minutes. </document>" in out.stdout
+    assert (
+        '[1] recipe.md (whole): <document name="recipe.md"> # Pancakes Mix flour, milk and two eggs. Rest the batter ten minutes. </document>'
+        in out.stdout
+    )
 
 
 def test_the_whole_file_is_in_the_prompt_counted_by_the_models_tokenizer(embedded, tmp_path):
     from glmdesk.cli_documents import TerminalDocuments
-    from glmdesk.engine.backends import create_backend
-    from glmdesk.core.settings import LoadSettings
+    from glmdesk.engine.backends.transformers.backend import TransformersBackend
 
     path = tmp_path / "recipe.md"
     body = "Mix flour, milk and two eggs.\n\nRest the batter ten minutes."
     path.write_text(body)
-    backend = create_backend(LoadSettings(engine="transformers"))
-    backend.load(LoadSettings(engine="transformers"))
-    try:
-        docs = TerminalDocuments([str(path)], 3000, show_sources=False)
-        messages, turn = docs.turn(backend, [ChatMessage("user", "How long?")], 256)
-        assert turn.whole and turn.counted
-        assert body in messages[-1].content
-        assert turn.tokens == backend.prompt_tokens(turn.text.split("\n\nQuestion:")[0].split("\n\n", 1)[1])
-        docs.close()
-    finally:
-        backend.close()
+    backend = TransformersBackend(embedded)  # the session's model, not closed here
+    docs = TerminalDocuments([str(path)], 3000, show_sources=False)
+    messages, turn = docs.turn(backend, [ChatMessage("user", "How long?")], 256)
+    docs.close()
+    assert turn.whole and turn.counted
+    assert body in messages[-1].content
+    assert turn.tokens == backend.prompt_tokens(turn.text.split("\n\nQuestion:")[0].split("\n\n", 1)[1])
 
 
 @pytest.mark.parametrize("content", [b"", bytes(range(256)) * 8])

@@ -1,0 +1,107 @@
+"""Sending a message with the chat's documents: the question waits for indexing still
+under way, its documents are prepared on the documents' thread (the model's tokenizer
+counts), then the session sends it with what the model reads; the sources view shows what
+the answer was given."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QObject, Signal, Slot
+
+from glmdesk.core.messages import ChatMessage
+from glmdesk.ui.documents.document_library import DocumentLibrary
+from glmdesk.ui.documents.sources_view import SourcesView
+
+
+class DocumentSending(QObject):
+    """Sends through ``session`` with ``library``'s documents.
+
+    Args:
+        session: The window's :class:`~glmdesk.ui.session.chat_session.ChatSession`.
+        library: The window's :class:`DocumentLibrary`.
+        sources: Where the answer's sources are shown.
+
+    Signals:
+        send_failed(str): a prepared message could not go (its text stays in the input
+            box): the sentence.
+        documents_failed(str): the index or the tokenizer failed; the question went alone:
+            the sentence.
+    """
+
+    send_failed = Signal(str)
+    documents_failed = Signal(str)
+
+    def __init__(
+        self, session, library: DocumentLibrary, sources: SourcesView, parent: QObject | None = None
+    ) -> None:
+        super().__init__(parent)
+        self.session, self.library, self.sources = session, library, sources
+        self._pending: tuple | None = None  # (text, system prompt, cache, attachments)
+        self._waiting_for_index = False
+        self._next_turn = None  # the turn the next answer was given
+        library.turn_prepared.connect(self._on_turn_prepared)
+        library.indexing_finished.connect(self._on_indexed)
+        library.failed.connect(self._on_documents_failed)
+        session.answer_started.connect(self._on_answer_started)
+        for signal in (session.conversation_cleared, session.conversation_replaced):
+            signal.connect(sources.clear)
+            signal.connect(library.new_chat)  # another chat: its own documents
+
+    def is_preparing(self) -> bool:
+        """True while a question waits for its documents."""
+        return self._pending is not None
+
+    def send(self, text: str, system_prompt: str, cache, attachments: tuple = ()) -> bool:
+        """Send ``text`` now, or with documents once they are ready; False when it cannot go."""
+        if self._pending is not None:
+            return False
+        if not self.library.has_documents():
+            return self.session.send(text, system_prompt, cache, attachments)
+        if self.session.is_streaming() or not text.strip() or not self.session.is_ready():
+            return False
+        self._pending = (text, system_prompt, cache, attachments)
+        if self.library.is_indexing():
+            self._waiting_for_index = True  # the question goes when the files are read
+        else:
+            self._prepare()
+        return True
+
+    def _prepare(self) -> None:
+        text, system_prompt, _cache, _attachments = self._pending
+        messages, _offset = self.session.state.request(system_prompt)
+        messages = (*messages, ChatMessage("user", text))
+        caps = self.session.loader.capabilities
+        context = caps.context_length if caps is not None else 0
+        max_new = self.session.params_box.get().max_new_tokens
+        self.library.prepare(messages, self.session.loader.backend, context, max_new)
+
+    @Slot(object)
+    def _on_indexed(self, _report) -> None:
+        if self._waiting_for_index and not self.library.is_indexing():
+            self._waiting_for_index = False
+            self._prepare()
+
+    @Slot(object)
+    def _on_turn_prepared(self, turn) -> None:
+        if self._pending is None:
+            return
+        text, system_prompt, cache, attachments = self._pending
+        self._pending = None
+        model_text = turn.text if turn is not None and turn.sources else None
+        self._next_turn = turn
+        if not self.session.send(text, system_prompt, cache, attachments, model_text=model_text):
+            self._next_turn = None
+            self.send_failed.emit(self.tr("The message could not be sent now; it is still in the input box."))
+
+    @Slot(str)
+    def _on_documents_failed(self, detail: str) -> None:
+        self.documents_failed.emit(
+            self.tr("The documents could not be used ({detail}); a question goes without them.").format(
+                detail=detail
+            )
+        )
+
+    @Slot(int)
+    def _on_answer_started(self, _request_id: int) -> None:
+        turn, self._next_turn = self._next_turn, None
+        if turn is not None or not self.session.is_resuming():
+            self.sources.show_turn(turn)
