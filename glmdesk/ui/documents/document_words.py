@@ -8,28 +8,40 @@ from PySide6.QtCore import QCoreApplication
 from glmdesk.documents import DocumentProblem, Source
 
 
-def _tr(text: str) -> str:
-    return QCoreApplication.translate("DocumentWords", text)
-
-
 def problem_sentence(problem: DocumentProblem) -> str:
     """What went wrong with one file, as a sentence (``{name}``, ``{detail}`` filled)."""
     texts = {
-        "missing": _tr("{name} does not exist (or cannot be seen by glmdesk)."),
-        "vanished": _tr("{name} disappeared while it was being read; what was indexed before is kept."),
-        "unreadable": _tr("{name} cannot be opened: {detail}."),
-        "too_large": _tr("{name} is {detail}; glmdesk reads documents up to 256 MB."),
-        "empty": _tr("{name} is empty: there is no text in it."),
-        "binary": _tr(
-            "{name} is not a document glmdesk can read (text, Markdown, code, PDF, DOCX or HTML): it holds binary data."
+        "missing": QCoreApplication.translate(
+            "DocumentWords", "{name} does not exist (or cannot be seen by glmdesk)."
         ),
-        "password": _tr("{name} is protected by a password: save a copy without one and add that."),
-        "damaged": _tr("{name} is damaged and cannot be read ({detail})."),
-        "scanned": _tr(
-            "{name} has only scanned pages (images, no text): they need text recognition before they can be searched."
+        "vanished": QCoreApplication.translate(
+            "DocumentWords", "{name} disappeared while it was being read; what was indexed before is kept."
         ),
-        "disk_full": _tr("The disk is full: {name} was not indexed. What was indexed before is kept."),
-        "cancelled": _tr("Indexing stopped before {name}; what was indexed before is kept."),
+        "unreadable": QCoreApplication.translate("DocumentWords", "{name} cannot be opened: {detail}."),
+        "too_large": QCoreApplication.translate(
+            "DocumentWords", "{name} is {detail}; glmdesk reads documents up to 256 MB."
+        ),
+        "empty": QCoreApplication.translate("DocumentWords", "{name} is empty: there is no text in it."),
+        "binary": QCoreApplication.translate(
+            "DocumentWords",
+            "{name} is not a document glmdesk can read (text, Markdown, code, PDF, DOCX or HTML): it holds binary data.",
+        ),
+        "password": QCoreApplication.translate(
+            "DocumentWords", "{name} is protected by a password: save a copy without one and add that."
+        ),
+        "damaged": QCoreApplication.translate(
+            "DocumentWords", "{name} is damaged and cannot be read ({detail})."
+        ),
+        "scanned": QCoreApplication.translate(
+            "DocumentWords",
+            "{name} has only scanned pages (images, no text): they need text recognition before they can be searched.",
+        ),
+        "disk_full": QCoreApplication.translate(
+            "DocumentWords", "The disk is full: {name} was not indexed. What was indexed before is kept."
+        ),
+        "cancelled": QCoreApplication.translate(
+            "DocumentWords", "Indexing stopped before {name}; what was indexed before is kept."
+        ),
     }
     return texts[problem.kind].format(name=problem.name, detail=problem.detail or "-")
 
@@ -37,21 +49,25 @@ def problem_sentence(problem: DocumentProblem) -> str:
 def progress_line(progress) -> str:
     """``3 of 40 files, 120 pages, about 20 s left`` for an
     :class:`~glmdesk.documents.indexing.IndexProgress`."""
-    line = _tr("{done} of {total} files, {pages} pages").format(
+    line = QCoreApplication.translate("DocumentWords", "{done} of {total} files, {pages} pages").format(
         done=progress.files_done, total=progress.files_total, pages=progress.pages_done
     )
     eta = progress.eta_s
     if eta is not None and progress.files_done < progress.files_total:
-        line += _tr(", about {seconds} s left").format(seconds=max(round(eta), 1))
+        line += QCoreApplication.translate("DocumentWords", ", about {seconds} s left").format(
+            seconds=max(round(eta), 1)
+        )
     return line
 
 
 def source_place(source: Source) -> str:
     """``report.pdf, page 3, line 12`` (or ``notes.md, whole``)."""
     if source.whole:
-        return _tr("{name}, whole").format(name=source.name)
+        return QCoreApplication.translate("DocumentWords", "{name}, whole").format(name=source.name)
     if source.page is not None:
-        return _tr("{name}, page {page}, line {line}").format(
+        return QCoreApplication.translate("DocumentWords", "{name}, page {page}, line {line}").format(
             name=source.name, page=source.page, line=source.line
         )
-    return _tr("{name}, line {line}").format(name=source.name, line=source.line)
+    return QCoreApplication.translate("DocumentWords", "{name}, line {line}").format(
+        name=source.name, line=source.line
+    )
