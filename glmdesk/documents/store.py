@@ -301,9 +301,13 @@ class DocumentIndex:
             " FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid WHERE chunks_fts MATCH ?"
         )
         args: tuple = (query,)
-        if document_ids is not None:
-            sql += f" AND c.document_id IN ({','.join('?' * len(document_ids))})"
-            args += tuple(document_ids)
+        if document_ids is not None:  # through a temporary table: SQLite limits a query's parameters
+            self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS wanted (id INTEGER PRIMARY KEY)")
+            self.conn.execute("DELETE FROM temp.wanted")
+            self.conn.executemany(
+                "INSERT OR IGNORE INTO temp.wanted (id) VALUES (?)", ((i,) for i in document_ids)
+            )
+            sql += " AND c.document_id IN (SELECT id FROM temp.wanted)"
         sql += " ORDER BY bm25(chunks_fts, 0.5, 1.0) LIMIT ?"
         rows = self.conn.execute(sql, args + (limit,)).fetchall()
         docs = {d.id: d for d in self.documents(ids=tuple({r[0] for r in rows}))} if rows else {}

@@ -214,7 +214,7 @@ class DocumentLibrary(QObject):
         self._turn_requested.emit(
             self._request,
             tuple(messages),
-            self.active_paths(),
+            [self.rows[p] for p in self.active_paths()],
             backend,
             context_length,
             max_new_tokens,

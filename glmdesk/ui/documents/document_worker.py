@@ -69,17 +69,17 @@ class DocumentWorker(QObject):
         self,
         request_id: int,
         messages,
-        paths,
+        rows,
         backend,
         context_length: int,
         max_new_tokens: int,
         retrieval: int,
     ) -> None:
-        """The last user message of ``messages`` given the documents at ``paths`` (indexed
-        rows), counted with ``backend``'s tokenizer."""
+        """The last user message of ``messages`` given the documents ``rows`` (indexed
+        :class:`~glmdesk.documents.store.DocumentRow` values), counted with ``backend``'s
+        tokenizer."""
         try:
             index = self.index()
-            rows = [row for row in (index.document(p) for p in paths) if row is not None]
             count = backend.prompt_tokens if backend is not None else None
             used = count(list(messages)) if count is not None else None
             if used is None:
