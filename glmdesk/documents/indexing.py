@@ -134,13 +134,16 @@ def index_paths(
     started = time.perf_counter()
     report = IndexReport()
     work: list[tuple[Path, str | None, int]] = []  # (file, folder, size)
+    known: dict[str, DocumentRow] = {}  # the folders' rows, read in one query each
     for folder in folders:
-        on_disk = folder_files(folder)
-        seen = {str(p.resolve()) for p in on_disk}
+        on_disk = [p.resolve() for p in folder_files(folder)]
+        seen = {str(p) for p in on_disk}
         for row in index.documents(folder=folder):
             if row.path not in seen:
                 index.forget(row.path)
                 report.forgotten.append(row.path)
+            else:
+                known[row.path] = row
         work += [(p, folder, _size(p)) for p in on_disk]
     work += [(Path(f).expanduser(), None, _size(Path(f).expanduser())) for f in files]
     total_bytes = sum(max(size, 0) for _, _, size in work)
@@ -165,7 +168,7 @@ def index_paths(
             report.cancelled = True
             break
         tell(done, str(path), pages)
-        row = index.document(path) if path.exists() else None
+        row = known.get(str(path)) if folder is not None else index.document(path)
         if row is not None and row.problem is None and _unchanged(path, row):
             report.unchanged.append(row)
         else:

@@ -59,6 +59,8 @@ class DocumentSending(QObject):
         if self.session.is_streaming() or not text.strip() or not self.session.is_ready():
             return False
         self._pending = (text, system_prompt, cache, attachments)
+        if any(self.library.folders.values()):
+            self.library.refresh_folders()  # files changed since: read again first (unchanged ones are not)
         if self.library.is_indexing():
             self._waiting_for_index = True  # the question goes when the files are read
         else:

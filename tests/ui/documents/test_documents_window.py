@@ -118,3 +118,19 @@ def test_cancel_stops_indexing_and_keeps_what_was_stored(qtbot, fake_window, tmp
         library.attach([str(pdf)])
     assert done.args[0].cancelled
     assert "Indexing was cancelled" in window.documents_panel.problems.text()
+
+
+def test_a_folder_file_changed_since_is_read_again_before_the_question(qtbot, fake_window, tmp_path):
+    import os
+
+    window, backend = fake_window
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    note = folder / "a.md"
+    note.write_text("The vault code is 5512.")
+    with qtbot.waitSignal(window.documents.indexing_finished, timeout=MS):
+        window.documents.add_folder(str(folder))
+    note.write_text("The vault code is 9034 since Monday.")
+    os.utime(note, ns=(1, 2))
+    _send(qtbot, window, "What is the vault code?")
+    assert "9034" in backend.requests[-1][-1].content and "5512" not in backend.requests[-1][-1].content
