@@ -761,6 +761,10 @@ Click to turn this library folder off for this chat.</source>
         <translation>思考过程</translation>
     </message>
     <message>
+        <source>Documents</source>
+        <translation>文档</translation>
+    </message>
+    <message>
         <source>conversation</source>
         <translation>对话</translation>
     </message>

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QObject, Signal, Slot
 
+from glmdesk.core.history_documents import DocumentUse
 from glmdesk.core.messages import ChatMessage
 from glmdesk.ui.documents.document_library import DocumentLibrary
 from glmdesk.ui.documents.sources_view import SourcesView
@@ -89,8 +90,13 @@ class DocumentSending(QObject):
         text, system_prompt, cache, attachments = self._pending
         self._pending = None
         model_text = turn.text if turn is not None and turn.sources else None
+        used = (
+            tuple(DocumentUse(p) for p in dict.fromkeys(s.path for s in turn.sources)) if model_text else ()
+        )
         self._next_turn = turn
-        if not self.session.send(text, system_prompt, cache, attachments, model_text=model_text):
+        if not self.session.send(
+            text, system_prompt, cache, attachments, model_text=model_text, documents=used
+        ):
             self._next_turn = None
             self.send_failed.emit(self.tr("The message could not be sent now; it is still in the input box."))
 

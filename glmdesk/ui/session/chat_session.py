@@ -149,6 +149,7 @@ class ChatSession(ToolFlow, QObject):
         cache: CacheSettings,
         attachments: tuple = (),
         model_text: str | None = None,
+        documents: tuple = (),
     ) -> bool:
         """Send ``text`` (with the images in ``attachments``, for a vision model) as the
         user's next message; False when it cannot go now.
@@ -157,6 +158,8 @@ class ChatSession(ToolFlow, QObject):
         question with its documents, :func:`glmdesk.documents.documents_for_turn`); the
         conversation and history keep ``text``. It stays this message's text for the model
         while the message is the conversation's latest question (regenerate, tool rounds).
+        ``documents``: the :class:`~glmdesk.core.history_documents.DocumentUse` values it
+        was given (history keeps their names, not their text).
 
         Refused while an answer is written, for blank text, and while no model is
         ready (the caller tells the user to wait).
@@ -165,7 +168,7 @@ class ChatSession(ToolFlow, QObject):
             return False
         self.pending_call = None  # a call left waiting is answered by the new message
         self._queued_calls = []
-        message = ChatMessage("user", text, attachments=tuple(attachments))
+        message = ChatMessage("user", text, attachments=tuple(attachments), documents=tuple(documents))
         index = self.state.add(message)
         self._model_text = (index, text, model_text) if model_text is not None else None
         self.message_added.emit(index, message, None)

@@ -134,3 +134,32 @@ def test_a_folder_file_changed_since_is_read_again_before_the_question(qtbot, fa
     os.utime(note, ns=(1, 2))
     _send(qtbot, window, "What is the vault code?")
     assert "9034" in backend.requests[-1][-1].content and "5512" not in backend.requests[-1][-1].content
+
+
+def test_history_keeps_the_documents_a_question_was_given_not_their_text(qtbot, tmp_path):
+    from glmdesk.core.history import History
+    from glmdesk.ui.app.main_window import MainWindow
+
+    history = History(tmp_path / "history.sqlite3")
+    window = MainWindow(backend=FakeBackend(pieces=("Ok.",)), options=lambda: {}, history=history)
+    qtbot.addWidget(window)
+    window.show()
+    with qtbot.waitSignal(window.loader.model_ready, timeout=MS):
+        window.start()
+    note = tmp_path / "recipe.md"
+    note.write_text("Rest the batter ten minutes.")
+    try:
+        _attach(qtbot, window, [note])
+        with qtbot.waitSignal(window.history_controller.recorder.round_begun, timeout=MS):
+            _send(qtbot, window, "How long does it rest?")
+        qtbot.waitUntil(lambda: history.list_conversations() != [], timeout=MS)
+        cid = history.list_conversations()[0].id
+        qtbot.waitUntil(lambda: len(history.chat_messages(cid)) == 2, timeout=MS)
+        question = history.chat_messages(cid)[0]
+        assert question.content == "How long does it rest?"
+        assert [d.name for d in question.documents] == ["recipe.md"]
+        assert "_Documents: recipe.md_" in history.export_markdown(cid)
+    finally:
+        window.close()
+        window.history_controller.close()
+        history.close()
