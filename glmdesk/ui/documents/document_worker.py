@@ -1,5 +1,5 @@
-"""The documents' worker: one QObject on its own QThread that indexes (progress, cancel)
-and prepares a question's documents (the model's tokenizer counts there), so the window
+"""The documents' worker: one QObject on its own QThread that indexes (in a child process,
+relaying progress and cancel) and prepares a question's documents (the model's tokenizer counts there), so the window
 never waits on a PDF or a tokenizer."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import threading
 from PySide6.QtCore import QObject, Signal, Slot
 
 from glmdesk.documents import TokenBudget, documents_for_turn
+from glmdesk.documents.child import index_in_child
 from glmdesk.documents.indexing import IndexProgress, index_paths
 from glmdesk.documents.store import DocumentIndex
 from glmdesk.documents.turn import CHARS_PER_TOKEN_GUESS
@@ -58,8 +59,13 @@ class DocumentWorker(QObject):
                 self.progress_changed.emit(run_id, p)
 
         try:
-            report = index_paths(self.index(), files=files, folders=folders, cancel=cancel, progress=progress)
-        except Exception as exc:  # sqlite3 cannot open the index: told, never a traceback
+            try:  # in a child process: the window's interpreter lock stays free (documents/child.py)
+                report = index_in_child(self.index().path, files, folders, cancel, progress)
+            except OSError:  # no child process here: on this thread
+                report = index_paths(
+                    self.index(), files=files, folders=folders, cancel=cancel, progress=progress
+                )
+        except Exception as exc:  # the index cannot be opened, the child failed: told, never a traceback
             self.indexing_failed.emit(run_id, str(exc))
             return
         self.indexing_finished.emit(run_id, report)
