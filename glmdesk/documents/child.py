@@ -10,13 +10,18 @@ passes Cancel on.
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import os
 import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from glmdesk.documents.indexing import IndexProgress, IndexReport, index_paths
+
+#: Document rows sent in one message.
+ROWS_PER_MESSAGE = 200
 
 
 def _child(database: str, files: Sequence[str], folders: Sequence[str], cancel, conn) -> None:
@@ -29,19 +34,28 @@ def _child(database: str, files: Sequence[str], folders: Sequence[str], cancel, 
             os.nice(5)  # behind the window and the model when the cores are busy
         except OSError:
             pass
+    last = [0.0]
+
+    def progress(p: IndexProgress) -> None:  # at most 10 a second: each message costs the parent its lock
+        now = time.monotonic()
+        if now - last[0] >= 0.1 or p.files_done == p.files_total:
+            last[0] = now
+            conn.send(("progress", p))
+
     try:
         index = DocumentIndex(database)
         try:
-            report = index_paths(
-                index,
-                files=files,
-                folders=folders,
-                cancel=cancel,
-                progress=lambda p: conn.send(("progress", p)),
-            )
+            report = index_paths(index, files=files, folders=folders, cancel=cancel, progress=progress)
         finally:
             index.close()
-        conn.send(("report", report))
+        for field in (
+            "indexed",
+            "unchanged",
+        ):  # in batches: one large unpickling would hold the parent's lock
+            rows = getattr(report, field)
+            for start in range(0, len(rows), ROWS_PER_MESSAGE):
+                conn.send((field, rows[start : start + ROWS_PER_MESSAGE]))
+        conn.send(("report", dataclasses.replace(report, indexed=[], unchanged=[])))
     except Exception as exc:  # noqa: BLE001 - told to the parent as a sentence, never lost
         conn.send(("error", f"{type(exc).__name__}: {exc}"))
     finally:
@@ -74,6 +88,7 @@ def index_in_child(
     )
     process.start()
     send.close()
+    rows: dict[str, list] = {"indexed": [], "unchanged": []}
     try:
         while True:
             if cancel is not None and cancel.is_set():
@@ -86,8 +101,10 @@ def index_in_child(
                 if kind == "progress":
                     if progress is not None:
                         progress(value)
+                elif kind in rows:
+                    rows[kind] += value
                 elif kind == "report":
-                    return value
+                    return dataclasses.replace(value, **rows)
                 else:
                     raise RuntimeError(value)
             elif not process.is_alive() and not receive.poll(0):

@@ -291,11 +291,29 @@ class DocumentIndex:
         ]
 
     # Search --------------------------------------------------------------------------------
+    def _without_common_terms(self, query: str) -> str:
+        """``query`` (:func:`match_query`'s ``"a" OR "b"``) without its single words found in
+        more than :data:`COMMON_SHARE` of the chunks, when rarer terms remain (else the
+        three rarest are kept)."""
+        terms = query.split(" OR ")
+        words = [t.strip('"') for t in terms if " " not in t]
+        if len(terms) < 2 or not words:
+            return query
+        marks = ",".join("?" * len(words))
+        counts = dict(self.conn.execute(f"SELECT term, doc FROM chunks_vocab WHERE term IN ({marks})", words))
+        total = self.conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+        limit = max(total * COMMON_SHARE, 50)
+        kept = [t for t in terms if " " in t or counts.get(t.strip('"'), 0) <= limit]
+        if not kept:
+            kept = sorted(terms, key=lambda t: counts.get(t.strip('"'), 0))[:3]
+        return " OR ".join(kept)
+
     def search(self, query: str, document_ids: tuple[int, ...] | None = None, limit: int = 20) -> list[Hit]:
         """The chunks that best match an FTS5 ``query`` (from :func:`match_query`), best
         first, within ``document_ids`` (all documents when ``None``)."""
         if not query or document_ids == ():
             return []
+        query = self._without_common_terms(query)
         sql = (
             "SELECT c.document_id, c.ordinal, c.page, c.line, c.section, c.text, -bm25(chunks_fts, 0.5, 1.0) AS score"
             " FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid WHERE chunks_fts MATCH ?"
@@ -313,6 +331,10 @@ class DocumentIndex:
         docs = {d.id: d for d in self.documents(ids=tuple({r[0] for r in rows}))} if rows else {}
         return [Hit(docs[r[0]], Chunk(r[1], r[2], r[3], r[4], r[5]), r[6]) for r in rows]
 
+
+#: A word in more than this share of the chunks is left out of a search that has rarer words
+#: (it ranks almost nothing and makes FTS5 score nearly every chunk).
+COMMON_SHARE = 0.1
 
 _COLUMNS = "id, path, kind, size, mtime_ns, pages, scanned_pages, chunks, chars, folder, problem, detail"
 
@@ -361,3 +383,5 @@ def _create(conn: sqlite3.Connection) -> None:
     conn.execute(
         "CREATE VIRTUAL TABLE chunks_fts USING fts5 (section, text, tokenize = 'unicode61 remove_diacritics 2')"
     )
+    # How many chunks hold each term (search leaves out words nearly every chunk has).
+    conn.execute("CREATE VIRTUAL TABLE chunks_vocab USING fts5vocab (chunks_fts, 'row')")

@@ -130,3 +130,25 @@ def test_the_index_lives_beside_history(glmdesk_home):
     index = DocumentIndex()
     assert index.path.parent == glmdesk_home / "data"
     assert sqlite3.connect(index.path).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_a_child_process_indexes_with_progress_and_every_row_comes_back(tmp_path):
+    from glmdesk.documents.child import ROWS_PER_MESSAGE, index_in_child
+
+    folder = _library(tmp_path, ROWS_PER_MESSAGE + 5)
+    database = tmp_path / "d.sqlite3"
+    name = DocumentIndex(database).add_folder(folder)
+    seen: list[IndexProgress] = []
+    report = index_in_child(database, folders=[name], progress=seen.append)
+    assert len(report.indexed) == ROWS_PER_MESSAGE + 5 and not report.problems
+    assert seen[-1].files_done == seen[-1].files_total == ROWS_PER_MESSAGE + 5
+    assert DocumentIndex(database).search(match_query("topic 7"))[0].document.folder == name
+
+
+def test_a_child_process_that_fails_is_a_sentence(tmp_path):
+    import pytest
+
+    from glmdesk.documents.child import index_in_child
+
+    with pytest.raises(RuntimeError, match="OperationalError"):
+        index_in_child(tmp_path / "no-such-folder" / "d.sqlite3", files=[])
