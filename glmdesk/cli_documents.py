@@ -53,16 +53,18 @@ class TerminalDocuments:
     def __init__(self, paths: Sequence[str], budget: int, show_sources: bool) -> None:
         from pathlib import Path
 
-        from glmdesk.documents.indexing import index_paths
+        from glmdesk.documents.indexing import folder_files, index_paths
         from glmdesk.documents.store import DocumentIndex
 
         if budget < 0:
             raise ValueError(f"--doc-budget must be 0 or more tokens, not {budget}.")
         self.budget, self.show_sources = budget, show_sources
         self.index = DocumentIndex()
-        folders = [self.index.add_folder(p) for p in paths if Path(p).expanduser().is_dir()]
-        files = [p for p in paths if not Path(p).expanduser().is_dir()]
-        report = index_paths(self.index, files=files, folders=folders, progress=_progress)
+        files: list = []
+        for path in paths:  # a folder's files, attached one by one (the window's library is left as it is)
+            folder = Path(path).expanduser()
+            files += folder_files(folder) if folder.is_dir() else [path]
+        report = index_paths(self.index, files=files, progress=_progress)
         print(file=sys.stderr)
         for problem in report.problems:
             print(f"note: {problem.message}", file=sys.stderr)

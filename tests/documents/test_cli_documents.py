@@ -91,3 +91,17 @@ def test_unusable_documents_are_a_sentence_before_the_model_loads(tmp_path, cont
     assert out.returncode == 2
     assert "glmdesk chat: error: none of the documents can be used: bad.txt" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_a_folder_of_documents_is_searched_without_joining_the_library(embedded_folder, tmp_path):
+    from glmdesk.documents.store import DocumentIndex
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "a.md").write_text("The vault code is 5512.")
+    (folder / "b.txt").write_text("Nothing to see.")
+    out = _chat("--doc", str(folder), "--prompt", "What is the vault code?")
+    assert out.returncode == 0, out.stderr
+    assert "2 documents, 2 pages indexed" in out.stderr
+    assert "a.md" in out.stdout.split("Sources (", 1)[1]
+    assert DocumentIndex().folders() == []
