@@ -39,6 +39,7 @@ class DocumentSending(QObject):
         self._pending: tuple | None = None  # (text, system prompt, cache, attachments)
         self._waiting_for_index = False
         self._next_turn = None  # the turn the next answer was given
+        self._plain = False  # the next answer is a question's without documents
         library.turn_prepared.connect(self._on_turn_prepared)
         library.indexing_finished.connect(self._on_indexed)
         library.failed.connect(self._on_documents_failed)
@@ -56,7 +57,9 @@ class DocumentSending(QObject):
         if self._pending is not None:
             return False
         if not self.library.has_documents():
-            return self.session.send(text, system_prompt, cache, attachments)
+            sent = self.session.send(text, system_prompt, cache, attachments)
+            self._plain = sent  # its answer had no documents: the sources line goes
+            return sent
         if self.session.is_streaming() or not text.strip() or not self.session.is_ready():
             return False
         self._pending = (text, system_prompt, cache, attachments)
@@ -110,6 +113,9 @@ class DocumentSending(QObject):
 
     @Slot(int)
     def _on_answer_started(self, _request_id: int) -> None:
+        """A new question's answer shows its sources (or none); Regenerate, Continue and a
+        tool round's answer keep the question's."""
         turn, self._next_turn = self._next_turn, None
-        if turn is not None or not self.session.is_resuming():
+        plain, self._plain = self._plain, False
+        if turn is not None or plain:
             self.sources.show_turn(turn)

@@ -163,3 +163,15 @@ def test_history_keeps_the_documents_a_question_was_given_not_their_text(qtbot, 
         window.close()
         window.history_controller.close()
         history.close()
+
+
+def test_regenerate_keeps_the_documents_and_the_sources(qtbot, fake_window, tmp_path):
+    window, backend = fake_window
+    note = tmp_path / "recipe.md"
+    note.write_text("Rest the batter ten minutes.")
+    _attach(qtbot, window, [note])
+    _send(qtbot, window, "How long?")
+    with qtbot.waitSignal(window.session.answer_finished, timeout=MS):
+        window.regenerate()
+    assert "Rest the batter ten minutes." in backend.requests[-1][-1].content
+    assert window.sources_view.isVisible() and "recipe.md, whole" in window.sources_view.label.text()
