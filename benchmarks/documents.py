@@ -2,7 +2,8 @@
 window's longest stall while it indexes.
 
 Builds (once, cached in the temp directory) a folder of 10,000 text and Markdown files of
-mixed English and Chinese (2-6 KB each) and a 1,000-page PDF (fpdf2), then, offscreen:
+mixed English and Chinese (2-6 KB each; 30,000 made-up words and 2,000 characters used as
+Zipf's law has it, so a question has common and rare words as real ones do) and a 1,000-page PDF (fpdf2), then, offscreen:
 
 * indexing: the window's :class:`DocumentLibrary` indexes the folder and the PDF on its
   thread while a 5 ms timer ticks on the window's thread; the longest gap between ticks is
@@ -35,22 +36,33 @@ from PySide6.QtWidgets import QApplication  # noqa: E402
 from glmdesk.documents import TokenBudget, documents_for_turn  # noqa: E402
 from glmdesk.documents.store import DocumentIndex, match_query  # noqa: E402
 
-WORDS = (
-    "harbour river engine window garden letter morning winter candle market silver paper station "
-    "bridge tower signal orchard ledger compass lantern meadow quarry beacon cellar furnace".split()
-)
-HANZI = "量子计算机使用比特进行运算天气很好我们今天讨论数据模型训练推理上下文窗口显存缓存文档检索"
+
+def _vocabulary(rng: random.Random, n: int = 30_000) -> list[str]:
+    """``n`` made-up words of two to four syllables (a real text's many rare words)."""
+    syllables = [c + v for c in "bcdfghklmnprstvwz" for v in ("a", "e", "i", "o", "u", "ai", "ou")]
+    words: set[str] = set()
+    while len(words) < n:
+        words.add("".join(rng.choice(syllables) for _ in range(rng.randint(2, 4))))
+    return sorted(words)
+
+
+_RNG = random.Random(3)
+WORDS = _vocabulary(_RNG)
+#: Zipf's law: the word of rank r is used about 1/r as often as the commonest.
+WEIGHTS = [1 / rank for rank in range(1, len(WORDS) + 1)]
+HANZI = [chr(0x4E00 + i) for i in _RNG.sample(range(6000), 2000)]
+HANZI_WEIGHTS = [1 / rank for rank in range(1, len(HANZI) + 1)]
 
 
 def _paragraph(rng: random.Random) -> str:
     if rng.random() < 0.3:
-        return "".join(rng.choice(HANZI) for _ in range(rng.randint(40, 120))) + "。"
-    return " ".join(rng.choice(WORDS) for _ in range(rng.randint(30, 90))).capitalize() + "."
+        return "".join(rng.choices(HANZI, HANZI_WEIGHTS, k=rng.randint(40, 120))) + "。"
+    return " ".join(rng.choices(WORDS, WEIGHTS, k=rng.randint(30, 90))).capitalize() + "."
 
 
 def corpus(files: int, pdf_pages: int) -> tuple[Path, Path]:
     """The cached folder of ``files`` files and the ``pdf_pages``-page PDF."""
-    root = Path(tempfile.gettempdir()) / f"glmdesk-bench-documents-{files}-{pdf_pages}"
+    root = Path(tempfile.gettempdir()) / f"glmdesk-bench-documents-zipf-{files}-{pdf_pages}"
     folder, pdf = root / "library", root / "book.pdf"
     if not (root / "done").exists():
         rng = random.Random(41)
@@ -67,7 +79,7 @@ def corpus(files: int, pdf_pages: int) -> tuple[Path, Path]:
         book.set_font("Helvetica", size=10)
         for page in range(1, pdf_pages + 1):
             book.add_page()
-            english = " ".join(rng.choice(WORDS) for _ in range(220))
+            english = " ".join(rng.choices(WORDS, WEIGHTS, k=220))
             book.multi_cell(0, 5, f"Chapter {page}. {english.capitalize()}.")
         book.output(str(pdf))
         (root / "done").write_text("ok")
@@ -140,14 +152,12 @@ def queries(database: Path, repeat: int) -> dict:
     index = DocumentIndex(database)
     rows = index.documents()
     questions = []
-    for _ in range(repeat):
+    for _ in range(repeat):  # words drawn as the text uses them: mostly common, some rare
         if rng.random() < 0.3:
-            start = rng.randrange(len(HANZI) - 4)
-            questions.append(f"{HANZI[start : start + 4]}是什么？")
+            questions.append("".join(rng.choices(HANZI, HANZI_WEIGHTS, k=4)) + "是什么？")
         else:
-            questions.append(
-                f"What is the tracking number of the {rng.choice(WORDS)} {rng.choice(WORDS)} note?"
-            )
+            words = " ".join(rng.choices(WORDS, WEIGHTS, k=rng.randint(2, 5)))
+            questions.append(f"What does the note say about {words}?")
     search_ms, turn_ms = [], []
     for question in questions:
         t0 = time.perf_counter()
