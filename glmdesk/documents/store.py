@@ -144,6 +144,7 @@ class DocumentIndex:
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path is not None else paths.data_dir() / DB_NAME
         self.conn = sqlite3.connect(str(self.path), timeout=30.0)
+        self._wanted: frozenset[int] | None = None  # the ids in temp.wanted (see search)
         self.conn.execute("PRAGMA foreign_keys = ON")
         self.conn.execute("PRAGMA journal_mode = WAL")
         self.conn.execute("PRAGMA synchronous = NORMAL")
@@ -320,11 +321,13 @@ class DocumentIndex:
         )
         args: tuple = (query,)
         if document_ids is not None:  # through a temporary table: SQLite limits a query's parameters
-            self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS wanted (id INTEGER PRIMARY KEY)")
-            self.conn.execute("DELETE FROM temp.wanted")
-            self.conn.executemany(
-                "INSERT OR IGNORE INTO temp.wanted (id) VALUES (?)", ((i,) for i in document_ids)
-            )
+            wanted = frozenset(document_ids)
+            if wanted != self._wanted:  # the same documents as the last question's: filled already
+                self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS wanted (id INTEGER PRIMARY KEY)")
+                self.conn.execute("DELETE FROM temp.wanted")
+                self.conn.executemany("INSERT INTO temp.wanted (id) VALUES (?)", ((i,) for i in wanted))
+                self.conn.commit()
+                self._wanted = wanted
             sql += " AND c.document_id IN (SELECT id FROM temp.wanted)"
         sql += " ORDER BY bm25(chunks_fts, 0.5, 1.0) LIMIT ?"
         rows = self.conn.execute(sql, args + (limit,)).fetchall()

@@ -41,6 +41,7 @@ class DocumentLibrary(QObject):
 
     _index_requested = Signal(int, object, object, object)
     _turn_requested = Signal(int, object, object, object, int, int, int)
+    _folder_removed = Signal(str)
 
     def __init__(self, database=None, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -51,6 +52,7 @@ class DocumentLibrary(QObject):
         self.thread.start()
         self._index_requested.connect(self.worker.run_indexing, _QUEUED)
         self._turn_requested.connect(self.worker.prepare_turn, _QUEUED)
+        self._folder_removed.connect(self.worker.remove_folder, _QUEUED)
         self.worker.progress_changed.connect(self._on_progress, _QUEUED)
         self.worker.indexing_finished.connect(self._on_indexed, _QUEUED)
         self.worker.turn_prepared.connect(self._on_turn, _QUEUED)
@@ -128,13 +130,9 @@ class DocumentLibrary(QObject):
 
     def remove_folder(self, folder: str) -> None:
         """Take a folder out of the library (its files stay on disk)."""
-        from glmdesk.documents.store import DocumentIndex
-
         self.folders.pop(folder, None)
         self.rows = {p: r for p, r in self.rows.items() if getattr(r, "folder", None) != folder}
-        index = DocumentIndex(self.worker._database)
-        index.remove_folder(folder)
-        index.close()
+        self._folder_removed.emit(folder)  # its rows go on the worker's thread (a large folder takes a while)
         if folder in self.watcher.directories():
             self.watcher.removePaths([folder])
         self.changed.emit()

@@ -98,6 +98,14 @@ class DocumentWorker(QObject):
             return
         self.turn_prepared.emit(request_id, turn)
 
+    @Slot(str)
+    def remove_folder(self, folder: str) -> None:
+        """Take ``folder`` and its documents out of the index (its files stay on disk)."""
+        try:
+            self.index().remove_folder(folder)
+        except Exception as exc:  # noqa: BLE001 - the index cannot be written: told, never a traceback
+            self.indexing_failed.emit(0, str(exc))
+
     @Slot()
     def close(self) -> None:
         """Close the index connection (on this thread)."""

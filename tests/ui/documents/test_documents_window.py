@@ -175,3 +175,19 @@ def test_regenerate_keeps_the_documents_and_the_sources(qtbot, fake_window, tmp_
         window.regenerate()
     assert "Rest the batter ten minutes." in backend.requests[-1][-1].content
     assert window.sources_view.isVisible() and "recipe.md, whole" in window.sources_view.label.text()
+
+
+def test_a_folder_taken_out_of_the_library_is_no_longer_searched(qtbot, fake_window, tmp_path):
+    from glmdesk.documents.store import DocumentIndex
+
+    window, backend = fake_window
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "a.md").write_text("The vault code is 5512.")
+    with qtbot.waitSignal(window.documents.indexing_finished, timeout=MS):
+        window.documents.add_folder(str(folder))
+    window.documents.remove_folder(str(folder.resolve()))
+    assert window.documents.folders == {} and not window.documents.has_documents()
+    qtbot.waitUntil(lambda: DocumentIndex().documents() == [], timeout=MS)
+    _send(qtbot, window, "What is the vault code?")
+    assert backend.requests[-1][-1].content == "What is the vault code?"
