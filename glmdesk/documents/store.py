@@ -294,8 +294,8 @@ class DocumentIndex:
     # Search --------------------------------------------------------------------------------
     def _without_common_terms(self, query: str) -> str:
         """``query`` (:func:`match_query`'s ``"a" OR "b"``) without its single words found in
-        more than :data:`COMMON_SHARE` of the chunks, when rarer terms remain (else the
-        three rarest are kept)."""
+        more than :data:`COMMON_SHARE` of the chunks, when a rarer word that the index holds
+        remains (else the three rarest words it holds are kept)."""
         terms = query.split(" OR ")
         words = [t.strip('"') for t in terms if " " not in t]
         if len(terms) < 2 or not words:
@@ -304,10 +304,13 @@ class DocumentIndex:
         counts = dict(self.conn.execute(f"SELECT term, doc FROM chunks_vocab WHERE term IN ({marks})", words))
         total = self.conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
         limit = max(total * COMMON_SHARE, 50)
-        kept = [t for t in terms if " " in t or counts.get(t.strip('"'), 0) <= limit]
-        if not kept:
-            kept = sorted(terms, key=lambda t: counts.get(t.strip('"'), 0))[:3]
-        return " OR ".join(kept)
+        rare = [t for t in terms if " " in t or 0 < counts.get(t.strip('"'), 0) <= limit]
+        if not rare:
+            held = sorted(
+                (t for t in terms if counts.get(t.strip('"'), 0)), key=lambda t: counts[t.strip('"')]
+            )
+            rare = held[:3] or terms
+        return " OR ".join(rare)
 
     def search(self, query: str, document_ids: tuple[int, ...] | None = None, limit: int = 20) -> list[Hit]:
         """The chunks that best match an FTS5 ``query`` (from :func:`match_query`), best

@@ -34,6 +34,9 @@ CHARS_PER_TOKEN_GUESS = 2.5
 #: The retrieval budget when the user has not set one, in tokens.
 DEFAULT_RETRIEVAL_TOKENS = 3000
 
+#: Documents whose first passages are given when no passage matches the question.
+FIRST_DOCUMENTS = 8
+
 #: Search hits looked at before the budget is filled.
 CANDIDATES = 200
 
@@ -219,7 +222,9 @@ def documents_for_turn(
     hits = index.search(match_query(question, *conversation[-2:]), tuple(r.id for r in usable), CANDIDATES)
     if not hits:
         notes.append("No passage matched the question's words; the documents' first passages were given.")
-        hits = [_first_hit(row, chunk) for row in usable for chunk in index.chunks(row.id)[:4]]
+        hits = [
+            _first_hit(row, chunk) for row in usable[:FIRST_DOCUMENTS] for chunk in index.chunks(row.id)[:4]
+        ]
     sources: list[Source] = []
     tokens = 0
     for hit in hits:
