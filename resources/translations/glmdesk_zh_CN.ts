@@ -219,6 +219,10 @@ Updated {when} · {model}</source>
         <source>{name}, line {line}</source>
         <translation>{name}，第 {line} 行</translation>
     </message>
+    <message>
+        <source>{name}: pages {pages} are scanned images with no text; they are not searched.</source>
+        <translation>{name}：第 {pages} 页是没有文字的扫描图像，不会被检索。</translation>
+    </message>
 </context>
 <context>
     <name>DocumentsPanel</name>

@@ -71,3 +71,14 @@ def source_place(source: Source) -> str:
     return QCoreApplication.translate("DocumentWords", "{name}, line {line}").format(
         name=source.name, line=source.line
     )
+
+
+def scanned_sentence(row) -> str:
+    """``report.pdf: pages 2, 5, 9 are scanned images with no text; they are not searched.``
+    for a :class:`~glmdesk.documents.store.DocumentRow` with such pages."""
+    pages = row.scanned_pages
+    shown = ", ".join(map(str, pages[:20])) + (", …" if len(pages) > 20 else "")
+    return QCoreApplication.translate(
+        "DocumentWords",
+        "{name}: pages {pages} are scanned images with no text; they are not searched.",
+    ).format(name=row.name, pages=shown)

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
 )
 
 from glmdesk.ui.documents.document_library import DocumentLibrary
-from glmdesk.ui.documents.document_words import problem_sentence, progress_line
+from glmdesk.ui.documents.document_words import problem_sentence, progress_line, scanned_sentence
 
 #: The file dialog's filter (the suffixes :mod:`glmdesk.documents.indexing` reads).
 _FILTER = "*.txt *.md *.markdown *.rst *.pdf *.docx *.html *.htm *.py *.c *.cpp *.h *.js *.ts *.rs *.go *.java *.json *.csv"
@@ -189,6 +189,7 @@ class DocumentsPanel(QWidget):
     def _show_report(self, report) -> None:
         self.progress_row.hide()
         sentences = [problem_sentence(p) for p in report.problems]
+        sentences += [scanned_sentence(row) for row in report.indexed if row.scanned_pages]
         if report.cancelled:
             sentences.append(self.tr("Indexing was cancelled; what was indexed before is kept."))
         self.problems.setText("\n".join(sentences))

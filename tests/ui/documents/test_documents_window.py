@@ -191,3 +191,12 @@ def test_a_folder_taken_out_of_the_library_is_no_longer_searched(qtbot, fake_win
     qtbot.waitUntil(lambda: DocumentIndex().documents() == [], timeout=MS)
     _send(qtbot, window, "What is the vault code?")
     assert backend.requests[-1][-1].content == "What is the vault code?"
+
+
+def test_scanned_pages_are_named_after_indexing(qtbot, fake_window, tmp_path):
+    window, _backend = fake_window
+    pdf = write_pdf(tmp_path / "mixed.pdf", [["Typed page."], [], ["Another typed page."]], blank=(2,))
+    _attach(qtbot, window, [pdf])
+    assert window.documents_panel.problems.text() == (
+        "mixed.pdf: pages 2 are scanned images with no text; they are not searched."
+    )
