@@ -136,7 +136,7 @@ class MainWindow(QMainWindow):
         self.engine_upgrade = EngineUpgrade(session, self)  # llama.cpp built and used when missing
         self.engine_upgrade.line_changed.connect(self.status.show_engine)
         self.engine_upgrade.line_changed.connect(self.chat_area.welcome.set_engine_line)
-        self.document_sending = DocumentSending(session, self.documents, self.sources_view, self)
+        self.document_sending = DocumentSending(session, self.documents, self.chat_view, self)
         self.document_sending.documents_failed.connect(self.notice.show_error)
         self.document_sending.send_failed.connect(self.notice.show_error)
         self.tools = ToolController(session, self.chat_view, self.sidebar.tools_panel, self.notice, self)

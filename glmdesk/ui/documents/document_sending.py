@@ -1,9 +1,11 @@
 """Sending a message with the chat's documents: the question waits for indexing still
 under way, its documents are prepared on the documents' thread (the model's tokenizer
-counts), then the session sends it with what the model reads; the sources view shows what
-the answer was given."""
+counts), then the session sends it with what the model reads; the answer shows the sources
+it was given in a card under its text (:class:`SourcesView`)."""
 
 from __future__ import annotations
+
+import functools
 
 from PySide6.QtCore import QObject, Signal, Slot
 
@@ -19,7 +21,11 @@ class DocumentSending(QObject):
     Args:
         session: The window's :class:`~glmdesk.ui.session.chat_session.ChatSession`.
         library: The window's :class:`DocumentLibrary`.
-        sources: Where the answer's sources are shown.
+        chat_view: The window's :class:`~glmdesk.ui.chat.chat_view.ChatView` (an answer's
+            sources card goes under it).
+
+    Attributes:
+        cards: The sources cards shown, oldest first (a card goes with its answer).
 
     Signals:
         send_failed(str): a prepared message could not go (its text stays in the input
@@ -31,11 +37,12 @@ class DocumentSending(QObject):
     send_failed = Signal(str)
     documents_failed = Signal(str)
 
-    def __init__(
-        self, session, library: DocumentLibrary, sources: SourcesView, parent: QObject | None = None
-    ) -> None:
+    def __init__(self, session, library: DocumentLibrary, chat_view, parent: QObject | None = None) -> None:
         super().__init__(parent)
-        self.session, self.library, self.sources = session, library, sources
+        self.session, self.library, self.chat_view = session, library, chat_view
+        self.cards: list[SourcesView] = []
+        self._turn = None  # the documents the question being answered was given
+        self._card_due = False  # its answer still needs its sources card
         self._pending: tuple | None = None  # (text, system prompt, cache, attachments)
         self._waiting_for_index = False
         self._next_turn = None  # the turn the next answer was given
@@ -44,8 +51,9 @@ class DocumentSending(QObject):
         library.indexing_finished.connect(self._on_indexed)
         library.failed.connect(self._on_documents_failed)
         session.answer_started.connect(self._on_answer_started)
+        session.answer_finished.connect(self._on_answer_finished)
         for signal in (session.conversation_cleared, session.conversation_replaced):
-            signal.connect(sources.clear)
+            signal.connect(self._forget)
             signal.connect(library.new_chat)  # another chat: its own documents
 
     def is_preparing(self) -> bool:
@@ -113,9 +121,35 @@ class DocumentSending(QObject):
 
     @Slot(int)
     def _on_answer_started(self, _request_id: int) -> None:
-        """A new question's answer shows its sources (or none); Regenerate, Continue and a
-        tool round's answer keep the question's."""
+        """A new question's answer will show its sources (or none); Regenerate and a tool
+        round's answer keep the question's; Continue writes on under the card it has."""
         turn, self._next_turn = self._next_turn, None
         plain, self._plain = self._plain, False
         if turn is not None or plain:
-            self.sources.show_turn(turn)
+            self._turn = turn if turn is not None and turn.sources else None
+            self._card_due = self._turn is not None
+        elif self._turn is not None and not self.session.is_resuming():
+            self._card_due = True  # Regenerate: the new answer gets the card the old one took with it
+
+    @Slot(int, object)
+    def _on_answer_finished(self, _request_id: int, _chunk) -> None:
+        messages = self.chat_view.messages()
+        if not self._card_due or not messages:
+            return
+        self._card_due = False
+        card = SourcesView()
+        self.chat_view.add_card(
+            card, under=messages[-1]
+        )  # in the answer first: a parentless widget shown is a window
+        card.show_turn(self._turn)
+        self.cards.append(card)
+        card.destroyed.connect(functools.partial(self._drop_card, card))  # it goes with its answer
+
+    def _drop_card(self, card: SourcesView, *_args) -> None:
+        if card in self.cards:
+            self.cards.remove(card)
+
+    @Slot()
+    def _forget(self, *_args) -> None:
+        """Another conversation: no question's documents are pending."""
+        self._turn, self._card_due = None, False

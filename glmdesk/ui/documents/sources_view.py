@@ -1,5 +1,5 @@
-"""The sources of the latest answer, under the chat: each given passage's file, page and
-line as a link; a click shows the passage, with a button that opens the file."""
+"""An answer's sources, in a card under its text: each given passage's file, page and line as
+a link; a click shows the passage, with a button that opens the file."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ class PassageDialog(QDialog):
 
 
 class SourcesView(QWidget):
-    """The latest answer's sources (hidden when it had none).
+    """One answer's sources (hidden when it had none).
 
     Signals:
         passage_opened(object): a source's passage was shown (its :class:`Source`).

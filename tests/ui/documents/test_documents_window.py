@@ -57,8 +57,9 @@ def test_a_short_document_goes_in_whole_and_history_keeps_the_question(qtbot, fa
     assert sent.role == "user" and "Rest the batter ten minutes." in sent.content
     assert sent.content.endswith("Question: How long does the batter rest?")
     assert window.session.state.messages[0].content == "How long does the batter rest?"
-    assert window.sources_view.isVisible()
-    assert "recipe.md, whole" in window.sources_view.label.text()
+    (card,) = window.document_sending.cards
+    assert card.isVisible() and card in window.chat_view.messages()[-1].attachments  # under the answer
+    assert "recipe.md, whole" in card.label.text()
 
 
 def test_a_pdf_gives_cited_passages_and_a_click_shows_the_passage(qtbot, fake_window, tmp_path):
@@ -73,8 +74,9 @@ def test_a_pdf_gives_cited_passages_and_a_click_shows_the_passage(qtbot, fake_wi
     window.documents_panel.budget.setValue(300)
     _send(qtbot, window, "What is the harbour master's boat named?")
     assert "[1] harbour.pdf, page 41, line 1" in backend.requests[-1][-1].content
-    assert "harbour.pdf, page 41, line 1" in window.sources_view.label.text()
-    dialog = window.sources_view.open_passage(1)
+    card = window.document_sending.cards[-1]
+    assert "harbour.pdf, page 41, line 1" in card.label.text()
+    dialog = card.open_passage(1)
     assert dialog.text.toPlainText() == "The harbour master's boat is named Grey Heron."
     dialog.close()
 
@@ -106,7 +108,7 @@ def test_a_library_folder_is_shared_and_on_per_chat(qtbot, fake_window, tmp_path
     assert window.documents.folders == {str(folder.resolve()): False}  # kept in the library, off here
     _send(qtbot, window, "What is the vault code?")
     assert backend.requests[-1][-1].content == "What is the vault code?"
-    assert not window.sources_view.isVisible()
+    assert window.document_sending.cards == []  # the new chat's answer had no documents
 
 
 def test_cancel_stops_indexing_and_keeps_what_was_stored(qtbot, fake_window, tmp_path):
@@ -174,7 +176,9 @@ def test_regenerate_keeps_the_documents_and_the_sources(qtbot, fake_window, tmp_
     with qtbot.waitSignal(window.session.answer_finished, timeout=MS):
         window.regenerate()
     assert "Rest the batter ten minutes." in backend.requests[-1][-1].content
-    assert window.sources_view.isVisible() and "recipe.md, whole" in window.sources_view.label.text()
+    answer = window.chat_view.messages()[-1]
+    (card,) = [c for c in window.document_sending.cards if c in answer.attachments]  # the new answer's own
+    assert "recipe.md, whole" in card.label.text()
 
 
 def test_a_folder_taken_out_of_the_library_is_no_longer_searched(qtbot, fake_window, tmp_path):
