@@ -20,6 +20,10 @@ from pathlib import Path
 
 from glmdesk.documents.indexing import IndexProgress, IndexReport, index_paths
 
+#: Seconds the child has to stop between pages after Cancel before it is killed (a file
+#: that keeps one page's reading busy must not keep the window from closing).
+CANCEL_GRACE_S = 5.0
+
 #: Document rows sent in one message.
 ROWS_PER_MESSAGE = 200
 
@@ -89,10 +93,17 @@ def index_in_child(
     process.start()
     send.close()
     rows: dict[str, list] = {"indexed": [], "unchanged": []}
+    cancelled_at: float | None = None
     try:
         while True:
             if cancel is not None and cancel.is_set():
                 child_cancel.set()
+                cancelled_at = cancelled_at or time.monotonic()
+                if time.monotonic() - cancelled_at > CANCEL_GRACE_S:  # stuck in one page: ended
+                    process.kill()
+                    raise RuntimeError(
+                        f"the indexing process did not stop within {CANCEL_GRACE_S:.0f} s of Cancel"
+                    )
             if receive.poll(0.1):
                 try:
                     kind, value = receive.recv()

@@ -152,3 +152,22 @@ def test_a_child_process_that_fails_is_a_sentence(tmp_path):
 
     with pytest.raises(RuntimeError, match="OperationalError"):
         index_in_child(tmp_path / "no-such-folder" / "d.sqlite3", files=[])
+
+
+def test_a_child_that_does_not_stop_after_cancel_is_ended(tmp_path, monkeypatch):
+    import time
+
+    import pytest
+
+    from glmdesk.documents import child
+    from tests.helpers.documents import stuck_child
+
+    monkeypatch.setattr(child, "CANCEL_GRACE_S", 3.0)
+    monkeypatch.setattr(child, "_child", stuck_child)
+    cancel = threading.Event()
+    cancel.set()
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match="did not stop within 3 s of Cancel"):
+        child.index_in_child(tmp_path / "d.sqlite3", cancel=cancel)
+    assert (tmp_path / "d.started").exists()  # it ran, and was ended
+    assert time.monotonic() - started < 30

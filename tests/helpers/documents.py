@@ -50,3 +50,12 @@ def write_docx(path: Path, pages: list[list[tuple[str, str]]]) -> Path:
                 document.add_paragraph(text)
     document.save(str(path))
     return path
+
+
+def stuck_child(database, _files, _folders, _cancel, _conn) -> None:
+    """An indexing child that never stops (as one stuck in a page): marks ``<database>.started``."""
+    import time
+
+    Path(database).with_suffix(".started").touch()
+    while True:
+        time.sleep(1)
