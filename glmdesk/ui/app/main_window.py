@@ -139,6 +139,7 @@ class MainWindow(QMainWindow):
         self.document_sending = DocumentSending(session, self.documents, self.chat_view, self)
         self.document_sending.documents_failed.connect(self.notice.show_error)
         self.document_sending.send_failed.connect(self.notice.show_error)
+        self.document_sending.notes_shown.connect(self.notice.show_info)
         self.tools = ToolController(session, self.chat_view, self.sidebar.tools_panel, self.notice, self)
         self.history_controller = None
         if history is not None:

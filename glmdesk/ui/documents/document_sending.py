@@ -32,10 +32,13 @@ class DocumentSending(QObject):
             box): the sentence.
         documents_failed(str): the index or the tokenizer failed; the question went alone:
             the sentence.
+        notes_shown(str): the question went without passages (none fit, none indexed):
+            the documents' notes (with passages, the sources card shows them).
     """
 
     send_failed = Signal(str)
     documents_failed = Signal(str)
+    notes_shown = Signal(str)
 
     def __init__(self, session, library: DocumentLibrary, chat_view, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -101,6 +104,8 @@ class DocumentSending(QObject):
         text, system_prompt, cache, attachments = self._pending
         self._pending = None
         model_text = turn.text if turn is not None and turn.sources else None
+        if turn is not None and not turn.sources and turn.notes:
+            self.notes_shown.emit("\n".join(turn.notes))
         used = (
             tuple(DocumentUse(p) for p in dict.fromkeys(s.path for s in turn.sources)) if model_text else ()
         )

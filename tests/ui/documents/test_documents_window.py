@@ -204,3 +204,16 @@ def test_scanned_pages_are_named_after_indexing(qtbot, fake_window, tmp_path):
     assert window.documents_panel.problems.text() == (
         "mixed.pdf: pages 2 are scanned images with no text; they are not searched."
     )
+
+
+def test_no_room_for_passages_is_said_and_the_question_goes_alone(qtbot, fake_window, tmp_path):
+    window, backend = fake_window
+    note = tmp_path / "long.txt"
+    note.write_text("\n\n".join(f"Paragraph {i} about the lighthouse and its keeper." for i in range(2000)))
+    _attach(qtbot, window, [note])
+    window.documents_panel.budget.setValue(0)
+    with qtbot.waitSignal(window.document_sending.notes_shown, timeout=MS) as noted:
+        _send(qtbot, window, "Who keeps the lighthouse?")
+    assert noted.args[0].startswith("No passage fits the room left (0 tokens)")
+    assert backend.requests[-1][-1].content == "Who keeps the lighthouse?"
+    assert window.document_sending.cards == []
