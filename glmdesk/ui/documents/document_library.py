@@ -62,6 +62,7 @@ class DocumentLibrary(QObject):
         self.folders: dict[str, bool] = {}  # the library's folders: on for this chat?
         self.rows: dict[str, object] = {}  # path -> DocumentRow of the last runs
         self.budget = DEFAULT_RETRIEVAL_TOKENS
+        self._chats: dict[object, tuple[list[str], list[str]]] = {}  # chat key -> (attached, folders on)
         self._run = self._request = 0
         self._cancel: threading.Event | None = None
         self._pending: list[tuple[list[str], list[str]]] = []
@@ -147,10 +148,13 @@ class DocumentLibrary(QObject):
         """The passage budget, in tokens (when documents do not fit whole)."""
         self.budget = max(int(tokens), 0)
 
-    def new_chat(self) -> None:
-        """A new chat starts with no attached file and every folder off."""
-        self.attached = []
-        self.folders = dict.fromkeys(self.folders, False)
+    def switch_chat(self, old_key: object, new_key: object) -> None:
+        """Keep what is on for the chat ``old_key`` and put back what was on for ``new_key``
+        (nothing for a chat not seen before while the window is open)."""
+        self._chats[old_key] = (list(self.attached), [f for f, on in self.folders.items() if on])
+        attached, on = self._chats.get(new_key, ([], []))
+        self.attached = list(attached)
+        self.folders = {f: f in on for f in self.folders}
         self.changed.emit()
 
     @Slot()

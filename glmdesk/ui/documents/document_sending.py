@@ -55,9 +55,9 @@ class DocumentSending(QObject):
         library.failed.connect(self._on_documents_failed)
         session.answer_started.connect(self._on_answer_started)
         session.answer_finished.connect(self._on_answer_finished)
+        self._chat = session.conversation_key
         for signal in (session.conversation_cleared, session.conversation_replaced):
-            signal.connect(self._forget)
-            signal.connect(library.new_chat)  # another chat: its own documents
+            signal.connect(self._forget)  # another chat: its own documents
 
     def is_preparing(self) -> bool:
         """True while a question waits for its documents."""
@@ -156,5 +156,8 @@ class DocumentSending(QObject):
 
     @Slot()
     def _forget(self, *_args) -> None:
-        """Another conversation: no question's documents are pending."""
+        """Another conversation: no question's documents are pending, and the library puts
+        back what was on for it (nothing for a new one)."""
         self._turn, self._card_due = None, False
+        self.library.switch_chat(self._chat, self.session.conversation_key)
+        self._chat = self.session.conversation_key

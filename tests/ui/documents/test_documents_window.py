@@ -217,3 +217,16 @@ def test_no_room_for_passages_is_said_and_the_question_goes_alone(qtbot, fake_wi
     assert noted.args[0].startswith("No passage fits the room left (0 tokens)")
     assert backend.requests[-1][-1].content == "Who keeps the lighthouse?"
     assert window.document_sending.cards == []
+
+
+def test_each_chat_keeps_its_own_documents(qtbot, fake_window, tmp_path):
+    window, _backend = fake_window
+    note = tmp_path / "a.md"
+    note.write_text("Some words.")
+    window.show_conversation([], key=("history", 7))
+    _attach(qtbot, window, [note])
+    assert window.documents.attached == [str(note.resolve())]
+    window.new_chat()
+    assert window.documents.attached == []
+    window.show_conversation([], key=("history", 7))
+    assert window.documents.attached == [str(note.resolve())]
