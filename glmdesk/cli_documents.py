@@ -98,7 +98,7 @@ class TerminalDocuments:
         earlier = [m.content for m in messages[:-1] if m.role == "user"]
         turn = documents_for_turn(question, earlier, self.rows, budget, backend.prompt_tokens, self.index)
         for note in turn.notes:
-            print(f"note: {note}", file=sys.stderr)
+            print(f"note: {note.message}", file=sys.stderr)
         return [*messages[:-1], dataclasses.replace(messages[-1], content=turn.text)], turn
 
     def print_sources(self, turn: DocumentTurn) -> None:

@@ -4,6 +4,14 @@ respect paragraphs and headings (:mod:`.chunking`), the SQLite FTS5 index beside
 point an answer run calls, :func:`documents_for_turn` (:mod:`.turn`)."""
 
 from glmdesk.documents.problems import DocumentError, DocumentProblem
-from glmdesk.documents.turn import DocumentTurn, Source, TokenBudget, documents_for_turn
+from glmdesk.documents.turn import DocumentTurn, Source, TokenBudget, TurnNote, documents_for_turn
 
-__all__ = ["DocumentError", "DocumentProblem", "DocumentTurn", "Source", "TokenBudget", "documents_for_turn"]
+__all__ = [
+    "DocumentError",
+    "DocumentProblem",
+    "DocumentTurn",
+    "Source",
+    "TokenBudget",
+    "TurnNote",
+    "documents_for_turn",
+]

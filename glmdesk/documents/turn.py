@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from glmdesk.documents.chunking import Chunk
+from glmdesk.documents.problems import DocumentProblem
 from glmdesk.documents.store import STOPWORDS, DocumentIndex, DocumentRow, match_query
 
 _WORDS = re.compile(r"[^\W_]+")
@@ -89,6 +90,39 @@ class Source:
 
 
 @dataclass(frozen=True)
+class TurnNote:
+    """Something the user should know about a question's documents.
+
+    Attributes:
+        kind: ``scanned`` (``name``'s ``pages`` have no text), ``unusable`` (``problem``
+            kept a document out), ``no_match`` (no passage matched: the first ones were
+            given) or ``no_room`` (no passage fits the ``tokens`` left).
+        name: The document's file name (``scanned``).
+        pages: The page numbers (``scanned``).
+        tokens: The room there was, in tokens (``no_room``).
+        problem: Why the document could not be used (``unusable``).
+    """
+
+    kind: str
+    name: str = ""
+    pages: tuple[int, ...] = ()
+    tokens: int = 0
+    problem: DocumentProblem | None = None
+
+    @property
+    def message(self) -> str:
+        """The English sentence (the terminal's; the window words the kind itself)."""
+        if self.kind == "scanned":
+            shown = ", ".join(map(str, self.pages[:20])) + (", ..." if len(self.pages) > 20 else "")
+            return f"{self.name}: pages {shown} are scanned images with no text; they are not searched."
+        if self.kind == "unusable" and self.problem is not None:
+            return self.problem.message
+        if self.kind == "no_match":
+            return "No passage matched the question's words; the documents' first passages were given."
+        return f"No passage fits the room left ({self.tokens} tokens): raise the budget or shorten the conversation."
+
+
+@dataclass(frozen=True)
 class TokenBudget:
     """The room documents may take in one user turn.
 
@@ -130,7 +164,7 @@ class DocumentTurn:
         counted: True when the model's tokenizer counted them (else estimated).
         room: The room there was (:attr:`TokenBudget.room`, capped by the retrieval
             budget for passages), in tokens.
-        notes: English notes for the user (pages with no text, nothing matched, ...).
+        notes: What the user should know (pages with no text, nothing matched, no room).
         question: The question as typed (searched for, and the end of :attr:`text`).
     """
 
@@ -140,7 +174,7 @@ class DocumentTurn:
     tokens: int
     counted: bool
     room: int
-    notes: tuple[str, ...] = ()
+    notes: tuple[TurnNote, ...] = ()
     question: str = ""
 
 
@@ -200,9 +234,13 @@ def documents_for_turn(
         The turn; with no usable document its text is the question alone.
     """
     count, exact = _counter(count_tokens)
-    notes = [scanned_note(row) for row in documents if row.scanned_pages]
+    notes = [TurnNote("scanned", row.name, row.scanned_pages) for row in documents if row.scanned_pages]
     usable = [row for row in documents if row.chunks]
-    notes += [f"{row.problem.message}" for row in documents if row.problem is not None and not row.chunks]
+    notes += [
+        TurnNote("unusable", row.name, problem=row.problem)
+        for row in documents
+        if row.problem and not row.chunks
+    ]
     if not usable:
         return DocumentTurn(question, (), False, 0, exact[0], budget.room, tuple(notes), question)
     room = budget.room
@@ -221,7 +259,7 @@ def documents_for_turn(
     limit = min(room, budget.retrieval)
     hits = index.search(match_query(question, *conversation[-2:]), tuple(r.id for r in usable), CANDIDATES)
     if not hits:
-        notes.append("No passage matched the question's words; the documents' first passages were given.")
+        notes.append(TurnNote("no_match"))
         hits = [
             _first_hit(row, chunk) for row in usable[:FIRST_DOCUMENTS] for chunk in index.chunks(row.id)[:4]
         ]
@@ -243,9 +281,7 @@ def documents_for_turn(
         sources.append(source)
         tokens += need
     if not sources:
-        notes.append(
-            f"No passage fits the room left ({limit} tokens): raise the budget or shorten the conversation."
-        )
+        notes.append(TurnNote("no_room", tokens=limit))
         return DocumentTurn(question, (), False, 0, exact[0], limit, tuple(notes), question)
     body = "\n\n".join(_passage_block(s) for s in sources)
     text = f"{PASSAGES_HEADER}\n\n{body}\n\nQuestion: {question}"
@@ -264,15 +300,6 @@ def best_paragraph(source: Source, question: str) -> tuple[int, str]:
             best, best_line, best_score = paragraph, line, score
         line += paragraph.count("\n") + 2
     return best_line, best
-
-
-def scanned_note(row: DocumentRow) -> str:
-    """``report.pdf: page 3 is a scanned image with no text; ...`` for a document with such pages."""
-    pages = row.scanned_pages
-    if len(pages) == 1:
-        return f"{row.name}: page {pages[0]} is a scanned image with no text (not searched)."
-    shown = ", ".join(map(str, pages[:20])) + (", ..." if len(pages) > 20 else "")
-    return f"{row.name}: {len(pages)} pages ({shown}) are scanned images with no text (not searched)."
 
 
 def _first_hit(row: DocumentRow, chunk: Chunk):

@@ -220,6 +220,14 @@ Updated {when} · {model}</source>
         <translation>{name}，第 {line} 行</translation>
     </message>
     <message>
+        <source>No passage matched the question&apos;s words; the documents&apos; first passages were given.</source>
+        <translation>没有段落与问题的词语匹配；已给出文档开头的段落。</translation>
+    </message>
+    <message>
+        <source>No passage fits the room left ({tokens} tokens): raise the budget or shorten the conversation.</source>
+        <translation>剩余空间（{tokens} 个 token）放不下任何段落：请提高预算或缩短对话。</translation>
+    </message>
+    <message>
         <source>{name}: pages {pages} are scanned images with no text; they are not searched.</source>
         <translation>{name}：第 {pages} 页是没有文字的扫描图像，不会被检索。</translation>
     </message>

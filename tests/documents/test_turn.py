@@ -67,7 +67,7 @@ def test_no_room_says_so_and_sends_the_question_alone(indexed):
         "secret code?", [], [rows["long.txt"]], TokenBudget(600, 500, 100), _words, index
     )
     assert turn.text == "secret code?" and not turn.sources
-    assert "No passage fits the room left (0 tokens)" in turn.notes[0]
+    assert "No passage fits the room left (0 tokens)" in turn.notes[0].message
 
 
 def test_without_a_tokenizer_tokens_are_estimated(indexed):

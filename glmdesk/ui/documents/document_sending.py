@@ -12,6 +12,7 @@ from PySide6.QtCore import QObject, Signal, Slot
 from glmdesk.core.history_documents import DocumentUse
 from glmdesk.core.messages import ChatMessage
 from glmdesk.ui.documents.document_library import DocumentLibrary
+from glmdesk.ui.documents.document_words import note_sentence
 from glmdesk.ui.documents.sources_view import SourcesView
 
 
@@ -105,7 +106,7 @@ class DocumentSending(QObject):
         self._pending = None
         model_text = turn.text if turn is not None and turn.sources else None
         if turn is not None and not turn.sources and turn.notes:
-            self.notes_shown.emit("\n".join(turn.notes))
+            self.notes_shown.emit("\n".join(note_sentence(n) for n in turn.notes))
         used = (
             tuple(DocumentUse(p) for p in dict.fromkeys(s.path for s in turn.sources)) if model_text else ()
         )

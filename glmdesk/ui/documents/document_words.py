@@ -73,12 +73,32 @@ def source_place(source: Source) -> str:
     )
 
 
-def scanned_sentence(row) -> str:
-    """``report.pdf: pages 2, 5, 9 are scanned images with no text; they are not searched.``
-    for a :class:`~glmdesk.documents.store.DocumentRow` with such pages."""
-    pages = row.scanned_pages
+def note_sentence(note) -> str:
+    """A :class:`~glmdesk.documents.turn.TurnNote` as a sentence."""
+    if note.kind == "scanned":
+        return _scanned(note.name, note.pages)
+    if note.kind == "unusable" and note.problem is not None:
+        return problem_sentence(note.problem)
+    if note.kind == "no_match":
+        return QCoreApplication.translate(
+            "DocumentWords",
+            "No passage matched the question's words; the documents' first passages were given.",
+        )
+    return QCoreApplication.translate(
+        "DocumentWords",
+        "No passage fits the room left ({tokens} tokens): raise the budget or shorten the conversation.",
+    ).format(tokens=note.tokens)
+
+
+def _scanned(name: str, pages) -> str:
     shown = ", ".join(map(str, pages[:20])) + (", …" if len(pages) > 20 else "")
     return QCoreApplication.translate(
         "DocumentWords",
         "{name}: pages {pages} are scanned images with no text; they are not searched.",
-    ).format(name=row.name, pages=shown)
+    ).format(name=name, pages=shown)
+
+
+def scanned_sentence(row) -> str:
+    """``report.pdf: pages 2, 5, 9 are scanned images with no text; they are not searched.``
+    for a :class:`~glmdesk.documents.store.DocumentRow` with such pages."""
+    return _scanned(row.name, row.scanned_pages)

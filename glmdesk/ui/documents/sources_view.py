@@ -16,7 +16,7 @@ from PySide6.QtWidgets import (
 )
 
 from glmdesk.documents import DocumentTurn, Source
-from glmdesk.ui.documents.document_words import source_place
+from glmdesk.ui.documents.document_words import note_sentence, source_place
 
 
 class PassageDialog(QDialog):
@@ -75,7 +75,6 @@ class SourcesView(QWidget):
         layout.setContentsMargins(8, 2, 8, 2)
         layout.addWidget(self.label)
         self.sources: tuple[Source, ...] = ()
-        self.notes: tuple[str, ...] = ()
         self.dialog: PassageDialog | None = None
         self.hide()
 
@@ -93,7 +92,7 @@ class SourcesView(QWidget):
         head = self.tr("Sources ({how}, {tokens} tokens{counted}):").format(
             how=how, tokens=turn.tokens, counted=counted
         )
-        notes = "".join(f"<br><i>{_escape(n)}</i>" for n in turn.notes)
+        notes = "".join(f"<br><i>{_escape(note_sentence(n))}</i>" for n in turn.notes)
         self.label.setText(f"{_escape(head)} {links}{notes}")
         self.show()
 
