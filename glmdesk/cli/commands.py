@@ -12,6 +12,7 @@ import threading
 import time
 
 from glmdesk.cli.build import add_build_parser, build_llamacpp
+from glmdesk.cli.documents import TerminalDocuments, add_document_arguments
 from glmdesk.cli.models import add_models_parsers, models, pull
 from glmdesk.cli.options import (
     API_KEY_ENV,
@@ -59,6 +60,7 @@ def _chat_parser(sub) -> None:
         "Needs a GLM vision model (GLM-4.1V, GLM-4.6V) or a server with one",
     )
     add_tool_arguments(p)
+    add_document_arguments(p)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -113,13 +115,15 @@ def _ctrl_c_stops(stop: threading.Event):
 
 
 def _stream_one(
-    backend, messages, box, cache, stop, conversation=None, tools=None, rounds=None
+    backend, messages, box, cache, stop, conversation=None, tools=None, rounds=None, documents=None
 ) -> tuple[str | None, str]:
     """Print one streamed answer (Ctrl+C stops it and keeps it).
 
     ``conversation``: the key under which the KV cache is kept for the next turn.
     ``tools``: a :class:`~glmdesk.cli.tools.TerminalTools` that answers tool calls;
     each answered call's two messages (call, observation) are appended to ``rounds``.
+    ``documents``: the ``--doc`` documents (:class:`~glmdesk.cli.documents.TerminalDocuments`),
+    given to the last user message; their sources are printed after the answer.
 
     Returns:
         ``(text, finish reason)``; the text is ``None`` after an error.
@@ -132,6 +136,9 @@ def _stream_one(
     last = None
     thinking = ThinkingPrinter(sys.stderr)
     marker = _run_marker(backend)
+    turn = None
+    if documents is not None:
+        messages, turn = documents.turn(backend, messages, box.get().max_new_tokens)
     if tools is None:
         items = backend.stream(messages, box, cache, stop, conversation=conversation)
     else:
@@ -162,6 +169,8 @@ def _stream_one(
             last = chunk
     thinking.close()
     print()
+    if turn is not None:
+        documents.print_sources(turn)
     return _answer_summary(last, "".join(parts))
 
 
@@ -233,7 +242,7 @@ def _chat(args) -> int:
     loaded = _load_for_chat(args)
     if isinstance(loaded, int):
         return loaded
-    backend, info, box, cache, toolset, tool_settings, images = loaded
+    backend, info, box, cache, toolset, tool_settings, images, documents = loaded
     _print_load_notes(backend, info, args)
     if images and not backend.capabilities().vision:
         from glmdesk.engine.backends.base import images_refused
@@ -259,14 +268,18 @@ def _chat(args) -> int:
     try:
         if args.prompt is not None:
             messages = system + [ChatMessage("user", args.prompt, attachments=images)]
-            text, reason = _stream_one(backend, messages, box, cache, threading.Event(), tools=tools)
+            text, reason = _stream_one(
+                backend, messages, box, cache, threading.Event(), tools=tools, documents=documents
+            )
             if text is None:
                 return 1
             return 130 if reason == "cancelled" else 0
-        return _interactive(backend, system, box, cache, tools, images)
+        return _interactive(backend, system, box, cache, tools, images, documents)
     finally:
         if tools is not None:
             tools.close()
+        if documents is not None:
+            documents.close()
         backend.close()
 
 
@@ -274,7 +287,8 @@ def _load_for_chat(args):
     """Check ``glmdesk chat``'s options cheaply, then load the model (progress on stderr).
 
     Returns:
-        ``(backend, info, params box, cache settings, toolset, tool settings, images)``,
+        ``(backend, info, params box, cache settings, toolset, tool settings, images,
+        documents)``,
         or 2 (the error printed) for bad settings or a model that does not load.
     """
     loading = False
@@ -292,6 +306,7 @@ def _load_for_chat(args):
             _error("chat", "the prompt is empty.")
             return 2
         images = tuple(ImageAttachment.from_file(path) for path in args.image or ())
+        documents = TerminalDocuments(args.doc, args.doc_budget, args.show_sources) if args.doc else None
         from glmdesk.engine.backends import create_backend  # after the cheap checks: torch takes seconds
         from glmdesk.engine.quiet import quiet_libraries
 
@@ -308,7 +323,7 @@ def _load_for_chat(args):
         _error("chat", exc)
         return 2
     print(f"{info.describe()} (loaded in {time.perf_counter() - t0:.1f} s; {info.engine})", file=sys.stderr)
-    return backend, info, box, cache, toolset, tool_settings, images
+    return backend, info, box, cache, toolset, tool_settings, images, documents
 
 
 def _print_load_notes(backend, info, args) -> None:
@@ -326,7 +341,7 @@ def _print_load_notes(backend, info, args) -> None:
             )
 
 
-def _interactive(backend, system, box, cache, tools=None, images=()) -> int:
+def _interactive(backend, system, box, cache, tools=None, images=(), documents=None) -> int:
     print("Type a message. /clear starts over, /exit leaves, Ctrl+C stops an answer.", file=sys.stderr)
     history: list[ChatMessage] = []
     stop = threading.Event()
@@ -350,7 +365,9 @@ def _interactive(backend, system, box, cache, tools=None, images=()) -> int:
         history.append(ChatMessage("user", line, attachments=images if not history else ()))
         stop.clear()
         rounds: list[ChatMessage] = []
-        text, _reason = _stream_one(backend, system + history, box, cache, stop, conversation, tools, rounds)
+        text, _reason = _stream_one(
+            backend, system + history, box, cache, stop, conversation, tools, rounds, documents
+        )
         if text is None:
             history.pop()
         else:

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from glmdesk.core import paths
+from glmdesk.core.history_documents import DocumentUses
 from glmdesk.core.history_errors import open_checked, storage_errors
 from glmdesk.core.history_images import ImageStore
 from glmdesk.core.history_markdown import to_markdown
@@ -55,7 +56,7 @@ from glmdesk.core.history_types import Conversation, SearchHit
 from glmdesk.core.text import storable_text
 
 
-class History(MessageStore, Branches, ToolMessages, ImageStore):
+class History(MessageStore, Branches, ToolMessages, ImageStore, DocumentUses):
     """The chat history database (see the module docstring for threads and call order).
 
     Messages form a tree per conversation (branches; see :mod:`glmdesk.core.history_tree`):
@@ -276,12 +277,19 @@ class History(MessageStore, Branches, ToolMessages, ImageStore):
         Raises:
             KeyError: for an unknown conversation.
         """
+        messages = self.messages(conversation_id)
         return to_markdown(
             self.get_conversation(conversation_id),
-            self.messages(conversation_id),
+            messages,
             labels,
             self.conversation_tools(conversation_id),
+            documents=self._documents_by_message(messages),
         )
+
+    def _documents_by_message(self, messages) -> dict[int, tuple[str, ...]]:
+        """The names of the documents each user message was given (export names them)."""
+        named = {m.id: self.documents_used(m.id) for m in messages if m.role == "user" and m.kind == "text"}
+        return {mid: tuple(d.name for d in uses) for mid, uses in named.items() if uses}
 
     def export_markdown_files(
         self, conversation_id: int, path: str | os.PathLike[str], labels: Mapping[str, str] | None = None
@@ -310,6 +318,7 @@ class History(MessageStore, Branches, ToolMessages, ImageStore):
             labels,
             self.conversation_tools(conversation_id),
             links,
+            self._documents_by_message(messages),
         )
         target.write_text(text, encoding="utf-8")
         return target

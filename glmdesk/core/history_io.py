@@ -19,7 +19,8 @@ JSON format (``"format": "glmdesk-conversation"``, ``"version": 4``)::
                    "tool_call": {"name", "arguments", "raw", "kind", "call_id"} (tool_call),
                    "tool_name": str (observation, image),
                    "image_b64": str, base64 of the PNG file (image),
-                   "attachments": [{"name", "mime", "data_b64"}] (a user message's images)}]}
+                   "attachments": [{"name", "mime", "data_b64"}] (a user message's images),
+                   "documents": [str] (the paths of the documents a user message was given)}]}
 
 Version 3 holds the whole tree of a conversation (see :mod:`glmdesk.core.history_tree`):
 messages are listed parents first; ``parent`` is the index in ``messages`` of the
@@ -27,7 +28,7 @@ message each one follows (``null`` for a first message) and ``active`` the index
 the last message of the branch on screen. Version 4 adds the conversation's Tools
 section, ``tools`` (see :mod:`glmdesk.core.history_io_tools`); an answer's
 ``reasoning`` and its ``answer_ttft_s`` / ``reasoning_tokens`` statistics are optional
-fields of version 4 (older readers skip them). Older files are still
+fields of version 4 (older readers skip them), and so is a question's ``documents``. Older files are still
 read: version 3 without ``tools`` (no tools offered), version 1 (no tool messages)
 and version 2 (tool messages), which hold a single branch without ``parent`` or
 ``active``, so each message follows the one before it.
@@ -52,6 +53,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from glmdesk.core.history_documents import DocumentUse, parse_documents
 from glmdesk.core.history_images import attachments_json, parse_attachments
 from glmdesk.core.history_io_tools import parse_tools, tools_json
 from glmdesk.core.history_types import (
@@ -75,7 +77,10 @@ _STAT_NAMES = (*STAT_NAMES, "answer_ttft_s", "reasoning_tokens")
 
 
 def _message_json(
-    message: StoredMessage, parent: int | None, images: Sequence[ImageAttachment] = ()
+    message: StoredMessage,
+    parent: int | None,
+    images: Sequence[ImageAttachment] = (),
+    documents: Sequence[DocumentUse] = (),
 ) -> dict[str, Any]:
     stats = message.stats
     item: dict[str, Any] = {
@@ -105,6 +110,8 @@ def _message_json(
         item["image_b64"] = base64.b64encode(message.image).decode("ascii")
     if images:
         item["attachments"] = attachments_json(images)
+    if documents:
+        item["documents"] = [d.path for d in documents]
     return item
 
 
@@ -114,6 +121,7 @@ def to_json(
     active_leaf: int | None = None,
     tools: ConversationTools | None = None,
     images: Mapping[int, Sequence[ImageAttachment]] | None = None,
+    documents: Mapping[int, Sequence[DocumentUse]] | None = None,
 ) -> str:
     """Serialize a conversation losslessly (see the module docstring); returns valid UTF-8 text.
 
@@ -124,9 +132,11 @@ def to_json(
         active_leaf: Id of the last message of the branch on screen, or ``None``.
         tools: Its Tools section (``None``: no tools).
         images: Each user message's attached images by message id (embedded).
+        documents: Each user message's documents by message id (their paths, not their text).
     """
     index = {m.id: i for i, m in enumerate(messages)}
     images = images or {}
+    documents = documents or {}
     document = {
         "format": FORMAT,
         "version": VERSION,
@@ -138,7 +148,10 @@ def to_json(
             "active": index.get(active_leaf) if active_leaf is not None else None,
             "tools": tools_json(tools or ConversationTools()),
         },
-        "messages": [_message_json(m, index.get(m.parent_id), images.get(m.id, ())) for m in messages],
+        "messages": [
+            _message_json(m, index.get(m.parent_id), images.get(m.id, ()), documents.get(m.id, ()))
+            for m in messages
+        ],
     }
     text = json.dumps(document, ensure_ascii=False, indent=1, allow_nan=False)
     # Raw surrogates can only sit inside JSON strings: escaping them keeps the JSON valid.
@@ -332,6 +345,7 @@ def _parse_message(index: int, item: Any, now: float) -> dict[str, Any]:
         "settings": settings,
         "stats": stats,
         "attachments": parse_attachments(where, item.get("attachments")),
+        "documents": parse_documents(item.get("documents")) if role == "user" else (),
         "reasoning": reasoning,
     }
 

@@ -24,6 +24,7 @@ MARKDOWN_LABELS = {
     "observation": "Observation",
     "tool_call": "Tool call",
     "image": "Image",
+    "documents": "Documents",
     "thinking": "Thinking",
     **TOOLS_LABELS,
 }
@@ -35,6 +36,7 @@ def to_markdown(
     labels: Mapping[str, str] | None = None,
     tools: ConversationTools | None = None,
     images: Mapping[int, Sequence[str]] | None = None,
+    documents: Mapping[int, Sequence[str]] | None = None,
 ) -> str:
     """Render a conversation as Markdown (valid UTF-8: NULs and lone surrogates become U+FFFD).
 
@@ -46,9 +48,12 @@ def to_markdown(
         tools: Its Tools section, shown under the header when it offers tools.
         images: Per user message id, the relative paths of its image files (written
             beside the Markdown file by the caller), shown as images under its text.
+        documents: Per user message id, the names of the documents it was given, listed
+            under its text (their text is not copied).
     """
     words = {**MARKDOWN_LABELS, **(labels or {})}
     images = images or {}
+    documents = documents or {}
     when = datetime.fromtimestamp(conversation.created).astimezone().strftime("%Y-%m-%d %H:%M")
     lines = [f"# {storable_text(conversation.title) or words['untitled']}", ""]
     lines += [f"_{when}" + (f" · {conversation.model}_" if conversation.model else "_"), ""]
@@ -62,6 +67,9 @@ def to_markdown(
         elif message.finish_reason in ("cancelled", "error"):
             heading += f" {words[message.finish_reason]}"
         pictures = [f"![{words['image']}]({path})" for path in images.get(message.id, ())]
+        if documents.get(message.id):
+            names = ", ".join(storable_text(n) for n in documents[message.id])
+            pictures.append(f"_{words['documents']}: {names}_")
         lines += [heading, ""] + _markdown_body(message, words) + ([""] + pictures if pictures else []) + [""]
     return "\n".join(lines)
 

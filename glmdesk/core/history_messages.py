@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
+from glmdesk.core.history_documents import DocumentUse
 from glmdesk.core.history_errors import storage_errors
 from glmdesk.core.history_rows import (
     MSG_COLS,
@@ -65,7 +66,7 @@ class MessageStore:
         finish_reason: str | None = None,
         stats: GenerationStats | None = None,
         parent_id: Any = ACTIVE,
-        attachments: Sequence[ImageAttachment] = (),
+        attachments: Sequence[ImageAttachment | DocumentUse] = (),
         reasoning: str = "",
     ) -> int:
         """Append a finished message and commit it; return its id. It becomes the active leaf.
@@ -88,7 +89,8 @@ class MessageStore:
                 screen), another message of the conversation (an edit makes a sibling of
                 the edited message), or ``None`` (a new first message).
             attachments: For a user message, its images (each file stored once by its
-                content hash, see :mod:`glmdesk.core.history_images`).
+                content hash, see :mod:`glmdesk.core.history_images`) and the documents it
+                was given (:class:`~glmdesk.core.history_documents.DocumentUse`, by path).
             reasoning: For an assistant message, what the model wrote while thinking.
 
         Raises:
@@ -121,7 +123,7 @@ class MessageStore:
         role: str,
         text: str,
         reasoning: str,
-        attachments: Sequence[ImageAttachment],
+        attachments: Sequence[ImageAttachment | DocumentUse],
     ) -> None:
         """In :meth:`add_message`'s transaction: an answer's reasoning, a message's images,
         and a first question as the untitled conversation's title."""
@@ -129,8 +131,12 @@ class MessageStore:
             self._conn.execute(
                 "UPDATE messages SET reasoning = ? WHERE id = ?", (reasoning_param(reasoning), mid)
             )
-        if attachments:
-            self._store_images(mid, attachments)
+        images = [a for a in attachments if not isinstance(a, DocumentUse)]
+        documents = [a for a in attachments if isinstance(a, DocumentUse)]
+        if images:
+            self._store_images(mid, images)
+        if documents and role == "user":
+            self._store_documents(mid, documents)
         if role == "user":
             self._conn.execute(
                 "UPDATE conversations SET title = ? WHERE id = ? AND title = ''",
@@ -260,7 +266,13 @@ class MessageStore:
                 if out and out[-1].role == "observation" and m.image:
                     out[-1] = dataclasses.replace(out[-1], images=out[-1].images + (m.image,))
             elif m.kind == "text" and m.role == "user":
-                out.append(dataclasses.replace(m.to_chat_message(), attachments=self.attached(m.id)))
+                out.append(
+                    dataclasses.replace(
+                        m.to_chat_message(),
+                        attachments=self.attached(m.id),
+                        documents=self.documents_used(m.id),
+                    )
+                )
             elif not (m.kind == "text" and m.role == "assistant" and m.text == ""):
                 out.append(m.to_chat_message())
         return out

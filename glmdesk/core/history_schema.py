@@ -153,6 +153,14 @@ def _v7_reasoning(conn: sqlite3.Connection) -> None:
             conn.execute(f"ALTER TABLE messages ADD COLUMN {name} {kind}")
 
 
+def _v8_message_documents(conn: sqlite3.Connection) -> None:
+    # Which documents a user message was given (a JSON array of paths; never their
+    # text): glmdesk.core.history_documents. Added only when missing.
+    from glmdesk.core.history_documents import add_column
+
+    add_column(conn)
+
+
 #: ``MIGRATIONS[i]`` upgrades a database from schema version ``i`` to ``i + 1``.
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _v1_tables,
@@ -162,6 +170,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _v5_conversation_tools,
     _v6_message_images,
     _v7_reasoning,
+    _v8_message_documents,
 ]
 
 #: The schema version this code writes.

@@ -273,13 +273,14 @@ class Branches:
             KeyError: for an unknown conversation.
         """
         messages = self.tree(conversation_id)
-        images = {m.id: self.attached(m.id) for m in messages if m.role == "user" and m.kind == "text"}
+        users = [m for m in messages if m.role == "user" and m.kind == "text"]
         return to_json(
             self.get_conversation(conversation_id),
             messages,
             self.active_leaf(conversation_id),
             self.conversation_tools(conversation_id),
-            images,
+            {m.id: self.attached(m.id) for m in users},
+            {m.id: self.documents_used(m.id) for m in users},
         )
 
     @storage_errors
@@ -325,6 +326,8 @@ class Branches:
                 ids.append(int(cur.lastrowid))
                 if item["attachments"]:
                     self._store_images(ids[-1], item["attachments"])
+                if item["documents"]:
+                    self._store_documents(ids[-1], item["documents"])
             active = header["active"]
             self._set_active(cid, ids[active] if active is not None else (ids[-1] if ids else None))
         note = header["tools_note"]

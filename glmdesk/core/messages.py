@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from glmdesk.core.history_documents import DocumentUse
 from glmdesk.core.images import ImageAttachment
 from glmdesk.core.parts import MessagePart, ReasoningPart, TextPart, ToolCallPart, ToolResponsePart
 from glmdesk.core.tools import INTERPRETER, ToolCall, ToolSet
@@ -32,6 +33,8 @@ class ChatMessage:
             interpreter's plots), shown in the window; prompts use ``content`` only.
         attachments: For a user message: the images attached to it, in order (a vision
             model sees them before the text, as its chat template places them).
+        documents: For a user message: the documents it was given (by path; their text
+            went to the model with this turn only, see :mod:`glmdesk.documents`).
         reasoning: For an assistant message: what the model wrote while thinking
             (GLM-Z1's ``<think>`` block, markers left out), kept apart from ``content``;
             prompt formats read ``content`` only, so a later prompt leaves it out, as
@@ -49,6 +52,7 @@ class ChatMessage:
     images: tuple[bytes, ...] = ()
     attachments: tuple[ImageAttachment, ...] = ()
     reasoning: str = ""
+    documents: tuple[DocumentUse, ...] = ()
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
@@ -63,6 +67,8 @@ class ChatMessage:
             raise ValueError("only a user message carries attached images")
         if self.reasoning and self.role != "assistant":
             raise ValueError("only an assistant message carries reasoning")
+        if self.documents and self.role != "user":
+            raise ValueError("only a user message is given documents")
 
 
 def message_parts(message: ChatMessage) -> tuple[MessagePart, ...]:

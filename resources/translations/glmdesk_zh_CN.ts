@@ -170,6 +170,176 @@ Updated {when} · {model}</source>
     </message>
 </context>
 <context>
+    <name>DocumentSending</name>
+    <message>
+        <source>The message could not be sent now; it is still in the input box.</source>
+        <translation>消息现在无法发送，它仍在输入框中。</translation>
+    </message>
+    <message>
+        <source>The documents could not be used ({detail}); a question goes without them.</source>
+        <translation>无法使用文档（{detail}）；问题将不带文档发送。</translation>
+    </message>
+</context>
+<context>
+    <name>DocumentWords</name>
+    <message>
+        <source>{name} does not exist (or cannot be seen by glmdesk).</source>
+        <translation>{name} 不存在（或 glmdesk 无法访问）。</translation>
+    </message>
+    <message>
+        <source>{name} disappeared while it was being read; what was indexed before is kept.</source>
+        <translation>{name} 在读取时消失了；之前已索引的内容都保留。</translation>
+    </message>
+    <message>
+        <source>{name} cannot be opened: {detail}.</source>
+        <translation>无法打开 {name}：{detail}。</translation>
+    </message>
+    <message>
+        <source>{name} is {detail}; glmdesk reads documents up to 256 MB.</source>
+        <translation>{name} 大小为 {detail}；glmdesk 只读取 256 MB 以内的文档。</translation>
+    </message>
+    <message>
+        <source>{name} is empty: there is no text in it.</source>
+        <translation>{name} 是空的：里面没有文字。</translation>
+    </message>
+    <message>
+        <source>{name} is not a document glmdesk can read (text, Markdown, code, PDF, DOCX or HTML): it holds binary data.</source>
+        <translation>{name} 不是 glmdesk 能读取的文档（文本、Markdown、代码、PDF、DOCX 或 HTML）：它包含二进制数据。</translation>
+    </message>
+    <message>
+        <source>{name} is protected by a password: save a copy without one and add that.</source>
+        <translation>{name} 受密码保护：请另存一份不带密码的副本再添加。</translation>
+    </message>
+    <message>
+        <source>{name} is damaged and cannot be read ({detail}).</source>
+        <translation>{name} 已损坏，无法读取（{detail}）。</translation>
+    </message>
+    <message>
+        <source>{name} has only scanned pages (images, no text): they need text recognition before they can be searched.</source>
+        <translation>{name} 只有扫描页（图像，没有文字）：需要先做文字识别才能检索。</translation>
+    </message>
+    <message>
+        <source>The disk is full: {name} was not indexed. What was indexed before is kept.</source>
+        <translation>磁盘已满：{name} 未被索引。之前已索引的内容都保留。</translation>
+    </message>
+    <message>
+        <source>Indexing stopped before {name}; what was indexed before is kept.</source>
+        <translation>索引在 {name} 之前停止；之前已索引的内容都保留。</translation>
+    </message>
+    <message>
+        <source>{done} of {total} files, {pages} pages</source>
+        <translation>{done}/{total} 个文件，{pages} 页</translation>
+    </message>
+    <message>
+        <source>, about {seconds} s left</source>
+        <translation>，约剩 {seconds} 秒</translation>
+    </message>
+    <message>
+        <source>{name}, whole</source>
+        <translation>{name}，整篇</translation>
+    </message>
+    <message>
+        <source>{name}, page {page}, line {line}</source>
+        <translation>{name}，第 {page} 页，第 {line} 行</translation>
+    </message>
+    <message>
+        <source>{name}, line {line}</source>
+        <translation>{name}，第 {line} 行</translation>
+    </message>
+    <message>
+        <source>No passage matched the question&apos;s words; the documents&apos; first passages were given.</source>
+        <translation>没有段落与问题的词语匹配；已给出文档开头的段落。</translation>
+    </message>
+    <message>
+        <source>No passage fits the room left ({tokens} tokens): raise the budget or shorten the conversation.</source>
+        <translation>剩余空间（{tokens} 个 token）放不下任何段落：请提高预算或缩短对话。</translation>
+    </message>
+    <message>
+        <source>{name}: pages {pages} are scanned images with no text; they are not searched.</source>
+        <translation>{name}：第 {pages} 页是没有文字的扫描图像，不会被检索。</translation>
+    </message>
+</context>
+<context>
+    <name>DocumentsPanel</name>
+    <message>
+        <source>Documents…</source>
+        <extracomment>The file dialog&apos;s filter (the suffixes :mod:`glmdesk.documents.indexing` reads).</extracomment>
+        <translation>文档…</translation>
+    </message>
+    <message>
+        <source>Attach documents (text, Markdown, code, PDF, DOCX, HTML), or paste or drop them</source>
+        <translation>附加文档（文本、Markdown、代码、PDF、DOCX、HTML），也可以粘贴或拖放</translation>
+    </message>
+    <message>
+        <source>Library</source>
+        <translation>文档库</translation>
+    </message>
+    <message>
+        <source>Passages up to </source>
+        <translation>段落最多 </translation>
+    </message>
+    <message>
+        <source> tokens</source>
+        <translation> 个 token</translation>
+    </message>
+    <message>
+        <source>Documents that fit the context go in whole; otherwise the passages that best match the question, up to this many tokens. Search is by keywords (BM25): no local embedding model is installed.</source>
+        <translation>放得进上下文的文档会整篇给模型；否则给出与问题最相关的段落，最多这么多 token。检索按关键词（BM25）进行：本机没有安装嵌入模型。</translation>
+    </message>
+    <message>
+        <source>Cancel</source>
+        <translation>取消</translation>
+    </message>
+    <message>
+        <source>Attach documents</source>
+        <translation>附加文档</translation>
+    </message>
+    <message>
+        <source>Documents ({patterns});;All files (*)</source>
+        <translation>文档 ({patterns});;所有文件 (*)</translation>
+    </message>
+    <message>
+        <source>Add a folder to the library</source>
+        <translation>把文件夹加入文档库</translation>
+    </message>
+    <message>
+        <source>, {n} pages</source>
+        <translation>，{n} 页</translation>
+    </message>
+    <message>
+        <source>{path}
+Click to take it off this chat.</source>
+        <translation>{path}
+点击从本对话中移除。</translation>
+    </message>
+    <message>
+        <source>{name}/ ×</source>
+        <translation>{name}/ ×</translation>
+    </message>
+    <message>
+        <source>{path}
+Click to turn this library folder off for this chat.</source>
+        <translation>{path}
+点击在本对话中关闭此文档库文件夹。</translation>
+    </message>
+    <message>
+        <source>Add folder…</source>
+        <translation>添加文件夹…</translation>
+    </message>
+    <message>
+        <source>Index the library again</source>
+        <translation>重新索引文档库</translation>
+    </message>
+    <message>
+        <source>Remove from the library</source>
+        <translation>从文档库移除</translation>
+    </message>
+    <message>
+        <source>Indexing was cancelled; what was indexed before is kept.</source>
+        <translation>索引已取消；之前已索引的内容都保留。</translation>
+    </message>
+</context>
+<context>
     <name>DownloadList</name>
     <message>
         <source>Not enough disk space: {need} more is needed and {folder} has {free} free. Free some space or choose another models folder.</source>
@@ -959,6 +1129,10 @@ Updated {when} · {model}</source>
         <translation>思考过程</translation>
     </message>
     <message>
+        <source>Documents</source>
+        <translation>文档</translation>
+    </message>
+    <message>
         <source>conversation</source>
         <translation>对话</translation>
     </message>
@@ -1689,6 +1863,13 @@ Updated {when} · {model}</source>
     </message>
 </context>
 <context>
+    <name>PassageDialog</name>
+    <message>
+        <source>Open the file</source>
+        <translation>打开文件</translation>
+    </message>
+</context>
+<context>
     <name>ProductMenus</name>
     <message>
         <source>&amp;Get a model...</source>
@@ -2108,6 +2289,25 @@ Updated {when} · {model}</source>
         <source>Advanced</source>
         <extracomment>Sections open at start, by their position (Sampling and System prompt).</extracomment>
         <translation>高级</translation>
+    </message>
+</context>
+<context>
+    <name>SourcesView</name>
+    <message>
+        <source>whole</source>
+        <translation>整篇</translation>
+    </message>
+    <message>
+        <source>{n} passages</source>
+        <translation>{n} 个段落</translation>
+    </message>
+    <message>
+        <source>, estimated</source>
+        <translation>，估算</translation>
+    </message>
+    <message>
+        <source>Sources ({how}, {tokens} tokens{counted}):</source>
+        <translation>来源（{how}，{tokens} 个 token{counted}）：</translation>
     </message>
 </context>
 <context>

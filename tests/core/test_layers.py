@@ -42,6 +42,11 @@ def test_engine_imports_no_qt():
     assert out.returncode == 0, out.stderr
 
 
+def test_documents_import_neither_torch_nor_qt():
+    out = import_with_blocked(modules("glmdesk.documents"), ["torch", "PySide6", "transformers"])
+    assert out.returncode == 0, out.stderr
+
+
 def test_import_linter_contracts_hold():
     """The contracts in pyproject.toml ([tool.importlinter]): core, engine, ui and the cache
     package keep to their layers, transitively where it matters."""
@@ -55,7 +60,7 @@ def test_import_linter_contracts_hold():
         cwd=root,
     )
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "7 kept, 0 broken" in out.stdout
+    assert "8 kept, 0 broken" in out.stdout
 
 
 def test_server_imports_no_qt():

@@ -33,6 +33,8 @@ from glmdesk.ui.app.window_layout import lay_out
 from glmdesk.ui.app.window_menus import ProductMenus
 from glmdesk.ui.chat.branch_actions import BranchActions
 from glmdesk.ui.common.settings_store import SettingsStore
+from glmdesk.ui.documents.document_library import DocumentLibrary
+from glmdesk.ui.documents.document_sending import DocumentSending
 from glmdesk.ui.history.history_access import HistoryAccess
 from glmdesk.ui.history.history_controller import HistoryController
 from glmdesk.ui.history.history_panel import HistoryPanel
@@ -91,6 +93,8 @@ class MainWindow(QMainWindow):
         # A window destroyed without being closed (dropped by its owner) must still end
         # the thread first: a QThread destroyed while running aborts the process.
         self.destroyed.connect(functools.partial(_shutdown_on_destroy, self.session))
+        self.documents = DocumentLibrary(parent=self)  # its thread indexes and prepares documents
+        self.destroyed.connect(functools.partial(_shutdown_on_destroy, self.documents))
         self._build(probe)
         self.menus = ProductMenus(self)  # the actions and menus (File, Chat, View, Help)
         self._bind(history)
@@ -135,6 +139,10 @@ class MainWindow(QMainWindow):
         self.engine_upgrade = EngineUpgrade(session, self)  # llama.cpp built and used when missing
         self.engine_upgrade.line_changed.connect(self.status.show_engine)
         self.engine_upgrade.line_changed.connect(self.chat_area.welcome.set_engine_line)
+        self.document_sending = DocumentSending(session, self.documents, self.chat_view, self)
+        self.document_sending.documents_failed.connect(self.notice.show_error)
+        self.document_sending.send_failed.connect(self.notice.show_error)
+        self.document_sending.notes_shown.connect(self.notice.show_info)
         self.tools = ToolController(session, self.chat_view, self.sidebar.tools_panel, self.notice, self)
         self.history_controller = None
         if history is not None:
@@ -201,6 +209,7 @@ class MainWindow(QMainWindow):
         self.input_box.message_submitted.connect(self.send_message)
         self.input_box.stop_requested.connect(self.stop_answer)
         self.input_box.image_refused.connect(self.notice.show_error)
+        self.input_box.documents_dropped.connect(self.documents.attach)
         self.sidebar.system_prompt_changed.connect(self._on_system_prompt_changed)
         self.sidebar.cache_settings_changed.connect(self._on_cache_settings_changed)
         self.status.load_indicator.cancel_requested.connect(self.loader.cancel_load)
@@ -276,7 +285,7 @@ class MainWindow(QMainWindow):
             self.notice.show_info(self.tr("Wait until the model has loaded, then send your message again."))
             return False
         attachments = self.input_box.attachments()
-        return self.session.send(
+        return self.document_sending.send(
             text, self.sidebar.system_prompt(), self.sidebar.cache_settings(), attachments
         )
 
@@ -374,4 +383,5 @@ class MainWindow(QMainWindow):
         self.gauge.stop()
         self.serve.stop()
         self.engine_upgrade.shutdown()
+        self.documents.shutdown()
         self.session.shutdown()

@@ -16,15 +16,16 @@ from glmdesk.ui.app.status_bar import StatusBar
 from glmdesk.ui.chat.chat_area import ChatArea
 from glmdesk.ui.chat.chat_view import ChatView
 from glmdesk.ui.chat.input_box import InputBox
+from glmdesk.ui.documents.documents_panel import DocumentsPanel
 from glmdesk.ui.sidebar.memory_gauge import MemoryGauge
 from glmdesk.ui.sidebar.sidebar import Sidebar
 
 
 def lay_out(window, probe: MemoryProbe | None) -> None:
     """Create the window's widgets as its attributes (``history_pane``, ``chat_view``,
-    ``notice``, ``input_box``, ``chat_area``, ``sidebar``, ``gauge``, ``splitter``,
-    ``status``) and lay them out in ``window`` (a :class:`~glmdesk.ui.app.main_window.MainWindow`
-    whose ``params_box`` holds the sampling settings the sidebar starts from and whose
+    ``notice``, ``input_box``, ``chat_area``, ``documents_panel``,
+    ``sidebar``, ``gauge``, ``splitter``, ``status``) and lay them out in ``window`` (a :class:`~glmdesk.ui.app.main_window.MainWindow`
+    whose ``documents`` is its document library, whose ``params_box`` holds the sampling settings the sidebar starts from and whose
     ``session`` the chat area follows)."""
     window.history_pane = QWidget()  # the history panel goes here (set_history_panel)
     window.history_pane.setObjectName("history_pane")
@@ -39,8 +40,10 @@ def lay_out(window, probe: MemoryProbe | None) -> None:
     column.setContentsMargins(0, 0, 0, 0)
     column.setSpacing(0)
     window.chat_area = ChatArea(window.chat_view, window.session)  # the welcome while the chat is empty
+    window.documents_panel = DocumentsPanel(window.documents)  # attach, library, budget, indexing
     column.addWidget(window.chat_area, 1)
     column.addWidget(window.notice)
+    column.addWidget(window.documents_panel)
     column.addWidget(window.input_box)
 
     window.sidebar = Sidebar(window.params_box.get())

@@ -50,11 +50,13 @@ class PromptEdit(QPlainTextEdit):
         images_dropped(object): Images were pasted or dropped: a list of
             :class:`~glmdesk.core.images.ImageAttachment`, or of ``GlmdeskError`` for
             files that are not images (the box words them).
+        documents_dropped(object): Other files or folders were pasted or dropped: their paths.
     """
 
     submit_requested = Signal()
     stop_requested = Signal()
     images_dropped = Signal(object)
+    documents_dropped = Signal(object)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -112,12 +114,21 @@ class PromptEdit(QPlainTextEdit):
         self.setTextCursor(cursor)
 
     def canInsertFromMimeData(self, source: QMimeData) -> bool:  # noqa: N802 (Qt override)
-        return source.hasImage() or bool(_image_files(source)) or super().canInsertFromMimeData(source)
+        return (
+            source.hasImage()
+            or bool(_image_files(source) or _document_files(source))
+            or super().canInsertFromMimeData(source)
+        )
 
     def insertFromMimeData(self, source: QMimeData) -> None:  # noqa: N802 (Qt override)
         """Paste or drop: image files and pasted pictures become attachments; long lines
-        go through :meth:`insert_verbatim`."""
+        go through :meth:`insert_verbatim`; other files (and folders) go to the documents."""
+        documents = _document_files(source)
+        if documents:
+            self.documents_dropped.emit(documents)
         files = _image_files(source)
+        if documents and not files:
+            return
         if files or (source.hasImage() and not source.hasText()):
             self.images_dropped.emit(_read_images(files) if files else [_pasted_image(source)])
             return
@@ -166,6 +177,14 @@ def _image_files(source: QMimeData) -> list[str]:
     return [p for p in paths if p.lower().endswith(IMAGE_SUFFIXES)]
 
 
+def _document_files(source: QMimeData) -> list[str]:
+    """Local files that are not images, and folders, among dropped or pasted URLs (documents)."""
+    if not source.hasUrls():
+        return []
+    paths = [url.toLocalFile() for url in source.urls() if url.isLocalFile()]
+    return [p for p in paths if p and not p.lower().endswith(IMAGE_SUFFIXES)]
+
+
 def _read_images(paths: list[str]) -> list:
     """Each file as an attachment, or the error saying why it is not one."""
     out: list = []
@@ -200,11 +219,14 @@ class InputBox(QWidget):
         stop_requested(): The user pressed Stop or Esc.
         image_refused(str): A pasted, dropped or chosen file was not attached: the
             sentence saying why.
+        documents_dropped(object): Files that are not images, or folders, were pasted or
+            dropped: their paths (the window attaches them as documents).
     """
 
     message_submitted = Signal(str)
     stop_requested = Signal()
     image_refused = Signal(str)
+    documents_dropped = Signal(object)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -239,6 +261,7 @@ class InputBox(QWidget):
         layout.addLayout(row)
         self.attach_button.clicked.connect(self.choose_images)
         self.editor.images_dropped.connect(self.add_images)
+        self.editor.documents_dropped.connect(self.documents_dropped)
         self.editor.submit_requested.connect(self.submit)
         self.editor.stop_requested.connect(self.stop_requested)
         self.send_button.clicked.connect(self._on_button)

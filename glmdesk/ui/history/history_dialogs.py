@@ -25,6 +25,7 @@ def markdown_labels() -> dict[str, str]:
         "cancelled": QCoreApplication.translate("HistoryPanel", "(stopped)"),
         "error": QCoreApplication.translate("HistoryPanel", "(failed)"),
         "thinking": QCoreApplication.translate("HistoryPanel", "Thinking"),
+        "documents": QCoreApplication.translate("HistoryPanel", "Documents"),
         **tools_markdown_labels(),
     }
 

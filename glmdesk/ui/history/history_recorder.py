@@ -124,8 +124,8 @@ class RoundRecorder(QObject):
 
     @Slot(int, object, object)
     def _on_message_added(self, _index: int, message: ChatMessage, record) -> None:
-        if message.role == "user":  # the question (with its images) and its empty answer, one transaction
-            self._begin_answer(message.content, message.attachments)
+        if message.role == "user":  # the question (with its images, documents' names) and its empty answer
+            self._begin_answer(message.content, message.attachments + message.documents)
             return
         conv = self.conversation
         if message.role == "observation":  # a tool's result, before the answer continues

@@ -122,6 +122,7 @@ class ChatSession(ToolFlow, QObject):
         self._held: tuple = ()  # the request's arguments while it is held
         self._run_ids: dict[str, int | None] = {}  # the history's ids of the answer (for the marker)
         self._marker = None  # this process's "engine was generating" marker (core/run_marker.py)
+        self._model_text: tuple[int, str, str] | None = None  # (index, question, what the model reads)
 
         self.worker = Worker(params, factory, options)
         self.thread = start_thread(self.worker)
@@ -148,9 +149,24 @@ class ChatSession(ToolFlow, QObject):
         return self.loader.is_ready()
 
     # Answers ------------------------------------------------------------------------
-    def send(self, text: str, system_prompt: str, cache: CacheSettings, attachments: tuple = ()) -> bool:
+    def send(
+        self,
+        text: str,
+        system_prompt: str,
+        cache: CacheSettings,
+        attachments: tuple = (),
+        model_text: str | None = None,
+        documents: tuple = (),
+    ) -> bool:
         """Send ``text`` (with the images in ``attachments``, for a vision model) as the
         user's next message; False when it cannot go now.
+
+        ``model_text``: what the model reads for this message instead of ``text`` (the
+        question with its documents, :func:`glmdesk.documents.documents_for_turn`); the
+        conversation and history keep ``text``. It stays this message's text for the model
+        while the message is the conversation's latest question (regenerate, tool rounds).
+        ``documents``: the :class:`~glmdesk.core.history_documents.DocumentUse` values it
+        was given (history keeps their names, not their text).
 
         Refused while an answer is written, for blank text, and while no model is
         ready (the caller tells the user to wait).
@@ -159,8 +175,9 @@ class ChatSession(ToolFlow, QObject):
             return False
         self.pending_call = None  # a call left waiting is answered by the new message
         self._queued_calls = []
-        message = ChatMessage("user", text, attachments=tuple(attachments))
+        message = ChatMessage("user", text, attachments=tuple(attachments), documents=tuple(documents))
         index = self.state.add(message)
+        self._model_text = (index, text, model_text) if model_text is not None else None
         self.message_added.emit(index, message, None)
         self._start_answer(system_prompt, cache)
         return True
@@ -203,6 +220,15 @@ class ChatSession(ToolFlow, QObject):
         self._parts, self._last_chunk = PartsSoFar(), None
         self._last_request = (system_prompt, cache)
         messages, self._offset = self.state.request(system_prompt, self.offered_tools())
+        if self._model_text is not None:  # the question as the model reads it (with its documents)
+            index, text, model_text = self._model_text
+            at = index + self._offset
+            if at < len(messages) and messages[at].role == "user" and messages[at].content == text:
+                messages = (
+                    *messages[:at],
+                    dataclasses.replace(messages[at], content=model_text),
+                    *messages[at + 1 :],
+                )
         self._holds, self._run_ids = 0, {}
         self._held = (self._current, self.loader.backend, messages, cache, self._stop, self.conversation_key)
         self.answer_started.emit(self._current)

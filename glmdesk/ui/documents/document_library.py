@@ -1,0 +1,252 @@
+"""The window's documents, non-visual: the files attached to this chat, the library's
+folders (shared by every chat; which are on is per chat), the passage budget, indexing
+runs on the documents' worker thread (progress, cancel, re-indexing when a folder's
+files change) and the preparation of a question's documents before it is sent."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from PySide6.QtCore import QFileSystemWatcher, QMetaObject, QObject, Qt, QThread, QTimer, Signal, Slot
+
+from glmdesk.documents.turn import DEFAULT_RETRIEVAL_TOKENS
+from glmdesk.ui.documents.document_worker import DocumentWorker
+
+_QUEUED = Qt.ConnectionType.QueuedConnection
+
+
+class DocumentLibrary(QObject):
+    """What the chat's documents are and where indexing stands.
+
+    Args:
+        database: The index file (default: ``documents.sqlite3`` in the data folder).
+
+    Signals:
+        changed(): the attached files, folders, their on/off or the rows changed.
+        progress_changed(object): an :class:`~glmdesk.documents.indexing.IndexProgress`.
+        indexing_finished(object): an :class:`~glmdesk.documents.indexing.IndexReport`
+            (its ``problems`` each have a sentence).
+        turn_prepared(object): a :class:`~glmdesk.documents.DocumentTurn` for the
+            question given to :meth:`prepare`, or ``None`` when it failed (after
+            :attr:`failed`): the question then goes alone.
+        failed(str): the index or the tokenizer failed (what it said).
+    """
+
+    changed = Signal()
+    progress_changed = Signal(object)
+    indexing_finished = Signal(object)
+    turn_prepared = Signal(object)
+    failed = Signal(str)
+
+    _index_requested = Signal(int, object, object, object)
+    _turn_requested = Signal(int, object, object, object, int, int, int)
+    _folder_removed = Signal(str)
+
+    def __init__(self, database=None, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.worker = DocumentWorker(database)
+        self.thread = QThread()
+        self.thread.setObjectName("glmdesk-documents")
+        self.worker.moveToThread(self.thread)
+        self.thread.start()
+        self._index_requested.connect(self.worker.run_indexing, _QUEUED)
+        self._turn_requested.connect(self.worker.prepare_turn, _QUEUED)
+        self._folder_removed.connect(self.worker.remove_folder, _QUEUED)
+        self.worker.progress_changed.connect(self._on_progress, _QUEUED)
+        self.worker.indexing_finished.connect(self._on_indexed, _QUEUED)
+        self.worker.turn_prepared.connect(self._on_turn, _QUEUED)
+        self.worker.indexing_failed.connect(self._on_indexing_failed, _QUEUED)
+        self.worker.turn_failed.connect(self._on_turn_failed, _QUEUED)
+        self.attached: list[str] = []  # this chat's files, resolved
+        self.folders: dict[str, bool] = {}  # the library's folders: on for this chat?
+        self.rows: dict[str, object] = {}  # path -> DocumentRow of the last runs
+        self.budget = DEFAULT_RETRIEVAL_TOKENS
+        self._chats: dict[object, tuple[list[str], list[str]]] = {}  # chat key -> (attached, folders on)
+        self._run = self._request = 0
+        self._cancel: threading.Event | None = None
+        self._pending: list[tuple[list[str], list[str]]] = []
+        self._closed = False
+        self.watcher = QFileSystemWatcher(self)
+        self._rescan = QTimer(self, singleShot=True, interval=1000)
+        self._rescan.timeout.connect(self.refresh_folders)
+        self.watcher.directoryChanged.connect(self._rescan.start)
+        self.watcher.fileChanged.connect(self._rescan.start)
+        from glmdesk.documents.store import DocumentIndex
+
+        try:  # the library's folders as stored (read once here; SQLite's own connection)
+            stored = DocumentIndex(database)
+            self.folders = dict.fromkeys(stored.folders(), False)
+            stored.close()
+        except Exception:  # noqa: BLE001 - an unreadable index: the library starts empty and says so when used
+            self.folders = {}
+        if self.folders:
+            self._watch()
+            self._start([], list(self.folders))
+
+    # What is on ------------------------------------------------------------------------
+    def is_indexing(self) -> bool:
+        """True while an indexing run goes on."""
+        return self._cancel is not None
+
+    def active_paths(self) -> list[str]:
+        """The documents on for this chat: attached files and the files of folders that
+        are on, each with indexed text."""
+        paths = list(self.attached)
+        on = [f for f, enabled in self.folders.items() if enabled]
+        paths += [p for p, row in self.rows.items() if getattr(row, "folder", None) in on]
+        return [p for p in dict.fromkeys(paths) if p in self.rows and self.rows[p].chunks]
+
+    def has_documents(self) -> bool:
+        """True when some document is on for this chat (attached or a folder on)."""
+        return bool(self.attached) or any(self.folders.values())
+
+    # Changes ---------------------------------------------------------------------------
+    def attach(self, paths: list[str]) -> None:
+        """Attach files to this chat (a folder is added to the library and turned on) and index them."""
+        files, folders = [], []
+        for path in paths:
+            resolved = str(Path(path).expanduser().resolve())
+            if Path(resolved).is_dir():
+                folders.append(resolved)
+                self.folders[resolved] = True
+            elif resolved not in self.attached:
+                self.attached.append(resolved)
+                files.append(resolved)
+        if folders:
+            self._watch()
+        self.changed.emit()
+        if files or folders:
+            self._start(files, folders)
+
+    def detach(self, path: str) -> None:
+        """Take a file off this chat (it stays indexed)."""
+        if path in self.attached:
+            self.attached.remove(path)
+            self.changed.emit()
+
+    def add_folder(self, folder: str) -> None:
+        """Add a folder to the library (on for this chat) and index it."""
+        self.attach([folder])
+
+    def remove_folder(self, folder: str) -> None:
+        """Take a folder out of the library (its files stay on disk)."""
+        self.folders.pop(folder, None)
+        self.rows = {p: r for p, r in self.rows.items() if getattr(r, "folder", None) != folder}
+        self._folder_removed.emit(folder)  # its rows go on the worker's thread (a large folder takes a while)
+        if folder in self.watcher.directories():
+            self.watcher.removePaths([folder])
+        self.changed.emit()
+
+    def set_folder_on(self, folder: str, on: bool) -> None:
+        """Turn a library folder on or off for this chat."""
+        if folder in self.folders and self.folders[folder] != on:
+            self.folders[folder] = on
+            self.changed.emit()
+
+    def set_budget(self, tokens: int) -> None:
+        """The passage budget, in tokens (when documents do not fit whole)."""
+        self.budget = max(int(tokens), 0)
+
+    def switch_chat(self, old_key: object, new_key: object) -> None:
+        """Keep what is on for the chat ``old_key`` and put back what was on for ``new_key``
+        (nothing for a chat not seen before while the window is open)."""
+        self._chats[old_key] = (list(self.attached), [f for f, on in self.folders.items() if on])
+        attached, on = self._chats.get(new_key, ([], []))
+        self.attached = list(attached)
+        self.folders = {f: f in on for f in self.folders}
+        self.changed.emit()
+
+    @Slot()
+    def refresh_folders(self) -> None:
+        """Index the library's folders again (changed files read again, gone ones dropped)."""
+        if self.folders:
+            self._start([], list(self.folders))
+
+    @Slot()
+    def cancel(self) -> None:
+        """Stop the indexing run between pages (what it stored stays)."""
+        self._pending.clear()
+        if self._cancel is not None:
+            self._cancel.set()
+
+    def _watch(self) -> None:
+        missing = [f for f in self.folders if f not in self.watcher.directories() and Path(f).is_dir()]
+        if missing:
+            self.watcher.addPaths(missing)
+
+    def _start(self, files: list[str], folders: list[str]) -> None:
+        if self._closed:
+            return
+        if self._cancel is not None:  # one run at a time: this one follows
+            self._pending.append((files, folders))
+            return
+        self._run += 1
+        self._cancel = threading.Event()
+        self._index_requested.emit(self._run, files, folders, self._cancel)
+
+    @Slot(int, object)
+    def _on_progress(self, run_id: int, progress) -> None:
+        if run_id == self._run:
+            self.progress_changed.emit(progress)
+
+    @Slot(int, object)
+    def _on_indexed(self, run_id: int, report) -> None:
+        if run_id != self._run:
+            return
+        self._cancel = None
+        for path in report.forgotten:
+            self.rows.pop(path, None)
+        for row in report.rows:
+            self.rows[row.path] = row
+        for problem in report.problems:
+            if problem.path not in self.rows:
+                self.rows.pop(problem.path, None)
+        self.changed.emit()
+        self.indexing_finished.emit(report)
+        if self._pending:
+            files, folders = self._pending.pop(0)
+            self._start(files, folders)
+
+    # A question's documents ---------------------------------------------------------------
+    def prepare(self, messages, backend, context_length: int, max_new_tokens: int) -> int:
+        """Prepare the documents for the last (user) message of ``messages`` on the
+        worker's thread; :attr:`turn_prepared` follows. Returns the request's id."""
+        self._request += 1
+        self._turn_requested.emit(
+            self._request,
+            tuple(messages),
+            [self.rows[p] for p in self.active_paths()],
+            backend,
+            context_length,
+            max_new_tokens,
+            self.budget,
+        )
+        return self._request
+
+    @Slot(int, object)
+    def _on_turn(self, request_id: int, turn) -> None:
+        if request_id == self._request:
+            self.turn_prepared.emit(turn)
+
+    @Slot(int, str)
+    def _on_indexing_failed(self, run_id: int, detail: str) -> None:
+        if run_id == self._run:
+            self._cancel = None
+        self.failed.emit(detail)
+
+    @Slot(int, str)
+    def _on_turn_failed(self, request_id: int, detail: str) -> None:
+        self.failed.emit(detail)
+        if request_id == self._request:
+            self.turn_prepared.emit(None)
+
+    def shutdown(self) -> None:
+        """Cancel indexing, close the index on its thread and end the thread. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self.cancel()
+        QMetaObject.invokeMethod(self.worker, "close", Qt.ConnectionType.BlockingQueuedConnection)
+        self.thread.quit()
+        self.thread.wait()
