@@ -62,7 +62,9 @@ def reference(model, ids: torch.Tensor, sinks: int | None = None, window: int | 
             if window is not None:
                 k = torch.arange(p + 1)
                 mask = ((k < sinks) | (k > p - window)).long()[None]
-            logits = model(input_ids=ids[:, p : p + 1], attention_mask=mask, cache=cache, use_cache=True).logits
+            logits = model(
+                input_ids=ids[:, p : p + 1], attention_mask=mask, cache=cache, use_cache=True
+            ).logits
             if p >= PROMPT - 1:
                 out.append(logits[0, -1])
     return torch.stack(out)
@@ -113,7 +115,10 @@ def test_glm5_answers_on_the_quantized_cache(glm5, ids):
     diff = (got - reference(glm5, ids)).abs()
     assert diff[0].max().item() < TOL
     assert 0 < diff[1:].mean().item() < 0.01
-    assert attention_layers(strategy.cache) == [] and strategy.cache.layers[0].indexer_keys.shape[1] == PROMPT + STEPS - 1
+    assert (
+        attention_layers(strategy.cache) == []
+        and strategy.cache.layers[0].indexer_keys.shape[1] == PROMPT + STEPS - 1
+    )
 
 
 def test_glm5_dynamic_switch_keeps_the_indexer_keys(glm5, ids):

@@ -30,7 +30,9 @@ def _tokenizer(folder: Path, template: str):
     return -(-len(tokenizer) // 64) * 64, ids, stops
 
 
-def write_glm5(folder: Path, name: str = "zai-org/GLM-5", template: str = GLM47_TEMPLATE, index_topk: int = 4) -> Path:
+def write_glm5(
+    folder: Path, name: str = "zai-org/GLM-5", template: str = GLM47_TEMPLATE, index_topk: int = 4
+) -> Path:
     """Write a tiny ``GlmMoeDsaForCausalLM`` folder into ``folder`` (2 layers, indexer top-4)."""
     import torch
     from transformers import GlmMoeDsaConfig, GlmMoeDsaForCausalLM
@@ -72,7 +74,9 @@ def glm5_flash_config(vocab: int, ids: dict, stops: list[int], layers: int = 4):
     return Glm5NextConfig(text_config=text, vision_config=vision, **special)
 
 
-def write_glm5_flash(folder: Path, name: str = "zai-org/GLM-5.3-Flash", template: str = GLM47_TEMPLATE) -> Path:
+def write_glm5_flash(
+    folder: Path, name: str = "zai-org/GLM-5.3-Flash", template: str = GLM47_TEMPLATE
+) -> Path:
     """Write a tiny ``Glm5NextForConditionalGeneration`` folder into ``folder``."""
     import torch
     from transformers import Glm5NextForConditionalGeneration
