@@ -47,7 +47,7 @@ from glmdesk.core.history_errors import open_checked, storage_errors
 from glmdesk.core.history_images import ImageStore
 from glmdesk.core.history_markdown import to_markdown
 from glmdesk.core.history_messages import MessageStore
-from glmdesk.core.history_rows import CONV_COLS, to_conversation
+from glmdesk.core.history_rows import CONV_COLS, inserted_id, to_conversation
 from glmdesk.core.history_schema import DB_NAME, connect
 from glmdesk.core.history_search import search as _search
 from glmdesk.core.history_tools import ToolMessages
@@ -161,7 +161,7 @@ class History(MessageStore, Branches, ToolMessages, ImageStore, DocumentUses):
             "INSERT INTO conversations (title, created, updated, model) VALUES (?, ?, ?, ?)",
             (storable_text(title), now, now, model),
         )
-        return int(cur.lastrowid)
+        return inserted_id(cur)
 
     @storage_errors
     def get_conversation(self, conversation_id: int) -> Conversation:

@@ -25,6 +25,7 @@ from glmdesk.core.history_rows import (
     STATS_ASSIGN,
     auto_title,
     db_role,
+    inserted_id,
     kind_params,
     reasoning_param,
     settings_json,
@@ -53,6 +54,10 @@ class MessageStore:
         def messages(self, conversation_id: int) -> list[StoredMessage]: ...
 
         def _parent_for(self, conversation_id: int, parent_id: Any) -> int | None: ...
+
+        def attached(self, message_id: int) -> tuple[ImageAttachment, ...]: ...
+
+        def _store_images(self, message_id: int, images: Sequence[ImageAttachment]) -> None: ...
 
     @storage_errors
     def add_message(
@@ -308,7 +313,7 @@ class MessageStore:
             )  # fmt: skip
         except sqlite3.IntegrityError as exc:
             raise KeyError(f"no conversation {conversation_id}") from exc
-        mid = int(cur.lastrowid)
+        mid = inserted_id(cur)
         self._conn.execute(
             "UPDATE conversations SET updated = ?, model = coalesce(?, model), active_leaf = ? WHERE id = ?",
             (now, model, mid, conversation_id),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from typing import Any
 
 from glmdesk.core.history_types import (
@@ -182,3 +183,15 @@ def copy_params(item: dict[str, Any]) -> tuple[Any, ...]:
         item["model"], settings_json(item["settings"]), *stats[:6], *extra,
         reasoning_param(item.get("reasoning", "")), *stats[6:],
     )  # fmt: skip
+
+
+def inserted_id(cursor: sqlite3.Cursor) -> int:
+    """The row id an ``INSERT`` just gave (``cursor.lastrowid``, which sqlite3 types as
+    optional: it is ``None`` only for statements that insert nothing).
+
+    Raises:
+        RuntimeError: when the statement inserted no row.
+    """
+    if cursor.lastrowid is None:
+        raise RuntimeError("The history statement inserted no row.")
+    return cursor.lastrowid

@@ -8,7 +8,9 @@ tool's result (an observation), and an image a tool returned (PNG bytes).
 
 from __future__ import annotations
 
-from typing import Any
+import sqlite3
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
 
 from glmdesk.core.history_errors import storage_errors
 from glmdesk.core.history_rows import kind_params
@@ -19,6 +21,29 @@ from glmdesk.core.tools import ConversationTools, ToolCall
 class ToolMessages:
     """The tool-message methods of :class:`~glmdesk.core.history.History` (needs its
     ``transaction``, ``_insert`` and ``_finish_fields``)."""
+
+    _conn: sqlite3.Connection
+
+    if TYPE_CHECKING:  # provided by History and MessageStore (declared only for type
+        # checkers, so that they never shadow the real methods in History's method order)
+
+        def transaction(self) -> AbstractContextManager[None]: ...
+
+        def _insert(
+            self,
+            conversation_id: int,
+            role: str,
+            text: str,
+            state: str,
+            model: str | None,
+            settings: Any,
+            extra: tuple[Any, ...] = ("text", None, None),
+            parent_id: Any = ...,
+        ) -> int: ...
+
+        def _finish_fields(
+            self, message_id: int, finish_reason: str | None, stats: GenerationStats | None
+        ) -> None: ...
 
     @storage_errors
     def add_tool_call(

@@ -19,14 +19,19 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from glmdesk.core.history_errors import storage_errors
 from glmdesk.core.history_io import parse_json, to_json
-from glmdesk.core.history_rows import COPY_COLS, MSG_COLS, copy_params, to_message
+from glmdesk.core.history_rows import COPY_COLS, MSG_COLS, copy_params, inserted_id, to_message
 from glmdesk.core.history_types import Conversation, ImportedConversation, StoredMessage
 from glmdesk.core.text import storable_text
+
+if TYPE_CHECKING:
+    from glmdesk.core.images import ImageAttachment
+    from glmdesk.core.tools import ConversationTools
 
 
 class _Active:
@@ -60,6 +65,15 @@ class Branches:
 
     def get_conversation(self, conversation_id: int) -> Conversation:  # pragma: no cover - overridden
         raise NotImplementedError
+
+    if TYPE_CHECKING:  # provided by ToolMessages and ImageStore, after this class in History's
+        # bases (declared only for type checkers, so that they never hide the real methods)
+
+        def conversation_tools(self, conversation_id: int) -> ConversationTools: ...
+
+        def attached(self, message_id: int) -> tuple[ImageAttachment, ...]: ...
+
+        def _store_images(self, message_id: int, images: Sequence[ImageAttachment]) -> None: ...
 
     # -- reading ----------------------------------------------------------------------
     @storage_errors
@@ -252,12 +266,12 @@ class Branches:
             )
             ids: dict[int, int] = {}
             for old, parent in rows:
-                ids[old] = int(
+                ids[old] = inserted_id(
                     self._conn.execute(
                         f"INSERT INTO messages (conversation_id, parent_id, {COPY_COLS}) "
                         f"SELECT ?, ?, {COPY_COLS} FROM messages WHERE id = ?",
                         (new_id, ids.get(parent), old),
-                    ).lastrowid
+                    )
                 )
             self._set_active(new_id, ids.get(active) if active is not None else None)
         return new_id
@@ -323,7 +337,7 @@ class Branches:
                     f"VALUES (?, ?, {', '.join('?' * len(COPY_COLS.split(', ')))})",
                     (cid, parent, *copy_params(item)),
                 )
-                ids.append(int(cur.lastrowid))
+                ids.append(inserted_id(cur))
                 if item["attachments"]:
                     self._store_images(ids[-1], item["attachments"])
                 if item["documents"]:
@@ -379,4 +393,4 @@ class Branches:
                 model,
             ),
         )
-        return int(cur.lastrowid)
+        return inserted_id(cur)

@@ -10,7 +10,7 @@ import logging as _logging
 for _name in ("torchao", "torch.utils._pytree"):
     _logging.getLogger(_name).setLevel(_logging.ERROR)
 
-# Every engine's options are registered with core when the backends' registry is
-# imported (glmdesk.core.engine_options): import it with the engine, so a caller that
-# only imports the loader (a benchmark, a script) has LoadSettings(precision=...) too.
+# An engine added beside the shipped ones registers its options with core when the
+# backends' registry is imported (glmdesk.core.engine_options): import it with the
+# engine, so a caller that only imports the loader (a benchmark, a script) knows them too.
 from glmdesk.engine import backends as _backends  # noqa: E402, F401

@@ -8,8 +8,9 @@ such package (:func:`discover`), orders the specs by :attr:`BackendSpec.auto_ord
 (the order ``auto`` asks them: the remote backend when a server URL is set, llama.cpp
 for a ``.gguf`` file when llama-cpp-python is installed, else transformers) into
 :data:`BACKENDS`, and registers each one's options dataclass with
-:mod:`glmdesk.core.engine_options`, which makes ``LoadSettings(n_ctx=4096)`` and
-``settings.llamacpp`` mean something. :func:`engine_choice` is the rule for ``auto``,
+:mod:`glmdesk.core.engine_options`: the shipped engines' are ``LoadSettings`` fields
+already (``settings.llamacpp``) and are only checked; an engine added beside them gets
+its group in ``LoadSettings.added`` and its flat keywords. :func:`engine_choice` is the rule for ``auto``,
 the one place it lives: :func:`create_backend`, the CLI and the Open model dialog all
 ask it. Backends never import each other, nor this registry (import-linter's
 independence contract in ``pyproject.toml`` covers every package here).

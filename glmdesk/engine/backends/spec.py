@@ -121,14 +121,14 @@ class BackendSpec:
         options: Its own options, in the order Open model shows them.
         context: The translation context of its options' strings.
         options_type: Its options dataclass (frozen, every field with a default),
-            declared beside the spec and registered by the registry
-            (:func:`glmdesk.core.engine_options.register_engine`): the
-            :class:`LoadSettings` group named as the engine (``settings.llamacpp`` is a
-            :class:`~glmdesk.engine.backends.llamacpp.LlamaCppOptions`); :attr:`options`
-            name its fields by their flat names
-            (:func:`~glmdesk.core.engine_options.flat_options`).
-        renamed: ``{field: flat name}`` for fields of :attr:`options_type` whose flat
-            name differs from the field's (the remote engine's ``url`` is ``remote_url``).
+            registered by the registry (:func:`glmdesk.core.engine_options.register_engine`):
+            for a shipped engine the typed :class:`LoadSettings` group named as the engine
+            (``settings.llamacpp`` is a :class:`~glmdesk.core.engine_options.LlamaCppOptions`),
+            for an added one its group in ``LoadSettings.added``; :attr:`options` name its
+            fields by their flat names (:func:`~glmdesk.core.engine_options.flat_options`).
+        renamed: ``{field: flat name}`` for fields of an added engine's
+            :attr:`options_type` whose flat name differs from the field's (the shipped
+            engines' are in :data:`glmdesk.core.engine_options.BUILT_IN`).
         auto_order: Where ``auto`` asks it (smaller first); the last claims every source.
         adaptive_threads: Whether ``threads=0`` adapts the thread count to load (else
             one thread per physical core).

@@ -162,7 +162,7 @@ def served_tool_dialects(model_id: str) -> tuple[str, ...]:
     """The tool dialects to read a served model's call text with, in order: its family's
     first (``chatglm3`` for ``chatglm3-6b``), then the others; GLM-4's first when the id
     names no family with tools (``glm-4-9b-chat``)."""
-    first = family_for_model_id(model_id).tool_dialect or get_family("glm4").tool_dialect
+    first = family_for_model_id(model_id).tool_dialect or "glm4"
     return (first, *(d for d in tool_dialects() if d != first))
 
 

@@ -12,6 +12,7 @@ glm-4-9b-chat and glm-4-9b-chat-hf repositories.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ _CHATGLM_CLASSES = ("ChatGLMModel", "ChatGLMForConditionalGeneration", "ChatGLMF
 _CHATGLM3_MARKERS = ("<|user|>", "<|observation|>")
 
 
-def is_chatglm_config(config: dict[str, Any]) -> bool:
+def is_chatglm_config(config: Mapping[str, Any]) -> bool:
     """True when the config names THUDM's ChatGLM code (any generation)."""
     if config.get("model_type") == "chatglm":
         return True
@@ -30,13 +31,13 @@ def is_chatglm_config(config: dict[str, Any]) -> bool:
     return any(any(cls in str(n) for cls in _CHATGLM_CLASSES) for n in names)
 
 
-def rope_ratio(config: dict[str, Any]) -> float:
+def rope_ratio(config: Mapping[str, Any]) -> float:
     """The config's ``rope_ratio`` (1.0 when absent or null)."""
     value = config.get("rope_ratio")
     return float(value) if value else 1.0
 
 
-def is_v1_config(config: dict[str, Any]) -> bool:
+def is_v1_config(config: Mapping[str, Any]) -> bool:
     """True for a first-generation ChatGLM-6B config (2D positions, 130528/150528 ids)."""
     if "position_encoding_2d" in config or "inner_hidden_size" in config:
         return True
@@ -71,7 +72,7 @@ def chat_template_text(folder: Path) -> str:
     return template if isinstance(template, str) else ""
 
 
-def looks_chatglm3(folder: Path, config: dict[str, Any]) -> bool:
+def looks_chatglm3(folder: Path, config: Mapping[str, Any]) -> bool:
     """Whether a ChatGLM2/3-layout folder is ChatGLM3: its tokenizer files mention the
     role tokens, else its ``_name_or_path``, else ``rope_ratio >= 50``."""
     # Reading (never running) the tokenizer files is the strongest signal: the
@@ -146,7 +147,7 @@ def has_role_tokens(lookup) -> bool:
     return all(lookup(name) is not None for name in ROLE_TOKENS)
 
 
-def chatglm_generation(config: dict[str, Any], folder: Path) -> str | None:
+def chatglm_generation(config: Mapping[str, Any], folder: Path) -> str | None:
     """Which generation a THUDM-layout folder holds: ``chatglm-v1``, ``glm4``,
     ``chatglm3`` or ``chatglm2``; ``None`` when the config does not name ChatGLM code.
 

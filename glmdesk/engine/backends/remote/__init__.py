@@ -20,7 +20,6 @@ class RemoteSpec(BackendSpec):
     local = False
     auto_order = 10
     options_type = RemoteOptions
-    renamed = {"url": "remote_url", "model": "remote_model", "api_key": "remote_api_key"}
 
     def accepts(self, settings: LoadSettings) -> bool:
         """A server's URL is the source."""
