@@ -163,6 +163,12 @@ class XmlToolFilter(ReplyFilter):
         cut = body.rfind(CALL_CLOSE)
         return body[:cut] if cut >= 0 and not body[cut + len(CALL_CLOSE) :].strip() else body
 
+    def reasoning_apart(self) -> None:
+        """The text holds no reasoning block from here on (a server sends the reasoning
+        apart): what comes is read as answer text."""
+        if self._state in ("start", "think"):
+            self._state = "text"
+
     def __call__(self, delta: str) -> str:
         text, self._held, out = self._held + delta, "", ""
         while text and self._state != "done":

@@ -133,7 +133,15 @@ def test_a_newline_after_the_call_tag_and_python_booleans():
             "it gives the argument 'city' twice",
         ),
     ],
-    ids=["no-arg-value", "no-close-value", "stray-close-key", "no-close-key", "text-between", "json", "twice"],
+    ids=[
+        "no-arg-value",
+        "no-close-value",
+        "stray-close-key",
+        "no-close-key",
+        "text-between",
+        "json",
+        "twice",
+    ],
 )
 def test_a_malformed_call_never_runs_and_is_shown_as_written(text, reason):
     shown, calls, notice, unreadable = _streamed_equals_whole("Checking.\n" + text)
@@ -230,7 +238,10 @@ def test_a_call_written_while_thinking_is_reasoning_and_not_run():
     text = f"<think>I could call {GLM47_CALL} but first think.</think>The answer is 4."
     shown, calls, notice, _ = _streamed_equals_whole(text, THINK)
     assert calls == [] and notice is None
-    assert shown == (ReasoningPart(f"I could call {GLM47_CALL} but first think."), TextPart("The answer is 4."))
+    assert shown == (
+        ReasoningPart(f"I could call {GLM47_CALL} but first think."),
+        TextPart("The answer is 4."),
+    )
     inside = _streamed_equals_whole(text.removeprefix("<think>"), THINK, inside=True)
     assert inside == (shown, [], None, [])
 
