@@ -66,6 +66,9 @@ def quantization_scheme(quantization: str, device: str) -> str | None:
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 DEVICES = ("auto", "cpu", "cuda")
+#: How a chat-template model is prompted (``LoadSettings.chat_format``): read from its
+#: template, or GLM-4.5's XML-call format, GLM-Z1's reasoning format, the template only.
+CHAT_FORMATS = ("auto", "glm45", "think", "plain")
 CACHE_STRATEGIES = ("full", "sliding_window", "dynamic", "quantized")
 #: llama.cpp's full-cache context when its ``n_ctx`` is 0 and the model was trained
 #: longer, in tokens (a 128K context's KV cache would take gigabytes); the memory
@@ -144,6 +147,11 @@ class LoadSettings:
             (:func:`~glmdesk.core.engine_options.engines`).
         options: ``((engine, its options), ...)`` for every registered engine, in
             registration order (read them as ``settings.NAME``).
+        chat_format: How a chat-template model is prompted: ``auto`` (read from its chat
+            template), ``glm45``, ``think`` or ``plain``
+            (:mod:`glmdesk.engine.families.template_format`).
+        chat_template: A Jinja chat template file to prompt the model with instead of its
+            own (its format is then read from this one), or ``None``.
 
     Raises:
         ValueError: for unknown choices, or options their engine refuses when named;
@@ -156,6 +164,8 @@ class LoadSettings:
     threads: int = 0
     engine: str = "auto"
     options: tuple[tuple[str, object], ...] = ()
+    chat_format: str = "auto"
+    chat_template: str | None = None
 
     def __init__(
         self,
@@ -168,6 +178,8 @@ class LoadSettings:
         threads: int = 0,
         engine: str = "auto",
         options: tuple[tuple[str, object], ...] = (),
+        chat_format: str = "auto",
+        chat_template: str | None = None,
         **named,
     ) -> None:
         given = {"quantization": quantization, "precision": precision, "trust_remote_code": trust_remote_code}
@@ -188,7 +200,9 @@ class LoadSettings:
                 raise TypeError(f"{entry.engine} takes {entry.options_type.__name__}, not {base!r}.")
             changes = {flat[k][1]: v for k, v in named.items() if k in flat and flat[k][0] == entry.engine}
             built.append((entry.engine, dataclasses.replace(base, **changes) if changes else base))
-        for name, value in (("model", model), ("device", device), ("threads", threads), ("engine", engine)):
+        given_fields = (("model", model), ("device", device), ("threads", threads), ("engine", engine))
+        given_fields += (("chat_format", chat_format), ("chat_template", chat_template))
+        for name, value in given_fields:
             object.__setattr__(self, name, value)
         object.__setattr__(self, "options", tuple(built))
         self._check()
@@ -220,6 +234,10 @@ class LoadSettings:
             )
         if self.device not in DEVICES:
             raise ValueError(f"Unknown device {self.device!r}; choose one of {DEVICES}.")
+        if self.chat_format not in CHAT_FORMATS:
+            raise ValueError(
+                f"Unknown chat format {self.chat_format!r}; choose one of {', '.join(CHAT_FORMATS)}."
+            )
 
 
 class ParamsBox:
