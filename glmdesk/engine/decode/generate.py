@@ -229,7 +229,11 @@ def stream_answer(
     cache = cache or CacheSettings()
     stop = stop or threading.Event()
     messages = encodable(messages)
-    with model.lock, thinking_for(model.prompt_format, params.get().enable_thinking):  # one answer at a time
+    asked = params.get()
+    with (
+        model.lock,
+        thinking_for(model.prompt_format, asked.enable_thinking, asked.template_kwargs),
+    ):  # one at a time
         yield from _stream(
             model,
             lambda limit, fallback: fit_prompt(model.prompt_format, encodable(messages), limit, fallback),

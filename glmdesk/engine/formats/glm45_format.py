@@ -245,6 +245,7 @@ class Glm45Format(ChatTemplateFormat):
             tokenize=False,
             add_generation_prompt=True,
             enable_thinking=self.thinking,
+            **dict(self.template_kwargs),
         )
 
     def tool_reply_filter(self, tools: ToolSet) -> ReplyFilter:
