@@ -88,6 +88,13 @@ class FormatChoice:
         return FORMAT_TITLES.get(self.chat_format, "the family's own format")
 
 
+def format_sentence(info) -> str:
+    """A loaded model's format and why, in English (the CLI's note): "prompt format:
+    GLM-4.5/4.6/4.7 (reasoning, XML tool calls), as its chat template writes ..."."""
+    title = FORMAT_TITLES.get(info.chat_format, "the family's own format")
+    return f"prompt format: {title}; {info.format_reason}."
+
+
 def is_glm_template(template: str) -> bool:
     """Whether a chat template is GLM's: it writes GLM's ``[gMASK]`` prefix, or its role
     tokens ``<|user|>`` and ``<|assistant|>``."""
@@ -139,7 +146,9 @@ def choose_format(family: str, template: str | None, chosen: str = "auto") -> Fo
     target = FORMAT_FAMILIES[kind]
     if kind == "plain" and template and not is_glm_template(template):
         target = "generic"
-    return FormatChoice(target, kind, f"{reason} (its config names {family})")
+    from glmdesk.engine.families import get_family
+
+    return FormatChoice(target, kind, f"{reason}, though the checkpoint is {get_family(family).title}")
 
 
 def read_template_file(path: str) -> str:
