@@ -290,6 +290,8 @@ def _print_load_notes(backend, info, args) -> None:
     if info.format_reason:
         print(f"note: {format_sentence(info)}", file=sys.stderr)
     for note in info.notes:
+        if note.kind == "chat_format":  # said with its reason just above
+            continue
         print(f"note: {note.message}", file=sys.stderr)
         if note.kind == "engine_fallback":
             print(

@@ -76,7 +76,10 @@ def load_model(
     info = _model_info(ready, settings, model, device, precision, prompt_format, fast, notes, plan)
     if choice is not None:
         info = dataclasses.replace(info, family=choice.family, chat_format=choice.chat_format)
-        info = dataclasses.replace(info, format_reason=choice.reason)
+        note = choice.note()
+        info = dataclasses.replace(
+            info, format_reason=choice.reason, notes=info.notes + ((note,) if note else ())
+        )
     report("ready", 1, 1)
     # threads 0: adapt the count to measured decode steps (a busy core slows a fixed count).
     automatic = settings.threads == 0 and device == "cpu"

@@ -30,7 +30,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from glmdesk.core.errors import GlmdeskError
+from glmdesk.core.errors import ErrorInfo, GlmdeskError
 from glmdesk.core.settings import CHAT_FORMATS
 
 __all__ = [
@@ -41,6 +41,8 @@ __all__ = [
     "read_template_file",
     "template_format",
 ]
+#: The reason of a format the user chose.
+CHOSEN = "chosen when the model was opened"
 #: Each format in words (English; the window translates its own labels).
 FORMAT_TITLES = {
     "glm45": "GLM-4.5/4.6/4.7 (reasoning, XML tool calls)",
@@ -76,11 +78,29 @@ class FormatChoice:
         chat_format: One of :data:`CHAT_FORMATS` but ``auto``; ``""`` for a family with
             a format of its own (not read from a template).
         reason: Why, in English (one sentence's end: "its chat template writes ...").
+        checkpoint: The checkpoint's own family in words, when the format is not its
+            family's (read from the template, or chosen); ``""`` when it is.
     """
 
     family: str
     chat_format: str
     reason: str
+    checkpoint: str = ""
+
+    def note(self) -> ErrorInfo | None:
+        """The load note (kind ``chat_format``) when the format is not the checkpoint's
+        own family's: params ``format``, ``checkpoint``, ``chosen``; else ``None``."""
+        if not self.checkpoint:
+            return None
+        chosen = self.reason.startswith(CHOSEN)
+        message = (
+            f"The prompt format is {self.title}, as chosen, though the checkpoint is {self.checkpoint}."
+            if chosen
+            else f"The chat template is {self.title}'s, so this {self.checkpoint} checkpoint is prompted "
+            "that way (another format can be chosen when opening the model)."
+        )
+        params = {"format": self.chat_format, "checkpoint": self.checkpoint, "chosen": chosen}
+        return ErrorInfo("chat_format", message, params)
 
     @property
     def title(self) -> str:
@@ -134,7 +154,7 @@ def choose_format(family: str, template: str | None, chosen: str = "auto") -> Fo
     if own is None:
         return FormatChoice(family, "", "its family has a prompt format of its own")
     if chosen != "auto":
-        kind, reason = chosen, "chosen when the model was opened"
+        kind, reason = chosen, CHOSEN
     elif not template:
         return FormatChoice(family, own, "it has no chat template to read; its family's format")
     elif not is_glm_template(template):
@@ -148,7 +168,8 @@ def choose_format(family: str, template: str | None, chosen: str = "auto") -> Fo
         target = "generic"
     from glmdesk.engine.families import get_family
 
-    return FormatChoice(target, kind, f"{reason}, though the checkpoint is {get_family(family).title}")
+    title = get_family(family).title
+    return FormatChoice(target, kind, f"{reason}, though the checkpoint is {title}", title)
 
 
 def read_template_file(path: str) -> str:

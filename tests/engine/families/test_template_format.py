@@ -96,6 +96,8 @@ def test_a_dense_checkpoint_with_a_glm46_or_glm47_template_is_prompted_in_its_fo
     model, tok = tuned
     assert (model.info.family, model.info.chat_format) == ("glm4-moe", "glm45")
     assert "<arg_key>" in model.info.format_reason and tool_dialect(model.info.family) == "glm45"
+    (note,) = [n for n in model.info.notes if n.kind == "chat_format"]
+    assert note.params == {"format": "glm45", "checkpoint": "GLM-Z1-0414", "chosen": False}
     ids = model.prompt_format.encode(CONVERSATION)
     expected = tok.apply_chat_template(REFERENCE, tools=TOOL_DICTS, add_generation_prompt=True, tokenize=True)
     assert ids == expected["input_ids"]

@@ -354,7 +354,9 @@ class LlamaCppBackend(LocalBackend):
             format_reason=model.format_choice.reason,
             threads=model.threads,
             engine=self.name,
-            notes=_notes(settings) + _expert_notes(settings, header, model.experts_in_ram),
+            notes=_notes(settings)
+            + _expert_notes(settings, header, model.experts_in_ram)
+            + tuple(n for n in (model.format_choice.note(),) if n),
             offloaded_mib=(header.expert_bytes if model.experts_in_ram and offloaded else 0) / 2**20,
         )
         report("ready")
