@@ -55,6 +55,15 @@ class UnreadableCallText:
     text: str
     reason: str
 
+    def observation(self) -> str:
+        """What a tool loop tells the model in this call's place (English, as the
+        templates' own tool texts are): the call was not run, why, and how to write it."""
+        return (
+            f"The call of {self.name} was not run: it could not be read ({self.reason}). "
+            "Write it again as <tool_call>name<arg_key>key</arg_key><arg_value>value</arg_value>"
+            "</tool_call>, each tag closed."
+        )
+
 
 def parse_xml_call(name: str, body: str, tools: ToolSet, raw: str = "") -> ToolCall:
     """The call ``<tool_call>{name}{body}</tool_call>`` (``body``: the argument pairs),

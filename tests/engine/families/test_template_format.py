@@ -158,3 +158,23 @@ def test_the_user_may_choose_another_format_or_another_template(tuned, tmp_path)
     with pytest.raises(GlmdeskError, match="holds no chat template"):
         (tmp_path / "empty.jinja").write_text("  ", encoding="utf-8")
         load_model(LoadSettings(model=folder, device="cpu", chat_template=str(tmp_path / "empty.jinja")))
+
+
+def test_a_dense_gguf_is_prompted_in_its_templates_format(tuned):
+    from glmdesk.engine.backends.llamacpp.vocab import gguf_format
+    from tests.engine.families.test_glm4_moe import _VocabOf
+
+    model, tok = tuned
+
+    class Header:  # llama.cpp's convert_hf_to_gguf.py writes Glm4ForCausalLM as ``glm4``
+        architecture = "glm4"
+
+        @staticmethod
+        def get(key: str):
+            return {"tokenizer.chat_template": tok.chat_template}.get(key)
+
+    fmt, choice = gguf_format(_VocabOf(tok), Header(), "tune.gguf")
+    assert (choice.family, choice.chat_format, choice.checkpoint) == ("glm4-moe", "glm45", "GLM-Z1-0414")
+    assert fmt.encode(CONVERSATION) == model.prompt_format.encode(CONVERSATION)
+    plain, chosen = gguf_format(_VocabOf(tok), Header(), "tune.gguf", "plain", CHAT_TEMPLATE)
+    assert (chosen.family, plain.tool_calls) == ("glm4-0414", False)

@@ -148,6 +148,14 @@ def test_a_malformed_call_never_runs_and_is_shown_as_written(text, reason):
     assert calls == [] and unreadable == [("get_weather", reason)]
     assert shown == (TextPart("Checking.\n" + text),)
     assert notice == f"the call of 'get_weather' could not be read: {reason}"
+    reader = XmlToolFilter(TOOLS)
+    parser = ReplyParser(reader)
+    parser.feed(text)
+    parser.finish(cut_off=False)
+    (told,) = parser.unreadable
+    assert told.text == text and told.observation().startswith(
+        f"The call of get_weather was not run: it could not be read ({reason})."
+    )
 
 
 def test_a_malformed_call_beside_a_good_one_runs_only_the_good_one():
