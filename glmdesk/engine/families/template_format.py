@@ -96,7 +96,7 @@ class FormatChoice:
         message = (
             f"The prompt format is {self.title}, as chosen, though the checkpoint is {self.checkpoint}."
             if chosen
-            else f"The chat template is {self.title}'s, so this {self.checkpoint} checkpoint is prompted "
+            else f"The chat template is {self.title}, so this {self.checkpoint} checkpoint is prompted "
             "that way (another format can be chosen when opening the model)."
         )
         params = {"format": self.chat_format, "checkpoint": self.checkpoint, "chosen": chosen}
