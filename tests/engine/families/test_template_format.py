@@ -178,3 +178,16 @@ def test_a_dense_gguf_is_prompted_in_its_templates_format(tuned):
     assert fmt.encode(CONVERSATION) == model.prompt_format.encode(CONVERSATION)
     plain, chosen = gguf_format(_VocabOf(tok), Header(), "tune.gguf", "plain", CHAT_TEMPLATE)
     assert (chosen.family, plain.tool_calls) == ("glm4-0414", False)
+
+
+def test_a_malformed_call_from_the_model_is_shown_with_a_note_and_not_run(tuned):
+    model, _tok = tuned
+    opens = model.prompt_format.opens_reasoning
+    bad = "<tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris<arg_key>days</arg_key><arg_value>3</arg_value></tool_call>"
+    written = ("" if opens else "<think>") + "Weather.</think>" + bad
+    messages = [ChatMessage("system", "", tools=TOOLS), ChatMessage("user", "weather in Paris?")]
+    chunks = _run(model, written, messages)
+    last = chunks[-1]
+    assert last.finish_reason == "stop" and last.tool_call is None and last.tool_calls == ()
+    assert "".join(c.text for c in chunks) == bad
+    assert last.notice is not None and "the value of 'city' is not closed" in last.notice.message
