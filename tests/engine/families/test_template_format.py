@@ -191,3 +191,5 @@ def test_a_malformed_call_from_the_model_is_shown_with_a_note_and_not_run(tuned)
     assert last.finish_reason == "stop" and last.tool_call is None and last.tool_calls == ()
     assert "".join(c.text for c in chunks) == bad
     assert last.notice is not None and "the value of 'city' is not closed" in last.notice.message
+    (told,) = last.notice.params["unreadable"]  # for the tool loop to tell the model
+    assert told.startswith("The call of get_weather was not run: it could not be read (the value of 'city'")
