@@ -77,7 +77,8 @@ class ModelInfo:
         chat_format: The format read from the chat template (``glm45``, ``think``,
             ``plain``; :mod:`glmdesk.engine.families.template_format`), or ``""`` for a
             family with a format of its own (ChatGLM2/3, GLM-4-9B, vision, remote).
-        format_reason: Why that format (English, a sentence's end), or ``""``.
+        format_reason: Why that format (English, a sentence's end), or ``""`` when it was
+            not read from a GLM template (a family's own format, another model's template).
     """
 
     name: str

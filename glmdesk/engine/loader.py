@@ -74,11 +74,14 @@ def load_model(
     elif prompt_format is None:
         prompt_format, choice = _chat_template_format(model, tokenizer, ready, settings)
     info = _model_info(ready, settings, model, device, precision, prompt_format, fast, notes, plan)
-    if choice is not None:
-        info = dataclasses.replace(info, family=choice.family, chat_format=choice.chat_format)
+    if choice is not None:  # the format read from the chat template, and why
         note = choice.note()
         info = dataclasses.replace(
-            info, format_reason=choice.reason, notes=info.notes + ((note,) if note else ())
+            info,
+            family=choice.family,
+            chat_format=choice.chat_format,
+            format_reason=choice.reason,
+            notes=info.notes + ((note,) if note else ()),
         )
     report("ready", 1, 1)
     # threads 0: adapt the count to measured decode steps (a busy core slows a fixed count).

@@ -77,7 +77,9 @@ class FormatChoice:
             (``ModelInfo.family``): the checkpoint's own, or the template's format's.
         chat_format: One of :data:`CHAT_FORMATS` but ``auto``; ``""`` for a family with
             a format of its own (not read from a template).
-        reason: Why, in English (one sentence's end: "its chat template writes ...").
+        reason: Why, in English (one sentence's end: "its chat template writes ..."); ``""``
+            for a family with a format of its own, and for a template that is not GLM's
+            (prompted by it as it is).
         checkpoint: The checkpoint's own family in words, when the format is not its
             family's (read from the template, or chosen); ``""`` when it is.
     """
@@ -152,13 +154,11 @@ def choose_format(family: str, template: str | None, chosen: str = "auto") -> Fo
         raise ValueError(f"Unknown chat format {chosen!r}; choose one of {', '.join(CHAT_FORMATS)}.")
     own = FAMILY_FORMATS.get(family)
     if own is None:
-        return FormatChoice(family, "", "its family has a prompt format of its own")
+        return FormatChoice(family, "", "")  # its family's own format, not read from a template
     if chosen != "auto":
         kind, reason = chosen, CHOSEN
-    elif not template:
-        return FormatChoice(family, own, "it has no chat template to read; its family's format")
-    elif not is_glm_template(template):
-        return FormatChoice(family, own, "its chat template is not a GLM template")
+    elif not template or not is_glm_template(template):
+        return FormatChoice(family, own, "")  # nothing GLM's to read: the template as it is
     else:
         kind, reason = template_format(template)
     if kind == own:

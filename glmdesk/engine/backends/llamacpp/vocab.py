@@ -217,7 +217,7 @@ def gguf_format(vocab: LlamaVocab, header, name: str, chosen: str = "auto", temp
     family = families.get_family(variant)
     eos = (vocab.eos, vocab.eot)
     if family.name != "generic" and not family.chat_template:
-        own = FormatChoice(family.name, "", "its family has a prompt format of its own")
+        own = FormatChoice(family.name, "", "")  # its family's own format, not read from a template
         return family.prompt_format(_SpecialTokens(vocab), eos), own
     template = template or header.get("tokenizer.chat_template")
     if isinstance(template, str) and template:
