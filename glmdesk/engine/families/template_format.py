@@ -191,3 +191,23 @@ def read_template_file(path: str) -> str:
     if not isinstance(text, str) or not text.strip():
         raise GlmdeskError("not_a_model", f"The file {file} holds no chat template.", path=str(file))
     return text
+
+
+def model_template(model: str) -> str | None:
+    """The chat template a local model ships: a folder's (``chat_template.jinja`` or
+    ``tokenizer_config.json``), a GGUF file's ``tokenizer.chat_template`` (its metadata
+    only is read); ``""`` when it has none; ``None`` when ``model`` is neither (a hub id,
+    nothing there).
+
+    Raises:
+        GlmdeskError: for a GGUF file that cannot be read (see ``read_gguf_header``).
+    """
+    from glmdesk.engine.families.files import chat_template_text
+
+    path = Path(model).expanduser()
+    if path.is_file() and path.suffix.lower() == ".gguf":
+        from glmdesk.engine.files.gguf_header import read_gguf_header
+
+        template = read_gguf_header(path).get("tokenizer.chat_template")
+        return template if isinstance(template, str) else ""
+    return chat_template_text(path) if path.is_dir() else None

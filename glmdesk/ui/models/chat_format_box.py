@@ -5,8 +5,6 @@ chat template and why, a choice of another format, and a template file of the us
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from PySide6.QtCore import Slot
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
@@ -21,8 +19,7 @@ from PySide6.QtWidgets import (
 )
 
 from glmdesk.core.settings import CHAT_FORMATS, LoadSettings
-from glmdesk.engine.families.files import chat_template_text
-from glmdesk.engine.families.template_format import is_glm_template, template_format
+from glmdesk.engine.families.template_format import is_glm_template, model_template, template_format
 
 
 class ChatFormatBox(QWidget):
@@ -116,18 +113,15 @@ class ChatFormatBox(QWidget):
 
     def _template_text(self) -> str | None:
         """The template the model would be prompted with (the picked file's, else the
-        folder's), ``""`` when there is none, ``None`` when it is not read here (a GGUF
-        file, a hub id: read at load)."""
+        folder's or the GGUF file's ``tokenizer.chat_template``), ``""`` when there is
+        none, ``None`` when it is not read here (a hub id, nothing there: read at load)."""
         picked = self.template_edit.text().strip()
         try:
             if picked:
                 from glmdesk.engine.families.template_format import read_template_file
 
                 return read_template_file(picked)
-            folder = Path(self._model).expanduser() if self._model else None
-            if folder is None or not folder.is_dir():
-                return None
-            return chat_template_text(folder)
+            return model_template(self._model) if self._model else None
         except Exception:  # an unreadable file: said at load, with the reason
             return None
 

@@ -70,3 +70,15 @@ def test_the_window_says_the_format_shows_thinking_and_a_tool_card(qtbot, make_w
     widget = window.chat_view.messages()[-1]
     assert widget.reasoning() == "need the weather"
     assert widget.text().strip() == "Let me check."
+
+
+def test_open_model_reads_a_gguf_files_template(qtbot, tmp_path):
+    from tests.helpers.gguf_models import write_gguf
+    from tests.helpers.glm47_flash_models import write_glm47_flash
+
+    path = write_gguf(write_glm47_flash(tmp_path / "GLM-4.7-Flash"), tmp_path / "GLM-4.7-Flash-F32.gguf")
+    dialog = OpenModelDialog(LoadSettings(model=str(path)))
+    qtbot.addWidget(dialog)
+    assert dialog.chat_format_box.detected.text().startswith(
+        "Automatic reads the chat template as GLM-4.5/4.6/4.7: reasoning, XML tool calls"
+    )
