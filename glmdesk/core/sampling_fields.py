@@ -322,7 +322,10 @@ class SamplingParams:
             row.check(getattr(self, row.name))
         if self.enable_thinking is not None and not isinstance(self.enable_thinking, bool):
             raise ValueError(f"enable_thinking must be true, false or unset, not {self.enable_thinking!r}.")
-        for pair in self.template_kwargs:
+        # JSON gives lists (a stored answer's settings): kept as tuples, hashable
+        pairs = tuple(tuple(p) if isinstance(p, tuple | list) else p for p in self.template_kwargs)
+        object.__setattr__(self, "template_kwargs", pairs)
+        for pair in pairs:
             if not (isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], str)):
                 raise ValueError(f"template_kwargs holds (name, value) pairs, not {pair!r}.")
             name, value = pair
