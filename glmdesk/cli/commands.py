@@ -32,6 +32,7 @@ from glmdesk.core.images import ImageAttachment
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import ParamsBox
 from glmdesk.engine.chunk import GenerationChunk
+from glmdesk.engine.families.template_format import format_sentence
 
 
 def _chat_parser(sub) -> None:
@@ -331,7 +332,11 @@ def _print_load_notes(backend, info, args) -> None:
     thinking_note = apply_thinking(backend, getattr(args, "thinking", True))
     if thinking_note:
         print(f"note: {thinking_note}", file=sys.stderr)
+    if info.format_reason:
+        print(f"note: {format_sentence(info)}", file=sys.stderr)
     for note in info.notes:
+        if note.kind == "chat_format":  # said with its reason just above
+            continue
         print(f"note: {note.message}", file=sys.stderr)
         if note.kind == "engine_fallback" and note.params.get("reason") == "crashed":
             print("note: --engine llamacpp uses llama.cpp again", file=sys.stderr)

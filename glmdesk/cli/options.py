@@ -10,6 +10,7 @@ import sys
 
 from glmdesk.core.settings import (
     CACHE_STRATEGIES,
+    CHAT_FORMATS,
     DEVICES,
     PRECISIONS,
     QUANTIZATIONS,
@@ -51,6 +52,20 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
         dest="thinking",
         action="store_false",
         help="GLM-4.5/4.6/4.7: answer without reasoning first (the chat template's enable_thinking off)",
+    )
+    p.add_argument(
+        "--chat-format",
+        choices=CHAT_FORMATS,
+        default="auto",
+        help="how a chat-template model is prompted: auto reads it from the chat template; glm45 is "
+        "GLM-4.5/4.6/4.7's (reasoning, XML tool calls), think GLM-Z1's, plain the template only "
+        "(default: %(default)s)",
+    )
+    p.add_argument(
+        "--chat-template",
+        metavar="FILE",
+        help="a chat template file (.jinja, or a tokenizer_config.json) to prompt the model with "
+        "instead of its own; its format is read from it",
     )
     p.add_argument(
         "--trust-remote-code",
@@ -169,6 +184,8 @@ def load_settings(args) -> LoadSettings:
         fused_decode=args.fused_decode,
         compile_decode=args.compile_decode,
         engine=args.engine,
+        chat_format=getattr(args, "chat_format", "auto"),
+        chat_template=getattr(args, "chat_template", None),
         **{option.name: getattr(args, option.name) for option in engine_options()},
     )
     from glmdesk.engine.backends import engine_choice

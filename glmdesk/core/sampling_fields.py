@@ -175,7 +175,7 @@ class SamplingField:
 
 #: Fields of :class:`SamplingParams` that are not rows of the table: switches that are
 #: not numbers, each with its own control and request field (see its docstring).
-SWITCHES = ("enable_thinking",)
+SWITCHES = ("enable_thinking", "template_kwargs")
 
 #: The sampling fields of :class:`~glmdesk.core.settings.SamplingParams`, in the sidebar's order.
 SAMPLING_TABLE: tuple[SamplingField, ...] = (
@@ -289,6 +289,11 @@ class SamplingParams:
             starts. Not a row of the table (a switch, not a number): the window's
             sidebar has its own control, ``glmdesk serve`` reads vLLM's
             ``chat_template_kwargs``, the remote backend sends them.
+        template_kwargs: Further values the chat template reads, as ``(name, value)``
+            pairs (vLLM's ``chat_template_kwargs`` besides ``enable_thinking``:
+            GLM-4.7's ``clear_thinking``); values are JSON scalars (text, numbers,
+            true/false, null). Read once, when an answer starts; ``glmdesk serve``
+            takes them from requests, the remote backend sends them.
 
     Ranges, labels, options and request names: one row each in :data:`SAMPLING_TABLE`
     (also importable from :mod:`glmdesk.core.settings`).
@@ -306,6 +311,7 @@ class SamplingParams:
     seed: int | None = None
     thinking_budget: int = 0
     enable_thinking: bool | None = None
+    template_kwargs: tuple[tuple[str, str | int | float | bool | None], ...] = ()
 
     #: The table the fields are validated, shown, stored and sent by; a subclass with
     #: one more field adds its row.
@@ -316,6 +322,19 @@ class SamplingParams:
             row.check(getattr(self, row.name))
         if self.enable_thinking is not None and not isinstance(self.enable_thinking, bool):
             raise ValueError(f"enable_thinking must be true, false or unset, not {self.enable_thinking!r}.")
+        # JSON gives lists (a stored answer's settings): kept as tuples, hashable
+        pairs = tuple(tuple(p) if isinstance(p, tuple | list) else p for p in self.template_kwargs)
+        object.__setattr__(self, "template_kwargs", pairs)
+        for pair in pairs:
+            if not (isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], str)):
+                raise ValueError(f"template_kwargs holds (name, value) pairs, not {pair!r}.")
+            name, value = pair
+            if name == "enable_thinking":
+                raise ValueError("enable_thinking is its own field, not one of template_kwargs.")
+            if value is not None and not isinstance(value, str | int | float | bool):
+                raise ValueError(
+                    f"The chat template value {name!r} must be text, a number, true, false or null, not {value!r}."
+                )
 
     @property
     def greedy(self) -> bool:

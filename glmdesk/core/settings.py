@@ -75,6 +75,9 @@ def quantization_scheme(quantization: str, device: str) -> str | None:
 
 
 DEVICES = ("auto", "cpu", "cuda")
+#: How a chat-template model is prompted (``LoadSettings.chat_format``): read from its
+#: template, or GLM-4.5's XML-call format, GLM-Z1's reasoning format, the template only.
+CHAT_FORMATS = ("auto", "glm45", "think", "plain")
 CACHE_STRATEGIES = ("full", "sliding_window", "dynamic", "quantized")
 
 
@@ -153,6 +156,11 @@ class LoadSettings:
         remote: The remote engine's options (a server's URL, model and API key).
         added: ``((engine, its options), ...)`` for every added engine, in registration
             order.
+        chat_format: How a chat-template model is prompted: ``auto`` (read from its chat
+            template), ``glm45``, ``think`` or ``plain``
+            (:mod:`glmdesk.engine.families.template_format`).
+        chat_template: A Jinja chat template file to prompt the model with instead of its
+            own (its format is then read from this one), or ``None``.
 
     Raises:
         ValueError: for unknown choices, or options their engine refuses when named;
@@ -167,6 +175,8 @@ class LoadSettings:
     llamacpp: LlamaCppOptions = LlamaCppOptions()
     remote: RemoteOptions = RemoteOptions()
     added: tuple[tuple[str, object], ...] = ()
+    chat_format: str = "auto"
+    chat_template: str | None = None
 
     def __init__(
         self,
@@ -192,6 +202,8 @@ class LoadSettings:
         remote_url: str | None = None,
         remote_model: str | None = None,
         remote_api_key: str | None = None,
+        chat_format: str = "auto",
+        chat_template: str | None = None,
         **added_flat: object,
     ) -> None:
         flat = {
@@ -219,7 +231,9 @@ class LoadSettings:
             changes = {field: flat[name] for name, field in entry.flat.items() if flat[name] is not None}
             object.__setattr__(self, engine_name, dataclasses.replace(group, **changes) if changes else group)
         object.__setattr__(self, "added", _added_groups(dict(added), added_flat))
-        for name, value in (("model", model), ("device", device), ("threads", threads), ("engine", engine)):
+        given_fields = (("model", model), ("device", device), ("threads", threads), ("engine", engine))
+        given_fields += (("chat_format", chat_format), ("chat_template", chat_template))
+        for name, value in given_fields:
             object.__setattr__(self, name, value)
         self._check()
 
@@ -331,6 +345,10 @@ class LoadSettings:
             )
         if self.device not in DEVICES:
             raise ValueError(f"Unknown device {self.device!r}; choose one of {DEVICES}.")
+        if self.chat_format not in CHAT_FORMATS:
+            raise ValueError(
+                f"Unknown chat format {self.chat_format!r}; choose one of {', '.join(CHAT_FORMATS)}."
+            )
 
 
 def _added_groups(groups: dict[str, object], flat: dict[str, object]) -> tuple[tuple[str, object], ...]:

@@ -74,6 +74,11 @@ class ModelInfo:
         notes: Choices made for the user (e.g. fp16 -> fp32 on CPU), as kinds
             (``fp16_on_cpu``, ``bnb_on_cpu``, ``compile_unavailable``) with an English
             ``message``.
+        chat_format: The format read from the chat template (``glm45``, ``think``,
+            ``plain``; :mod:`glmdesk.engine.families.template_format`), or ``""`` for a
+            family with a format of its own (ChatGLM2/3, GLM-4-9B, vision, remote).
+        format_reason: Why that format (English, a sentence's end), or ``""`` when it was
+            not read from a GLM template (a family's own format, another model's template).
     """
 
     name: str
@@ -93,6 +98,8 @@ class ModelInfo:
     engine: str = "transformers"
     notes: tuple[ErrorInfo, ...] = ()
     offloaded_mib: float = 0.0
+    chat_format: str = ""
+    format_reason: str = ""
 
     def describe(self) -> str:
         """One line for a terminal or the status bar."""

@@ -126,6 +126,77 @@
     </message>
 </context>
 <context>
+    <name>ChatFormatBox</name>
+    <message>
+        <source>How the model is prompted and its reasoning and tool calls read. Automatic reads it from the model&apos;s chat template, whatever its config says.</source>
+        <translation>模型如何被提示，以及如何读取其推理和工具调用。“自动”从模型的聊天模板中读取，不论其配置如何声明。</translation>
+    </message>
+    <message>
+        <source>The model&apos;s own chat template</source>
+        <translation>模型自带的聊天模板</translation>
+    </message>
+    <message>
+        <source>Template...</source>
+        <translation>模板…</translation>
+    </message>
+    <message>
+        <source>A chat template file (.jinja or tokenizer_config.json) to use instead</source>
+        <translation>改用的聊天模板文件（.jinja 或 tokenizer_config.json）</translation>
+    </message>
+    <message>
+        <source>Automatic (from the chat template)</source>
+        <translation>自动（根据聊天模板）</translation>
+    </message>
+    <message>
+        <source>GLM-4.5/4.6/4.7: reasoning, XML tool calls</source>
+        <translation>GLM-4.5/4.6/4.7：推理，XML 工具调用</translation>
+    </message>
+    <message>
+        <source>GLM-Z1: reasoning, no tool calls</source>
+        <translation>GLM-Z1：推理，无工具调用</translation>
+    </message>
+    <message>
+        <source>The chat template only</source>
+        <translation>仅聊天模板</translation>
+    </message>
+    <message>
+        <source>The format is read from the chat template when the model loads.</source>
+        <translation>加载模型时将从聊天模板中读取格式。</translation>
+    </message>
+    <message>
+        <source>No chat template found: the model&apos;s family decides the format.</source>
+        <translation>未找到聊天模板：由模型系列决定格式。</translation>
+    </message>
+    <message>
+        <source>Not a GLM chat template: prompted by it as it is.</source>
+        <translation>不是 GLM 聊天模板：按模板原样提示。</translation>
+    </message>
+    <message>
+        <source>it writes tool calls with &lt;arg_key&gt; and &lt;arg_value&gt;</source>
+        <translation>它用 &lt;arg_key&gt; 和 &lt;arg_value&gt; 写工具调用</translation>
+    </message>
+    <message>
+        <source>it writes reasoning in &lt;think&gt; and no XML tool calls</source>
+        <translation>它在 &lt;think&gt; 中写推理，且没有 XML 工具调用</translation>
+    </message>
+    <message>
+        <source>it writes no reasoning markers and no XML tool calls</source>
+        <translation>它既没有推理标记，也没有 XML 工具调用</translation>
+    </message>
+    <message>
+        <source>Automatic reads the chat template as {format}: {why}.</source>
+        <translation>“自动”将聊天模板识别为 {format}：{why}。</translation>
+    </message>
+    <message>
+        <source>Choose a chat template</source>
+        <translation>选择聊天模板</translation>
+    </message>
+    <message>
+        <source>Chat templates (*.jinja *.json)</source>
+        <translation>聊天模板 (*.jinja *.json)</translation>
+    </message>
+</context>
+<context>
     <name>ConversationListModel</name>
     <message>
         <source>Untitled</source>
@@ -1444,6 +1515,26 @@ Click to turn this library folder off for this chat.</source>
         <source>torchao is not installed (pip install &apos;glmdesk[cuda-quant]&apos;).</source>
         <translation>未安装 torchao（pip install &apos;glmdesk[cuda-quant]&apos;）。</translation>
     </message>
+    <message>
+        <source>GLM-4.5/4.6/4.7 (reasoning, XML tool calls)</source>
+        <translation>GLM-4.5/4.6/4.7（推理，XML 工具调用）</translation>
+    </message>
+    <message>
+        <source>GLM-Z1 (reasoning, no tool calls)</source>
+        <translation>GLM-Z1（推理，无工具调用）</translation>
+    </message>
+    <message>
+        <source>the chat template only</source>
+        <translation>仅聊天模板</translation>
+    </message>
+    <message>
+        <source>The prompt format is {format}, as chosen, though the checkpoint is {checkpoint}.</source>
+        <translation>提示词格式为所选的 {format}，尽管该检查点是 {checkpoint}。</translation>
+    </message>
+    <message>
+        <source>The chat template is {format}, so this {checkpoint} checkpoint is prompted that way (another format can be chosen in Open model).</source>
+        <translation>聊天模板是 {format}，因此这个 {checkpoint} 检查点按此格式提示（可在“打开模型”中选择其他格式）。</translation>
+    </message>
 </context>
 <context>
     <name>LoadView</name>
@@ -1792,6 +1883,10 @@ Click to turn this library folder off for this chat.</source>
     <message>
         <source>CPU threads</source>
         <translation>CPU 线程数</translation>
+    </message>
+    <message>
+        <source>Prompt format</source>
+        <translation>提示词格式</translation>
     </message>
     <message>
         <source>The model, precision, quantization and threads apply when loading finishes; the current model stays in use until then.</source>

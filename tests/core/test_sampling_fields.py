@@ -4,6 +4,7 @@ OpenAI / vLLM requests (issue 26 §3)."""
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 
@@ -65,3 +66,17 @@ def test_rows_that_cannot_be_shown_are_refused():
         SamplingField("typical_p", float, 0.0, 1.0, "between 0 and 1", "Typical-p", "help", control="dial")
     keep = SamplingField("n_keep", int, 0, None, "0 or more", "Keep", "help", control_range=(0, 9))
     assert keep.option == "--n-keep" and keep.bounds == (0, 9)
+
+
+def test_template_kwargs_are_name_value_pairs_of_json_scalars():
+    from glmdesk.core.settings import SamplingParams
+
+    stored = SamplingParams(template_kwargs=[["clear_thinking", False]])  # as JSON gives it back
+    assert stored.template_kwargs == (("clear_thinking", False),) and hash(stored)
+    for bad, words in (
+        ([["x", [1]]], "must be text, a number, true, false or null"),
+        ([["enable_thinking", True]], "enable_thinking is its own field"),
+        ([5], "holds (name, value) pairs"),
+    ):
+        with pytest.raises(ValueError, match=re.escape(words)):
+            SamplingParams(template_kwargs=bad)

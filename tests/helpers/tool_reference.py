@@ -61,7 +61,7 @@ def chatglm3_build_chat_input(sp, query: str, history: list[dict], role: str = "
 
 GLM4_TEMPLATE = (
     "[gMASK]<sop>{% for item in messages %}{% if item['tools'] is defined %}<|system|>\n"
-    "你是一个名为 ChatGLM 的人工智能助手。你是基于智谱AI训练的语言模型 GLM-4 模型开发的，你的任务是针对用户的问题和要求提供适当的答复和支持。"
+    "你是一个名为 GLM-4 的人工智能助手。你是基于智谱AI训练的语言模型 GLM-4 模型开发的，你的任务是针对用户的问题和要求提供适当的答复和支持。"
     "\n\n# 可用工具{% set tools = item['tools'] %}{% for tool in tools %}{% if tool['type'] == 'function' %}"
     "\n\n## {{ tool['function']['name'] }}\n\n{{ tool['function'] | tojson(indent=4) }}\n"
     "在调用上述函数时，请使用 Json 格式表示调用的参数。{% elif tool['type'] == 'python' %}\n\n## python\n\n"
@@ -85,10 +85,9 @@ def _tojson(value, indent=None, ensure_ascii=False):
 
 def glm4_render(messages: list[dict]) -> str:
     """GLM-4-9B-chat's chat template rendered for ``messages`` (generation prompt on)."""
-    # The template's literal text, as THUDM's Python builders write it ("\n\n## name").
-    # transformers renders templates with trim_blocks=True, which drops the first
-    # newline after each block tag ("\n## name"); glmdesk follows THUDM's text.
-    env = jinja2.Environment()
+    # As transformers renders chat templates (trim_blocks and lstrip_blocks): the first
+    # newline after each block tag is dropped ("\n## name" after the tools heading).
+    env = jinja2.Environment(trim_blocks=True, lstrip_blocks=True)
     env.filters["tojson"] = _tojson
     return env.from_string(GLM4_TEMPLATE).render(messages=messages, add_generation_prompt=True)
 

@@ -118,3 +118,19 @@ def test_a_forced_function_is_passed_through_as_tool_choice(glm_server, tiny):
         assert last.prompt_tokens == len(tiny.prompt_format.encode(messages))
     finally:
         remote.close()
+
+
+def test_client_reads_glm45_xml_calls_but_not_one_written_while_thinking():
+    from glmdesk.core.parts import ThinkMarkers
+
+    tools = ToolSet((WEATHER,))
+    call = "<tool_call>get_weather<arg_key>city</arg_key><arg_value>12345</arg_value></tool_call>"
+    calls = RemoteCalls(tools, ("glm45", "glm4"), ThinkMarkers(), inside=True)
+    shown = [calls.text(p) for p in (f"maybe {call[:20]}", f"{call[20:]}</think>", call)]
+    assert "".join(shown) == f"maybe {call}</think>"  # the reasoning's text, for the think splitter
+    found, rest = calls.finish()
+    assert dict(found.arguments) == {"city": "12345"} and len(calls.calls) == 1 and rest == ""
+    # A server that sends the reasoning apart: the text is answer from the start.
+    calls = RemoteCalls(tools, ("glm45", "glm4"), ThinkMarkers(), inside=True)
+    calls.reasoning_apart()
+    assert calls.text(call) == "" and calls.finish()[0].name == "get_weather"

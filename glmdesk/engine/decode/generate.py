@@ -92,12 +92,23 @@ def offered_tools(messages: Sequence[ChatMessage]) -> ToolSet | None:
     return found[-1] if found else None
 
 
-def tool_notice(reason: str) -> ErrorInfo:
-    """The note shown when a call-like reply is shown as text (``reason`` in English)."""
+def tool_notice(reason: str, unreadable=()) -> ErrorInfo:
+    """The note shown when a call-like reply is shown as text (``reason`` in English).
+
+    Args:
+        reason: Why (English, a sentence's end).
+        unreadable: The calls not run because their text could not be read
+            (:class:`~glmdesk.engine.formats.xml_call_filter.UnreadableCallText`): their
+            ``observation()`` texts go in the param ``unreadable``, for a tool loop to tell
+            the model.
+    """
+    params: dict = {"reason": reason}
+    if unreadable:
+        params["unreadable"] = tuple(u.observation() for u in unreadable)
     return ErrorInfo(
         "tool_call_invalid",
         f"The model wrote a tool call that glmdesk did not run, so it is shown as text: {reason}.",
-        {"reason": reason},
+        params,
     )
 
 
@@ -163,7 +174,7 @@ class _Answer:
             tool_text=self.shown.call_text if finish is None else "",
             tool_call=calls[0] if calls else None,
             tool_calls=calls,
-            notice=None if note is None else tool_notice(note),
+            notice=None if note is None else tool_notice(note, self.shown.unreadable),
             reused_tokens=self.reused,
             kept_kv_bytes=0 if self.pool is None else self.pool.total_bytes(),
             reply_limit=self.reply_limit,
@@ -229,7 +240,11 @@ def stream_answer(
     cache = cache or CacheSettings()
     stop = stop or threading.Event()
     messages = encodable(messages)
-    with model.lock, thinking_for(model.prompt_format, params.get().enable_thinking):  # one answer at a time
+    asked = params.get()
+    with (
+        model.lock,
+        thinking_for(model.prompt_format, asked.enable_thinking, asked.template_kwargs),
+    ):  # one at a time
         yield from _stream(
             model,
             lambda limit, fallback: fit_prompt(model.prompt_format, encodable(messages), limit, fallback),

@@ -117,6 +117,13 @@ class ReplyParser:
         return self.shown.calls
 
     @property
+    def unreadable(self) -> tuple:
+        """Calls not run because their text could not be read (GLM-4.5's XML calls:
+        :class:`~glmdesk.engine.formats.xml_call_filter.UnreadableCallText`, each with the
+        ``observation()`` a tool loop tells the model), in the order written."""
+        return tuple(getattr(self.shown, "unreadable", ()))
+
+    @property
     def notice(self) -> str | None:
         """Why a call-like reply was shown as text (English), else ``None``."""
         return self.shown.notice

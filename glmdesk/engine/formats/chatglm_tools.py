@@ -6,12 +6,15 @@ Prompt side (what :class:`~glmdesk.engine.formats.chatglm_formats.RoleTokenForma
   becomes ``content + "\\n" + json.dumps(tools, indent=4, ensure_ascii=False)``; the
   tool demo's content is :data:`CHATGLM3_TOOL_INTRO`; the code interpreter has no
   tool entry, only the composite demo's system prompt :data:`CHATGLM3_CI_PROMPT`.
-- GLM-4-9B-chat (``tokenizer_config.json`` ``chat_template`` and
-  ``tokenization_chatglm.py::apply_chat_template``): tools open their own
-  ``<|system|>`` turn: :data:`GLM4_TOOL_INTRO`, ``"\\n\\n# 可用工具"``, then per
-  function ``"\\n\\n## {name}\\n\\n" + json.dumps(function, ensure_ascii=False,
-  indent=4) + "\\n" + GLM4_FUNCTION_SUFFIX`` and for the interpreter
-  :data:`GLM4_PYTHON_TOOL`.
+- GLM-4-9B-chat (the ``chat_template`` of its ``tokenizer_config.json``, as
+  transformers renders it): tools open their own ``<|system|>`` turn:
+  :data:`GLM4_TOOL_INTRO`, ``"\\n\\n# 可用工具"``, then per function
+  ``"\\n## {name}\\n\\n" + json.dumps(function, ensure_ascii=False, indent=4) + "\\n" +
+  GLM4_FUNCTION_SUFFIX`` and for the interpreter :data:`GLM4_PYTHON_TOOL`. The template
+  writes ``"\\n\\n## "`` right after a block tag, and transformers renders templates with
+  ``trim_blocks``, which drops that first newline: the text has no blank line before a
+  function's heading (THUDM's Python ``apply_chat_template`` writes one; the template's
+  text is what servers and llama.cpp send, so glmdesk writes that).
 
 Reply side: the model answers ``<|assistant|>`` + the tool name as the metadata line
 + ``"\\n"`` + the call, then ``<|observation|>`` (a stop id). ChatGLM3 writes
@@ -45,14 +48,14 @@ CHATGLM3_CI_PROMPT = (
 )
 #: GLM-4-9B-chat chat template: the tools turn's first paragraph.
 GLM4_TOOL_INTRO = (
-    "你是一个名为 ChatGLM 的人工智能助手。你是基于智谱AI训练的语言模型 GLM-4 模型开发的，"
+    "你是一个名为 GLM-4 的人工智能助手。你是基于智谱AI训练的语言模型 GLM-4 模型开发的，"
     "你的任务是针对用户的问题和要求提供适当的答复和支持。"
 )
 #: GLM-4-9B-chat chat template: the line after each function's JSON.
 GLM4_FUNCTION_SUFFIX = "在调用上述函数时，请使用 Json 格式表示调用的参数。"
 #: GLM-4-9B-chat chat template: the built-in ``python`` tool.
 GLM4_PYTHON_TOOL = (
-    "\n\n## python\n\n当你向 `python` 发送包含 Python 代码的消息时，该代码将会在一个有状态的 Jupyter notebook "
+    "\n## python\n\n当你向 `python` 发送包含 Python 代码的消息时，该代码将会在一个有状态的 Jupyter notebook "
     "环境中执行。\n`python` 返回代码执行的输出，或在执行 60 秒后返回超时。\n`/mnt/data` 将会持久化存储你的文件。"
     "在此会话中，`python` 无法访问互联网。不要使用 `python` 进行任何网络请求或者在线 API 调用，这些在线内容的访问将不会成功。"
 )
@@ -83,7 +86,7 @@ def glm4_tools_text(tools: ToolSet) -> str:
     text = GLM4_TOOL_INTRO + "\n\n# 可用工具"
     for f in tools.functions:
         body = json.dumps(f.definition(), ensure_ascii=False, indent=4)
-        text += f"\n\n## {f.name}\n\n{body}\n{GLM4_FUNCTION_SUFFIX}"
+        text += f"\n## {f.name}\n\n{body}\n{GLM4_FUNCTION_SUFFIX}"
     if tools.interpreter:
         text += GLM4_PYTHON_TOOL
     return text

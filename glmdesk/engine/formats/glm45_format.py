@@ -10,7 +10,8 @@ conversation is encoded as plain text (:func:`~glmdesk.engine.formats.prompt.spl
 
 A call is written ``<tool_call>name`` then ``<arg_key>k</arg_key>`` /
 ``<arg_value>v</arg_value>`` pairs, then ``</tool_call>`` (the template's tools
-preamble). :class:`XmlToolFilter` reads it while it streams.
+preamble). :class:`~glmdesk.engine.formats.xml_call_filter.XmlToolFilter` reads it
+while it streams.
 
 Sources: the GLM-4.5/GLM-4.6 model cards' chat templates (their format, as
 llama.cpp's ``models/templates/GLM-4.6.jinja`` reference copy shows it).
@@ -18,15 +19,12 @@ llama.cpp's ``models/templates/GLM-4.6.jinja`` reference copy shows it).
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Sequence
 from typing import Any
 
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.parts import ThinkMarkers
-from glmdesk.core.text import held_length
-from glmdesk.core.tools import INTERPRETER, ToolCall, ToolSet
+from glmdesk.core.tools import INTERPRETER, ToolSet
 from glmdesk.engine.formats.prompt import (
     ChatTemplateFormat,
     Markup,
@@ -35,9 +33,16 @@ from glmdesk.engine.formats.prompt import (
     forced_call,
     split_rendering,
 )
+from glmdesk.engine.formats.xml_call_filter import (  # noqa: F401 (the format's reader, imported from here)
+    PYTHON,
+    XmlToolFilter,
+    offers_python,
+    parse_xml_call,
+    parse_xml_calls,
+    parse_xml_reply,
+)
+from glmdesk.engine.formats.xml_calls import CALL_CLOSE, CALL_OPEN
 
-CALL_OPEN, CALL_CLOSE = "<tool_call>", "</tool_call>"
-_PAIR = re.compile(r"<arg_key>(.*?)</arg_key>\s*<arg_value>(.*?)</arg_value>", re.DOTALL)
 #: The markers the reply parser reads as text (kept when decoding, even if special).
 MARKERS = (
     "<think>",
@@ -62,7 +67,6 @@ def split_reasoning(content: str, markers: ThinkMarkers) -> tuple[str, str]:
 
 #: The code interpreter as GLM-4.5 is offered it: a function (its template has no other
 #: kind of tool), whose calls glmdesk runs as interpreter calls.
-PYTHON = "python"
 PYTHON_TOOL = {
     "type": "function",
     "function": {
@@ -78,10 +82,6 @@ PYTHON_TOOL = {
 }
 
 
-def _offers_python(tools: ToolSet) -> bool:
-    return tools.interpreter and tools.function(PYTHON) is None
-
-
 def tool_definitions(tools: ToolSet) -> list[dict[str, Any]]:
     """The offered functions as the template's ``tools`` (OpenAI ``type: function``), the
     code interpreter as the function :data:`PYTHON_TOOL` when it is offered."""
@@ -89,7 +89,7 @@ def tool_definitions(tools: ToolSet) -> list[dict[str, Any]]:
     for spec in tools.functions:
         definition = spec.definition()
         out.append(definition if "function" in definition else {"type": "function", "function": definition})
-    return out + ([PYTHON_TOOL] if _offers_python(tools) else [])
+    return out + ([PYTHON_TOOL] if offers_python(tools) else [])
 
 
 class _Slots:
@@ -245,178 +245,11 @@ class Glm45Format(ChatTemplateFormat):
             tokenize=False,
             add_generation_prompt=True,
             enable_thinking=self.thinking,
+            **dict(self.template_kwargs),
         )
 
     def tool_reply_filter(self, tools: ToolSet) -> ReplyFilter:
-        """An :class:`XmlToolFilter` over ``tools``."""
-        return XmlToolFilter(tools)
-
-
-def _argument(value: str, schema: Any) -> Any:
-    """A written value: kept as text when the schema says string, else JSON-decoded
-    where it is JSON (numbers, booleans, objects), else the text."""
-    if isinstance(schema, dict) and schema.get("type") == "string":
-        return value
-    try:
-        return json.loads(value)
-    except (json.JSONDecodeError, RecursionError):
-        return value
-
-
-def parse_xml_call(name: str, body: str, tools: ToolSet) -> ToolCall:
-    """The call ``<tool_call>{name}{body}</tool_call>`` (``body``: the argument pairs).
-
-    ``python`` with the interpreter offered is an interpreter call (its ``code``).
-
-    Raises:
-        ValueError: when ``name`` is not an offered function, or an interpreter call
-            has no code.
-    """
-    raw = f"{CALL_OPEN}{name}{body}{CALL_CLOSE}"
-    if name == PYTHON and _offers_python(tools):
-        code = dict(_PAIR.findall(body)).get("code", "")
-        if not code.strip():
-            raise ValueError("the interpreter call has no code")
-        return ToolCall(INTERPRETER, {"code": code}, raw, "interpreter")
-    spec = tools.function(name)
-    if spec is None:
-        raise ValueError(f"it names the tool {name!r}, which this conversation does not offer")
-    properties = (spec.parameters or {}).get("properties") or {}
-    arguments = {k.strip(): _argument(v, properties.get(k.strip())) for k, v in _PAIR.findall(body)}
-    return ToolCall(name, arguments, raw, "function")
-
-
-def parse_xml_reply(text: str, tools: ToolSet) -> ToolCall | None:
-    """The first ``<tool_call>`` block of a whole reply that calls an offered function
-    (a served model's text), or ``None``."""
-    calls = parse_xml_calls(text, tools)
-    return calls[0] if calls else None
-
-
-def parse_xml_calls(text: str, tools: ToolSet) -> tuple[ToolCall, ...]:
-    """Every ``<tool_call>`` block of a whole reply that calls an offered function, in
-    the order written (a served model's text)."""
-    reader = XmlToolFilter(tools)
-    reader(text)
-    reader.finish(cut_off=False)
-    return reader.calls
-
-
-class XmlToolFilter(ReplyFilter):
-    """Shows text, holds back and parses ``<tool_call>`` blocks naming offered tools.
-
-    The model may write several blocks in one turn (GLM-4.5's template renders them one
-    after the other in one assistant message); each one that parses is kept in
-    :attr:`calls`, in order, and the whitespace after it is not shown. The reply ends
-    at the model's end token (``<|observation|>`` after calls), never at a
-    ``</tool_call>`` (:attr:`stopped` stays False). A block that names no offered tool,
-    or is cut off, is shown as text with a :attr:`notice`.
-
-    Args:
-        tools: What the conversation offers.
-    """
-
-    def __init__(self, tools: ToolSet) -> None:
-        self.tools = tools
-        self._calls: list[ToolCall] = []
-        self.notice: str | None = None
-        self._state = "text"  # text -> name -> call -> text ...; done at the end
-        self._held = ""
-        self._name = ""
-        self._body = ""
-        self._released = ""
-        self._after_call = False  # whitespace after a call is not shown
-        if tools.forced is not None:  # the prompt wrote <tool_call> and the name: the reply is the call
-            self._state, self._name = "call", tools.forced
-
-    @property
-    def calls(self) -> tuple[ToolCall, ...]:
-        """The recognised calls so far, in the order written."""
-        return tuple(self._calls)
-
-    @property
-    def tool_call(self) -> ToolCall | None:
-        """The first recognised call, or ``None``."""
-        return self._calls[0] if self._calls else None
-
-    @property
-    def pending(self) -> str | None:
-        """The tool being called while its arguments stream (``interpreter`` for code)."""
-        if self._state != "call":
-            return None
-        return INTERPRETER if self._name == PYTHON and _offers_python(self.tools) else self._name
-
-    @property
-    def call_text(self) -> str:
-        """The pending call's argument pairs as written so far."""
-        return self._body if self._state == "call" else ""
-
-    def __call__(self, delta: str) -> str:
-        text, self._held, out = self._held + delta, "", ""
-        while text and self._state != "done":
-            if self._state == "text":
-                if self._after_call:
-                    text = text.lstrip()
-                    if not text:
-                        return out
-                    self._after_call = False
-                cut = text.find(CALL_OPEN)
-                if cut < 0:
-                    k = held_length(text, (CALL_OPEN,))
-                    self._held = text[len(text) - k :] if k else ""
-                    return out + text[: len(text) - k]
-                out, text, self._state = out + text[:cut], text[cut + len(CALL_OPEN) :], "name"
-            elif self._state == "name":
-                text = self._name_step(text)
-                if self._state == "text":  # not a call of an offered tool: shown
-                    out += CALL_OPEN
-            else:
-                text = self._call_step(text)
-                out, self._released = out + self._released, ""
-        return out
-
-    def _name_step(self, text: str) -> str:
-        line = self._name + text
-        ends = [i for i in (line.find("\n"), line.find("<arg_key>"), line.find(CALL_CLOSE)) if i >= 0]
-        if not ends:
-            self._name = line
-            return ""
-        name, rest = line[: min(ends)].strip(), line[min(ends) :]
-        self._name = ""
-        if self.tools.function(name) is None and not (name == PYTHON and _offers_python(self.tools)):
-            self.notice = f"it names the tool {name!r}, which this conversation does not offer"
-            self._state = "text"
-            return line
-        self._name, self._body, self._state = name, "", "call"
-        return rest
-
-    def _call_step(self, text: str) -> str:
-        body = self._body + text
-        cut = body.find(CALL_CLOSE)
-        if cut < 0:
-            self._body = body
-            return ""
-        self._body, self._state = body[:cut], "text"
-        try:
-            self._calls.append(parse_xml_call(self._name, self._body, self.tools))
-        except ValueError as exc:  # shown as the text it was; the text after it goes on
-            self.notice = str(exc)
-            self._released = f"{CALL_OPEN}{self._name}{self._body}{CALL_CLOSE}"
-        else:
-            self._after_call = True
-        self._name = self._body = ""
-        return body[cut + len(CALL_CLOSE) :]
-
-    def finish(self, cut_off: bool) -> str:
-        """End of the reply: a call left open is shown as text."""
-        held, self._held = self._held, ""
-        if self._state == "name":
-            held = CALL_OPEN + self._name
-        elif self._state == "call":
-            self.notice = "the answer ended before the call was complete"
-            held = f"{CALL_OPEN}{self._name}{self._body}"
-        self._state = "done"
-        return held
-
-    def flush(self) -> str:
-        return self.finish(cut_off=False)
+        """An :class:`XmlToolFilter` over ``tools`` that leaves the reasoning block's
+        text (a call written while thinking included) to the reasoning."""
+        inside = self.opens_reasoning and tools.forced is None
+        return XmlToolFilter(tools, self.reasoning, inside=inside)

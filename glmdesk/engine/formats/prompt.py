@@ -122,6 +122,9 @@ class PromptFormat(ABC):
     reasoning_close_ids: tuple[int, ...] = ()
     opens_forced_call: bool = True
     marker_ids: Mapping[int, str] = MappingProxyType({})
+    #: Further values the chat template reads (``SamplingParams.template_kwargs``), set
+    #: for one answer by :func:`thinking_for`; ``()`` for a format without a template.
+    template_kwargs: tuple[tuple[str, object], ...] = ()
 
     @abstractmethod
     def encode(self, messages: Sequence[ChatMessage]) -> list[int]:
@@ -228,7 +231,7 @@ class ChatTemplateFormat(PromptFormat):
         if self.reasoning is not None:
             messages = [without_reasoning(m, self.reasoning) for m in messages]
         ids: list[int] = []
-        for part in render_template_parts(self.tokenizer, messages):
+        for part in render_template_parts(self.tokenizer, messages, dict(self.template_kwargs)):
             if isinstance(part, Markup):
                 ids += self.tokenizer.encode(part.text, add_special_tokens=False)
             elif part:
@@ -273,11 +276,12 @@ class Markup:
     text: str
 
 
-def _render(tokenizer, messages: Sequence[ChatMessage], contents: Sequence[str]) -> str:
+def _render(tokenizer, messages: Sequence[ChatMessage], contents: Sequence[str], kwargs=None) -> str:
     return tokenizer.apply_chat_template(
         [{"role": m.role, "content": c} for m, c in zip(messages, contents, strict=True)],
         tokenize=False,
         add_generation_prompt=True,
+        **(kwargs or {}),
     )
 
 
@@ -295,7 +299,7 @@ def _value_placeholders(values: Sequence[str]) -> list[str]:
             return [f"GLMDESK{nonce}MSG{i}END" for i in range(len(values))]
 
 
-def render_template_parts(tokenizer, messages: Sequence[ChatMessage]) -> list[Markup | str]:
+def render_template_parts(tokenizer, messages: Sequence[ChatMessage], kwargs=None) -> list[Markup | str]:
     """Render the chat template as alternating template markup and message contents.
 
     The template is rendered with each message's content as its value (see
@@ -304,6 +308,7 @@ def render_template_parts(tokenizer, messages: Sequence[ChatMessage]) -> list[Ma
     Args:
         tokenizer: A transformers tokenizer with a chat template.
         messages: The conversation, ending with a user message.
+        kwargs: Further values the template reads (``clear_thinking``), or ``None``.
 
     Returns:
         ``[Markup, str, Markup, ...]``: markup pieces (special tokens recognised)
@@ -311,7 +316,7 @@ def render_template_parts(tokenizer, messages: Sequence[ChatMessage]) -> list[Ma
         rendered prompt.
     """
     return split_rendering(
-        lambda contents: _render(tokenizer, messages, contents),
+        lambda contents: _render(tokenizer, messages, contents, kwargs),
         [m.content for m in messages],
         [m.role for m in messages],
     )
@@ -366,17 +371,21 @@ def split_rendering(render, values: Sequence[str], avoid: Sequence[str] = ()) ->
 
 
 @contextmanager
-def thinking_for(fmt: PromptFormat, enable: bool | None) -> Iterator[None]:
+def thinking_for(fmt: PromptFormat, enable: bool | None, template_kwargs=()) -> Iterator[None]:
     """``fmt`` with its thinking switch (a ``thinking`` attribute, GLM-4.5's
-    ``enable_thinking``) set to ``enable`` inside the block, restored after; ``None``, or
-    a format without a switch: unchanged. Used under the model's lock (one answer at a
-    time), so one answer's setting does not reach another."""
-    if enable is None or not hasattr(fmt, "thinking"):
-        yield
-        return
-    before = fmt.thinking
-    fmt.thinking = enable
+    ``enable_thinking``) set to ``enable`` and its :attr:`~PromptFormat.template_kwargs`
+    to ``template_kwargs`` inside the block, restored after; ``enable`` ``None``, or a
+    format without a switch: the switch unchanged. Used under the model's lock (one
+    answer at a time), so one answer's setting does not reach another."""
+    before_kwargs = fmt.template_kwargs
+    fmt.template_kwargs = tuple(template_kwargs)
+    switch = enable is not None and hasattr(fmt, "thinking")
+    before = fmt.thinking if switch else None
+    if switch:
+        fmt.thinking = enable
     try:
         yield
     finally:
-        fmt.thinking = before
+        fmt.template_kwargs = before_kwargs
+        if switch:
+            fmt.thinking = before

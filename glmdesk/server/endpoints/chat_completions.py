@@ -1,5 +1,5 @@
 """``POST /v1/chat/completions``: its request body (OpenAI's chat request, with vLLM's
-``chat_template_kwargs.enable_thinking``), its translation into glmdesk's messages,
+``chat_template_kwargs``), its translation into glmdesk's messages,
 tools and sampling settings, and its route."""
 
 from __future__ import annotations
@@ -70,22 +70,33 @@ class ChatRequest(SamplingFields):
 
 
 def request_thinking(body: ChatRequest, params: SamplingParams) -> SamplingParams:
-    """``params`` with the request's ``chat_template_kwargs.enable_thinking`` (as vLLM
-    takes it: GLM-4.5's template switch; other keys are not read).
+    """``params`` with the request's ``chat_template_kwargs`` (as vLLM takes them: every
+    key reaches the chat template): ``enable_thinking`` as GLM-4.5's template switch, the
+    others (GLM-4.7's ``clear_thinking``) as ``template_kwargs``.
 
     Raises:
-        APIError: 400 when ``enable_thinking`` is given and is not a boolean.
+        APIError: 400 when ``enable_thinking`` is given and is not a boolean, or another
+            value is not a JSON scalar (text, number, true, false, null).
     """
-    value = (body.chat_template_kwargs or {}).get("enable_thinking")
-    if value is None:
-        return params
-    if not isinstance(value, bool):
+    given = dict(body.chat_template_kwargs or {})
+    value = given.pop("enable_thinking", None)
+    if value is not None and not isinstance(value, bool):
         raise APIError(
             400,
             f"chat_template_kwargs.enable_thinking must be true or false, not {value!r}.",
             "chat_template_kwargs",
         )
-    return replace(params, enable_thinking=value)
+    for name, other in given.items():
+        if other is not None and not isinstance(other, str | int | float | bool):
+            raise APIError(
+                400,
+                f"chat_template_kwargs.{name} must be text, a number, true, false or null.",
+                "chat_template_kwargs",
+            )
+    if value is None and not given:
+        return params
+    thinking = params.enable_thinking if value is None else value
+    return replace(params, enable_thinking=thinking, template_kwargs=tuple(given.items()))
 
 
 def chat_tools(body: ChatRequest, tool_format: bool) -> ToolSet:

@@ -335,6 +335,8 @@ def note_sentence(note: ErrorInfo) -> str:
         return QCoreApplication.translate(
             "LoadNotes", "fp16 is not supported for CPU inference; using fp32 instead."
         )
+    if note.kind == "chat_format":
+        return _chat_format_sentence(note)
     if note.kind == "bnb_on_cpu":
         return QCoreApplication.translate(
             "LoadNotes", "{quantization} runs on bitsandbytes' CPU backend here, which is slow."
@@ -423,3 +425,24 @@ def option_reason(info: ErrorInfo) -> str:
             "LoadNotes", "torchao is not installed (pip install 'glmdesk[cuda-quant]')."
         )
     return error_sentence(info)
+
+
+def _chat_format_sentence(note: ErrorInfo) -> str:
+    """The ``chat_format`` load note: the prompt format is not the checkpoint's own
+    family's (params ``format``, ``checkpoint``, ``chosen``)."""
+    formats = {
+        "glm45": QCoreApplication.translate("LoadNotes", "GLM-4.5/4.6/4.7 (reasoning, XML tool calls)"),
+        "think": QCoreApplication.translate("LoadNotes", "GLM-Z1 (reasoning, no tool calls)"),
+        "plain": QCoreApplication.translate("LoadNotes", "the chat template only"),
+    }
+    title = formats.get(note.params.get("format", ""), note.params.get("format", ""))
+    checkpoint = note.params.get("checkpoint", "")
+    if note.params.get("chosen"):
+        return QCoreApplication.translate(
+            "LoadNotes", "The prompt format is {format}, as chosen, though the checkpoint is {checkpoint}."
+        ).format(format=title, checkpoint=checkpoint)
+    return QCoreApplication.translate(
+        "LoadNotes",
+        "The chat template is {format}, so this {checkpoint} checkpoint is prompted that way "
+        "(another format can be chosen in Open model).",
+    ).format(format=title, checkpoint=checkpoint)

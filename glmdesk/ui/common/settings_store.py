@@ -167,6 +167,8 @@ class SettingsStore:
                 fused_decode=_to_bool(s.value("model/fused_decode", True)),
                 compile_decode=_to_bool(s.value("model/compile_decode", False)),
                 engine=str(s.value("model/engine", "auto")),
+                chat_format=str(s.value("model/chat_format", "auto")),
+                chat_template=str(s.value("model/chat_template", "") or "") or None,
                 **self._engine_options(),
             )
         except (TypeError, ValueError):
@@ -206,6 +208,8 @@ class SettingsStore:
         self._set("model/fused_decode", load.fused_decode)
         self._set("model/compile_decode", load.compile_decode)
         self._set("model/engine", load.engine)
+        self._set("model/chat_format", load.chat_format)
+        self._set("model/chat_template", load.chat_template or "")
         for name in _engine_option_names():
             self._set(f"model/{name}", load.option(name))
         self._set("model/trust_remote_code", bool(load.trust_remote_code and load.model))

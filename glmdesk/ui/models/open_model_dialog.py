@@ -38,6 +38,7 @@ from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.settings import DEVICES, PRECISIONS, QUANTIZATIONS, WEIGHT_ONLY_QUANTIZATIONS, LoadSettings
 from glmdesk.engine.backends import specs
 from glmdesk.ui.common.messages import option_reason
+from glmdesk.ui.models.chat_format_box import ChatFormatBox
 from glmdesk.ui.models.engine_choice import EngineChoiceMixin
 from glmdesk.ui.models.fit_forecast import FitForecast
 from glmdesk.ui.models.recent_models import recent_label
@@ -78,6 +79,7 @@ class OpenModelDialog(EngineChoiceMixin, QDialog):
         self._build_engine_choice(current)
         self._build_trust(current)
         self._build_recent(recent)
+        self.chat_format_box = ChatFormatBox(current)
         self.fit_forecast = FitForecast(fit_budget)
         buttons = self._lay_out(row, self.recent_combo.count() > 1, current)
         self._connect_updates(buttons, current)
@@ -229,6 +231,7 @@ class OpenModelDialog(EngineChoiceMixin, QDialog):
         form.addRow(self.tr("CPU threads"), self.threads_spin)
         form.addRow("", self.fused_check)
         form.addRow("", self.compile_check)
+        form.addRow(self.tr("Prompt format"), self.chat_format_box)
         buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Open | QDialogButtonBox.StandardButton.Cancel
         )
@@ -261,6 +264,7 @@ class OpenModelDialog(EngineChoiceMixin, QDialog):
     def _connect_updates(self, buttons: QDialogButtonBox, current: LoadSettings) -> None:
         """Wire the buttons and the updates that enable, disable and explain options."""
         self.model_edit.textChanged.connect(self._update_trust)
+        self.model_edit.textChanged.connect(self.chat_format_box.set_model)
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
         self.device_combo.currentIndexChanged.connect(self._update_weight_only)
@@ -432,6 +436,7 @@ class OpenModelDialog(EngineChoiceMixin, QDialog):
             compile_decode=self.fused_check.isChecked()
             and self.compile_check.isEnabled()
             and self.compile_check.isChecked(),
+            **self.chat_format_box.values(),
             **fields,
         )
 

@@ -8,6 +8,7 @@ from glmdesk.engine.chatglm import ChatGLMTokenizer, GLM4Format
 from glmdesk.engine.formats.chatglm_tools import (
     CHATGLM3_CI_PROMPT,
     CHATGLM3_TOOL_INTRO,
+    glm4_tools_text,
     interpreter_observation,
 )
 from tests.helpers import tool_reference as ref
@@ -129,7 +130,8 @@ def test_glm4_tools_calls_and_observations_equal_the_chat_template(g4, glm4_tok)
         {"role": "observation", "content": "3"},
     ]
     text = ref.glm4_render(messages)
-    assert '# 可用工具\n\n## get_weather\n\n{\n    "name": "get_weather"' in text
+    assert '# 可用工具\n## get_weather\n\n{\n    "name": "get_weather"' in text
+    assert "<|system|>\n" + glm4_tools_text(tools) + "<|system|>" in text  # the tool prompt, char for char
     expected = ref.glm4_tokenize(glm4_tok.enc, text)
     assert g4.encode(ours) == expected
     assert expected[-1] == glm4_tok.special_ids["<|assistant|>"]

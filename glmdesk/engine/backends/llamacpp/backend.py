@@ -38,7 +38,7 @@ from glmdesk.engine.backends.llamacpp.kv import (
     plan,
 )
 from glmdesk.engine.backends.llamacpp.moe import expert_count, expert_overrides, overridden_tensor
-from glmdesk.engine.backends.llamacpp.vocab import LlamaVocab, prompt_format_for
+from glmdesk.engine.backends.llamacpp.vocab import LlamaVocab, gguf_format
 from glmdesk.engine.backends.local import LocalBackend
 from glmdesk.engine.decode.kv_pool import KVPool
 from glmdesk.engine.files.gguf_header import ACTIVATION_ONLY_TYPES, GGUFHeader, read_gguf_header, weight_type
@@ -152,7 +152,15 @@ class LlamaCppModel:
     def __init__(self, lib, model, header: GGUFHeader, settings: LoadSettings, info_name: str) -> None:
         self.lib, self.model, self.header = lib, model, header
         self.vocab = LlamaVocab(lib, model)
-        self.prompt_format, self.family = prompt_format_for(self.vocab, header, info_name)
+        template = None
+        if settings.chat_template:
+            from glmdesk.engine.families.template_format import read_template_file
+
+            template = read_template_file(settings.chat_template)
+        self.prompt_format, self.format_choice = gguf_format(
+            self.vocab, header, info_name, settings.chat_format, template
+        )
+        self.family = self.format_choice.family
         trained = int(lib.llama_model_n_ctx_train(model)) or header.context_length or 2048
         self.n_ctx_train = trained
         self.context_length = settings.llamacpp.n_ctx or min(trained, LLAMA_DEFAULT_N_CTX)
@@ -342,9 +350,13 @@ class LlamaCppBackend(LocalBackend):
             context_length=model.context_length,
             kv_bytes_per_token=int(kv_bytes_per_token(header, "f16")),
             prompt_format=model.prompt_format.name,
+            chat_format=model.format_choice.chat_format,
+            format_reason=model.format_choice.reason,
             threads=model.threads,
             engine=self.name,
-            notes=_notes(settings) + _expert_notes(settings, header, model.experts_in_ram),
+            notes=_notes(settings)
+            + _expert_notes(settings, header, model.experts_in_ram)
+            + tuple(n for n in (model.format_choice.note(),) if n),
             offloaded_mib=(header.expert_bytes if model.experts_in_ram and offloaded else 0) / 2**20,
         )
         report("ready")

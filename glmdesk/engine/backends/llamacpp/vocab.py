@@ -185,15 +185,25 @@ class _SpecialTokens:
 
 
 def prompt_format_for(vocab: LlamaVocab, header, name: str) -> tuple[PromptFormat, str]:
-    """The prompt format of a GGUF model and its family name.
+    """The prompt format of a GGUF model and its family name (:func:`gguf_format` with
+    the format read from the file's own template)."""
+    fmt, choice = gguf_format(vocab, header, name)
+    return fmt, choice.family
+
+
+def gguf_format(vocab: LlamaVocab, header, name: str, chosen: str = "auto", template: str | None = None):
+    """The prompt format of a GGUF model and the :class:`FormatChoice` that made it.
 
     The family is the registry's (:func:`glmdesk.engine.families.recognise_gguf`, from
     ``general.architecture``, the vocabulary and the metadata): ChatGLM3 / GLM-4 get glmdesk's
     role-token formats and ChatGLM2 its rounds, ids from the GGUF vocabulary; any other
-    model its ``tokenizer.chat_template``.
+    model its ``tokenizer.chat_template`` (or ``template``, the one the user picked), in
+    the format that template speaks
+    (:func:`~glmdesk.engine.families.template_format.choose_format`; ``chosen``: the
+    user's choice of format).
 
     Returns:
-        ``(format, family)``; family is ``chatglm3``, ``glm4``, ``chatglm2``,
+        ``(format, choice)``; ``choice.family`` is ``chatglm3``, ``glm4``, ``chatglm2``,
         the chat-template GLM families' (``glm4-0414``, ``glm-z1``, ``glm4-moe``,
         ``glm4-moe-lite``: prompted by the file's chat template) or ``gguf``.
 
@@ -201,15 +211,19 @@ def prompt_format_for(vocab: LlamaVocab, header, name: str) -> tuple[PromptForma
         GlmdeskError: ``not_a_model`` when the model has neither role tokens nor a
             chat template.
     """
+    from glmdesk.engine.families.template_format import FormatChoice, choose_format
+
     variant = families.gguf_variant(header.architecture, vocab.special_id, header.get)
     family = families.get_family(variant)
     eos = (vocab.eos, vocab.eot)
     if family.name != "generic" and not family.chat_template:
-        return family.prompt_format(_SpecialTokens(vocab), eos), family.name
-    template = header.get("tokenizer.chat_template")
+        own = FormatChoice(family.name, "", "")  # its family's own format, not read from a template
+        return family.prompt_format(_SpecialTokens(vocab), eos), own
+    template = template or header.get("tokenizer.chat_template")
     if isinstance(template, str) and template:
-        name = variant if family.chat_template else "gguf"  # glm4.6-moe: its own sampling defaults
-        return family.prompt_format(TemplateTokenizer(vocab, template), eos), name
+        choice = choose_format(variant, template, chosen)
+        fmt = families.get_family(choice.family).prompt_format(TemplateTokenizer(vocab, template), eos)
+        return fmt, choice
     raise GlmdeskError(
         "not_a_model", f"{name} has no chat template, so it cannot be used for chat.", path=str(header.path)
     )

@@ -336,10 +336,13 @@ class RemoteBackend(Backend):
         )
         p = params.get()
         fields, extra = request_fields(p)
+        kwargs = dict(p.template_kwargs)  # what the chat template reads (GLM-4.7's clear_thinking)
         if chat and (
             p.enable_thinking is False or (p.enable_thinking is None and self.enable_thinking is False)
         ):
-            extra["chat_template_kwargs"] = {"enable_thinking": False}  # vLLM's and SGLang's template switch
+            kwargs["enable_thinking"] = False  # vLLM's and SGLang's template switch
+        if chat and kwargs:
+            extra["chat_template_kwargs"] = kwargs
         return answer.run(lambda: start(fields, extra), stop)
 
     def kv_cache_usage(self, timeout_s: float = 2.0) -> float | None:

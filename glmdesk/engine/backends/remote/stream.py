@@ -54,8 +54,10 @@ class RemoteAnswer:
         family: ModelFamily | None = None,
     ) -> None:
         self.url, self.model, self.stall_s, self.chat = url, model, stall_s, chat
-        self.calls = RemoteCalls(tools or ToolSet(), families)
         self.think = None
+        reasoning = None if family is None else family.reasoning
+        inside = family is not None and family.opens_reasoning
+        self.calls = RemoteCalls(tools or ToolSet(), families, reasoning, inside)
         if family is not None and family.reasoning is not None:
             self.think = ThinkSplitter(family.reasoning, inside=family.opens_reasoning)
         self.hide = None  # leaves out the family's answer markers (GLM-4.1V's <answer>)
@@ -153,6 +155,7 @@ class RemoteAnswer:
                     finish = reason or finish
                     if thought:  # the server splits the reasoning itself
                         self.think = None
+                        self.calls.reasoning_apart()
                     parts = ([ReasoningPart(thought)] if thought else []) + self.split(self.calls.text(text))
                     if parts or self.calls.pending is not None:
                         yield self.chunk(parts)

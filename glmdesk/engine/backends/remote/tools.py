@@ -27,9 +27,14 @@ class RemoteCalls:
         tools: What the request offered (empty: every text is passed through).
         families: The GLM formats to try on the text, in order (``glm4``, ``chatglm3``;
             ``glm45`` first: GLM-4.5's XML calls, read while the text streams).
+        reasoning: The served family's think markers (a ``<think>`` block in the text
+            is reasoning: an XML call written there is not run), or ``None``.
+        inside: The text starts inside the think block (the template opened it).
     """
 
-    def __init__(self, tools: ToolSet, families: tuple[str, ...]) -> None:
+    def __init__(
+        self, tools: ToolSet, families: tuple[str, ...], reasoning=None, inside: bool = False
+    ) -> None:
         self.tools, self.families = tools, families
         self.names = {f.name for f in tools.functions}
         if tools.interpreter:
@@ -46,7 +51,12 @@ class RemoteCalls:
             from glmdesk.engine.formats.glm45_format import XmlToolFilter
 
             # the server forces a call itself (tool_choice is passed through): its text is read as written
-            self.xml = XmlToolFilter(replace(tools, forced=None))
+            self.xml = XmlToolFilter(replace(tools, forced=None), reasoning, inside)
+
+    def reasoning_apart(self) -> None:
+        """The server sends the reasoning apart: the text is answer from here on."""
+        if self.xml is not None:
+            self.xml.reasoning_apart()
 
     def add_delta(self, delta) -> None:
         """Take one ``delta.tool_calls`` entry (an object of the ``openai`` client)."""

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable
 
@@ -67,10 +68,21 @@ def load_model(
     fast = acceleration.accelerate(model, settings, report)
     report("preparing")
     vision = is_vision_config(model.config)
-    prompt_format = ready.prompt_format
-    if prompt_format is None:
-        prompt_format = (_vision_format if vision else _chat_template_format)(model, tokenizer, ready)
+    prompt_format, choice = ready.prompt_format, None
+    if prompt_format is None and vision:
+        prompt_format = _vision_format(model, tokenizer, ready)
+    elif prompt_format is None:
+        prompt_format, choice = _chat_template_format(model, tokenizer, ready, settings)
     info = _model_info(ready, settings, model, device, precision, prompt_format, fast, notes, plan)
+    if choice is not None:  # the format read from the chat template, and why
+        note = choice.note()
+        info = dataclasses.replace(
+            info,
+            family=choice.family,
+            chat_format=choice.chat_format,
+            format_reason=choice.reason,
+            notes=info.notes + ((note,) if note else ()),
+        )
     report("ready", 1, 1)
     # threads 0: adapt the count to measured decode steps (a busy core slows a fixed count).
     automatic = settings.threads == 0 and device == "cpu"
@@ -114,24 +126,45 @@ def _vision_format(model, tokenizer, ready) -> PromptFormat:
     from glmdesk.engine.backends.transformers.vision import VisionFormat
     from glmdesk.engine.backends.transformers.vision_processor import load_processor
 
-    text_format = _chat_template_format(model, tokenizer, ready)  # its stop ids; raises without a template
+    if not getattr(tokenizer, "chat_template", None):
+        _no_template(ready)
+    text_format = families.get_family(ready.family).prompt_format(tokenizer, _eos_ids(model))  # its stop ids
     return VisionFormat(load_processor(ready.folder, tokenizer), text_format.stop_ids)
 
 
-def _chat_template_format(model, tokenizer, ready) -> PromptFormat:
-    """The tokenizer's chat template as the prompt format, as the model's family builds it
-    (its stop tokens and think markers, :mod:`glmdesk.engine.families`).
+def _no_template(ready) -> None:
+    raise GlmdeskError(
+        "not_a_model",
+        f"{ready.source.name} has no chat template, so it cannot be used for chat.",
+        path=str(ready.source.location),
+    )
 
-    Raises:
-        GlmdeskError: ``not_a_model`` when the tokenizer has no chat template.
-    """
-    if not getattr(tokenizer, "chat_template", None):
-        raise GlmdeskError(
-            "not_a_model",
-            f"{ready.source.name} has no chat template, so it cannot be used for chat.",
-            path=str(ready.source.location),
-        )
+
+def _eos_ids(model) -> list[int]:
     eos: list[int] = []
     for config in (getattr(model, "generation_config", None), model.config):
         eos += eos_list(getattr(config, "eos_token_id", None))
-    return families.get_family(ready.family).prompt_format(tokenizer, eos)
+    return eos
+
+
+def _chat_template_format(model, tokenizer, ready, settings: LoadSettings):
+    """The tokenizer's chat template as the prompt format, as the family of the format
+    the template speaks builds it (its stop tokens and think markers, its tool dialect:
+    :func:`~glmdesk.engine.families.template_format.choose_format`), with the template
+    file the user picked in place of the folder's own.
+
+    Returns:
+        ``(format, FormatChoice)``.
+
+    Raises:
+        GlmdeskError: ``not_a_model`` when the tokenizer has no chat template;
+            ``not_a_model`` when the picked template file cannot be read.
+    """
+    from glmdesk.engine.families.template_format import choose_format, read_template_file
+
+    if settings.chat_template:
+        tokenizer.chat_template = read_template_file(settings.chat_template)
+    if not getattr(tokenizer, "chat_template", None):
+        _no_template(ready)
+    choice = choose_format(ready.family, tokenizer.chat_template, settings.chat_format)
+    return families.get_family(choice.family).prompt_format(tokenizer, _eos_ids(model)), choice
