@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import signal
 import sys
 import threading
@@ -23,6 +24,7 @@ from glmdesk.cli.options import (
     load_settings,
     progress,
     sampling,
+    template_choices,
     without_uncompilable,
 )
 from glmdesk.cli.serve import add_serve_parser, serve
@@ -317,7 +319,11 @@ def _load_for_chat(args):
         with quiet_libraries():
             info = backend.load(settings, progress=progress)
         print(file=sys.stderr)
-        box = ParamsBox(sampling(args, info.family))
+        params = sampling(args, info.family)
+        chosen = template_choices(args, info)
+        if chosen:
+            params = dataclasses.replace(params, template_kwargs=params.template_kwargs + chosen)
+        box = ParamsBox(params)
     except (GlmdeskError, ValueError) as exc:
         if loading:
             print(file=sys.stderr)

@@ -54,6 +54,28 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
         help="GLM-4.5/4.6/4.7: answer without reasoning first (the chat template's enable_thinking off)",
     )
     p.add_argument(
+        "--reasoning-effort",
+        metavar="LEVEL",
+        help="how hard a model whose chat template reads reasoning_effort thinks (GLM-5.2: high or "
+        "max; GLM-5.3: low, high or max); the loaded model's levels are checked",
+    )
+    keep = p.add_mutually_exclusive_group()
+    keep.add_argument(
+        "--keep-thinking",
+        dest="clear_thinking",
+        action="store_const",
+        const=False,
+        help="keep earlier turns' thinking in the prompt (the chat template's clear_thinking off; "
+        "GLM-4.7 and the GLM-5 line)",
+    )
+    keep.add_argument(
+        "--drop-thinking",
+        dest="clear_thinking",
+        action="store_const",
+        const=True,
+        help="drop earlier turns' thinking from the prompt (clear_thinking on)",
+    )
+    p.add_argument(
         "--chat-format",
         choices=CHAT_FORMATS,
         default="auto",
@@ -245,6 +267,39 @@ def progress(p) -> None:
     _shown[0] = (p.stage, tenths)
     total = f" {p.done}/{p.total}" if p.total else ""
     print(f"\r[{p.stage}{total}]        ", end="", file=sys.stderr, flush=True)
+
+
+def template_choices(args, info) -> tuple[tuple[str, object], ...]:
+    """``--reasoning-effort`` and ``--keep-thinking``/``--drop-thinking`` as the values the
+    loaded model's chat template reads (``SamplingParams.template_kwargs``).
+
+    Raises:
+        ValueError: with a sentence, for an effort the model's template does not tell
+            apart, or a thinking choice its template does not read.
+    """
+    chosen: list[tuple[str, object]] = []
+    effort = getattr(args, "reasoning_effort", None)
+    if effort is not None:
+        levels = info.effort_levels
+        if not levels:
+            raise ValueError(
+                f"{info.name} has no reasoning effort levels (its chat template reads no "
+                "reasoning_effort); leave out --reasoning-effort."
+            )
+        if effort not in levels:
+            raise ValueError(
+                f"--reasoning-effort must be one of {', '.join(levels)} for {info.name}, not {effort!r}."
+            )
+        chosen.append(("reasoning_effort", effort))
+    clear = getattr(args, "clear_thinking", None)
+    if clear is not None:
+        if not info.clear_thinking:
+            raise ValueError(
+                f"{info.name}'s chat template does not read clear_thinking; leave out "
+                "--keep-thinking and --drop-thinking."
+            )
+        chosen.append(("clear_thinking", clear))
+    return tuple(chosen)
 
 
 def apply_thinking(backend, thinking: bool) -> str | None:

@@ -79,6 +79,11 @@ class ModelInfo:
             family with a format of its own (ChatGLM2/3, GLM-4-9B, vision, remote).
         format_reason: Why that format (English, a sentence's end), or ``""`` when it was
             not read from a GLM template (a family's own format, another model's template).
+        effort_levels: The ``reasoning_effort`` levels its chat template tells apart
+            (GLM-5.2: ``high``, ``max``; :mod:`glmdesk.engine.families.template_effort`),
+            ``()`` when it has none.
+        clear_thinking: Whether its chat template reads ``clear_thinking`` (keep or drop
+            earlier turns' thinking: GLM-4.7 and the GLM-5 line).
     """
 
     name: str
@@ -100,6 +105,8 @@ class ModelInfo:
     offloaded_mib: float = 0.0
     chat_format: str = ""
     format_reason: str = ""
+    effort_levels: tuple[str, ...] = ()
+    clear_thinking: bool = False
 
     def describe(self) -> str:
         """One line for a terminal or the status bar."""

@@ -24,6 +24,18 @@ from tests.helpers.glm4_0414_models import save_model, write_glm_tokenizer
 from tests.helpers.glm45_models import CORPUS, GLM_SPECIAL, TOOL_TAGS
 from tests.helpers.glm47_flash_models import GLM47_TEMPLATE
 
+#: GLM-5.2's effort stanza as public projects quote its template (effort ``high`` when asked,
+#: else ``max``), then a stand-in line that writes the level where a test can see it: the
+#: published template's own rendering of the level could not be read here (no network).
+GLM52_EFFORT = (
+    "{%- set effective_reasoning_effort = 'high' if reasoning_effort is defined and "
+    "reasoning_effort == 'high' else 'max' -%}"
+)
+GLM52_TEMPLATE = GLM47_TEMPLATE.replace(
+    "[gMASK]<sop>", GLM52_EFFORT + "[gMASK]<sop>{{ '<|system|>effort=' + effective_reasoning_effort }}", 1
+)
+assert GLM52_TEMPLATE.count("effective_reasoning_effort") == 2
+
 
 def _tokenizer(folder: Path, template: str):
     tokenizer, ids, stops = write_glm_tokenizer(folder, CORPUS, template, GLM_SPECIAL, TOOL_TAGS)

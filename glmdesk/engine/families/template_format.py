@@ -54,6 +54,8 @@ FAMILY_FORMATS = {
     "glm4-moe": "glm45",
     "glm4.6-moe": "glm45",
     "glm4-moe-lite": "glm45",
+    "glm5": "glm45",
+    "glm5-flash": "glm45",
     "glm-z1": "think",
     "glm4-0414": "plain",
     "glm4-hf": "plain",

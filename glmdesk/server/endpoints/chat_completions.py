@@ -53,6 +53,7 @@ class ChatRequest(SamplingFields):
     tools: list[dict[str, Any]] | None = None
     tool_choice: str | dict[str, Any] | None = None
     chat_template_kwargs: dict[str, Any] | None = None
+    reasoning_effort: str | None = None
 
     prompt_field: ClassVar[str] = "messages"
 
@@ -97,6 +98,29 @@ def request_thinking(body: ChatRequest, params: SamplingParams) -> SamplingParam
         return params
     thinking = params.enable_thinking if value is None else value
     return replace(params, enable_thinking=thinking, template_kwargs=tuple(given.items()))
+
+
+def request_effort(body: ChatRequest, params: SamplingParams, levels: tuple[str, ...]) -> SamplingParams:
+    """``params`` with the request's ``reasoning_effort`` (OpenAI's field, which vLLM
+    passes to the chat template) as a value the template reads.
+
+    Args:
+        body: The request.
+        params: Its sampling parameters so far.
+        levels: The served model's effort levels (``ModelInfo.effort_levels``).
+
+    Raises:
+        APIError: 400 for a level the served model's template does not tell apart (or
+            any level, for a model without effort levels).
+    """
+    effort = body.reasoning_effort
+    if effort is None:
+        return params
+    if effort not in levels:
+        allowed = f"one of {', '.join(levels)}" if levels else "left out: this model has no effort levels"
+        raise APIError(400, f"reasoning_effort must be {allowed}, not {effort!r}.", "reasoning_effort")
+    kwargs = tuple((k, v) for k, v in params.template_kwargs if k != "reasoning_effort")
+    return replace(params, template_kwargs=(*kwargs, ("reasoning_effort", effort)))
 
 
 def chat_tools(body: ChatRequest, tool_format: bool) -> ToolSet:
@@ -195,7 +219,8 @@ def register(app: FastAPI, state: ServerState, guarded: list) -> None:
         tool_format = capabilities.tool_calls
         messages = chat_messages(body, chat_tools(body, tool_format), tool_format, capabilities.vision)
         sampled = sampling_params(body, state.base_params, await state.room(messages))
-        params = ParamsBox(request_thinking(body, sampled))
+        levels = getattr(backend.info, "effort_levels", ())
+        params = ParamsBox(request_effort(body, request_thinking(body, sampled), levels))
         reply = Reply(
             f"chatcmpl-{uuid.uuid4().hex}", state.model_id, chat=True, usage_chunk=wants_usage(body)
         )

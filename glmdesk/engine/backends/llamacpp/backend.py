@@ -41,6 +41,7 @@ from glmdesk.engine.backends.llamacpp.moe import expert_count, expert_overrides,
 from glmdesk.engine.backends.llamacpp.vocab import LlamaVocab, gguf_format
 from glmdesk.engine.backends.local import LocalBackend
 from glmdesk.engine.decode.kv_pool import KVPool
+from glmdesk.engine.families.template_effort import effort_levels, reads_clear_thinking
 from glmdesk.engine.files.gguf_header import ACTIVATION_ONLY_TYPES, GGUFHeader, read_gguf_header, weight_type
 from glmdesk.engine.info import ModelInfo, stage_reporter
 
@@ -160,6 +161,7 @@ class LlamaCppModel:
         self.prompt_format, self.format_choice = gguf_format(
             self.vocab, header, info_name, settings.chat_format, template
         )
+        self.template = template or header.get("tokenizer.chat_template") or ""
         self.family = self.format_choice.family
         trained = int(lib.llama_model_n_ctx_train(model)) or header.context_length or 2048
         self.n_ctx_train = trained
@@ -352,6 +354,8 @@ class LlamaCppBackend(LocalBackend):
             prompt_format=model.prompt_format.name,
             chat_format=model.format_choice.chat_format,
             format_reason=model.format_choice.reason,
+            effort_levels=effort_levels(model.template),
+            clear_thinking=reads_clear_thinking(model.template),
             threads=model.threads,
             engine=self.name,
             notes=_notes(settings)

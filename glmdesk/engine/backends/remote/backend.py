@@ -343,6 +343,8 @@ class RemoteBackend(Backend):
             kwargs["enable_thinking"] = False  # vLLM's and SGLang's template switch
         if chat and kwargs:
             extra["chat_template_kwargs"] = kwargs
+        if chat and "reasoning_effort" in kwargs:  # OpenAI's field too: vLLM and SGLang read it
+            extra["reasoning_effort"] = kwargs["reasoning_effort"]
         return answer.run(lambda: start(fields, extra), stop)
 
     def kv_cache_usage(self, timeout_s: float = 2.0) -> float | None:

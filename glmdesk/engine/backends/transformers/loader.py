@@ -25,6 +25,7 @@ from glmdesk.engine.backends.transformers.vision_processor import is_vision_conf
 from glmdesk.engine.cache import kv_bytes_per_token
 from glmdesk.engine.decode.threads import ThreadTuner
 from glmdesk.engine.families.base import eos_list
+from glmdesk.engine.families.template_effort import effort_levels, reads_clear_thinking
 from glmdesk.engine.files import model_source
 from glmdesk.engine.formats.prompt import PromptFormat
 from glmdesk.engine.info import LoadProgress, ModelInfo, context_limit, stage_reporter
@@ -76,12 +77,15 @@ def load_model(
     info = _model_info(ready, settings, model, device, precision, prompt_format, fast, notes, plan)
     if choice is not None:  # the format read from the chat template, and why
         note = choice.note()
+        template = tokenizer.chat_template
         info = dataclasses.replace(
             info,
             family=choice.family,
             chat_format=choice.chat_format,
             format_reason=choice.reason,
             notes=info.notes + ((note,) if note else ()),
+            effort_levels=effort_levels(template),
+            clear_thinking=reads_clear_thinking(template),
         )
     report("ready", 1, 1)
     # threads 0: adapt the count to measured decode steps (a busy core slows a fixed count).
