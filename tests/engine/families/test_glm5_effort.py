@@ -96,3 +96,46 @@ def test_serve_takes_reasoning_effort_and_refuses_a_level_the_model_lacks(folder
     assert bad.status_code == 400
     assert "reasoning_effort must be one of high, max, not 'low'." in bad.text
     assert any(kwargs.get("reasoning_effort") == "high" for kwargs in seen)
+
+
+def test_the_remote_engine_and_the_openai_client_send_the_level(folder):
+    import openai
+
+    from glmdesk.core.settings import ParamsBox, SamplingParams
+    from glmdesk.engine.backends.remote.backend import RemoteBackend
+    from glmdesk.engine.backends.transformers.backend import TransformersBackend
+    from glmdesk.server.app import create_app
+    from glmdesk.server.config import ServeSettings
+    from glmdesk.server.runner import ServerThread
+
+    model = load_model(LoadSettings(model=str(folder), device="cpu"))
+    prompts: list[str] = []
+    encode = model.prompt_format.encode
+    model.prompt_format.encode = lambda messages, *a, **k: (
+        prompts.append(model.tokenizer.decode(encode(messages, *a, **k))) or encode(messages, *a, **k)
+    )
+    settings = ServeSettings(port=0)
+    srv = ServerThread(create_app(TransformersBackend(model), settings), settings).start()
+    remote = RemoteBackend()
+    try:
+        remote.load(LoadSettings(remote_url=srv.url))
+        box = ParamsBox(
+            SamplingParams(temperature=0, max_new_tokens=2, template_kwargs=(("reasoning_effort", "high"),))
+        )
+        list(remote.stream([ChatMessage("user", "Hello")], box))
+        assert "effort=high" in prompts[-1]
+        client = openai.OpenAI(base_url=srv.url, api_key="none")
+        client.chat.completions.create(
+            model=folder.name,
+            messages=[{"role": "user", "content": "Hi"}],
+            max_tokens=2,
+            reasoning_effort="high",
+        )
+        assert "effort=high" in prompts[-1]
+        with pytest.raises(openai.BadRequestError, match="reasoning_effort must be one of high, max"):
+            client.chat.completions.create(
+                model=folder.name, messages=[{"role": "user", "content": "Hi"}], reasoning_effort="low"
+            )
+    finally:
+        remote.close()
+        srv.stop()
