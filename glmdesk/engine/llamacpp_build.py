@@ -85,17 +85,27 @@ class Candidate:
     Attributes:
         name: ``native``, ``noamx`` or ``portable`` (also the wheel's subfolder).
         cmake_args: CMake options for llama.cpp (``CMAKE_ARGS``), before the user's own.
+        cflags: Compiler flags (``CFLAGS`` and ``CXXFLAGS``), after the user's own.
     """
 
     name: str
     cmake_args: str
+    cflags: str = ""
 
 
 _NO_AMX = "-DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF"
 #: Every candidate, fastest first. ``-DLLAVA_BUILD=OFF``: not the multimodal library.
+#: ggml's ``GGML_AMX_*`` options act only when ``GGML_NATIVE`` is off: a native build
+#: compiles with ``-march=native``, which turns AMX on where the CPU has it (ggml's AMX
+#: path is built on ``__AMX_INT8__``), so ``noamx`` also tells the compiler
+#: ``-mno-amx-*`` (GCC and Clang: an explicit ``-mno-`` flag wins over ``-march``).
 CANDIDATES = (
     Candidate("native", "-DLLAVA_BUILD=OFF -DGGML_NATIVE=ON"),
-    Candidate("noamx", f"-DLLAVA_BUILD=OFF -DGGML_NATIVE=ON {_NO_AMX}"),
+    Candidate(
+        "noamx",
+        f"-DLLAVA_BUILD=OFF -DGGML_NATIVE=ON {_NO_AMX}",
+        "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16",
+    ),
     Candidate("portable", f"-DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF {_NO_AMX}"),
 )
 
@@ -111,14 +121,14 @@ def cpu_has_amx(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool | None:
 
 
 def candidates(amx: bool | None = None) -> tuple[Candidate, ...]:
-    """The candidates for this CPU, in order: ``noamx`` only where the CPU has AMX (or it
-    is unknown), since elsewhere it is the same build as ``native``.
+    """The candidates for this CPU, in order: ``noamx`` only where the CPU lists AMX
+    (elsewhere it is the same build as ``native``, and ``-mno-amx-*`` is an x86 flag).
 
     Args:
         amx: Whether the CPU has AMX; ``None`` reads :func:`cpu_has_amx`.
     """
     amx = cpu_has_amx() if amx is None else amx
-    return tuple(c for c in CANDIDATES if c.name != "noamx" or amx is not False)
+    return tuple(c for c in CANDIDATES if c.name != "noamx" or amx)
 
 
 def requirement() -> str:
@@ -280,6 +290,8 @@ def _build_env(candidate: Candidate | None = None) -> dict[str, str]:
     # user's own CMAKE_ARGS (a CUDA build...) come after the candidate's.
     if candidate is not None:
         env["CMAKE_ARGS"] = f"{candidate.cmake_args} {os.environ.get('CMAKE_ARGS', '')}".strip()
+        for name in ("CFLAGS", "CXXFLAGS") if candidate.cflags else ():
+            env[name] = f"{os.environ.get(name, '')} {candidate.cflags}".strip()
     env.setdefault("CMAKE_BUILD_PARALLEL_LEVEL", str(os.cpu_count() or 1))
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
     return env
@@ -395,7 +407,8 @@ def ensure_llamacpp(
 
     Raises:
         GlmdeskError: ``llamacpp_unbuildable`` (see :func:`build_unavailable`),
-            ``llamacpp_build_failed`` with pip's last error line, ``build_cancelled``,
+            ``llamacpp_build_failed`` with pip's last error line when no candidate
+            compiled (one that does not compile is passed over), ``build_cancelled``,
             ``llamacpp_untrusted`` when no candidate passed (the last one's verdict).
     """
     from glmdesk.core.paths import wheel_dir
@@ -409,18 +422,28 @@ def ensure_llamacpp(
     seen: list[Verdict] = [] if verdicts is None else verdicts
     lock = _build_lock(folder, report, cancel)
     try:
-        chosen = None
+        chosen, failed = None, None
         for candidate in candidates() if tried is None else tried:
             wheel = kept_wheel(folder, candidate, spec)
             if wheel is None and not build:
                 continue
             if wheel is None:
-                wheel = _build_wheel(runner, pip, folder / candidate.name, spec, pip_args, report, candidate)
+                try:
+                    wheel = _build_wheel(
+                        runner, pip, folder / candidate.name, spec, pip_args, report, candidate
+                    )
+                except GlmdeskError as exc:
+                    if exc.kind != "llamacpp_build_failed":
+                        raise  # no compiler, cancelled: no other candidate builds either
+                    failed = exc  # this candidate's flags do not compile here: the next one
+                    continue
             verdict = wheel_verdict(wheel, candidate, report)
             seen.append(verdict)
             if verdict.passed:
                 chosen = wheel
                 break
+        if chosen is None and failed is not None and not seen:
+            raise failed
         if chosen is None and (build or seen):
             if not seen:
                 raise GlmdeskError("llamacpp_build_failed", "No llama.cpp build was tried.", detail="none")

@@ -80,6 +80,23 @@ def test_a_failed_build_names_the_compiler_error(tmp_path, buildable, monkeypatc
     assert not list((tmp_path / "wheels").rglob("*.whl"))
 
 
+def test_a_candidate_that_does_not_compile_is_passed_over(tmp_path, buildable, monkeypatch) -> None:
+    monkeypatch.setenv("FAKE_BUILD_FAIL", "native")
+    offline = ("--no-index", "--find-links", str(fake_sdist(tmp_path / "index")))
+    verdicts: list = []
+    wheel = ensure_llamacpp(
+        folder=tmp_path / "wheels",
+        spec=SPEC,
+        pip_args=offline,
+        target=tmp_path / "t",
+        tried=llamacpp_build.CANDIDATES,
+        verdicts=verdicts,
+    )
+    assert wheel.parent.name == "noamx" and [v.build for v in verdicts] == [
+        "llama-cpp-python 0.3.36, noamx build"
+    ]
+
+
 def test_a_second_process_waits_for_the_lock_then_installs(tmp_path, buildable) -> None:
     sources, wheels = fake_sdist(tmp_path / "index"), tmp_path / "wheels"
     offline = ("--no-index", "--find-links", str(sources))
@@ -161,6 +178,22 @@ def test_the_candidates_for_this_cpu() -> None:
     assert "GGML_AMX_TILE" not in NATIVE.cmake_args and "-DLLAVA_BUILD=OFF" in NATIVE.cmake_args
     assert "-DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF" in NOAMX.cmake_args
     assert "-DGGML_NATIVE=OFF" in PORTABLE.cmake_args and "-DGGML_AMX_TILE=OFF" in PORTABLE.cmake_args
+    assert [c.name for c in llamacpp_build.candidates(amx=None)] in (
+        ["native", "portable"],
+        ["native", "noamx", "portable"],
+    )
+
+
+def test_native_without_amx_tells_the_compiler(monkeypatch) -> None:
+    """ggml's GGML_AMX_* options act only on a non-native build: -march=native turns AMX on
+    where the CPU has it, so the compiler itself is told -mno-amx-*, after the user's flags."""
+    monkeypatch.setenv("CFLAGS", "-O2")
+    monkeypatch.setenv("CMAKE_ARGS", "-DGGML_CUDA=on")
+    env = llamacpp_build._build_env(NOAMX)
+    assert env["CFLAGS"] == "-O2 -mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+    assert env["CXXFLAGS"] == "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+    assert env["CMAKE_ARGS"].endswith("-DGGML_AMX_BF16=OFF -DGGML_CUDA=on")
+    assert llamacpp_build._build_env(NATIVE)["CFLAGS"] == "-O2"
 
 
 def test_the_first_candidate_that_answers_is_installed(tmp_path, buildable, monkeypatch) -> None:

@@ -8,7 +8,8 @@ Three forms, all real files a child process imports: a folder (:func:`fake_build
 wheel (:func:`fake_wheel`), and an sdist whose PEP 517 backend prints CMake-like steps
 and picks the behaviour from ``CMAKE_ARGS`` as the candidates set them
 (:func:`fake_sdist`; ``FAKE_NATIVE``, ``FAKE_NOAMX``, ``FAKE_PORTABLE`` in the
-environment of the build say what each candidate does). No compiler runs.
+environment of the build say what each candidate does; ``FAKE_BUILD_FAIL`` is ``1`` for
+a build that fails to compile, or the one candidate that does). No compiler runs.
 """
 
 from __future__ import annotations
@@ -98,9 +99,6 @@ import engine_files
 
 
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
-    if os.environ.get("FAKE_BUILD_FAIL"):
-        print("ggml.c:1:10: error: no compiler for this", flush=True)
-        sys.exit(1)
     args = os.environ.get("CMAKE_ARGS", "")
     if "GGML_NATIVE=OFF" in args:
         name = "portable"
@@ -108,6 +106,9 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
         name = "noamx"
     else:
         name = "native"
+    if os.environ.get("FAKE_BUILD_FAIL") in ("1", name):
+        print("ggml.c:1:10: error: no compiler for this", flush=True)
+        sys.exit(1)
     behaviour = os.environ.get("FAKE_" + name.upper(), "answer")
     for n in (1, 2, 3):
         print(f"[{n}/3] Building C object ggml-{n}.c.o", flush=True)
