@@ -6,7 +6,7 @@ compiled out), ``portable`` (``GGML_NATIVE=OFF``). This prints each candidate's 
 and speed on the embedded model (SmolLM2-135M-Instruct, Q4_1), each in a child process
 of its own with the wheel unpacked first on its ``sys.path`` (nothing is installed):
 
-- TTFT: a 109-token prompt decoded in one batch (``n_batch`` 512) and the first token
+- TTFT: a 93-token prompt decoded in one batch (``n_batch`` 512) and the first token
   sampled, in ms;
 - decode: 200 greedy tokens after it (end of text ignored), tokens/s.
 

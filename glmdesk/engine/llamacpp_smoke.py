@@ -37,8 +37,8 @@ from pathlib import Path
 
 from glmdesk.core.errors import ErrorInfo
 
-#: Facts, then the question: 98 tokens of SmolLM2's vocabulary, well past the 64 that a
-#: prompt batch needs to reach llama.cpp's matrix-matrix kernels (AMX among them).
+#: Facts, then the question: 83 tokens of SmolLM2's vocabulary (at least 64: a batch of
+#: many rows, on llama.cpp's matrix-matrix kernels; the AMX crash needs only two).
 PROMPT = (
     "Paris is the capital of France. Berlin is the capital of Germany. Rome is the capital "
     "of Italy. Madrid is the capital of Spain. Tokyo is the capital of Japan. Ottawa is the "
