@@ -123,13 +123,9 @@ def build_key(root: Path) -> tuple[str, str]:
     ``llama_cpp/lib`` (by name, links followed once), its first 16 hex digits. Hashed once
     per process for each set of files (size and modification time).
     """
-    from importlib.metadata import distributions
-
     version = "unknown"
-    for dist in distributions(path=[str(root)]):
-        if (dist.metadata["Name"] or "").lower().replace("_", "-") == "llama-cpp-python":
-            version = dist.version
-            break
+    for info in sorted(root.glob("llama_cpp_python-*.dist-info")):  # its own, not all of site-packages
+        version = info.name[len("llama_cpp_python-") : -len(".dist-info")]
     lib = root / "llama_cpp" / "lib"
     files = sorted(
         {p.resolve() for p in lib.iterdir() if any(s in p.name for s in _LIBRARY_SUFFIXES)}
