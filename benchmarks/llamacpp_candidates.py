@@ -25,6 +25,7 @@ glmdesk's wheel folder, where the builder keeps them).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import subprocess
@@ -62,18 +63,23 @@ def child(root: str, model: str, n_batch: int, new: int, threads: int) -> None:
     print(json.dumps({"prompt_tokens": len(ids), "ttft_s": ttft, "tokens_per_s": decode}))
 
 
-def timed(root: Path, n_batch: int, args) -> dict | str:
-    """Median figures of ``args.rounds`` children, or the reason none finished."""
+def one_run(root: Path, n_batch: int, args) -> dict | str:
+    """The figures of one child, or why it did not finish (``exit -11``)."""
     from glmdesk.engine.files.sources import embedded_gguf_path
 
-    runs = []
-    for _ in range(args.rounds):
-        command = [sys.executable, __file__, "--child", str(root), str(embedded_gguf_path())]
-        command += [str(n_batch), str(args.new), str(args.threads)]
-        done = subprocess.run(command, capture_output=True, text=True, timeout=600)
-        if done.returncode != 0:
-            return f"exit {done.returncode}"
-        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    command = [sys.executable, __file__, "--child", str(root), str(embedded_gguf_path())]
+    command += [str(n_batch), str(args.new), str(args.threads)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        return f"exit {done.returncode}"
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def median(runs: list) -> dict | str:
+    """Median of each figure over the runs; the first failure's reason when one failed."""
+    failed = [run for run in runs if isinstance(run, str)]
+    if failed:
+        return failed[0]
     return {key: statistics.median(run[key] for run in runs) for key in runs[0]}
 
 
@@ -96,20 +102,25 @@ def main() -> None:
     print(
         f"CPU lists AMX: {cpu_has_amx()}; {args.threads} threads; median of {args.rounds}; {args.new} tokens"
     )
-    rows, chosen = [], None
-    for candidate in CANDIDATES:
-        wheel = cached_wheel(folder / candidate.name, requirement())
-        if wheel is None:
-            print(f"{candidate.name:9} no wheel in {folder / candidate.name}")
-            continue
-        with llamacpp_smoke.unpacked_wheel(wheel) as root:
+    builds, chosen = [], None  # (name, verdict, unpacked folder, n_batch)
+    with contextlib.ExitStack() as stack:
+        for candidate in CANDIDATES:
+            wheel = cached_wheel(folder / candidate.name, requirement())
+            if wheel is None:
+                print(f"{candidate.name:9} no wheel in {folder / candidate.name}")
+                continue
+            root = stack.enter_context(llamacpp_smoke.unpacked_wheel(wheel))
             verdict = llamacpp_smoke.verdict_for(root, name=candidate.name)
-            if verdict.passed:
-                chosen = chosen or candidate.name
-                figures = timed(root, 512, args)
-                rows.append((candidate.name, verdict, "batch", figures))
-            else:
-                rows.append((candidate.name, verdict, "1-by-1", timed(root, 1, args)))
+            chosen = chosen or (candidate.name if verdict.passed else None)
+            builds.append((candidate.name, verdict, root, 512 if verdict.passed else 1))
+        runs: dict[str, list] = {name: [] for name, *_ in builds}
+        for _ in range(args.rounds):  # rounds alternate the builds: a busy machine slows each alike
+            for name, _verdict, root, n_batch in builds:
+                runs[name].append(one_run(root, n_batch, args))
+    rows = [
+        (name, verdict, "batch" if n == 512 else "1-by-1", median(runs[name]))
+        for name, verdict, _r, n in builds
+    ]
     base = next((r[3] for r in rows if r[0] == chosen and isinstance(r[3], dict)), None)
     print(f"{'build':9} {'smoke test':18} {'prompt':7} {'TTFT ms':>8} {'tok/s':>7} {'x chosen':>8}")
     for name, verdict, mode, figures in rows:
