@@ -96,3 +96,29 @@ def test_the_terminal_says_so_in_one_line_and_answers_on_transformers(
         "note: llama.cpp (llama-cpp-python 0.3.36) crashed (SIGSEGV), so it is not used: transformers "
         "answers instead. Keep transformers, or rebuild llama.cpp with: glmdesk build-llamacpp"
     ]
+
+
+def test_build_llamacpp_tests_the_installed_build_and_replaces_one_that_crashed(
+    installed_crashing, monkeypatch, tmp_path
+) -> None:
+    """``glmdesk build-llamacpp`` does not call a crashing build "installed already": it
+    says why and runs the candidates (the builder's own test runs them on fake builds)."""
+    from glmdesk.engine import llamacpp_build
+    from glmdesk.engine.llamacpp_smoke import Verdict
+    from tests.helpers.cli import run_cli
+
+    def candidates(report, cancel, verdicts):
+        verdicts += [
+            Verdict("crashed", "llama-cpp-python 0.3.36, native build", "k1", signal="SIGSEGV"),
+            Verdict("passed", "llama-cpp-python 0.3.36, noamx build", "k2", answer="Paris."),
+        ]
+        return tmp_path / "wheels" / "noamx" / "llama_cpp_python-0.3.36-py3-none-linux_x86_64.whl"
+
+    monkeypatch.setattr(llamacpp_build, "ensure_llamacpp", candidates)
+    done = run_cli("build-llamacpp")
+    assert done.returncode == 0
+    assert done.stderr.splitlines() == [
+        "llama.cpp (llama-cpp-python 0.3.36) crashed (SIGSEGV): building one that answers.",
+        "not used: llama.cpp (llama-cpp-python 0.3.36, native build) crashed (SIGSEGV)",
+        f"llama.cpp is installed (llama-cpp-python 0.3.36, noamx build; wheel kept in {tmp_path / 'wheels' / 'noamx'}).",
+    ]
