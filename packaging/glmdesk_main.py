@@ -1,6 +1,7 @@
 """Entry script of the frozen app: PyInstaller starts here, then ``glmdesk.cli.main``
 (or, given ``--glmdesk-kernel``, the code interpreter's kernel: ``glmdesk.kernel_entry``;
-given ``--glmdesk-mathtext``, the formula drawing process: ``glmdesk.ui.chat.math_draw``)."""
+given ``--glmdesk-mathtext``, the formula drawing process: ``glmdesk.ui.chat.math_draw``;
+given ``--glmdesk-llamacpp-smoke``, llama.cpp's smoke test: ``glmdesk.engine.llamacpp_smoke``)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,10 @@ def _main() -> int:
         from glmdesk.ui.chat.math_draw import serve
 
         return serve()
+    if sys.argv[1:2] == ["--glmdesk-llamacpp-smoke"]:  # a child that tests llama.cpp (engine.llamacpp_smoke)
+        from glmdesk.engine.llamacpp_smoke import main as smoke
+
+        return smoke(["--child", *sys.argv[2:]])
     multiprocessing.freeze_support()  # a child process of the frozen app must not start the app
     # A windowed Windows executable has no console: sys.stdout and sys.stderr are None,
     # and libraries that write progress (tqdm, logging) would fail.

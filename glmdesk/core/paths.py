@@ -56,6 +56,17 @@ def wheel_dir() -> Path:
     return path
 
 
+def llamacpp_verdicts_file() -> Path:
+    """The remembered smoke verdicts of llama.cpp builds (JSON,
+    :mod:`glmdesk.engine.llamacpp_smoke`), in the user cache directory; the file
+    ``GLMDESK_LLAMACPP_VERDICTS`` names instead when set (a test run shares one)."""
+    override = os.environ.get("GLMDESK_LLAMACPP_VERDICTS")
+    if override:
+        Path(override).parent.mkdir(parents=True, exist_ok=True)
+        return Path(override)
+    return _base("cache") / "llamacpp-verdicts.json"
+
+
 def config_dir() -> Path:
     """User config directory; created if missing."""
     return _base("config")

@@ -1,18 +1,32 @@
-"""Build llama-cpp-python once, keep its wheel, install it into the running environment.
+"""Build llama-cpp-python once, keep its wheel, install it into the running environment,
+and only a build that has answered: the fastest candidate that passes the smoke test.
 
 PyPI has llama-cpp-python as an sdist only, so the llama.cpp engine needs a C/C++
 compiler and several minutes the first time. :func:`ensure_llamacpp` does it without Qt,
-for the window (on a thread of its own) and the CLI alike:
+for the window (on a thread of its own), ``glmdesk build-llamacpp`` and the test
+environment (``scripts/_venv.sh dev``) alike, trying :func:`candidates` in order (the
+fastest first: ``native``, AMX where the CPU has it; ``noamx``, native with AMX compiled
+out; ``portable``, ``GGML_NATIVE=OFF``). For each one:
 
-1. **downloading**: ``pip wheel --no-deps`` fetches the sdist and its build tools;
+1. **downloading**: ``pip wheel --no-deps --no-cache-dir`` fetches the sdist and its build
+   tools (never pip's cached wheel: it may have been built with other flags);
 2. **compiling**: the same pip run compiles llama.cpp (CMake's ``[n/m]`` or ``[ p%]``
-   lines give the progress); the wheel goes to :func:`glmdesk.core.paths.wheel_dir`,
-   where another checkout (another ``.venv``) finds it;
-3. **installing**: ``pip install`` of that wheel (a found wheel skips 1 and 2: seconds).
+   lines give the progress); the wheel goes to ``wheel_dir()/CANDIDATE/``, where another
+   checkout (another ``.venv``) finds it;
+3. **testing**: :mod:`glmdesk.engine.llamacpp_smoke` answers a prompt batch with the
+   wheel unpacked in a temporary folder, in a child process (a kept wheel with a
+   remembered verdict skips it); a crash or a wrong answer moves on to the next candidate;
+4. **installing**: ``pip install`` of the first wheel that passed (a kept wheel that
+   passed skips 1 to 3: seconds).
 
-A lock file in the wheel folder (``filelock``) keeps two glmdesk processes from building
-at once; the second waits and then installs the first one's wheel. The requirement is
-the ``llamacpp`` extra of glmdesk's own metadata, so the range stays in pyproject.toml.
+A wheel in the wheel folder itself (kept before the candidates existed: a native build)
+is the ``native`` candidate's, tested like any other before use. A lock file in the wheel
+folder (``filelock``) keeps two glmdesk processes from building at once; the second waits
+and then installs the first one's wheel. The requirement is the ``llamacpp`` extra of
+glmdesk's own metadata, so the range stays in pyproject.toml.
+
+Run as a script: ``--kept-only`` installs a kept wheel that passes (builds nothing),
+``--install`` builds what it must and installs (``scripts/_venv.sh dev``).
 """
 
 from __future__ import annotations
@@ -32,9 +46,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from glmdesk.core.errors import ErrorInfo, GlmdeskError
+from glmdesk.engine import llamacpp_smoke
+from glmdesk.engine.llamacpp_smoke import Verdict
 
 #: The build's stages, in order (``BuildProgress.index`` counts from 1).
-STAGES = ("downloading", "compiling", "installing")
+STAGES = ("downloading", "compiling", "testing", "installing")
 #: Used when glmdesk's metadata cannot be read (a source tree run without installing).
 FALLBACK_REQUIREMENT = "llama-cpp-python>=0.3.36,<0.4"
 _STEP = re.compile(r"^\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]")  # ninja: [12/150]
@@ -60,6 +76,59 @@ class BuildProgress:
     total: int = len(STAGES)
     done: int = 0
     units: int = 0
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One way to build llama.cpp, tried in :func:`candidates`' order.
+
+    Attributes:
+        name: ``native``, ``noamx`` or ``portable`` (also the wheel's subfolder).
+        cmake_args: CMake options for llama.cpp (``CMAKE_ARGS``), before the user's own.
+        cflags: Compiler flags (``CFLAGS`` and ``CXXFLAGS``), after the user's own.
+    """
+
+    name: str
+    cmake_args: str
+    cflags: str = ""
+
+
+_NO_AMX = "-DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF"
+#: Every candidate, fastest first. ``-DLLAVA_BUILD=OFF``: not the multimodal library.
+#: ggml's ``GGML_AMX_*`` options act only when ``GGML_NATIVE`` is off: a native build
+#: compiles with ``-march=native``, which turns AMX on where the CPU has it (ggml's AMX
+#: path is built on ``__AMX_INT8__``), so ``noamx`` also tells the compiler
+#: ``-mno-amx-*`` (GCC and Clang: an explicit ``-mno-`` flag wins over ``-march``).
+CANDIDATES = (
+    Candidate("native", "-DLLAVA_BUILD=OFF -DGGML_NATIVE=ON"),
+    Candidate(
+        "noamx",
+        f"-DLLAVA_BUILD=OFF -DGGML_NATIVE=ON {_NO_AMX}",
+        "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16",
+    ),
+    Candidate("portable", f"-DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF {_NO_AMX}"),
+)
+
+
+def cpu_has_amx(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool | None:
+    """Whether the CPU lists AMX (``amx_tile``) in ``/proc/cpuinfo``; ``None`` when that
+    file cannot be read (not Linux)."""
+    try:
+        text = cpuinfo.read_text(errors="replace")
+    except OSError:
+        return None
+    return "amx_tile" in text
+
+
+def candidates(amx: bool | None = None) -> tuple[Candidate, ...]:
+    """The candidates for this CPU, in order: ``noamx`` only where the CPU lists AMX
+    (elsewhere it is the same build as ``native``, and ``-mno-amx-*`` is an x86 flag).
+
+    Args:
+        amx: Whether the CPU has AMX; ``None`` reads :func:`cpu_has_amx`.
+    """
+    amx = cpu_has_amx() if amx is None else amx
+    return tuple(c for c in CANDIDATES if c.name != "noamx" or amx)
 
 
 def requirement() -> str:
@@ -215,10 +284,14 @@ def _lower_priority() -> None:
     os.nice(10)
 
 
-def _build_env() -> dict[str, str]:
+def _build_env(candidate: Candidate | None = None) -> dict[str, str]:
     env = dict(os.environ)
-    # Only the libraries glmdesk loads (not the multimodal one), with every core.
-    env.setdefault("CMAKE_ARGS", "-DLLAVA_BUILD=OFF")
+    # Only the libraries glmdesk loads (not the multimodal one), with every core; the
+    # user's own CMAKE_ARGS (a CUDA build...) come after the candidate's.
+    if candidate is not None:
+        env["CMAKE_ARGS"] = f"{candidate.cmake_args} {os.environ.get('CMAKE_ARGS', '')}".strip()
+        for name in ("CFLAGS", "CXXFLAGS") if candidate.cflags else ():
+            env[name] = f"{os.environ.get(name, '')} {candidate.cflags}".strip()
     env.setdefault("CMAKE_BUILD_PARALLEL_LEVEL", str(os.cpu_count() or 1))
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
     return env
@@ -256,8 +329,10 @@ def _build_wheel(
     spec: str,
     pip_args: Sequence[str],
     report: Callable[[BuildProgress], None],
+    candidate: Candidate,
 ) -> Path:
-    """Build ``spec``'s wheel into ``folder`` with pip (source downloaded, compiled).
+    """Build ``spec``'s wheel the ``candidate``'s way into ``folder`` with pip (source
+    downloaded, compiled; pip's cache of built wheels is not used).
 
     Raises:
         GlmdeskError: ``llamacpp_unbuildable``, ``llamacpp_build_failed`` (pip's last
@@ -267,8 +342,9 @@ def _build_wheel(
     if error is not None:
         raise GlmdeskError(error.kind, error.message, **error.params)
     report(BuildProgress("downloading", 1))
-    args = [*pip, "wheel", "-v", "--no-deps", "--wheel-dir", str(folder), *pip_args, spec]
-    runner.run(args, _build_env(), parse=True)
+    folder.mkdir(parents=True, exist_ok=True)
+    args = [*pip, "wheel", "-v", "--no-deps", "--no-cache-dir", "--wheel-dir", str(folder), *pip_args, spec]
+    runner.run(args, _build_env(candidate), parse=True)
     wheel = cached_wheel(folder, spec)
     if wheel is None:
         raise GlmdeskError(
@@ -280,6 +356,26 @@ def _build_wheel(
     return wheel
 
 
+def kept_wheel(folder: Path, candidate: Candidate, spec: str) -> Path | None:
+    """The candidate's kept wheel (``folder/NAME/``); for ``native`` also a wheel kept in
+    ``folder`` itself before the candidates existed (a native build). ``None`` when none."""
+    found = cached_wheel(folder / candidate.name, spec)
+    if found is None and candidate.name == "native":
+        found = cached_wheel(folder, spec)
+    return found
+
+
+def wheel_verdict(wheel: Path, candidate: Candidate, report: Callable[[BuildProgress], None]) -> Verdict:
+    """The smoke verdict of ``wheel``: remembered, else tested now (``testing`` reported),
+    unpacked in a temporary folder: nothing is installed to test it."""
+    with llamacpp_smoke.unpacked_wheel(wheel) as root:
+        known = llamacpp_smoke.remembered(llamacpp_smoke.build_key(root)[1])
+        if known is not None:
+            return known
+        report(BuildProgress("testing", 3))
+        return llamacpp_smoke.run_smoke(root, name=candidate.name)
+
+
 def ensure_llamacpp(
     report: Callable[[BuildProgress], None] | None = None,
     cancel: threading.Event | None = None,
@@ -289,8 +385,11 @@ def ensure_llamacpp(
     pip_args: Sequence[str] = (),
     target: Path | None = None,
     build: bool = True,
+    tried: Sequence[Candidate] | None = None,
+    verdicts: list[Verdict] | None = None,
 ) -> Path | None:
-    """Install llama-cpp-python, from the kept wheel when there is one, else built now.
+    """Install the first candidate's llama-cpp-python that passes the smoke test, from its
+    kept wheel when there is one, else built now.
 
     Args:
         report: Called with each :class:`BuildProgress` (on the calling thread).
@@ -299,14 +398,18 @@ def ensure_llamacpp(
         spec: The requirement (default :func:`requirement`).
         pip_args: More pip options for both steps (tests: ``--no-index --find-links``).
         target: Install into this folder (``pip --target``) instead of this environment.
-        build: ``False``: only install a kept wheel (``scripts/_venv.sh`` on a new checkout).
+        build: ``False``: only install a kept wheel that passes (``--kept-only``).
+        tried: The candidates, in order (default :func:`candidates`).
+        verdicts: When given, each candidate's :class:`Verdict` is appended to it.
 
     Returns:
-        The wheel that was installed; ``None`` when ``build`` is off and none is kept.
+        The wheel that was installed; ``None`` when ``build`` is off and no kept wheel passes.
 
     Raises:
         GlmdeskError: ``llamacpp_unbuildable`` (see :func:`build_unavailable`),
-            ``llamacpp_build_failed`` with pip's last error line, ``build_cancelled``.
+            ``llamacpp_build_failed`` with pip's last error line when no candidate
+            compiled (one that does not compile is passed over), ``build_cancelled``,
+            ``llamacpp_untrusted`` when no candidate passed (the last one's verdict).
     """
     from glmdesk.core.paths import wheel_dir
 
@@ -316,28 +419,75 @@ def ensure_llamacpp(
     spec = spec or requirement()
     runner = _Runner(report, cancel)
     pip = [sys.executable, "-m", "pip"]
+    seen: list[Verdict] = [] if verdicts is None else verdicts
     lock = _build_lock(folder, report, cancel)
     try:
-        wheel = cached_wheel(folder, spec)
-        if wheel is None and not build:
+        chosen, failed = None, None
+        for candidate in candidates() if tried is None else tried:
+            wheel = kept_wheel(folder, candidate, spec)
+            if wheel is None and not build:
+                continue
+            if wheel is None:
+                try:
+                    wheel = _build_wheel(
+                        runner, pip, folder / candidate.name, spec, pip_args, report, candidate
+                    )
+                except GlmdeskError as exc:
+                    if exc.kind != "llamacpp_build_failed":
+                        raise  # no compiler, cancelled: no other candidate builds either
+                    failed = exc  # this candidate's flags do not compile here: the next one
+                    continue
+            verdict = wheel_verdict(wheel, candidate, report)
+            seen.append(verdict)
+            if verdict.passed:
+                chosen = wheel
+                break
+        if chosen is None and failed is not None and not seen:
+            raise failed
+        if chosen is None and (build or seen):
+            if not seen:
+                raise GlmdeskError("llamacpp_build_failed", "No llama.cpp build was tried.", detail="none")
+            error = seen[-1].error()
+            raise GlmdeskError(error.kind, error.message, **error.params)
+        if chosen is None:
             return None
-        if wheel is None:
-            wheel = _build_wheel(runner, pip, folder, spec, pip_args, report)
-        report(BuildProgress("installing", 3))
-        where = ["--target", str(target)] if target is not None else []
-        runner.run([*pip, "install", "-q", *where, *pip_args, str(wheel)], _build_env(), parse=False)
+        report(BuildProgress("installing", 4))
+        where = ["--target", str(target), "--upgrade"] if target is not None else []
+        install = [*pip, "install", "-q", "--no-deps", "--force-reinstall", *where, *pip_args, str(chosen)]
+        runner.run(install, _build_env(), parse=False)
     finally:
         lock.release()
     importlib.invalidate_caches()
-    return wheel
+    return chosen
 
 
-if __name__ == "__main__":  # scripts/_venv.sh: install a kept wheel, build nothing
-    if "--kept-only" in sys.argv:
-        try:
-            found = ensure_llamacpp(build=False)
-        except GlmdeskError as exc:
-            print(f"glmdesk: the kept llama.cpp wheel did not install: {exc.message}", file=sys.stderr)
-            found = None
-        if found is not None:
-            print(f"llama.cpp installed from {found}", file=sys.stderr)
+def _main(argv: Sequence[str]) -> int:
+    """``--kept-only``: install a kept wheel that passes, build nothing (always 0);
+    ``--install``: build what it must and install (``scripts/_venv.sh dev``): 0 when a
+    build passed, 1 when none did or none could be built."""
+
+    def report(p: BuildProgress) -> None:
+        if p.stage != "compiling":
+            print(f"llama.cpp: {p.stage}", file=sys.stderr, flush=True)
+
+    verdicts: list[Verdict] = []
+    if "--install" in argv and llamacpp_smoke.installed_root() is not None:
+        installed = llamacpp_smoke.verdict_for()
+        print(f"llama.cpp: the installed build {installed.outcome} its test", file=sys.stderr)
+        if installed.passed:
+            return 0
+    try:
+        found = ensure_llamacpp(report, build="--install" in argv, verdicts=verdicts)
+    except GlmdeskError as exc:
+        print(f"glmdesk: llama.cpp is not installed: {exc.message}", file=sys.stderr)
+        return 0 if "--kept-only" in argv else 1
+    finally:
+        for verdict in verdicts:
+            print(f"  {verdict.build}: {verdict.outcome} {verdict.signal}".rstrip(), file=sys.stderr)
+    if found is not None:
+        print(f"llama.cpp installed from {found}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main(sys.argv[1:]))

@@ -590,6 +590,10 @@ Click to turn this library folder off for this chat.</source>
         <translation>编译中</translation>
     </message>
     <message>
+        <source>testing</source>
+        <translation>正在测试</translation>
+    </message>
+    <message>
         <source>installing</source>
         <translation>安装中</translation>
     </message>
@@ -739,6 +743,18 @@ Click to turn this library folder off for this chat.</source>
     <message>
         <source>llama.cpp cannot be built on this computer.</source>
         <translation>无法在此电脑上构建 llama.cpp。</translation>
+    </message>
+    <message>
+        <source>llama.cpp ({build}) crashed ({signal}) on its test answer, so it is not used and transformers answers. Keep transformers, or rebuild llama.cpp: glmdesk build-llamacpp</source>
+        <translation>llama.cpp（{build}）在测试回答时崩溃（{signal}），因此不使用它，改由 transformers 回答。可继续使用 transformers，或重新构建 llama.cpp：glmdesk build-llamacpp</translation>
+    </message>
+    <message>
+        <source>llama.cpp ({build}) answered its test prompt wrongly, so it is not used and transformers answers. Keep transformers, or rebuild llama.cpp: glmdesk build-llamacpp</source>
+        <translation>llama.cpp（{build}）对测试提示的回答不正确，因此不使用它，改由 transformers 回答。可继续使用 transformers，或重新构建 llama.cpp：glmdesk build-llamacpp</translation>
+    </message>
+    <message>
+        <source>llama.cpp ({build}) could not answer its test prompt, so it is not used and transformers answers. Keep transformers, or rebuild llama.cpp: glmdesk build-llamacpp</source>
+        <translation>llama.cpp（{build}）无法回答测试提示，因此不使用它，改由 transformers 回答。可继续使用 transformers，或重新构建 llama.cpp：glmdesk build-llamacpp</translation>
     </message>
     <message>
         <source>The image {name} cannot be used: {reason}.</source>
@@ -1496,6 +1512,10 @@ Click to turn this library folder off for this chat.</source>
         <translation>此处无法加载 llama-cpp-python。</translation>
     </message>
     <message>
+        <source>The installed llama.cpp build crashed or answered wrongly in its test (rebuild it: glmdesk build-llamacpp).</source>
+        <translation>已安装的 llama.cpp 构建在测试中崩溃或回答错误（请重新构建：glmdesk build-llamacpp）。</translation>
+    </message>
+    <message>
         <source>The packaged app cannot compile; run glmdesk from Python to use it.</source>
         <translation>打包版应用无法编译；如需使用，请从 Python 运行 glmdesk。</translation>
     </message>
@@ -1907,6 +1927,10 @@ Click to turn this library folder off for this chat.</source>
     <message>
         <source>Runs in {engine} (its own copy of the weights, dequantized to fp32): llama-cpp-python is not installed (pip install &apos;glmdesk[llamacpp]&apos;).</source>
         <translation>使用 {engine} 运行（其自己的权重副本，反量化为 fp32）：未安装 llama-cpp-python（pip install &apos;glmdesk[llamacpp]&apos;）。</translation>
+    </message>
+    <message>
+        <source>Runs in {engine} (its own copy of the weights): the installed llama.cpp build crashed or answered wrongly in its test, so it is not used (rebuild it: glmdesk build-llamacpp).</source>
+        <translation>在 {engine} 中运行（使用其自己的权重副本）：已安装的 llama.cpp 构建在测试中崩溃或回答错误，因此不使用它（请重新构建：glmdesk build-llamacpp）。</translation>
     </message>
     <message>
         <source>{file} is a vision projector: {engine} runs this model&apos;s text only here (llama-cpp-python has no GLM vision handler). To show the model images, open its Hugging Face folder with the transformers engine, or connect to a server that runs it.</source>

@@ -1,13 +1,14 @@
 """The llama.cpp builder on a fake package: pip builds a tiny sdist (an in-tree PEP 517
-backend that prints CMake-like steps) into the wheel folder and installs it with
-``--target``, offline (``--no-index --find-links``). Seconds, never a real compile."""
+backend that prints CMake-like steps; its fake ``llama_cpp`` crashes, answers wrongly or
+rightly as each candidate's CMAKE_ARGS and the test's environment say) into the wheel
+folder, the smoke test runs it in a child process, and the first that answers is
+installed with ``--target``, offline (``--no-index --find-links``). Seconds, never a real
+compile (tests/helpers/fake_llamacpp.py)."""
 
 from __future__ import annotations
 
-import io
 import subprocess
 import sys
-import tarfile
 import threading
 from pathlib import Path
 
@@ -18,62 +19,14 @@ from packaging.requirements import Requirement
 from glmdesk.core.errors import GlmdeskError
 from glmdesk.engine import llamacpp_build
 from glmdesk.engine.llamacpp_build import BuildProgress, build_unavailable, ensure_llamacpp, stage_of
+from tests.helpers.fake_llamacpp import SPEC, fake_sdist, fake_wheel
 
-SPEC = "fake-llama-engine>=1,<2"
-
-BACKEND = """
-import os, sys, zipfile
-
-def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
-    if os.environ.get("FAKE_BUILD_FAIL"):
-        print("ggml.c:1:10: error: no compiler for this", flush=True)
-        sys.exit(1)
-    for n in (1, 2, 3):
-        print(f"[{n}/3] Building C object ggml-{n}.c.o", flush=True)
-    name = "fake_llama_engine-1.0-py3-none-any.whl"
-    info = "fake_llama_engine-1.0.dist-info"
-    files = {
-        "fake_llama_engine/__init__.py": "ANSWER = 42\\n",
-        f"{info}/METADATA": "Metadata-Version: 2.1\\nName: fake-llama-engine\\nVersion: 1.0\\n",
-        f"{info}/WHEEL": "Wheel-Version: 1.0\\nGenerator: fake\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n",
-    }
-    with zipfile.ZipFile(os.path.join(wheel_directory, name), "w") as zf:
-        for path, text in files.items():
-            zf.writestr(path, text)
-        zf.writestr(f"{info}/RECORD", "".join(f"{p},,\\n" for p in files) + f"{info}/RECORD,,\\n")
-    return name
-"""
-
-PYPROJECT = """
-[build-system]
-requires = []
-build-backend = "fake_backend"
-backend-path = ["."]
-
-[project]
-name = "fake-llama-engine"
-version = "1.0"
-"""
-
-
-def _sdist(folder: Path) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "fake_llama_engine-1.0.tar.gz"
-    with tarfile.open(path, "w:gz") as tar:
-        for name, text in (
-            ("pyproject.toml", PYPROJECT),
-            ("fake_backend.py", BACKEND),
-            ("PKG-INFO", "Metadata-Version: 2.1\nName: fake-llama-engine\nVersion: 1.0\n"),
-        ):
-            data = text.encode()
-            member = tarfile.TarInfo(f"fake_llama_engine-1.0/{name}")
-            member.size = len(data)
-            tar.addfile(member, io.BytesIO(data))
-    return folder
+NATIVE, NOAMX, PORTABLE = llamacpp_build.CANDIDATES
 
 
 def _imports(target: Path) -> str:
-    code = "import fake_llama_engine; print(fake_llama_engine.ANSWER)"
+    """What the installed fake says it was built as (``native``, ``noamx``...)."""
+    code = "import llama_cpp; print(llama_cpp.BUILT_AS)"
     env = {"PYTHONPATH": str(target), "PATH": ""}
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True).stdout
 
@@ -83,43 +36,70 @@ def buildable(monkeypatch):
     """A compiler 'found' whatever the machine has (the fake build needs none)."""
     monkeypatch.setattr(llamacpp_build.shutil, "which", lambda name: f"/usr/bin/{name}")
     monkeypatch.delenv("GLMDESK_LLAMACPP_BUILD", raising=False)
+    monkeypatch.delenv("GLMDESK_LLAMACPP_VERDICTS", raising=False)  # this test's own verdicts
 
 
 def test_builds_once_with_stages_then_reuses_the_wheel(tmp_path, buildable) -> None:
-    sources, wheels = _sdist(tmp_path / "index"), tmp_path / "wheels"
+    sources, wheels = fake_sdist(tmp_path / "index"), tmp_path / "wheels"
     seen: list[BuildProgress] = []
-    offline = ("--no-index", "--no-cache-dir", "--find-links", str(sources))
-    wheel = ensure_llamacpp(seen.append, folder=wheels, spec=SPEC, pip_args=offline, target=tmp_path / "a")
-    assert wheel.parent == wheels and wheel.name.startswith("fake_llama_engine-1.0")
-    assert [p.stage for p in seen][0] == "downloading" and seen[-1].stage == "installing"
+    offline = ("--no-index", "--find-links", str(sources))
+    only = (NATIVE,)
+    wheel = ensure_llamacpp(
+        seen.append, folder=wheels, spec=SPEC, pip_args=offline, target=tmp_path / "a", tried=only
+    )
+    assert wheel.parent == wheels / "native" and wheel.name.startswith("llama_cpp_python-0.3.36")
+    assert [p.stage for p in seen][0] == "downloading" and [p.stage for p in seen][-2:] == [
+        "testing",
+        "installing",
+    ]
     compiling = [p for p in seen if p.stage == "compiling" and p.units]
     assert [(p.done, p.units, p.index) for p in compiling] == [(1, 3, 2), (2, 3, 2), (3, 3, 2)]
-    assert _imports(tmp_path / "a").strip() == "42"
+    assert _imports(tmp_path / "a").strip() == "native"
 
-    # A second checkout: the kept wheel installs with no source to build from at all.
+    # A second checkout: the kept wheel, whose verdict is remembered, installs with no
+    # source to build from and no test run again.
     again: list[BuildProgress] = []
-    empty = ("--no-index", "--no-cache-dir", "--find-links", str(tmp_path / "nothing"))
+    empty = ("--no-index", "--find-links", str(tmp_path / "nothing"))
     assert (
-        ensure_llamacpp(again.append, folder=wheels, spec=SPEC, pip_args=empty, target=tmp_path / "b")
+        ensure_llamacpp(
+            again.append, folder=wheels, spec=SPEC, pip_args=empty, target=tmp_path / "b", tried=only
+        )
         == wheel
     )
     assert [p.stage for p in again] == ["installing"]
-    assert _imports(tmp_path / "b").strip() == "42"
+    assert _imports(tmp_path / "b").strip() == "native"
 
 
 def test_a_failed_build_names_the_compiler_error(tmp_path, buildable, monkeypatch) -> None:
     monkeypatch.setenv("FAKE_BUILD_FAIL", "1")
-    offline = ("--no-index", "--no-cache-dir", "--find-links", str(_sdist(tmp_path / "index")))
+    offline = ("--no-index", "--find-links", str(fake_sdist(tmp_path / "index")))
     with pytest.raises(GlmdeskError) as caught:
         ensure_llamacpp(folder=tmp_path / "wheels", spec=SPEC, pip_args=offline, target=tmp_path / "t")
     assert caught.value.kind == "llamacpp_build_failed"
     assert "error: no compiler for this" in caught.value.message
-    assert not list((tmp_path / "wheels").glob("*.whl"))
+    assert not list((tmp_path / "wheels").rglob("*.whl"))
+
+
+def test_a_candidate_that_does_not_compile_is_passed_over(tmp_path, buildable, monkeypatch) -> None:
+    monkeypatch.setenv("FAKE_BUILD_FAIL", "native")
+    offline = ("--no-index", "--find-links", str(fake_sdist(tmp_path / "index")))
+    verdicts: list = []
+    wheel = ensure_llamacpp(
+        folder=tmp_path / "wheels",
+        spec=SPEC,
+        pip_args=offline,
+        target=tmp_path / "t",
+        tried=llamacpp_build.CANDIDATES,
+        verdicts=verdicts,
+    )
+    assert wheel.parent.name == "noamx" and [v.build for v in verdicts] == [
+        "llama-cpp-python 0.3.36, noamx build"
+    ]
 
 
 def test_a_second_process_waits_for_the_lock_then_installs(tmp_path, buildable) -> None:
-    sources, wheels = _sdist(tmp_path / "index"), tmp_path / "wheels"
-    offline = ("--no-index", "--no-cache-dir", "--find-links", str(sources))
+    sources, wheels = fake_sdist(tmp_path / "index"), tmp_path / "wheels"
+    offline = ("--no-index", "--find-links", str(sources))
     wheels.mkdir()
     other = FileLock(str(wheels / ".build.lock"))
     other.acquire()
@@ -132,7 +112,7 @@ def test_a_second_process_waits_for_the_lock_then_installs(tmp_path, buildable) 
 
     def run() -> None:
         result["wheel"] = ensure_llamacpp(
-            report, folder=wheels, spec=SPEC, pip_args=offline, target=tmp_path / "t"
+            report, folder=wheels, spec=SPEC, pip_args=offline, target=tmp_path / "t", tried=(NATIVE,)
         )
 
     thread = threading.Thread(target=run)
@@ -190,3 +170,140 @@ def test_looking_for_pip_leaves_setuptools_importable_for_the_compiler(tmp_path)
     env = {**os.environ, "GLMDESK_LLAMACPP_BUILD": "1"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "importable", out.stderr[-2000:]
+
+
+def test_the_candidates_for_this_cpu() -> None:
+    assert [c.name for c in llamacpp_build.candidates(amx=True)] == ["native", "noamx", "portable"]
+    assert [c.name for c in llamacpp_build.candidates(amx=False)] == ["native", "portable"]
+    assert "GGML_AMX_TILE" not in NATIVE.cmake_args and "-DLLAVA_BUILD=OFF" in NATIVE.cmake_args
+    assert "-DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF" in NOAMX.cmake_args
+    assert "-DGGML_NATIVE=OFF" in PORTABLE.cmake_args and "-DGGML_AMX_TILE=OFF" in PORTABLE.cmake_args
+    assert [c.name for c in llamacpp_build.candidates(amx=None)] in (
+        ["native", "portable"],
+        ["native", "noamx", "portable"],
+    )
+
+
+def test_native_without_amx_tells_the_compiler(monkeypatch) -> None:
+    """ggml's GGML_AMX_* options act only on a non-native build: -march=native turns AMX on
+    where the CPU has it, so the compiler itself is told -mno-amx-*, after the user's flags."""
+    monkeypatch.setenv("CFLAGS", "-O2")
+    monkeypatch.setenv("CMAKE_ARGS", "-DGGML_CUDA=on")
+    env = llamacpp_build._build_env(NOAMX)
+    assert env["CFLAGS"] == "-O2 -mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+    assert env["CXXFLAGS"] == "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+    assert env["CMAKE_ARGS"].endswith("-DGGML_AMX_BF16=OFF -DGGML_CUDA=on")
+    assert llamacpp_build._build_env(NATIVE)["CFLAGS"] == "-O2"
+
+
+def test_the_first_candidate_that_answers_is_installed(tmp_path, buildable, monkeypatch) -> None:
+    """native crashes (SIGSEGV in the smoke child, as the AMX path does), noamx answers:
+    noamx is installed, portable is never built."""
+    monkeypatch.setenv("FAKE_NATIVE", "crash")
+    sources, wheels = fake_sdist(tmp_path / "index"), tmp_path / "wheels"
+    offline = ("--no-index", "--find-links", str(sources))
+    seen: list[BuildProgress] = []
+    verdicts: list = []
+    wheel = ensure_llamacpp(
+        seen.append,
+        folder=wheels,
+        spec=SPEC,
+        pip_args=offline,
+        target=tmp_path / "t",
+        tried=llamacpp_build.CANDIDATES,
+        verdicts=verdicts,
+    )
+    assert wheel.parent == wheels / "noamx" and _imports(tmp_path / "t").strip() == "noamx"
+    assert [(v.outcome, v.signal) for v in verdicts] == [("crashed", "SIGSEGV"), ("passed", "")]
+    assert verdicts[0].build == "llama-cpp-python 0.3.36, native build"
+    assert not (wheels / "portable").exists()
+    stages = [p.stage for p in seen if p.stage != "compiling"]
+    assert stages == ["downloading", "testing", "downloading", "testing", "installing"]
+
+    # Again: both verdicts are remembered; the crashing native wheel is neither tested
+    # again nor installed.
+    again: list = []
+    assert (
+        ensure_llamacpp(
+            folder=wheels,
+            spec=SPEC,
+            pip_args=offline,
+            target=tmp_path / "u",
+            tried=llamacpp_build.CANDIDATES,
+            verdicts=again,
+        )
+        == wheel
+    )
+    assert [v.outcome for v in again] == ["crashed", "passed"] and again == verdicts
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "outcome", "words"),
+    [
+        ("crash", "crashed", "crashed (SIGSEGV)"),
+        ("wrong", "wrong_answer", "answered its test prompt wrongly ('London.')"),
+    ],
+)
+def test_no_candidate_answers_so_nothing_is_installed(
+    tmp_path, buildable, monkeypatch, behaviour, outcome, words
+) -> None:
+    for name in ("NATIVE", "NOAMX", "PORTABLE"):
+        monkeypatch.setenv(f"FAKE_{name}", behaviour)
+    offline = ("--no-index", "--find-links", str(fake_sdist(tmp_path / "index")))
+    verdicts: list = []
+    with pytest.raises(GlmdeskError) as caught:
+        ensure_llamacpp(
+            folder=tmp_path / "wheels",
+            spec=SPEC,
+            pip_args=offline,
+            target=tmp_path / "t",
+            tried=(NATIVE, PORTABLE),
+            verdicts=verdicts,
+        )
+    assert [v.outcome for v in verdicts] == [outcome, outcome]
+    error = caught.value
+    assert error.kind == "llamacpp_untrusted" and error.info.params["outcome"] == outcome
+    assert error.message.startswith(
+        f"llama.cpp (llama-cpp-python 0.3.36, portable build) {words}, so it is not used"
+    )
+    assert "rebuild llama.cpp with: glmdesk build-llamacpp" in error.message
+    assert not (tmp_path / "t").exists()
+
+
+def test_a_kept_wheel_without_a_verdict_is_tested_before_use(tmp_path, buildable) -> None:
+    """A wheel kept in the wheel folder before the candidates existed (a native build)."""
+    wheels = tmp_path / "wheels"
+    fake_wheel(wheels, "crash")
+    offline = ("--no-index", "--find-links", str(tmp_path / "nothing"))
+    seen: list[BuildProgress] = []
+    verdicts: list = []
+    # scripts/_venv.sh --kept-only: the kept wheel crashes its test, so nothing is installed.
+    with pytest.raises(GlmdeskError) as caught:
+        ensure_llamacpp(
+            seen.append,
+            folder=wheels,
+            spec=SPEC,
+            pip_args=offline,
+            target=tmp_path / "t",
+            build=False,
+            verdicts=verdicts,
+            tried=llamacpp_build.CANDIDATES,
+        )
+    assert caught.value.info.params["signal"] == "SIGSEGV" and not (tmp_path / "t").exists()
+    assert [p.stage for p in seen] == ["testing"] and [v.outcome for v in verdicts] == ["crashed"]
+
+    # A kept wheel that answers is tested once, then installed.
+    (wheels / "noamx").mkdir()
+    fake_wheel(wheels / "noamx", "answer", built_as="noamx")
+    seen.clear()
+    wheel = ensure_llamacpp(
+        seen.append,
+        folder=wheels,
+        spec=SPEC,
+        pip_args=offline,
+        target=tmp_path / "t",
+        build=False,
+        tried=llamacpp_build.CANDIDATES,
+    )
+    assert wheel.parent == wheels / "noamx" and [p.stage for p in seen] == ["testing", "installing"]
+    assert _imports(tmp_path / "t").strip() == "noamx"

@@ -18,6 +18,7 @@ independence contract in ``pyproject.toml`` covers every package here).
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import pkgutil
 from collections.abc import Mapping
@@ -214,7 +215,10 @@ def create_backend(settings: LoadSettings) -> Backend:
     """A new, unloaded backend for ``settings`` (call its ``load``).
 
     The backend is told the :class:`EngineChoice` (an engine taken because the preferred
-    one is not here takes its best setting for the model). The engine's quick checks run first (a GGUF file for the transformers engine has
+    one is not here takes its best setting for the model). An engine whose
+    :meth:`BackendSpec.vet` objects (a llama.cpp build that crashed in its smoke test, run
+    in a child process the first time a build is used) is passed over for ``auto``'s next
+    one, even when named; the choice's ``note`` says why. The engine's quick checks run first (a GGUF file for the transformers engine has
     its tensor types read from the header, in milliseconds, before anything imports
     torch, which takes seconds).
 
@@ -225,6 +229,13 @@ def create_backend(settings: LoadSettings) -> Backend:
     """
     choice = engine_choice(settings)
     spec = spec_for(choice.engine)
+    problem = spec.vet()
+    if problem is not None and spec.local:
+        # A native build that crashed (or answered wrongly) in its smoke test never runs:
+        # ``auto``'s next engine does, with the reason as a load note.
+        auto = _auto_choice(dataclasses.replace(settings, engine="auto"), None)
+        choice = dataclasses.replace(auto, passed_over=auto.passed_over or choice.engine, note=problem)
+        spec = spec_for(choice.engine)
     spec.check(settings)
     return spec.create(choice)
 

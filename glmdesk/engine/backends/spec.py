@@ -98,11 +98,14 @@ class EngineChoice:
             passed over (``llamacpp_missing``...).
         passed_over: The engine ``auto`` would have taken but could not (it is not
             available here); ``""`` when none, or when the settings named the engine.
+        note: Why the engine taken instead runs (a load note for the model facts):
+            the passed-over engine's :meth:`BackendSpec.vet` error, else ``None``.
     """
 
     engine: str
     reason: str
     passed_over: str = ""
+    note: ErrorInfo | None = None
 
 
 class BackendSpec:
@@ -169,6 +172,13 @@ class BackendSpec:
         :meth:`available` says so."""
         info = (availability or {}).get(f"engine:{self.name}")
         return info.params.get("reason", self.reasons[0]) if info else self.reasons[0]
+
+    def vet(self) -> ErrorInfo | None:
+        """Why this engine must not run now although it is installed (llama.cpp: a build
+        that crashed or answered wrongly in its smoke test), or ``None``. May take
+        seconds (a child process): call it where a load may. After a non-``None``
+        answer :meth:`available` says ``False``."""
+        return None
 
     def accepts(self, settings: LoadSettings) -> bool:
         """Whether the engine can run the source ``settings`` names (by name only)."""

@@ -169,6 +169,8 @@ def _build_template(kind: str, params: dict) -> str | None:
         return QCoreApplication.translate("ErrorMessages", "llama.cpp could not be built: {detail}")
     if kind == "build_cancelled":
         return QCoreApplication.translate("ErrorMessages", "Building llama.cpp was cancelled.")
+    if kind == "llamacpp_untrusted":
+        return _untrusted_template(params)
     if kind != "llamacpp_unbuildable":
         return None
     reason = params.get("reason")
@@ -186,6 +188,28 @@ def _build_template(kind: str, params: dict) -> str | None:
             "ErrorMessages", "Building llama.cpp is turned off (GLMDESK_LLAMACPP_BUILD=0)."
         )
     return QCoreApplication.translate("ErrorMessages", "llama.cpp cannot be built on this computer.")
+
+
+def _untrusted_template(params: dict) -> str:
+    """A llama.cpp build that failed its smoke test (:mod:`glmdesk.engine.llamacpp_smoke`)."""
+    outcome = params.get("outcome")
+    if outcome == "crashed":
+        return QCoreApplication.translate(
+            "ErrorMessages",
+            "llama.cpp ({build}) crashed ({signal}) on its test answer, so it is not used and "
+            "transformers answers. Keep transformers, or rebuild llama.cpp: glmdesk build-llamacpp",
+        )
+    if outcome == "wrong_answer":
+        return QCoreApplication.translate(
+            "ErrorMessages",
+            "llama.cpp ({build}) answered its test prompt wrongly, so it is not used and transformers "
+            "answers. Keep transformers, or rebuild llama.cpp: glmdesk build-llamacpp",
+        )
+    return QCoreApplication.translate(
+        "ErrorMessages",
+        "llama.cpp ({build}) could not answer its test prompt, so it is not used and transformers "
+        "answers. Keep transformers, or rebuild llama.cpp: glmdesk build-llamacpp",
+    )
 
 
 def _vision_template(kind: str, params: dict) -> str | None:
@@ -352,6 +376,8 @@ def note_sentence(note: ErrorInfo) -> str:
             "llama.cpp crashed here while it answered, so transformers runs this {file_type} file with "
             "{quantization} weights; choose llama.cpp in Open model to use it again.",
         ).format(file_type=note.params.get("file_type", ""), quantization=note.params.get("quantization", ""))
+    if note.kind == "llamacpp_untrusted":
+        return error_sentence(note)
     if note.kind == "engine_fallback":
         return QCoreApplication.translate(
             "LoadNotes",
@@ -408,6 +434,12 @@ def option_reason(info: ErrorInfo) -> str:
         )
     if reason == "llamacpp_broken":
         return QCoreApplication.translate("LoadNotes", "llama-cpp-python cannot be loaded here.")
+    if reason == "llamacpp_untrusted":
+        return QCoreApplication.translate(
+            "LoadNotes",
+            "The installed llama.cpp build crashed or answered wrongly in its test "
+            "(rebuild it: glmdesk build-llamacpp).",
+        )
     if reason == "frozen_app":
         return QCoreApplication.translate(
             "LoadNotes", "The packaged app cannot compile; run glmdesk from Python to use it."

@@ -8,6 +8,12 @@ its stages in the status bar), and reloads the model on llama.cpp between answer
 (never during one) when the build is done. Without a compiler, in the packaged app or
 after a failed build it says why once, in the model facts, and transformers stays.
 
+The build ends with a build that answered: each candidate (native, without AMX, portable)
+is smoke-tested in a child process (:mod:`glmdesk.engine.llamacpp_smoke`), and a build
+already installed is tested before the first load that would switch to it; one that
+crashed (or answered wrongly) is never loaded, and the facts line says so: the build,
+the signal, and what to do (keep transformers, or rebuild).
+
 The model facts (the welcome and the status bar) carry one line naming the engine that
 answers and why (:meth:`EngineUpgrade.engine_line`).
 """
@@ -106,6 +112,9 @@ class EngineUpgrade(QObject):
         how = self.tr("transformers, {quantization}").format(quantization=info.quantization)
         if info.quantization == "none":
             how = self.tr("transformers, {dtype}").format(dtype=info.dtype)
+        distrust = next((note for note in info.notes if note.kind == "llamacpp_untrusted"), None)
+        if distrust is not None:  # the installed llama.cpp crashed in its smoke test
+            return self.tr("Engine: {how}. {why}").format(how=how, why=error_sentence(distrust))
         if not (auto and wants_llamacpp(settings)):
             reason = self.tr("chosen in Open model") if not auto else self.tr("the engine for this model")
             return self.tr("Engine: {how}, {reason}").format(how=how, reason=reason)
@@ -122,7 +131,7 @@ class EngineUpgrade(QObject):
         return self.tr("Engine: {how}").format(how=how)
 
     def stage_text(self) -> str:
-        """The build's stage: ``stage 2/3: compiling 45%`` (translated)."""
+        """The build's stage: ``stage 2/4: compiling 45%`` (translated)."""
         p = self.progress
         if p is None:
             return self.tr("starting")
@@ -131,6 +140,7 @@ class EngineUpgrade(QObject):
         names = {
             "downloading": self.tr("downloading"),
             "compiling": self.tr("compiling"),
+            "testing": self.tr("testing"),
             "installing": self.tr("installing"),
         }
         text = self.tr("stage {index}/{total}: {stage}").format(

@@ -340,6 +340,8 @@ PARAMS = {
     "seconds": 120,
     "title": "天气",
     "problems": "Function 1 needs a name.",
+    "build": "llama-cpp-python 0.3.36, native build",
+    "signal": "SIGSEGV",
 }
 
 
@@ -364,6 +366,11 @@ def test_load_notes_and_option_reasons_are_chinese(chinese) -> None:
         ErrorInfo("bnb_on_cpu", "ENGLISH", {"quantization": "4bit"}),
         ErrorInfo("compile_unavailable", "ENGLISH", {"reason": "InvalidCxxCompiler"}),
         ErrorInfo("engine_fallback", "ENGLISH", {"quantization": "int4-wo", "file_type": "Q4_1"}),
+        ErrorInfo(
+            "llamacpp_untrusted",
+            "ENGLISH",
+            {"build": "llama-cpp-python 0.3.36", "outcome": "crashed", "signal": "SIGSEGV"},
+        ),
     ):
         assert CJK.search(note_sentence(note)) and "{" not in note_sentence(note)
     from glmdesk.engine.backends import option_reasons

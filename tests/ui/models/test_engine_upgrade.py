@@ -14,6 +14,7 @@ import pytest
 from glmdesk.core.errors import ErrorInfo, GlmdeskError
 from glmdesk.engine import llamacpp_build
 from glmdesk.engine.llamacpp_build import BuildProgress
+from glmdesk.engine.llamacpp_smoke import Verdict
 from glmdesk.ui.models import engine_upgrade
 from tests.helpers.fake_backend import FakeBackend
 from tests.ui.conftest import LOAD_TIMEOUT_MS
@@ -43,7 +44,8 @@ def machine(monkeypatch):
         while not release.wait(0.01):
             if cancel.is_set():
                 raise GlmdeskError("build_cancelled", "Building llama.cpp was cancelled.")
-        report(BuildProgress("installing", 3))
+        report(BuildProgress("testing", 3))
+        report(BuildProgress("installing", 4))
         installed.set()
         return Path("/wheels/llama_cpp_python-0.3.36-cp311-cp311-linux_x86_64.whl")
 
@@ -81,7 +83,7 @@ def test_builds_then_switches_to_llamacpp_after_the_answer(qtbot, machine) -> No
         status, welcome = window.status.engine_label, window.chat_area.welcome.model_label
         assert window.engine_upgrade.state == "building"
         qtbot.waitUntil(lambda: "compiling 45%" in status.text(), timeout=10_000)
-        line = "Engine: transformers, int4-wo until llama.cpp is built (stage 2/3: compiling 45%)"
+        line = "Engine: transformers, int4-wo until llama.cpp is built (stage 2/4: compiling 45%)"
         assert status.text() == line and welcome.text().endswith("\n" + line)
         assert status.toolTip() == line
         assert window.minimumSizeHint().width() <= 1024  # the long line never widens the window
@@ -102,6 +104,36 @@ def test_builds_then_switches_to_llamacpp_after_the_answer(qtbot, machine) -> No
         assert status.text() == "Engine: llama.cpp, the fastest here for a GGUF file"
         # Open model offers llama.cpp now (read again on the worker, after the answer).
         qtbot.waitUntil(lambda: window.availability == {"engine:llamacpp": None}, timeout=10_000)
+    finally:
+        window.close()
+
+
+def test_a_build_that_crashed_its_test_is_not_adopted_and_the_facts_say_why(
+    qtbot, machine, monkeypatch
+) -> None:
+    """Every candidate crashed in its smoke child (the builder's own test shows that on
+    fake builds): the window stays on transformers and says which build, the signal, and
+    what to do, once, in the model facts."""
+    factory, backends, _release, _gate = machine
+    verdict = Verdict("crashed", "llama-cpp-python 0.3.36, portable build", "0.3.36:0", signal="SIGSEGV")
+
+    def crashed_build(report, cancel):
+        report(BuildProgress("testing", 3))
+        error = verdict.error()
+        raise GlmdeskError(error.kind, error.message, **error.params)
+
+    monkeypatch.setattr(llamacpp_build, "ensure_llamacpp", crashed_build)
+    window = _window(qtbot, factory)
+    try:
+        line = (
+            "Engine: transformers, int4-wo. llama.cpp (llama-cpp-python 0.3.36, portable build) crashed "
+            "(SIGSEGV) on its test answer, so it is not used and transformers answers. Keep transformers, "
+            "or rebuild llama.cpp: glmdesk build-llamacpp"
+        )
+        qtbot.waitUntil(lambda: window.engine_upgrade.state == "failed", timeout=10_000)
+        assert window.status.engine_label.text() == line
+        assert window.chat_area.welcome.model_label.text().endswith("\n" + line)
+        assert [b.info.engine for b in backends] == ["transformers"] and not window.is_loading()
     finally:
         window.close()
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib.util
 
 from glmdesk.core.engine_options import LlamaCppOptions
-from glmdesk.core.errors import GlmdeskError
+from glmdesk.core.errors import ErrorInfo, GlmdeskError
 from glmdesk.core.settings import LLAMA_DEFAULT_N_CTX, LoadSettings
 from glmdesk.engine.backends.spec import (
     QT_TRANSLATE_NOOP,
@@ -32,6 +32,11 @@ _MISSING = QT_TRANSLATE_NOOP(
     "Runs in {engine} (its own copy of the weights, dequantized to fp32): "
     "llama-cpp-python is not installed (pip install 'glmdesk[llamacpp]').",
 )
+_UNTRUSTED = QT_TRANSLATE_NOOP(
+    "OpenModelDialog",
+    "Runs in {engine} (its own copy of the weights): the installed llama.cpp build crashed or "
+    "answered wrongly in its test, so it is not used (rebuild it: glmdesk build-llamacpp).",
+)
 _NO_VISION = QT_TRANSLATE_NOOP(
     "OpenModelDialog",
     "{file} is a vision projector: {engine} runs this model's text only here "
@@ -46,11 +51,34 @@ def llama_cpp_available() -> bool:
     return importlib.util.find_spec("llama_cpp") is not None
 
 
+def llamacpp_distrust() -> ErrorInfo | None:
+    """Why the installed llama.cpp build must not run, from its remembered smoke verdict
+    (:mod:`glmdesk.engine.llamacpp_smoke`; kind ``llamacpp_untrusted``), or ``None`` (not
+    installed, passed, or not tested yet). Cheap: nothing is imported or run."""
+    from glmdesk.engine.llamacpp_smoke import installed_verdict
+
+    verdict = installed_verdict() if llama_cpp_available() else None
+    return None if verdict is None or verdict.passed else verdict.error()
+
+
+def llamacpp_vet() -> ErrorInfo | None:
+    """Why the installed llama.cpp build must not run (kind ``llamacpp_untrusted``), or
+    ``None``: its remembered verdict, else the smoke test run now in a child process
+    (about a second; never in this process, which a crash would kill)."""
+    if not llama_cpp_available():
+        return None
+    from glmdesk.engine.llamacpp_smoke import verdict_for
+
+    verdict = verdict_for()
+    return None if verdict.passed else verdict.error()
+
+
 def llamacpp_availability() -> dict:
     """``{"engine:llamacpp": None or ErrorInfo, "llamacpp:gpu": None or ErrorInfo}`` for Open
-    model (``option_unavailable``, reasons ``llamacpp_missing``, ``llamacpp_broken``,
-    ``no_gpu_offload``). Imports ``llama_cpp`` (loads its shared library, a fraction of a
-    second): call it off the GUI thread."""
+    model (``option_unavailable``, reasons ``llamacpp_missing``, ``llamacpp_untrusted``,
+    ``llamacpp_broken``, ``no_gpu_offload``). Runs the installed build's smoke test when it
+    has no verdict (:func:`llamacpp_vet`), then imports ``llama_cpp`` (loads its shared
+    library, a fraction of a second) only if it passed: call it off the GUI thread."""
 
     def both(reason: str, message: str) -> dict:
         return {key: unavailable(key, reason, message) for key in ("engine:llamacpp", "llamacpp:gpu")}
@@ -59,6 +87,12 @@ def llamacpp_availability() -> dict:
         return both(
             "llamacpp_missing", "llama-cpp-python is not installed (pip install 'glmdesk[llamacpp]')."
         )
+    try:
+        problem = llamacpp_vet()
+    except GlmdeskError as exc:  # no embedded model to test it with
+        problem = exc.info
+    if problem is not None:
+        return both("llamacpp_untrusted", problem.message)
     try:
         import llama_cpp
 
@@ -154,7 +188,7 @@ class LlamaCppSpec(BackendSpec):
 
     name = "llamacpp"
     label = "llama.cpp"
-    reasons = ("llamacpp_missing", "llamacpp_broken", "no_gpu_offload")
+    reasons = ("llamacpp_missing", "llamacpp_untrusted", "llamacpp_broken", "no_gpu_offload")
     auto_order = 20
     options = OPTIONS
     options_type = LlamaCppOptions
@@ -164,6 +198,7 @@ class LlamaCppSpec(BackendSpec):
         "chosen": _NATIVE,
         "llamacpp_missing": _MISSING,
         "llamacpp_broken": _MISSING,
+        "llamacpp_untrusted": _UNTRUSTED,
         "vision_projector": _NO_VISION,  # glmdesk.engine.backends.gguf_vision: a GGUF with an mmproj file
     }
 
@@ -172,10 +207,23 @@ class LlamaCppSpec(BackendSpec):
 
     def available(self, availability=None) -> bool:
         """From ``availability`` (the key present without a reason) when given, else
-        whether llama-cpp-python is installed."""
+        whether llama-cpp-python is installed and its build not distrusted
+        (:func:`llamacpp_distrust`)."""
         if availability is None:
-            return llama_cpp_available()
+            return llama_cpp_available() and llamacpp_distrust() is None
         return "engine:llamacpp" in availability and not availability["engine:llamacpp"]
+
+    def missing_reason(self, availability=None) -> str:
+        if availability is None and llama_cpp_available() and llamacpp_distrust() is not None:
+            return "llamacpp_untrusted"
+        return super().missing_reason(availability)
+
+    def vet(self):
+        """The installed build's smoke verdict as an error, or ``None`` (:func:`llamacpp_vet`)."""
+        try:
+            return llamacpp_vet()
+        except GlmdeskError as exc:  # no embedded model to test with: it cannot be vouched for
+            return exc.info
 
     def accepts(self, settings: LoadSettings) -> bool:
         """GGUF files only (the embedded model is one)."""

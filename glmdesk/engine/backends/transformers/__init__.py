@@ -79,10 +79,12 @@ class TransformersSpec(BackendSpec):
     def create(self, choice=None):
         """A :class:`~glmdesk.engine.backends.transformers.backend.TransformersBackend`; when
         ``auto`` passed a faster engine over (llama.cpp not installed), one that runs a
-        GGUF file on its weight-only scheme (:mod:`glmdesk.engine.backends.transformers.fallback`)."""
+        GGUF file on its weight-only scheme (:mod:`glmdesk.engine.backends.transformers.fallback`),
+        with the choice's note (why that engine did not run) among its load notes."""
         from glmdesk.engine.backends.transformers.backend import TransformersBackend
 
-        return TransformersBackend(fallback=bool(choice and choice.passed_over))
+        note = choice.note if choice is not None else None
+        return TransformersBackend(fallback=bool(choice and choice.passed_over), note=note)
 
 
 SPEC = TransformersSpec()

@@ -30,13 +30,15 @@ class TransformersBackend(LocalBackend):
         fallback: ``auto`` chose transformers because the engine it prefers is not here
             (llama.cpp for a GGUF file): load a GGUF file with its weight-only scheme
             when one holds it (:func:`~glmdesk.engine.backends.transformers.fallback.transformers_fallback`).
+        note: Why the preferred engine did not run although installed (kind
+            ``llamacpp_untrusted``): the first load note, instead of "not installed".
     """
 
     name = "transformers"
 
-    def __init__(self, loaded=None, fallback: bool = False) -> None:
+    def __init__(self, loaded=None, fallback: bool = False, note: ErrorInfo | None = None) -> None:
         super().__init__()
-        self._fallback = fallback
+        self._fallback, self._note = fallback, note
         self._model, self._owns = loaded, loaded is None
         self._info = None if loaded is None else loaded.info
 
@@ -54,7 +56,11 @@ class TransformersBackend(LocalBackend):
         from glmdesk.engine.backends.transformers.fallback import transformers_fallback
         from glmdesk.engine.backends.transformers.loader import load_model
 
+        if self._fallback and settings.engine != "auto":  # a named engine passed over: auto's best
+            settings = dataclasses.replace(settings, engine="auto")
         settings, note = transformers_fallback(settings, llama_cpp_installed=not self._fallback)
+        if self._note is not None:
+            note = self._note
         loaded = load_model(settings, progress=progress, cancel=cancel)
         if note is not None:
             loaded.info = dataclasses.replace(loaded.info, notes=(note, *loaded.info.notes))
