@@ -29,6 +29,7 @@ from glmdesk.ui.app.sampling_binding import SamplingBinding, initial_params
 from glmdesk.ui.app.window_layout import lay_out
 from glmdesk.ui.app.window_menus import ProductMenus
 from glmdesk.ui.chat.branch_actions import BranchActions
+from glmdesk.ui.common.screen_fit import fit_to_screen, install_dialog_fit
 from glmdesk.ui.common.settings_store import SettingsStore
 from glmdesk.ui.history.history_access import HistoryAccess
 from glmdesk.ui.history.history_controller import HistoryController
@@ -92,6 +93,7 @@ class MainWindow(QMainWindow):
         self.menus = ProductMenus(self)  # the actions and menus (File, Chat, View, Help)
         self._bind(history)
         self._restore_geometry()
+        install_dialog_fit()  # every dialog fits the screen it opens on
         app = QCoreApplication.instance()
         if app is not None:
             app.aboutToQuit.connect(self.shutdown)
@@ -205,6 +207,7 @@ class MainWindow(QMainWindow):
         geometry = self.store.bytes_value("geometry")
         if geometry is None or not self.restoreGeometry(geometry):
             self.resize(1200, 780)
+        fit_to_screen(self)  # saved on a bigger screen, or the default on a small one
         splitter = self.store.bytes_value("splitter")
         if splitter is not None:
             self.splitter.restoreState(splitter)

@@ -38,6 +38,7 @@ from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.settings import DEVICES, PRECISIONS, QUANTIZATIONS, WEIGHT_ONLY_QUANTIZATIONS, LoadSettings
 from glmdesk.engine.backends import specs
 from glmdesk.ui.common.messages import option_reason
+from glmdesk.ui.common.screen_fit import scrolled
 from glmdesk.ui.models.engine_choice import EngineChoiceMixin
 from glmdesk.ui.models.fit_forecast import FitForecast
 from glmdesk.ui.models.recent_models import recent_label
@@ -230,7 +231,10 @@ class OpenModelDialog(EngineChoiceMixin, QDialog):
         self.local_reason = QLabel()
         self.local_reason.setWordWrap(True)
         self.local_reason.setForegroundRole(QPalette.ColorRole.PlaceholderText)
-        layout = QVBoxLayout(self)
+        body = QWidget()  # scrolls when the screen is shorter than the dialog
+        body.setObjectName("open_model_body")
+        layout = QVBoxLayout(body)
+        layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.local_options)
         layout.addWidget(self.remote_box)
         layout.addWidget(self.local_reason)
@@ -246,7 +250,10 @@ class OpenModelDialog(EngineChoiceMixin, QDialog):
         applies.setWordWrap(True)
         layout.addWidget(applies)
         layout.addWidget(self.fit_forecast)
-        layout.addWidget(buttons)
+        layout.addStretch(1)
+        outer = QVBoxLayout(self)
+        outer.addWidget(scrolled(body), 1)
+        outer.addWidget(buttons)  # always on the screen
         return buttons
 
     def _connect_updates(self, buttons: QDialogButtonBox, current: LoadSettings) -> None:
