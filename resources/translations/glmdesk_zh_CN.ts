@@ -1031,8 +1031,16 @@ Updated {when} · {model}</source>
         <translation>下一个版本</translation>
     </message>
     <message>
+        <source>Stopped at the token limit (max new tokens).</source>
+        <translation>已达到 token 上限（最大新 token 数）而停止。</translation>
+    </message>
+    <message>
         <source>Copy</source>
         <translation>复制</translation>
+    </message>
+    <message>
+        <source>Copy answer</source>
+        <translation>复制回答</translation>
     </message>
     <message>
         <source>Copy this message</source>
@@ -1382,8 +1390,8 @@ Updated {when} · {model}</source>
 <context>
     <name>ReasoningBlock</name>
     <message>
-        <source>Copy</source>
-        <translation>复制</translation>
+        <source>Copy thinking</source>
+        <translation>复制思考过程</translation>
     </message>
     <message>
         <source>Copy the thinking as text</source>

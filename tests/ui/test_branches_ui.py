@@ -118,7 +118,8 @@ def test_delete_copy_and_footer_figures(qtbot, wired) -> None:
     _answer(qtbot, window, lambda: window.send_message("Say **hello**."))
     controller.flush()
     footer = actions.footers()[1]
-    assert not footer.is_revealed() and not footer.stats_label.isVisible()
+    assert not footer.is_revealed() and footer.stats_label.isVisible()  # figures: always, quietly
+    assert not footer.buttons["regenerate"].isVisible()
     footer.set_revealed(True)  # what hovering does
     text = footer.stats_label.text()
     assert "tokens/s" in text and "TTFT" in text and "temperature 0.0" in text

@@ -40,7 +40,7 @@ class ReasoningBlock(QFrame):
         self.toggle_button.setArrowType(Qt.ArrowType.DownArrow)
         self.toggle_button.toggled.connect(self._on_toggled)
         self.copy_button = QToolButton()
-        self.copy_button.setText(self.tr("Copy"))
+        self.copy_button.setText(self.tr("Copy thinking"))
         self.copy_button.setToolTip(self.tr("Copy the thinking as text"))
         self.copy_button.setAutoRaise(True)
         self.copy_button.clicked.connect(self.copy_to_clipboard)
