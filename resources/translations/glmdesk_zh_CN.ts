@@ -40,6 +40,10 @@
         <translation>失败</translation>
     </message>
     <message>
+        <source>stopped: repeating itself</source>
+        <translation>已停止：内容不断重复</translation>
+    </message>
+    <message>
         <source>{tokens} tokens, {rate} tokens/s, first thinking token after {ttft} s, first answer token after {answer} s</source>
         <translation>{tokens} 个 token，{rate} token/秒，首个思考 token 延迟 {ttft} 秒，首个回答 token 延迟 {answer} 秒</translation>
     </message>
@@ -50,6 +54,10 @@
     <message>
         <source>{stats} ({reason})</source>
         <translation>{stats}（{reason}）</translation>
+    </message>
+    <message>
+        <source>Stopped: the answer kept repeating the same few tokens (96 tokens of one short unit). Try Regenerate, a higher temperature or a repetition penalty.</source>
+        <translation>已停止：回答一直在重复同样的几个 token（一个短单元重复了 96 个 token）。可以试试重新生成、调高温度或设置重复惩罚。</translation>
     </message>
     <message>
         <source>Only {tokens} tokens are left in the context window for this answer (max new tokens is {max}).</source>
