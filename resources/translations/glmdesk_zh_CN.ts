@@ -961,11 +961,20 @@ Updated {when} · {model}</source>
     <name>MarkdownView</name>
     <message>
         <source>(TeX shown: {command} cannot be drawn here)</source>
+        <extracomment>The scheme of the links a code block&apos;s header offers (&quot;Copy&quot;): ``copy-code:N``, the N-th code block of the view (0-based); never opened, only handled here.</extracomment>
         <translation>（显示 TeX 源码：此处无法绘制 {command}）</translation>
     </message>
     <message>
         <source>(TeX shown: this formula cannot be drawn here)</source>
         <translation>（显示 TeX 源码：此处无法绘制该公式）</translation>
+    </message>
+    <message>
+        <source>code</source>
+        <translation>代码</translation>
+    </message>
+    <message>
+        <source>Copy code</source>
+        <translation>复制代码</translation>
     </message>
 </context>
 <context>

@@ -77,6 +77,7 @@ class MessageFooter(QWidget):
         self._pinned = False
         self._several = False
         self._continuable = False
+        self._badge: QLabel | None = None  # the role's badge in the message's header (attach)
         self.previous_button = self._tool("\u2039", self.tr("Previous version"))
         self.next_button = self._tool("\u203a", self.tr("Next version"))
         self.position_label = QLabel()
@@ -218,6 +219,14 @@ class MessageFooter(QWidget):
         if self.parentWidget() is not None:  # never a window of its own before attach
             self.setVisible(True)
 
+    def changeEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        super().changeEvent(event)
+        if self._badge is not None and event.type() in (
+            QEvent.Type.ApplicationPaletteChange,
+            QEvent.Type.PaletteChange,
+        ):
+            self._badge.setPixmap(role_icon(self.role))  # the new theme's colours
+
     @Slot()
     def _on_menu_action(self) -> None:
         action = self.sender()
@@ -232,7 +241,7 @@ class MessageFooter(QWidget):
         self._update_revealed()
         header = message.layout().itemAt(0).layout()
         if header is not None:
-            badge = QLabel()
+            badge = self._badge = QLabel()
             badge.setObjectName("role_icon")
             badge.setPixmap(role_icon(message.role))
             header.insertWidget(0, badge)
