@@ -1403,6 +1403,10 @@ Updated {when} · {model}</source>
         <source>&amp;View</source>
         <translation>视图(&amp;V)</translation>
     </message>
+    <message>
+        <source>&amp;Server</source>
+        <translation>服务器(&amp;S)</translation>
+    </message>
 </context>
 <context>
     <name>ReasoningBlock</name>
@@ -1511,6 +1515,10 @@ Updated {when} · {model}</source>
         <translation>在本机通过 OpenAI 兼容 API 提供已加载的模型</translation>
     </message>
     <message>
+        <source>Not serving</source>
+        <translation>未在提供服务</translation>
+    </message>
+    <message>
         <source>Load a model first; then it can be served.</source>
         <translation>请先加载模型，然后才能提供服务。</translation>
     </message>
@@ -1519,8 +1527,20 @@ Updated {when} · {model}</source>
         <translation>无法在 localhost:{port} 上提供服务：{reason}</translation>
     </message>
     <message>
-        <source>Serving at {url}: {count} requests</source>
-        <translation>正在 {url} 提供服务：{count} 个请求</translation>
+        <source>{count} request</source>
+        <translation>{count} 个请求</translation>
+    </message>
+    <message>
+        <source>{count} requests</source>
+        <translation>{count} 个请求</translation>
+    </message>
+    <message>
+        <source>Serving · {requests}</source>
+        <translation>正在提供服务 · {requests}</translation>
+    </message>
+    <message>
+        <source>Serving at {url}</source>
+        <translation>正在 {url} 提供服务</translation>
     </message>
 </context>
 <context>

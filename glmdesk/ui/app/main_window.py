@@ -128,12 +128,14 @@ class MainWindow(QMainWindow):
         ):
             signal.connect(self._update_actions)
         self.serve = ServeController(session, parent=self)
-        self.statusBar().addPermanentWidget(self.serve.label)
+        self.status.add_fact(self.serve.label)
         self.serve.serving_failed.connect(self.status.showMessage)
-        self.file_menu.insertAction(self.quit_action, self.serve.action)
+        self.menus.add_server_menu(self.serve)  # its own menu, not one slip above Quit
         self.engine_upgrade = EngineUpgrade(session, self)  # llama.cpp built and used when missing
         self.engine_upgrade.line_changed.connect(self.status.show_engine)
         self.engine_upgrade.line_changed.connect(self.chat_area.welcome.set_engine_line)
+        self.chat_area.currentChanged.connect(self._on_chat_area_changed)
+        self._on_chat_area_changed()
         self.tools = ToolController(session, self.chat_view, self.sidebar.tools_panel, self.notice, self)
         self.history_controller = None
         if history is not None:
@@ -202,6 +204,11 @@ class MainWindow(QMainWindow):
         self.chat_view.message_copied.connect(self._on_message_copied)
         self.chat_area.welcome.prompt_chosen.connect(self._on_example_chosen)
         self.chat_area.welcome.open_model_requested.connect(self.open_model_dialog)
+
+    @Slot()
+    def _on_chat_area_changed(self, *_args) -> None:
+        """The welcome names the engine: the status bar does not say it again meanwhile."""
+        self.status.set_engine_line_elsewhere(self.chat_area.showing_welcome())
 
     def _restore_geometry(self) -> None:
         geometry = self.store.bytes_value("geometry")

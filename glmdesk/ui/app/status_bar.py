@@ -1,4 +1,8 @@
-"""The status bar: model, device and precision, context used, last TTFT and tokens/s."""
+"""The status bar: model, device and precision, context used, last TTFT and tokens/s.
+
+Each fact is its own label, set apart from the next by a thin rule; an empty fact takes
+no room. The engine line is left out while the welcome shows it (the same sentence twice).
+"""
 
 from __future__ import annotations
 
@@ -36,8 +40,37 @@ class StatusBar(QStatusBar):
             self.cache_label,
             self.speed_label,
         ):
+            label.setProperty("fact", True)
             self.addPermanentWidget(label)
+        self.setStyleSheet(
+            "QStatusBar::item { border: none; }"
+            'QLabel[fact="true"] { border-left: 1px solid palette(mid); padding: 0px 6px; }'
+        )
         self._context_length = 0
+        self._engine_elsewhere = False
+        self._tidy()
+
+    def add_fact(self, label: QLabel) -> None:
+        """Add another fact (the server's state) after the others, set apart the same way."""
+        label.setProperty("fact", True)
+        self.addPermanentWidget(label)
+
+    def set_engine_line_elsewhere(self, elsewhere: bool) -> None:
+        """Leave the engine line out while another place (the welcome) shows it."""
+        self._engine_elsewhere = elsewhere
+        self._tidy()
+
+    def _tidy(self, *_args) -> None:
+        """Show exactly the facts that have text."""
+        for label in (
+            self.model_label,
+            self.device_label,
+            self.context_label,
+            self.cache_label,
+            self.speed_label,
+        ):
+            label.setVisible(bool(label.text()))
+        self.engine_label.setVisible(bool(self.engine_label.text()) and not self._engine_elsewhere)
 
     def show_model(self, info) -> None:
         """Show a loaded model (:class:`glmdesk.engine.info.ModelInfo`)."""
@@ -57,12 +90,14 @@ class StatusBar(QStatusBar):
         self._context_length = info.context_length
         self.show_context(0)
         self.speed_label.setText("")
+        self._tidy()
 
     @Slot(str)
     def show_engine(self, line: str) -> None:
         """Show which engine answers and why, or how far its build is (one line)."""
         self.engine_label.setText(line)
         self.engine_label.setToolTip(line)
+        self._tidy()
 
     def show_no_model(self) -> None:
         """Show that no model is loaded."""
@@ -70,12 +105,14 @@ class StatusBar(QStatusBar):
         self.device_label.setText("")
         self.context_label.setText("")
         self.speed_label.setText("")
+        self._tidy()
 
     def show_context(self, used: int) -> None:
         """Show ``used`` of the model's context length, in tokens."""
         self.context_label.setText(
             self.tr("context {used} / {length}").format(used=used, length=self._context_length)
         )
+        self._tidy()
 
     def show_cache(self, stats) -> None:
         """Show the KV cache's state when it has evicted tokens or switched to the window.
@@ -85,18 +122,21 @@ class StatusBar(QStatusBar):
         """
         if stats.evicted <= 0 and stats.state != "windowed":
             self.cache_label.setText("")
+            self._tidy()
             return
         self.cache_label.setText(
             self.tr("KV cache: {held} of {seen} tokens held, {evicted} evicted").format(
                 held=stats.tokens_held, seen=stats.tokens_seen, evicted=stats.evicted
             )
         )
+        self._tidy()
 
     def show_speed(self, ttft_s: float, tokens_per_s: float) -> None:
         """Show the last answer's time to first token (s) and decode speed (tokens/s)."""
         self.speed_label.setText(
             self.tr("TTFT {ttft} s, {rate} tokens/s").format(ttft=f"{ttft_s:.2f}", rate=f"{tokens_per_s:.1f}")
         )
+        self._tidy()
 
     def reset_answer_figures(self) -> None:
         """Clear the last answer's figures (context used, KV cache state, speed): on New and
@@ -106,3 +146,4 @@ class StatusBar(QStatusBar):
         self.cache_label.setText("")
         self.speed_label.setText("")
         self.clearMessage()
+        self._tidy()
