@@ -1790,12 +1790,8 @@ Updated {when} · {model}</source>
         <translation>{name} · {family}</translation>
     </message>
     <message>
-        <source>{device}, {dtype}, {quantization}</source>
-        <translation>{device}，{dtype}，{quantization}</translation>
-    </message>
-    <message>
-        <source>{device}, {dtype}</source>
-        <translation>{device}，{dtype}</translation>
+        <source>{device} · {weights}</source>
+        <translation>{device} · {weights}</translation>
     </message>
     <message>
         <source>context {used} / {length}</source>
@@ -1998,8 +1994,12 @@ Updated {when} · {model}</source>
         <translation>与 {model} 对话</translation>
     </message>
     <message>
-        <source>{size} on {device} · {precision} · context {context} tokens</source>
-        <translation>{size}，运行于 {device} · {precision} · 上下文 {context} 个 token</translation>
+        <source>Answered by the server at {url} · context {context} tokens</source>
+        <translation>由 {url} 上的服务器回答 · 上下文 {context} 个 token</translation>
+    </message>
+    <message>
+        <source>{size} on {device} · {weights} · context {context} tokens</source>
+        <translation>{size}，位于 {device} · {weights} · 上下文 {context} 个 token</translation>
     </message>
     <message>
         <source>{facts}
@@ -2049,6 +2049,49 @@ KV 缓存 {kv}
     <message>
         <source>The chat history could not be opened ({detail}); this session will not be saved.</source>
         <translation>无法打开聊天记录（{detail}），本次会话不会被保存。</translation>
+    </message>
+</context>
+<context>
+    <name>model_facts</name>
+    <message>
+        <source>answered by the server</source>
+        <translation>由服务器回答</translation>
+    </message>
+    <message>
+        <source>{type} GGUF on llama.cpp</source>
+        <translation>{type} GGUF，在 llama.cpp 上运行</translation>
+    </message>
+    <message>
+        <source>4-bit weights (int4 weight-only), {dtype} compute</source>
+        <translation>4 位权重（int4 仅权重量化），{dtype} 计算</translation>
+    </message>
+    <message>
+        <source>8-bit weights (int8 weight-only), {dtype} compute</source>
+        <translation>8 位权重（int8 仅权重量化），{dtype} 计算</translation>
+    </message>
+    <message>
+        <source>4-bit weights (bitsandbytes NF4), {dtype} compute</source>
+        <translation>4 位权重（bitsandbytes NF4），{dtype} 计算</translation>
+    </message>
+    <message>
+        <source>8-bit weights (bitsandbytes LLM.int8), {dtype} compute</source>
+        <translation>8 位权重（bitsandbytes LLM.int8），{dtype} 计算</translation>
+    </message>
+    <message>
+        <source>{dtype} weights and compute</source>
+        <translation>{dtype} 权重与计算</translation>
+    </message>
+    <message>
+        <source>CPU</source>
+        <translation>CPU</translation>
+    </message>
+    <message>
+        <source>GPU {index}</source>
+        <translation>GPU {index}</translation>
+    </message>
+    <message>
+        <source>GPU</source>
+        <translation>GPU</translation>
     </message>
 </context>
 <context>

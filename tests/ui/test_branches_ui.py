@@ -29,7 +29,7 @@ def test_welcome_example_prompt_is_sent_and_new_chat_brings_it_back(qtbot, wired
     window, history, panel, controller = wired
     area = window.chat_area
     assert area.showing_welcome()
-    assert window.model_info.name in area.welcome.title_label.text()
+    assert window.model_info.name.replace("-", "\u2011") in area.welcome.title_label.text()
     button = area.welcome.example_buttons[0]
     with qtbot.waitSignal(window.session.answer_finished, timeout=ANSWER_MS):
         qtbot.mouseClick(button, Qt.MouseButton.LeftButton)

@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QLabel, QStatusBar, QWidget
 
 from glmdesk.ui.app.load_indicator import LoadIndicator
 from glmdesk.ui.common.messages import note_sentence
+from glmdesk.ui.common.model_facts import device_text, weights_text
 
 
 class StatusBar(QStatusBar):
@@ -77,14 +78,16 @@ class StatusBar(QStatusBar):
         name = info.name
         if getattr(info, "source_kind", "") == "embedded":
             name = self.tr("{name} (embedded)").format(name=info.name)
-        self.model_label.setText(self.tr("{name} \u00b7 {family}").format(name=name, family=info.family))
+        self.model_label.setText(name)
+        if info.family not in ("remote", "gguf", "generic-hf"):  # a family worth naming
+            self.model_label.setText(self.tr("{name} \u00b7 {family}").format(name=name, family=info.family))
         self.model_label.setToolTip(info.location)
-        if info.quantization and info.quantization != "none":
-            text = self.tr("{device}, {dtype}, {quantization}").format(
-                device=info.device, dtype=info.dtype, quantization=info.quantization
-            )
+        if info.engine == "remote":
+            text = weights_text(info)
         else:
-            text = self.tr("{device}, {dtype}").format(device=info.device, dtype=info.dtype)
+            text = self.tr("{device} \u00b7 {weights}").format(
+                device=device_text(info.device), weights=weights_text(info)
+            )
         self.device_label.setText(text)
         self.device_label.setToolTip("\n".join(note_sentence(note) for note in info.notes))
         self._context_length = info.context_length
