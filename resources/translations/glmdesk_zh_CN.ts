@@ -1293,6 +1293,10 @@ Updated {when} · {model}</source>
         <translation>GPU 上的 int8/int4 仅权重量化</translation>
     </message>
     <message>
+        <source>{kind} {value}</source>
+        <translation>{kind} {value}</translation>
+    </message>
+    <message>
         <source>Runs in {engine} (its own copy of the weights, dequantized to fp32): llama-cpp-python is not installed (pip install &apos;glmdesk[llamacpp]&apos;).</source>
         <translation>使用 {engine} 运行（其自己的权重副本，反量化为 fp32）：未安装 llama-cpp-python（pip install &apos;glmdesk[llamacpp]&apos;）。</translation>
     </message>
@@ -1337,12 +1341,12 @@ Updated {when} · {model}</source>
         <translation>模型文件夹和 Hub ID 使用 transformers 运行。</translation>
     </message>
     <message>
-        <source>Runs in llama.cpp: .gguf files run there on their own quantized weights, several times faster on the CPU than transformers&apos; fp32 copy and without a conversion. Quantization, precision and the decode-step options apply to transformers.</source>
-        <translation>使用 llama.cpp 运行：.gguf 文件在其中直接使用自带的量化权重，在 CPU 上比 transformers 的 fp32 副本快数倍，且无需转换。量化、精度和解码步骤选项仅适用于 transformers。</translation>
+        <source>Runs in transformers: the file&apos;s weights are turned into fp32 once and kept, and the torch quantizations and the compiled decode step can be used.</source>
+        <translation>使用 transformers 运行：文件的权重只转换一次为 fp32 并保存，可以使用 torch 量化和编译解码步骤。</translation>
     </message>
     <message>
-        <source>Runs in transformers (the weights dequantized to fp32, converted once), where the torch quantizations and the compiled decode step are.</source>
-        <translation>使用 transformers 运行（权重反量化为 fp32，只转换一次），torch 量化和编译解码步骤都在这里。</translation>
+        <source>Runs in llama.cpp: .gguf files run there on their own quantized weights, several times faster on the CPU than transformers&apos; fp32 copy and without a conversion. Quantization, precision and the decode-step options apply to transformers.</source>
+        <translation>使用 llama.cpp 运行：.gguf 文件在其中直接使用自带的量化权重，在 CPU 上比 transformers 的 fp32 副本快数倍，且无需转换。量化、精度和解码步骤选项仅适用于 transformers。</translation>
     </message>
 </context>
 <context>

@@ -204,7 +204,7 @@ class OpenModelDialog(EngineChoiceMixin, QDialog):
 
     def _lay_out(self, row: QHBoxLayout, has_recent: bool, current: LoadSettings) -> QDialogButtonBox:
         """The form, the remote server box, the notes and the Open/Cancel buttons."""
-        form = QFormLayout()
+        form = self.options_form = QFormLayout()
         if has_recent:
             form.addRow(self.tr("Recent"), self.recent_combo)
         else:
@@ -360,9 +360,19 @@ class OpenModelDialog(EngineChoiceMixin, QDialog):
             for field in spec.options:
                 if field.needs and field.reason_label:
                     names[field.needs] = QCoreApplication.translate("OpenModelDialog", field.reason_label)
+        kinds = {
+            "device": self.tr("Device"),
+            "precision": self.tr("Precision"),
+            "quantization": self.tr("Quantization"),
+            "engine": self.tr("Engine"),
+        }
+        values = {"cuda": self.tr("GPU (CUDA)"), "llamacpp": "llama.cpp"}
         for key, reason in sorted(self._availability.items()):
             if reason:
-                option = names.get(key, key.split(":", 1)[1])
+                kind, _, value = key.partition(":")
+                option = names.get(key) or self.tr("{kind} {value}").format(
+                    kind=kinds.get(kind, kind), value=values.get(value, value)
+                )
                 lines.append(
                     self.tr("{option}: {reason}").format(option=option, reason=option_reason(reason))
                 )
