@@ -1489,6 +1489,10 @@ Updated {when} · {model}</source>
         <translation>正在询问服务器…</translation>
     </message>
     <message>
+        <source>1 model on this server.</source>
+        <translation>此服务器上有 1 个模型。</translation>
+    </message>
+    <message>
         <source>{count} models on this server.</source>
         <translation>此服务器上有 {count} 个模型。</translation>
     </message>
