@@ -1427,12 +1427,12 @@ Updated {when} · {model}</source>
         <translation>思考中…</translation>
     </message>
     <message>
-        <source>Thought for {seconds} s · {tokens} tokens</source>
-        <translation>已思考 {seconds} 秒 · {tokens} 个 token</translation>
+        <source>Thought for {time} · {tokens} tokens</source>
+        <translation>已思考 {time} · {tokens} 个 token</translation>
     </message>
     <message>
-        <source>Thought for {seconds} s</source>
-        <translation>已思考 {seconds} 秒</translation>
+        <source>Thought for {time}</source>
+        <translation>已思考 {time}</translation>
     </message>
     <message>
         <source>Thought</source>

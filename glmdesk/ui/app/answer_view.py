@@ -10,6 +10,8 @@ a conversation replaced, rewound or cleared.
 
 from __future__ import annotations
 
+import time
+
 from PySide6.QtCore import QObject, Slot
 
 from glmdesk.core.messages import ChatMessage
@@ -60,6 +62,7 @@ class AnswerView(QObject):
         session.error_occurred.connect(self._on_error_occurred)
         session.loader.model_ready.connect(self._on_model_ready)
         self._limit_note = ""  # the reply-limit sentence shown now, if any
+        self._thinking_since: float | None = None  # when the answer's first reasoning showed (monotonic s)
 
     @Slot(int, object, object)
     def _on_message_added(self, _index: int, message: ChatMessage, _record) -> None:
@@ -80,6 +83,7 @@ class AnswerView(QObject):
 
     @Slot(int)
     def _on_answer_started(self, _request_id: int) -> None:
+        self._thinking_since = None
         self.status.reset_answer_figures()
         self.notice.dismiss()
         self.chat_view.begin_stream(resume=self.session.is_resuming())
@@ -133,11 +137,14 @@ class AnswerView(QObject):
         widget = self.chat_view.streaming_message()
         if widget is None or widget.reasoning_block.is_done():
             return
+        thinking = bool(self.chat_view.stream_reasoning())
+        if thinking and self._thinking_since is None:
+            self._thinking_since = time.monotonic()  # timed here for a server that gives no times
         began = chunk.answer_ttft_s  # 0 from a server that does not time it
         if began:
             widget.reasoning_block.set_done(began - chunk.ttft_s, chunk.reasoning_tokens)
-        elif chunk.text and self.chat_view.stream_reasoning():
-            widget.reasoning_block.set_done()
+        elif chunk.text and thinking:
+            widget.reasoning_block.set_done(time.monotonic() - self._thinking_since)
 
     @Slot(object)
     def _on_conversation_replaced(self, messages: list) -> None:

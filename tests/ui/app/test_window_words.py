@@ -38,3 +38,15 @@ def test_model_facts_say_what_the_weights_are_and_what_computes(qapp) -> None:
     assert weights_text(info(engine="remote", dtype="server")) == "answered by the server"
     assert (device_text("cpu"), device_text("cuda:1"), device_text("cuda")) == ("CPU", "GPU 1", "GPU")
     assert no_break("SmolLM2-135M-Instruct") == "SmolLM2\u2011135M\u2011Instruct"
+
+
+def test_thinking_time_reads_in_ms_under_a_second(qtbot) -> None:
+    from glmdesk.ui.chat.reasoning_block import ReasoningBlock
+
+    block = ReasoningBlock()
+    qtbot.addWidget(block)
+    block.set_text("hmm")
+    block.set_done(0.04, 5)
+    assert block.header_text() == "Thought for 40 ms · 5 tokens"  # not "0.0 s"
+    block.set_done(2.25, 80)
+    assert block.header_text() == "Thought for 2.2 s · 80 tokens"
