@@ -1876,6 +1876,10 @@ Updated {when} · {model}</source>
         <translation>请先加载模型。</translation>
     </message>
     <message>
+        <source>The code interpreter runs only with a local model: a server is not offered it (it has no OpenAI form). Custom functions are sent to the server.</source>
+        <translation>代码解释器只能配合本地模型使用：不会提供给服务器（它没有 OpenAI 形式）。自定义函数会发送给服务器。</translation>
+    </message>
+    <message>
         <source>{model} has no tool-call format (ChatGLM3 and GLM-4 have one).</source>
         <translation>{model} 没有工具调用格式（ChatGLM3 和 GLM-4 有）。</translation>
     </message>
