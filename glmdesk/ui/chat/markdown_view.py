@@ -49,6 +49,7 @@ _RESCALE = {QEvent.Type.FontChange, getattr(QEvent.Type, "DevicePixelRatioChange
 
 
 _FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")  # |---|:--:|
 _BLOCK_START = re.compile(r"^\s{0,3}([-*+]\s|\d+[.)]\s|#{1,6}\s|>|\||$)")
 
 
@@ -59,7 +60,8 @@ def keep_line_breaks(text: str) -> str:
     addresses and lists of lines with plain newlines, and users expect to see them
     (GitHub's "breaks" option does the same). A hard break (two trailing spaces) is
     added to lines followed by another paragraph line, never inside fenced code
-    blocks or before lines that start a list, heading, quote or table.
+    blocks or before lines that start a list, heading, quote or table. A table written
+    right under a line of text (GitHub reads it so) gets a blank line before it.
 
     Args:
         text: Markdown as the model wrote it.
@@ -89,6 +91,16 @@ def keep_line_breaks(text: str) -> str:
         ):
             line += "  "
         out.append(line)
+        after = lines[i + 2] if i + 2 < len(lines) else ""
+        if (
+            fence is None
+            and line.strip()
+            and not line.lstrip().startswith("|")
+            and nxt is not None
+            and nxt.lstrip().startswith("|")
+            and _TABLE_RULE.match(after)
+        ):
+            out.append("")  # a table right under a line: Qt's Markdown reads it only as its own block
     return "\n".join(out)
 
 

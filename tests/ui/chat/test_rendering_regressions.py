@@ -22,6 +22,21 @@ def test_model_line_breaks_stay_visible(qtbot):
     assert keep_line_breaks("```\na\nb\n```") == "```\na\nb\n```"
 
 
+def test_a_table_right_under_a_line_is_a_table_with_a_bold_header(qtbot):
+    view = MarkdownView()
+    qtbot.addWidget(view)
+    view.set_markdown("Here is a table:\n| Name | Age |\n|---|---|\n| Ann | 3 |")
+    cells = {}
+    block = view.document().begin()
+    while block.isValid():
+        if block.text():
+            cells[block.text()] = block.begin().fragment().charFormat().fontWeight()
+        block = block.next()
+    assert list(cells) == ["Here is a table:", "Name", "Age", "Ann", "3"]  # not one glued line
+    assert cells["Name"] == cells["Age"] == 700 and cells["Ann"] == 400
+    assert keep_line_breaks("a | b\nnot a table\n|x|") == "a | b  \nnot a table\n|x|"  # no rule: no table
+
+
 def test_painting_paths_does_not_leak_references_to_none(qapp):
     """PySide6 6.12.0 dropped a reference to None per QPainterPath.lineTo / fillPath call;
     Python 3.11 then aborts ("none_dealloc") while the memory gauge repaints."""
