@@ -6,12 +6,30 @@ no room. The engine line is left out while the welcome shows it (the same senten
 
 from __future__ import annotations
 
-from PySide6.QtCore import Slot
-from PySide6.QtWidgets import QLabel, QStatusBar, QWidget
+from PySide6.QtCore import Qt, Slot
+from PySide6.QtGui import QPainter
+from PySide6.QtWidgets import QFrame, QLabel, QStatusBar, QWidget
 
 from glmdesk.ui.app.load_indicator import LoadIndicator
 from glmdesk.ui.common.messages import note_sentence
 from glmdesk.ui.common.model_facts import device_text, weights_text
+
+
+class ElidedLabel(QLabel):
+    """A one-line label that ends in "…" when it is narrower than its text (``text()``
+    and the tooltip keep it whole)."""
+
+    def paintEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        rect = self.contentsRect()
+        shown = self.fontMetrics().elidedText(self.text(), Qt.TextElideMode.ElideRight, rect.width())
+        if shown == self.text():
+            super().paintEvent(event)
+            return
+        QFrame.paintEvent(self, event)  # the style's border, without the whole text
+        painter = QPainter(self)
+        painter.setPen(self.palette().color(self.foregroundRole()))
+        painter.drawText(rect, int(self.alignment() | Qt.AlignmentFlag.AlignVCenter), shown)
+        painter.end()
 
 
 class StatusBar(QStatusBar):
@@ -26,7 +44,7 @@ class StatusBar(QStatusBar):
         self.speed_label = QLabel()
         self.cache_label = QLabel()
         self.cache_label.setObjectName("cache_label")
-        self.engine_label = QLabel()
+        self.engine_label = ElidedLabel()
         self.engine_label.setObjectName("engine_label")
         # A long line ("... until llama.cpp is built (stage 2/3: compiling 45%)") must not
         # widen the window: it may be cut on a narrow one; the tooltip keeps it whole.
@@ -45,7 +63,7 @@ class StatusBar(QStatusBar):
             self.addPermanentWidget(label)
         self.setStyleSheet(
             "QStatusBar::item { border: none; }"
-            'QLabel[fact="true"] { border-left: 1px solid palette(mid); padding: 0px 6px; }'
+            'QLabel[fact="true"] { border-left: 1px solid palette(dark); padding: 0px 6px; }'
         )
         self._context_length = 0
         self._engine_elsewhere = False

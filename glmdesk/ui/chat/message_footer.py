@@ -2,9 +2,9 @@
 
 Attached to a :class:`~glmdesk.ui.chat.message_widget.MessageWidget` from outside
 (:meth:`MessageFooter.attach`), so the bubble itself stays a plain view. The figures
-(in the placeholder colour) and the branch switch always show; the action buttons show
-while the mouse is over the message (or after a click on it), in space kept for them,
-so that hovering never makes the card grow. An answer cut by the length limit says so
+(in the placeholder colour) and the branch switch always show; the action buttons sit
+on the message's author line and show while the mouse is over the message (or after a
+click on it), in space kept for them, so that hovering never makes the card grow. An answer cut by the length limit says so
 and offers Continue at all times.
 """
 
@@ -82,6 +82,10 @@ class MessageFooter(QWidget):
         self.next_button = self._tool("\u203a", self.tr("Next version"))
         self.position_label = QLabel()
         self.position_label.setObjectName("branch_position")
+        for button in (self.previous_button, self.next_button):  # shown with versions only: no gap
+            policy = button.sizePolicy()
+            policy.setRetainSizeWhenHidden(False)
+            button.setSizePolicy(policy)
         self.previous_button.clicked.connect(lambda: self.sibling_requested.emit(-1))
         self.next_button.clicked.connect(lambda: self.sibling_requested.emit(+1))
         self.stats_label = QLabel()
@@ -245,6 +249,9 @@ class MessageFooter(QWidget):
             badge.setObjectName("role_icon")
             badge.setPixmap(role_icon(message.role))
             header.insertWidget(0, badge)
+            for key, button in self.buttons.items():  # on the author's line: no row of their own
+                if key != "continue":
+                    header.addWidget(button)
         message.copy_button.hide()
         message.stats_label.hide()
         message.set_stats = self.set_stats  # figures go to the footer
