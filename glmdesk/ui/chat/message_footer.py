@@ -172,6 +172,8 @@ class MessageFooter(QWidget):
 
     def sizeHint(self) -> QSize:  # noqa: N802 (Qt override)
         hint = super().sizeHint()
+        if not (self.stats_label.text() or self._several or self._continuable):
+            return QSize(hint.width(), 0)  # nothing to show: no blank row under the message
         return QSize(hint.width(), max(hint.height(), self.fontMetrics().height() + 6))
 
     # State ------------------------------------------------------------------------
