@@ -6,8 +6,8 @@ no room. The engine line is left out while the welcome shows it (the same senten
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Slot
-from PySide6.QtGui import QPainter
+from PySide6.QtCore import QEvent, Qt, Slot
+from PySide6.QtGui import QPainter, QPalette
 from PySide6.QtWidgets import QFrame, QLabel, QStatusBar, QWidget
 
 from glmdesk.ui.app.load_indicator import LoadIndicator
@@ -51,6 +51,9 @@ class StatusBar(QStatusBar):
         self.engine_label.setMinimumWidth(40)
         self.load_indicator = LoadIndicator()
         self.addWidget(self.load_indicator)
+        self._facts: list[QLabel] = []
+        self._rules: list[QFrame] = []  # the thin rule before each fact
+        self.setStyleSheet("QStatusBar::item { border: none; }")  # the rules set facts apart
         for label in (
             self.engine_label,
             self.model_label,
@@ -59,20 +62,40 @@ class StatusBar(QStatusBar):
             self.cache_label,
             self.speed_label,
         ):
-            label.setProperty("fact", True)
-            self.addPermanentWidget(label)
-        self.setStyleSheet(
-            "QStatusBar::item { border: none; }"
-            'QLabel[fact="true"] { border-left: 1px solid palette(dark); padding: 0px 6px; }'
-        )
+            self.add_fact(label)
         self._context_length = 0
         self._engine_elsewhere = False
         self._tidy()
 
     def add_fact(self, label: QLabel) -> None:
-        """Add another fact (the server's state) after the others, set apart the same way."""
+        """Add a fact after the others, set apart by a thin rule (shown while the fact
+        and one before it are)."""
+        rule = QFrame()
+        rule.setObjectName("status_rule")
+        rule.setFrameShape(QFrame.Shape.VLine)
+        rule.setFrameShadow(QFrame.Shadow.Plain)
+        rule.setForegroundRole(QPalette.ColorRole.Mid)
+        rule.setFixedWidth(9)  # the line in the middle: room on both sides
         label.setProperty("fact", True)
+        label.setContentsMargins(2, 0, 2, 0)
+        self._facts.append(label)
+        self._rules.append(rule)
+        self.addPermanentWidget(rule)
         self.addPermanentWidget(label)
+        label.installEventFilter(self)  # the server's label is shown and hidden by its owner
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 (Qt override)
+        if event.type() in (QEvent.Type.Show, QEvent.Type.Hide) and watched in self._facts:
+            self._place_rules()
+        return False
+
+    def _place_rules(self) -> None:
+        """A rule before each shown fact that follows another shown fact."""
+        seen = False
+        for label, rule in zip(self._facts, self._rules, strict=True):
+            shown = not label.isHidden()
+            rule.setVisible(shown and seen)
+            seen = seen or shown
 
     def set_engine_line_elsewhere(self, elsewhere: bool) -> None:
         """Leave the engine line out while another place (the welcome) shows it."""
@@ -90,6 +113,7 @@ class StatusBar(QStatusBar):
         ):
             label.setVisible(bool(label.text()))
         self.engine_label.setVisible(bool(self.engine_label.text()) and not self._engine_elsewhere)
+        self._place_rules()
 
     def show_model(self, info) -> None:
         """Show a loaded model (:class:`glmdesk.engine.info.ModelInfo`)."""

@@ -8,9 +8,11 @@ from glmdesk.core.messages import ChatMessage
 
 def test_facts_are_set_apart_and_the_engine_line_is_said_once(qtbot, window) -> None:
     status = window.status
-    assert "border-left" in status.styleSheet()
     facts = [status.model_label, status.device_label, status.context_label, status.speed_label]
     assert all(label.property("fact") for label in facts)
+    shown = [label for label in status._facts if not label.isHidden()]
+    rules = [rule for rule in status._rules if not rule.isHidden()]
+    assert len(rules) == len(shown) - 1  # one thin rule between each two facts shown
     assert status.speed_label.text() == "" and not status.speed_label.isVisible()  # empty: no room
     assert not status.cache_label.isVisible()
     window.engine_upgrade.line_changed.emit("Engine: transformers, the only one here")
