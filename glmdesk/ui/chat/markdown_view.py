@@ -21,6 +21,7 @@ from PySide6.QtCore import QEvent, QMimeData, QSize, Qt, QUrl, Signal, Slot
 from PySide6.QtGui import (
     QColor,
     QDesktopServices,
+    QFont,
     QFontInfo,
     QFontMetricsF,
     QGuiApplication,
@@ -30,6 +31,7 @@ from PySide6.QtGui import (
     QTextCursor,
     QTextDocument,
     QTextFormat,
+    QTextTable,
 )
 from PySide6.QtWidgets import QFrame, QSizePolicy, QTextBrowser
 
@@ -208,6 +210,7 @@ class MarkdownView(QTextBrowser):
         try:
             self.document().setMarkdown(keep_line_breaks(shown), _FEATURES)
             place_formulas(self.document(), self._formulas)
+            self._fix_table_headers()
             self._decorate_code_blocks()
         finally:
             self._rendering = False
@@ -238,6 +241,23 @@ class MarkdownView(QTextBrowser):
             self._render()
         else:
             renderer.redraw_later(self)
+
+    def _fix_table_headers(self) -> None:
+        """Every header cell bold and on its first line: after a code block, Qt's Markdown
+        importer starts a table's first header cell with an empty line and plain weight."""
+        for frame in self.document().rootFrame().childFrames():
+            if not isinstance(frame, QTextTable) or frame.rows() < 2:
+                continue
+            for column in range(frame.columns()):
+                cell = frame.cellAt(0, column)
+                cursor = cell.firstCursorPosition()
+                if cursor.block().text() == "" and cursor.position() < cell.lastCursorPosition().position():
+                    cursor.deleteChar()  # the empty first line
+                cursor = cell.firstCursorPosition()
+                cursor.setPosition(cell.lastCursorPosition().position(), QTextCursor.MoveMode.KeepAnchor)
+                bold = QTextCharFormat()
+                bold.setFontWeight(QFont.Weight.Bold)
+                cursor.mergeCharFormat(bold)
 
     def code_blocks(self) -> list[str]:
         """The text of each code block shown, in order (what its Copy copies)."""
