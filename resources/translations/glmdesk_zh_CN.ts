@@ -56,8 +56,8 @@
         <translation>{stats}（{reason}）</translation>
     </message>
     <message>
-        <source>Stopped: the answer kept repeating the same few tokens (96 tokens of one short unit). Try Regenerate, a higher temperature or a repetition penalty.</source>
-        <translation>已停止：回答一直在重复同样的几个 token（一个短单元重复了 96 个 token）。可以试试重新生成、调高温度或设置重复惩罚。</translation>
+        <source>Stopped: the answer kept repeating the same few tokens over and over. Try Regenerate, a higher temperature or a repetition penalty.</source>
+        <translation>已停止：回答一直在反复重复同样的几个 token。可以试试重新生成、调高温度或设置重复惩罚。</translation>
     </message>
     <message>
         <source>Only {tokens} tokens are left in the context window for this answer (max new tokens is {max}).</source>

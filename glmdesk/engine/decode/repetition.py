@@ -5,12 +5,12 @@ hundreds of times until max new tokens runs out ("🌟🌟🌟..." for 512 token
 checked after every generated token by the decode loop that every local engine shares
 (:func:`glmdesk.engine.decode.decoding.generate_tokens`):
 
-    the answer's last :data:`WINDOW` (96) tokens are one unit of 1 to :data:`MAX_PERIOD`
+    the answer's last :data:`WINDOW` (128) tokens are one unit of 1 to :data:`MAX_PERIOD`
     (8) tokens repeated, i.e. ``ids[i] == ids[i - p]`` for every one of the last
     ``WINDOW - p`` positions, for some period ``p <= 8``.
 
-So a single token must repeat 96 times, a two-token emoji 48 times, an eight-token
-phrase 12 times in a row, with nothing else between. Text never needs that: a Markdown
+So a single token must repeat 128 times, a two-token emoji 64 times, an eight-token
+phrase 16 times in a row, with nothing else between. Text never needs that: a Markdown
 rule or a table's ``|---|`` row is a few tokens, a long number or a run of spaces is
 tokenized into a few multi-character tokens. Sampling penalties (repetition penalty,
 DRY) make such runs less likely; this rule ends the ones that happen anyway, before
@@ -20,7 +20,7 @@ they use up the answer's budget. The cost is ``MAX_PERIOD`` integer comparisons 
 from __future__ import annotations
 
 #: Tokens of the same repeated unit that end an answer, in tokens.
-WINDOW = 96
+WINDOW = 128
 #: The longest repeated unit looked for, in tokens.
 MAX_PERIOD = 8
 

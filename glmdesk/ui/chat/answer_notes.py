@@ -45,7 +45,7 @@ class AnswerNotes(QObject):
     def repetition(self) -> str:
         """The note under an answer the engine stopped for repeating itself."""
         return self.tr(
-            "Stopped: the answer kept repeating the same few tokens (96 tokens of one short unit). "
+            "Stopped: the answer kept repeating the same few tokens over and over. "
             "Try Regenerate, a higher temperature or a repetition penalty."
         )
 

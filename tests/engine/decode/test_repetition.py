@@ -22,12 +22,12 @@ def first_stuck(ids: list[int], guard: RepetitionGuard | None = None) -> int | N
 
 
 def test_the_rule_fires_once_the_last_window_is_one_repeated_unit() -> None:
-    assert first_stuck([7] * 200) == WINDOW  # one token 96 times
-    assert first_stuck([1, 2, 3] + [9, 8] * 100) == 3 + WINDOW  # a two-token emoji 48 times
+    assert first_stuck([7] * 300) == WINDOW  # one token 128 times
+    assert first_stuck([1, 2, 3] + [9, 8] * 100) == 3 + WINDOW  # a two-token emoji 64 times
     unit = list(range(100, 100 + MAX_PERIOD))
-    assert first_stuck(unit * 20) == WINDOW  # an eight-token phrase 12 times
+    assert first_stuck(unit * 20) == WINDOW  # an eight-token phrase 16 times
     assert first_stuck([7] * (WINDOW - 1) + [8] + [7] * (WINDOW - 1)) is None  # broken runs
-    assert first_stuck(list(range(100, 109)) * 30) is None  # a nine-token unit is left alone
+    assert first_stuck(list(range(100, 109)) * 40) is None  # a nine-token unit is left alone
     assert first_stuck(list(range(1000))) is None
     with pytest.raises(ValueError):
         RepetitionGuard(window=8, max_period=8)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import torch
 
 from glmdesk.core.settings import SamplingParams
+from glmdesk.engine.decode.repetition import WINDOW
 
 ANSWER_MS = 120_000
 
@@ -34,7 +35,7 @@ def test_an_answer_stuck_repeating_stops_with_a_note(qtbot, window, shared_model
     window.sidebar.set_params(SamplingParams(temperature=0.0, top_p=1.0, max_new_tokens=512))
     with qtbot.waitSignal(window.session.answer_finished, timeout=ANSWER_MS) as done:
         assert window.send_message("Greet me.")
-    assert done.args[1].finish_reason == "repetition" and done.args[1].n_generated == 96
+    assert done.args[1].finish_reason == "repetition" and done.args[1].n_generated == WINDOW
     answer = window.chat_view.messages()[-1]
     assert answer.note_label.isVisible() and "repeating" in answer.note_label.text()
 
