@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -71,7 +72,25 @@ def missing_libraries(files: list[Path] | None = None) -> list[str]:
     return list(missing)
 
 
-def advice(returncode: int, qt_message: str, env: dict[str, str], missing: list[str]) -> str:
+def sudo_prefix(euid: int | None = None, sudo: str | None = "") -> str:
+    """``"sudo "`` before an install command for a user who needs it, else ``""``: root
+    (effective uid 0) installs as it is, and where no ``sudo`` is on ``PATH`` (a container)
+    printing it would only fail.
+
+    Args:
+        euid: The effective user id (default: this process's, ``os.geteuid``).
+        sudo: The path of ``sudo`` or ``None`` for none (default: ``shutil.which("sudo")``).
+    """
+    if euid is None:
+        euid = os.geteuid() if hasattr(os, "geteuid") else 1
+    if sudo == "":
+        sudo = shutil.which("sudo")
+    return "" if euid == 0 or sudo is None else "sudo "
+
+
+def advice(
+    returncode: int, qt_message: str, env: dict[str, str], missing: list[str], sudo: str | None = None
+) -> str:
     """The sentences for a failed probe.
 
     Args:
@@ -79,7 +98,9 @@ def advice(returncode: int, qt_message: str, env: dict[str, str], missing: list[
         qt_message: What Qt printed.
         env: The environment the app would run with.
         missing: Libraries ``ldd`` could not find.
+        sudo: What goes before ``apt-get`` (default: :func:`sudo_prefix`).
     """
+    sudo = sudo_prefix() if sudo is None else sudo
     lines = ["glmdesk cannot open its window: Qt's platform plugin did not load."]
     if missing:
         missing = list(dict.fromkeys(missing))
@@ -87,7 +108,7 @@ def advice(returncode: int, qt_message: str, env: dict[str, str], missing: list[
         lines += [
             f"These system libraries are missing: {', '.join(missing)}.",
             "On Debian or Ubuntu install them with:",
-            f"    sudo apt-get install -y {packages}",
+            f"    {sudo}apt-get install -y {packages}",
         ]
     no_display = not env.get("DISPLAY") and not env.get("WAYLAND_DISPLAY") and not env.get("QT_QPA_PLATFORM")
     if no_display:

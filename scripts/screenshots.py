@@ -9,6 +9,7 @@ Usage (Debian/Ubuntu: ``apt-get install xvfb fonts-noto-cjk fonts-noto-color-emo
     xvfb-run -s "-screen 0 1024x700x24" .venv/bin/python scripts/screenshots.py en light OUT.png --size 1024x700
     xvfb-run -s "-screen 0 1280x800x24" .venv/bin/python scripts/screenshots.py en dark OUT.png math
     xvfb-run -s "-screen 0 1280x800x24" .venv/bin/python scripts/screenshots.py en light OUT.png vision
+    xvfb-run -s "-screen 0 1280x800x24" .venv/bin/python scripts/screenshots.py en light OUT.png --engine transformers
 
 The window fills the screen (``--size WxH``, default 1280x800: give the X screen the same size). The embedded model answers the welcome's first
 example prompt (greedy, at most 32 new tokens), then the answer is regenerated at a
@@ -79,6 +80,11 @@ def main() -> int:
         at = args.index("--size")
         width, height = (int(v) for v in args[at + 1].split("x"))
         del args[at : at + 2]
+    engine = None  # --engine NAME: load the embedded model on this engine (default: the usual choice)
+    if "--engine" in args:
+        at = args.index("--engine")
+        engine = args[at + 1]
+        del args[at : at + 2]
     language, theme, out = args[0], args[1], args[2]
     welcome_only = args[3:] == ["welcome"]  # the empty chat, before any message
     math_only = args[3:] == ["math"]  # a conversation full of formulas, no answer
@@ -106,6 +112,10 @@ def main() -> int:
     store.save_language(language)
     store.save_theme(theme)
     store.save_sampling(SamplingParams(temperature=0.0, top_p=1.0, max_new_tokens=32))
+    if engine is not None:
+        from glmdesk.core.settings import LoadSettings
+
+        store.save_last_model(LoadSettings(engine=engine))
     if vision_only:
         from pathlib import Path
 

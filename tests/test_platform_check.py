@@ -10,7 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from glmdesk.platform_check import advice, check, debian_package, main, missing_libraries, plugin_files
+from glmdesk.platform_check import (
+    advice,
+    check,
+    debian_package,
+    main,
+    missing_libraries,
+    plugin_files,
+    sudo_prefix,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -30,6 +38,7 @@ def test_missing_libraries_give_the_exact_install_line():
         "qt.qpa.plugin: could not load xcb",
         {"DISPLAY": ":0"},
         ["libxcb-icccm.so.4", "libxcb-keysyms.so.1"],
+        sudo="sudo ",
     )
     assert "sudo apt-get install -y libxcb-icccm4 libxcb-keysyms1" in text
     assert "libxcb-icccm.so.4" in text and "scripts/run-app chat" in text
@@ -67,7 +76,15 @@ def test_a_library_missing_under_two_dependencies_is_named_once(tmp_path, monkey
     err = capsys.readouterr().err
     assert err.count("libglmdesk-absent.so.4") == 1 and err.count("libglmdesk-other.so.1") == 1
     assert err.count("apt-get install") == 1
-    assert "sudo apt-get install -y libglmdesk-absent4 libglmdesk-other1" in err
+    assert f"    {sudo_prefix()}apt-get install -y libglmdesk-absent4 libglmdesk-other1" in err
+
+
+def test_the_install_line_has_sudo_only_for_a_user_who_has_it():
+    assert sudo_prefix(euid=1000, sudo="/usr/bin/sudo") == "sudo "
+    assert sudo_prefix(euid=0, sudo="/usr/bin/sudo") == ""  # root installs as it is
+    assert sudo_prefix(euid=1000, sudo=None) == ""  # no sudo here: it would only fail
+    as_root = advice(134, "", {"DISPLAY": ":0"}, ["libxcb-icccm.so.4"], sudo=sudo_prefix(euid=0))
+    assert "\n    apt-get install -y libxcb-icccm4" in as_root and "sudo" not in as_root
 
 
 def test_no_display_suggests_xvfb_run_or_the_terminal():

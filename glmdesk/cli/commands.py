@@ -219,6 +219,8 @@ def _answer_summary(last: GenerationChunk | None, text: str) -> tuple[str | None
         return text, "stop"
     if last.finish_reason == "cancelled":
         print("(stopped)", file=sys.stderr)
+    elif last.finish_reason == "repetition":
+        print("(stopped: the answer kept repeating the same few tokens)", file=sys.stderr)
     reused = f", {last.reused_tokens} prompt tokens reused" if last.reused_tokens else ""
     ttft = f"TTFT {last.ttft_s:.2f} s"
     if last.answer_ttft_s:  # it thought first: its first reasoning token, then its answer's

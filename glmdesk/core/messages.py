@@ -12,7 +12,9 @@ from glmdesk.core.tools import INTERPRETER, ToolCall, ToolSet
 
 #: Why an answer ended: the engine's chunks and history's stored answers share this list.
 #: ``tool_calls``: the reply is a recognised tool call, answered with an observation turn.
-FINISH_REASONS = ("stop", "length", "cancelled", "error", "tool_calls")
+#: ``repetition``: the engine stopped an answer stuck repeating one short unit of tokens
+#: (the rule is in :mod:`glmdesk.engine.decode.repetition`).
+FINISH_REASONS = ("stop", "length", "cancelled", "error", "tool_calls", "repetition")
 
 ROLES = ("system", "user", "assistant", "observation")
 

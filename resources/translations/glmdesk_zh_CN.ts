@@ -40,6 +40,10 @@
         <translation>失败</translation>
     </message>
     <message>
+        <source>stopped: repeating itself</source>
+        <translation>已停止：内容不断重复</translation>
+    </message>
+    <message>
         <source>{tokens} tokens, {rate} tokens/s, first thinking token after {ttft} s, first answer token after {answer} s</source>
         <translation>{tokens} 个 token，{rate} token/秒，首个思考 token 延迟 {ttft} 秒，首个回答 token 延迟 {answer} 秒</translation>
     </message>
@@ -50,6 +54,10 @@
     <message>
         <source>{stats} ({reason})</source>
         <translation>{stats}（{reason}）</translation>
+    </message>
+    <message>
+        <source>Stopped: the answer kept repeating the same few tokens over and over. Try Regenerate, a higher temperature or a repetition penalty.</source>
+        <translation>已停止：回答一直在反复重复同样的几个 token。可以试试重新生成、调高温度或设置重复惩罚。</translation>
     </message>
     <message>
         <source>Only {tokens} tokens are left in the context window for this answer (max new tokens is {max}).</source>
@@ -1598,11 +1606,20 @@ Click to turn this library folder off for this chat.</source>
     <name>MarkdownView</name>
     <message>
         <source>(TeX shown: {command} cannot be drawn here)</source>
+        <extracomment>The scheme of the links a code block&apos;s header offers (&quot;Copy&quot;): ``copy-code:N``, the N-th code block of the view (0-based); never opened, only handled here.</extracomment>
         <translation>（显示 TeX 源码：此处无法绘制 {command}）</translation>
     </message>
     <message>
         <source>(TeX shown: this formula cannot be drawn here)</source>
         <translation>（显示 TeX 源码：此处无法绘制该公式）</translation>
+    </message>
+    <message>
+        <source>code</source>
+        <translation>代码</translation>
+    </message>
+    <message>
+        <source>Copy code</source>
+        <translation>复制代码</translation>
     </message>
 </context>
 <context>
@@ -1676,8 +1693,16 @@ Click to turn this library folder off for this chat.</source>
         <translation>下一个版本</translation>
     </message>
     <message>
+        <source>Stopped at the token limit (max new tokens).</source>
+        <translation>已达到 token 上限（最大新 token 数）而停止。</translation>
+    </message>
+    <message>
         <source>Copy</source>
         <translation>复制</translation>
+    </message>
+    <message>
+        <source>Copy answer</source>
+        <translation>复制回答</translation>
     </message>
     <message>
         <source>Copy this message</source>
@@ -1925,6 +1950,10 @@ Click to turn this library folder off for this chat.</source>
         <translation>GPU 上的 int8/int4 仅权重量化</translation>
     </message>
     <message>
+        <source>{kind} {value}</source>
+        <translation>{kind} {value}</translation>
+    </message>
+    <message>
         <source>Runs in {engine} (its own copy of the weights, dequantized to fp32): llama-cpp-python is not installed (pip install &apos;glmdesk[llamacpp]&apos;).</source>
         <translation>使用 {engine} 运行（其自己的权重副本，反量化为 fp32）：未安装 llama-cpp-python（pip install &apos;glmdesk[llamacpp]&apos;）。</translation>
     </message>
@@ -1973,12 +2002,12 @@ Click to turn this library folder off for this chat.</source>
         <translation>模型文件夹和 Hub ID 使用 transformers 运行。</translation>
     </message>
     <message>
-        <source>Runs in llama.cpp: .gguf files run there on their own quantized weights, several times faster on the CPU than transformers&apos; fp32 copy and without a conversion. Quantization, precision and the decode-step options apply to transformers.</source>
-        <translation>使用 llama.cpp 运行：.gguf 文件在其中直接使用自带的量化权重，在 CPU 上比 transformers 的 fp32 副本快数倍，且无需转换。量化、精度和解码步骤选项仅适用于 transformers。</translation>
+        <source>Runs in transformers: the file&apos;s weights are turned into fp32 once and kept, and the torch quantizations and the compiled decode step can be used.</source>
+        <translation>使用 transformers 运行：文件的权重只转换一次为 fp32 并保存，可以使用 torch 量化和编译解码步骤。</translation>
     </message>
     <message>
-        <source>Runs in transformers (the weights dequantized to fp32, converted once), where the torch quantizations and the compiled decode step are.</source>
-        <translation>使用 transformers 运行（权重反量化为 fp32，只转换一次），torch 量化和编译解码步骤都在这里。</translation>
+        <source>Runs in llama.cpp: .gguf files run there on their own quantized weights, several times faster on the CPU than transformers&apos; fp32 copy and without a conversion. Quantization, precision and the decode-step options apply to transformers.</source>
+        <translation>使用 llama.cpp 运行：.gguf 文件在其中直接使用自带的量化权重，在 CPU 上比 transformers 的 fp32 副本快数倍，且无需转换。量化、精度和解码步骤选项仅适用于 transformers。</translation>
     </message>
 </context>
 <context>
@@ -2051,6 +2080,10 @@ Click to turn this library folder off for this chat.</source>
         <translation>视图(&amp;V)</translation>
     </message>
     <message>
+        <source>&amp;Server</source>
+        <translation>服务器(&amp;S)</translation>
+    </message>
+    <message>
         <source>Get a model</source>
         <translation>获取模型</translation>
     </message>
@@ -2062,8 +2095,8 @@ Click to turn this library folder off for this chat.</source>
 <context>
     <name>ReasoningBlock</name>
     <message>
-        <source>Copy</source>
-        <translation>复制</translation>
+        <source>Copy thinking</source>
+        <translation>复制思考过程</translation>
     </message>
     <message>
         <source>Copy the thinking as text</source>
@@ -2074,12 +2107,12 @@ Click to turn this library folder off for this chat.</source>
         <translation>思考中…</translation>
     </message>
     <message>
-        <source>Thought for {seconds} s · {tokens} tokens</source>
-        <translation>已思考 {seconds} 秒 · {tokens} 个 token</translation>
+        <source>Thought for {time} · {tokens} tokens</source>
+        <translation>已思考 {time} · {tokens} 个 token</translation>
     </message>
     <message>
-        <source>Thought for {seconds} s</source>
-        <translation>已思考 {seconds} 秒</translation>
+        <source>Thought for {time}</source>
+        <translation>已思考 {time}</translation>
     </message>
     <message>
         <source>Thought</source>
@@ -2136,6 +2169,10 @@ Click to turn this library folder off for this chat.</source>
         <translation>正在询问服务器…</translation>
     </message>
     <message>
+        <source>1 model on this server.</source>
+        <translation>此服务器上有 1 个模型。</translation>
+    </message>
+    <message>
         <source>{count} models on this server.</source>
         <translation>此服务器上有 {count} 个模型。</translation>
     </message>
@@ -2166,6 +2203,10 @@ Click to turn this library folder off for this chat.</source>
         <translation>在本机通过 OpenAI 兼容 API 提供已加载的模型</translation>
     </message>
     <message>
+        <source>Not serving</source>
+        <translation>未在提供服务</translation>
+    </message>
+    <message>
         <source>Load a model first; then it can be served.</source>
         <translation>请先加载模型，然后才能提供服务。</translation>
     </message>
@@ -2174,8 +2215,20 @@ Click to turn this library folder off for this chat.</source>
         <translation>无法在 localhost:{port} 上提供服务：{reason}</translation>
     </message>
     <message>
-        <source>Serving at {url}: {count} requests</source>
-        <translation>正在 {url} 提供服务：{count} 个请求</translation>
+        <source>{count} request</source>
+        <translation>{count} 个请求</translation>
+    </message>
+    <message>
+        <source>{count} requests</source>
+        <translation>{count} 个请求</translation>
+    </message>
+    <message>
+        <source>Serving · {requests}</source>
+        <translation>正在提供服务 · {requests}</translation>
+    </message>
+    <message>
+        <source>Serving at {url}</source>
+        <translation>正在 {url} 提供服务</translation>
     </message>
 </context>
 <context>
@@ -2444,12 +2497,8 @@ Click to turn this library folder off for this chat.</source>
         <translation>{name} · {family}</translation>
     </message>
     <message>
-        <source>{device}, {dtype}, {quantization}</source>
-        <translation>{device}，{dtype}，{quantization}</translation>
-    </message>
-    <message>
-        <source>{device}, {dtype}</source>
-        <translation>{device}，{dtype}</translation>
+        <source>{device} · {weights}</source>
+        <translation>{device} · {weights}</translation>
     </message>
     <message>
         <source>context {used} / {length}</source>
@@ -2524,6 +2573,10 @@ Click to turn this library folder off for this chat.</source>
     <message>
         <source>Load a model first.</source>
         <translation>请先加载模型。</translation>
+    </message>
+    <message>
+        <source>The code interpreter runs only with a local model: a server is not offered it (it has no OpenAI form). Custom functions are sent to the server.</source>
+        <translation>代码解释器只能配合本地模型使用：不会提供给服务器（它没有 OpenAI 形式）。自定义函数会发送给服务器。</translation>
     </message>
     <message>
         <source>{model} has no tool-call format (ChatGLM3 and GLM-4 have one).</source>
@@ -2652,8 +2705,12 @@ Click to turn this library folder off for this chat.</source>
         <translation>与 {model} 对话</translation>
     </message>
     <message>
-        <source>{size} on {device} · {precision} · context {context} tokens</source>
-        <translation>{size}，运行于 {device} · {precision} · 上下文 {context} 个 token</translation>
+        <source>Answered by the server at {url} · context {context} tokens</source>
+        <translation>由 {url} 上的服务器回答 · 上下文 {context} 个 token</translation>
+    </message>
+    <message>
+        <source>{size} on {device} · {weights} · context {context} tokens</source>
+        <translation>{size}，位于 {device} · {weights} · 上下文 {context} 个 token</translation>
     </message>
     <message>
         <source>{facts}
@@ -2703,6 +2760,49 @@ KV 缓存 {kv}
     <message>
         <source>The chat history could not be opened ({detail}); this session will not be saved.</source>
         <translation>无法打开聊天记录（{detail}），本次会话不会被保存。</translation>
+    </message>
+</context>
+<context>
+    <name>model_facts</name>
+    <message>
+        <source>answered by the server</source>
+        <translation>由服务器回答</translation>
+    </message>
+    <message>
+        <source>{type} GGUF on llama.cpp</source>
+        <translation>{type} GGUF，在 llama.cpp 上运行</translation>
+    </message>
+    <message>
+        <source>4-bit weights (int4 weight-only), {dtype} compute</source>
+        <translation>4 位权重（int4 仅权重量化），{dtype} 计算</translation>
+    </message>
+    <message>
+        <source>8-bit weights (int8 weight-only), {dtype} compute</source>
+        <translation>8 位权重（int8 仅权重量化），{dtype} 计算</translation>
+    </message>
+    <message>
+        <source>4-bit weights (bitsandbytes NF4), {dtype} compute</source>
+        <translation>4 位权重（bitsandbytes NF4），{dtype} 计算</translation>
+    </message>
+    <message>
+        <source>8-bit weights (bitsandbytes LLM.int8), {dtype} compute</source>
+        <translation>8 位权重（bitsandbytes LLM.int8），{dtype} 计算</translation>
+    </message>
+    <message>
+        <source>{dtype} weights and compute</source>
+        <translation>{dtype} 权重与计算</translation>
+    </message>
+    <message>
+        <source>CPU</source>
+        <translation>CPU</translation>
+    </message>
+    <message>
+        <source>GPU {index}</source>
+        <translation>GPU {index}</translation>
+    </message>
+    <message>
+        <source>GPU</source>
+        <translation>GPU</translation>
     </message>
 </context>
 <context>

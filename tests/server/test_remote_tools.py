@@ -88,6 +88,26 @@ def test_client_parser_holds_call_text_and_releases_what_is_not_a_call():
     assert calls.text("get") == "" and calls.text("ting there") == "getting there"
 
 
+def test_a_streamed_python_call_is_pending_as_the_interpreter():
+    """Named ``python`` in ``delta.tool_calls`` but parsed as the interpreter at the end: one
+    name throughout, or the window keeps a stale "Tool call: python writing..." card above
+    the interpreter's card."""
+    from types import SimpleNamespace
+
+    calls = RemoteCalls(ToolSet((), interpreter=True), ("glm4",))
+    delta = SimpleNamespace(index=0, id="c1", function=SimpleNamespace(name="python", arguments='{"co'))
+    calls.add_delta(delta)
+    assert calls.pending == INTERPRETER and calls.call_text == '{"co'
+    calls.add_delta(
+        SimpleNamespace(index=0, id=None, function=SimpleNamespace(name=None, arguments='de": "1"}'))
+    )
+    call, _text = calls.finish()
+    assert (call.name, call.kind, call.arguments) == (INTERPRETER, "interpreter", {"code": "1"})
+    functions = RemoteCalls(ToolSet((FunctionSpec("python"),)), ("glm4",))  # a function of that name
+    functions.add_delta(delta)
+    assert functions.pending == "python"
+
+
 def test_a_server_whose_model_has_no_tool_format_says_so(server):
     """glmdesk serve with the embedded SmolLM2 refuses tools; the sentence reaches the user."""
     remote = connect(server)

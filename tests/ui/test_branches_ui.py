@@ -29,7 +29,7 @@ def test_welcome_example_prompt_is_sent_and_new_chat_brings_it_back(qtbot, wired
     window, history, panel, controller = wired
     area = window.chat_area
     assert area.showing_welcome()
-    assert window.model_info.name in area.welcome.title_label.text()
+    assert window.model_info.name.replace("-", "\u2011") in area.welcome.title_label.text()
     button = area.welcome.example_buttons[0]
     with qtbot.waitSignal(window.session.answer_finished, timeout=ANSWER_MS):
         qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
@@ -118,7 +118,8 @@ def test_delete_copy_and_footer_figures(qtbot, wired) -> None:
     _answer(qtbot, window, lambda: window.send_message("Say **hello**."))
     controller.flush()
     footer = actions.footers()[1]
-    assert not footer.is_revealed() and not footer.stats_label.isVisible()
+    assert not footer.is_revealed() and footer.stats_label.isVisible()  # figures: always, quietly
+    assert not footer.buttons["regenerate"].isVisible()
     footer.set_revealed(True)  # what hovering does
     text = footer.stats_label.text()
     assert "tokens/s" in text and "TTFT" in text and "temperature 0.0" in text

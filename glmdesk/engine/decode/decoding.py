@@ -20,6 +20,7 @@ import torch
 
 from glmdesk.core.settings import ParamsBox, SamplingParams
 from glmdesk.engine.chunk import CacheStats
+from glmdesk.engine.decode.repetition import RepetitionGuard
 from glmdesk.engine.decode.sampling import build_processors
 
 #: Token slots reserved for the answer at first, in tokens (the buffer doubles after).
@@ -117,7 +118,9 @@ class TokenStep:
     Attributes:
         token: The generated id (``None`` on a final step without a new token).
         finish_reason: ``None`` while generating; ``stop`` (a stop id, not included
-            in ``token``), ``length`` (max new tokens or the context) or ``cancelled``.
+            in ``token``), ``length`` (max new tokens or the context), ``repetition``
+            (the answer is stuck repeating itself:
+            :class:`~glmdesk.engine.decode.repetition.RepetitionGuard`) or ``cancelled``.
         first: True for the step that produced the answer's first token decision
             (time to first token is measured there).
     """
@@ -191,14 +194,16 @@ def _decode(
     sampler: Sampler,
 ) -> Iterator[TokenStep]:
     """The decode loop of :func:`generate_tokens` after the prefill: sample from
-    ``logits`` (``(1, vocab)``), step the source, until a stop id, ``stop``, max new
-    tokens or ``context_limit`` (``None`` for a bounded cache).
+    ``logits`` (``(1, vocab)``), step the source, until a stop id, ``stop``, a run of
+    repeated tokens (:mod:`~glmdesk.engine.decode.repetition`), max new tokens or
+    ``context_limit`` (``None`` for a bounded cache).
 
     ``seen`` is ``(1, capacity)`` long ids whose first ``n_seen`` are the prompt; it
     doubles when ``max_new_tokens`` is raised past its capacity mid-answer.
     """
     capacity = seen.shape[1]
     n_generated = 0
+    repetition = RepetitionGuard()
     while True:
         if stop.is_set():
             yield TokenStep(None, "cancelled")
@@ -216,6 +221,9 @@ def _decode(
         n_generated += 1
         seen[0, n_seen] = token
         n_seen += 1
+        if repetition.push(token):
+            yield TokenStep(token, "repetition", first)
+            return
         if n_generated >= p.max_new_tokens or (context_limit is not None and n_seen >= context_limit):
             yield TokenStep(token, "length", first)
             return

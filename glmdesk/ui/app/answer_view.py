@@ -10,6 +10,8 @@ a conversation replaced, rewound or cleared.
 
 from __future__ import annotations
 
+import time
+
 from PySide6.QtCore import QObject, Slot
 
 from glmdesk.core.messages import ChatMessage
@@ -58,6 +60,9 @@ class AnswerView(QObject):
         session.conversation_cleared.connect(self._on_conversation_cleared)
         session.last_answer_removed.connect(self.chat_view.remove_last)
         session.error_occurred.connect(self._on_error_occurred)
+        session.loader.model_ready.connect(self._on_model_ready)
+        self._limit_note = ""  # the reply-limit sentence shown now, if any
+        self._thinking_since: float | None = None  # when the answer's first reasoning showed (monotonic s)
 
     @Slot(int, object, object)
     def _on_message_added(self, _index: int, message: ChatMessage, _record) -> None:
@@ -69,8 +74,16 @@ class AnswerView(QObject):
             show_stored(self.chat_view, message)
             self.chat_view.scroll_to_end()
 
+    @Slot(object)
+    def _on_model_ready(self, _info) -> None:
+        """Another model: the last reply-limit sentence was about the one before."""
+        if self._limit_note and self.notice.text() == self._limit_note:
+            self.notice.dismiss()
+        self._limit_note = ""
+
     @Slot(int)
     def _on_answer_started(self, _request_id: int) -> None:
+        self._thinking_since = None
         self.status.reset_answer_figures()
         self.notice.dismiss()
         self.chat_view.begin_stream(resume=self.session.is_resuming())
@@ -100,12 +113,16 @@ class AnswerView(QObject):
         most = self.params_box.get().max_new_tokens
         if record.error is not None:
             self.notice.show_error(error_sentence(record.error))
-        elif chunk is not None and 0 < chunk.reply_limit < most:
-            # The prompt left less room than max new tokens: say what the reply could use.
-            self.notice.show_info(self.notes.reply_limit(chunk.reply_limit, most))
+        elif record.finish_reason == "length" and chunk is not None and 0 < chunk.reply_limit < most:
+            # Cut short because the prompt left less room than max new tokens: say so
+            # (not on every answer: GLM-4.5's defaults ask for the whole context).
+            self._limit_note = self.notes.reply_limit(chunk.reply_limit, most)
+            self.notice.show_info(self._limit_note)
         if widget is not None:
             if text:
                 widget.set_stats(self.notes.stats_text(record))
+                if record.finish_reason == "repetition":
+                    widget.set_note(self.notes.repetition())
             elif record.finish_reason != "tool_calls":  # a call's message holds its card
                 self.chat_view.remove_last()  # nothing was written
                 if record.finish_reason == "cancelled":
@@ -120,11 +137,14 @@ class AnswerView(QObject):
         widget = self.chat_view.streaming_message()
         if widget is None or widget.reasoning_block.is_done():
             return
+        thinking = bool(self.chat_view.stream_reasoning())
+        if thinking and self._thinking_since is None:
+            self._thinking_since = time.monotonic()  # timed here for a server that gives no times
         began = chunk.answer_ttft_s  # 0 from a server that does not time it
         if began:
             widget.reasoning_block.set_done(began - chunk.ttft_s, chunk.reasoning_tokens)
-        elif chunk.text and self.chat_view.stream_reasoning():
-            widget.reasoning_block.set_done()
+        elif chunk.text and thinking:
+            widget.reasoning_block.set_done(time.monotonic() - self._thinking_since)
 
     @Slot(object)
     def _on_conversation_replaced(self, messages: list) -> None:

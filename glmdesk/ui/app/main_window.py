@@ -32,6 +32,7 @@ from glmdesk.ui.app.sampling_binding import SamplingBinding, initial_params
 from glmdesk.ui.app.window_layout import lay_out
 from glmdesk.ui.app.window_menus import ProductMenus
 from glmdesk.ui.chat.branch_actions import BranchActions
+from glmdesk.ui.common.screen_fit import fit_to_screen, install_dialog_fit
 from glmdesk.ui.common.settings_store import SettingsStore
 from glmdesk.ui.documents.document_library import DocumentLibrary
 from glmdesk.ui.documents.document_sending import DocumentSending
@@ -99,6 +100,7 @@ class MainWindow(QMainWindow):
         self.menus = ProductMenus(self)  # the actions and menus (File, Chat, View, Help)
         self._bind(history)
         self._restore_geometry()
+        install_dialog_fit()  # every dialog fits the screen it opens on
         app = QCoreApplication.instance()
         if app is not None:
             app.aboutToQuit.connect(self.shutdown)
@@ -133,9 +135,9 @@ class MainWindow(QMainWindow):
         ):
             signal.connect(self._update_actions)
         self.serve = ServeController(session, parent=self)
-        self.statusBar().addPermanentWidget(self.serve.label)
+        self.status.add_fact(self.serve.label)
         self.serve.serving_failed.connect(self.status.showMessage)
-        self.file_menu.insertAction(self.quit_action, self.serve.action)
+        self.menus.add_server_menu(self.serve)  # its own menu, not one slip above Quit
         self.engine_upgrade = EngineUpgrade(session, self)  # llama.cpp built and used when missing
         self.engine_upgrade.line_changed.connect(self.status.show_engine)
         self.engine_upgrade.line_changed.connect(self.chat_area.welcome.set_engine_line)
@@ -143,6 +145,8 @@ class MainWindow(QMainWindow):
         self.document_sending.documents_failed.connect(self.notice.show_error)
         self.document_sending.send_failed.connect(self.notice.show_error)
         self.document_sending.notes_shown.connect(self.notice.show_info)
+        self.chat_area.currentChanged.connect(self._on_chat_area_changed)
+        self._on_chat_area_changed()
         self.tools = ToolController(session, self.chat_view, self.sidebar.tools_panel, self.notice, self)
         self.history_controller = None
         if history is not None:
@@ -217,10 +221,16 @@ class MainWindow(QMainWindow):
         self.chat_area.welcome.prompt_chosen.connect(self._on_example_chosen)
         self.chat_area.welcome.open_model_requested.connect(self.open_model_dialog)
 
+    @Slot()
+    def _on_chat_area_changed(self, *_args) -> None:
+        """The welcome names the engine: the status bar does not say it again meanwhile."""
+        self.status.set_engine_line_elsewhere(self.chat_area.showing_welcome())
+
     def _restore_geometry(self) -> None:
         geometry = self.store.bytes_value("geometry")
         if geometry is None or not self.restoreGeometry(geometry):
             self.resize(1200, 780)
+        fit_to_screen(self)  # saved on a bigger screen, or the default on a small one
         splitter = self.store.bytes_value("splitter")
         if splitter is not None:
             self.splitter.restoreState(splitter)

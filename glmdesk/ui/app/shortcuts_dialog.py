@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -16,8 +18,10 @@ from PySide6.QtWidgets import (
 
 
 def action_label(action: QAction) -> str:
-    """An action's text without its accelerator marks (``&Open model...`` -> ``Open model...``)."""
-    return action.text().replace("&&", "\0").replace("&", "").replace("\0", "&")
+    """An action's text without its accelerator marks (``&Open model...`` -> ``Open model...``;
+    the Chinese form ``打开模型(&O)...`` -> ``打开模型...``, the letter in brackets too)."""
+    text = re.sub(r"\s?\(&[^&\s]\)", "", action.text())
+    return text.replace("&&", "\0").replace("&", "").replace("\0", "&")
 
 
 class ShortcutsDialog(QDialog):

@@ -8,7 +8,7 @@ import functools
 
 from PySide6.QtCore import QObject, Qt, Slot
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QApplication, QMessageBox
+from PySide6.QtWidgets import QApplication, QMenu, QMessageBox
 
 from glmdesk.core.settings import LoadSettings
 from glmdesk.ui.app.about_dialog import AboutDialog
@@ -49,7 +49,7 @@ class ProductMenus(QObject):
         self.get_model_action.setObjectName("get_model_action")
         self.get_model_action.triggered.connect(self.show_get_model)
         file_menu.insertAction(self.recent_menu.menuAction(), self.get_model_action)
-        view_menu = bar.actions()[-1].menu()
+        view_menu = self.view_menu = bar.actions()[-1].menu()
         view_menu.addMenu(build_theme_menu(self.theme, window))
         help_menu = bar.addMenu(self.tr("&Help"))
         self.shortcuts_action = QAction(self.tr("&Keyboard shortcuts"), window)
@@ -90,6 +90,18 @@ class ProductMenus(QObject):
         for act in (w.stop_action, w.regenerate_action, w.continue_action, w.copy_action):
             chat.addAction(act)
         w.menuBar().addMenu(self.tr("&View")).addAction(w.sidebar_action)
+
+    def add_server_menu(self, serve) -> QMenu:
+        """The Server menu, before View: serve on localhost (checkable) and where it
+        serves (``serve``: the window's
+        :class:`~glmdesk.ui.session.serve_controller.ServeController`)."""
+        menu = QMenu(self.tr("&Server"), self.window)
+        menu.setObjectName("server_menu")
+        menu.addAction(serve.action)
+        menu.addAction(serve.address_action)
+        self.window.menuBar().insertMenu(self.view_menu.menuAction(), menu)
+        self.server_menu = menu
+        return menu
 
     @Slot(object)
     def open_recent(self, model: str | None) -> None:

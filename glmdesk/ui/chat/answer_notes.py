@@ -23,6 +23,7 @@ class AnswerNotes(QObject):
             "length": self.tr("max tokens reached"),
             "cancelled": self.tr("stopped"),
             "error": self.tr("failed"),
+            "repetition": self.tr("stopped: repeating itself"),
         }
         if record.answer_ttft_s:  # it thought first: its first thinking and answer tokens
             stats = self.tr(
@@ -40,6 +41,13 @@ class AnswerNotes(QObject):
             )
         reason = reasons.get(record.finish_reason, "")
         return self.tr("{stats} ({reason})").format(stats=stats, reason=reason) if reason else stats
+
+    def repetition(self) -> str:
+        """The note under an answer the engine stopped for repeating itself."""
+        return self.tr(
+            "Stopped: the answer kept repeating the same few tokens over and over. "
+            "Try Regenerate, a higher temperature or a repetition penalty."
+        )
 
     def reply_limit(self, tokens: int, max_new_tokens: int) -> str:
         """The prompt left less room than max new tokens: what the reply could use."""

@@ -19,14 +19,19 @@ import re
 
 from PySide6.QtCore import QEvent, QMimeData, QSize, Qt, QUrl, Signal, Slot
 from PySide6.QtGui import (
+    QColor,
     QDesktopServices,
+    QFont,
     QFontInfo,
     QFontMetricsF,
     QGuiApplication,
     QPalette,
     QTextBlockFormat,
+    QTextCharFormat,
     QTextCursor,
     QTextDocument,
+    QTextFormat,
+    QTextTable,
 )
 from PySide6.QtWidgets import QFrame, QSizePolicy, QTextBrowser
 
@@ -34,6 +39,11 @@ from glmdesk.ui.chat.code_highlighter import CodeHighlighter, is_code_block
 from glmdesk.ui.chat.math_markdown import Formula, document_text, place_formulas, substitute
 from glmdesk.ui.chat.math_render import formula_key, shared_renderer
 from glmdesk.ui.chat.math_text import MathSpan
+from glmdesk.ui.common.theme import theme_colours
+
+#: The scheme of the links a code block's header offers ("Copy"): ``copy-code:N``, the
+#: N-th code block of the view (0-based); never opened, only handled here.
+COPY_CODE_SCHEME = "glmdesk-copy-code"
 
 _FEATURES = QTextDocument.MarkdownFeature.MarkdownDialectGitHub | QTextDocument.MarkdownFeature.MarkdownNoHTML
 SAFE_SCHEMES = ("http", "https")
@@ -41,6 +51,7 @@ _RESCALE = {QEvent.Type.FontChange, getattr(QEvent.Type, "DevicePixelRatioChange
 
 
 _FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")  # |---|:--:|
 _BLOCK_START = re.compile(r"^\s{0,3}([-*+]\s|\d+[.)]\s|#{1,6}\s|>|\||$)")
 
 
@@ -51,7 +62,8 @@ def keep_line_breaks(text: str) -> str:
     addresses and lists of lines with plain newlines, and users expect to see them
     (GitHub's "breaks" option does the same). A hard break (two trailing spaces) is
     added to lines followed by another paragraph line, never inside fenced code
-    blocks or before lines that start a list, heading, quote or table.
+    blocks or before lines that start a list, heading, quote or table. A table written
+    right under a line of text (GitHub reads it so) gets a blank line before it.
 
     Args:
         text: Markdown as the model wrote it.
@@ -81,6 +93,16 @@ def keep_line_breaks(text: str) -> str:
         ):
             line += "  "
         out.append(line)
+        after = lines[i + 2] if i + 2 < len(lines) else ""
+        if (
+            fence is None
+            and line.strip()
+            and not line.lstrip().startswith("|")
+            and nxt is not None
+            and nxt.lstrip().startswith("|")
+            and _TABLE_RULE.match(after)
+        ):
+            out.append("")  # a table right under a line: Qt's Markdown reads it only as its own block
     return "\n".join(out)
 
 
@@ -104,6 +126,7 @@ class MarkdownView(QTextBrowser):
         super().__init__(parent)
         self.blocked_resources: list[QUrl] = []
         self._markdown = ""
+        self._code_texts: list[str] = []  # see code_blocks()
         self._formulas: dict[str, Formula] = {}
         self._generation = 0
         self._waiting = False  # some formulas are still being drawn
@@ -187,6 +210,7 @@ class MarkdownView(QTextBrowser):
         try:
             self.document().setMarkdown(keep_line_breaks(shown), _FEATURES)
             place_formulas(self.document(), self._formulas)
+            self._fix_table_headers()
             self._decorate_code_blocks()
         finally:
             self._rendering = False
@@ -218,18 +242,65 @@ class MarkdownView(QTextBrowser):
         else:
             renderer.redraw_later(self)
 
+    def _fix_table_headers(self) -> None:
+        """Every header cell bold and on its first line: after a code block, Qt's Markdown
+        importer starts a table's first header cell with an empty line and plain weight."""
+        for frame in self.document().rootFrame().childFrames():
+            if not isinstance(frame, QTextTable) or frame.rows() < 2:
+                continue
+            for column in range(frame.columns()):
+                cell = frame.cellAt(0, column)
+                cursor = cell.firstCursorPosition()
+                if cursor.block().text() == "" and cursor.position() < cell.lastCursorPosition().position():
+                    cursor.deleteChar()  # the empty first line
+                cursor = cell.firstCursorPosition()
+                cursor.setPosition(cell.lastCursorPosition().position(), QTextCursor.MoveMode.KeepAnchor)
+                bold = QTextCharFormat()
+                bold.setFontWeight(QFont.Weight.Bold)
+                cursor.mergeCharFormat(bold)
+
+    def code_blocks(self) -> list[str]:
+        """The text of each code block shown, in order (what its Copy copies)."""
+        return list(self._code_texts)
+
     def _decorate_code_blocks(self) -> None:
-        palette = QGuiApplication.palette()  # our own palette's Base is transparent
-        dark = is_dark(palette)
-        base = palette.color(QPalette.ColorRole.Base)
-        background = base.lighter(140) if dark else base.darker(105)
-        block = self.document().begin()
+        """Code blocks on the theme's code background, padded, each under a header line
+        with its language and a Copy link (``glmdesk-copy-code:N``)."""
+        colours = theme_colours("dark" if is_dark(QGuiApplication.palette()) else "light")
         fmt = QTextBlockFormat()
-        fmt.setBackground(background)
+        fmt.setBackground(QColor(colours.code_background))
+        fmt.setLeftMargin(6)
+        fmt.setRightMargin(6)
+        groups: list[list] = []  # [first block, lines, language]
+        block, inside = self.document().begin(), False
         while block.isValid():
             if is_code_block(block):
+                if not inside:
+                    language = block.blockFormat().stringProperty(QTextFormat.Property.BlockCodeLanguage)
+                    groups.append([block, [], language])
+                groups[-1][1].append(block.text())
                 QTextCursor(block).mergeBlockFormat(fmt)
+            inside = is_code_block(block)
             block = block.next()
+        self._code_texts = ["\n".join(lines) for _first, lines, _language in groups]
+        header = QTextBlockFormat(fmt)
+        header.setTopMargin(4)
+        quiet = QTextCharFormat()
+        quiet.setForeground(QColor(colours.quiet))
+        quiet.setFontPointSize(max(self.font().pointSizeF() - 1, 6))
+        link = QTextCharFormat(quiet)
+        link.setAnchor(True)
+        link.setForeground(QColor(colours.link))
+        for k in range(len(groups) - 1, -1, -1):  # from the end: earlier blocks do not move
+            first, _lines, language = groups[k]
+            cursor = QTextCursor(first)
+            cursor.insertBlock(first.blockFormat(), first.charFormat())
+            cursor.movePosition(QTextCursor.MoveOperation.PreviousBlock)
+            cursor.setBlockFormat(header)
+            cursor.insertText(language or self.tr("code"), quiet)
+            cursor.insertText("  ", quiet)
+            link.setAnchorHref(f"{COPY_CODE_SCHEME}:{k}")
+            cursor.insertText(self.tr("Copy code"), link)
 
     @Slot()
     def _fit_height(self) -> None:
@@ -260,6 +331,11 @@ class MarkdownView(QTextBrowser):
 
     @Slot(QUrl)
     def _on_anchor_clicked(self, url: QUrl) -> None:
+        if url.scheme() == COPY_CODE_SCHEME:
+            index = int(url.path()) if url.path().isdigit() else -1
+            if 0 <= index < len(self._code_texts):
+                QGuiApplication.clipboard().setText(self._code_texts[index])
+            return
         if url.scheme().lower() in SAFE_SCHEMES and url.isValid() and url.host():
             QDesktopServices.openUrl(url)
             self.link_opened.emit(url)

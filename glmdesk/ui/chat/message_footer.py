@@ -2,9 +2,10 @@
 
 Attached to a :class:`~glmdesk.ui.chat.message_widget.MessageWidget` from outside
 (:meth:`MessageFooter.attach`), so the bubble itself stays a plain view. The figures
-and the action buttons show while the mouse is over the message (or after a click on
-it); the branch switch shows whenever the message has siblings. Otherwise the footer
-is hidden and takes no space. Continue shows only on an answer cut by the length limit.
+(in the placeholder colour) and the branch switch always show; the action buttons sit
+on the message's author line and show while the mouse is over the message (or after a
+click on it), in space kept for them, so that hovering never makes the card grow. An answer cut by the length limit says so
+and offers Continue at all times.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from glmdesk.ui.common.theme import theme_colours
 ROLE_ACTIONS = {
     "user": ("copy", "edit", "delete"),
     "assistant": ("copy", "continue", "regenerate", "delete"),
+    "observation": ("copy",),
     "system": ("copy",),
 }
 
@@ -42,7 +44,10 @@ def role_icon(role: str, size: int = 22) -> QPixmap:
     font.setPixelSize(int(size * 0.55))
     painter.setFont(font)
     painter.setPen(QColor(colours.base))
-    glyph = {"user": "\u263a", "assistant": "\u2726", "system": "S"}.get(role, "?")
+    # user: a smiling face; assistant: a spark; a tool's result: a gear; system: S
+    glyph = {"user": "\u263a", "assistant": "\u2726", "observation": "\u2699", "system": "S"}.get(
+        role, "\u2022"
+    )
     painter.drawText(0, 0, size, size, Qt.AlignmentFlag.AlignCenter, glyph)
     painter.end()
     return pixmap
@@ -72,10 +77,15 @@ class MessageFooter(QWidget):
         self._pinned = False
         self._several = False
         self._continuable = False
+        self._badge: QLabel | None = None  # the role's badge in the message's header (attach)
         self.previous_button = self._tool("\u2039", self.tr("Previous version"))
         self.next_button = self._tool("\u203a", self.tr("Next version"))
         self.position_label = QLabel()
         self.position_label.setObjectName("branch_position")
+        for button in (self.previous_button, self.next_button):  # shown with versions only: no gap
+            policy = button.sizePolicy()
+            policy.setRetainSizeWhenHidden(False)
+            button.setSizePolicy(policy)
         self.previous_button.clicked.connect(lambda: self.sibling_requested.emit(-1))
         self.next_button.clicked.connect(lambda: self.sibling_requested.emit(+1))
         self.stats_label = QLabel()
@@ -84,12 +94,16 @@ class MessageFooter(QWidget):
         self.stats_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.stats_label.setWordWrap(True)
         self.stats_label.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        self.limit_label = QLabel(self.tr("Stopped at the token limit (max new tokens)."))
+        self.limit_label.setObjectName("length_note")
+        self.limit_label.setWordWrap(True)
         # The figures on their own line above the switch and the actions: a narrow bubble
         # (1024x700 windows) wraps them across its width, not in a column beside the buttons.
         column = QVBoxLayout(self)
         column.setContentsMargins(0, 2, 0, 0)
         column.setSpacing(0)
         column.addWidget(self.stats_label)
+        column.addWidget(self.limit_label)
         layout = QHBoxLayout()
         layout.setSpacing(2)
         column.addLayout(layout)
@@ -106,7 +120,10 @@ class MessageFooter(QWidget):
     def _action_button(self, key: str) -> QToolButton:
         """The button of action ``key`` (Copy has a menu: plain text or Markdown)."""
         names = {
-            "copy": (self.tr("Copy"), self.tr("Copy this message")),
+            "copy": (
+                self.tr("Copy answer") if self.role == "assistant" else self.tr("Copy"),
+                self.tr("Copy this message"),
+            ),
             "edit": (
                 self.tr("Edit"),
                 self.tr("Edit and send again: the answer below becomes another version"),
@@ -155,11 +172,13 @@ class MessageFooter(QWidget):
 
     def sizeHint(self) -> QSize:  # noqa: N802 (Qt override)
         hint = super().sizeHint()
+        if not (self.stats_label.text() or self._several or self._continuable):
+            return QSize(hint.width(), 0)  # nothing to show: no blank row under the message
         return QSize(hint.width(), max(hint.height(), self.fontMetrics().height() + 6))
 
     # State ------------------------------------------------------------------------
     def set_stats(self, text: str) -> None:
-        """The figures (tokens, tokens/s, TTFT, settings) shown on hover; empty for none."""
+        """The figures (tokens, tokens/s, TTFT, settings), always shown; empty for none."""
         self.stats_label.setText(text)
         self._update_revealed()
 
@@ -196,11 +215,23 @@ class MessageFooter(QWidget):
         self._update_revealed()
 
     def _update_revealed(self) -> None:
-        self.stats_label.setVisible(self._revealed and bool(self.stats_label.text()))
+        self.stats_label.setVisible(bool(self.stats_label.text()))
+        self.limit_label.setVisible(self._continuable)
         for key, button in self.buttons.items():
-            button.setVisible(self._revealed and (key != "continue" or self._continuable))
+            if key == "continue":
+                button.setVisible(self._continuable)  # the cut answer's way on, always at hand
+            else:
+                button.setVisible(self._revealed)  # hidden, its space kept: the card never grows
         if self.parentWidget() is not None:  # never a window of its own before attach
-            self.setVisible(self._revealed or self._several)  # hidden: no space taken
+            self.setVisible(True)
+
+    def changeEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        super().changeEvent(event)
+        if self._badge is not None and event.type() in (
+            QEvent.Type.ApplicationPaletteChange,
+            QEvent.Type.PaletteChange,
+        ):
+            self._badge.setPixmap(role_icon(self.role))  # the new theme's colours
 
     @Slot()
     def _on_menu_action(self) -> None:
@@ -216,13 +247,16 @@ class MessageFooter(QWidget):
         self._update_revealed()
         header = message.layout().itemAt(0).layout()
         if header is not None:
-            badge = QLabel()
+            badge = self._badge = QLabel()
             badge.setObjectName("role_icon")
             badge.setPixmap(role_icon(message.role))
             header.insertWidget(0, badge)
+            for key, button in self.buttons.items():  # on the author's line: no row of their own
+                if key != "continue":
+                    header.addWidget(button)
         message.copy_button.hide()
         message.stats_label.hide()
-        message.set_stats = self.set_stats  # figures go to the footer, shown on hover
+        message.set_stats = self.set_stats  # figures go to the footer
         message.installEventFilter(_HoverFilter(self, message))
 
 

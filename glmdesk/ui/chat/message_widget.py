@@ -275,5 +275,8 @@ class MessageWidget(QFrame):
 
     def changeEvent(self, event) -> None:  # noqa: N802 (Qt override)
         super().changeEvent(event)
-        if event.type() == event.Type.ApplicationPaletteChange:
+        # Qt sends a widget ApplicationPaletteChange or, once the widget has a palette of
+        # its own, PaletteChange: either way the bubble takes the new theme's colour
+        # (setting the same palette again sends nothing, so this does not loop).
+        if event.type() in (event.Type.ApplicationPaletteChange, event.Type.PaletteChange):
             self._apply_colours()

@@ -40,7 +40,7 @@ class ReasoningBlock(QFrame):
         self.toggle_button.setArrowType(Qt.ArrowType.DownArrow)
         self.toggle_button.toggled.connect(self._on_toggled)
         self.copy_button = QToolButton()
-        self.copy_button.setText(self.tr("Copy"))
+        self.copy_button.setText(self.tr("Copy thinking"))
         self.copy_button.setToolTip(self.tr("Copy the thinking as text"))
         self.copy_button.setAutoRaise(True)
         self.copy_button.clicked.connect(self.copy_to_clipboard)
@@ -101,12 +101,12 @@ class ReasoningBlock(QFrame):
             self.toggle_button.setText(self.tr("Thinking…"))
             return
         seconds, tokens = self._figures
+        if seconds:  # under a second in ms: a fast model's "0.0 s" said nothing
+            took = f"{seconds:.1f} s" if seconds >= 1 else f"{max(round(seconds * 1000), 1)} ms"
         if seconds and tokens:
-            words = self.tr("Thought for {seconds} s · {tokens} tokens").format(
-                seconds=f"{seconds:.1f}", tokens=tokens
-            )
+            words = self.tr("Thought for {time} · {tokens} tokens").format(time=took, tokens=tokens)
         elif seconds:
-            words = self.tr("Thought for {seconds} s").format(seconds=f"{seconds:.1f}")
+            words = self.tr("Thought for {time}").format(time=took)
         else:
             words = self.tr("Thought")
         self.toggle_button.setText(words)

@@ -6,6 +6,8 @@ from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
+from glmdesk.ui.common.model_facts import device_text, no_break, weights_text
+
 
 def size_text(mib: float) -> str:
     """A memory size for people: ``540 MiB``, ``3.8 GiB`` (binary units)."""
@@ -132,18 +134,22 @@ class WelcomeWidget(QWidget):
             self.title_label.setText(self.tr("Welcome to glmdesk"))
             self.model_label.setText(self.tr("The model is loading; you can type meanwhile."))
             return
-        self.title_label.setText(self.tr("Chat with {model}").format(model=info.name))
+        self.title_label.setText(self.tr("Chat with {model}").format(model=no_break(info.name)))
         for button, text in zip(
             self.example_buttons, self.example_prompts(info.source_kind == "embedded"), strict=True
         ):
             button.setText(text)
-        precision = info.dtype if info.quantization == "none" else f"{info.dtype}, {info.quantization}"
-        facts = self.tr("{size} on {device} · {precision} · context {context} tokens").format(
-            size=size_text(info.footprint_mib),
-            device=info.device.upper() if info.device == "cpu" else info.device,
-            precision=precision,
-            context=f"{info.context_length:,}",
-        )
+        if info.engine == "remote":  # no size or device of ours: the server's address
+            facts = self.tr("Answered by the server at {url} · context {context} tokens").format(
+                url=info.location, context=f"{info.context_length:,}"
+            )
+        else:
+            facts = self.tr("{size} on {device} · {weights} · context {context} tokens").format(
+                size=size_text(info.footprint_mib),
+                device=device_text(info.device),
+                weights=weights_text(info),
+                context=f"{info.context_length:,}",
+            )
         if info.source_kind == "embedded":
             facts = self.tr(
                 "{facts}\nThe small embedded model: fine for trying glmdesk; open a GLM model for real work."

@@ -110,11 +110,21 @@ class EngineChoiceMixin:
         self.quantization_combo.setEnabled("quantization" in spec.applies)
         self.precision_combo.setEnabled("precision" in spec.applies)
         self.fused_check.setEnabled("fused_decode" in spec.applies)
+        form = getattr(self, "options_form", None)  # the other engine's options: hidden, not greyed
+        if form is not None:
+            for widget, applies in (
+                (self.quantization_combo, "quantization"),
+                (self.precision_combo, "precision"),
+                (self.fused_check, "fused_decode"),
+                (self.compile_check, "compile_decode"),
+            ):
+                form.setRowVisible(widget, applies in spec.applies)
         self.compile_check.setEnabled(
             "compile_decode" in spec.applies and self.fused_check.isChecked() and not self._compile_reason
         )
         for name, box in self.engine_options.items():
             box.set_active(name == choice.engine, self.device_combo.currentData() != "cpu")
+            box.setVisible(name == choice.engine)
         self.threads_spin.setSpecialValueText(self._automatic_threads_text(choice.engine))
 
     def _update_vision_note(self, spec, source: LoadSettings) -> None:

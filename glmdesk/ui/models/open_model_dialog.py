@@ -38,6 +38,7 @@ from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.settings import DEVICES, PRECISIONS, QUANTIZATIONS, WEIGHT_ONLY_QUANTIZATIONS, LoadSettings
 from glmdesk.engine.backends import specs
 from glmdesk.ui.common.messages import option_reason
+from glmdesk.ui.common.screen_fit import scrolled
 from glmdesk.ui.models.chat_format_box import ChatFormatBox
 from glmdesk.ui.models.engine_choice import EngineChoiceMixin
 from glmdesk.ui.models.fit_forecast import FitForecast
@@ -214,7 +215,7 @@ class OpenModelDialog(EngineChoiceMixin, QDialog):
 
     def _lay_out(self, row: QHBoxLayout, has_recent: bool, current: LoadSettings) -> QDialogButtonBox:
         """The form, the remote server box, the notes and the Open/Cancel buttons."""
-        form = QFormLayout()
+        form = self.options_form = QFormLayout()
         if has_recent:
             form.addRow(self.tr("Recent"), self.recent_combo)
         else:
@@ -242,7 +243,10 @@ class OpenModelDialog(EngineChoiceMixin, QDialog):
         self.local_reason = QLabel()
         self.local_reason.setWordWrap(True)
         self.local_reason.setForegroundRole(QPalette.ColorRole.PlaceholderText)
-        layout = QVBoxLayout(self)
+        body = QWidget()  # scrolls when the screen is shorter than the dialog
+        body.setObjectName("open_model_body")
+        layout = QVBoxLayout(body)
+        layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.local_options)
         layout.addWidget(self.remote_box)
         layout.addWidget(self.local_reason)
@@ -258,7 +262,10 @@ class OpenModelDialog(EngineChoiceMixin, QDialog):
         applies.setWordWrap(True)
         layout.addWidget(applies)
         layout.addWidget(self.fit_forecast)
-        layout.addWidget(buttons)
+        layout.addStretch(1)
+        outer = QVBoxLayout(self)
+        outer.addWidget(scrolled(body), 1)
+        outer.addWidget(buttons)  # always on the screen
         return buttons
 
     def _connect_updates(self, buttons: QDialogButtonBox, current: LoadSettings) -> None:
@@ -366,9 +373,19 @@ class OpenModelDialog(EngineChoiceMixin, QDialog):
             for field in spec.options:
                 if field.needs and field.reason_label:
                     names[field.needs] = QCoreApplication.translate("OpenModelDialog", field.reason_label)
+        kinds = {
+            "device": self.tr("Device"),
+            "precision": self.tr("Precision"),
+            "quantization": self.tr("Quantization"),
+            "engine": self.tr("Engine"),
+        }
+        values = {"cuda": self.tr("GPU (CUDA)"), "llamacpp": "llama.cpp"}
         for key, reason in sorted(self._availability.items()):
             if reason:
-                option = names.get(key, key.split(":", 1)[1])
+                kind, _, value = key.partition(":")
+                option = names.get(key) or self.tr("{kind} {value}").format(
+                    kind=kinds.get(kind, kind), value=values.get(value, value)
+                )
                 lines.append(
                     self.tr("{option}: {reason}").format(option=option, reason=option_reason(reason))
                 )

@@ -116,5 +116,9 @@ class RemoteServerBox(QGroupBox):
         self.model_combo.addItems(ids)
         if chosen in ids:
             self.model_combo.setCurrentText(chosen)
-        self.status_label.setText(self.tr("{count} models on this server.").format(count=len(ids)))
+        self.status_label.setText(
+            self.tr("1 model on this server.")
+            if len(ids) == 1
+            else self.tr("{count} models on this server.").format(count=len(ids))
+        )
         self.models_listed.emit(ids)

@@ -148,6 +148,11 @@ class ModelLoader(QObject):
         if fallback:
             self.load_model(LoadSettings())
 
+    def release(self, resource) -> None:
+        """Close ``resource`` (a backend or a code interpreter: anything with ``close()``)
+        on the worker thread, after what runs there now."""
+        self._release_requested.emit(resource)
+
     def kept_kv_bytes(self) -> int:
         """KV bytes the backend keeps for conversations between answers, in bytes."""
         return self.backend.kept_kv_bytes() if self.backend is not None else 0

@@ -54,6 +54,8 @@ class ServeController(QObject):
             self.tr("Serve the loaded model over an OpenAI-compatible API on this computer")
         )
         self.action.toggled.connect(self._on_toggled)
+        self.address_action = QAction(self.tr("Not serving"), parent)  # the state, in the Server menu
+        self.address_action.setEnabled(False)
         self.label = QLabel()
         self.label.setObjectName("serve_label")
         self.label.hide()
@@ -123,9 +125,14 @@ class ServeController(QObject):
         self._show()
 
     def _show(self) -> None:
-        self.label.setText(
-            self.tr("Serving at {url}: {count} requests").format(url=self.url, count=self.requests)
+        count = (
+            self.tr("{count} request").format(count=self.requests)
+            if self.requests == 1
+            else self.tr("{count} requests").format(count=self.requests)
         )
+        self.label.setText(self.tr("Serving \u00b7 {requests}").format(requests=count))  # short: a status bar
+        self.label.setToolTip(self.tr("Serving at {url}").format(url=self.url))
+        self.address_action.setText(self.tr("Serving at {url}").format(url=self.url))
         self.label.setVisible(self.server is not None)
 
     @Slot(object)
@@ -145,3 +152,4 @@ class ServeController(QObject):
             self.action.setChecked(False)
             self.action.blockSignals(False)
         self.label.hide()
+        self.address_action.setText(self.tr("Not serving"))

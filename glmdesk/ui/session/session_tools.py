@@ -135,4 +135,4 @@ class ToolFlow:
         self._queued_calls = []
         if interpreter is not None:
             interpreter.kill()
-            self._release_requested.emit(interpreter)  # closed on the worker thread
+            self.loader.release(interpreter)  # closed on the worker thread

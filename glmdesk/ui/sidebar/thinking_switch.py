@@ -3,9 +3,10 @@
 A checkbox in the Sampling section. For a model whose template has a thinking switch
 (GLM-4.5/4.6/4.7's ``enable_thinking``; ``Capabilities.thinking_switch``) it sets
 ``SamplingParams.enable_thinking`` of the next answer (off: the template's
-``/nothink`` and empty ``<think></think>``); for any other model it is greyed, and its
-tooltip and the caption under it say why. Its state is kept while greyed, so a GLM-4.5
-model loaded later finds it as the user left it.
+``/nothink`` and empty ``<think></think>``); for any other model it is greyed and
+unticked (that model does not think on request), and its tooltip and the caption under
+it say why. The user's choice is kept while greyed, so a GLM-4.5 model loaded later
+finds it as the user left it.
 """
 
 from __future__ import annotations
@@ -38,11 +39,14 @@ class ThinkingSwitch(QWidget):
         column.addWidget(self.reason)
         self.box.toggled.connect(self._on_toggled)
         self._updating = False
+        self._choice = True  # the user's last choice, shown again when a model has the switch
         self.set_available(False, self.tr("Load a model first."))
 
     def set_available(self, available: bool, reason: str = "") -> None:
-        """Enable the switch for a model that has one, else grey it with ``reason``."""
+        """Enable the switch for a model that has one (showing the user's choice), else
+        grey and untick it with ``reason`` in its tooltip and caption; emits nothing."""
         self.box.setEnabled(available)
+        self._show_checked(self._choice if available else False)
         tip = (
             self.tr(
                 "On: the model reasons first (shown as Thinking). Off: it answers at once. From the next answer."
@@ -63,13 +67,19 @@ class ThinkingSwitch(QWidget):
         """Show a saved state (``None``: leave it as it is); emits nothing."""
         if enable is None:
             return
+        self._choice = enable
+        if self.box.isEnabled():
+            self._show_checked(enable)
+
+    def _show_checked(self, checked: bool) -> None:
         self._updating = True
         try:
-            self.box.setChecked(enable)
+            self.box.setChecked(checked)
         finally:
             self._updating = False
 
     @Slot(bool)
-    def _on_toggled(self, _checked: bool) -> None:
+    def _on_toggled(self, checked: bool) -> None:
         if not self._updating:
+            self._choice = checked
             self.toggled_value.emit()

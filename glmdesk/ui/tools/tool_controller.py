@@ -93,6 +93,21 @@ class ToolController(QObject):
         self.session.set_tools(
             tools, dataclasses.replace(settings, memory_mib=self.session.tool_settings.memory_mib)
         )
+        self._update_note()
+
+    def _update_note(self) -> None:
+        """The code interpreter has no OpenAI form: a server is offered nothing for it."""
+        info = self.session.loader.model_info
+        remote = info is not None and info.engine == "remote"
+        interpreter = self.panel.current_mode() == "interpreter"
+        self.panel.set_note(
+            self.tr(
+                "The code interpreter runs only with a local model: a server is not offered it "
+                "(it has no OpenAI form). Custom functions are sent to the server."
+            )
+            if remote and interpreter
+            else ""
+        )
 
     @Slot(object)
     def _on_model_ready(self, info) -> None:
@@ -103,6 +118,7 @@ class ToolController(QObject):
         )
         self.panel.set_available(available, reason)
         self.session.set_tools(self.panel.toolset(), self.panel.tool_settings())
+        self._update_note()
 
     def _add_card(self, call: ToolCall, done: bool = False) -> ToolCallCard:
         card = ToolCallCard(call)

@@ -79,10 +79,15 @@ class ToolsPanel(QGroupBox):
         limits.addRow(self.tr("Code time limit"), self.timeout)
         self.reason_label = QLabel()
         self.reason_label.setWordWrap(True)
+        self.note_label = QLabel()  # what the chosen tools do with this model (set_note)
+        self.note_label.setObjectName("tools_note")
+        self.note_label.setWordWrap(True)
+        self.note_label.hide()
         column = QVBoxLayout(self)
         for widget in (
             self.reason_label,
             self.mode,
+            self.note_label,
             self.functions_edit,
             self.problems_label,
             self.always_run,
@@ -103,6 +108,11 @@ class ToolsPanel(QGroupBox):
             widget.setEnabled(available)
         self.reason_label.setText("" if available else reason)
         self.reason_label.setVisible(not available and bool(reason))
+
+    def set_note(self, text: str) -> None:
+        """A sentence under the mode about the chosen tools and this model; empty hides it."""
+        self.note_label.setText(text)
+        self.note_label.setVisible(bool(text))
 
     def current_mode(self) -> str:
         """``none``, ``interpreter`` or ``functions``."""

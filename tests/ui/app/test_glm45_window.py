@@ -116,7 +116,7 @@ def test_the_thinking_switch_sets_the_next_answers_prompt_and_is_kept(qtbot, mak
     qtbot.addWidget(window)
     window.show()
     switch = window.sidebar.thinking
-    assert not switch.box.isEnabled()  # no model yet
+    assert not switch.box.isEnabled() and not switch.box.isChecked()  # no model yet
     with qtbot.waitSignal(window.loader.model_ready, timeout=MS):
         window.start()
     assert switch.box.isEnabled() and switch.box.isChecked() and not switch.reason.isVisible()
@@ -149,4 +149,5 @@ def test_the_thinking_switch_sets_the_next_answers_prompt_and_is_kept(qtbot, mak
 def test_the_thinking_switch_is_greyed_with_the_reason_for_a_model_without_one(window):
     switch = window.sidebar.thinking
     assert not switch.box.isEnabled() and window.params_box.get().enable_thinking is None
+    assert not switch.box.isChecked()  # greyed and unticked: this model does not think
     assert "has no thinking switch" in switch.box.toolTip() and switch.reason.isVisible()

@@ -37,10 +37,11 @@ def test_welcome_names_the_model_and_sends_an_example(qtbot) -> None:
     qtbot.addWidget(welcome)
     assert not any(b.isEnabled() for b in welcome.example_buttons)  # nothing to answer yet
     welcome.set_model(_info())
-    assert "chatglm3-6b" in welcome.title_label.text()
+    assert welcome.title_label.text() == "Chat with chatglm3\u20116b"  # never broken at the hyphen
     facts = welcome.model_label.text()
-    for part in ("3.8 GiB", "cuda:0", "bf16, 4bit", "8,192"):
+    for part in ("3.8 GiB on GPU 0", "4-bit weights (bitsandbytes NF4), bf16 compute", "8,192"):
         assert part in facts, part
+    assert "cuda:" not in facts and "4bit" not in facts
     assert len(welcome.example_buttons) == 3
     assert any(any("\u4e00" <= ch <= "\u9fff" for ch in b.text()) for b in welcome.example_buttons)
     with qtbot.waitSignal(welcome.prompt_chosen, timeout=1000) as blocker:
@@ -55,6 +56,16 @@ def test_welcome_names_the_model_and_sends_an_example(qtbot) -> None:
     welcome.set_engine_line("Engine: llama.cpp, the fastest here for a GGUF file")
     assert welcome.model_label.text().endswith("\nEngine: llama.cpp, the fastest here for a GGUF file")
     assert size_text(540.4) == "540 MiB"
+    welcome.set_model(
+        _info(engine="llamacpp", device="cpu", dtype="fp32", quantization="Q4_1", family="gguf")
+    )
+    assert "Q4_1 GGUF on llama.cpp" in welcome.model_label.text() and "fp32" not in welcome.model_label.text()
+    welcome.set_model(
+        _info(engine="remote", device="http://127.0.0.1:8000/v1", location="http://127.0.0.1:8000/v1",
+              dtype="server", quantization="none", footprint_mib=0.0, family="remote")
+    )  # fmt: skip
+    facts = welcome.model_label.text()
+    assert facts.startswith("Answered by the server at http://127.0.0.1:8000/v1") and "MiB" not in facts
 
 
 def test_about_shows_versions_and_the_apache_licence(qtbot) -> None:

@@ -1,5 +1,5 @@
-"""Continue an answer cut by the length limit, in the same bubble; the footer takes no space
-while hidden.
+"""Continue an answer cut by the length limit, in the same bubble; the cut is said under it
+with Continue at hand, and hovering never makes a card grow.
 
 The Continue test uses the real embedded model (greedy), loaded once per session.
 """
@@ -43,6 +43,7 @@ def test_continue_appears_on_a_cut_answer_and_fills_the_same_bubble(qtbot, wired
     assert _continue_shown(window) == [False, False, False, True]  # only the cut answer
     bubble = window.chat_view.messages()[-1]
     footer = bubble.findChild(MessageFooter, "message_footer")
+    assert footer.limit_label.isVisible() and footer.buttons["continue"].isVisible()  # no hover needed
 
     footer.set_revealed(True)
     with qtbot.waitSignal(window.session.answer_finished, timeout=ANSWER_MS):
@@ -82,7 +83,7 @@ def test_continue_appears_on_a_cut_answer_and_fills_the_same_bubble(qtbot, wired
     assert not window.continue_action.isEnabled()
 
 
-def test_footer_takes_no_space_while_hidden(qtbot) -> None:
+def test_hovering_never_makes_a_card_grow_and_a_cut_answer_says_so(qtbot) -> None:
     bubble = MessageWidget("assistant", "A short answer.")
     qtbot.addWidget(bubble)
     footer = MessageFooter("assistant")
@@ -91,17 +92,16 @@ def test_footer_takes_no_space_while_hidden(qtbot) -> None:
     bubble.resize(500, bubble.sizeHint().height())
     bubble.show()
     qtbot.waitExposed(bubble)
-    hidden = bubble.sizeHint().height()
-    assert footer.isHidden()
+    before = bubble.sizeHint().height()
+    assert footer.stats_label.isVisible() and not footer.buttons["copy"].isVisible()
+    assert not footer.limit_label.isVisible() and not footer.buttons["continue"].isVisible()
 
-    footer.set_revealed(True)
-    assert footer.isVisible()
-    shown = bubble.sizeHint().height()
-    assert shown >= hidden + footer.sizeHint().height()
-
+    footer.set_revealed(True)  # what hovering does: the actions show in space kept for them
+    assert footer.buttons["copy"].isVisible() and footer.buttons["copy"].text() == "Copy answer"
+    assert bubble.sizeHint().height() == before
     footer.set_revealed(False)
-    assert footer.isHidden() and bubble.sizeHint().height() == hidden
+    assert bubble.sizeHint().height() == before
 
-    footer.set_siblings(1, 2)  # the version switch keeps the footer on screen
-    assert footer.isVisible() and not footer.buttons["copy"].isVisible()
-    assert bubble.sizeHint().height() > hidden
+    footer.set_continuable(True)  # cut at the token limit: said and offered without hovering
+    assert footer.limit_label.isVisible() and "token limit" in footer.limit_label.text()
+    assert footer.buttons["continue"].isVisible() and not footer.buttons["regenerate"].isVisible()

@@ -22,6 +22,37 @@ def test_model_line_breaks_stay_visible(qtbot):
     assert keep_line_breaks("```\na\nb\n```") == "```\na\nb\n```"
 
 
+def test_a_table_right_under_a_line_is_a_table_with_a_bold_header(qtbot):
+    view = MarkdownView()
+    qtbot.addWidget(view)
+    view.set_markdown("Here is a table:\n| Name | Age |\n|---|---|\n| Ann | 3 |")
+    cells = {}
+    block = view.document().begin()
+    while block.isValid():
+        if block.text():
+            cells[block.text()] = block.begin().fragment().charFormat().fontWeight()
+        block = block.next()
+    assert list(cells) == ["Here is a table:", "Name", "Age", "Ann", "3"]  # not one glued line
+    assert cells["Name"] == cells["Age"] == 700 and cells["Ann"] == 400
+    assert keep_line_breaks("a | b\nnot a table\n|x|") == "a | b  \nnot a table\n|x|"  # no rule: no table
+
+
+def test_a_table_after_a_code_block_keeps_its_first_header_cell_bold_and_level(qtbot):
+    from PySide6.QtGui import QTextTable
+
+    view = MarkdownView()
+    qtbot.addWidget(view)
+    view.set_markdown("Here:\n\n```python\nx = 1\n```\n\n| Name | Age |\n|---|---|\n| Ann | 3 |\n")
+    (table,) = [f for f in view.document().rootFrame().childFrames() if isinstance(f, QTextTable)]
+    first, second = table.cellAt(0, 0), table.cellAt(0, 1)
+    assert first.firstCursorPosition().block().text() == "Name"  # no empty line above it
+    for cell in (first, second):
+        assert cell.firstCursorPosition().block().begin().fragment().charFormat().fontWeight() == 700
+    assert (
+        table.cellAt(1, 0).firstCursorPosition().block().begin().fragment().charFormat().fontWeight() == 400
+    )
+
+
 def test_painting_paths_does_not_leak_references_to_none(qapp):
     """PySide6 6.12.0 dropped a reference to None per QPainterPath.lineTo / fillPath call;
     Python 3.11 then aborts ("none_dealloc") while the memory gauge repaints."""

@@ -231,6 +231,7 @@ def _fill_window(window) -> None:
         device="cpu",
         dtype="float32",
         quantization="none",
+        engine="transformers",
         context_length=8192,
         notes=(),
     )

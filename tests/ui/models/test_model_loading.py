@@ -137,7 +137,7 @@ def test_cpu_speed_options_load_answer_and_are_remembered(qtbot, window) -> None
         window.load_model(chosen)
     info = ready.args[0]
     assert info.quantization == "int4-wo" and info.threads == 1 and not info.fused_decode
-    assert window.status.device_label.text() == "cpu, fp32, int4-wo"
+    assert window.status.device_label.text() == "CPU · 4-bit weights (int4 weight-only), fp32 compute"
     remembered = window.store.last_model()
     assert remembered.quantization == "int4-wo" and remembered.threads == 1
     assert not remembered.fused_decode

@@ -121,3 +121,29 @@ def test_the_dialog_opens_tall_enough_for_every_option_row(qtbot) -> None:
     for name in ("n_ctx", "n_batch", "use_mmap", "n_gpu_layers"):
         field = options.field(name)
         assert field.height() >= field.minimumSizeHint().height(), name
+
+
+def test_only_the_chosen_engines_options_show_and_reasons_name_options_in_words(qtbot) -> None:
+    from glmdesk.engine.backends.spec import unavailable as no
+
+    availability = {
+        **LLAMA,
+        "device:cuda": no("device:cuda", "no_cuda", "no CUDA"),
+        "precision:fp16": no("precision:fp16", "fp16_needs_gpu", "needs a GPU"),
+    }
+    dialog = OpenModelDialog(LoadSettings(), availability)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    qtbot.waitExposed(dialog)
+    reasons = dialog.reasons_label.text()
+    assert "Device GPU (CUDA): No CUDA GPU" in reasons and "Precision fp16: fp16 needs a GPU" in reasons
+    assert "cuda:" not in reasons and "fp16:" not in reasons.replace("Precision fp16:", "")
+    assert dialog.effective_engine() == "llamacpp"  # a GGUF's default
+    llama, torch_box = dialog.engine_options["llamacpp"], dialog.engine_options.get("transformers")
+    assert llama.isVisible() and (torch_box is None or not torch_box.isVisible())
+    assert not dialog.quantization_combo.isVisible() and not dialog.precision_combo.isVisible()
+    dialog.engine_combo.setCurrentIndex(dialog.engine_combo.findData("transformers"))
+    assert not llama.isVisible()
+    assert dialog.quantization_combo.isVisible() and dialog.precision_combo.isVisible()
+    note = dialog.engine_note.text()
+    assert note.startswith("Runs in transformers: ") and note.endswith("can be used.")

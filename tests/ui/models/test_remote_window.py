@@ -56,6 +56,14 @@ def test_sidebar_and_gauge_word_the_remote_capabilities(qtbot, make_window, shar
         "server" in reason and sidebar.cache_reason.text() == reason and not sidebar.cache_reason.isHidden()
     )
 
+    # The code interpreter is not offered to a server: the Tools section says so.
+    tools = window.sidebar.tools_panel
+    assert tools.note_label.isHidden()
+    tools.set_mode("interpreter")
+    assert not tools.note_label.isHidden() and "not offered" in tools.note_label.text()
+    tools.set_mode("none")
+    assert tools.note_label.isHidden()
+
     # The gauge: "remote", then the server's own KV-cache figure from /metrics.
     assert "remote" in gauge.title_label.text() and gauge.plot.isHidden() and gauge.split_label.isHidden()
     qtbot.waitUntil(lambda: gauge.remote_usage is not None, timeout=30_000)

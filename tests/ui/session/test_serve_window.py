@@ -39,10 +39,17 @@ def served(shared_model):
 def test_serve_toggle_shares_the_model_and_stops_with_the_window(qtbot, make_window, shared_model):
     window = make_window(shared_model)
     window.serve.port = 0
+    file_actions = window.file_menu.actions()
+    assert window.serve.action not in file_actions  # not one slip above Quit
+    server_menu = window.menus.server_menu
+    assert server_menu.actions()[:2] == [window.serve.action, window.serve.address_action]
+    assert window.serve.address_action.text() == "Not serving"
     with qtbot.waitSignal(window.serve.serving_started, timeout=60_000) as started:
         window.serve.action.setChecked(True)
     url = started.args[0]
-    assert window.serve.label.isVisible() and url in window.serve.label.text()
+    assert window.serve.label.isVisible() and window.serve.label.text() == "Serving · 0 requests"
+    assert url in window.serve.label.toolTip() and url not in window.serve.label.text()  # said once
+    assert window.serve.address_action.text() == f"Serving at {url}"
     client = openai.OpenAI(base_url=url, api_key="none", max_retries=0, timeout=120)
     served: dict = {}
 
@@ -62,7 +69,7 @@ def test_serve_toggle_shares_the_model_and_stops_with_the_window(qtbot, make_win
     assert final.finish_reason == "stop" and "Paris" in window.state.messages[-1].content
     assert "Paris" in served["text"]
     qtbot.waitUntil(lambda: window.serve.requests == 1, timeout=10_000)
-    assert "1 requests" in window.serve.label.text()
+    assert window.serve.label.text() == "Serving · 1 request"
     window.close()
     assert not window.serve.is_serving()
     with pytest.raises(httpx.ConnectError):

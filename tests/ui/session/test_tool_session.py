@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from glmdesk.core.history import History
+from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import CacheSettings, LoadSettings, ParamsBox, SamplingParams
 from glmdesk.core.tools import FunctionSpec, ToolSet, ToolSettings
 from glmdesk.engine.backends.transformers.backend import TransformersBackend
@@ -85,6 +86,16 @@ def test_interpreter_code_runs_only_on_request_and_kill_is_one_call(qtbot, sessi
     with qtbot.waitSignal(session.answer_finished, timeout=60_000):
         assert session.run_tool_code()
     assert session.state.messages[2].content == "42"
+    # After a run, New chat and another conversation close the kernel and clear at once.
+    kernel = session.interpreter
+    with qtbot.waitSignal(session.conversation_cleared, timeout=5_000):
+        session.new_chat()
+    assert session.interpreter is None and session.state.messages == []
+    with qtbot.waitSignal(session.conversation_replaced, timeout=5_000):
+        session.show_conversation([ChatMessage("user", "earlier")], key=1)
+    assert [m.content for m in session.state.messages] == ["earlier"]
+    qtbot.waitUntil(lambda: not kernel.running, timeout=15_000)  # closed on the worker thread
+    session.set_tools(TOOLS, ToolSettings(timeout_s=60))
     # A runaway run: Kill ends it at once, the answer continues from the note.
     with qtbot.waitSignal(session.tool_call_requested, timeout=30_000):
         session.send("loop", "", CacheSettings())

@@ -67,7 +67,10 @@ class RemoteCalls:
         if function is not None:
             slot["name"] += function.name or ""
             slot["arguments"] += function.arguments or ""
-        self.pending = slot["name"] or self.pending
+        name = slot["name"]
+        if name in ("python", INTERPRETER) and self.tools.interpreter and self.tools.function(name) is None:
+            name = INTERPRETER  # the interpreter's code, named as the local chunks and the final call name it
+        self.pending = name or self.pending
 
     def text(self, piece: str) -> str:
         """The part of the answer's text that can be shown now."""

@@ -28,8 +28,8 @@ TORCH_REASONS = (
 _SOURCE = QT_TRANSLATE_NOOP("OpenModelDialog", "Model folders and hub ids run in transformers.")
 _COPY = QT_TRANSLATE_NOOP(
     "OpenModelDialog",
-    "Runs in transformers (the weights dequantized to fp32, converted once), where the "
-    "torch quantizations and the compiled decode step are.",
+    "Runs in transformers: the file's weights are turned into fp32 once and kept, and "
+    "the torch quantizations and the compiled decode step can be used.",
 )
 
 
