@@ -161,7 +161,7 @@ class LlamaCppModel:
         self.prompt_format, self.format_choice = gguf_format(
             self.vocab, header, info_name, settings.chat_format, template
         )
-        self.template = template or header.get("tokenizer.chat_template") or ""
+        self.template = template or str(header.get("tokenizer.chat_template") or "")
         self.family = self.format_choice.family
         trained = int(lib.llama_model_n_ctx_train(model)) or header.context_length or 2048
         self.n_ctx_train = trained
