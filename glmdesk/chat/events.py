@@ -12,7 +12,7 @@ only in how they show them:
   call that parsed.
 - :class:`ToolResultReady`, :class:`ToolsAnswered`: what a tool returned (or why it did
   not run), then the messages that feed the results back before the answer goes on.
-- :class:`StepFigures`: the figures after a step (tokens, speed, KV cache).
+- :class:`StepFigures`: the figures of a step (tokens, speed, KV cache), before its deltas.
 - :class:`AnswerDone`, :class:`AnswerFailed`: a reply ended. An ``AnswerDone`` with
   ``finish_reason == "tool_calls"`` is followed by the calls' results and the next reply
   when the run answers tools; only the last ``AnswerDone`` / ``AnswerFailed`` ends the run.
@@ -175,7 +175,8 @@ class ToolsAnswered:
 
 @dataclass(frozen=True)
 class StepFigures:
-    """The figures after a step (sent for every chunk that does not end the reply)."""
+    """The figures after a step (sent first for every chunk, before its deltas, so a
+    front end reads a delta with the figures of its own step)."""
 
     figures: AnswerFigures
 

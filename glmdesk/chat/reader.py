@@ -68,15 +68,15 @@ class ChunkReader:
         return self._parts.parts()
 
     def read(self, chunk: GenerationChunk) -> list[ChatEvent]:
-        """The events ``chunk`` adds, in reply order; the last chunk (``finish_reason``
-        set) adds the calls that parsed and :class:`AnswerDone` or :class:`AnswerFailed`."""
-        events: list[ChatEvent] = []
+        """The events ``chunk`` adds: its :class:`StepFigures` first, then its deltas in
+        reply order; the last chunk (``finish_reason`` set) then adds the calls that
+        parsed and :class:`AnswerDone` or :class:`AnswerFailed`."""
+        self.figures = AnswerFigures.of(chunk)
+        events: list[ChatEvent] = [StepFigures(self.figures)]
         for part in chunk.parts:
             self._part(part, events)
         self._parts.add(chunk.parts)
-        self.figures = AnswerFigures.of(chunk)
         if chunk.finish_reason is None:
-            events.append(StepFigures(self.figures))
             return events
         calls = calls_of(chunk)
         if not calls and self._open is not None:  # cut off (length, Stop, error): not run

@@ -89,6 +89,7 @@ def test_a_plain_reply_becomes_text_deltas_figures_and_one_done_with_its_parts()
     )
     events = list(run_answer(script, [ChatMessage("user", "hi")], PARAMS))
     assert [type(e) for e in events] == [
+        StepFigures,
         ReasoningDelta,
         StepFigures,
         TextDelta,

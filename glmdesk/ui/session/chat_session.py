@@ -249,7 +249,7 @@ class ChatSession(ToolFlow, QObject):
         )
         calls = self._calls_of(chunk) if reason == "tool_calls" else ()
         if calls and calls_since_user(self.state.messages) + len(calls) > self.tool_settings.max_rounds:
-            from glmdesk.engine.tools.tool_loop import rounds_exceeded
+            from glmdesk.chat.tools import rounds_exceeded
 
             notice = rounds_exceeded(self.tool_settings.max_rounds)
             record = dataclasses.replace(record, finish_reason="stop", notice=notice)

@@ -80,7 +80,7 @@ class ToolFlow:
 
     def decline_tool_call(self) -> bool:
         """Tell the model the user declined the waiting call; the answer continues."""
-        from glmdesk.engine.tools.tool_loop import DECLINED
+        from glmdesk.chat.tools import DECLINED
 
         return self.submit_tool_result(DECLINED)
 
