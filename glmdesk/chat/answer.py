@@ -32,6 +32,7 @@ from glmdesk.chat.events import (
 )
 from glmdesk.chat.reader import ChunkReader, calls_of
 from glmdesk.chat.tools import ApprovalHook, ToolRunner, decide, declined, rounds_exceeded
+from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.parts import MessagePart, reasoning_of, text_of
 from glmdesk.core.settings import CacheSettings, ParamsBox
@@ -114,37 +115,46 @@ def run_answer(
 def _reply(chunks: Iterator[GenerationChunk], reader: ChunkReader, history, tools: Tools | None, stop):
     """Yield one reply's events; return its :class:`AnswerDone` when its calls are to be
     answered (the run goes on), else ``None``."""
-    try:
-        for chunk in chunks:
-            if chunk.finish_reason is not None:
-                chunk = _within_limit(chunk, history, tools)
-            yield from reader.read(chunk)
-            if reader.ended:
-                break
-    except Exception as exc:  # backends never raise; a safety net all the same
-        from glmdesk.core.errors import ErrorInfo
-
-        detail = f"{exc.__class__.__name__}: {exc}"
-        error = ErrorInfo("generation_failed", f"The answer failed: {detail}", {"detail": detail})
-        yield AnswerFailed(error, reader.figures, reader.parts())
-        return None
-    if not reader.ended:  # the stream ended without a final chunk
-        reason = "cancelled" if stop.is_set() else "stop"
-        yield from reader.read(GenerationChunk(finish_reason=reason, **_figures_of(reader)))
-        return None
+    limited = (_within_limit(c, history, tools) if c.finish_reason is not None else c for c in chunks)
+    for batch in reply_events(limited, reader, stop):
+        yield from batch
     last = reader.last
     return last if tools is not None and isinstance(last, AnswerDone) and last.calls else None
 
 
-def _figures_of(reader: ChunkReader) -> dict:
-    f = reader.figures
-    return {
-        "prompt_tokens": f.prompt_tokens,
-        "n_generated": f.n_generated,
-        "ttft_s": f.ttft_s,
-        "tokens_per_s": f.tokens_per_s,
-        "cache": f.cache,
-    }
+def reply_events(
+    chunks: Iterator[GenerationChunk], reader: ChunkReader | None = None, stop: threading.Event | None = None
+) -> Iterator[list[ChatEvent]]:
+    """The events of one reply, one list per chunk (:meth:`ChunkReader.read`), for a front
+    end that answers no tools (``glmdesk serve``) and hands each step on at once.
+
+    The last list ends with :class:`AnswerDone` or :class:`AnswerFailed`, also when the
+    backend raises (``generation_failed``) or its stream ends without a final chunk
+    (``cancelled`` when ``stop`` is set, else ``stop``).
+    """
+    reader = reader or ChunkReader()
+    try:
+        for chunk in chunks:
+            yield reader.read(chunk)
+            if reader.ended:
+                return
+    except Exception as exc:  # backends never raise; a safety net all the same
+        detail = f"{exc.__class__.__name__}: {exc}"
+        error = ErrorInfo("generation_failed", f"The answer failed: {detail}", {"detail": detail})
+        reader.last = AnswerFailed(error, reader.figures, reader.parts())
+        yield [reader.last]
+        return
+    f = reader.figures  # the stream ended without a final chunk
+    reason = "cancelled" if stop is not None and stop.is_set() else "stop"
+    end = GenerationChunk(
+        finish_reason=reason,
+        prompt_tokens=f.prompt_tokens,
+        n_generated=f.n_generated,
+        ttft_s=f.ttft_s,
+        tokens_per_s=f.tokens_per_s,
+        cache=f.cache,
+    )
+    yield reader.read(end)
 
 
 def _within_limit(chunk: GenerationChunk, history, tools: Tools | None) -> GenerationChunk:
