@@ -10,6 +10,7 @@ import threading
 
 import pytest
 
+from glmdesk.core.parts import TextPart
 from glmdesk.core.settings import CacheSettings, LoadSettings, ParamsBox, SamplingParams
 from glmdesk.engine.chunk import GenerationChunk
 from glmdesk.ui.session.chat_session import ChatSession
@@ -81,8 +82,10 @@ def test_chunks_of_a_request_moved_past_are_ignored(qtbot, make_session) -> None
     session.send("Hi", "", CacheSettings())
     current = session._current
     qtbot.waitUntil(lambda: len(chunks) == 1, timeout=MS)
-    session._on_chunk_received(current - 1, GenerationChunk(text="stale"))
-    session._on_generation_finished(current - 1, GenerationChunk(text="stale", finish_reason="stop"))
+    session._on_chunk_received(current - 1, GenerationChunk(parts=(TextPart("stale"),)))
+    session._on_generation_finished(
+        current - 1, GenerationChunk(parts=(TextPart("stale"),), finish_reason="stop")
+    )
     assert len(chunks) == 1 and finished == [] and session.is_streaming()
     with qtbot.waitSignal(session.answer_finished, timeout=MS):
         gate.set()
