@@ -97,13 +97,12 @@ def run_answer(
         if final is None:
             return
         calls = final.calls
-        if stop.is_set():
-            return
         results = []
         for index, call in enumerate(calls):  # in the order written
-            result = _answer_call(tools, call) if not stop.is_set() else declined()
-            results.append(result)
-            yield ToolResultReady(index, call, result)
+            if stop.is_set():
+                return
+            results.append(_answer_call(tools, call))
+            yield ToolResultReady(index, call, results[-1])
         if stop.is_set():
             return
         answered = ToolsAnswered(fed_back(calls, results, final.parts))

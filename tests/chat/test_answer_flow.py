@@ -236,18 +236,20 @@ def test_a_call_cut_off_by_the_length_limit_is_dropped():
     assert events[-1].finish_reason == "length"
 
 
-def test_stop_during_the_approval_ends_the_run_after_the_reply():
+def test_stop_during_an_approval_asks_no_further_call_and_starts_no_reply():
     stop = threading.Event()
-    script = Script([called(WEATHER, n=1)], [text("never", 1, finish_reason="stop")])
+    script = Script([called(WEATHER, TIME, n=1)], [text("never", 1, finish_reason="stop")])
+    asked_for = []
 
     def approve(call):
+        asked_for.append(call)
         stop.set()
         return Approval(True)
 
-    events = list(
-        run_answer(script, asked(), PARAMS, stop=stop, tools=Tools(approve, lambda c: ToolResult("x")))
-    )
-    assert len(script.requests) == 1
+    tools = Tools(approve, lambda c: ToolResult("x"))
+    events = list(run_answer(script, asked(), PARAMS, stop=stop, tools=tools))
+    assert asked_for == [WEATHER] and len(script.requests) == 1
+    assert [e.call for e in events if isinstance(e, ToolResultReady)] == [WEATHER]
     assert not [e for e in events if isinstance(e, ToolsAnswered)]
 
 
