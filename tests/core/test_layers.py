@@ -1,4 +1,5 @@
-"""The layer rule: core imports neither torch nor Qt; engine imports no Qt."""
+"""The layer rule: core imports neither torch nor Qt; the conversation layer neither;
+engine imports no Qt."""
 
 from __future__ import annotations
 
@@ -36,6 +37,11 @@ def test_core_imports_neither_torch_nor_qt():
     assert out.returncode == 0, out.stderr
 
 
+def test_the_conversation_layer_imports_neither_torch_nor_qt():
+    out = import_with_blocked(modules("glmdesk.chat"), ["torch", "PySide6", "transformers"])
+    assert out.returncode == 0, out.stderr
+
+
 def test_engine_imports_no_qt():
     engine = [m for m in modules("glmdesk.engine") if not m.endswith("conftest")]
     out = import_with_blocked(engine, ["PySide6", "shiboken6"])
@@ -55,7 +61,7 @@ def test_import_linter_contracts_hold():
         cwd=root,
     )
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "7 kept, 0 broken" in out.stdout
+    assert "8 kept, 0 broken" in out.stdout
 
 
 def test_server_imports_no_qt():
