@@ -160,7 +160,7 @@ def _within_limit(chunk: GenerationChunk, history, tools: Tools | None) -> Gener
     """The final chunk, its calls taken away with a notice when answering them would pass
     the tools' ``max_rounds``."""
     calls = calls_of(chunk)
-    if tools is None or not calls or calls_since_user(history) + len(calls) <= tools.max_rounds:
+    if tools is None or not exceeds_rounds(history, calls, tools.max_rounds):
         return chunk
     notice = rounds_exceeded(tools.max_rounds)
     return replace(chunk, finish_reason="stop", tool_call=None, tool_calls=(), notice=notice)
@@ -173,18 +173,30 @@ def _answer_call(tools: Tools, call: ToolCall) -> ToolResult:
     return tools.run(call)
 
 
+def exceeds_rounds(history: Sequence[ChatMessage], calls: Sequence[ToolCall], max_rounds: int) -> bool:
+    """True when answering ``calls`` would pass ``max_rounds`` calls since the newest user
+    message of ``history`` (the answer then ends with :func:`~glmdesk.chat.tools.rounds_exceeded`)."""
+    return bool(calls) and calls_since_user(history) + len(calls) > max_rounds
+
+
+def call_messages(calls: Sequence[ToolCall], shown: str, thought: str) -> tuple[ChatMessage, ...]:
+    """A reply's ``calls`` as the conversation keeps them: one assistant message per call,
+    the reply's text ``shown`` and reasoning ``thought`` on the first (GLM-4.7's template
+    keeps reasoning across tool turns), the others empty, as templates read several calls
+    of one turn."""
+    return tuple(
+        ChatMessage("assistant", shown if k == 0 else "", tool_call=c, reasoning=thought if k == 0 else "")
+        for k, c in enumerate(calls)
+    )
+
+
 def fed_back(
     calls: Sequence[ToolCall], results: Sequence[ToolResult], parts: Sequence[MessagePart]
 ) -> tuple[ChatMessage, ...]:
-    """The messages that feed a reply's ``calls`` and their ``results`` back: one
-    assistant message per call (the reply's text and reasoning, from ``parts``, on the
-    first: GLM-4.7's template keeps reasoning across tool turns), then one observation
-    per result, in the same order."""
-    shown, thought = text_of(parts), reasoning_of(parts)
-    asked = [
-        ChatMessage("assistant", shown if k == 0 else "", tool_call=c, reasoning=thought if k == 0 else "")
-        for k, c in enumerate(calls)
-    ]
+    """The messages that feed a reply's ``calls`` and their ``results`` back: the calls
+    (:func:`call_messages`, with the text and reasoning of ``parts``), then one
+    observation per result, in the same order."""
+    asked = call_messages(calls, text_of(parts), reasoning_of(parts))
     answered = [
         ChatMessage("observation", r.content, name=c.name, images=r.images)
         for c, r in zip(calls, results, strict=True)

@@ -17,10 +17,13 @@ import threading
 
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, Qt, Signal, Slot
 
+from glmdesk.chat.answer import exceeds_rounds
+from glmdesk.chat.reader import calls_of
+from glmdesk.chat.tools import rounds_exceeded
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.parts import PartsSoFar, reasoning_of, text_of
 from glmdesk.core.settings import CacheSettings, ParamsBox
-from glmdesk.core.tools import ToolCall, ToolSet, ToolSettings, calls_since_user
+from glmdesk.core.tools import ToolCall, ToolSet, ToolSettings
 from glmdesk.ui.session.conversation import AnswerRecord, ChatState, continued_answer
 from glmdesk.ui.session.model_loader import ModelLoader
 from glmdesk.ui.session.session_tools import ToolFlow
@@ -247,10 +250,8 @@ class ChatSession(ToolFlow, QObject):
             error=getattr(chunk, "error", None),
             notice=getattr(chunk, "notice", None),
         )
-        calls = self._calls_of(chunk) if reason == "tool_calls" else ()
-        if calls and calls_since_user(self.state.messages) + len(calls) > self.tool_settings.max_rounds:
-            from glmdesk.chat.tools import rounds_exceeded
-
+        calls = calls_of(chunk) if reason == "tool_calls" and chunk is not None else ()
+        if exceeds_rounds(self.state.messages, calls, self.tool_settings.max_rounds):
             notice = rounds_exceeded(self.tool_settings.max_rounds)
             record = dataclasses.replace(record, finish_reason="stop", notice=notice)
             chunk = dataclasses.replace(
