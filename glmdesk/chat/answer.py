@@ -93,7 +93,8 @@ def run_answer(
     history = list(messages)
     reader = ChunkReader(resumed)
     while True:
-        final = yield from _reply(stream(history, params, cache, stop), reader, history, tools, stop)
+        chunks = _started(stream, history, params, cache, stop)
+        final = yield from _reply(chunks, reader, history, tools, stop)
         if final is None:
             return
         calls = final.calls
@@ -109,6 +110,12 @@ def run_answer(
         history = [*_unforced(history), *answered.messages]
         yield answered
         reader = ChunkReader()
+
+
+def _started(stream: StreamFn, *args) -> Iterator[GenerationChunk]:
+    """``stream(*args)``, called on the first ``next``: a backend that raises while
+    starting fails the reply like one that raises while streaming."""
+    yield from stream(*args)
 
 
 def _reply(chunks: Iterator[GenerationChunk], reader: ChunkReader, history, tools: Tools | None, stop):

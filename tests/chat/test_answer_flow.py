@@ -270,6 +270,15 @@ def test_a_backend_that_raises_ends_the_run_with_a_failure_not_a_traceback():
     assert "driver went away" in failed.error.message and failed.parts == (TextPart("Hi"),)
 
 
+def test_a_backend_that_raises_before_its_first_chunk_fails_the_run_too():
+    def refuses(messages, params, cache, stop):
+        raise RuntimeError("no model is loaded")
+
+    events = list(run_answer(refuses, [ChatMessage("user", "hi")], PARAMS))
+    assert len(events) == 1 and isinstance(events[0], AnswerFailed)
+    assert "no model is loaded" in events[0].error.message
+
+
 def test_a_stream_that_stops_without_a_final_chunk_ends_cancelled_when_stop_was_set():
     stop = threading.Event()
 
