@@ -6,10 +6,11 @@ only in how they show them:
 
 - :class:`ReasoningDelta`, :class:`TextDelta`: new characters of the reasoning (GLM-Z1's
   ``<think>`` block, markers left out) and of the answer.
-- :class:`ToolCallStarted`, :class:`ToolCallGrowing`, :class:`ToolCallDropped`,
-  :class:`ToolCallComplete`: a call while it is written (its index in the reply, its
-  text so far), a call whose text did not parse and was released as answer text, and a
-  call that parsed.
+- :class:`ToolCallStarted`, :class:`ToolCallGrowing`, :class:`ToolCallParsed`,
+  :class:`ToolCallDropped`, :class:`ToolCallComplete`: a call while it is written (its
+  index in the reply, its text so far), a call whose text parsed, a call whose text did
+  not parse and was released as answer text, and, before the reply ends, each call to
+  run.
 - :class:`ToolResultReady`, :class:`ToolsAnswered`: what a tool returned (or why it did
   not run), then the messages that feed the results back before the answer goes on.
 - :class:`StepFigures`: the figures of a step (tokens, speed, KV cache), before its deltas.
@@ -125,6 +126,22 @@ class ToolCallGrowing:
 
 
 @dataclass(frozen=True)
+class ToolCallParsed:
+    """A call's text parsed (it may run once the reply ends with ``tool_calls``; a
+    further call may follow in the same reply).
+
+    Attributes:
+        index: As in :class:`ToolCallStarted`.
+        name: The tool's name.
+        arguments: The parsed arguments as JSON text.
+    """
+
+    index: int
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
 class ToolCallDropped:
     """A call being written did not parse: its text was released as answer text (the
     next :class:`TextDelta`), and it will not run."""
@@ -209,6 +226,11 @@ class AnswerFailed:
     figures: AnswerFigures
     parts: tuple[MessagePart, ...] = ()
 
+    @property
+    def finish_reason(self) -> str:
+        """``error``, as a chunk that ends with an error says."""
+        return "error"
+
 
 #: One event of an answer run.
 ChatEvent = (
@@ -216,6 +238,7 @@ ChatEvent = (
     | TextDelta
     | ToolCallStarted
     | ToolCallGrowing
+    | ToolCallParsed
     | ToolCallDropped
     | ToolCallComplete
     | ToolResultReady

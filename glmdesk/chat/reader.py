@@ -6,8 +6,8 @@ reply's parts accumulated (:class:`~glmdesk.core.parts.PartsSoFar`), so every fr
 reads the same parts, gathered once on the thread that runs the answer.
 
 A call is numbered in the order written (GLM-4.5 writes several in one reply): a
-pending :class:`~glmdesk.core.parts.ToolCallPart` opens the next index, a ``done`` part
-closes it, answer text after a pending part means the call did not parse (it was
+pending :class:`~glmdesk.core.parts.ToolCallPart` opens the next index (a ``done`` part
+that was never pending opens and closes one), a ``done`` part closes it, answer text after a pending part means the call did not parse (it was
 released as text: :class:`~glmdesk.chat.events.ToolCallDropped`). The calls of a reply
 that ends with ``tool_calls`` take the indices of the calls still standing, in order; a
 call the backend never showed pending gets its :class:`~glmdesk.chat.events.ToolCallStarted`
@@ -29,10 +29,11 @@ from glmdesk.chat.events import (
     ToolCallComplete,
     ToolCallDropped,
     ToolCallGrowing,
+    ToolCallParsed,
     ToolCallStarted,
 )
 from glmdesk.core.errors import ErrorInfo
-from glmdesk.core.parts import MessagePart, PartsSoFar, ReasoningPart, TextPart, ToolCallPart
+from glmdesk.core.parts import MessagePart, PartsSoFar, ReasoningPart, ReplyPart, TextPart, ToolCallPart
 from glmdesk.core.tools import ToolCall
 from glmdesk.engine.chunk import GenerationChunk
 
@@ -59,6 +60,8 @@ class ChunkReader:
         self._count = 0  # indices handed out
         self._open: tuple[int, str] | None = None
         self._sent = ""  # the open call's text as last sent
+        self._parsed: list[tuple[str, str]] = []  # (name, arguments) of the calls parsed
+        self._echoed = 0  # of those, how many a later done part repeated
         self.figures = AnswerFigures()
         #: The event that ended the reply (``None`` while it runs).
         self.last: AnswerDone | AnswerFailed | None = None
@@ -109,18 +112,34 @@ class ChunkReader:
             if part.text:
                 events.append(ReasoningDelta(part.text))
         elif isinstance(part, ToolCallPart):
-            if part.done:  # parsed: a later pending part is the next call
-                self._open = None
+            closes = self._open is not None and self._open[1] == part.name
+            if part.done and not closes and self._echoes(part):
                 return
-            if self._open is None or self._open[1] != part.name:
+            opened = self._open is None or self._open[1] != part.name
+            if opened:
                 self._open = (self._count, part.name)
                 self._count += 1
                 self._standing.append(self._open)
-                self._sent = ""
                 events.append(ToolCallStarted(*self._open))
-            if part.arguments_so_far != self._sent:
+            index = self._open[0]
+            if part.done:  # parsed: a later pending part is the next call
+                self._open = None
+                self._parsed.append((part.name, part.arguments_so_far))
+                events.append(ToolCallParsed(index, part.name, part.arguments_so_far))
+            elif opened or part.arguments_so_far != self._sent:
                 self._sent = part.arguments_so_far
-                events.append(ToolCallGrowing(self._open[0], part.name, part.arguments_so_far))
+                events.append(ToolCallGrowing(index, part.name, part.arguments_so_far))
+
+    def _echoes(self, part: ToolCallPart) -> bool:
+        """True when a done part repeats the next call parsed earlier in the reply (a
+        backend whose last chunk lists every call again); it opens no new call."""
+        if self._echoed < len(self._parsed) and self._parsed[self._echoed] == (
+            part.name,
+            part.arguments_so_far,
+        ):
+            self._echoed += 1
+            return True
+        return False
 
     def _complete(self, calls: tuple[ToolCall, ...]) -> list[ChatEvent]:
         events: list[ChatEvent] = []
@@ -135,3 +154,20 @@ class ChunkReader:
                 events.append(ToolCallStarted(index, call.name))
             events.append(ToolCallComplete(index, call))
         return events
+
+
+def parts_of(events: Iterable[ChatEvent]) -> tuple[ReplyPart, ...]:
+    """The parts a step's ``events`` show, in reply order (what the engine's parser made:
+    text, reasoning, a call's text so far, a parsed call), for a view that binds to parts
+    (:class:`~glmdesk.core.parts.PartsSoFar`)."""
+    out: list[ReplyPart] = []
+    for event in events:
+        if isinstance(event, TextDelta):
+            out.append(TextPart(event.text))
+        elif isinstance(event, ReasoningDelta):
+            out.append(ReasoningPart(event.text))
+        elif isinstance(event, ToolCallGrowing):
+            out.append(ToolCallPart(event.name, event.arguments_so_far))
+        elif isinstance(event, ToolCallParsed):
+            out.append(ToolCallPart(event.name, event.arguments, done=True))
+    return tuple(out)

@@ -130,16 +130,22 @@ class ToolCallStream:
         docstring). A call that starts and parsed in the same step (a backend that did
         not show it pending) goes out whole, with the call's own id when it has one."""
         out: list[dict[str, Any]] = []
-        for k, event in enumerate(events):
+        completed = {e.index: e.call for e in events if isinstance(e, ToolCallComplete)}
+        whole: set[int] = set()  # started and parsed in this step: sent in one go
+        for event in events:
             if isinstance(event, ToolCallStarted):
-                after = events[k + 1] if k + 1 < len(events) else None
-                if isinstance(after, ToolCallComplete) and after.index == event.index:
-                    out += self._whole(after.index, after.call)
+                if event.index in completed:
+                    whole.add(event.index)
+                    out += self._whole(event.index, completed[event.index])
                 else:
                     out.append(self._head(event))
-            elif isinstance(event, ToolCallGrowing) and event.index in self._slots:
+            elif not isinstance(event, (ToolCallGrowing, ToolCallComplete)) or event.index in whole:
+                continue
+            elif event.index not in self._slots:
+                continue
+            elif isinstance(event, ToolCallGrowing):
                 out += self._progress(self._slots[event.index], event.arguments_so_far)
-            elif isinstance(event, ToolCallComplete) and event.index in self._slots:
+            else:
                 out += self._rest(self._slots[event.index], event.call)
         return out
 

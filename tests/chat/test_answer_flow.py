@@ -21,11 +21,13 @@ from glmdesk.chat.events import (
     ToolCallComplete,
     ToolCallDropped,
     ToolCallGrowing,
+    ToolCallParsed,
     ToolCallStarted,
     ToolResult,
     ToolResultReady,
     ToolsAnswered,
 )
+from glmdesk.chat.reader import parts_of
 from glmdesk.chat.tools import DECLINED, Approval, allow_all
 from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.messages import ChatMessage
@@ -127,26 +129,27 @@ def test_a_call_streams_started_growing_complete_then_its_result_feeds_the_next_
         ToolCallGrowing(0, "get_weather", '{"ci'),
         ToolCallGrowing(0, "get_weather", '{"city": "Paris"}'),
     ]
-    assert kinds[4] == ToolCallComplete(0, WEATHER)
-    assert isinstance(kinds[5], AnswerDone) and kinds[5].finish_reason == "tool_calls"
-    assert kinds[6] == ToolResultReady(0, WEATHER, ToolResult('{"sky": "sunny"}'))
-    assert isinstance(kinds[7], ToolsAnswered)
-    assert kinds[8] == TextDelta("Sunny in Paris.")
-    assert isinstance(kinds[9], AnswerDone) and kinds[9].finish_reason == "stop"
+    assert kinds[4] == ToolCallParsed(0, "get_weather", '{"city": "Paris"}')
+    assert kinds[5] == ToolCallComplete(0, WEATHER)
+    assert isinstance(kinds[6], AnswerDone) and kinds[6].finish_reason == "tool_calls"
+    assert kinds[7] == ToolResultReady(0, WEATHER, ToolResult('{"sky": "sunny"}'))
+    assert isinstance(kinds[8], ToolsAnswered)
+    assert kinds[9] == TextDelta("Sunny in Paris.")
+    assert isinstance(kinds[10], AnswerDone) and kinds[10].finish_reason == "stop"
     assert approvals == [WEATHER]
     # the second request is the first plus the call (with the text shown before it) and its result
     assert script.requests[1][2:] == [
         ChatMessage("assistant", "Let me look. ", tool_call=WEATHER),
         ChatMessage("observation", '{"sky": "sunny"}', name="get_weather"),
     ]
-    assert list(kinds[7].messages) == script.requests[1][2:]
+    assert list(kinds[8].messages) == script.requests[1][2:]
 
 
 def test_several_calls_of_one_reply_run_in_order_and_are_fed_back_together():
     script = Script(
         [
             pending("get_weather", "{", 1),
-            GenerationChunk(parts=(ToolCallPart("get_weather", "{}", True),)),
+            GenerationChunk(parts=(ToolCallPart("get_weather", WEATHER.arguments_json(), True),)),
             pending("get_time", "{", 2),
             called(WEATHER, TIME, n=3),
         ],
@@ -163,6 +166,9 @@ def test_several_calls_of_one_reply_run_in_order_and_are_fed_back_together():
         ToolCallComplete(0, WEATHER),
         ToolCallComplete(1, TIME),
     ]
+    # the first call parsed mid-reply; the last chunk listing it again opens no third call
+    assert [e.index for e in events if isinstance(e, ToolCallParsed)] == [0, 1]
+    assert parts_of(events).count(ToolCallPart("get_weather", WEATHER.arguments_json(), True)) == 1
     assert ran == ["get_weather", "get_time"]
     roles = [(m.role, m.name) for m in script.requests[1][2:]]
     assert roles == [

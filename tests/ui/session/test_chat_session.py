@@ -10,9 +10,10 @@ import threading
 
 import pytest
 
-from glmdesk.core.parts import TextPart
+from glmdesk.chat.events import AnswerDone, AnswerFigures, TextDelta
+from glmdesk.chat.reader import parts_of
+from glmdesk.core.parts import text_of
 from glmdesk.core.settings import CacheSettings, LoadSettings, ParamsBox, SamplingParams
-from glmdesk.engine.chunk import GenerationChunk
 from glmdesk.ui.session.chat_session import ChatSession
 from tests.helpers.fake_backend import FakeBackend
 
@@ -52,11 +53,11 @@ def test_answer_streams_and_is_added_once(qtbot, make_session) -> None:
     session = make_session(backend)
     _ready(qtbot, session, backend)
     added = _record(session.message_added)
-    chunks = _record(session.chunk_shown)
+    chunks = _record(session.step_shown)
     with qtbot.waitSignal(session.answer_finished, timeout=MS) as finished:
         assert session.send("Hi", "Be brief.", CacheSettings())
     assert finished.args[1].finish_reason == "stop"
-    assert [c[1].text for c in chunks] == ["Hello", ", ", "world"]
+    assert [text_of(parts_of(c[1])) for c in chunks] == ["Hello", ", ", "world", "."]
     assert [(m.role, m.content) for _, m, _ in added][:2] == [("user", "Hi"), ("assistant", "Hello, world.")]
     assert backend.requests[0][0].role == "system"  # the system prompt leads the request
     first_key = backend.conversations[0]
@@ -77,15 +78,13 @@ def test_chunks_of_a_request_moved_past_are_ignored(qtbot, make_session) -> None
     backend = FakeBackend(gate=gate)
     session = make_session(backend)
     _ready(qtbot, session, backend)
-    chunks = _record(session.chunk_shown)
+    chunks = _record(session.step_shown)
     finished = _record(session.answer_finished)
     session.send("Hi", "", CacheSettings())
     current = session._current
     qtbot.waitUntil(lambda: len(chunks) == 1, timeout=MS)
-    session._on_chunk_received(current - 1, GenerationChunk(parts=(TextPart("stale"),)))
-    session._on_generation_finished(
-        current - 1, GenerationChunk(parts=(TextPart("stale"),), finish_reason="stop")
-    )
+    session._on_step_received(current - 1, (TextDelta("stale"),))
+    session._on_step_received(current - 1, (TextDelta("stale"), AnswerDone("stop", AnswerFigures())))
     assert len(chunks) == 1 and finished == [] and session.is_streaming()
     with qtbot.waitSignal(session.answer_finished, timeout=MS):
         gate.set()
@@ -97,7 +96,7 @@ def test_stop_keeps_the_partial_answer(qtbot, make_session) -> None:
     backend = FakeBackend(gate=gate)
     session = make_session(backend)
     _ready(qtbot, session, backend)
-    chunks = _record(session.chunk_shown)
+    chunks = _record(session.step_shown)
     with qtbot.waitSignal(session.answer_finished, timeout=MS) as finished:
         session.send("Hi", "", CacheSettings())
         qtbot.waitUntil(lambda: len(chunks) == 1, timeout=MS)
