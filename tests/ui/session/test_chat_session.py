@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from glmdesk.chat.events import AnswerDone, AnswerFigures, TextDelta
+from glmdesk.chat.events import AnswerDone, AnswerFailed, AnswerFigures, TextDelta
 from glmdesk.chat.reader import parts_of
 from glmdesk.core.parts import text_of
 from glmdesk.core.settings import CacheSettings, LoadSettings, ParamsBox, SamplingParams
@@ -169,3 +169,29 @@ def test_window_streams_from_the_fake_backend(qtbot) -> None:
     assert window.chat_view.messages()[-1].text() == "你好，世界"
     assert not window.input_box.is_streaming()
     window.close()
+
+
+class _BrokenBackend(FakeBackend):
+    """Writes one piece, then its engine fails (raises: a bug, not a worded error)."""
+
+    def stream(self, messages, params, cache=None, stop=None, conversation=None):
+        yield from list(super().stream(messages, params, cache, stop, conversation))[:1]
+        raise RuntimeError("the driver went away")
+
+
+def test_a_backend_that_raises_ends_the_answer_with_a_sentence_and_keeps_its_text(
+    qtbot, make_session
+) -> None:
+    backend = _BrokenBackend()
+    session = make_session(backend)
+    _ready(qtbot, session, backend)
+    steps = _record(session.step_shown)
+    with qtbot.waitSignal(session.answer_finished, timeout=MS) as finished:
+        session.send("Hi", "", CacheSettings())
+    end = finished.args[1]
+    assert isinstance(end, AnswerFailed) and end.error.kind == "generation_failed"
+    assert "the driver went away" in end.error.message
+    assert text_of(parts_of(steps[0][1])) == "Hello" and isinstance(steps[-1][1][-1], AnswerFailed)
+    assert session.state.messages[-1].content == "Hello"
+    assert session.state.records[-1].finish_reason == "error"
+    assert not session.is_streaming()
