@@ -2,7 +2,7 @@
 this process, one answering in-process and one through the remote backend (the official
 ``openai`` client) against the ``glmdesk serve`` process, alternating.
 
-Both are timed as the user sees them, at the window's ``chunk_shown`` signal: TTFT from
+Both are timed as the user sees them, at the window's ``step_shown`` signal: TTFT from
 ``regenerate()`` to the first text on screen, tokens/s over the text after it (token
 counts from the final chunk: the engine's, or the server's ``usage``). Each window asks
 once before the measured rounds, and every round regenerates that answer, so both keep
@@ -56,8 +56,10 @@ def run(url: str, engine: str, prompt: str, pairs: int, tokens: int) -> None:
             self.ready = None
 
         @Slot(int, object)
-        def on_chunk(self, _request_id: int, chunk) -> None:
-            if chunk.text:
+        def on_step(self, _request_id: int, events) -> None:
+            from glmdesk.chat.events import TextDelta
+
+            if any(isinstance(e, TextDelta) for e in events):
                 self.last = time.perf_counter()
                 self.first = self.first or self.last
 
@@ -88,7 +90,7 @@ def run(url: str, engine: str, prompt: str, pairs: int, tokens: int) -> None:
         window.show()
         window.loader.model_ready.connect(recorder.on_ready)
         window.load_view.load_error_shown.connect(recorder.on_load_error)
-        window.session.chunk_shown.connect(recorder.on_chunk)
+        window.session.step_shown.connect(recorder.on_step)
         window.session.answer_finished.connect(recorder.on_finished)
         recorder.ready = None
         window.load_model(settings)
@@ -112,7 +114,7 @@ def run(url: str, engine: str, prompt: str, pairs: int, tokens: int) -> None:
             raise SystemExit(
                 f"the {name} window's answer ended with {final.finish_reason if final else None}"
             )
-        rate = (final.n_generated - 1) / (recorder.last - recorder.first)
+        rate = (final.figures.n_generated - 1) / (recorder.last - recorder.first)
         return recorder.first - started, rate, window.state.messages[-1].content
 
     rows: dict[str, list] = {"in-process": [], "remote": []}

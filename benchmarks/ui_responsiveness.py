@@ -121,17 +121,25 @@ def main() -> int:
             return list(self.intervals)
 
     class Recorder(QObject):
-        """Times chunks as the window takes them in (GUI thread)."""
+        """Times answer steps as the window takes them in (GUI thread)."""
 
         def __init__(self) -> None:
             super().__init__()
             self.times: list[float] = []
+            self.n = 0  # tokens seen in the answer being timed
             self.final = None
             self.loop = QEventLoop()
 
         @Slot(int, object)
-        def on_chunk(self, _request_id: int, chunk) -> None:
-            if chunk.token_ids:
+        def on_step(self, _request_id: int, events) -> None:
+            """A step that generated a token (the answer's last step not counted)."""
+            from glmdesk.chat.events import AnswerDone, AnswerFailed, StepFigures
+
+            figures = next((e.figures for e in events if isinstance(e, StepFigures)), None)
+            if figures is None or isinstance(events[-1], (AnswerDone, AnswerFailed)):
+                return
+            if figures.n_generated > self.n:
+                self.n = figures.n_generated
                 self.times.append(time.perf_counter())
 
         @Slot(int, object)
@@ -150,7 +158,7 @@ def main() -> int:
     window.show()
     recorder = Recorder()
     window.loader.model_ready.connect(recorder.on_ready)
-    window.session.chunk_shown.connect(recorder.on_chunk)
+    window.session.step_shown.connect(recorder.on_step)
     window.session.answer_finished.connect(recorder.on_finished)
 
     heartbeat.start()
@@ -194,7 +202,7 @@ def main() -> int:
 
     def window_run() -> tuple[float, int, list[float], int]:
         window.new_chat()
-        recorder.times, recorder.final = [], None
+        recorder.times, recorder.final, recorder.n = [], None, 0
         renders = window.chat_view.render_count
         heartbeat.start()
         window.send_message(PROMPT)
@@ -216,7 +224,7 @@ def main() -> int:
         rate, tokens, gaps, renders = window_run()
         stream_s = time.perf_counter() - t0
         window_rates.append(rate)
-        engine_rates.append(recorder.final.tokens_per_s)
+        engine_rates.append(recorder.final.figures.tokens_per_s)
         stream_gaps += gaps
     window.close()
     window.deleteLater()

@@ -33,7 +33,6 @@ from glmdesk.core.errors import GlmdeskError
 from glmdesk.core.images import ImageAttachment
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import ParamsBox
-from glmdesk.engine.chunk import GenerationChunk
 from glmdesk.engine.families.template_format import format_sentence
 
 
@@ -131,50 +130,77 @@ def _stream_one(
     Returns:
         ``(text, finish reason)``; the text is ``None`` after an error.
     """
-    from glmdesk.cli.reasoning import ThinkingPrinter
-    from glmdesk.core.parts import reasoning_of
+    from glmdesk.chat.answer import run_answer
     from glmdesk.engine.quiet import quiet_libraries
 
-    parts: list[str] = []
-    last = None
-    thinking = ThinkingPrinter(sys.stderr)
-    marker = _run_marker(backend)
+    def stream(m, p, c, s):
+        return backend.stream(m, p, c, s, conversation=conversation)
+
     turn = None
     if documents is not None:
         messages, turn = documents.turn(backend, messages, box.get().max_new_tokens)
-    if tools is None:
-        items = backend.stream(messages, box, cache, stop, conversation=conversation)
-    else:
-        from glmdesk.cli.tools import stream_with_tools
-
-        items = stream_with_tools(backend, messages, box, cache, stop, conversation, tools)
-    with marker, _ctrl_c_stops(stop), quiet_libraries():
-        for chunk in items:
-            if not isinstance(chunk, GenerationChunk):  # a ToolRound: answered; the answer goes on
-                if rounds is not None:
-                    rounds.extend(chunk.messages)
-                parts.clear()
-                continue
-            if chunk.finish_reason == "tool_calls" and parts:
-                print()
-            if last is None and 0 < chunk.reply_limit < box.get().max_new_tokens:
-                print(
-                    f"(note: only {chunk.reply_limit} tokens are left in the context window for this answer; "
-                    f"max new tokens is {box.get().max_new_tokens})",
-                    file=sys.stderr,
-                )
-            thinking.write(reasoning_of(chunk.parts))
-            if chunk.text or chunk.answer_ttft_s:  # the answer begins: the thinking ends first
-                thinking.close(chunk.answer_ttft_s - chunk.ttft_s, chunk.reasoning_tokens)
-            if chunk.text:
-                print(chunk.text, end="", flush=True)
-                parts.append(chunk.text)
-            last = chunk
-    thinking.close()
-    print()
-    if turn is not None:
+    printer = _AnswerPrinter(box.get().max_new_tokens, rounds)
+    events = run_answer(stream, messages, box, cache, stop, tools.tools() if tools is not None else None)
+    with _run_marker(backend), _ctrl_c_stops(stop), quiet_libraries():
+        for event in events:
+            printer.show(event)
+    answered = printer.end()
+    if turn is not None and documents is not None:
         documents.print_sources(turn)
-    return _answer_summary(last, "".join(parts))
+    return answered
+
+
+class _AnswerPrinter:
+    """Prints an answer run's events: the answer to standard output, its thinking, notes
+    and figures to standard error (:mod:`glmdesk.chat.events`)."""
+
+    def __init__(self, max_new_tokens: int, rounds: list | None) -> None:
+        from glmdesk.chat.events import AnswerFigures
+        from glmdesk.cli.reasoning import ThinkingPrinter
+
+        self.max_new_tokens, self.rounds = max_new_tokens, rounds
+        self.thinking = ThinkingPrinter(sys.stderr)
+        self.figures, self.first = AnswerFigures(), True
+        self.shown: list[str] = []  # the current reply's text
+        self.last = None  # the event that ended the run
+
+    def show(self, event) -> None:
+        from glmdesk.chat import events as ev
+
+        if isinstance(event, ev.StepFigures):
+            self._figures(event.figures)
+        elif isinstance(event, ev.ReasoningDelta):
+            self.thinking.write(event.text)
+        elif isinstance(event, (ev.TextDelta, ev.ToolCallStarted)):
+            f = self.figures  # the answer begins: the thinking ends first
+            self.thinking.close(f.answer_ttft_s - f.ttft_s, f.reasoning_tokens)
+            if isinstance(event, ev.TextDelta):
+                print(event.text, end="", flush=True)
+                self.shown.append(event.text)
+        elif isinstance(event, ev.ToolsAnswered):  # answered; the answer goes on
+            if self.rounds is not None:
+                self.rounds.extend(event.messages)
+            self.shown.clear()
+        elif isinstance(event, (ev.AnswerDone, ev.AnswerFailed)):
+            self._figures(event.figures)
+            if isinstance(event, ev.AnswerDone) and event.finish_reason == "tool_calls" and self.shown:
+                print()
+            self.last = event
+
+    def _figures(self, figures) -> None:
+        self.figures = figures
+        if self.first and 0 < figures.reply_limit < self.max_new_tokens:
+            print(
+                f"(note: only {figures.reply_limit} tokens are left in the context window for this answer; "
+                f"max new tokens is {self.max_new_tokens})",
+                file=sys.stderr,
+            )
+        self.first = False
+
+    def end(self) -> tuple[str | None, str]:
+        self.thinking.close()
+        print()
+        return _answer_summary(self.last, "".join(self.shown))
 
 
 def _run_marker(backend):
@@ -202,17 +228,27 @@ def tell_dead_runs() -> None:
     enable_crash_log()
 
 
-def _answer_summary(last: GenerationChunk | None, text: str) -> tuple[str | None, str]:
+def _answer_summary(last, text: str) -> tuple[str | None, str]:
     """Print what followed an answer (notes, dropped messages, its timing line) to stderr.
+
+    Args:
+        last: The run's :class:`~glmdesk.chat.events.AnswerDone` or ``AnswerFailed``.
+        text: The last reply's text.
 
     Returns:
         ``(text, finish reason)``; the text is ``None`` after an error.
     """
-    if last is not None and last.notice is not None:
-        print(f"(note: {last.notice.message})", file=sys.stderr)
-    if last is not None and last.dropped_messages:
-        print(f"({len(last.dropped_messages)} earlier messages left the context window)", file=sys.stderr)
-    if last is not None and last.finish_reason == "error":
+    from glmdesk.chat.events import AnswerFailed
+
+    notice = getattr(last, "notice", None)
+    if notice is not None:
+        print(f"(note: {notice.message})", file=sys.stderr)
+    if last is not None and last.figures.dropped_messages:
+        print(
+            f"({len(last.figures.dropped_messages)} earlier messages left the context window)",
+            file=sys.stderr,
+        )
+    if isinstance(last, AnswerFailed):
         _error("chat", last.error.message)
         return None, "error"
     if last is None:
@@ -221,11 +257,12 @@ def _answer_summary(last: GenerationChunk | None, text: str) -> tuple[str | None
         print("(stopped)", file=sys.stderr)
     elif last.finish_reason == "repetition":
         print("(stopped: the answer kept repeating the same few tokens)", file=sys.stderr)
-    reused = f", {last.reused_tokens} prompt tokens reused" if last.reused_tokens else ""
-    ttft = f"TTFT {last.ttft_s:.2f} s"
-    if last.answer_ttft_s:  # it thought first: its first reasoning token, then its answer's
-        ttft = f"TTFT {last.ttft_s:.2f} s thinking, {last.answer_ttft_s:.2f} s answer"
-    print(f"[{last.n_generated} tokens, {ttft}{reused}, {last.tokens_per_s:.1f} tokens/s]", file=sys.stderr)
+    f = last.figures
+    reused = f", {f.reused_tokens} prompt tokens reused" if f.reused_tokens else ""
+    ttft = f"TTFT {f.ttft_s:.2f} s"
+    if f.answer_ttft_s:  # it thought first: its first reasoning token, then its answer's
+        ttft = f"TTFT {f.ttft_s:.2f} s thinking, {f.answer_ttft_s:.2f} s answer"
+    print(f"[{f.n_generated} tokens, {ttft}{reused}, {f.tokens_per_s:.1f} tokens/s]", file=sys.stderr)
     return text, last.finish_reason or "stop"
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -100,7 +99,12 @@ def card(call: ToolCall) -> str:
 
 
 class TerminalTools:
-    """Answers the model's calls in the terminal (blocking on ``ask``, as ``input``).
+    """Answers the model's calls in the terminal (blocking on ``ask``, as ``input``): the
+    approval hook and the runner of :func:`~glmdesk.chat.answer.run_answer`.
+
+    A call is printed as a card. Interpreter code runs only after a y/N
+    (:class:`~glmdesk.chat.tools.InterpreterTool`); a custom function's result is typed
+    by the user (an empty line declines).
 
     Args:
         family: The model's tool format (``chatglm3`` or ``glm4``: how the interpreter's
@@ -113,9 +117,23 @@ class TerminalTools:
     def __init__(
         self, family: str, settings: ToolSettings, ask: Callable[[str], str] = input, out=None
     ) -> None:
+        from glmdesk.chat.tools import InterpreterTool
+
         self.family, self.settings, self.ask = family, settings, ask
         self.out = out or sys.stdout
-        self.interpreter = None
+        self.interpreter = InterpreterTool(self._workdir, settings, family)
+
+    def _workdir(self) -> Path:
+        from glmdesk.core import paths
+        from glmdesk.engine.tools.interpreter import new_workdir
+
+        return new_workdir(paths.interpreter_root(), f"terminal-{id(self)}")
+
+    def tools(self):
+        """The :class:`~glmdesk.chat.answer.Tools` of an answer run."""
+        from glmdesk.chat.answer import Tools
+
+        return Tools(self.approve, self.run, self.settings.max_rounds)
 
     def _line(self, prompt: str) -> str:
         try:
@@ -123,35 +141,34 @@ class TerminalTools:
         except EOFError:
             return ""
 
-    def handle(self, call: ToolCall):
-        """The result of ``call`` (see :func:`~glmdesk.engine.tools.tool_loop.answer_with_tools`)."""
-        from glmdesk.engine.tools.tool_loop import DECLINED, ToolResult
+    def approve(self, call: ToolCall):
+        """Print the call's card; interpreter code needs a yes, a function is allowed
+        (its result is typed next)."""
+        from glmdesk.chat.tools import ALLOW, DENY
 
         print(card(call), file=self.out, flush=True)
+        if call.kind != "interpreter":
+            return ALLOW
+        if self._line("Run this code? [y/N] ").strip().lower() in ("y", "yes"):
+            return ALLOW
+        print("(declined)", file=self.out)
+        return DENY
+
+    def run(self, call: ToolCall):
+        """The result of an allowed call: the code's output, or the line the user types."""
+        from glmdesk.chat.events import ToolResult
+        from glmdesk.chat.tools import declined
+
         if call.kind == "interpreter":
-            if self._line("Run this code? [y/N] ").strip().lower() not in ("y", "yes"):
-                print("(declined)", file=self.out)
-                return ToolResult(DECLINED, declined=True)
             return self._run(call)
         text = self._line(f"Result of {call.name} (an empty line declines): ")
         if not text.strip():
             print("(declined)", file=self.out)
-            return ToolResult(DECLINED, declined=True)
+            return declined()
         return ToolResult(text)
 
     def _run(self, call: ToolCall):
-        from glmdesk.core import paths
-        from glmdesk.core.errors import GlmdeskError
-        from glmdesk.engine.tools.interpreter import CodeInterpreter, new_workdir
-        from glmdesk.engine.tools.tool_loop import ToolResult, run_interpreter
-
-        if self.interpreter is None:
-            workdir = new_workdir(paths.interpreter_root(), f"terminal-{id(self)}")
-            self.interpreter = CodeInterpreter(workdir, self.settings.timeout_s, self.settings.memory_mib)
-        try:
-            result = run_interpreter(self.interpreter, call, self.family)
-        except GlmdeskError as exc:
-            result = ToolResult(f"The code could not run: {exc.message}")
+        result = self.interpreter(call)
         shown = result.content + (
             f"\n({len(result.images)} image(s) not shown here)" if result.images else ""
         )
@@ -160,9 +177,7 @@ class TerminalTools:
 
     def close(self) -> None:
         """Stop the interpreter's kernel, if it started."""
-        if self.interpreter is not None:
-            self.interpreter.close()
-            self.interpreter = None
+        self.interpreter.close()
 
 
 def with_tools(system: list[ChatMessage], tools: ToolSet) -> list[ChatMessage]:
@@ -171,16 +186,3 @@ def with_tools(system: list[ChatMessage], tools: ToolSet) -> list[ChatMessage]:
         return system
     first = system[0] if system else ChatMessage("system", "")
     return [ChatMessage("system", first.content, tools=tools), *system[1:]]
-
-
-def stream_with_tools(
-    backend, messages, box, cache, stop: threading.Event, conversation, tools: TerminalTools
-):
-    """The answer's items: the chunks of every segment and a ``ToolRound`` after each
-    answered call (``answer_with_tools`` over ``backend.stream``)."""
-    from glmdesk.engine.tools.tool_loop import answer_with_tools
-
-    def stream(m, p, c, s):
-        return backend.stream(m, p, c, s, conversation=conversation)
-
-    return answer_with_tools(stream, messages, box, tools.handle, tools.settings.max_rounds, cache, stop)

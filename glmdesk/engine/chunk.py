@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.messages import FINISH_REASONS  # noqa: F401 (the one list; chunks name it)
-from glmdesk.core.parts import ReplyPart
+from glmdesk.core.parts import ReplyPart, text_of
 from glmdesk.core.tools import ToolCall
 
 
@@ -35,10 +35,10 @@ class CacheStats:
 class GenerationChunk:
     """One step of a streamed answer (mlx-lm's ``GenerationResponse`` shape).
 
+    The reply itself travels in one channel, :attr:`parts`; :attr:`text` reads the
+    answer text from them.
+
     Attributes:
-        text: New complete characters of the answer since the previous chunk (may be
-            empty while a multi-byte character is held back): the chunk's
-            :class:`~glmdesk.core.parts.TextPart` texts, reasoning not included.
         token_ids: Token ids generated in this step (stop tokens excluded).
         prompt_tokens: Tokens in the fitted prompt, in tokens.
         n_generated: Tokens generated so far (stop token excluded), in tokens.
@@ -84,7 +84,6 @@ class GenerationChunk:
             reasoning block and its markers), in tokens; 0 until then.
     """
 
-    text: str = ""
     token_ids: tuple[int, ...] = ()
     prompt_tokens: int = 0
     n_generated: int = 0
@@ -105,3 +104,10 @@ class GenerationChunk:
     parts: tuple[ReplyPart, ...] = ()
     answer_ttft_s: float = 0.0
     reasoning_tokens: int = 0
+
+    @property
+    def text(self) -> str:
+        """New complete characters of the answer since the previous chunk (may be empty
+        while a multi-byte character is held back): the :class:`~glmdesk.core.parts.TextPart`
+        texts of :attr:`parts`, reasoning not included."""
+        return text_of(self.parts)

@@ -1,5 +1,6 @@
-"""One answer of the server: the backend's stream on its own thread, its chunks handed
-to the event loop, ``stop`` strings cut out of the text."""
+"""One answer of the server: the backend's stream read into the answer run's events on
+its own thread (:func:`glmdesk.chat.answer.reply_events`), each step's events handed to
+the event loop, ``stop`` strings cut out of the text."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from glmdesk.core.errors import ErrorInfo
+from glmdesk.chat.answer import reply_events
+from glmdesk.chat.events import AnswerDone, AnswerFailed, ChatEvent, StepFigures
 from glmdesk.core.text import held_length
 from glmdesk.engine.chunk import GenerationChunk
 
@@ -74,9 +76,10 @@ class RequestRecord:
 
 
 class AnswerRun:
-    """Runs ``make_stream(stop)`` on a thread; chunks arrive on :attr:`queue`
-    (``None`` after the last). ``on_done`` runs on the loop once the thread ends, so the
-    next request gets the model only when this answer has let go of it.
+    """Runs ``make_stream(stop)`` on a thread and reads it into events there; each step's
+    events arrive on :attr:`queue` as one list (``None`` after the last). ``on_done``
+    runs on the loop once the thread ends, so the next request gets the model only when
+    this answer has let go of it.
 
     Args:
         loop: The server's event loop.
@@ -94,7 +97,7 @@ class AnswerRun:
     ) -> None:
         self.loop = loop
         self.stop = threading.Event()
-        self.queue: asyncio.Queue[GenerationChunk | None] = asyncio.Queue()
+        self.queue: asyncio.Queue[list[ChatEvent] | None] = asyncio.Queue()
         self.record = record
         self._make_stream = make_stream
         self._on_done = on_done
@@ -112,34 +115,31 @@ class AnswerRun:
             self.stop.set()
 
     def _run(self) -> None:
-        last = None
         try:
-            for chunk in self._make_stream(self.stop):
-                last = chunk
-                self.record.kv_tokens = chunk.cache.tokens_held
-                if chunk.finish_reason is not None:
-                    self._record_end(chunk)  # before the client can see the end
-                self._put(chunk)
-        except Exception as exc:  # backends never raise; a safety net all the same
-            info = ErrorInfo("generation_failed", f"The answer failed: {exc}", {"detail": str(exc)})
-            last = GenerationChunk(finish_reason="error", error=info)
-            self._put(last)
+            for events in reply_events(self._safe_stream(), stop=self.stop):
+                for event in events:
+                    if isinstance(event, StepFigures):
+                        self.record.kv_tokens = event.figures.cache.tokens_held
+                    elif isinstance(event, (AnswerDone, AnswerFailed)):
+                        self._record_end(event)  # before the client can see the end
+                self._put(events)
         finally:
             self.record.ended = time.perf_counter()
             self.record.kv_tokens = 0
-            if last is not None:
-                self._record_end(last)
             self._put(None)
             try:
                 self.loop.call_soon_threadsafe(self._on_done)
             except RuntimeError:
                 pass
 
-    def _record_end(self, last: GenerationChunk) -> None:
-        self.record.n_generated = last.n_generated
-        self.record.finish_reason = last.finish_reason
-        self.record.prompt_tokens = last.prompt_tokens
+    def _safe_stream(self) -> Iterator[GenerationChunk]:
+        yield from self._make_stream(self.stop)  # starting the stream may raise too
 
-    async def next(self) -> GenerationChunk | None:
-        """The next chunk (``None`` once the stream has ended)."""
+    def _record_end(self, last: AnswerDone | AnswerFailed) -> None:
+        self.record.n_generated = last.figures.n_generated
+        self.record.finish_reason = last.finish_reason if isinstance(last, AnswerDone) else "error"
+        self.record.prompt_tokens = last.figures.prompt_tokens
+
+    async def next(self) -> list[ChatEvent] | None:
+        """The next step's events (``None`` once the answer has ended)."""
         return await self.queue.get()

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from fastapi import Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
+from glmdesk.chat.events import AnswerFailed, ChatEvent, TextDelta
 from glmdesk.core.run_marker import generating
 from glmdesk.engine.chunk import GenerationChunk
 from glmdesk.server.answer import AnswerRun, RequestRecord, StopStrings
@@ -81,8 +82,9 @@ async def answer(
         state.on_request(state.requests)
     try:
         first = await _unless_gone(request, run.next())
-        if first is None or (first.finish_reason == "error" and not first.text):
-            raise from_engine(first.error if first is not None else None)
+        failed = next((e for e in first or () if isinstance(e, AnswerFailed)), None)
+        if first is None or (failed is not None and not any(isinstance(e, TextDelta) for e in first)):
+            raise from_engine(failed.error if failed is not None else None)
         if body.stream:
             headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
             return StreamingResponse(
@@ -93,10 +95,10 @@ async def answer(
     except BaseException:
         run.stop.set()
         raise
-    if out.last is not None and out.last.finish_reason == "error":
-        raise from_engine(out.last.error)
+    if out.error is not None:
+        raise from_engine(out.error)
     return JSONResponse(
-        reply.whole("".join(out.text), out.finish, out.last, out.calls, "".join(out.reasoning))
+        reply.whole("".join(out.text), out.finish, out.figures, out.calls, "".join(out.reasoning))
     )
 
 
@@ -114,6 +116,6 @@ def _marked(
     return start
 
 
-async def _collect(run: AnswerRun, first: GenerationChunk, stops: StopStrings, out: Outcome) -> None:
+async def _collect(run: AnswerRun, first: list[ChatEvent], stops: StopStrings, out: Outcome) -> None:
     async for text in pieces(run, first, stops, out):
         out.text.append(text)

@@ -17,9 +17,18 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 
-from glmdesk.core.parts import ReasoningPart, reasoning_of
+from glmdesk.chat.events import (
+    AnswerDone,
+    AnswerFailed,
+    AnswerFigures,
+    ChatEvent,
+    ReasoningDelta,
+    StepFigures,
+    TextDelta,
+)
+from glmdesk.core.errors import ErrorInfo
+from glmdesk.core.parts import ReasoningPart
 from glmdesk.core.tools import ToolCall
-from glmdesk.engine.chunk import GenerationChunk
 from glmdesk.engine.tools.openai_tools import tool_call_to_openai
 from glmdesk.server.answer import AnswerRun, StopStrings
 from glmdesk.server.errors import from_engine
@@ -77,7 +86,7 @@ class Reply:
             body["usage"] = None
         return body
 
-    def usage_only(self, last: GenerationChunk) -> dict:
+    def usage_only(self, last: AnswerFigures) -> dict:
         """The usage chunk (no choices)."""
         return self._head(stream=True) | {"choices": [], "usage": usage(last)}
 
@@ -85,7 +94,7 @@ class Reply:
         self,
         text: str,
         finish: str,
-        last: GenerationChunk,
+        last: AnswerFigures,
         calls: Sequence[ToolCall] = (),
         reasoning: str = "",
     ) -> dict:
@@ -114,8 +123,8 @@ class Reply:
         return self._head(stream=False) | {"choices": [choice], "usage": usage(last)}
 
 
-def usage(last: GenerationChunk) -> dict:
-    """OpenAI's ``usage`` from an answer's last chunk, in tokens."""
+def usage(last: AnswerFigures) -> dict:
+    """OpenAI's ``usage`` from an answer's figures, in tokens."""
     return {
         "prompt_tokens": last.prompt_tokens,
         "completion_tokens": last.n_generated,
@@ -137,24 +146,27 @@ def event(body: dict | str) -> str:
 
 @dataclass
 class Outcome:
-    """How an answer's text ended: its pieces so far, its reasoning pieces, the engine's
-    last chunk, and the tool calls it ended with (``finish == "tool_calls"``; in order)."""
+    """How an answer's text ended: its pieces so far, its reasoning pieces, its figures,
+    the error that ended it (if any), and the tool calls it ended with
+    (``finish == "tool_calls"``; in order)."""
 
     text: list[str] = field(default_factory=list)
     reasoning: list[str] = field(default_factory=list)
-    last: GenerationChunk | None = None
+    figures: AnswerFigures = AnswerFigures()
+    error: ErrorInfo | None = None
+    ended: bool = False
     finish: str = "stop"
     calls: tuple[ToolCall, ...] = ()
 
 
 async def pieces(
     run: AnswerRun,
-    first: GenerationChunk,
+    first: list[ChatEvent],
     stops: StopStrings,
     out: Outcome,
     calls: ToolCallStream | None = None,
 ) -> AsyncIterator[str | dict | ReasoningPart]:
-    """The shown text pieces of ``run``, ``stop`` strings cut out; fills ``out``.
+    """The shown text pieces of ``run``'s events, ``stop`` strings cut out; fills ``out``.
 
     With ``calls`` (a stream), a tool call being written also yields its
     ``delta.tool_calls`` entries (dicts) as they come (see :mod:`glmdesk.server.tool_stream`),
@@ -163,37 +175,43 @@ async def pieces(
     A stop string sets the run's stop event (the answer's thread ends within one token)
     and ends the pieces with finish reason ``stop``.
     """
-    chunk: GenerationChunk | None = first
-    while chunk is not None:
-        out.last = chunk
-        thought = reasoning_of(chunk.parts)
-        if thought:
-            out.reasoning.append(thought)
-            if calls is not None:
-                yield ReasoningPart(thought)
-        shown = stops.push(chunk.text)
-        if stops.stopped:
-            run.stop.set()
-            out.finish = "stop"
-            if shown:
-                yield shown
-            return
-        if chunk.finish_reason is not None:
-            shown += stops.flush() if chunk.finish_reason != "error" else ""
-            out.finish = finish_reason(chunk.finish_reason)
-            if out.finish == "tool_calls":
-                out.calls = chunk.tool_calls or ((chunk.tool_call,) if chunk.tool_call else ())
-            if shown:
-                yield shown
-            return
-        if shown:
-            yield shown
-        for delta in calls.update(chunk) if calls is not None else ():
+    events: list[ChatEvent] | None = first
+    while events is not None:
+        for event in events:
+            if isinstance(event, StepFigures):
+                out.figures = event.figures
+            elif isinstance(event, ReasoningDelta):
+                out.reasoning.append(event.text)
+                if calls is not None:
+                    yield ReasoningPart(event.text)
+            elif isinstance(event, TextDelta):
+                shown = stops.push(event.text)
+                if shown:
+                    yield shown
+                if stops.stopped:
+                    run.stop.set()
+                    out.finish, out.ended = "stop", True
+                    return
+            elif isinstance(event, (AnswerDone, AnswerFailed)):
+                out.figures, out.ended = event.figures, True
+                if isinstance(event, AnswerFailed):
+                    out.error, out.finish = event.error, "error"
+                    return
+                shown = stops.flush()
+                if shown:
+                    yield shown
+                out.finish = finish_reason(event.finish_reason)
+                if out.finish == "tool_calls":
+                    out.calls = event.calls
+                for delta in calls.update(events) if calls is not None else ():
+                    yield delta  # the rest of each call's arguments, once parsed
+                return
+        for delta in calls.update(events) if calls is not None else ():
             yield delta
-        chunk = await run.next()
+        events = await run.next()
 
 
-async def sse(run: AnswerRun, first: GenerationChunk, stops: StopStrings, reply: Reply) -> AsyncIterator[str]:
+async def sse(run: AnswerRun, first: list[ChatEvent], stops: StopStrings, reply: Reply) -> AsyncIterator[str]:
     """The event stream of one answer. Leaving early (the client went away) sets the
     run's stop event, so the answer ends within one token."""
     out = Outcome()
@@ -210,16 +228,12 @@ async def sse(run: AnswerRun, first: GenerationChunk, stops: StopStrings, reply:
                 yield event(reply.piece(reasoning=item.text))
             else:
                 yield event(reply.piece(item))
-        last = out.last
-        if last is not None and last.finish_reason == "error":
-            yield event(from_engine(last.error).body())
+        if out.error is not None:
+            yield event(from_engine(out.error).body())
         else:
-            if out.calls and calls is not None:
-                for delta in calls.finish(out.calls):
-                    yield event(reply.piece(tool_call=delta))
             yield event(reply.piece(finish=out.finish))
-            if reply.usage_chunk and last is not None:
-                yield event(reply.usage_only(last))
+            if reply.usage_chunk and out.ended:
+                yield event(reply.usage_only(out.figures))
         yield event("[DONE]")
     finally:
         run.stop.set()

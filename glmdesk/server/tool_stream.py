@@ -2,8 +2,9 @@
 
 OpenAI streams a call as deltas of one ``index``: the first carries ``id``, ``type`` and
 ``function.name`` (``arguments`` ``""``), later ones pieces of ``function.arguments``
-that clients concatenate. glmdesk sends the first as soon as the engine says a call is
-being written (a :class:`~glmdesk.core.parts.ToolCallPart` in ``GenerationChunk.parts``), then:
+that clients concatenate. glmdesk sends the first as soon as the answer run says a call
+is being written (:class:`~glmdesk.chat.events.ToolCallStarted`), then, as it grows
+(:class:`~glmdesk.chat.events.ToolCallGrowing`):
 
 - Arguments written as JSON (GLM-4: the call's text starts with ``{``): each piece as
   it is written, but only while the text so far is a valid prefix of one JSON object
@@ -11,7 +12,8 @@ being written (a :class:`~glmdesk.core.parts.ToolCallPart` in ``GenerationChunk.
   and trailing whitespace waits for what follows it. The pieces together are the
   model's JSON text, which parses to the same arguments as the non-stream answer's.
 - Anything else (ChatGLM3's ``tool_call(...)``, fenced text, the interpreter's code):
-  the arguments JSON in one piece once the call has parsed.
+  the arguments JSON in one piece once the call has parsed
+  (:class:`~glmdesk.chat.events.ToolCallComplete`).
 
 A call that then does not parse (cut off, not JSON, a tool that was not offered)
 cannot be taken back: the client has the first delta and perhaps a JSON prefix of the
@@ -33,9 +35,8 @@ from typing import Any
 
 import jiter
 
-from glmdesk.core.parts import ToolCallPart
+from glmdesk.chat.events import ChatEvent, ToolCallComplete, ToolCallGrowing, ToolCallStarted
 from glmdesk.core.tools import INTERPRETER, ToolCall
-from glmdesk.engine.chunk import GenerationChunk
 from glmdesk.engine.tools.openai_tools import tool_call_deltas
 
 
@@ -105,8 +106,7 @@ class _Slot:
 
 class ToolCallStream:
     """The ``delta.tool_calls`` entries of one streamed answer: one ``index`` per call,
-    in the order written (GLM-4.5 writes several calls in one reply; a call that
-    parsed ends its index, the next pending call opens the next).
+    the answer run's call index (GLM-4.5 writes several calls in one reply).
 
     Attributes:
         id: The first call's id (``call_...``) once its first delta went out, else ``None``.
@@ -114,62 +114,61 @@ class ToolCallStream:
     """
 
     def __init__(self) -> None:
-        self._slots: list[_Slot] = []
-        self._open: _Slot | None = None
+        self._slots: dict[int, _Slot] = {}
 
     @property
     def id(self) -> str | None:
-        return self._slots[0].id if self._slots else None
+        return self._slots[0].id if 0 in self._slots else None
 
     @property
     def sent(self) -> str:
-        return self._slots[0].sent if self._slots else ""
+        return self._slots[0].sent if 0 in self._slots else ""
 
-    def update(self, chunk: GenerationChunk) -> list[dict[str, Any]]:
-        """The deltas ``chunk`` adds: the first delta when a call starts, then new
-        argument pieces (see the module docstring). Reads the chunk's tool-call parts
-        (the same parts from every backend: the local parser's, the remote backend's)."""
+    def update(self, events: Sequence[ChatEvent]) -> list[dict[str, Any]]:
+        """The deltas one step's ``events`` add: the first delta when a call starts, new
+        argument pieces while it grows, the rest once it parsed (see the module
+        docstring). A call that starts and parsed in the same step (a backend that did
+        not show it pending) goes out whole, with the call's own id when it has one."""
         out: list[dict[str, Any]] = []
-        for part in chunk.parts:
-            if not isinstance(part, ToolCallPart):
+        completed = {e.index: e.call for e in events if isinstance(e, ToolCallComplete)}
+        whole: set[int] = set()  # started and parsed in this step: sent in one go
+        for event in events:
+            if isinstance(event, ToolCallStarted):
+                if event.index in completed:
+                    whole.add(event.index)
+                    out += self._whole(event.index, completed[event.index])
+                else:
+                    out.append(self._head(event))
+            elif not isinstance(event, (ToolCallGrowing, ToolCallComplete)) or event.index in whole:
                 continue
-            if part.done:  # this call parsed: a later pending part is the next call
-                self._open = None
+            elif event.index not in self._slots:
                 continue
-            out += self._progress(part)
+            elif isinstance(event, ToolCallGrowing):
+                out += self._progress(self._slots[event.index], event.arguments_so_far)
+            else:
+                out += self._rest(self._slots[event.index], event.call)
         return out
 
-    def _progress(self, part: ToolCallPart) -> list[dict[str, Any]]:
-        out = []
-        slot = self._open
-        if slot is None:
-            slot = self._open = _Slot(len(self._slots))
-            self._slots.append(slot)
-            slot.id = f"call_{uuid.uuid4().hex[:24]}"
-            name = "python" if part.name == INTERPRETER else part.name
-            head = {"name": name, "arguments": ""}
-            out.append({"index": slot.index, "id": slot.id, "type": "function", "function": head})
-        prefix = json_prefix(part.arguments_so_far, slot.scan)  # "" once no JSON prefix: nothing more
+    def _head(self, event: ToolCallStarted) -> dict[str, Any]:
+        slot = self._slots[event.index] = _Slot(event.index)
+        slot.id = f"call_{uuid.uuid4().hex[:24]}"
+        name = "python" if event.name == INTERPRETER else event.name
+        head = {"name": name, "arguments": ""}
+        return {"index": slot.index, "id": slot.id, "type": "function", "function": head}
+
+    def _whole(self, index: int, call: ToolCall) -> list[dict[str, Any]]:
+        deltas = tool_call_deltas(call, index)
+        slot = self._slots[index] = _Slot(index)
+        slot.id, slot.sent = deltas[0]["id"], deltas[1]["function"]["arguments"]
+        return deltas
+
+    def _progress(self, slot: _Slot, so_far: str) -> list[dict[str, Any]]:
+        prefix = json_prefix(so_far, slot.scan)  # "" once no JSON prefix: nothing more
         if len(prefix) > len(slot.sent) and prefix.startswith(slot.sent):
-            out.append(self._piece(slot.index, prefix[len(slot.sent) :]))
+            piece = self._piece(slot.index, prefix[len(slot.sent) :])
             slot.sent = prefix
-        return out
-
-    def finish(self, calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
-        """The deltas still owed once ``calls`` (the reply's calls, in order) parsed: for
-        each, the first delta if none went out, then the rest of its arguments (all of
-        them when nothing streamed)."""
-        out = []
-        for index, call in enumerate(calls):
-            if index >= len(self._slots):  # the call was never pending (a backend that does not say)
-                deltas = tool_call_deltas(call, index)
-                slot = _Slot(index)
-                slot.id, slot.sent = deltas[0]["id"], deltas[1]["function"]["arguments"]
-                self._slots.append(slot)
-                out += deltas
-                continue
-            out += self._rest(self._slots[index], call)
-        return out
+            return [piece]
+        return []
 
     def _rest(self, slot: _Slot, call: ToolCall) -> list[dict[str, Any]]:
         arguments = call.arguments_json()

@@ -1,4 +1,5 @@
-"""The layer rule: core imports neither torch nor Qt; engine imports no Qt."""
+"""The layer rule: core imports neither torch nor Qt; the conversation layer neither;
+engine imports no Qt."""
 
 from __future__ import annotations
 
@@ -33,6 +34,11 @@ def import_with_blocked(mods: list[str], blocked: list[str]) -> subprocess.Compl
 
 def test_core_imports_neither_torch_nor_qt():
     out = import_with_blocked(modules("glmdesk.core"), ["torch", "PySide6", "transformers"])
+    assert out.returncode == 0, out.stderr
+
+
+def test_the_conversation_layer_imports_neither_torch_nor_qt():
+    out = import_with_blocked(modules("glmdesk.chat"), ["torch", "PySide6", "transformers"])
     assert out.returncode == 0, out.stderr
 
 

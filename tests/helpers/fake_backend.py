@@ -105,7 +105,7 @@ class FakeBackend(Backend):
             limit = params.get().max_new_tokens
             finish = "length" if n >= limit else ("stop" if i == len(self.pieces) - 1 else None)
             yield GenerationChunk(
-                text=piece, parts=(TextPart(piece),), n_generated=n, prompt_tokens=5, finish_reason=finish
+                parts=(TextPart(piece),), n_generated=n, prompt_tokens=5, finish_reason=finish
             )
             if finish:
                 return

@@ -79,7 +79,7 @@ class EchoBackend(Backend):
             piece = word if n == 1 else " " + word
             finish = "stop" if n == len(words) else None
             yield GenerationChunk(
-                text=piece, parts=(TextPart(piece),), n_generated=n, prompt_tokens=1, finish_reason=finish
+                parts=(TextPart(piece),), n_generated=n, prompt_tokens=1, finish_reason=finish
             )
 
     def capabilities(self) -> Capabilities:

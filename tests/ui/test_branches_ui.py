@@ -49,7 +49,7 @@ def test_status_figures_reset_when_an_answer_starts(qtbot, window) -> None:
     _answer(qtbot, window, lambda: window.send_message("Hi"))
     assert window.status.speed_label.text()
     seen = []
-    window.session.chunk_shown.connect(lambda _rid, _chunk: seen.append(window.status.speed_label.text()))
+    window.session.step_shown.connect(lambda _rid, _step: seen.append(window.status.speed_label.text()))
     _answer(qtbot, window, lambda: window.send_message("Again"))
     assert seen and set(seen) == {""}  # no stale speed while the new answer is written
     assert window.status.speed_label.text()  # the new answer's own figures

@@ -22,7 +22,7 @@ def _record(signal) -> list:
 
 
 def _send(qtbot, window, text: str):
-    """Send ``text`` and wait for the answer; return the final chunk."""
+    """Send ``text`` and wait for the answer; return how it ended (``AnswerDone``)."""
     with qtbot.waitSignal(window.session.answer_finished, timeout=ANSWER_MS) as blocker:
         assert window.send_message(text)
     return blocker.args[1]
@@ -30,7 +30,7 @@ def _send(qtbot, window, text: str):
 
 def test_answer_arrives_in_chunks_before_finished(qtbot, window) -> None:
     events: list[str] = []
-    window.session.chunk_shown.connect(lambda *_: events.append("chunk"))
+    window.session.step_shown.connect(lambda *_: events.append("chunk"))
     window.session.answer_finished.connect(lambda *_: events.append("finished"))
     added = _record(window.session.message_added)
 
@@ -50,16 +50,16 @@ def test_answer_arrives_in_chunks_before_finished(qtbot, window) -> None:
 def test_stop_mid_answer_then_send_again(qtbot, window) -> None:
     window.sidebar.set_params(replace(window.sidebar.params(), max_new_tokens=300))
     added = _record(window.session.message_added)
-    chunks = _record(window.session.chunk_shown)
+    chunks = _record(window.session.step_shown)
     with qtbot.waitSignal(window.session.answer_finished, timeout=ANSWER_MS) as finished:
         window.send_message("Write a long story about a lighthouse keeper.")
         qtbot.waitUntil(lambda: len(chunks) >= 3, timeout=ANSWER_MS)
         assert window.input_box.send_button.text() == "Stop"
-        seen_at_stop = chunks[-1][1].n_generated
+        seen_at_stop = chunks[-1][1][0].figures.n_generated
         qtbot.keyClick(window.input_box.editor, Qt.Key.Key_Escape)  # Esc stops
     final = finished.args[1]
     assert final.finish_reason == "cancelled"
-    assert final.n_generated <= seen_at_stop + 1  # within one token
+    assert final.figures.n_generated <= seen_at_stop + 1  # within one token
     partial = window.state.messages[-1]
     assert partial.role == "assistant" and partial.content
     assert window.state.records[-1].finish_reason == "cancelled"
@@ -77,7 +77,7 @@ def test_stop_right_after_send(qtbot, window) -> None:
         assert window.send_message("Tell me about the sea.")
         window.stop_answer()
     assert finished.args[1].finish_reason == "cancelled"
-    assert finished.args[1].n_generated <= 1
+    assert finished.args[1].figures.n_generated <= 1
     assert not window.is_streaming() and not window.input_box.is_streaming()
     assert window.chat_view.streaming_message() is None
     assert not any(w.is_streaming() for w in window.chat_view.messages())
@@ -96,7 +96,7 @@ def test_temperature_moved_mid_answer_reaches_engine(qtbot, window) -> None:
         return params
 
     box.get = recording_get
-    chunks = _record(window.session.chunk_shown)
+    chunks = _record(window.session.step_shown)
     with qtbot.waitSignal(window.session.answer_finished, timeout=ANSWER_MS):
         window.send_message("List ten fruits.")
         qtbot.waitUntil(lambda: len(chunks) >= 2, timeout=ANSWER_MS)
@@ -131,7 +131,7 @@ def test_closing_mid_answer_shuts_down_cleanly(qtbot, window, qtlog) -> None:
     """Issue 7 case 14 (answer streaming): the partial answer is kept, the thread ends."""
     window.sidebar.set_params(replace(window.sidebar.params(), max_new_tokens=300))
     added = _record(window.session.message_added)
-    chunks = _record(window.session.chunk_shown)
+    chunks = _record(window.session.step_shown)
     window.send_message("Write a long story about a cat.")
     qtbot.waitUntil(lambda: len(chunks) >= 2, timeout=ANSWER_MS)
     window.close()

@@ -19,7 +19,7 @@ def test_window_answers_on_llama_cpp_and_names_a_bad_file(qtbot, make_window, tm
     assert window.session.loader.capabilities.kv_strategies["sliding_window"] is None
     window.sidebar.set_params(SamplingParams(temperature=0.0, top_p=1.0, max_new_tokens=16))
     kv_seen: list[int] = []
-    window.session.chunk_shown.connect(lambda _id, chunk: kv_seen.append(chunk.cache.kv_bytes))
+    window.session.step_shown.connect(lambda _id, step: kv_seen.append(step[0].figures.cache.kv_bytes))
     with qtbot.waitSignal(window.session.answer_finished, timeout=ANSWER_MS) as finished:
         assert window.send_message("What is the capital of France?")
     assert finished.args[1].finish_reason in ("stop", "length")

@@ -20,7 +20,7 @@ import torch
 
 from glmdesk.core.errors import ErrorInfo, GlmdeskError
 from glmdesk.core.messages import ChatMessage
-from glmdesk.core.parts import ReasoningPart, ReplyPart, ToolCallPart, merged, text_of
+from glmdesk.core.parts import ReasoningPart, ReplyPart, ToolCallPart, merged
 from glmdesk.core.settings import CacheSettings, ParamsBox, SamplingParams
 from glmdesk.core.tools import ToolSet
 from glmdesk.engine.chunk import CacheStats, GenerationChunk
@@ -160,7 +160,6 @@ class _Answer:
         parts = merged(parts)
         self._time_answer(parts)
         return GenerationChunk(
-            text=text_of(parts),
             token_ids=ids,
             prompt_tokens=self.n_prompt,
             n_generated=self.n_generated,

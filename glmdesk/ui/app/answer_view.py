@@ -14,6 +14,8 @@ import time
 
 from PySide6.QtCore import QObject, Slot
 
+from glmdesk.chat.events import StepFigures, TextDelta
+from glmdesk.chat.reader import parts_of
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import ParamsBox
 from glmdesk.ui.chat.answer_notes import AnswerNotes
@@ -53,7 +55,7 @@ class AnswerView(QObject):
         self.notes = AnswerNotes(self)
         session.message_added.connect(self._on_message_added)
         session.answer_started.connect(self._on_answer_started)
-        session.chunk_shown.connect(self._on_chunk_shown)
+        session.step_shown.connect(self._on_step_shown)
         session.answer_finished.connect(self._on_answer_finished)
         session.conversation_replaced.connect(self._on_conversation_replaced)
         session.conversation_rewound.connect(self._on_conversation_rewound)
@@ -90,33 +92,32 @@ class AnswerView(QObject):
         self.input_box.set_streaming(True)
 
     @Slot(int, object)
-    def _on_chunk_shown(self, _request_id: int, chunk) -> None:
-        self._show_parts(chunk)
-        self.gauge.set_kv_bytes(chunk.cache.kv_bytes + chunk.kept_kv_bytes)
-        self.status.show_context(chunk.prompt_tokens + chunk.n_generated)
-        self.status.show_cache(chunk.cache)
-
-    def _show_parts(self, chunk) -> None:
-        """A chunk's typed parts (reasoning, answer text, calls), into the message being
-        written; the Thinking block collapses once the answer began."""
-        self.chat_view.append_parts(chunk.parts)
-        self._note_thinking(chunk)
+    def _on_step_shown(self, _request_id: int, events) -> None:
+        """A step's parts (reasoning, answer text, calls) go into the message being
+        written; its figures into the gauge and the status bar."""
+        self.chat_view.append_parts(parts_of(events))
+        figures = next((e.figures for e in events if isinstance(e, StepFigures)), None)
+        if figures is None:
+            return
+        self._note_thinking(figures, any(isinstance(e, TextDelta) for e in events))
+        self.gauge.set_kv_bytes(figures.cache.kv_bytes + figures.kept_kv_bytes)
+        self.status.show_context(figures.prompt_tokens + figures.n_generated)
+        self.status.show_cache(figures.cache)
 
     @Slot(int, object)
-    def _on_answer_finished(self, _request_id: int, chunk) -> None:
-        if chunk is not None:
-            self._show_parts(chunk)
+    def _on_answer_finished(self, _request_id: int, end) -> None:
         text, record = self.session.last_answer
         widget = self.chat_view.finish_stream()
         self.input_box.set_streaming(False)
         self.gauge.set_kv_bytes(self.session.loader.kept_kv_bytes())  # kept for the next turns
         most = self.params_box.get().max_new_tokens
+        limit = end.figures.reply_limit
         if record.error is not None:
             self.notice.show_error(error_sentence(record.error))
-        elif record.finish_reason == "length" and chunk is not None and 0 < chunk.reply_limit < most:
+        elif record.finish_reason == "length" and 0 < limit < most:
             # Cut short because the prompt left less room than max new tokens: say so
             # (not on every answer: GLM-4.5's defaults ask for the whole context).
-            self._limit_note = self.notes.reply_limit(chunk.reply_limit, most)
+            self._limit_note = self.notes.reply_limit(limit, most)
             self.notice.show_info(self._limit_note)
         if widget is not None:
             if text:
@@ -131,7 +132,7 @@ class AnswerView(QObject):
         if record.n_tokens:
             self.status.show_speed(record.ttft_s, record.tokens_per_s)
 
-    def _note_thinking(self, chunk) -> None:
+    def _note_thinking(self, figures, answered: bool) -> None:
         """The answer after a reasoning block began: its Thinking block collapses, with
         how long the model thought and the tokens it spent."""
         widget = self.chat_view.streaming_message()
@@ -140,10 +141,10 @@ class AnswerView(QObject):
         thinking = bool(self.chat_view.stream_reasoning())
         if thinking and self._thinking_since is None:
             self._thinking_since = time.monotonic()  # timed here for a server that gives no times
-        began = chunk.answer_ttft_s  # 0 from a server that does not time it
+        began = figures.answer_ttft_s  # 0 from a server that does not time it
         if began:
-            widget.reasoning_block.set_done(began - chunk.ttft_s, chunk.reasoning_tokens)
-        elif chunk.text and thinking:
+            widget.reasoning_block.set_done(began - figures.ttft_s, figures.reasoning_tokens)
+        elif answered and thinking:
             widget.reasoning_block.set_done(time.monotonic() - self._thinking_since)
 
     @Slot(object)

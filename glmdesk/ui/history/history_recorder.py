@@ -16,7 +16,7 @@ for one answer:
    before it is stored or has failed, so the question (new, edited, regenerated,
    continued, or a tool's result) is in the file before the engine starts on it: a
    native engine that kills the process cannot lose it.
-3. ``chunk_shown``: the text so far is checkpointed at most every
+3. ``step_shown``: the text so far is checkpointed at most every
    :data:`CHECKPOINT_S` seconds, so a crash loses at most those seconds.
 4. ``message_added`` (assistant): the answer, stopped and failed ones included,
    is finished exactly once with its statistics. An answer that wrote nothing is
@@ -40,6 +40,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal, Slot
 
+from glmdesk.chat.reader import parts_of
 from glmdesk.core.history_tree import ACTIVE
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.parts import TextPart
@@ -91,7 +92,7 @@ class RoundRecorder(QObject):
         session.message_added.connect(self._on_message_added)
         session.answer_started.connect(self._on_answer_started)
         session.tool_images_added.connect(self._on_tool_images_added)
-        session.chunk_shown.connect(self._on_chunk_shown)
+        session.step_shown.connect(self._on_step_shown)
         session.answer_finished.connect(self._on_answer_finished)
         session.last_answer_removed.connect(self._on_last_answer_removed)
         session.conversation_rewound.connect(self._on_conversation_rewound)
@@ -186,11 +187,12 @@ class RoundRecorder(QObject):
             self.writes.submit(begin, then=lambda _r: self.round_begun.emit(), droppable=True, again=True)
 
     @Slot(int, object)
-    def _on_chunk_shown(self, _request_id: int, chunk) -> None:
+    def _on_step_shown(self, _request_id: int, events) -> None:
         answer = self._answer
-        if answer is None or not chunk.parts:
+        parts = parts_of(events)
+        if answer is None or not parts:
             return
-        answer.parts.add(chunk.parts)
+        answer.parts.add(parts)
         now = time.monotonic()
         if (
             answer.message_id is not None

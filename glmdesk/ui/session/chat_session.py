@@ -18,11 +18,15 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, Qt, Signal, Slot
 
+from glmdesk.chat.answer import exceeds_rounds
+from glmdesk.chat.events import AnswerDone, AnswerFailed, AnswerFigures, StepFigures
+from glmdesk.chat.reader import parts_of
+from glmdesk.chat.tools import rounds_exceeded
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.parts import PartsSoFar, reasoning_of, text_of
 from glmdesk.core.run_marker import begin_run, end_run
 from glmdesk.core.settings import CacheSettings, ParamsBox
-from glmdesk.core.tools import ToolCall, ToolSet, ToolSettings, calls_since_user
+from glmdesk.core.tools import ToolCall, ToolSet, ToolSettings
 from glmdesk.ui.session.conversation import AnswerRecord, ChatState, continued_answer
 from glmdesk.ui.session.model_loader import ModelLoader
 from glmdesk.ui.session.session_tools import ToolFlow
@@ -56,9 +60,10 @@ class ChatSession(ToolFlow, QObject):
             answer finished (once, partial answers included); the int is its index.
         answer_started(int): Request ``id`` begins; it goes to the worker once every
             listener that held it (:meth:`hold_answer`) has released it.
-        chunk_shown(int, GenerationChunk): A chunk of the current request.
-        answer_finished(int, GenerationChunk): The current request ended (``last_answer``
-            holds its text and record).
+        step_shown(int, tuple): The events of one step of the current request
+            (:mod:`glmdesk.chat.events`; :func:`glmdesk.chat.reader.parts_of` gives its parts).
+        answer_finished(int, AnswerDone | AnswerFailed): The current request ended
+            (``last_answer`` holds its text and record).
         last_answer_removed(): Regenerate removed the newest answer.
         conversation_cleared(): New chat.
         conversation_replaced(list): The conversation was replaced (opened from history).
@@ -76,7 +81,7 @@ class ChatSession(ToolFlow, QObject):
 
     message_added = Signal(int, object, object)
     answer_started = Signal(int)
-    chunk_shown = Signal(int, object)
+    step_shown = Signal(int, object)
     answer_finished = Signal(int, object)
     last_answer_removed = Signal()
     conversation_cleared = Signal()
@@ -103,7 +108,7 @@ class ChatSession(ToolFlow, QObject):
         self._current: int | None = None
         self._stop: threading.Event | None = None
         self._parts = PartsSoFar()  # the answer's typed parts (text, reasoning, calls)
-        self._last_chunk = None
+        self._figures = AnswerFigures()  # the answer's newest figures
         self._offset = 0
         self._closed = False
         self._new_chats = 0
@@ -131,8 +136,7 @@ class ChatSession(ToolFlow, QObject):
         self._generation_requested.connect(self.worker.generate, _QUEUED)
         self._code_requested.connect(self.worker.run_code, _QUEUED)
         self.worker.code_finished.connect(self._on_code_finished, _QUEUED)
-        self.worker.chunk_received.connect(self._on_chunk_received, _QUEUED)
-        self.worker.generation_finished.connect(self._on_generation_finished, _QUEUED)
+        self.worker.step_received.connect(self._on_step_received, _QUEUED)
         self.worker.error_occurred.connect(self.error_occurred, _QUEUED)
 
     # State ------------------------------------------------------------------------
@@ -217,7 +221,7 @@ class ChatSession(ToolFlow, QObject):
         self._request_id += 1
         self._current = self._request_id
         self._stop = threading.Event()
-        self._parts, self._last_chunk = PartsSoFar(), None
+        self._parts, self._figures = PartsSoFar(), AnswerFigures()
         self._last_request = (system_prompt, cache)
         messages, self._offset = self.state.request(system_prompt, self.offered_tools())
         if self._model_text is not None:  # the question as the model reads it (with its documents)
@@ -275,25 +279,19 @@ class ChatSession(ToolFlow, QObject):
             self._stop.set()
 
     @Slot(int, object)
-    def _on_chunk_received(self, request_id: int, chunk) -> None:
+    def _on_step_received(self, request_id: int, events) -> None:
         if request_id != self._current:
             return  # a request the session has moved past
-        self._last_chunk = chunk
-        self._gather(chunk)
-        self.chunk_shown.emit(request_id, chunk)
+        for event in events:
+            if isinstance(event, StepFigures):
+                self._figures = event.figures
+        self._parts.add(parts_of(events))  # the message's text and reasoning, saved together
+        self.step_shown.emit(request_id, events)
+        end = events[-1] if events else None
+        if isinstance(end, (AnswerDone, AnswerFailed)):
+            self._finish_answer(end)
 
-    def _gather(self, chunk) -> None:
-        """Keep a chunk's parts (the message's text and reasoning, saved together)."""
-        self._parts.add(getattr(chunk, "parts", ()))
-
-    @Slot(int, object)
-    def _on_generation_finished(self, request_id: int, chunk) -> None:
-        if request_id != self._current:
-            return
-        self._gather(chunk)
-        self._finish_answer(chunk.finish_reason or "stop", chunk)
-
-    def _finish_answer(self, reason: str, chunk) -> None:
+    def _finish_answer(self, end: AnswerDone | AnswerFailed) -> None:
         request_id = self._current
         self._current = self._stop = None
         self._held = ()
@@ -301,31 +299,26 @@ class ChatSession(ToolFlow, QObject):
         self._marker = None
         parts = self._parts.parts()
         text, reasoning = text_of(parts), reasoning_of(parts)
+        f = end.figures
         record = AnswerRecord(
-            finish_reason=reason,
+            finish_reason=end.finish_reason,
             model=model_label(self.loader.model_info),
             params=self.params_box.get(),
-            ttft_s=getattr(chunk, "ttft_s", 0.0),
-            answer_ttft_s=getattr(chunk, "answer_ttft_s", 0.0),
-            reasoning_tokens=getattr(chunk, "reasoning_tokens", 0),
-            tokens_per_s=getattr(chunk, "tokens_per_s", 0.0),
-            n_tokens=getattr(chunk, "n_generated", 0),
-            prompt_tokens=getattr(chunk, "prompt_tokens", 0),
-            dropped_messages=tuple(
-                i - self._offset for i in getattr(chunk, "dropped_messages", ()) if i >= self._offset
-            ),
-            error=getattr(chunk, "error", None),
-            notice=getattr(chunk, "notice", None),
+            ttft_s=f.ttft_s,
+            answer_ttft_s=f.answer_ttft_s,
+            reasoning_tokens=f.reasoning_tokens,
+            tokens_per_s=f.tokens_per_s,
+            n_tokens=f.n_generated,
+            prompt_tokens=f.prompt_tokens,
+            dropped_messages=tuple(i - self._offset for i in f.dropped_messages if i >= self._offset),
+            error=end.error if isinstance(end, AnswerFailed) else None,
+            notice=end.notice if isinstance(end, AnswerDone) else None,
         )
-        calls = self._calls_of(chunk) if reason == "tool_calls" else ()
-        if calls and calls_since_user(self.state.messages) + len(calls) > self.tool_settings.max_rounds:
-            from glmdesk.engine.tools.tool_loop import rounds_exceeded
-
+        calls = end.calls if isinstance(end, AnswerDone) and end.finish_reason == "tool_calls" else ()
+        if exceeds_rounds(self.state.messages, calls, self.tool_settings.max_rounds):
             notice = rounds_exceeded(self.tool_settings.max_rounds)
             record = dataclasses.replace(record, finish_reason="stop", notice=notice)
-            chunk = dataclasses.replace(
-                chunk, finish_reason="stop", tool_call=None, tool_calls=(), notice=notice
-            )
+            end = dataclasses.replace(end, finish_reason="stop", calls=(), notice=notice)
             calls = ()
         resumed, self._resumed = self._resumed, None
         if resumed is not None:  # Continue: one answer, the old text and the new
@@ -338,7 +331,7 @@ class ChatSession(ToolFlow, QObject):
         elif text:
             index = self.state.add(ChatMessage("assistant", text, reasoning=reasoning), record)
             self.message_added.emit(index, self.state.messages[index], record)
-        self.answer_finished.emit(request_id, chunk)
+        self.answer_finished.emit(request_id, end)
         if calls:
             self._queued_calls = list(calls)
             self._ask_next_call()
@@ -349,7 +342,7 @@ class ChatSession(ToolFlow, QObject):
             return
         if self._stop is not None:
             self._stop.set()
-        self._finish_answer("cancelled", self._last_chunk)
+        self._finish_answer(AnswerDone("cancelled", self._figures, self._parts.parts()))
 
     # Conversations --------------------------------------------------------------------
     def new_chat(self) -> None:

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from PySide6.QtCore import Slot
 
+from glmdesk.chat.answer import call_messages
 from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.messages import ChatMessage
-from glmdesk.core.tools import ToolCall, ToolSet, ToolSettings
+from glmdesk.core.tools import ToolSet, ToolSettings
 
 
 class ToolFlow:
@@ -52,20 +53,10 @@ class ToolFlow:
             self._start_answer(*self._last_request)
         return True
 
-    @staticmethod
-    def _calls_of(chunk) -> tuple[ToolCall, ...]:
-        """The calls an answer ended with, in the order written."""
-        calls = tuple(getattr(chunk, "tool_calls", ()) or ())
-        call = getattr(chunk, "tool_call", None)
-        return calls or ((call,) if call is not None else ())
-
     def _add_calls(self, calls, text: str, reasoning: str, record) -> None:
-        """The answer's calls as assistant messages, as the template reads several calls
-        of one turn: the first with the text and reasoning, the others empty."""
-        for k, call in enumerate(calls):
-            message = ChatMessage(
-                "assistant", text if k == 0 else "", tool_call=call, reasoning=reasoning if k == 0 else ""
-            )
+        """The answer's calls as assistant messages (:func:`~glmdesk.chat.answer.call_messages`,
+        the same the answer run feeds back), the record on the first."""
+        for k, message in enumerate(call_messages(calls, text, reasoning)):
             index = self.state.add(message, record if k == 0 else None)
             self.message_added.emit(index, self.state.messages[index], record if k == 0 else None)
 
@@ -80,7 +71,7 @@ class ToolFlow:
 
     def decline_tool_call(self) -> bool:
         """Tell the model the user declined the waiting call; the answer continues."""
-        from glmdesk.engine.tools.tool_loop import DECLINED
+        from glmdesk.chat.tools import DECLINED
 
         return self.submit_tool_result(DECLINED)
 

@@ -25,12 +25,7 @@ from PySide6.QtCore import QObject, QThread, Signal, Slot
 from glmdesk.core.errors import ErrorInfo, GlmdeskError
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import CacheSettings, LoadSettings
-from glmdesk.engine.chunk import GenerationChunk
 from glmdesk.engine.quiet import quiet_libraries
-
-
-def _error_chunk(info: ErrorInfo) -> GenerationChunk:
-    return GenerationChunk(finish_reason="error", error=info)
 
 
 def _failure(kind: str, prefix: str, exc: Exception) -> ErrorInfo:
@@ -53,8 +48,9 @@ class Worker(QObject):
         load_progressed(int, LoadProgress): A loading stage of load ``id``.
         model_loaded(int, Backend, ModelInfo, Capabilities): Load ``id`` is ready.
         load_failed(int, ErrorInfo): Load ``id`` failed or was cancelled.
-        chunk_received(int, GenerationChunk): A streamed chunk of request ``id``.
-        generation_finished(int, GenerationChunk): The final chunk of request ``id``.
+        step_received(int, tuple): The events of one step of request ``id``
+            (:mod:`glmdesk.chat.events`, read by :func:`glmdesk.chat.answer.reply_events`);
+            the last step ends with ``AnswerDone`` or ``AnswerFailed``.
         error_occurred(ErrorInfo): A failure outside a load or an answer.
     """
 
@@ -62,8 +58,7 @@ class Worker(QObject):
     load_progressed = Signal(int, object)
     model_loaded = Signal(int, object, object, object)
     load_failed = Signal(int, object)
-    chunk_received = Signal(int, object)
-    generation_finished = Signal(int, object)
+    step_received = Signal(int, object)
     code_finished = Signal(int, object)
     error_occurred = Signal(object)
 
@@ -147,28 +142,22 @@ class Worker(QObject):
         stop: threading.Event,
         conversation=None,
     ) -> None:
-        """Stream an answer to ``messages`` from ``backend``; every chunk carries ``request_id``.
+        """Stream an answer to ``messages`` from ``backend`` and read it into events here,
+        off the GUI thread; every step carries ``request_id``.
 
         ``conversation`` keys the KV cache the backend keeps between this conversation's turns.
 
-        Ends with exactly one :attr:`generation_finished` (finish reason ``stop``,
-        ``length``, ``cancelled`` or ``error``).
+        The last :attr:`step_received` ends with exactly one ``AnswerDone`` (finish reason
+        ``stop``, ``length``, ``cancelled`` or ``tool_calls``) or ``AnswerFailed``.
         """
+        from glmdesk.chat.answer import reply_events
+
         if stop.is_set():  # Stop pressed before the request reached this thread
-            self.generation_finished.emit(request_id, GenerationChunk(finish_reason="cancelled"))
-            return
-        final = None
-        try:
-            for chunk in backend.stream(messages, self.params, cache, stop, conversation=conversation):
-                if chunk.finish_reason is not None:
-                    final = chunk
-                    break
-                self.chunk_received.emit(request_id, chunk)
-        except Exception as exc:  # backends never raise; this is a safety net
-            final = _error_chunk(_failure("generation_failed", "The answer failed", exc))
-        if final is None:
-            final = GenerationChunk(finish_reason="cancelled" if stop.is_set() else "stop")
-        self.generation_finished.emit(request_id, final)
+            chunks = iter(())
+        else:
+            chunks = _started(backend.stream, messages, self.params, cache, stop, conversation=conversation)
+        for events in reply_events(chunks, stop=stop):
+            self.step_received.emit(request_id, tuple(events))
 
     @Slot(int, object, str, float)
     def run_code(self, run_id: int, interpreter, code: str, timeout_s: float) -> None:
@@ -183,6 +172,12 @@ class Worker(QObject):
         except Exception as exc:  # a safety net: the interpreter words its errors
             result = _failure("interpreter_failed", "The Python interpreter could not run", exc)
         self.code_finished.emit(run_id, result)
+
+
+def _started(stream, *args, **kwargs):
+    """``stream(...)`` called on the first ``next`` (a backend that raises while starting
+    fails the answer like one that raises while streaming)."""
+    yield from stream(*args, **kwargs)
 
 
 def start_thread(worker: Worker) -> QThread:

@@ -24,7 +24,7 @@ ARGUMENT_MAX_LINES = 16
 
 
 def live_arguments(text: str) -> str:
-    """What a card shows of a call while it is written (``GenerationChunk.tool_text``):
+    """What a card shows of a call while it is written (``ToolCallPart.arguments_so_far``):
     the text as written, or inside a fenced block (ChatGLM3's ``tool_call(...)``, the
     interpreter's code) the lines after the opening fence, without the closing fence
     or the part of it written so far."""
@@ -153,7 +153,7 @@ class ToolCallCard(QFrame):
             self.set_live_text(part.arguments_so_far)
 
     def set_live_text(self, text: str) -> None:
-        """The call's text so far (``GenerationChunk.tool_text``); shown at the next
+        """The call's text so far (``ToolCallPart.arguments_so_far``); shown at the next
         throttled repaint."""
         self._live = text
         if not self._timer.isActive():

@@ -6,6 +6,7 @@ import dataclasses
 
 from PySide6.QtCore import QObject, Slot
 
+from glmdesk.chat.events import AnswerDone, ToolCallDropped, ToolCallParsed
 from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.messages import call_of, message_parts
 from glmdesk.core.parts import ToolCallPart
@@ -60,7 +61,7 @@ class ToolController(QObject):
     (``ChatView.call_added``): a call being written gets a live card, which grows with
     the call's parts (the card's ``show_part``) and becomes the finished card when the
     answer ends with the call, or goes when the call ends as text (not parsed, Stop,
-    length: ``GenerationChunk.tool_pending`` is then gone); a reopened call gets its
+    length: the answer run's ``ToolCallDropped``); a reopened call gets its
     answered card. Several calls of one answer (GLM-4.5) each keep their card, asked in
     the order written.
 
@@ -81,7 +82,7 @@ class ToolController(QObject):
         panel.tools_changed.connect(self._on_tools_changed)
         session.loader.model_ready.connect(self._on_model_ready)
         session.tool_call_requested.connect(self._on_tool_call_requested)
-        session.chunk_shown.connect(self._on_chunk_shown)
+        session.step_shown.connect(self._on_step_shown)
         chat_view.call_added.connect(self._on_call_added)
         session.code_started.connect(self._on_code_started)
         session.code_finished.connect(self._on_code_finished)
@@ -147,16 +148,17 @@ class ToolController(QObject):
             widget.set_call_card(index, card)
 
     @Slot(int, object)
-    def _on_chunk_shown(self, _request_id: int, chunk) -> None:
+    def _on_step_shown(self, _request_id: int, events) -> None:
         """A call that parsed while the answer goes on keeps its card (a next call gets its
         own); a call released as text (it did not parse) takes its card away."""
-        if self.live is not None and any(
-            isinstance(p, ToolCallPart) and p.done for p in getattr(chunk, "parts", ())
-        ):
-            self.written.append(self.live)
-            self.live = None
-        if getattr(chunk, "tool_pending", None) is None and self.live is not None:
-            self._drop_live()
+        for event in events:
+            if self.live is None:
+                return
+            if isinstance(event, ToolCallParsed):
+                self.written.append(self.live)
+                self.live = None
+            elif isinstance(event, ToolCallDropped):
+                self._drop_live()
 
     def _drop_live(self, written: bool = False) -> None:
         cards, self.live = [self.live], None
@@ -198,8 +200,9 @@ class ToolController(QObject):
         self.card.set_done()  # the output follows as the observation block
 
     @Slot(int, object)
-    def _on_answer_finished(self, _request_id: int, chunk) -> None:
-        if getattr(chunk, "finish_reason", None) != "tool_calls" or getattr(chunk, "tool_call", None) is None:
+    def _on_answer_finished(self, _request_id: int, end) -> None:
+        calls = end.calls if isinstance(end, AnswerDone) and end.finish_reason == "tool_calls" else ()
+        if not calls:
             self._drop_live(
                 written=True
             )  # no call to answer: the text (if any) and the note say what happened
@@ -207,8 +210,8 @@ class ToolController(QObject):
             if self.live is not None:  # the last call's card: asked after the others
                 self.written.append(self.live)
                 self.live = None
-            for card, call in zip(self.written[1:], getattr(chunk, "tool_calls", ())[1:], strict=False):
+            for card, call in zip(self.written[1:], calls[1:], strict=False):
                 card.set_queued(call)
-        notice = getattr(chunk, "notice", None)
+        notice = getattr(end, "notice", None)
         if notice is not None:
             self.notice.show_info(error_sentence(notice))

@@ -141,35 +141,41 @@ def test_capabilities_say_which_formats_have_tools(g4_loaded, embedded):
 
 
 def test_interpreter_round_runs_code_and_the_answer_continues(g4_loaded, tmp_path):
-    from glmdesk.engine.tools.interpreter import CodeInterpreter, new_workdir
-    from glmdesk.engine.tools.tool_loop import ToolRound, answer_with_tools, run_interpreter
+    from glmdesk.chat.answer import Tools, run_answer
+    from glmdesk.chat.events import TextDelta, ToolResultReady, ToolsAnswered
+    from glmdesk.chat.tools import InterpreterTool, allow_all
+    from glmdesk.core.tools import ToolSettings
+    from glmdesk.engine.tools.interpreter import new_workdir
 
     obs, eos = special(g4_loaded, "<|observation|>"), special(g4_loaded, "<|user|>")
     call = enc(g4_loaded, "python\n```python\nx = 6 * 7\nprint(x)\n```") + [obs]
     answer = enc(g4_loaded, "\n") + enc(g4_loaded, "The answer is 42.") + [eos]
     forcer = tm.ForceTokens([call, answer])
     g4_loaded.logits_processors = lambda: (forcer,)
-    interp = CodeInterpreter(new_workdir(tmp_path, "c"), timeout_s=30)
+    interp = InterpreterTool(lambda: new_workdir(tmp_path, "c"), ToolSettings(timeout_s=30), "glm4")
     try:
         items = list(
-            answer_with_tools(
+            run_answer(
                 lambda m, p, c, s: stream_answer(g4_loaded, m, p, c, s),
                 [ChatMessage("system", "", tools=TOOLS), ChatMessage("user", "6*7?")],
                 ParamsBox(SamplingParams(temperature=0.0, max_new_tokens=100)),
-                lambda c: run_interpreter(interp, c, "glm4"),
+                tools=Tools(allow_all, interp),
             )
         )
     finally:
         interp.close()
-    rounds = [i for i in items if isinstance(i, ToolRound)]
-    assert len(rounds) == 1 and rounds[0].result.content == "42"
-    assert rounds[0].messages[1] == ChatMessage("observation", "42", name="interpreter")
-    text = "".join(i.text for i in items if not isinstance(i, ToolRound))
+    results = [i.result for i in items if isinstance(i, ToolResultReady)]
+    (round_,) = [i for i in items if isinstance(i, ToolsAnswered)]
+    assert len(results) == 1 and results[0].content == "42"
+    assert round_.messages[1] == ChatMessage("observation", "42", name="interpreter")
+    text = "".join(i.text for i in items if isinstance(i, TextDelta))
     assert text == "The answer is 42." and items[-1].finish_reason == "stop"
 
 
 def test_tool_rounds_end_with_a_note_after_the_limit(g3_loaded):
-    from glmdesk.engine.tools.tool_loop import ToolResult, answer_with_tools
+    from glmdesk.chat.answer import Tools, run_answer
+    from glmdesk.chat.events import ToolResult
+    from glmdesk.chat.tools import allow_all
 
     obs = special(g3_loaded, "<|observation|>")
     call = enc(g3_loaded, "get_weather\n```python\ntool_call(city='x')\n```") + [obs]
@@ -177,15 +183,14 @@ def test_tool_rounds_end_with_a_note_after_the_limit(g3_loaded):
     g3_loaded.logits_processors = lambda: (forcer,)
     handled = []
     items = list(
-        answer_with_tools(
+        run_answer(
             lambda m, p, c, s: stream_answer(g3_loaded, m, p, c, s),
             [ChatMessage("system", "", tools=TOOLS), ChatMessage("user", "weather?")],
             ParamsBox(SamplingParams(temperature=0.0, max_new_tokens=100)),
-            lambda c: handled.append(c) or ToolResult('{"t": 1}'),
-            max_rounds=2,
+            tools=Tools(allow_all, lambda c: handled.append(c) or ToolResult('{"t": 1}'), max_rounds=2),
         )
     )
     assert len(handled) == 2
     last = items[-1]
-    assert last.finish_reason == "stop" and last.tool_call is None
+    assert last.finish_reason == "stop" and last.calls == ()
     assert last.notice.kind == "tool_rounds_exceeded" and last.notice.params == {"rounds": 2}

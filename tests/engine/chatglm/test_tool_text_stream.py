@@ -11,6 +11,7 @@ import threading
 
 import pytest
 
+from glmdesk.chat.reader import ChunkReader
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import ParamsBox, SamplingParams
 from glmdesk.core.tools import INTERPRETER, FunctionSpec, ToolSet
@@ -49,10 +50,10 @@ def live_texts(chunks, name: str) -> list[str]:
 
 
 def deltas(chunks) -> tuple[list[list[dict]], ToolCallStream]:
-    """What glmdesk serve sends per chunk (the last entry: after the final chunk)."""
-    calls = ToolCallStream()
-    sent = [calls.update(c) for c in chunks[:-1]]
-    return sent + [calls.finish(chunks[-1].tool_calls)], calls
+    """What glmdesk serve sends per chunk, read by the answer run (the last entry: for
+    the final chunk)."""
+    reader, calls = ChunkReader(), ToolCallStream()
+    return [calls.update(reader.read(c)) for c in chunks], calls
 
 
 def test_glm4_call_text_grows_and_its_json_arguments_stream_as_written(g4):

@@ -76,7 +76,9 @@ def test_reasoning_of_the_tool_turns_is_kept_and_earlier_reasoning_left_out(glm4
 
 
 def test_the_tool_loop_gives_the_next_prompt_the_calls_reasoning(glm47, hf_tok):
-    from glmdesk.engine.tools.tool_loop import ToolResult, ToolRound, answer_with_tools
+    from glmdesk.chat.answer import Tools, run_answer
+    from glmdesk.chat.events import TextDelta, ToolResult, ToolsAnswered
+    from glmdesk.chat.tools import allow_all
 
     tok, stop = glm47.tokenizer, glm47.tokenizer.convert_tokens_to_ids("<|observation|>")
     call = "I need the weather.</think><tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value></tool_call>"
@@ -91,8 +93,8 @@ def test_the_tool_loop_gives_the_next_prompt_the_calls_reasoning(glm47, hf_tok):
 
     messages = [ChatMessage("system", "", tools=TOOLS), ChatMessage("user", "weather in Paris?")]
     params = ParamsBox(SamplingParams(temperature=0.0, max_new_tokens=80))
-    out = list(answer_with_tools(stream, messages, params, lambda c: ToolResult("sunny")))
-    (round_,) = [x for x in out if isinstance(x, ToolRound)]
+    out = list(run_answer(stream, messages, params, tools=Tools(allow_all, lambda c: ToolResult("sunny"))))
+    (round_,) = [x for x in out if isinstance(x, ToolsAnswered)]
     assert round_.messages[0].reasoning == "I need the weather."
     reference = [
         {"role": "user", "content": "weather in Paris?"},
@@ -106,4 +108,5 @@ def test_the_tool_loop_gives_the_next_prompt_the_calls_reasoning(glm47, hf_tok):
     ]
     assert prompts[1] == _reference(hf_tok, reference)
     assert "<think>I need the weather.</think>\n<tool_call>" in hf_tok.decode(prompts[1])
-    assert "".join(c.text for c in out[out.index(round_) + 1 :]) == "Sunny in Paris."
+    after = out[out.index(round_) + 1 :]
+    assert "".join(e.text for e in after if isinstance(e, TextDelta)) == "Sunny in Paris."

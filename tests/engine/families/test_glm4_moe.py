@@ -246,7 +246,9 @@ def test_no_thinking_switches_the_template_off(glm45, hf_tok):
 
 
 def test_the_tool_loop_runs_the_call_and_the_model_answers_its_result(glm45, hf_tok):
-    from glmdesk.engine.tools.tool_loop import ToolResult, ToolRound, answer_with_tools
+    from glmdesk.chat.answer import Tools, run_answer
+    from glmdesk.chat.events import TextDelta, ToolResult, ToolsAnswered
+    from glmdesk.chat.tools import allow_all
 
     tok, stop = glm45.tokenizer, glm45.tokenizer.convert_tokens_to_ids("<|observation|>")
     call = "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>"
@@ -261,11 +263,14 @@ def test_the_tool_loop_runs_the_call_and_the_model_answers_its_result(glm45, hf_
 
     messages = [ChatMessage("system", "", tools=TOOLS), ChatMessage("user", "weather in Paris?")]
     params = ParamsBox(SamplingParams(temperature=0.0, max_new_tokens=60))
-    out = list(answer_with_tools(stream, messages, params, lambda c: ToolResult('{"temperature": 21}')))
-    (round_,) = [x for x in out if isinstance(x, ToolRound)]
-    assert (round_.call.name, dict(round_.call.arguments)) == ("get_weather", {"city": "Paris"})
+    tools = Tools(allow_all, lambda c: ToolResult('{"temperature": 21}'))
+    out = list(run_answer(stream, messages, params, tools=tools))
+    (round_,) = [x for x in out if isinstance(x, ToolsAnswered)]
+    call = round_.messages[0].tool_call
+    assert (call.name, dict(call.arguments)) == ("get_weather", {"city": "Paris"})
     after = out[out.index(round_) + 1 :]
-    assert out[-1].finish_reason == "stop" and "".join(c.text for c in after) == "It is 21 degrees."
+    assert out[-1].finish_reason == "stop"
+    assert "".join(e.text for e in after if isinstance(e, TextDelta)) == "It is 21 degrees."
     second = hf_tok.decode(prompts[1])
     assert (
         '</tool_call><|observation|>\n<tool_response>\n{"temperature": 21}\n</tool_response><|assistant|>'
@@ -339,7 +344,9 @@ def test_several_calls_in_one_reply_are_all_read_and_the_reply_ends_at_the_end_t
 def test_the_tool_loop_runs_several_calls_in_order_and_sends_their_results_as_the_template_does(
     glm45, hf_tok
 ):
-    from glmdesk.engine.tools.tool_loop import ToolResult, ToolRound, answer_with_tools
+    from glmdesk.chat.answer import Tools, run_answer
+    from glmdesk.chat.events import TextDelta, ToolResult, ToolResultReady, ToolsAnswered
+    from glmdesk.chat.tools import allow_all
 
     tok, stop = glm45.tokenizer, glm45.tokenizer.convert_tokens_to_ids("<|observation|>")
     scripts = [
@@ -359,13 +366,15 @@ def test_the_tool_loop_runs_several_calls_in_order_and_sends_their_results_as_th
 
     messages = [ChatMessage("system", "", tools=TOOLS), ChatMessage("user", "Paris and Rome?")]
     params = ParamsBox(SamplingParams(temperature=0.0, max_new_tokens=120))
-    out = list(answer_with_tools(stream, messages, params, handle))
-    (round_,) = [x for x in out if isinstance(x, ToolRound)]
-    assert asked == ["Paris", "Rome"] and [r.content for r in round_.results] == ["sunny", "rain"]
+    out = list(run_answer(stream, messages, params, tools=Tools(allow_all, handle)))
+    (round_,) = [x for x in out if isinstance(x, ToolsAnswered)]
+    results = [x.result.content for x in out if isinstance(x, ToolResultReady)]
+    assert asked == ["Paris", "Rome"] and results == ["sunny", "rain"]
     assert [m.role for m in round_.messages] == ["assistant", "assistant", "observation", "observation"]
     assert round_.messages[0].reasoning == "Two cities."  # the call keeps its reasoning
     after = out[out.index(round_) + 1 :]
-    assert out[-1].finish_reason == "stop" and "".join(c.text for c in after) == "Sunny, then rain."
+    assert out[-1].finish_reason == "stop"
+    assert "".join(e.text for e in after if isinstance(e, TextDelta)) == "Sunny, then rain."
     calls = [
         {"type": "function", "function": {"name": "get_weather", "arguments": a}}
         for a in ({"city": "Paris"}, {"city": "Rome", "days": 2})
@@ -387,7 +396,9 @@ def test_the_tool_loop_runs_several_calls_in_order_and_sends_their_results_as_th
 
 
 def test_calls_past_the_round_limit_run_none(glm45):
-    from glmdesk.engine.tools.tool_loop import ToolRound, answer_with_tools
+    from glmdesk.chat.answer import Tools, run_answer
+    from glmdesk.chat.events import ToolResultReady
+    from glmdesk.chat.tools import allow_all
 
     tok, stop = glm45.tokenizer, glm45.tokenizer.convert_tokens_to_ids("<|observation|>")
     forcer = tm.ForceTokens([tok.encode(PARIS_AND_ROME, add_special_tokens=False) + [stop]])
@@ -395,8 +406,9 @@ def test_calls_past_the_round_limit_run_none(glm45):
     messages = [ChatMessage("system", "", tools=TOOLS), ChatMessage("user", "Paris and Rome?")]
     params = ParamsBox(SamplingParams(temperature=0.0, max_new_tokens=120))
     stream = lambda h, p, c, s: stream_answer(glm45, h, p, c, s)  # noqa: E731
-    out = list(answer_with_tools(stream, messages, params, lambda c: pytest.fail("ran"), max_rounds=1))
-    assert not [x for x in out if isinstance(x, ToolRound)]
+    tools = Tools(allow_all, lambda c: pytest.fail("ran"), max_rounds=1)
+    out = list(run_answer(stream, messages, params, tools=tools))
+    assert not [x for x in out if isinstance(x, ToolResultReady)]
     assert out[-1].finish_reason == "stop" and out[-1].notice.kind == "tool_rounds_exceeded"
 
 

@@ -53,7 +53,7 @@ class StoredAtStart(FakeBackend):
 def text(t: str, reason: str = "stop") -> list[GenerationChunk]:
     from glmdesk.core.parts import TextPart
 
-    return [GenerationChunk(text=t, parts=(TextPart(t),), n_generated=1, finish_reason=reason)]
+    return [GenerationChunk(parts=(TextPart(t),), n_generated=1, finish_reason=reason)]
 
 
 @pytest.fixture
@@ -262,7 +262,7 @@ backend = FakeBackend(pieces=("Because", " of", " Rayleigh"), gate=threading.Eve
 window = window_with_history(backend=backend, options=lambda: {})
 window.show()
 window.loader.model_ready.connect(lambda *_: window.send_message("Why is the sky blue?"))
-window.session.chunk_shown.connect(lambda *_: print("generating", flush=True))
+window.session.step_shown.connect(lambda *_: print("generating", flush=True))
 window.start()
 app.exec()
 """

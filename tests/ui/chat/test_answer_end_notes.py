@@ -17,9 +17,9 @@ def test_no_reply_limit_note_on_an_answer_that_ended_by_itself(qtbot, window, sh
     window.sidebar.set_params(SamplingParams(temperature=0.0, top_p=1.0, max_new_tokens=context))
     with qtbot.waitSignal(window.session.answer_finished, timeout=ANSWER_MS) as done:
         assert window.send_message("Say hello.")
-    chunk = done.args[1]
-    assert 0 < chunk.reply_limit < context  # the prompt took some of the context...
-    assert chunk.finish_reason == "stop"
+    end = done.args[1]
+    assert 0 < end.figures.reply_limit < context  # the prompt took some of the context...
+    assert end.finish_reason == "stop"
     assert window.notice.text() == ""  # ...but the answer was not cut: nothing to say
 
 
@@ -35,7 +35,7 @@ def test_an_answer_stuck_repeating_stops_with_a_note(qtbot, window, shared_model
     window.sidebar.set_params(SamplingParams(temperature=0.0, top_p=1.0, max_new_tokens=512))
     with qtbot.waitSignal(window.session.answer_finished, timeout=ANSWER_MS) as done:
         assert window.send_message("Greet me.")
-    assert done.args[1].finish_reason == "repetition" and done.args[1].n_generated == WINDOW
+    assert done.args[1].finish_reason == "repetition" and done.args[1].figures.n_generated == WINDOW
     answer = window.chat_view.messages()[-1]
     assert answer.note_label.isVisible() and "repeating" in answer.note_label.text()
 
@@ -59,12 +59,12 @@ def test_the_reply_limit_note_shows_for_a_cut_answer_and_goes_with_the_model(qtb
     from glmdesk.core.parts import TextPart
     from glmdesk.engine.chunk import GenerationChunk
 
-    ended = GenerationChunk(text="Hello.", parts=(TextPart("Hello."),), finish_reason="stop", reply_limit=90)
+    ended = GenerationChunk(parts=(TextPart("Hello."),), finish_reason="stop", reply_limit=90)
     window = _scripted_window(qtbot, ended)
     assert window.notice.text() == ""  # 90 < 512 left, but the answer ended by itself
     window.close()
 
-    cut = GenerationChunk(text="Hello", parts=(TextPart("Hello"),), finish_reason="length", reply_limit=90)
+    cut = GenerationChunk(parts=(TextPart("Hello"),), finish_reason="length", reply_limit=90)
     window = _scripted_window(qtbot, cut)
     assert window.notice.text().startswith("Only 90 tokens are left in the context window")
     window.loader.model_ready.emit(window.model_info)  # another model is in use now

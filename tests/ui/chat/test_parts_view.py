@@ -35,7 +35,6 @@ def chunks() -> list[GenerationChunk]:
         call = isinstance(step[0], ToolCallPart)
         out.append(
             GenerationChunk(
-                text="".join(p.text for p in step if isinstance(p, TextPart)),
                 parts=step,
                 n_generated=i + 1,
                 tool_pending="get_weather" if call else None,

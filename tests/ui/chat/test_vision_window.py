@@ -35,7 +35,7 @@ def test_a_photo_is_answered_and_shown_as_a_thumbnail(qtbot, make_window, glm4v_
     box.set_text("What is in this picture?")
     with qtbot.waitSignal(window.session.answer_finished, timeout=ANSWER_TIMEOUT_MS) as done:
         box.submit()
-    assert done.args[1].error is None and done.args[1].finish_reason in ("stop", "length")
+    assert done.args[1].finish_reason in ("stop", "length")
     user, answer = window.chat_view.messages()[-2:]
     assert user.text() == "What is in this picture?" and answer.text()
     (thumbnail,) = _thumbnails(user)
@@ -140,7 +140,7 @@ def test_a_thinking_answer_shows_its_reasoning_and_not_the_answer_wrapper(
     window.input_box.add_images([red_photo])
     with qtbot.waitSignal(window.session.answer_finished, timeout=ANSWER_TIMEOUT_MS) as done:
         assert window.send_message("What is this?")
-    assert done.args[1].error is None
+    assert done.args[1].finish_reason != "error"
     answer = window.chat_view.messages()[-1]
     assert answer.reasoning().strip() == "It is red."
     assert answer.text() == "A red square"

@@ -115,7 +115,7 @@ def test_switching_conversation_mid_answer_saves_to_its_own(qtbot, wired):
     history.add_message(other, "assistant", "Old answer")
     window.sidebar.set_params(replace(window.sidebar.params(), max_new_tokens=200))
     chunks = []
-    window.session.chunk_shown.connect(lambda *a: chunks.append(a))
+    window.session.step_shown.connect(lambda *a: chunks.append(a))
     with qtbot.waitSignal(window.session.answer_finished, timeout=ANSWER_MS):
         window.send_message("Write a long story about a lighthouse keeper.")
         qtbot.waitUntil(lambda: len(chunks) >= 2, timeout=ANSWER_MS)
@@ -137,7 +137,7 @@ def test_deleting_the_open_conversation_mid_answer(qtbot, wired):
     window, history, panel, controller = wired
     window.sidebar.set_params(replace(window.sidebar.params(), max_new_tokens=200))
     chunks = []
-    window.session.chunk_shown.connect(lambda *a: chunks.append(a))
+    window.session.step_shown.connect(lambda *a: chunks.append(a))
     with qtbot.waitSignal(window.session.answer_finished, timeout=ANSWER_MS):
         window.send_message("Write a long story about a lighthouse keeper.")
         qtbot.waitUntil(lambda: len(chunks) >= 2, timeout=ANSWER_MS)
@@ -160,7 +160,7 @@ def test_closing_mid_answer_saves_the_partial_answer(qtbot, make_window, shared_
     )
     window.sidebar.set_params(replace(window.sidebar.params(), max_new_tokens=200))
     chunks = []
-    window.session.chunk_shown.connect(lambda *a: chunks.append(a))
+    window.session.step_shown.connect(lambda *a: chunks.append(a))
     window.send_message("Write a long story about a lighthouse keeper.")
     qtbot.waitUntil(lambda: len(chunks) >= 2, timeout=ANSWER_MS)
     controller.flush()
@@ -178,9 +178,9 @@ def test_status_bar_says_when_the_window_cache_evicts(qtbot, window):
 
     window.sidebar.set_cache_settings(CacheSettings("sliding_window", window=32, sinks=4))
     window.sidebar.set_params(replace(window.sidebar.params(), max_new_tokens=40))
-    final = send(qtbot, window, "Write a long story about a lighthouse keeper.")
-    assert final.cache.strategy == "sliding_window" and final.cache.evicted > 0
-    assert final.cache.tokens_held == 36
+    cache = send(qtbot, window, "Write a long story about a lighthouse keeper.").figures.cache
+    assert cache.strategy == "sliding_window" and cache.evicted > 0
+    assert cache.tokens_held == 36
     assert "evicted" in window.status.cache_label.text()
 
 

@@ -10,8 +10,10 @@ import threading
 
 import pytest
 
+from glmdesk.chat.events import AnswerDone, AnswerFailed, AnswerFigures, TextDelta
+from glmdesk.chat.reader import parts_of
+from glmdesk.core.parts import text_of
 from glmdesk.core.settings import CacheSettings, LoadSettings, ParamsBox, SamplingParams
-from glmdesk.engine.chunk import GenerationChunk
 from glmdesk.ui.session.chat_session import ChatSession
 from tests.helpers.fake_backend import FakeBackend
 
@@ -51,11 +53,11 @@ def test_answer_streams_and_is_added_once(qtbot, make_session) -> None:
     session = make_session(backend)
     _ready(qtbot, session, backend)
     added = _record(session.message_added)
-    chunks = _record(session.chunk_shown)
+    chunks = _record(session.step_shown)
     with qtbot.waitSignal(session.answer_finished, timeout=MS) as finished:
         assert session.send("Hi", "Be brief.", CacheSettings())
     assert finished.args[1].finish_reason == "stop"
-    assert [c[1].text for c in chunks] == ["Hello", ", ", "world"]
+    assert [text_of(parts_of(c[1])) for c in chunks] == ["Hello", ", ", "world", "."]
     assert [(m.role, m.content) for _, m, _ in added][:2] == [("user", "Hi"), ("assistant", "Hello, world.")]
     assert backend.requests[0][0].role == "system"  # the system prompt leads the request
     first_key = backend.conversations[0]
@@ -76,13 +78,13 @@ def test_chunks_of_a_request_moved_past_are_ignored(qtbot, make_session) -> None
     backend = FakeBackend(gate=gate)
     session = make_session(backend)
     _ready(qtbot, session, backend)
-    chunks = _record(session.chunk_shown)
+    chunks = _record(session.step_shown)
     finished = _record(session.answer_finished)
     session.send("Hi", "", CacheSettings())
     current = session._current
     qtbot.waitUntil(lambda: len(chunks) == 1, timeout=MS)
-    session._on_chunk_received(current - 1, GenerationChunk(text="stale"))
-    session._on_generation_finished(current - 1, GenerationChunk(text="stale", finish_reason="stop"))
+    session._on_step_received(current - 1, (TextDelta("stale"),))
+    session._on_step_received(current - 1, (TextDelta("stale"), AnswerDone("stop", AnswerFigures())))
     assert len(chunks) == 1 and finished == [] and session.is_streaming()
     with qtbot.waitSignal(session.answer_finished, timeout=MS):
         gate.set()
@@ -94,7 +96,7 @@ def test_stop_keeps_the_partial_answer(qtbot, make_session) -> None:
     backend = FakeBackend(gate=gate)
     session = make_session(backend)
     _ready(qtbot, session, backend)
-    chunks = _record(session.chunk_shown)
+    chunks = _record(session.step_shown)
     with qtbot.waitSignal(session.answer_finished, timeout=MS) as finished:
         session.send("Hi", "", CacheSettings())
         qtbot.waitUntil(lambda: len(chunks) == 1, timeout=MS)
@@ -167,3 +169,29 @@ def test_window_streams_from_the_fake_backend(qtbot) -> None:
     assert window.chat_view.messages()[-1].text() == "你好，世界"
     assert not window.input_box.is_streaming()
     window.close()
+
+
+class _BrokenBackend(FakeBackend):
+    """Writes one piece, then its engine fails (raises: a bug, not a worded error)."""
+
+    def stream(self, messages, params, cache=None, stop=None, conversation=None):
+        yield from list(super().stream(messages, params, cache, stop, conversation))[:1]
+        raise RuntimeError("the driver went away")
+
+
+def test_a_backend_that_raises_ends_the_answer_with_a_sentence_and_keeps_its_text(
+    qtbot, make_session
+) -> None:
+    backend = _BrokenBackend()
+    session = make_session(backend)
+    _ready(qtbot, session, backend)
+    steps = _record(session.step_shown)
+    with qtbot.waitSignal(session.answer_finished, timeout=MS) as finished:
+        session.send("Hi", "", CacheSettings())
+    end = finished.args[1]
+    assert isinstance(end, AnswerFailed) and end.error.kind == "generation_failed"
+    assert "the driver went away" in end.error.message
+    assert text_of(parts_of(steps[0][1])) == "Hello" and isinstance(steps[-1][1][-1], AnswerFailed)
+    assert session.state.messages[-1].content == "Hello"
+    assert session.state.records[-1].finish_reason == "error"
+    assert not session.is_streaming()

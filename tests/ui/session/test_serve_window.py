@@ -90,7 +90,7 @@ def test_remote_answer_stop_and_server_gone(qtbot, make_window, served):
 
     window.sidebar.set_params(replace(window.sidebar.params(), max_new_tokens=300))
     chunks: list = []
-    window.session.chunk_shown.connect(lambda *args: chunks.append(args))
+    window.session.step_shown.connect(lambda *args: chunks.append(args))
     with qtbot.waitSignal(window.session.answer_finished, timeout=ANSWER_MS) as finished:
         window.send_message("Write a long story about a dragon.")
         qtbot.waitUntil(lambda: len(chunks) >= 3, timeout=ANSWER_MS)

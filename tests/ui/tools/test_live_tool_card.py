@@ -37,7 +37,7 @@ def pending(texts: Sequence[str], name: str = "get_weather") -> list[GenerationC
 
 def said(text: str, **fields) -> GenerationChunk:
     """A chunk of answer text, as the engine gives it (its text part too)."""
-    return GenerationChunk(text=text, parts=(TextPart(text),), **fields)
+    return GenerationChunk(parts=(TextPart(text),), **fields)
 
 
 @pytest.fixture

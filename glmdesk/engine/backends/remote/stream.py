@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable, Iterator
 
 from glmdesk.core.errors import ErrorInfo, GlmdeskError
-from glmdesk.core.parts import ReasoningPart, ReplyPart, TextPart, ToolCallPart, merged, text_of
+from glmdesk.core.parts import ReasoningPart, ReplyPart, TextPart, ToolCallPart, merged
 from glmdesk.core.tools import ToolSet
 from glmdesk.engine.backends.remote import errors as remote_errors
 from glmdesk.engine.backends.remote.tools import RemoteCalls
@@ -91,7 +91,6 @@ class RemoteAnswer:
             parts.append(ToolCallPart(call.name, call.arguments_json(), done=True))
         parts = merged(parts)
         return GenerationChunk(
-            text=text_of(parts),
             parts=parts,
             prompt_tokens=self.prompt_tokens,
             n_generated=self.n_generated,
