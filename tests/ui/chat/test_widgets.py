@@ -285,6 +285,8 @@ def test_every_error_kind_has_a_sentence() -> None:
         "seconds": 120,
         "title": "天气",
         "problems": "Function 1 needs a name.",
+        "build": "native",
+        "signal": "SIGSEGV",
     }
     for kind in ERROR_KINDS:
         sentence = error_sentence(ErrorInfo(kind, "ENGLISH FALLBACK", params))
