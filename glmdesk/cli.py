@@ -59,6 +59,9 @@ def _chat_parser(sub) -> None:
         "Needs a GLM vision model (GLM-4.1V, GLM-4.6V) or a server with one",
     )
     add_tool_arguments(p)
+    from glmdesk.cli_mcp import add_mcp_arguments
+
+    add_mcp_arguments(p)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -76,6 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
     _chat_parser(sub)
     add_serve_parser(sub)
     add_build_parser(sub)
+    from glmdesk.cli_mcp import mcp_parser
+
+    mcp_parser(sub)
     conv = sub.add_parser("convert", help="convert an original ChatGLM2/3 or GLM-4 checkpoint")
     conv.add_argument("src", help="original checkpoint folder")
     conv.add_argument("dst", nargs="?", help="output folder (default: next to the source, suffix -hf)")
@@ -255,6 +261,12 @@ def _chat(args) -> int:
         return 2
     system = [ChatMessage("system", args.system)] if args.system else []
     tools = None
+    mcp = _open_mcp(args) if args.mcp else None
+    if isinstance(mcp, int):
+        backend.close()
+        return mcp
+    if mcp is not None:
+        toolset = mcp.source.with_tools(toolset)
     if toolset:
         from glmdesk.cli_tools import TerminalTools
 
@@ -266,7 +278,7 @@ def _chat(args) -> int:
                 f"{info.name} has no tool-call format (only ChatGLM3, GLM-4 and GLM-4.5/4.6/4.7 models do); leave out --tools and --interpreter.",
             )
             return 2
-        system, tools = with_tools(system, toolset), TerminalTools(family, tool_settings)
+        system, tools = with_tools(system, toolset), TerminalTools(family, tool_settings, mcp=mcp)
     try:
         if args.prompt is not None:
             messages = system + [ChatMessage("user", args.prompt, attachments=images)]
@@ -278,7 +290,27 @@ def _chat(args) -> int:
     finally:
         if tools is not None:
             tools.close()
+        if mcp is not None:
+            mcp.close()
         backend.close()
+
+
+def _open_mcp(args):
+    """The MCP servers of ``--mcp``, started (each command agreed on the terminal once),
+    or 2 (the error printed) when one is missing or cannot start."""
+    from glmdesk.cli_mcp import TerminalMcp
+
+    try:
+        mcp = TerminalMcp(args.approve, args.mcp_config)
+    except ValueError as exc:
+        _error("chat", exc)
+        return 2
+    problems = mcp.open(args.mcp)
+    if problems:
+        mcp.close()
+        _error("chat", " ".join(problems))
+        return 2
+    return mcp
 
 
 def _load_for_chat(args):
@@ -401,6 +433,10 @@ def main(argv: list[str] | None = None) -> int:
         return convert(args)
     if args.command == "build-llamacpp":
         return build_llamacpp(args)
+    if args.command == "mcp":
+        from glmdesk.cli_mcp import mcp_main
+
+        return mcp_main(args)
     if args.install_desktop_entry or args.uninstall_desktop_entry:
         from glmdesk import desktop_entry
 

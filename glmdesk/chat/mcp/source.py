@@ -110,6 +110,10 @@ class McpToolSource:
         added = tuple(f for f in self._functions if f.name not in own)
         return replace(toolset, functions=(*toolset.functions, *added))
 
+    def offered_as(self, server: str, tool: str) -> str | None:
+        """The name the model calls ``tool`` of ``server`` by, or ``None``."""
+        return next((n for n, t in self._by_name.items() if (t.server, t.name) == (server, tool)), None)
+
     def tool(self, call: ToolCall) -> McpTool | None:
         """The MCP tool ``call`` calls, or ``None`` (a built-in or custom function)."""
         return self._by_name.get(call.name) if call.kind == "function" else None

@@ -9,7 +9,7 @@ import time
 from glmdesk.chat.mcp.config import McpConfig, McpServerConfig
 from glmdesk.chat.mcp.hub import McpHub
 from glmdesk.chat.mcp.results import MAX_RESULT_CHARS
-from tests.chat.mcp.conftest import FAULTS, TIME
+from tests.chat.mcp.conftest import TIME
 
 
 def test_the_time_server_lists_its_tools_and_answers_a_call(hub):
@@ -152,7 +152,3 @@ def test_streamable_http_server(http_server_url):
         assert "did not answer" in hub.call("web", "nap", {"seconds": 20}, timeout_s=1.0).content
     finally:
         hub.close()
-
-
-def test_faults_server_timeout_comes_from_its_config():
-    assert FAULTS.timeout_s == 3.0
