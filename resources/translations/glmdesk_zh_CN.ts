@@ -72,6 +72,53 @@
     </message>
 </context>
 <context>
+    <name>ApprovalCard</name>
+    <message>
+        <source>Run this code?</source>
+        <translation>运行这段代码？</translation>
+    </message>
+    <message>
+        <source>Run {tool} of the MCP server {server}?</source>
+        <translation>运行 MCP 服务器 {server} 的 {tool}？</translation>
+    </message>
+    <message>
+        <source>The server marks this tool read-only.</source>
+        <translation>服务器将此工具标记为只读。</translation>
+    </message>
+    <message>
+        <source>Reason for denying (optional; the model reads it)</source>
+        <translation>拒绝原因（可选；模型会读到）</translation>
+    </message>
+    <message>
+        <source>Allow once</source>
+        <translation>允许一次</translation>
+    </message>
+    <message>
+        <source>Always allow this tool</source>
+        <translation>始终允许此工具</translation>
+    </message>
+    <message>
+        <source>Deny</source>
+        <translation>拒绝</translation>
+    </message>
+    <message>
+        <source>Waiting for you</source>
+        <translation>等待你的决定</translation>
+    </message>
+    <message>
+        <source>Allowed</source>
+        <translation>已允许</translation>
+    </message>
+    <message>
+        <source>Denied</source>
+        <translation>已拒绝</translation>
+    </message>
+    <message>
+        <source>Stopped: not run</source>
+        <translation>已停止：未运行</translation>
+    </message>
+</context>
+<context>
     <name>AttachmentTray</name>
     <message>
         <source>Remove this image</source>
