@@ -245,6 +245,7 @@ class McpHub:
         self.config = config
         self._consent = consent
         self._on_status = on_status
+        self._listeners: list[Callable[[ServerStatus], None]] = []
         self._lock = threading.RLock()
         self._status: dict[str, ServerStatus] = {s.name: ServerStatus(s.name) for s in config.servers}
         self._running: dict[str, _Running] = {}
@@ -264,11 +265,32 @@ class McpHub:
     def _set(self, status: ServerStatus) -> None:
         with self._lock:
             self._status[status.name] = status
-        if self._on_status is not None:
+            listeners = [f for f in (self._on_status, *self._listeners) if f is not None]
+        for listener in listeners:
             try:
-                self._on_status(status)
+                listener(status)
             except Exception:  # a listener's fault is not the server's
                 pass
+
+    def add_listener(self, listener: Callable[[ServerStatus], None]) -> None:
+        """Also tell ``listener`` every status change (on the hub's thread)."""
+        with self._lock:
+            self._listeners.append(listener)
+
+    def reconfigure(self, config: McpConfig) -> None:
+        """Use ``config`` from now on: a server removed or changed is stopped (a changed
+        one starts again, with its new settings, when next needed)."""
+        with self._lock:
+            old = {s.name: s for s in self.config.servers}
+            self.config = config
+        for name, before in old.items():
+            if config.server(name) != before:
+                self.stop(name)
+        with self._lock:
+            for s in config.servers:
+                self._status.setdefault(s.name, ServerStatus(s.name))
+            for name in [n for n in self._status if config.server(n) is None]:
+                del self._status[name]
 
     # --- state ------------------------------------------------------------------
     def status(self, name: str) -> ServerStatus:
