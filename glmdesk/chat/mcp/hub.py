@@ -19,11 +19,13 @@ a result that says so (the model reads it; the card shows it).
 from __future__ import annotations
 
 import asyncio
+import atexit
 import collections
 import concurrent.futures
 import os
 import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -250,6 +252,8 @@ class McpHub:
         self._status: dict[str, ServerStatus] = {s.name: ServerStatus(s.name) for s in config.servers}
         self._running: dict[str, _Running] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
+        me = weakref.ref(self)
+        atexit.register(lambda: (hub := me()) is not None and hub.close())  # servers end with glmdesk
 
     # --- the loop ---------------------------------------------------------------
     def _event_loop(self) -> asyncio.AbstractEventLoop:
