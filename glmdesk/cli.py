@@ -267,6 +267,13 @@ def _chat(args) -> int:
         return mcp
     if mcp is not None:
         toolset = mcp.source.with_tools(toolset)
+        from glmdesk.chat.mcp.source import tool_list_tokens, tools_context_note
+
+        note = tools_context_note(
+            tool_list_tokens(mcp.source.functions(), backend.prompt_tokens), info.context_length
+        )
+        if note:
+            print(f"glmdesk chat: {note}", file=sys.stderr)
     if toolset:
         from glmdesk.cli_tools import TerminalTools
 

@@ -163,3 +163,30 @@ def runner(
         return other(call)
 
     return run
+
+
+#: The share of the context window the tool list may take before the user is told.
+TOOLS_SHARE_NOTE = 0.25
+
+
+def tool_list_tokens(
+    functions: Sequence[FunctionSpec], count: Callable[[str], int | None] | None = None
+) -> int:
+    """Tokens the functions' definitions take in the prompt: ``count(text)`` of their JSON
+    when the engine can count, else about 4 characters a token."""
+    import json
+
+    text = "\n".join(json.dumps(f.definition(), ensure_ascii=False) for f in functions)
+    counted = count(text) if count is not None else None
+    return counted if counted is not None else (len(text) + 3) // 4
+
+
+def tools_context_note(tokens: int, context_tokens: int) -> str | None:
+    """A sentence when the tool list takes more than :data:`TOOLS_SHARE_NOTE` of the
+    context window (``None`` otherwise, or when the window is unknown: 0)."""
+    if context_tokens <= 0 or tokens <= TOOLS_SHARE_NOTE * context_tokens:
+        return None
+    return (
+        f"The tools' descriptions take about {tokens:,} tokens, {tokens / context_tokens:.0%} of the "
+        f"{context_tokens:,}-token context; turn off servers or tools this chat does not need."
+    )

@@ -151,3 +151,17 @@ def test_a_command_is_agreed_once_and_asked_again_when_it_changes(tmp_path):
     assert consent(server) and consent(server) and len(asked) == 1
     assert McpApprovals(tmp_path / "a.json").agreed(server)
     assert consent(McpServerConfig("t", command=sys.executable, args=("-m", "y"))) and len(asked) == 2
+
+
+def test_a_tool_list_that_takes_much_of_the_context_is_told():
+    from glmdesk.chat.mcp.source import function_of, tool_list_tokens, tools_context_note
+
+    functions = [function_of(McpTool("s", f"t{k}", "d" * 400), f"t{k}") for k in range(10)]
+    tokens = tool_list_tokens(functions)
+    assert 1000 < tokens < 1300 and tool_list_tokens(functions, lambda text: 7) == 7
+    assert tools_context_note(tokens, 100_000) is None and tools_context_note(tokens, 0) is None
+    note = tools_context_note(tokens, 2048)
+    assert (
+        note.startswith(f"The tools' descriptions take about {tokens:,} tokens")
+        and "2,048-token context" in note
+    )
