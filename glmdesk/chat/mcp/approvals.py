@@ -49,8 +49,8 @@ class McpApprovals:
     """The kept approvals (see the module docstring); thread-safe, saved at each change.
 
     Args:
-        path: The file (default: ``mcp_approvals.json`` in the config folder); ``None``
-            values are read lazily so tests point the config folder elsewhere first.
+        path: The file (default: ``mcp_approvals.json`` in the config folder, found when
+            the object is made). A missing or damaged file allows nothing without asking.
     """
 
     def __init__(self, path: Path | None = None) -> None:
