@@ -63,6 +63,9 @@ def _chat_parser(sub) -> None:
     )
     add_tool_arguments(p)
     add_document_arguments(p)
+    from glmdesk.cli.mcp import add_mcp_arguments
+
+    add_mcp_arguments(p)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -81,6 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_serve_parser(sub)
     add_build_parser(sub)
     add_models_parsers(sub)
+    from glmdesk.cli.mcp import mcp_parser
+
+    mcp_parser(sub)
     conv = sub.add_parser("convert", help="convert an original ChatGLM2/3 or GLM-4 checkpoint")
     conv.add_argument("src", help="original checkpoint folder")
     conv.add_argument("dst", nargs="?", help="output folder (default: next to the source, suffix -hf)")
@@ -295,6 +301,19 @@ def _chat(args) -> int:
         return 2
     system = [ChatMessage("system", args.system)] if args.system else []
     tools = None
+    mcp = _open_mcp(args) if args.mcp else None
+    if isinstance(mcp, int):
+        backend.close()
+        return mcp
+    if mcp is not None:
+        toolset = mcp.source.with_tools(toolset)
+        from glmdesk.chat.mcp.source import tool_list_tokens, tools_context_note
+
+        note = tools_context_note(
+            tool_list_tokens(mcp.source.functions(), backend.prompt_tokens), info.context_length
+        )
+        if note:
+            print(f"glmdesk chat: {note}", file=sys.stderr)
     if toolset:
         from glmdesk.cli.tools import TerminalTools
 
@@ -306,7 +325,7 @@ def _chat(args) -> int:
                 f"{info.name} has no tool-call format (only ChatGLM3, GLM-4 and GLM-4.5/4.6/4.7 models do); leave out --tools and --interpreter.",
             )
             return 2
-        system, tools = with_tools(system, toolset), TerminalTools(family, tool_settings)
+        system, tools = with_tools(system, toolset), TerminalTools(family, tool_settings, mcp=mcp)
     try:
         if args.prompt is not None:
             messages = system + [ChatMessage("user", args.prompt, attachments=images)]
@@ -322,7 +341,27 @@ def _chat(args) -> int:
             tools.close()
         if documents is not None:
             documents.close()
+        if mcp is not None:
+            mcp.close()
         backend.close()
+
+
+def _open_mcp(args):
+    """The MCP servers of ``--mcp``, started (each command agreed on the terminal once),
+    or 2 (the error printed) when one is missing or cannot start."""
+    from glmdesk.cli.mcp import TerminalMcp
+
+    try:
+        mcp = TerminalMcp(args.approve, args.mcp_config)
+    except ValueError as exc:
+        _error("chat", exc)
+        return 2
+    problems = mcp.open(args.mcp)
+    if problems:
+        mcp.close()
+        _error("chat", " ".join(problems))
+        return 2
+    return mcp
 
 
 def _load_for_chat(args):
@@ -469,6 +508,10 @@ def main(argv: list[str] | None = None) -> int:
         return models(args)
     if args.command == "pull":
         return pull(args)
+    if args.command == "mcp":
+        from glmdesk.cli.mcp import mcp_main
+
+        return mcp_main(args)
     if args.install_desktop_entry or args.uninstall_desktop_entry:
         from glmdesk import desktop_entry
 

@@ -112,14 +112,17 @@ class TerminalTools:
         settings: Limits (rounds, interpreter time limit and memory).
         ask: Reads one line after a prompt (``input``); EOF declines.
         out: Where cards and results are printed (the terminal).
+        mcp: The MCP servers of ``--mcp`` (:class:`~glmdesk.cli.mcp.TerminalMcp`): their
+            calls, and interpreter code, wait for its approval (``--approve``).
     """
 
     def __init__(
-        self, family: str, settings: ToolSettings, ask: Callable[[str], str] = input, out=None
+        self, family: str, settings: ToolSettings, ask: Callable[[str], str] = input, out=None, mcp=None
     ) -> None:
         from glmdesk.chat.tools import InterpreterTool
 
         self.family, self.settings, self.ask = family, settings, ask
+        self.mcp = mcp  # a glmdesk.cli.mcp.TerminalMcp: MCP calls and interpreter runs ask there
         self.out = out or sys.stdout
         self.interpreter = InterpreterTool(self._workdir, settings, family)
 
@@ -133,7 +136,19 @@ class TerminalTools:
         """The :class:`~glmdesk.chat.answer.Tools` of an answer run."""
         from glmdesk.chat.answer import Tools
 
-        return Tools(self.approve, self.run, self.settings.max_rounds)
+        if self.mcp is None:
+            return Tools(self.approve, self.run, self.settings.max_rounds)
+        from glmdesk.chat.mcp.source import runner
+
+        send = runner(self.mcp.source, self.run)
+
+        def run(call: ToolCall):
+            result = send(call)
+            if self.mcp.source.tool(call) is not None:
+                self._show(result)
+            return result
+
+        return Tools(self.mcp.hook(self.approve), run, self.settings.max_rounds)
 
     def _line(self, prompt: str) -> str:
         try:
@@ -169,11 +184,14 @@ class TerminalTools:
 
     def _run(self, call: ToolCall):
         result = self.interpreter(call)
+        self._show(result)
+        return result
+
+    def _show(self, result) -> None:
         shown = result.content + (
             f"\n({len(result.images)} image(s) not shown here)" if result.images else ""
         )
         print("\n".join(["┌─ result"] + [f"│ {line}" for line in shown.splitlines()] + ["└─"]), file=self.out)
-        return result
 
     def close(self) -> None:
         """Stop the interpreter's kernel, if it started."""

@@ -80,6 +80,53 @@
     </message>
 </context>
 <context>
+    <name>ApprovalCard</name>
+    <message>
+        <source>Run this code?</source>
+        <translation>运行这段代码？</translation>
+    </message>
+    <message>
+        <source>Run {tool} of the MCP server {server}?</source>
+        <translation>运行 MCP 服务器 {server} 的 {tool}？</translation>
+    </message>
+    <message>
+        <source>The server marks this tool read-only.</source>
+        <translation>服务器将此工具标记为只读。</translation>
+    </message>
+    <message>
+        <source>Reason for denying (optional; the model reads it)</source>
+        <translation>拒绝原因（可选；模型会读到）</translation>
+    </message>
+    <message>
+        <source>Allow once</source>
+        <translation>允许一次</translation>
+    </message>
+    <message>
+        <source>Always allow this tool</source>
+        <translation>始终允许此工具</translation>
+    </message>
+    <message>
+        <source>Deny</source>
+        <translation>拒绝</translation>
+    </message>
+    <message>
+        <source>Waiting for you</source>
+        <translation>等待你的决定</translation>
+    </message>
+    <message>
+        <source>Allowed</source>
+        <translation>已允许</translation>
+    </message>
+    <message>
+        <source>Denied</source>
+        <translation>已拒绝</translation>
+    </message>
+    <message>
+        <source>Stopped: not run</source>
+        <translation>已停止：未运行</translation>
+    </message>
+</context>
+<context>
     <name>AttachmentTray</name>
     <message>
         <source>Remove this image</source>
@@ -1623,6 +1670,131 @@ Click to turn this library folder off for this chat.</source>
     </message>
 </context>
 <context>
+    <name>McpServersPage</name>
+    <message>
+        <source>Server</source>
+        <translation>服务器</translation>
+    </message>
+    <message>
+        <source>Command or URL</source>
+        <translation>命令或 URL</translation>
+    </message>
+    <message>
+        <source>Time limit</source>
+        <translation>时间限制</translation>
+    </message>
+    <message>
+        <source>State</source>
+        <translation>状态</translation>
+    </message>
+    <message>
+        <source>Add...</source>
+        <translation>添加…</translation>
+    </message>
+    <message>
+        <source>Edit...</source>
+        <translation>编辑…</translation>
+    </message>
+    <message>
+        <source>Remove</source>
+        <translation>移除</translation>
+    </message>
+    <message>
+        <source>Turn off</source>
+        <translation>关闭</translation>
+    </message>
+    <message>
+        <source>Import...</source>
+        <translation>导入…</translation>
+    </message>
+    <message>
+        <source>Start / restart</source>
+        <translation>启动 / 重启</translation>
+    </message>
+    <message>
+        <source>Stop</source>
+        <translation>停止</translation>
+    </message>
+    <message>
+        <source>Revoke</source>
+        <translation>撤销</translation>
+    </message>
+    <message>
+        <source>Run tools the server marks read-only without asking</source>
+        <translation>服务器标记为只读的工具无需询问即可运行</translation>
+    </message>
+    <message>
+        <source>MCP servers</source>
+        <translation>MCP 服务器</translation>
+    </message>
+    <message>
+        <source>Tools always allowed</source>
+        <translation>始终允许的工具</translation>
+    </message>
+    <message>
+        <source>turned off</source>
+        <translation>已关闭</translation>
+    </message>
+    <message numerus="yes">
+        <source>ready, %n tool(s)</source>
+        <translation>
+            <numerusform>就绪，%n 个工具</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>failed: {error}</source>
+        <translation>失败：{error}</translation>
+    </message>
+    <message>
+        <source>starting</source>
+        <translation>正在开始</translation>
+    </message>
+    <message>
+        <source>stopped</source>
+        <translation>已停止</translation>
+    </message>
+    <message>
+        <source>Turn on</source>
+        <translation>开启</translation>
+    </message>
+    <message>
+        <source>Its last output:</source>
+        <translation>最后的输出：</translation>
+    </message>
+    <message>
+        <source>Secrets not kept</source>
+        <translation>密钥未保存</translation>
+    </message>
+    <message>
+        <source>No keyring took these secrets, so they were not saved: {names}</source>
+        <translation>没有可用的密钥环，以下密钥未保存：{names}</translation>
+    </message>
+    <message>
+        <source>Import MCP servers</source>
+        <translation>导入 MCP 服务器</translation>
+    </message>
+    <message>
+        <source>JSON files (*.json)</source>
+        <translation>JSON 文件 (*.json)</translation>
+    </message>
+    <message>
+        <source>Start an MCP server?</source>
+        <translation>启动 MCP 服务器？</translation>
+    </message>
+    <message>
+        <source>glmdesk will run this command for the MCP server {name}:
+
+{command}
+
+Run it?</source>
+        <translation>glmdesk 将为 MCP 服务器 {name} 运行此命令：
+
+{command}
+
+要运行吗？</translation>
+    </message>
+</context>
+<context>
     <name>MemoryGauge</name>
     <message>
         <source>CPU (looking for a GPU)</source>
@@ -2229,6 +2401,25 @@ Click to turn this library folder off for this chat.</source>
     <message>
         <source>Serving at {url}</source>
         <translation>正在 {url} 提供服务</translation>
+    </message>
+</context>
+<context>
+    <name>ServerDialog</name>
+    <message>
+        <source>MCP server</source>
+        <translation>MCP 服务器</translation>
+    </message>
+    <message>
+        <source>Name</source>
+        <translation>名称</translation>
+    </message>
+    <message>
+        <source>Settings (JSON)</source>
+        <translation>设置（JSON）</translation>
+    </message>
+    <message>
+        <source>The settings are not valid JSON: {detail}</source>
+        <translation>设置不是有效的 JSON：{detail}</translation>
     </message>
 </context>
 <context>
