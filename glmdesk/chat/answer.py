@@ -8,7 +8,10 @@ calls and their results are appended to the conversation
 (:class:`~glmdesk.chat.events.ToolsAnswered`) and the next reply is streamed from them,
 until a reply ends without a call, Stop is set, or ``max_rounds`` calls were answered
 since the newest user message: a further reply's calls then do not run and the answer
-ends with a ``tool_rounds_exceeded`` notice. Without tools (``glmdesk serve``, which
+ends with a ``tool_rounds_exceeded`` notice. A reply whose calls could not be read
+(a ``tool_call_invalid`` notice: nothing ran, the user sees them as written with the
+reason) is fed back with one observation per call saying why, so the model can write
+them again, at most ``max_rounds`` times. Without tools (``glmdesk serve``, which
 returns calls to its client) the run ends with the calls.
 
 Plain values in and out, no Qt: the window's worker runs it on its thread and relays
@@ -31,7 +34,14 @@ from glmdesk.chat.events import (
     ToolsAnswered,
 )
 from glmdesk.chat.reader import ChunkReader, calls_of
-from glmdesk.chat.tools import ApprovalHook, ToolRunner, decide, declined, rounds_exceeded
+from glmdesk.chat.tools import (
+    ApprovalHook,
+    ToolRunner,
+    decide,
+    declined,
+    rounds_exceeded,
+    unreadable_observations,
+)
 from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.parts import MessagePart, reasoning_of, text_of
@@ -92,11 +102,19 @@ def run_answer(
     stop = stop or threading.Event()
     history = list(messages)
     reader = ChunkReader(resumed)
+    told = 0  # replies whose unreadable calls the model was told about
     while True:
         chunks = _started(stream, history, params, cache, stop)
         final = yield from _reply(chunks, reader, history, tools, stop)
         if final is None:
-            return
+            retold = _retold(reader.last, tools, stop, told)
+            if not retold:
+                return
+            told += 1
+            history = [*_unforced(history), *retold]
+            yield ToolsAnswered(retold)
+            reader = ChunkReader()
+            continue
         calls = final.calls
         results = []
         for index, call in enumerate(calls):  # in the order written
@@ -110,6 +128,19 @@ def run_answer(
         history = [*_unforced(history), *answered.messages]
         yield answered
         reader = ChunkReader()
+
+
+def _retold(last, tools: Tools | None, stop: threading.Event, told: int) -> tuple[ChatMessage, ...]:
+    """The messages that tell the model its reply's calls could not be read (the reply as
+    written, then one observation per call), when the run answers tools, Stop is not set
+    and fewer than ``max_rounds`` replies were told so; else ``()``: the answer ends."""
+    if tools is None or stop.is_set() or told >= tools.max_rounds or not isinstance(last, AnswerDone):
+        return ()
+    observations = unreadable_observations(last.notice)
+    if not observations:
+        return ()
+    written = ChatMessage("assistant", text_of(last.parts), reasoning=reasoning_of(last.parts))
+    return (written, *observations)
 
 
 def _started(stream: StreamFn, *args) -> Iterator[GenerationChunk]:

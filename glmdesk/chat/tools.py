@@ -19,6 +19,7 @@ from pathlib import Path
 
 from glmdesk.chat.events import ToolResult
 from glmdesk.core.errors import ErrorInfo, GlmdeskError
+from glmdesk.core.messages import ChatMessage
 from glmdesk.core.tools import ToolCall, ToolSettings
 
 #: Observation text when the user declines a call.
@@ -130,3 +131,18 @@ class InterpreterTool:
         if self.interpreter is not None:
             self.interpreter.close()
             self.interpreter = None
+
+
+def unreadable_observations(notice: ErrorInfo | None) -> tuple[ChatMessage, ...]:
+    """What the model is told in place of the calls of a reply that it wrote but that
+    could not be read (a ``tool_call_invalid`` notice with ``unreadable`` observations,
+    :func:`glmdesk.engine.decode.generate.tool_notice`): one observation per call, named
+    after the tool it names, so the model can write it again. ``()`` for any other
+    notice: nothing ran and nothing is told."""
+    if notice is None or notice.kind != "tool_call_invalid":
+        return ()
+    texts = notice.params.get("unreadable") or ()
+    names = notice.params.get("unreadable_names") or ()
+    return tuple(
+        ChatMessage("observation", text, name=name) for text, name in zip(texts, names, strict=False)
+    )

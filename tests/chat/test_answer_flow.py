@@ -309,3 +309,40 @@ def test_continue_starts_from_the_answer_so_far():
     script = Script([text(" more.", 1, finish_reason="stop")])
     events = list(run_answer(script, [ChatMessage("user", "hi")], PARAMS, resumed=(TextPart("Some"),)))
     assert events[-1].parts == (TextPart("Some more."),)
+
+
+def _unreadable(n: int) -> GenerationChunk:
+    """A reply's last chunk whose XML call could not be read (as the GLM-4.5 reader ends it)."""
+    from glmdesk.engine.decode.generate import tool_notice
+    from glmdesk.engine.formats.xml_call_filter import UnreadableCallText
+
+    bad = UnreadableCallText(
+        "get_weather", "<tool_call>get_weather<arg_key>city", "the value of 'city' is not closed"
+    )
+    notice = tool_notice("the value of 'city' is not closed", (bad,))
+    return text("<tool_call>get_weather<arg_key>city", n, finish_reason="stop", notice=notice)
+
+
+def test_a_call_that_could_not_be_read_is_told_to_the_model_which_writes_it_again():
+    script = Script([_unreadable(1)], [called(WEATHER, n=2)], [text("Sunny.", 1, finish_reason="stop")])
+    ran = []
+    tools = Tools(allow_all, lambda call: ran.append(call) or ToolResult('{"sky": "sunny"}'))
+    events = list(run_answer(script, asked(), PARAMS, tools=tools))
+    told = next(e for e in events if isinstance(e, ToolsAnswered))
+    written, observation = told.messages
+    assert written.role == "assistant" and written.content == "<tool_call>get_weather<arg_key>city"
+    assert (observation.role, observation.name) == ("observation", "get_weather")
+    assert observation.content.startswith("The call of get_weather was not run: it could not be read")
+    assert script.requests[1][-2:] == [written, observation]  # the next reply reads why
+    assert ran == [WEATHER]  # only the call written again ran
+    assert isinstance(events[-1], AnswerDone) and events[-1].parts == (TextPart("Sunny."),)
+
+
+def test_unreadable_calls_are_told_at_most_max_rounds_times_and_never_without_tools():
+    script = Script(*([_unreadable(1)] for _ in range(4)))
+    tools = Tools(allow_all, lambda call: ToolResult("x"), max_rounds=2)
+    events = list(run_answer(script, asked(), PARAMS, tools=tools))
+    assert sum(isinstance(e, ToolsAnswered) for e in events) == 2 and len(script.requests) == 3
+    served = Script([_unreadable(1)])
+    events = list(run_answer(served, asked(), PARAMS))  # glmdesk serve: the client decides
+    assert len(served.requests) == 1 and events[-1].notice.kind == "tool_call_invalid"

@@ -105,6 +105,7 @@ def tool_notice(reason: str, unreadable=()) -> ErrorInfo:
     params: dict = {"reason": reason}
     if unreadable:
         params["unreadable"] = tuple(u.observation() for u in unreadable)
+        params["unreadable_names"] = tuple(u.name for u in unreadable)
     return ErrorInfo(
         "tool_call_invalid",
         f"The model wrote a tool call that glmdesk did not run, so it is shown as text: {reason}.",

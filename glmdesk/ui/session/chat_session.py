@@ -21,7 +21,7 @@ from PySide6.QtCore import QCoreApplication, QEvent, QObject, Qt, Signal, Slot
 from glmdesk.chat.answer import exceeds_rounds
 from glmdesk.chat.events import AnswerDone, AnswerFailed, AnswerFigures, StepFigures
 from glmdesk.chat.reader import parts_of
-from glmdesk.chat.tools import rounds_exceeded
+from glmdesk.chat.tools import rounds_exceeded, unreadable_observations
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.parts import PartsSoFar, reasoning_of, text_of
 from glmdesk.core.run_marker import begin_run, end_run
@@ -118,6 +118,7 @@ class ChatSession(ToolFlow, QObject):
         self.tool_settings = ToolSettings()
         self.pending_call: ToolCall | None = None
         self._queued_calls: list[ToolCall] = []  # the answer's further calls, asked in turn
+        self._retold = 0  # answers since the question whose unreadable calls the model was told
         self.interpreter = None
         self._last_request: tuple[str, CacheSettings] = ("", CacheSettings())
         self._code_run = 0
@@ -179,6 +180,7 @@ class ChatSession(ToolFlow, QObject):
             return False
         self.pending_call = None  # a call left waiting is answered by the new message
         self._queued_calls = []
+        self._retold = 0  # answers since this message whose unreadable calls the model was told
         message = ChatMessage("user", text, attachments=tuple(attachments), documents=tuple(documents))
         index = self.state.add(message)
         self._model_text = (index, text, model_text) if model_text is not None else None
@@ -331,10 +333,33 @@ class ChatSession(ToolFlow, QObject):
         elif text:
             index = self.state.add(ChatMessage("assistant", text, reasoning=reasoning), record)
             self.message_added.emit(index, self.state.messages[index], record)
+        retold = () if calls or not text else self._retell(end)
+        for message in retold:
+            index = self.state.add(message)
+            self.message_added.emit(index, message, None)
         self.answer_finished.emit(request_id, end)
         if calls:
             self._queued_calls = list(calls)
             self._ask_next_call()
+        elif retold:  # the model reads why its calls could not be read, and writes them again
+            self._start_answer(*self._last_request)
+
+    def _retell(self, end: AnswerDone | AnswerFailed) -> tuple[ChatMessage, ...]:
+        """The observations that tell the model its answer's calls could not be read
+        (:func:`~glmdesk.chat.tools.unreadable_observations`), when tools are offered, Stop
+        was not pressed and fewer than the tool-round limit were told since the question."""
+        if (
+            not isinstance(end, AnswerDone)
+            or end.finish_reason == "cancelled"
+            or self.offered_tools() is None
+        ):
+            return ()
+        if self._retold >= self.tool_settings.max_rounds:
+            return ()
+        observations = unreadable_observations(end.notice)
+        if observations:
+            self._retold += 1
+        return observations
 
     def abandon_answer(self) -> None:
         """End the current answer here with the text received so far (cancelled)."""

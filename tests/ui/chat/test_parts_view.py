@@ -148,3 +148,38 @@ def test_a_message_whose_parts_change_kind_mid_stream_updates_in_place(qtbot):
     view.append_parts((TextPart(""),))  # nothing new: nothing drawn again
     assert view.finish_stream() is message and view.render_count == renders
     assert seen(message) == ["thinking: Let me think hard.", "text: The answer is 4."]
+
+
+class _Replies(CallingBackend):
+    """Plays one scripted reply per answer."""
+
+    def __init__(self, *replies) -> None:
+        super().__init__([])
+        self.replies = list(replies)
+
+    def stream(self, messages, params, cache=None, stop=None, conversation=None):
+        self.chunks = self.replies.pop(0)
+        yield from super().stream(messages, params, cache, stop, conversation)
+
+
+def test_a_call_that_could_not_be_read_is_told_to_the_model_and_shown(qtbot, history_window):
+    from glmdesk.core.parts import TextPart
+    from glmdesk.engine.chunk import GenerationChunk
+    from glmdesk.engine.decode.generate import tool_notice
+    from glmdesk.engine.formats.xml_call_filter import UnreadableCallText
+
+    written = "<tool_call>get_weather<arg_key>city"
+    bad = UnreadableCallText("get_weather", written, "the value of 'city' is not closed")
+    notice = tool_notice("the value of 'city' is not closed", (bad,))
+    first = [GenerationChunk(parts=(TextPart(written),), n_generated=1, finish_reason="stop", notice=notice)]
+    second = [GenerationChunk(parts=(TextPart("Sunny."),), n_generated=1, finish_reason="stop")]
+    backend = _Replies(first, second)
+    window, _history = history_window(backend)
+    window.send_message("北京天气？")
+    qtbot.waitUntil(lambda: len(window.session.state.messages) == 4, timeout=MS)
+    user, shown, told, answer = window.session.state.messages
+    assert (shown.role, shown.content) == ("assistant", written)  # the user sees it as written
+    assert (told.role, told.name) == ("observation", "get_weather")
+    assert told.content.startswith("The call of get_weather was not run: it could not be read")
+    assert backend.requests[1][-2:] == (shown, told)  # the model read why
+    assert answer.content == "Sunny." and not window.session.is_streaming()
