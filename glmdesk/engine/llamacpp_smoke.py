@@ -168,20 +168,29 @@ def _read_all() -> dict:
     return data if isinstance(data, dict) else {}
 
 
+#: Verdicts that are the build's own (kept): a child that could not run the test at all
+#: (``failed``: a missing module, no model) or ran out of time says more about this
+#: environment and moment than about the build, so it is tested again next time.
+KEPT_OUTCOMES = ("passed", "crashed", "wrong_answer")
+
+
 def remembered(key: str) -> Verdict | None:
-    """The verdict remembered for the build ``key``, or ``None``."""
+    """The verdict remembered for the build ``key``, or ``None`` (also for an outcome
+    that is not kept, :data:`KEPT_OUTCOMES`, written before that rule)."""
     entry = _read_all().get(key)
     if not isinstance(entry, dict):
         return None
     try:
-        return Verdict(**entry)
+        verdict = Verdict(**entry)
     except TypeError:
         return None
+    return verdict if verdict.outcome in KEPT_OUTCOMES else None
 
 
 def remember(verdict: Verdict) -> None:
-    """Keep ``verdict`` (not a ``timeout``) for its build; written whole (``os.replace``)."""
-    if verdict.outcome == "timeout":
+    """Keep ``verdict`` for its build when its outcome is the build's own
+    (:data:`KEPT_OUTCOMES`); written whole (``os.replace``)."""
+    if verdict.outcome not in KEPT_OUTCOMES:
         return
     data = _read_all()
     data[verdict.key] = asdict(verdict)

@@ -14,7 +14,7 @@ from glmdesk.core.settings import LoadSettings
 from glmdesk.engine import llamacpp_smoke
 from glmdesk.engine.backends import engine_choice
 from glmdesk.engine.backends import llamacpp as llamacpp_spec
-from glmdesk.engine.llamacpp_smoke import EXPECTED, PROMPT, build_key, run_smoke, verdict_for
+from glmdesk.engine.llamacpp_smoke import EXPECTED, PROMPT, build_key, remembered, run_smoke, verdict_for
 from tests.helpers.fake_llamacpp import fake_build, install_on_path
 
 
@@ -45,7 +45,10 @@ def test_each_outcome_is_found_in_a_child_and_remembered(tmp_path, own_verdicts)
     assert failed.outcome == "failed" and "cannot open" in failed.answer
 
     stored = json.loads(own_verdicts.read_text())
-    assert {entry["outcome"] for entry in stored.values()} == {"passed", "crashed", "wrong_answer", "failed"}
+    # A child that could not run the test (a missing module) says nothing of the build:
+    # not kept, so the build is tested again once the environment is mended.
+    assert {entry["outcome"] for entry in stored.values()} == {"passed", "crashed", "wrong_answer"}
+    assert remembered(failed.key) is None
     assert crashed.key == build_key(tmp_path / "amx")[1] and crashed.key.startswith("0.3.36:")
 
 
