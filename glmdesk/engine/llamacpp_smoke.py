@@ -102,11 +102,13 @@ class Verdict:
 
 # Which build ------------------------------------------------------------------------------
 def installed_root() -> Path | None:
-    """The folder that holds the environment's ``llama_cpp`` package, or ``None`` (nothing
-    is imported: ``importlib.util.find_spec``)."""
-    import importlib.util
+    """The folder that holds the environment's ``llama_cpp`` package, or ``None``. Nothing
+    is imported, and a ``llama_cpp`` this process imported earlier is not taken for it:
+    ``sys.path`` is searched as a new process would (a build installed since, or put
+    first on the path, is the one a child loads)."""
+    import importlib.machinery
 
-    spec = importlib.util.find_spec("llama_cpp")
+    spec = importlib.machinery.PathFinder.find_spec("llama_cpp")
     if spec is None or not spec.submodule_search_locations:
         return None
     return Path(list(spec.submodule_search_locations)[0]).parent

@@ -94,6 +94,8 @@ def test_the_shipped_engines_groups_are_fields_a_reader_sees() -> None:
         "llamacpp",
         "remote",
         "added",
+        "chat_format",
+        "chat_template",
     ]
     assert (fields["transformers"], fields["llamacpp"], fields["remote"]) == (
         "TransformersOptions",

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-from glmdesk.engine.loader import load_model
+from glmdesk.engine.backends.transformers.loader import load_model
 
 from glmdesk.chat.answer import Tools, run_answer
 from glmdesk.chat.events import TextDelta, ToolResultReady, ToolsAnswered

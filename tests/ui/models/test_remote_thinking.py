@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from glmdesk.engine.loader import load_model
+from glmdesk.engine.backends.transformers.loader import load_model
 
 from glmdesk.core.settings import LoadSettings, SamplingParams
 from tests.helpers import glm45_models
