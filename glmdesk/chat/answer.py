@@ -116,6 +116,7 @@ def run_answer(
             reader = ChunkReader()
             continue
         calls = final.calls
+        assert tools is not None  # _reply returns calls to answer only with tools
         results = []
         for index, call in enumerate(calls):  # in the order written
             if stop.is_set():

@@ -80,12 +80,12 @@ ReplyPart = TextPart | ReasoningPart | ToolCallPart
 MessagePart = TextPart | ReasoningPart | ToolCallPart | ToolResponsePart
 
 
-def text_of(parts: Iterable[ReplyPart]) -> str:
+def text_of(parts: Iterable[MessagePart]) -> str:
     """The answer text in ``parts`` (their :class:`TextPart` texts joined)."""
     return "".join(p.text for p in parts if isinstance(p, TextPart))
 
 
-def reasoning_of(parts: Iterable[ReplyPart]) -> str:
+def reasoning_of(parts: Iterable[MessagePart]) -> str:
     """The reasoning text in ``parts`` (their :class:`ReasoningPart` texts joined)."""
     return "".join(p.text for p in parts if isinstance(p, ReasoningPart))
 
