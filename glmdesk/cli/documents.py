@@ -70,9 +70,10 @@ class TerminalDocuments:
             print(f"note: {problem.message}", file=sys.stderr)
         self.rows = report.rows
         if not self.rows:
-            raise ValueError(
-                "none of the documents can be used: " + " ".join(p.message for p in report.problems)
+            why = " ".join(p.message for p in report.problems) or (
+                "no file to read was found in " + ", ".join(str(p) for p in paths) + "."
             )
+            raise ValueError("none of the documents can be used: " + why)
         pages = sum(r.pages for r in self.rows)
         print(
             f"{len(self.rows)} document{'s' if len(self.rows) != 1 else ''}, {pages} page{'s' if pages != 1 else ''} "

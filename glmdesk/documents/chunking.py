@@ -68,27 +68,30 @@ def _blocks(text: str) -> Iterator[tuple[int, str]]:
         yield start, "\n".join(lines)
 
 
-def _pieces(block: str, limit: int) -> Iterator[str]:
+def _pieces(block: str, limit: int) -> Iterator[tuple[int, str]]:
     """``block`` cut into pieces of at most about ``limit`` characters, at sentence or line
-    ends where there are any, else hard."""
+    ends where there are any, else hard: ``(line, piece)``, the line (0-based, within the
+    block) the piece starts on, so a source cites the line that holds it."""
     if len(block) <= limit:
-        yield block
+        yield 0, block
         return
-    units = [u for line in block.split("\n") for u in _SENTENCE_END.split(line) if u]
-    piece = ""
-    for unit in units:
+    units = [(i, u) for i, line in enumerate(block.split("\n")) for u in _SENTENCE_END.split(line) if u]
+    piece, at = "", 0
+    for i, unit in units:
         while len(unit) > limit:
             if piece:
-                yield piece
+                yield at, piece
                 piece = ""
-            yield unit[:limit]
+            yield i, unit[:limit]
             unit = unit[limit:]
         if piece and len(piece) + 1 + len(unit) > limit:
-            yield piece
+            yield at, piece
             piece = ""
+        if not piece:
+            at = i
         piece = f"{piece} {unit}" if piece else unit
     if piece:
-        yield piece
+        yield at, piece
 
 
 def chunk_pages(pages: Iterable[Page], headings: bool = True) -> list[Chunk]:
@@ -128,10 +131,10 @@ def _chunk_page(page: Page, headings: bool, trail: list[tuple[int, str]], chunks
             flush()
             level = len(match.group(1))
             trail[:] = [(lv, h) for lv, h in trail if lv < level] + [(level, match.group(2))]
-        for piece in _pieces(block, limit):
+        for offset, piece in _pieces(block, limit):
             if buffer and sum(len(b) + 2 for b in buffer) + len(piece) > limit:
                 flush()
             if not buffer:
-                first_line = line
+                first_line = line + offset
             buffer.append(piece)
     flush()

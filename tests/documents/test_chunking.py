@@ -34,3 +34,18 @@ def test_code_comments_are_not_headings():
 def test_hashes_in_a_fenced_block_are_not_headings():
     chunks = chunk_pages([Page(None, "# Real\n\n```\n\n# not a heading\n\n```\n\ntext")])
     assert {c.section for c in chunks} == {"Real"}
+
+
+def test_a_passage_in_text_without_blank_lines_cites_its_own_line():
+    """A file with no blank lines is one block: its chunks still start at the line that
+    holds their first words (a source must not cite line 1 for line 701)."""
+    from glmdesk.documents.chunking import chunk_pages
+    from glmdesk.documents.extract import Page
+
+    lines = [f"Line {n} of the logbook says nothing of note today." for n in range(1, 1501)]
+    lines[700] = "The password for the vault is tangerine-42."
+    chunks = chunk_pages([Page(1, "\n".join(lines))], headings=False)
+    (holder,) = [c for c in chunks if "tangerine-42" in c.text]
+    first = holder.text.split("\n")[0].split(". ")[0]
+    assert lines[holder.line - 1].startswith(first[:20])
+    assert holder.line > 600 and len({c.line for c in chunks}) == len(chunks)

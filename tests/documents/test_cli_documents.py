@@ -93,6 +93,14 @@ def test_unusable_documents_are_a_sentence_before_the_model_loads(tmp_path, cont
     assert "Traceback" not in out.stderr
 
 
+def test_an_empty_folder_says_what_it_lacks(tmp_path):
+    empty = tmp_path / "notes"
+    empty.mkdir()
+    out = run_cli("chat", "--doc", str(empty), "--prompt", "hi", "--model", str(tmp_path / "no-model"))
+    assert out.returncode == 2
+    assert f"none of the documents can be used: no file to read was found in {empty}." in out.stderr
+
+
 def test_a_folder_of_documents_is_searched_without_joining_the_library(embedded_folder, tmp_path):
     from glmdesk.documents.store import DocumentIndex
 

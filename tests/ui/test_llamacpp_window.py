@@ -29,7 +29,10 @@ def test_window_answers_on_llama_cpp_and_names_a_bad_file(qtbot, make_window, tm
     with qtbot.waitSignal(window.session.answer_finished, timeout=ANSWER_MS) as second:
         assert window.send_message("And of Italy?")
     final = second.args[1]  # only the new turn was prefilled (issue 21)
-    assert final.finish_reason in ("stop", "length") and 0 < final.figures.reused_tokens < final.figures.prompt_tokens
+    assert (
+        final.finish_reason in ("stop", "length")
+        and 0 < final.figures.reused_tokens < final.figures.prompt_tokens
+    )
 
     fake = tmp_path / "model.gguf"
     fake.write_text("<html><body>404 Not Found</body></html>\n")
