@@ -8,7 +8,6 @@ from __future__ import annotations
 import sys
 
 import pytest
-from glmdesk.engine.backends.transformers.loader import load_model
 
 from glmdesk.chat.answer import Tools, run_answer
 from glmdesk.chat.events import TextDelta, ToolResultReady, ToolsAnswered
@@ -19,6 +18,7 @@ from glmdesk.chat.mcp.source import McpToolSource, approval_hook, runner
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
 from glmdesk.core.tools import ToolSet
+from glmdesk.engine.backends.transformers.loader import load_model
 from glmdesk.engine.decode.generate import stream_answer
 from tests.helpers import tool_models as tm
 

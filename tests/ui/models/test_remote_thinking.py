@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 
 import pytest
-from glmdesk.engine.backends.transformers.loader import load_model
 
 from glmdesk.core.settings import LoadSettings, SamplingParams
+from glmdesk.engine.backends.transformers.loader import load_model
 from tests.helpers import glm45_models
 from tests.helpers import tool_models as tm
 
