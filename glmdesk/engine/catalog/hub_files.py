@@ -115,6 +115,12 @@ def hub_error(exc: BaseException, repo: str) -> PullError:
         RevisionNotFoundError,
     )
 
+    if type(exc).__name__ == "HFValidationError":  # huggingface_hub's check of the id itself
+        return PullError(
+            "not_found",
+            f"{repo!r} is not a repository id: write it as owner/name (for example zai-org/GLM-4.7-Flash).",
+            repo=repo,
+        )
     if isinstance(exc, OfflineModeIsEnabled):
         return PullError(
             "offline",

@@ -259,3 +259,12 @@ def test_a_split_gguf_is_pulled_whole_and_mmproj_files_are_left_out():
     files = [RemoteFile(n, 1, None, None) for n in names]
     quant, chosen = select_files("u/GLM-4.5-Air-GGUF", files, "Q4_K_M")
     assert quant == "Q4_K_M" and [f.path for f in chosen] == names[:2]
+
+
+@pytest.mark.parametrize("repo", ["not a repo", "../../etc", "https://example.org/x"])
+def test_a_malformed_repository_id_is_named_as_such_not_as_the_hub_offline(repo):
+    from glmdesk.engine.catalog.hub_files import PullError, list_files
+
+    with pytest.raises(PullError) as refused:
+        list_files(repo)
+    assert refused.value.kind == "not_found" and "is not a repository id" in str(refused.value)
