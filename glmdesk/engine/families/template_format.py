@@ -171,7 +171,8 @@ def choose_format(family: str, template: str | None, chosen: str = "auto") -> Fo
     from glmdesk.engine.families import get_family
 
     title = get_family(family).title
-    return FormatChoice(target, kind, f"{reason}, though the checkpoint is {title}", title)
+    named = title if title[:1].isupper() else f"a {title}"  # "GLM-Z1-0414", "a chat-template model"
+    return FormatChoice(target, kind, f"{reason}, though the checkpoint is {named}", title)
 
 
 def read_template_file(path: str) -> str:
@@ -179,7 +180,8 @@ def read_template_file(path: str) -> str:
     ``tokenizer_config.json`` holding ``chat_template``).
 
     Raises:
-        GlmdeskError: ``not_a_model`` when it cannot be read or holds no template.
+        GlmdeskError: ``not_a_model`` when it cannot be read, holds no template, or is not
+            valid Jinja (the sentence names the line).
     """
     file = Path(path).expanduser()
     try:
@@ -192,6 +194,17 @@ def read_template_file(path: str) -> str:
         ) from exc
     if not isinstance(text, str) or not text.strip():
         raise GlmdeskError("not_a_model", f"The file {file} holds no chat template.", path=str(file))
+    from jinja2 import Environment
+    from jinja2.exceptions import TemplateSyntaxError
+
+    try:  # said now, not at the first answer
+        Environment(extensions=["jinja2.ext.loopcontrols"]).parse(text)
+    except TemplateSyntaxError as exc:
+        raise GlmdeskError(
+            "not_a_model",
+            f"The chat template file {file} is not a valid Jinja template: {exc.message} (line {exc.lineno}).",
+            path=str(file),
+        ) from exc
     return text
 
 

@@ -193,3 +193,12 @@ def test_a_malformed_call_from_the_model_is_shown_with_a_note_and_not_run(tuned)
     assert last.notice is not None and "the value of 'city' is not closed" in last.notice.message
     (told,) = last.notice.params["unreadable"]  # for the tool loop to tell the model
     assert told.startswith("The call of get_weather was not run: it could not be read (the value of 'city'")
+
+
+def test_a_template_file_with_a_syntax_error_is_refused_when_the_model_opens(tmp_path):
+    from glmdesk.engine.families.template_format import read_template_file
+
+    broken = tmp_path / "broken.jinja"
+    broken.write_text("[gMASK]<sop>{% for m in messages %}{{ m.content }\n{% endfor %}", encoding="utf-8")
+    with pytest.raises(GlmdeskError, match=r"is not a valid Jinja template: .* \(line 1\)\."):
+        read_template_file(str(broken))
