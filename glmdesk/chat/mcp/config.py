@@ -27,6 +27,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from glmdesk.core.secrets import get_secret, set_secret
+
 #: The file's name in glmdesk's config folder.
 FILE_NAME = "mcp.json"
 #: The keyring service of MCP secrets.
@@ -57,28 +59,11 @@ class KeyringSecrets:
     """The system keyring (``keyring``); every method returns instead of raising."""
 
     def get(self, user: str) -> str | None:
-        try:
-            import keyring
-
-            return keyring.get_password(SECRET_SERVICE, user) or None
-        except Exception:  # no backend, locked, D-Bus missing...
-            return None
+        return get_secret(SECRET_SERVICE, user)
 
     def set(self, user: str, value: str | None) -> bool:
         """Keep ``value`` (``None`` forgets it); whether the keyring took it."""
-        try:
-            import keyring
-
-            if value:
-                keyring.set_password(SECRET_SERVICE, user, value)
-            else:
-                try:
-                    keyring.delete_password(SECRET_SERVICE, user)
-                except keyring.errors.PasswordDeleteError:
-                    pass
-            return True
-        except Exception:
-            return False
+        return set_secret(SECRET_SERVICE, user, value)
 
 
 class MemorySecrets:

@@ -12,6 +12,8 @@ import os
 import re
 from dataclasses import dataclass
 
+from glmdesk.core.secrets import get_secret, set_secret
+
 #: Seconds a file-list request may take before the hub counts as not reachable.
 LIST_TIMEOUT_S = 10.0
 #: The keyring service and user under which the hub token is kept.
@@ -71,14 +73,9 @@ def hub_endpoint() -> str:
 def saved_token() -> str | None:
     """The hub token kept in the keyring, else ``HF_TOKEN`` / the hub's own login
     (``huggingface_hub.get_token``), else ``None``. Never raises."""
-    try:
-        import keyring
-
-        token = keyring.get_password(KEYRING_SERVICE, KEYRING_USER)
-        if token:
-            return token
-    except Exception:  # no keyring backend, a locked keyring
-        pass
+    token = get_secret(KEYRING_SERVICE, KEYRING_USER)
+    if token:
+        return token
     try:
         from huggingface_hub import get_token
 
@@ -90,19 +87,7 @@ def saved_token() -> str | None:
 def save_token(token: str | None) -> bool:
     """Keep the hub token in the system keyring (``None`` forgets it); returns whether
     the keyring took it. Never raises."""
-    try:
-        import keyring
-
-        if token:
-            keyring.set_password(KEYRING_SERVICE, KEYRING_USER, token)
-        else:
-            try:
-                keyring.delete_password(KEYRING_SERVICE, KEYRING_USER)
-            except keyring.errors.PasswordDeleteError:
-                pass
-        return True
-    except Exception:
-        return False
+    return set_secret(KEYRING_SERVICE, KEYRING_USER, token)
 
 
 def hub_error(exc: BaseException, repo: str) -> PullError:

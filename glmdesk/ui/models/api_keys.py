@@ -7,6 +7,8 @@ again in Open model.
 
 from __future__ import annotations
 
+from glmdesk.core.secrets import get_secret, set_secret
+
 #: The keyring service name; each key is stored under its server's URL.
 SERVICE = "glmdesk"
 
@@ -14,26 +16,9 @@ SERVICE = "glmdesk"
 def save_api_key(url: str, key: str | None) -> bool:
     """Keep ``key`` for ``url`` (``None`` or empty forgets it); returns whether the
     keyring took it. Never raises."""
-    try:
-        import keyring
-
-        if key:
-            keyring.set_password(SERVICE, url, key)
-        else:
-            try:
-                keyring.delete_password(SERVICE, url)
-            except keyring.errors.PasswordDeleteError:
-                pass
-        return True
-    except Exception:  # no keyring backend, a locked keyring, D-Bus missing...
-        return False
+    return set_secret(SERVICE, url, key)
 
 
 def api_key(url: str) -> str | None:
     """The key kept for ``url``, or ``None``. Never raises."""
-    try:
-        import keyring
-
-        return keyring.get_password(SERVICE, url) or None
-    except Exception:
-        return None
+    return get_secret(SERVICE, url)
