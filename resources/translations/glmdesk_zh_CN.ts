@@ -575,6 +575,26 @@ Click to turn this library folder off for this chat.</source>
     </message>
 </context>
 <context>
+    <name>EffortChoice</name>
+    <message>
+        <source>Reasoning effort</source>
+        <extracomment>The template value this choice sets.</extracomment>
+        <translation>推理强度</translation>
+    </message>
+    <message>
+        <source>Load a model first.</source>
+        <translation>请先加载模型。</translation>
+    </message>
+    <message>
+        <source>Model default</source>
+        <translation>模型默认</translation>
+    </message>
+    <message>
+        <source>How hard the model thinks before it answers, as its chat template offers. From the next answer.</source>
+        <translation>模型回答前思考的深度，由其聊天模板提供。从下一次回答起生效。</translation>
+    </message>
+</context>
+<context>
     <name>EngineUpgrade</name>
     <message>
         <source>Engine: the server at {url}</source>
@@ -2354,6 +2374,10 @@ Run it?</source>
     <message>
         <source>{model} has no thinking switch (GLM-4.5/4.6/4.7 have one).</source>
         <translation>{model} 没有思考开关（GLM-4.5/4.6/4.7 有）。</translation>
+    </message>
+    <message>
+        <source>{model} has no reasoning effort levels (GLM-5.2 and 5.3 have them).</source>
+        <translation>{model} 没有推理强度等级（GLM-5.2 和 5.3 有）。</translation>
     </message>
 </context>
 <context>

@@ -51,6 +51,10 @@ class SamplingBinding(QObject):
         self._applying_defaults = True  # the model's switch, not the user's choice: not saved
         try:
             self.sidebar.set_thinking_available(caps is not None and caps.thinking_switch, no_switch)
+            no_levels = self.tr("{model} has no reasoning effort levels (GLM-5.2 and 5.3 have them).").format(
+                model=info.name
+            )
+            self.sidebar.set_effort_levels(tuple(getattr(info, "effort_levels", ())), no_levels)
         finally:
             self._applying_defaults = False
         defaults = sampling_defaults(info.family)

@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 from glmdesk.core.sampling_fields import live_fields
 from glmdesk.core.settings import CACHE_STRATEGIES, CacheSettings, SamplingParams
 from glmdesk.ui.common.i18n import LANGUAGES, SYSTEM_LANGUAGE
+from glmdesk.ui.sidebar.effort_choice import EffortChoice
 from glmdesk.ui.sidebar.sampling_controls import SamplingControl
 from glmdesk.ui.sidebar.sidebar_sections import fold_sidebar
 from glmdesk.ui.sidebar.slider_spin import caption
@@ -116,6 +117,9 @@ class Sidebar(QScrollArea):
         self.thinking = ThinkingSwitch()
         self.thinking.toggled_value.connect(self._on_thinking_toggled)
         form.addRow(self.thinking)
+        self.effort = EffortChoice()
+        self.effort.changed.connect(self._on_thinking_toggled)
+        form.addRow(self.effort)
         form.addRow(self.refused_label)
         self.sampling_timing = caption("")
         self.sampling_timing.setObjectName("sampling_timing")
@@ -209,7 +213,7 @@ class Sidebar(QScrollArea):
             self.thinking.show_value(params.enable_thinking)
         finally:
             self._updating = False
-        params = replace(params, enable_thinking=self.thinking.value())
+        params = self._with_switches(params)
         self._params = params
         self._show_refused("")
         if emit:
@@ -239,6 +243,20 @@ class Sidebar(QScrollArea):
             ).format(live=", ".join(c.label for name, c in self.sampling_controls.items() if name in live))
         self.sampling_timing.setText(text)
 
+    def _with_switches(self, params: SamplingParams) -> SamplingParams:
+        """``params`` with the Thinking switch's and the effort choice's values."""
+        return replace(
+            params,
+            enable_thinking=self.thinking.value(),
+            template_kwargs=self.effort.template_kwargs(params.template_kwargs),
+        )
+
+    def set_effort_levels(self, levels: tuple[str, ...], reason: str = "") -> None:
+        """Offer the loaded model's reasoning-effort levels (``()``: grey the choice with
+        ``reason``); the parameters in force follow."""
+        self.effort.set_levels(levels, reason)
+        self._on_thinking_toggled()
+
     def set_thinking_available(self, available: bool, reason: str = "") -> None:
         """Enable the Thinking switch for a model that has one (``Capabilities.thinking_switch``),
         else grey it with ``reason``; the parameters in force follow."""
@@ -247,7 +265,7 @@ class Sidebar(QScrollArea):
 
     @Slot()
     def _on_thinking_toggled(self) -> None:
-        params = replace(self._params, enable_thinking=self.thinking.value())
+        params = self._with_switches(self._params)
         if params != self._params:
             self._params = params
             self.params_changed.emit(params)
