@@ -55,36 +55,31 @@ def _recognise_gguf_flash(architecture: str, _lookup: TokenLookup, _meta: GgufMe
     return "glm5-flash" if architecture == "glm5-next" else None
 
 
-GLM5 = ModelFamily(
-    name="glm5",
-    title="GLM-5",
-    variants=("glm5",),
-    sampling_defaults=DEFAULTS,
-    end_tokens=ROLE_END_TOKENS,
-    tool_dialect="glm45",
-    reasoning=THINK,
-    opens_reasoning=True,
-    chat_template=True,
-    model_id_markers=("glm-5", "glm5", "glm_moe_dsa"),
-    recognise=_recognise,
-    recognise_gguf=_recognise_gguf,
-    make_format=glm45_format,
-    thinking_switch=True,
-)
+def _family(name: str, title: str, markers: tuple[str, ...], recognise, recognise_gguf) -> ModelFamily:
+    """One of the line: GLM-4.7's format, thinking switch and XML calls; its own names."""
+    return ModelFamily(
+        name=name,
+        title=title,
+        variants=(name,),
+        sampling_defaults=DEFAULTS,
+        end_tokens=ROLE_END_TOKENS,
+        tool_dialect="glm45",
+        reasoning=THINK,
+        opens_reasoning=True,
+        chat_template=True,
+        model_id_markers=markers,
+        recognise=recognise,
+        recognise_gguf=recognise_gguf,
+        make_format=glm45_format,
+        thinking_switch=True,
+    )
 
-GLM5_FLASH = ModelFamily(
-    name="glm5-flash",
-    title="GLM-5.3-Flash",
-    variants=("glm5-flash",),
-    sampling_defaults=DEFAULTS,
-    end_tokens=ROLE_END_TOKENS,
-    tool_dialect="glm45",
-    reasoning=THINK,
-    opens_reasoning=True,
-    chat_template=True,
-    model_id_markers=("glm-5.3-flash", "glm5.3-flash", "glm5_next", "glm5-next"),
-    recognise=_recognise_flash,
-    recognise_gguf=_recognise_gguf_flash,
-    make_format=glm45_format,
-    thinking_switch=True,
+
+GLM5 = _family("glm5", "GLM-5", ("glm-5", "glm5", "glm_moe_dsa"), _recognise, _recognise_gguf)
+GLM5_FLASH = _family(
+    "glm5-flash",
+    "GLM-5.3-Flash",
+    ("glm-5.3-flash", "glm5.3-flash", "glm5_next", "glm5-next"),
+    _recognise_flash,
+    _recognise_gguf_flash,
 )
