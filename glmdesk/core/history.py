@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from glmdesk.core import paths
+from glmdesk.core.history_chat_settings import ChatSettings
 from glmdesk.core.history_documents import DocumentUses
 from glmdesk.core.history_errors import open_checked, storage_errors
 from glmdesk.core.history_images import ImageStore
@@ -56,7 +57,7 @@ from glmdesk.core.history_types import Conversation, SearchHit
 from glmdesk.core.text import storable_text
 
 
-class History(MessageStore, Branches, ToolMessages, ImageStore, DocumentUses):
+class History(MessageStore, Branches, ToolMessages, ImageStore, DocumentUses, ChatSettings):
     """The chat history database (see the module docstring for threads and call order).
 
     Messages form a tree per conversation (branches; see :mod:`glmdesk.core.history_tree`):

@@ -161,6 +161,14 @@ def _v8_message_documents(conn: sqlite3.Connection) -> None:
     add_column(conn)
 
 
+def _v9_chat_settings(conn: sqlite3.Connection) -> None:
+    # Each conversation's own settings as one JSON object (keep earlier thinking, the
+    # documents and MCP servers on in it): glmdesk.core.history_chat_settings.
+    from glmdesk.core.history_chat_settings import add_column
+
+    add_column(conn)
+
+
 #: ``MIGRATIONS[i]`` upgrades a database from schema version ``i`` to ``i + 1``.
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _v1_tables,
@@ -171,6 +179,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _v6_message_images,
     _v7_reasoning,
     _v8_message_documents,
+    _v9_chat_settings,
 ]
 
 #: The schema version this code writes.
