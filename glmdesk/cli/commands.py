@@ -430,6 +430,20 @@ def _print_load_notes(backend, info, args) -> None:
             )
 
 
+def _unknown_command(line: str) -> bool:
+    """Say so and return True for a line that looks like a command but is none
+    (``/foo``): it is not sent to the model. ``//text`` sends ``/text``."""
+    word = line.strip()
+    if not word.startswith("/") or word.startswith("//") or " " in word:
+        return False
+    print(
+        f"Unknown command {word}: /clear starts over, /exit leaves. "
+        "Start a line with // to send a message that begins with /.",
+        file=sys.stderr,
+    )
+    return True
+
+
 def _interactive(backend, system, box, cache, tools=None, images=(), documents=None) -> int:
     print("Type a message. /clear starts over, /exit leaves, Ctrl+C stops an answer.", file=sys.stderr)
     history: list[ChatMessage] = []
@@ -451,6 +465,10 @@ def _interactive(backend, system, box, cache, tools=None, images=(), documents=N
             continue
         if not line.strip():
             continue
+        if _unknown_command(line):
+            continue
+        if line.startswith("//"):  # a message that itself begins with "/"
+            line = line[1:]
         history.append(ChatMessage("user", line, attachments=images if not history else ()))
         stop.clear()
         rounds: list[ChatMessage] = []

@@ -19,7 +19,7 @@ def test_chat_prompt_streams_one_answer(embedded_folder):
 
 
 def test_chat_interactive_clear_and_exit(embedded_folder):
-    script = "What is the capital of France?\n/clear\n/exit\n"
+    script = "What is the capital of France?\n/foo\n/clear\n/exit\n"
     out = glmdesk(
         "chat",
         "--temperature",
@@ -33,6 +33,7 @@ def test_chat_interactive_clear_and_exit(embedded_folder):
     )
     assert out.returncode == 0, out.stderr
     assert "Paris" in out.stdout and "new conversation" in out.stderr
+    assert "Unknown command /foo" in out.stderr  # said, not sent to the model
     assert "SmolLM2" in out.stderr and "fused decode" not in out.stderr
 
 
