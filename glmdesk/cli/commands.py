@@ -25,6 +25,7 @@ from glmdesk.cli.options import (
     progress,
     sampling,
     template_choices,
+    unused_engine_options,
     without_uncompilable,
 )
 from glmdesk.cli.serve import add_serve_parser, serve
@@ -408,6 +409,9 @@ def _load_for_chat(args):
         _error("chat", exc)
         return 2
     print(f"{info.describe()} (loaded in {time.perf_counter() - t0:.1f} s; {info.engine})", file=sys.stderr)
+    unused = unused_engine_options(args, info.engine)
+    if unused:
+        print(f"note: {', '.join(unused)}: not read by the {info.engine} engine", file=sys.stderr)
     return backend, info, box, cache, toolset, tool_settings, images, documents
 
 

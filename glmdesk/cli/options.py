@@ -165,6 +165,20 @@ def _add_engine_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def unused_engine_options(args, engine: str) -> list[str]:
+    """The engine options the command line set that ``engine`` (the one that loaded the
+    model) does not read, each as ``"--n-ctx (llama.cpp)"``: said, never silently dropped."""
+    default = LoadSettings()
+    unused = []
+    for spec in specs():
+        if spec.name == engine:
+            continue
+        for option in spec.options:
+            if getattr(args, option.name, None) not in (None, default.option(option.name)):
+                unused.append(f"{option.flag} ({spec.label})")
+    return unused
+
+
 def engine_options() -> list:
     """The :class:`~glmdesk.engine.backends.spec.OptionField` of every engine, in order."""
     return [option for spec in specs() for option in spec.options]

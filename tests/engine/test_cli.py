@@ -59,3 +59,11 @@ def test_bad_values_are_sentences_not_tracebacks(embedded_folder):
     assert "Repetition penalty must be at least 1.0" in out.stderr
     out = glmdesk("chat", "--prompt", "hi", "--model", "/no/such/folder")
     assert out.returncode == 2 and "Traceback" not in out.stderr and "/no/such/folder" in out.stderr
+
+
+def test_an_option_of_another_engine_is_said_not_dropped(embedded_folder):
+    out = glmdesk(
+        "chat", "--prompt", "Hi", "--max-new-tokens", "4", "--engine", "transformers", "--n-ctx", "100000"
+    )
+    assert out.returncode == 0, out.stderr
+    assert "--n-ctx (llama.cpp): not read by the transformers engine" in out.stderr
