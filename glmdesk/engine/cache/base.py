@@ -19,6 +19,34 @@ from glmdesk.engine.cache.layers import LINEAR_LAYER_TYPES, is_hybrid, layer_typ
 from glmdesk.engine.chunk import CacheStats
 from glmdesk.engine.forecast_shape import indexer_width
 
+#: The most one prefill chunk's sparse-attention scores may take, in bytes (see
+#: :func:`prefill_pair_bytes`): long prompts of GLM-5 run in smaller chunks instead of
+#: running out of memory (measured on an H200: a 1024-token chunk over a 128K context
+#: took 44 GiB with GLM-5's shapes; ``benchmarks/glm5_memory.py``).
+PREFILL_SCORE_BYTES = 4 * 2**30
+#: The smallest prefill chunk the score bound may choose, in tokens.
+MIN_PREFILL_CHUNK = 16
+
+
+def prefill_pair_bytes(config, dtype: torch.dtype) -> int:
+    """Bytes each (query, key) pair of a prefill chunk costs in transformers' DSA attention,
+    0 for a model without a sparse-attention indexer (its attention kernels bound memory).
+
+    GLM-5's ``GlmMoeDsaIndexer`` (and GLM-5.3-Flash's indexed layers) score every key for
+    every query in fp32 over ``index_n_heads`` heads, keeping the scores and their ReLU
+    (``2 x 4`` bytes, over keys pooled by ``index_kpool``), and apply the top-k as a mask
+    to dense attention, whose scores take ``num_attention_heads x element`` bytes. Measured
+    on an H200 in bf16 (``benchmarks/glm5_memory.py``): 333 bytes per pair for GLM-5's
+    shapes against 384 from this sum, 72 against 144 for GLM-5.3-Flash's.
+    """
+    text = config.get_text_config(decoder=True) if hasattr(config, "get_text_config") else config
+    index_heads = getattr(text, "index_n_heads", None) or 0
+    if not index_heads:
+        return 0
+    pool = getattr(text, "index_kpool", None) or 1
+    element = torch.empty((), dtype=dtype).element_size()
+    return -(-index_heads * 4 * 2 // pool) + int(text.num_attention_heads) * element
+
 
 def kv_shape(config) -> tuple[int, int, int]:
     """Layers, KV heads and head dimension of a decoder config.
@@ -213,6 +241,7 @@ class CacheStrategy(ABC):
         #: Some layers keep a linear-attention state (GLM-5.3-Flash): it holds the whole
         #: sequence folded in and cannot be rewound to a shorter prefix.
         self.rewindable = not is_hybrid(model.config)
+        self._pair_bytes = prefill_pair_bytes(model.config, getattr(model, "dtype", torch.float32))
 
     @torch.inference_mode()
     def prefill(self, input_ids: torch.Tensor) -> torch.Tensor:
@@ -237,12 +266,27 @@ class CacheStrategy(ABC):
         input_ids = input_ids.to(self.device)
         if self.tuner is not None:
             self.tuner.apply()
-        chunk = self.settings.prefill_chunk
         logits = None
-        for start in range(0, input_ids.shape[1], chunk):
-            piece = input_ids[:, start : start + chunk]
+        start, n = 0, input_ids.shape[1]
+        while start < n:
+            piece = input_ids[:, start : start + self.prefill_chunk_now()]
             logits = self._advance(piece, piece[0].tolist())
+            start += piece.shape[1]
         return logits
+
+    def prefill_chunk_now(self) -> int:
+        """The next prefill chunk, in tokens: ``settings.prefill_chunk``, or fewer (not
+        under :data:`MIN_PREFILL_CHUNK`) where a sparse-attention model's scores over the
+        keys visible now would pass :data:`PREFILL_SCORE_BYTES`."""
+        chunk = self.settings.prefill_chunk
+        if self._pair_bytes:
+            keys = self._visible_keys() + chunk
+            chunk = max(MIN_PREFILL_CHUNK, min(chunk, PREFILL_SCORE_BYTES // (self._pair_bytes * keys)))
+        return chunk
+
+    def _visible_keys(self) -> int:
+        """Keys the next chunk's queries attend to besides their own, in tokens."""
+        return self.tokens_seen
 
     @torch.inference_mode()
     def step(self, token_id: int) -> torch.Tensor:
