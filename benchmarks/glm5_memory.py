@@ -10,7 +10,8 @@ linear-attention layers, then an indexed one).
 For each context it prints, in MiB: the forecast (``engine/forecast.py``, what the gauge
 and the fit marks use), the bytes the cache *holds* for that many tokens, the bytes its
 buffers *allocate* (grown by doubling, so up to twice what is held), and on a GPU the peak
-allocation during the prefill above the weights. Then the forecast for the whole published
+allocation during the prefill above the weights (sparse attention's scores, bounded by the
+prefill chunk the cache chooses: ``engine/cache/base.py``) and the last chunk's size. Then the forecast for the whole published
 model at 128K and 1M tokens.
 
     python benchmarks/glm5_memory.py                      # GPU: 8K, 32K, 128K tokens
@@ -114,8 +115,10 @@ def cache_bytes(strategy) -> tuple[int, int]:
 def measure(name: str, model, config, contexts: list[int], device: str, precision: str) -> None:
     shape = shape_from_config(config.to_dict(), name)
     print(f"\n{name}: {shape.layers} layers, {shape.growing_layers} growing; {precision} on {device}")
-    print("| context | forecast MiB | held MiB | allocated MiB | prefill peak over weights MiB | prefill s |")
-    print("|---|---|---|---|---|---|")
+    print(
+        "| context | forecast MiB | held MiB | allocated MiB | prefill peak over weights MiB | last chunk | prefill s |"
+    )
+    print("|---|---|---|---|---|---|---|")
     vocab = config.get_text_config().vocab_size
     for context in contexts:
         strategy = make_cache_strategy(model, CacheSettings(strategy="full", prefill_chunk=1024))
@@ -136,7 +139,8 @@ def measure(name: str, model, config, contexts: list[int], device: str, precisio
             shape, engine="transformers", precision=precision, on_gpu=device == "cuda", context=context
         ).kv
         print(
-            f"| {context:,} | {want / MIB:.2f} | {held / MIB:.2f} | {allocated / MIB:.2f} | {peak:.1f} | {seconds:.2f} |"
+            f"| {context:,} | {want / MIB:.2f} | {held / MIB:.2f} | {allocated / MIB:.2f} | {peak:.1f} "
+            f"| {strategy.prefill_chunk_now()} | {seconds:.2f} |"
         )
         del strategy, ids
         if device == "cuda":
