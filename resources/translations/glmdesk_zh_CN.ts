@@ -919,6 +919,10 @@ Click to turn this library folder off for this chat.</source>
         <translation>权重 {weights} + KV 缓存 {kv}（{tokens} 个 token）+ 额外开销 {overhead}</translation>
     </message>
     <message>
+        <source> + attention work {work}</source>
+        <translation> + 注意力工作内存 {work}</translation>
+    </message>
+    <message>
         <source>{gpu} on the GPU</source>
         <translation>GPU 上 {gpu}</translation>
     </message>

@@ -17,35 +17,19 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from glmdesk.core.settings import CacheSettings
 from glmdesk.engine.cache.layers import LINEAR_LAYER_TYPES, is_hybrid, layer_types
 from glmdesk.engine.chunk import CacheStats
+from glmdesk.engine.forecast import PREFILL_SCORE_BYTES
 from glmdesk.engine.forecast_shape import indexer_width
+from glmdesk.engine.forecast_shape import prefill_pair_bytes as pair_bytes
 
-#: The most one prefill chunk's sparse-attention scores may take, in bytes (see
-#: :func:`prefill_pair_bytes`): long prompts of GLM-5 run in smaller chunks instead of
-#: running out of memory (measured on an H200: a 1024-token chunk over a 128K context
-#: took 44 GiB with GLM-5's shapes; ``benchmarks/glm5_memory.py``).
-PREFILL_SCORE_BYTES = 4 * 2**30
-#: The smallest prefill chunk the score bound may choose, in tokens.
+#: The smallest prefill chunk the score bound (``PREFILL_SCORE_BYTES``) may choose, in tokens.
 MIN_PREFILL_CHUNK = 16
 
 
 def prefill_pair_bytes(config, dtype: torch.dtype) -> int:
-    """Bytes each (query, key) pair of a prefill chunk costs in transformers' DSA attention,
-    0 for a model without a sparse-attention indexer (its attention kernels bound memory).
-
-    GLM-5's ``GlmMoeDsaIndexer`` (and GLM-5.3-Flash's indexed layers) score every key for
-    every query in fp32 over ``index_n_heads`` heads, keeping the scores and their ReLU
-    (``2 x 4`` bytes, over keys pooled by ``index_kpool``), and apply the top-k as a mask
-    to dense attention, whose scores take ``num_attention_heads x element`` bytes. Measured
-    on an H200 in bf16 (``benchmarks/glm5_memory.py``): 333 bytes per pair for GLM-5's
-    shapes against 384 from this sum, 72 against 144 for GLM-5.3-Flash's.
-    """
+    """:func:`~glmdesk.engine.forecast_shape.prefill_pair_bytes` of a transformers config
+    at ``dtype``: bytes per (query, key) pair of a prefill chunk, 0 without an indexer."""
     text = config.get_text_config(decoder=True) if hasattr(config, "get_text_config") else config
-    index_heads = getattr(text, "index_n_heads", None) or 0
-    if not index_heads:
-        return 0
-    pool = getattr(text, "index_kpool", None) or 1
-    element = torch.empty((), dtype=dtype).element_size()
-    return -(-index_heads * 4 * 2 // pool) + int(text.num_attention_heads) * element
+    return pair_bytes(text.to_dict(), torch.empty((), dtype=dtype).element_size())
 
 
 def kv_shape(config) -> tuple[int, int, int]:
@@ -242,6 +226,8 @@ class CacheStrategy(ABC):
         #: sequence folded in and cannot be rewound to a shorter prefix.
         self.rewindable = not is_hybrid(model.config)
         self._pair_bytes = prefill_pair_bytes(model.config, getattr(model, "dtype", torch.float32))
+        #: The bound on one prefill chunk's sparse-attention scores, in bytes.
+        self.score_bytes = PREFILL_SCORE_BYTES
 
     @torch.inference_mode()
     def prefill(self, input_ids: torch.Tensor) -> torch.Tensor:
@@ -281,7 +267,7 @@ class CacheStrategy(ABC):
         chunk = self.settings.prefill_chunk
         if self._pair_bytes:
             keys = self._visible_keys() + chunk
-            chunk = max(MIN_PREFILL_CHUNK, min(chunk, PREFILL_SCORE_BYTES // (self._pair_bytes * keys)))
+            chunk = max(MIN_PREFILL_CHUNK, min(chunk, self.score_bytes // (self._pair_bytes * keys)))
         return chunk
 
     def _visible_keys(self) -> int:
