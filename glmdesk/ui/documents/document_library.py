@@ -24,6 +24,8 @@ class DocumentLibrary(QObject):
 
     Signals:
         changed(): the attached files, folders, their on/off or the rows changed.
+        choice_changed(): the user changed what is on for this chat (attached or took
+            off a file, turned a folder on or off, removed one): kept with the chat.
         progress_changed(object): an :class:`~glmdesk.documents.indexing.IndexProgress`.
         indexing_finished(object): an :class:`~glmdesk.documents.indexing.IndexReport`
             (its ``problems`` each have a sentence).
@@ -34,6 +36,7 @@ class DocumentLibrary(QObject):
     """
 
     changed = Signal()
+    choice_changed = Signal()
     progress_changed = Signal(object)
     indexing_finished = Signal(object)
     turn_prepared = Signal(object)
@@ -42,6 +45,7 @@ class DocumentLibrary(QObject):
     _index_requested = Signal(int, object, object, object)
     _turn_requested = Signal(int, object, object, object, int, int, int)
     _folder_removed = Signal(str)
+    _folder_added = Signal(str)
 
     def __init__(self, database=None, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -53,6 +57,7 @@ class DocumentLibrary(QObject):
         self._index_requested.connect(self.worker.run_indexing, _QUEUED)
         self._turn_requested.connect(self.worker.prepare_turn, _QUEUED)
         self._folder_removed.connect(self.worker.remove_folder, _QUEUED)
+        self._folder_added.connect(self.worker.add_folder, _QUEUED)
         self.worker.progress_changed.connect(self._on_progress, _QUEUED)
         self.worker.indexing_finished.connect(self._on_indexed, _QUEUED)
         self.worker.turn_prepared.connect(self._on_turn, _QUEUED)
@@ -67,6 +72,7 @@ class DocumentLibrary(QObject):
         self._cancel: threading.Event | None = None
         self._pending: list[tuple[list[str], list[str]]] = []
         self._closed = False
+        self._reader = None  # this (GUI) thread's connection for reading earlier sources back
         self.watcher = QFileSystemWatcher(self)
         self._rescan = QTimer(self, singleShot=True, interval=1000)
         self._rescan.timeout.connect(self.refresh_folders)
@@ -109,6 +115,8 @@ class DocumentLibrary(QObject):
             resolved = str(Path(path).expanduser().resolve())
             if Path(resolved).is_dir():
                 folders.append(resolved)
+                if resolved not in self.folders:
+                    self._folder_added.emit(resolved)  # kept in the library for the next start
                 self.folders[resolved] = True
             elif resolved not in self.attached:
                 self.attached.append(resolved)
@@ -117,6 +125,7 @@ class DocumentLibrary(QObject):
             self._watch()
         self.changed.emit()
         if files or folders:
+            self.choice_changed.emit()
             self._start(files, folders)
 
     def detach(self, path: str) -> None:
@@ -124,6 +133,7 @@ class DocumentLibrary(QObject):
         if path in self.attached:
             self.attached.remove(path)
             self.changed.emit()
+            self.choice_changed.emit()
 
     def add_folder(self, folder: str) -> None:
         """Add a folder to the library (on for this chat) and index it."""
@@ -137,12 +147,14 @@ class DocumentLibrary(QObject):
         if folder in self.watcher.directories():
             self.watcher.removePaths([folder])
         self.changed.emit()
+        self.choice_changed.emit()
 
     def set_folder_on(self, folder: str, on: bool) -> None:
         """Turn a library folder on or off for this chat."""
         if folder in self.folders and self.folders[folder] != on:
             self.folders[folder] = on
             self.changed.emit()
+            self.choice_changed.emit()
 
     def set_budget(self, tokens: int) -> None:
         """The passage budget, in tokens (when documents do not fit whole)."""
@@ -156,6 +168,40 @@ class DocumentLibrary(QObject):
         self.attached = list(attached)
         self.folders = {f: f in on for f in self.folders}
         self.changed.emit()
+
+    def choice(self) -> dict[str, list[str]]:
+        """What is on for this chat, as kept with it: ``{"files": [attached paths],
+        "folders": [library folders on]}``."""
+        return {"files": list(self.attached), "folders": [f for f, on in self.folders.items() if on]}
+
+    def restore(self, choice: object) -> None:
+        """Put back what was kept on for a chat (:meth:`choice`'s shape; anything else is
+        ignored). A folder no longer in the library stays off; attached files not indexed
+        in this window's life are indexed (unchanged ones are not read again)."""
+        if not isinstance(choice, dict):
+            return
+        files = [f for f in choice.get("files") or [] if isinstance(f, str) and f]
+        on = {f for f in choice.get("folders") or [] if isinstance(f, str)}
+        self.attached = list(dict.fromkeys(files))
+        self.folders = {f: f in on for f in self.folders}
+        self.changed.emit()
+        unread = [f for f in self.attached if f not in self.rows]
+        if unread:
+            self._start(unread, [])
+
+    def recall(self, documents) -> list:
+        """An earlier question's kept sources read back from the index
+        (:func:`~glmdesk.documents.recall.recall_sources`), on this thread: a few
+        indexed row reads; ``[]`` when the index cannot be read."""
+        from glmdesk.documents.recall import recall_sources
+        from glmdesk.documents.store import DocumentIndex
+
+        try:
+            if self._reader is None:
+                self._reader = DocumentIndex(self.worker.database)
+            return recall_sources(self._reader, tuple(documents))
+        except Exception:  # noqa: BLE001 - an unreadable index: the answer shows no card, the chat opens
+            return []
 
     @Slot()
     def refresh_folders(self) -> None:
@@ -247,6 +293,9 @@ class DocumentLibrary(QObject):
             return
         self._closed = True
         self.cancel()
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
         QMetaObject.invokeMethod(self.worker, "close", Qt.ConnectionType.BlockingQueuedConnection)
         self.thread.quit()
         self.thread.wait()
