@@ -193,6 +193,7 @@ def index_in_window(folder: Path, pdf: Path, database: Path, idle_s: float) -> d
         "witness_ms": max((g for _, g in witness_gaps), default=0.0),
         "worst": sorted(((g, a - begun, explained(a, g), working(a, g)) for a, g in spans), reverse=True)[:5],
         "stacks": sampler.stacks,
+        "others": sampler.others,
         "pdf_done_ms": pdf_report.seconds * 1e3,
         "seconds": (ended - begun) / 1e3,
     }
@@ -229,9 +230,9 @@ class _StallSampler:
     def __init__(self, ticks: list[float]) -> None:
         import threading
 
-        self.ticks, self.stacks = ticks, {}
+        self.ticks, self.stacks, self.others = ticks, {}, {}
         self._stop = threading.Event()
-        self._gui = threading.main_thread().ident
+        self._gui = threading.main_thread().ident or 0
         self._thread = threading.Thread(target=self._run, name="stall-sampler", daemon=True)
 
     def start(self) -> None:
@@ -242,13 +243,21 @@ class _StallSampler:
         self._thread.join()
 
     def _run(self) -> None:
+        import threading
         import traceback
 
         while not self._stop.wait(0.01):
             if self.ticks and time.monotonic() * 1e3 - self.ticks[-1] > 40:
-                frame = sys._current_frames().get(self._gui)
+                frames = sys._current_frames()
+                frame = frames.get(self._gui)
                 if frame is None:
                     continue
+                for ident, other in frames.items():  # the window's other threads then
+                    if ident not in (self._gui, threading.get_ident()):
+                        here = (
+                            f"{Path(other.f_code.co_filename).name}:{other.f_lineno} {other.f_code.co_name}"
+                        )
+                        self.others[here] = self.others.get(here, 0) + 1
                 where = " < ".join(
                     f"{Path(f.filename).name}:{f.lineno} {f.name}"
                     for f in reversed(traceback.extract_stack(frame)[-4:])
@@ -293,7 +302,7 @@ def queries(database: Path, repeat: int) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--files", type=int, default=10_000)
     parser.add_argument("--pdf-pages", type=int, default=1_000)
     parser.add_argument("--repeat", type=int, default=200)
@@ -332,6 +341,8 @@ def main() -> None:
         )
         for where, n in sorted(i["stacks"].items(), key=lambda kv: -kv[1])[:5]:
             print(f"  GUI thread during a stall over 40 ms ({n} samples of 10 ms): {where}")
+        for where, n in sorted(i["others"].items(), key=lambda kv: -kv[1])[:4]:
+            print(f"  another thread of the window's process then ({n} samples): {where}")
         q = queries(database, args.repeat)
         print(
             f"queries over {q['documents']} documents: search p50 {q['search_p50']:.1f} ms, p99 {q['search_p99']:.1f} ms; "
