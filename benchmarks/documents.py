@@ -115,12 +115,14 @@ def index_in_window(folder: Path, pdf: Path, database: Path, idle_s: float) -> d
     timer = QTimer()
     timer.setTimerType(Qt.TimerType.PreciseTimer)
     timer.setInterval(5)
-    cpu: dict[float, tuple[float, float]] = {}  # tick -> CPU time of the GUI thread, of the process (ms)
+    # tick -> CPU time of the GUI thread, of the process, and the GUI thread's time spent
+    # runnable but waiting for a core (Linux schedstat), all in ms
+    cpu: dict[float, tuple[float, float, float]] = {}
 
     def tick() -> None:
         now = time.monotonic() * 1e3
         ticks.append(now)
-        cpu[now] = (time.thread_time() * 1e3, time.process_time() * 1e3)
+        cpu[now] = (time.thread_time() * 1e3, time.process_time() * 1e3, _runqueue_ms())
 
     timer.timeout.connect(tick)
     reports = []
@@ -140,6 +142,7 @@ def index_in_window(folder: Path, pdf: Path, database: Path, idle_s: float) -> d
     idle.exec()
     idle_spans = _spans([idle_begun, *ticks, time.monotonic() * 1e3])
     ticks.clear()
+    _cpu_pressure()
     begun = time.monotonic() * 1e3
     library.attach([str(pdf)])
     library.add_folder(str(folder))
@@ -160,15 +163,15 @@ def index_in_window(folder: Path, pdf: Path, database: Path, idle_s: float) -> d
         """A witness gap covered at least half of it: the whole machine stalled."""
         return any(min(at + gap, w + wg) - max(at, w) >= gap / 2 for w, wg in witness_gaps)
 
-    def working(at: float, gap: float) -> tuple[float, float]:
-        """CPU time the GUI thread, and the window's whole process, used within the gap
-        (ms): the GUI thread's near the gap, it was busy; the process's near the gap,
-        another of its threads held the interpreter lock; both near 0, the process was
-        not given a CPU (the machine's stall)."""
+    def working(at: float, gap: float) -> tuple[float, float, float]:
+        """CPU time the GUI thread, and the window's whole process, used within the gap,
+        and the time the GUI thread was runnable but given no core (ms): the GUI thread's
+        CPU near the gap, it was busy; the process's, another of its threads held the
+        interpreter lock; the wait near the gap, the machine had no core for it."""
         before, after = cpu.get(at), cpu.get(at + gap)
         if before is None or after is None:
-            return 0.0, 0.0
-        return after[0] - before[0], after[1] - before[1]
+            return 0.0, 0.0, 0.0
+        return after[0] - before[0], after[1] - before[1], after[2] - before[2]
 
     ours = [(g, a) for a, g in spans if not explained(a, g)]
     busiest = max(((working(a, g)[0], g) for a, g in spans), default=(0.0, 0.0))
@@ -176,6 +179,10 @@ def index_in_window(folder: Path, pdf: Path, database: Path, idle_s: float) -> d
     # threads, so an upper bound of what held the GUI thread): what the gap would be on a
     # machine that gave it a core at once.
     own = max((working(a, g)[1] for a, g in spans), default=0.0)
+    # Each gap less the GUI thread's wait for a core: the gap a machine with a free core
+    # would have shown (the timer's own 5 ms included).
+    unqueued = max((g - working(a, g)[2] for a, g in spans), default=0.0)
+    pressure = _cpu_pressure()
     gaps = sorted(g for _, g in spans)
     return {
         "pdf_pages": pdf_report.pages,
@@ -188,6 +195,8 @@ def index_in_window(folder: Path, pdf: Path, database: Path, idle_s: float) -> d
         "ours_ms": max((g for g, _ in ours), default=0.0),
         "busy_ms": busiest[0],
         "own_ms": own,
+        "unqueued_ms": unqueued,
+        "pressure": pressure,
         "busy_gap_ms": busiest[1],
         "idle_gap_ms": max(g for _, g in idle_spans),
         "witness_ms": max((g for _, g in witness_gaps), default=0.0),
@@ -197,6 +206,34 @@ def index_in_window(folder: Path, pdf: Path, database: Path, idle_s: float) -> d
         "pdf_done_ms": pdf_report.seconds * 1e3,
         "seconds": (ended - begun) / 1e3,
     }
+
+
+def _runqueue_ms() -> float:
+    """The calling thread's time spent runnable but waiting for a core, in ms (Linux
+    ``/proc/thread-self/schedstat``, second field, ns; 0.0 elsewhere)."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            return int(f.read().split()[1]) / 1e6
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+_PRESSURE = [0.0, 0.0]  # (time.monotonic s, cumulative stall us) at the last call
+
+
+def _cpu_pressure() -> float | None:
+    """The share of the time since the last call in which some task of the machine waited
+    for a core (Linux pressure stall information, ``/proc/pressure/cpu``, ``some``);
+    ``None`` where it is not available."""
+    try:
+        with open("/proc/pressure/cpu") as f:
+            total = float(f.readline().rsplit("total=", 1)[1])
+    except (OSError, IndexError, ValueError):
+        return None
+    now = time.monotonic()
+    share = (total - _PRESSURE[1]) / 1e6 / (now - _PRESSURE[0]) if _PRESSURE[0] else None
+    _PRESSURE[:] = [now, total]
+    return share
 
 
 def _spans(marks: list[float]) -> list[tuple[float, float]]:
@@ -330,13 +367,20 @@ def main() -> None:
         print(
             f"the window's own stalls: the most CPU its process used within one gap {i['own_ms']:.1f} ms "
             f"(goal < 50 ms); the most CPU the GUI thread used within one gap "
-            f"{i['busy_ms']:.1f} ms (in a gap of {i['busy_gap_ms']:.1f} ms)"
+            f"{i['busy_ms']:.1f} ms (in a gap of {i['busy_gap_ms']:.1f} ms); longest gap less the GUI thread's "
+            f"wait for a core {i['unqueued_ms']:.1f} ms"
         )
+        if i["pressure"] is not None:
+            print(
+                f"CPU pressure while indexing: some task of the machine waited for a core {i['pressure']:.0%} of the time"
+            )
         print(
-            f"  longest gaps (ms at ms after the start, CPU ms of the GUI thread/process in it; the PDF ended"
+            f"  longest gaps (ms at ms after the start, CPU ms of the GUI thread/process in it, ms the GUI"
+            f" thread waited for a core; the PDF ended"
             f" at {i['pdf_done_ms']:.0f}; * = the witness stalled too):",
             ", ".join(
-                f"{g:.0f} at {t:.0f} cpu {c[0]:.0f}/{c[1]:.0f}{'*' if x else ''}" for g, t, x, c in i["worst"]
+                f"{g:.0f} at {t:.0f} cpu {c[0]:.0f}/{c[1]:.0f} waited {c[2]:.0f}{'*' if x else ''}"
+                for g, t, x, c in i["worst"]
             ),
         )
         for where, n in sorted(i["stacks"].items(), key=lambda kv: -kv[1])[:5]:

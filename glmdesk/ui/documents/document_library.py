@@ -10,6 +10,8 @@ from pathlib import Path
 
 from PySide6.QtCore import QFileSystemWatcher, QMetaObject, QObject, Qt, QThread, QTimer, Signal, Slot
 
+from glmdesk.documents.recall import RecalledSource, recall_sources
+from glmdesk.documents.store import DocumentIndex, DocumentRow
 from glmdesk.documents.turn import DEFAULT_RETRIEVAL_TOKENS
 from glmdesk.ui.documents.document_worker import DocumentWorker
 
@@ -50,10 +52,10 @@ class DocumentLibrary(QObject):
     def __init__(self, database=None, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.worker = DocumentWorker(database)
-        self.thread = QThread()
-        self.thread.setObjectName("glmdesk-documents")
-        self.worker.moveToThread(self.thread)
-        self.thread.start()
+        self.worker_thread = QThread()
+        self.worker_thread.setObjectName("glmdesk-documents")
+        self.worker.moveToThread(self.worker_thread)
+        self.worker_thread.start()
         self._index_requested.connect(self.worker.run_indexing, _QUEUED)
         self._turn_requested.connect(self.worker.prepare_turn, _QUEUED)
         self._folder_removed.connect(self.worker.remove_folder, _QUEUED)
@@ -65,21 +67,21 @@ class DocumentLibrary(QObject):
         self.worker.turn_failed.connect(self._on_turn_failed, _QUEUED)
         self.attached: list[str] = []  # this chat's files, resolved
         self.folders: dict[str, bool] = {}  # the library's folders: on for this chat?
-        self.rows: dict[str, object] = {}  # path -> DocumentRow of the last runs
+        self.rows: dict[str, DocumentRow] = {}  # path -> DocumentRow of the last runs
         self.budget = DEFAULT_RETRIEVAL_TOKENS
         self._chats: dict[object, tuple[list[str], list[str]]] = {}  # chat key -> (attached, folders on)
         self._run = self._request = 0
         self._cancel: threading.Event | None = None
         self._pending: list[tuple[list[str], list[str]]] = []
         self._closed = False
-        self._reader = None  # this (GUI) thread's connection for reading earlier sources back
+        self._reader: DocumentIndex | None = (
+            None  # this (GUI) thread's connection for reading earlier sources back
+        )
         self.watcher = QFileSystemWatcher(self)
         self._rescan = QTimer(self, singleShot=True, interval=1000)
         self._rescan.timeout.connect(self.refresh_folders)
         self.watcher.directoryChanged.connect(self._rescan.start)
         self.watcher.fileChanged.connect(self._rescan.start)
-        from glmdesk.documents.store import DocumentIndex
-
         try:  # the library's folders as stored (read once here; SQLite's own connection)
             stored = DocumentIndex(database)
             self.folders = dict.fromkeys(stored.folders(), False)
@@ -189,13 +191,10 @@ class DocumentLibrary(QObject):
         if unread:
             self._start(unread, [])
 
-    def recall(self, documents) -> list:
+    def recall(self, documents) -> list[RecalledSource]:
         """An earlier question's kept sources read back from the index
         (:func:`~glmdesk.documents.recall.recall_sources`), on this thread: a few
         indexed row reads; ``[]`` when the index cannot be read."""
-        from glmdesk.documents.recall import recall_sources
-        from glmdesk.documents.store import DocumentIndex
-
         try:
             if self._reader is None:
                 self._reader = DocumentIndex(self.worker.database)
@@ -297,5 +296,5 @@ class DocumentLibrary(QObject):
             self._reader.close()
             self._reader = None
         QMetaObject.invokeMethod(self.worker, "close", Qt.ConnectionType.BlockingQueuedConnection)
-        self.thread.quit()
-        self.thread.wait()
+        self.worker_thread.quit()
+        self.worker_thread.wait()

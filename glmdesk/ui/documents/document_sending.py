@@ -87,6 +87,8 @@ class DocumentSending(QObject):
         return True
 
     def _prepare(self) -> None:
+        if self._pending is None:
+            return
         text, system_prompt, _cache, _attachments = self._pending
         messages, _offset = self.session.state.request(system_prompt)
         messages = (*messages, ChatMessage("user", text))
