@@ -74,9 +74,8 @@ class DocumentLibrary(QObject):
         self._cancel: threading.Event | None = None
         self._pending: list[tuple[list[str], list[str]]] = []
         self._closed = False
-        self._reader: DocumentIndex | None = (
-            None  # this (GUI) thread's connection for reading earlier sources back
-        )
+        # This (GUI) thread's connection, for reading earlier answers' sources back.
+        self._reader: DocumentIndex | None = None
         self.watcher = QFileSystemWatcher(self)
         self._rescan = QTimer(self, singleShot=True, interval=1000)
         self._rescan.timeout.connect(self.refresh_folders)
