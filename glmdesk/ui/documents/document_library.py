@@ -8,7 +8,17 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from PySide6.QtCore import QFileSystemWatcher, QMetaObject, QObject, Qt, QThread, QTimer, Signal, Slot
+from PySide6.QtCore import (
+    QFileSystemWatcher,
+    QMetaObject,
+    QObject,
+    Qt,
+    QThread,
+    QThreadPool,
+    QTimer,
+    Signal,
+    Slot,
+)
 
 from glmdesk.documents.recall import RecalledSource, recall_sources
 from glmdesk.documents.store import DocumentIndex, DocumentRow
@@ -35,6 +45,9 @@ class DocumentLibrary(QObject):
             question given to :meth:`prepare`, or ``None`` when it failed (after
             :attr:`failed`): the question then goes alone.
         failed(str): the index or the tokenizer failed (what it said).
+        recalled(int, object): a :meth:`recall` request's id and its list of
+            :class:`~glmdesk.documents.recall.RecalledSource` (empty when the index
+            cannot be read).
     """
 
     changed = Signal()
@@ -43,6 +56,7 @@ class DocumentLibrary(QObject):
     indexing_finished = Signal(object)
     turn_prepared = Signal(object)
     failed = Signal(str)
+    recalled = Signal(int, object)
 
     _index_requested = Signal(int, object, object, object)
     _turn_requested = Signal(int, object, object, object, int, int, int)
@@ -74,8 +88,7 @@ class DocumentLibrary(QObject):
         self._cancel: threading.Event | None = None
         self._pending: list[tuple[list[str], list[str]]] = []
         self._closed = False
-        # This (GUI) thread's connection, for reading earlier answers' sources back.
-        self._reader: DocumentIndex | None = None
+        self._recalls = 0
         self.watcher = QFileSystemWatcher(self)
         self._rescan = QTimer(self, singleShot=True, interval=1000)
         self._rescan.timeout.connect(self.refresh_folders)
@@ -190,16 +203,32 @@ class DocumentLibrary(QObject):
         if unread:
             self._start(unread, [])
 
-    def recall(self, documents) -> list[RecalledSource]:
-        """An earlier question's kept sources read back from the index
-        (:func:`~glmdesk.documents.recall.recall_sources`), on this thread: a few
-        indexed row reads; ``[]`` when the index cannot be read."""
-        try:
-            if self._reader is None:
-                self._reader = DocumentIndex(self.worker.database)
-            return recall_sources(self._reader, tuple(documents))
-        except Exception:  # noqa: BLE001 - an unreadable index: the answer shows no card, the chat opens
-            return []
+    def recall(self, documents) -> int:
+        """Read an earlier question's kept sources back from the index
+        (:func:`~glmdesk.documents.recall.recall_sources`) on a pool thread with its own
+        connection (a whole document of a million-token context is 3.5 MB to read and
+        digest: about 50 ms, never on the GUI thread; the documents' thread may be busy
+        indexing); :attr:`recalled` follows. Returns the request's id."""
+        self._recalls += 1
+        request, database, documents = self._recalls, self.worker.database, tuple(documents)
+
+        def run() -> None:
+            result: list[RecalledSource] = []
+            try:
+                index = DocumentIndex(database)
+                try:
+                    result = recall_sources(index, documents)
+                finally:
+                    index.close()
+            except Exception:  # noqa: BLE001 - an unreadable index: the answer shows no card, the chat opens
+                result = []
+            try:
+                self.recalled.emit(request, result)  # queued to the GUI thread
+            except RuntimeError:  # the window closed meanwhile
+                pass
+
+        QThreadPool.globalInstance().start(run)
+        return request
 
     @Slot()
     def refresh_folders(self) -> None:
@@ -291,9 +320,6 @@ class DocumentLibrary(QObject):
             return
         self._closed = True
         self.cancel()
-        if self._reader is not None:
-            self._reader.close()
-            self._reader = None
         QMetaObject.invokeMethod(self.worker, "close", Qt.ConnectionType.BlockingQueuedConnection)
         self.worker_thread.quit()
         self.worker_thread.wait()

@@ -62,6 +62,8 @@ class DocumentSending(QObject):
         for signal in (session.conversation_cleared, session.conversation_replaced):
             signal.connect(self._forget)  # another chat: its own documents
         session.conversation_replaced.connect(self._show_kept_sources)
+        library.recalled.connect(self._on_recalled)
+        self._recalling: dict[int, SourcesView] = {}  # recall request -> its (hidden) card
 
     def is_preparing(self) -> bool:
         """True while a question waits for its documents."""
@@ -176,14 +178,17 @@ class DocumentSending(QObject):
                     answer = j  # the last answer of the round (after any tool calls)
             if answer is None:
                 continue
-            recalled = self.library.recall(message.documents)
-            if not recalled:
-                continue
-            card = SourcesView()
+            card = SourcesView()  # hidden until its sources are read back
             self.chat_view.add_card(card, under=widgets[answer])
-            card.show_recalled(recalled)
             self.cards.append(card)
             card.destroyed.connect(functools.partial(self._drop_card, card))
+            self._recalling[self.library.recall(message.documents)] = card
+
+    @Slot(int, object)
+    def _on_recalled(self, request: int, recalled: list) -> None:
+        card = self._recalling.pop(request, None)
+        if card is not None and card in self.cards:  # not gone with another conversation
+            card.show_recalled(recalled)
 
     @Slot()
     def _forget(self, *_args) -> None:

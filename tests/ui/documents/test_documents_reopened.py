@@ -38,10 +38,12 @@ def _send(qtbot, window, text):
     assert window.history_controller.flush(MS / 1000)
 
 
-def _open(qtbot, window, cid):
+def _open(qtbot, window, cid, cards=1):
+    """Open ``cid`` and wait until its answers' ``cards`` sources cards show (their
+    passages are read back off the GUI thread)."""
     with qtbot.waitSignal(window.history_controller.conversation_opened, timeout=MS):
         window.history_controller.open_conversation(cid)
-    qtbot.waitUntil(lambda: all(m.isVisible() for m in window.chat_view.messages()), timeout=MS)
+    qtbot.waitUntil(lambda: len(_cards(window)) == cards, timeout=MS)
 
 
 def _cards(window):
