@@ -89,6 +89,7 @@ class DocumentLibrary(QObject):
         self._pending: list[tuple[list[str], list[str]]] = []
         self._closed = False
         self._recalls = 0
+        self._recall_pool = QThreadPool(self)  # its threads are waited for at shutdown
         self.watcher = QFileSystemWatcher(self)
         self._rescan = QTimer(self, singleShot=True, interval=1000)
         self._rescan.timeout.connect(self.refresh_folders)
@@ -227,7 +228,7 @@ class DocumentLibrary(QObject):
             except RuntimeError:  # the window closed meanwhile
                 pass
 
-        QThreadPool.globalInstance().start(run)
+        self._recall_pool.start(run)
         return request
 
     @Slot()
@@ -320,6 +321,7 @@ class DocumentLibrary(QObject):
             return
         self._closed = True
         self.cancel()
+        self._recall_pool.waitForDone(10_000)  # a read of a few rows; bounded all the same
         QMetaObject.invokeMethod(self.worker, "close", Qt.ConnectionType.BlockingQueuedConnection)
         self.worker_thread.quit()
         self.worker_thread.wait()
