@@ -105,6 +105,17 @@ def test_the_documents_on_and_the_sources_come_back_with_the_chat_after_closing(
         dialog = sources.open_passage(2)
         assert "The vault code is 5512." in dialog.text.toPlainText()
         dialog.close()
+        window.documents.detach(str(note.resolve()))  # a change in a stored chat is kept at once
+        window.documents.set_folder_on(str(other.resolve()), True)
+        assert window.history_controller.flush(MS / 1000)
+        assert history.chat_settings(cid)["documents"] == {
+            "files": [],
+            "folders": [str(other.resolve()), str(folder.resolve())],
+        }
+        window.new_chat()
+        assert window.documents.attached == [] and not any(window.documents.folders.values())
+        _open(qtbot, window, cid)
+        assert window.documents.attached == [] and all(window.documents.folders.values())
     finally:
         _close(window)
         history.close()
