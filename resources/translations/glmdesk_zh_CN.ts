@@ -373,6 +373,14 @@ Updated {when} · {model}</source>
         <translation>{name}，第 {line} 行</translation>
     </message>
     <message>
+        <source>changed since this answer</source>
+        <translation>此回答之后已更改</translation>
+    </message>
+    <message>
+        <source>file no longer on disk</source>
+        <translation>文件已不在磁盘上</translation>
+    </message>
+    <message>
         <source>No passage matched the question&apos;s words; the documents&apos; first passages were given.</source>
         <translation>没有段落与问题的词语匹配；已给出文档开头的段落。</translation>
     </message>
@@ -2209,6 +2217,14 @@ Run it?</source>
 <context>
     <name>PassageDialog</name>
     <message>
+        <source>This passage is no longer in the index as it was given: the file changed or was taken out of the library after this answer.</source>
+        <translation>此段落已不在索引中（与当时提供的不同）：此回答之后文件已更改或已从资料库中移除。</translation>
+    </message>
+    <message>
+        <source>(The file is no longer on disk; this is the text that was given.)</source>
+        <translation>（文件已不在磁盘上；以下是当时提供的文本。）</translation>
+    </message>
+    <message>
         <source>Open the file</source>
         <translation>打开文件</translation>
     </message>
@@ -2699,6 +2715,10 @@ Run it?</source>
     <message>
         <source>Sources ({how}, {tokens} tokens{counted}):</source>
         <translation>来源（{how}，{tokens} 个 token{counted}）：</translation>
+    </message>
+    <message>
+        <source>Sources ({how}):</source>
+        <translation>来源（{how}）：</translation>
     </message>
 </context>
 <context>

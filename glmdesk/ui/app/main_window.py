@@ -34,6 +34,7 @@ from glmdesk.ui.app.window_menus import ProductMenus
 from glmdesk.ui.chat.branch_actions import BranchActions
 from glmdesk.ui.common.screen_fit import fit_to_screen, install_dialog_fit
 from glmdesk.ui.common.settings_store import SettingsStore
+from glmdesk.ui.documents.document_choice import DocumentChoice
 from glmdesk.ui.documents.document_library import DocumentLibrary
 from glmdesk.ui.documents.document_sending import DocumentSending
 from glmdesk.ui.history.history_access import HistoryAccess
@@ -157,6 +158,7 @@ class MainWindow(QMainWindow):
             self.tools_memory = ToolsMemory(
                 self.history_controller, self.sidebar.tools_panel, session, self.history_controller
             )
+            self.document_choice = DocumentChoice(self.documents, self.history_controller, self)
         # A run that died while its engine answered: told at start, its question marked.
         self.crash_notice = CrashNotice(
             self.notice, self.chat_view, self._regenerate_now, self.history_controller, self
