@@ -27,6 +27,7 @@ from glmdesk.engine.decode.threads import ThreadTuner
 from glmdesk.engine.families.base import eos_list
 from glmdesk.engine.families.template_effort import effort_levels, reads_clear_thinking
 from glmdesk.engine.files import model_source
+from glmdesk.engine.formats.glm45_format import Glm45Format
 from glmdesk.engine.formats.prompt import PromptFormat
 from glmdesk.engine.info import LoadProgress, ModelInfo, context_limit, stage_reporter
 
@@ -133,7 +134,12 @@ def _vision_format(model, tokenizer, ready) -> PromptFormat:
     if not getattr(tokenizer, "chat_template", None):
         _no_template(ready)
     text_format = families.get_family(ready.family).prompt_format(tokenizer, _eos_ids(model))  # its stop ids
-    return VisionFormat(load_processor(ready.folder, tokenizer), text_format.stop_ids)
+    processor = load_processor(ready.folder, tokenizer)
+    if isinstance(text_format, Glm45Format):  # GLM-4.6V: thinking switch and tools
+        from glmdesk.engine.backends.transformers.vision_glm46 import Glm46VisionFormat
+
+        return Glm46VisionFormat(processor, text_format)
+    return VisionFormat(processor, text_format.stop_ids)
 
 
 def _no_template(ready) -> None:

@@ -103,6 +103,12 @@ class VisionFormat(PromptFormat):
             GlmdeskError: ``invalid_image`` for an image that cannot be decoded.
         """
         ids, images = self._markup_ids(messages)
+        if ids.count(self.image_token_id) != len(images):
+            raise GlmdeskError(
+                "generation_failed",
+                "The model's chat template did not place every attached image in the prompt.",
+                detail=f"{len(images)} images, {ids.count(self.image_token_id)} image markers",
+            )
         if not images:
             return ids
         processed = [self._processed(image) for image in images]
@@ -175,12 +181,6 @@ class VisionFormat(PromptFormat):
                 ids += self._plain(contents[piece])
         if partial:
             ids += self._plain(partial)
-        if ids.count(self.image_token_id) != len(images):
-            raise GlmdeskError(
-                "generation_failed",
-                "The model's chat template did not place every attached image in the prompt.",
-                detail=f"{len(images)} images, {ids.count(self.image_token_id)} image markers",
-            )
         return ids, images
 
     def _plain(self, text: str) -> list[int]:

@@ -18,7 +18,7 @@ from pathlib import Path
 from glmdesk.core.images import ImageAttachment, invalid_image
 
 #: ``model_type`` values of the vision models glmdesk runs with the transformers engine.
-VISION_MODEL_TYPES = frozenset({"glm4v", "glm4v_moe"})
+VISION_MODEL_TYPES = frozenset({"glm4v", "glm4v_moe", "glm46v", "glm_ocr"})
 
 
 def is_vision_config(config) -> bool:

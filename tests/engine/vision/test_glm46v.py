@@ -1,0 +1,126 @@
+"""GLM-4.6V in transformers' own class (``Glm46VForConditionalGeneration``, ``glm46v``):
+recognised, prompted by its template with images, thinking on and off and tools (ids equal
+the processor's ``apply_chat_template``), an image answer streams transformers' own greedy
+tokens, and a written think block and XML call come back as reasoning and a tool call."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from glmdesk.core.messages import ChatMessage
+from glmdesk.core.parts import ReasoningPart, TextPart, ToolCallPart, merged
+from glmdesk.core.settings import ParamsBox, SamplingParams
+from glmdesk.core.tools import FunctionSpec, ToolSet
+from glmdesk.engine.backends.transformers.vision import VisionLoadedModel
+from glmdesk.engine.backends.transformers.vision_glm46 import Glm46VisionFormat
+from glmdesk.engine.backends.transformers.vision_processor import to_picture
+from glmdesk.engine.decode.generate import stream_answer
+from glmdesk.engine.families import get_family, recognise_folder
+from glmdesk.engine.formats.glm45_format import tool_definitions
+from glmdesk.engine.formats.prompt import thinking_for
+from tests.helpers.glm4v import generate_reference, vision_answer
+from tests.helpers.tool_models import ForceTokens
+
+WEATHER = FunctionSpec(
+    "get_weather",
+    "The weather of a city",
+    {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+)
+TOOLS = ToolSet((WEATHER,))
+
+
+def test_the_folder_is_glm_4_6v_with_tools_and_a_thinking_switch(glm46v_folder, glm46v_loaded):
+    config = json.loads((glm46v_folder / "config.json").read_text())
+    assert recognise_folder(config, glm46v_folder) == "glm46v"
+    loaded = glm46v_loaded
+    assert (
+        isinstance(loaded, VisionLoadedModel)
+        and type(loaded.model).__name__ == "Glm46VForConditionalGeneration"
+    )
+    assert isinstance(loaded.prompt_format, Glm46VisionFormat)
+    assert loaded.info.family == "glm46v" and get_family("glm46v").tool_dialect == "glm45"
+    assert loaded.prompt_format.tool_calls and loaded.prompt_format.thinking is True
+    assert loaded.tokenizer.convert_tokens_to_ids("<|observation|>") in loaded.prompt_format.stop_ids
+
+
+@pytest.mark.parametrize("thinking", [True, False])
+def test_prompt_with_images_tools_and_reasoning_equals_the_processor(
+    glm46v_loaded, red_photo, blue_photo, thinking
+):
+    fmt = glm46v_loaded.prompt_format
+    messages = [
+        ChatMessage("system", "", tools=TOOLS),
+        ChatMessage("user", "Compare them.", attachments=(red_photo, blue_photo)),
+        ChatMessage("assistant", "The first is red.", reasoning="Two colours."),
+        ChatMessage("user", "Weather in Paris?"),
+    ]
+    with thinking_for(fmt, thinking):
+        ids = fmt.encode(messages)
+    rows = [
+        {
+            "role": "user",
+            "content": [{"type": "image"}, {"type": "image"}, {"type": "text", "text": "Compare them."}],
+        },
+        {"role": "assistant", "content": "The first is red.", "reasoning_content": "Two colours."},
+        {"role": "user", "content": "Weather in Paris?"},
+    ]
+    processor = fmt.processor
+    text = processor.apply_chat_template(
+        rows,
+        tools=tool_definitions(TOOLS),
+        tokenize=False,
+        add_generation_prompt=True,
+        enable_thinking=thinking,
+    )
+    assert ("/nothink" in text) is not thinking and "# Tools" in text
+    expected = processor(
+        text=[text], images=[to_picture(red_photo), to_picture(blue_photo)], return_tensors="pt"
+    )
+    assert ids == expected["input_ids"][0].tolist()
+    assert fmt.vision_inputs(ids).grid_thw.tolist() == expected["image_grid_thw"].tolist()
+
+
+def test_an_image_answer_streams_transformers_greedy_tokens(glm46v_loaded, red_photo):
+    messages = [ChatMessage("user", "What is in this picture?", attachments=(red_photo,))]
+    chunks, ids = vision_answer(glm46v_loaded, messages)
+    n_prompt, expected = generate_reference(glm46v_loaded, messages, len(ids))
+    assert chunks[-1].error is None, chunks[-1].error
+    assert len(chunks) > 2 and ids == expected[: len(ids)]  # streamed token by token
+    assert chunks[-1].prompt_tokens == n_prompt
+
+
+def _forced(loaded, monkeypatch, written: str, stop: str):
+    tok = loaded.tokenizer
+    script = tok.encode(written, add_special_tokens=False) + [tok.convert_tokens_to_ids(stop)]
+    forcer = ForceTokens([script])
+    monkeypatch.setattr(loaded, "logits_processors", lambda: (forcer,))
+    return ParamsBox(SamplingParams(temperature=0.0, max_new_tokens=len(script) + 4))
+
+
+def test_thinking_about_an_image_is_parsed_apart_from_the_answer(glm46v_loaded, red_photo, monkeypatch):
+    params = _forced(glm46v_loaded, monkeypatch, "<think>It is red.</think>A red square", "<|user|>")
+    messages = [ChatMessage("user", "What is this?", attachments=(red_photo,))]
+    chunks = list(stream_answer(glm46v_loaded, messages, params))
+    assert chunks[-1].error is None and chunks[-1].finish_reason == "stop"
+    parts = merged(p for c in chunks for p in c.parts)
+    assert parts == (ReasoningPart("It is red."), TextPart("A red square"))
+
+
+def test_an_xml_call_after_an_image_is_a_tool_call(glm46v_loaded, red_photo, monkeypatch):
+    written = (
+        "<think>Where is it?</think>\n<tool_call>get_weather\n"
+        "<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>"
+    )
+    params = _forced(glm46v_loaded, monkeypatch, written, "<|observation|>")
+    messages = [
+        ChatMessage("system", "", tools=TOOLS),
+        ChatMessage("user", "Weather there?", attachments=(red_photo,)),
+    ]
+    chunks = list(stream_answer(glm46v_loaded, messages, params))
+    assert chunks[-1].finish_reason == "tool_calls", chunks[-1].error
+    call = chunks[-1].tool_call
+    assert (call.name, dict(call.arguments)) == ("get_weather", {"city": "Paris"})
+    parts = [p for c in chunks for p in c.parts]
+    assert merged(p for p in parts if not isinstance(p, ToolCallPart))[0] == ReasoningPart("Where is it?")
