@@ -1,0 +1,145 @@
+"""OCR a page: an image, or one page of a PDF rendered as an image, read by GLM-OCR
+into Markdown (text, tables, formulas), greedily.
+
+Every front end asks the same way: :func:`page_image` turns the file into an
+:class:`~glmdesk.core.images.ImageAttachment`, :func:`ocr_messages` into the one user
+turn the model card shows, :func:`ocr_sampling` forces greedy decoding on the user's
+other settings.
+
+Sources: the zai-org/GLM-OCR model card (the prompt ``Text Recognition:`` after the
+page image; ``Table Recognition:`` and ``Formula Recognition:`` name the other tasks)
+and its SDK's ``glmocr/config.yaml`` (PDF pages rendered with pypdfium2 at 200 dpi).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+from pathlib import Path
+
+from glmdesk.core.images import ImageAttachment, invalid_image
+from glmdesk.core.messages import ChatMessage
+from glmdesk.core.settings import SamplingParams
+
+#: The prompt of GLM-OCR's model card for a page of text (its Markdown output keeps
+#: headings, paragraphs, tables and formulas).
+OCR_PROMPT = "Text Recognition:"
+
+#: PDF pages are rendered at this resolution (dots per inch; GLM-OCR's SDK renders at 200).
+PDF_DPI = 200
+
+#: A rendered page's longer side is at most this many pixels (a poster-sized page
+#: would otherwise become a gigapixel image; the processor shrinks it anyway).
+MAX_PAGE_SIDE = 4096
+
+#: ``model_type`` / detected family names of models made for OCR.
+OCR_FAMILIES = frozenset({"glm-ocr"})
+
+
+def is_pdf(path: str | Path) -> bool:
+    """Whether the file starts with the PDF signature ``%PDF-`` (ISO 32000-1, 7.5.2).
+
+    Raises:
+        GlmdeskError: ``invalid_image`` when the file cannot be read.
+    """
+    p = Path(path).expanduser()
+    try:
+        with p.open("rb") as f:
+            return f.read(5) == b"%PDF-"
+    except OSError as exc:
+        raise invalid_image(str(p), exc.strerror or exc.__class__.__name__) from exc
+
+
+def _open_pdf(path: Path):
+    import pypdfium2
+
+    try:
+        return pypdfium2.PdfDocument(path)
+    except pypdfium2.PdfiumError as exc:
+        raise invalid_image(path.name, f"the PDF cannot be opened ({exc})") from exc
+
+
+def pdf_page_count(path: str | Path) -> int:
+    """The number of pages of a PDF file.
+
+    Raises:
+        GlmdeskError: ``invalid_image`` when the file cannot be read or is not a PDF.
+    """
+    p = Path(path).expanduser()
+    if not is_pdf(p):
+        raise invalid_image(p.name, "it is not a PDF file")
+    pdf = _open_pdf(p)
+    try:
+        return len(pdf)
+    finally:
+        pdf.close()
+
+
+def render_pdf_page(path: str | Path, page: int, dpi: int = PDF_DPI) -> ImageAttachment:
+    """One page of a PDF as a PNG image (pypdfium2, PDFium's renderer).
+
+    Args:
+        path: The PDF file.
+        page: The page number, from 1.
+        dpi: The resolution, dots per inch (a 210 mm wide page is 1654 pixels at 200);
+            lowered for a page whose longer side would pass :data:`MAX_PAGE_SIDE` pixels.
+
+    Returns:
+        A PNG attachment named ``<file stem>-page<N>.png``.
+
+    Raises:
+        GlmdeskError: ``invalid_image`` when the file is not a readable PDF or has no
+            page ``page``.
+    """
+    p = Path(path).expanduser()
+    if not is_pdf(p):
+        raise invalid_image(p.name, "it is not a PDF file")
+    pdf = _open_pdf(p)
+    try:
+        count = len(pdf)
+        if not 1 <= page <= count:
+            pages = "1 page" if count == 1 else f"{count} pages"
+            raise invalid_image(p.name, f"it has no page {page} (it has {pages})")
+        sheet = pdf[page - 1]
+        try:
+            width, height = sheet.get_size()  # PDF points, 1/72 inch
+            scale = min(dpi / 72, MAX_PAGE_SIDE / max(width, height, 1))
+            picture = sheet.render(scale=scale).to_pil()
+        finally:
+            sheet.close()
+    finally:
+        pdf.close()
+    out = io.BytesIO()
+    picture.convert("RGB").save(out, format="PNG")
+    return ImageAttachment.from_bytes(out.getvalue(), f"{p.stem}-page{page}.png")
+
+
+def page_image(path: str | Path, page: int = 1) -> ImageAttachment:
+    """The page to read: an image file as it is, or page ``page`` of a PDF rendered.
+
+    Raises:
+        GlmdeskError: ``invalid_image`` for an unreadable file, a file that is neither
+            a supported image nor a PDF, a page past a PDF's last, or a page other than
+            1 of an image.
+    """
+    if is_pdf(path):
+        return render_pdf_page(path, page)
+    if page != 1:
+        raise invalid_image(Path(path).name, "an image has only page 1")
+    return ImageAttachment.from_file(path)
+
+
+def ocr_messages(image: ImageAttachment, prompt: str = OCR_PROMPT) -> list[ChatMessage]:
+    """The one user turn that asks for a page's text: the image, then ``prompt``."""
+    return [ChatMessage("user", prompt, attachments=(image,))]
+
+
+def ocr_sampling(params: SamplingParams) -> SamplingParams:
+    """``params`` with greedy decoding forced (temperature 0, top-p 1, no top-k, min-p or
+    repetition penalty): OCR copies the page, it does not choose words."""
+    return dataclasses.replace(params, temperature=0.0, repetition_penalty=1.0, top_k=0, top_p=1.0, min_p=0.0)
+
+
+def is_ocr_model(family: str) -> bool:
+    """Whether a detected family name (``ModelInfo.family``) is an OCR model's."""
+    return family in OCR_FAMILIES
