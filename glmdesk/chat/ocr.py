@@ -13,13 +13,13 @@ and its SDK's ``glmocr/config.yaml`` (PDF pages rendered with pypdfium2 at 200 d
 
 from __future__ import annotations
 
-import dataclasses
 import io
 from pathlib import Path
 
 from glmdesk.core.images import ImageAttachment, invalid_image
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import SamplingParams
+from glmdesk.engine.families.glm4v import OCR_FAMILIES, greedy
 
 #: The prompt of GLM-OCR's model card for a page of text (its Markdown output keeps
 #: headings, paragraphs, tables and formulas).
@@ -31,9 +31,6 @@ PDF_DPI = 200
 #: A rendered page's longer side is at most this many pixels (a poster-sized page
 #: would otherwise become a gigapixel image; the processor shrinks it anyway).
 MAX_PAGE_SIDE = 4096
-
-#: ``model_type`` / detected family names of models made for OCR.
-OCR_FAMILIES = frozenset({"glm-ocr"})
 
 
 def is_pdf(path: str | Path) -> bool:
@@ -104,7 +101,8 @@ def render_pdf_page(path: str | Path, page: int, dpi: int = PDF_DPI) -> ImageAtt
         try:
             width, height = sheet.get_size()  # PDF points, 1/72 inch
             scale = min(dpi / 72, MAX_PAGE_SIDE / max(width, height, 1))
-            picture = sheet.render(scale=scale).to_pil()
+            # pypdfium2 annotates scale as int; PDFium takes any positive float
+            picture = sheet.render(scale=scale).to_pil()  # pyright: ignore[reportArgumentType]
         finally:
             sheet.close()
     finally:
@@ -135,9 +133,9 @@ def ocr_messages(image: ImageAttachment, prompt: str = OCR_PROMPT) -> list[ChatM
 
 
 def ocr_sampling(params: SamplingParams) -> SamplingParams:
-    """``params`` with greedy decoding forced (temperature 0, top-p 1, no top-k, min-p or
-    repetition penalty): OCR copies the page, it does not choose words."""
-    return dataclasses.replace(params, temperature=0.0, repetition_penalty=1.0, top_k=0, top_p=1.0, min_p=0.0)
+    """``params`` with greedy decoding forced (:func:`glmdesk.engine.families.glm4v.greedy`;
+    the transformers engine forces it on every answer of an OCR model too)."""
+    return greedy(params)
 
 
 def is_ocr_model(family: str) -> bool:

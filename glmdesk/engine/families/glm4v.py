@@ -29,6 +29,7 @@ unused (:mod:`glmdesk.engine.backends.gguf_vision`). The sampling defaults are G
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -113,6 +114,18 @@ GLM46V = ModelFamily(
     make_format=_glm45_vision_text_format,
     thinking_switch=True,
 )
+
+#: Detected family names of models made for OCR: every answer they write is greedy
+#: (:func:`greedy`), whatever the sampling settings say.
+OCR_FAMILIES = frozenset({"glm-ocr"})
+
+
+def greedy(params: SamplingParams) -> SamplingParams:
+    """``params`` with greedy decoding forced (temperature 0, top-p 1, no top-k, min-p or
+    repetition penalty; the length limit and seed kept): OCR copies the page, it does not
+    choose words."""
+    return dataclasses.replace(params, temperature=0.0, repetition_penalty=1.0, top_k=0, top_p=1.0, min_p=0.0)
+
 
 #: GLM-OCR is asked greedily (its model card's example: ``do_sample`` off) for up to
 #: 8192 new tokens (a dense page of Markdown).

@@ -86,3 +86,12 @@ def test_a_page_past_the_end_and_a_page_without_ocr_are_sentences(tmp_path):
     out = run_cli("chat", "--ocr", str(notes))
     assert out.returncode == 2 and "notes.txt cannot be used" in out.stderr
     assert "Traceback" not in out.stderr and "loaded in" not in out.stderr
+
+
+def test_every_answer_of_an_ocr_model_is_greedy_whatever_the_sampling_says(glm_ocr_loaded, red_photo):
+    from glmdesk.engine.backends.transformers.backend import TransformersBackend
+
+    backend = TransformersBackend(glm_ocr_loaded)
+    hot = ParamsBox(SamplingParams(temperature=1.5, top_k=5, max_new_tokens=8, seed=None))
+    answers = {"".join(c.text for c in backend.stream(ocr_messages(red_photo), hot)) for _ in range(2)}
+    assert answers == {_greedy(glm_ocr_loaded, red_photo, 8)}
