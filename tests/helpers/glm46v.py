@@ -148,3 +148,16 @@ def glm_ocr_loaded(glm_ocr_folder):
     from glmdesk.engine.backends.transformers.loader import load_model
 
     return load_model(LoadSettings(model=str(glm_ocr_folder), device="cpu"))
+
+
+def write_pdf(path, texts):
+    """A PDF of small pages (60 x 40 mm), one text line each (fpdf2)."""
+    from fpdf import FPDF
+
+    pdf = FPDF(unit="mm", format=(60, 40))
+    for text in texts:
+        pdf.add_page()
+        pdf.set_font("helvetica", size=12)
+        pdf.cell(text=text)
+    pdf.output(str(path))
+    return path

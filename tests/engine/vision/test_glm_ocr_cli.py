@@ -12,20 +12,8 @@ from glmdesk.engine.backends.transformers.vision import VisionLoadedModel
 from glmdesk.engine.decode.generate import stream_answer
 from glmdesk.engine.families import get_family, recognise_folder
 from tests.helpers.cli import run_cli
+from tests.helpers.glm46v import write_pdf
 from tests.helpers.tool_models import ForceTokens
-
-
-def write_pdf(path, texts):
-    """A PDF of small pages (60 x 40 mm), one text line each (fpdf2)."""
-    from fpdf import FPDF
-
-    pdf = FPDF(unit="mm", format=(60, 40))
-    for text in texts:
-        pdf.add_page()
-        pdf.set_font("helvetica", size=12)
-        pdf.cell(text=text)
-    pdf.output(str(path))
-    return path
 
 
 def _greedy(loaded, image, n):

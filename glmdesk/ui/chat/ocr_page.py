@@ -1,0 +1,114 @@
+"""The window's "OCR a page…" action: a page image, or one page of a PDF, sent to an
+OCR model (GLM-OCR) with the model card's prompt; its Markdown answer appears in the chat
+like any other answer (greedy: the engine forces it for an OCR model).
+
+The button sits beside the attach button in the input box; it is enabled while a model
+of an OCR family is loaded and reads images (:func:`glmdesk.chat.ocr.is_ocr_model`).
+A PDF of several pages asks which page to read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Slot
+from PySide6.QtWidgets import QFileDialog, QInputDialog, QWidget
+
+from glmdesk.chat.ocr import OCR_PROMPT, is_ocr_model, is_pdf, page_image, pdf_page_count
+from glmdesk.core.errors import GlmdeskError
+from glmdesk.ui.common.messages import error_sentence
+
+#: ``choose_file(parent) -> path or ""`` and ``choose_page(parent, name, count) -> page or 0``.
+FileChooser = Callable[[QWidget], str]
+PageChooser = Callable[[QWidget, str, int], int]
+
+
+class OcrPageAction(QObject):
+    """Binds the input box's "OCR a page…" button to the session.
+
+    Args:
+        session: The window's :class:`~glmdesk.ui.session.chat_session.ChatSession`
+            (its loader tells which model is loaded).
+        input_box: The :class:`~glmdesk.ui.chat.input_box.InputBox` with ``ocr_button``.
+        sidebar: Gives the system prompt and cache settings of the answer.
+        notice: Shows a sentence for a file or page that cannot be read.
+        parent: The window (dialogs open over it).
+        choose_file: ``choose_file(parent) -> path`` (``""``: cancelled); a file dialog
+            by default.
+        choose_page: ``choose_page(parent, file name, page count) -> page`` from 1
+            (``0``: cancelled); a number dialog by default.
+    """
+
+    def __init__(
+        self,
+        session,
+        input_box,
+        sidebar,
+        notice,
+        parent: QWidget,
+        choose_file: FileChooser | None = None,
+        choose_page: PageChooser | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self._session, self._box, self._sidebar, self._notice = session, input_box, sidebar, notice
+        self._window = parent
+        self._choose_file = choose_file or self._ask_file
+        self._choose_page = choose_page or self._ask_page
+        loader = session.loader
+        loader.model_ready.connect(self._on_model_ready)
+        loader.load_started.connect(self._on_load_started)
+        input_box.ocr_requested.connect(self.run)
+
+    def _ask_file(self, parent: QWidget) -> str:
+        path, _ = QFileDialog.getOpenFileName(
+            parent,
+            self.tr("OCR a page"),
+            "",
+            self.tr("Pages and images (*.pdf *.png *.jpg *.jpeg *.webp *.gif)"),
+        )
+        return path
+
+    def _ask_page(self, parent: QWidget, name: str, count: int) -> int:
+        label = self.tr("Page of {name} to read (1 to {count}):").format(name=name, count=count)
+        page, accepted = QInputDialog.getInt(parent, self.tr("OCR a page"), label, 1, 1, count)
+        return page if accepted else 0
+
+    @Slot(object)
+    def _on_model_ready(self, info) -> None:
+        caps = self._session.loader.capabilities
+        able = caps is not None and caps.vision and is_ocr_model(info.family)
+        self._box.ocr_button.setEnabled(able)
+        self._box.ocr_button.setToolTip(
+            self.tr("Read a page's text as Markdown: an image, or one page of a PDF")
+            if able
+            else self.tr("Needs an OCR model (GLM-OCR).")
+        )
+
+    @Slot(object)
+    def _on_load_started(self, _settings) -> None:
+        self._box.ocr_button.setEnabled(False)
+
+    @Slot()
+    def run(self) -> bool:
+        """Ask for a page and send it; whether an answer started."""
+        if self._session.is_streaming() or not self._session.is_ready():
+            self._notice.show_info(self.tr("Wait until the answer or the model is ready, then OCR the page."))
+            return False
+        path = self._choose_file(self._window)
+        if not path:
+            return False
+        try:
+            page = 1
+            if is_pdf(path):
+                count = pdf_page_count(path)
+                page = self._choose_page(self._window, Path(path).name, count) if count > 1 else 1
+                if not page:
+                    return False
+            image = page_image(path, page)
+        except GlmdeskError as exc:
+            self._notice.show_error(error_sentence(exc.info))
+            return False
+        return self._session.send(
+            OCR_PROMPT, self._sidebar.system_prompt(), self._sidebar.cache_settings(), (image,)
+        )
