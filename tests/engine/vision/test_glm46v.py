@@ -124,3 +124,34 @@ def test_an_xml_call_after_an_image_is_a_tool_call(glm46v_loaded, red_photo, mon
     assert (call.name, dict(call.arguments)) == ("get_weather", {"city": "Paris"})
     parts = [p for c in chunks for p in c.parts]
     assert merged(p for p in parts if not isinstance(p, ToolCallPart))[0] == ReasoningPart("Where is it?")
+
+
+def test_chat_with_an_image_prints_the_thinking_apart_and_no_thinking_asks_nothink(
+    glm46v_folder, glm46v_loaded, red_photo, tmp_path, monkeypatch
+):
+    from tests.helpers.cli import run_cli
+
+    tok = glm46v_loaded.tokenizer
+    script = tok.encode("<think>It is red.</think>A red square", add_special_tokens=False)
+    script.append(tok.convert_tokens_to_ids("<|user|>"))
+    prompts: list[list[int]] = []
+
+    class Recording(ForceTokens):
+        def __call__(self, ids, scores):
+            if self.last is None or ids.shape[1] != self.last + 1:
+                prompts.append(ids[0].tolist())
+            return super().__call__(ids, scores)
+
+    forcer = Recording([script])
+    monkeypatch.setattr(VisionLoadedModel, "logits_processors", lambda self: (forcer,))
+    photo = tmp_path / "red.png"
+    photo.write_bytes(red_photo.data)
+    common = ("chat", "--model", str(glm46v_folder), "--image", str(photo), "--prompt", "What is this?",
+              "--max-new-tokens", str(len(script) + 2), "--engine", "transformers", "--device", "cpu")  # fmt: skip
+    out = run_cli(*common)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "A red square" and "Thinking:\n│ It is red." in out.stderr
+    out = run_cli(*common, "--no-thinking")
+    assert out.returncode == 0, out.stderr
+    assert "no thinking switch" not in out.stderr
+    assert "/nothink" not in tok.decode(prompts[0]) and "/nothink" in tok.decode(prompts[-1])

@@ -1,0 +1,66 @@
+"""``glmdesk serve`` with GLM-4.6V (``glm46v``): an image part, offered tools and the
+model's thinking come back as ``reasoning_content`` and an OpenAI tool call."""
+
+from __future__ import annotations
+
+import json
+
+import openai
+import pytest
+
+from glmdesk.engine.backends.transformers.backend import TransformersBackend
+from glmdesk.server.app import create_app
+from glmdesk.server.config import ServeSettings
+from glmdesk.server.runner import ServerThread
+from tests.helpers.tool_models import ForceTokens
+
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "The weather of a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    },
+}
+
+
+@pytest.fixture
+def glm46v_server(glm46v_loaded, monkeypatch):
+    tok = glm46v_loaded.tokenizer
+    written = (
+        "<think>The sign says Paris.</think>\n<tool_call>get_weather\n"
+        "<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>"
+    )
+    script = tok.encode(written, add_special_tokens=False) + [tok.convert_tokens_to_ids("<|observation|>")]
+    forcer = ForceTokens([script])
+    monkeypatch.setattr(glm46v_loaded, "logits_processors", lambda: (forcer,))
+    settings = ServeSettings(port=0, queue_size=2)
+    srv = ServerThread(create_app(TransformersBackend(glm46v_loaded), settings), settings).start()
+    yield srv, len(script)
+    srv.stop()
+
+
+def test_an_image_with_tools_gives_reasoning_and_a_tool_call(glm46v_server, red_photo):
+    server, n = glm46v_server
+    client = openai.OpenAI(base_url=server.url, api_key="none", max_retries=0, timeout=120)
+    reply = client.chat.completions.create(
+        model=client.models.list().data[0].id,
+        messages=[
+            {
+                "role": "user",
+                "content": [
+                    {"type": "image_url", "image_url": {"url": red_photo.data_url()}},
+                    {"type": "text", "text": "What is the weather where this photo was taken?"},
+                ],
+            }
+        ],
+        tools=[WEATHER],
+        temperature=0,
+        max_tokens=n + 4,
+    )
+    choice = reply.choices[0]
+    assert choice.finish_reason == "tool_calls"
+    (call,) = choice.message.tool_calls
+    assert call.function.name == "get_weather" and json.loads(call.function.arguments) == {"city": "Paris"}
+    assert choice.message.model_extra["reasoning_content"] == "The sign says Paris."
+    assert reply.usage.prompt_tokens > 12  # the image's tokens are prompt tokens
