@@ -91,9 +91,9 @@ class OcrPageAction(QObject):
 
     @Slot()
     def run(self) -> bool:
-        """Ask for a page and send it; whether an answer started."""
-        if self._session.is_streaming() or not self._session.is_ready():
-            self._notice.show_info(self.tr("Wait until the answer or the model is ready, then OCR the page."))
+        """Ask for a file (and a PDF's page) and read it (:meth:`read_page`); whether an
+        answer started."""
+        if not self._can_send():
             return False
         path = self._choose_file(self._window)
         if not path:
@@ -105,6 +105,19 @@ class OcrPageAction(QObject):
                 page = self._choose_page(self._window, Path(path).name, count) if count > 1 else 1
                 if not page:
                     return False
+        except GlmdeskError as exc:
+            self._notice.show_error(error_sentence(exc.info))
+            return False
+        return self.read_page(path, page)
+
+    def read_page(self, path: str | Path, page: int = 1) -> bool:
+        """Send page ``page`` (from 1) of a PDF, or an image file, to the OCR model with
+        the model card's prompt; whether an answer started. A file or page that cannot
+        be read is a sentence in the notice bar. (A scanned PDF page that the documents
+        feature names can be read with this.)"""
+        if not self._can_send():
+            return False
+        try:
             image = page_image(path, page)
         except GlmdeskError as exc:
             self._notice.show_error(error_sentence(exc.info))
@@ -112,3 +125,9 @@ class OcrPageAction(QObject):
         return self._session.send(
             OCR_PROMPT, self._sidebar.system_prompt(), self._sidebar.cache_settings(), (image,)
         )
+
+    def _can_send(self) -> bool:
+        if self._session.is_streaming() or not self._session.is_ready():
+            self._notice.show_info(self.tr("Wait until the answer or the model is ready, then OCR the page."))
+            return False
+        return True

@@ -69,3 +69,29 @@ def test_a_page_past_the_end_is_a_sentence_and_nothing_is_sent(make_window, glm_
 def test_a_text_model_greys_the_button_with_the_reason(window):
     button = window.input_box.ocr_button
     assert not button.isEnabled() and button.toolTip() == "Needs an OCR model (GLM-OCR)."
+
+
+def test_a_scanned_page_the_documents_name_is_read_by_the_ocr_model(
+    qtbot, make_window, glm_ocr_loaded, red_photo, tmp_path
+):
+    import io
+
+    from fpdf import FPDF
+
+    from glmdesk.documents.extract import extract
+
+    pdf = FPDF(unit="mm", format=(60, 40))
+    pdf.add_page()
+    pdf.set_font("helvetica", size=12)
+    pdf.cell(text="Typed page")
+    pdf.add_page()
+    pdf.image(io.BytesIO(red_photo.data), x=5, y=5, w=40)  # a scanned page: a picture, no text
+    path = tmp_path / "mixed.pdf"
+    pdf.output(str(path))
+    assert extract(path).scanned_pages == (2,)
+    window = make_window(glm_ocr_loaded)
+    with qtbot.waitSignal(window.session.answer_finished, timeout=ANSWER_TIMEOUT_MS) as done:
+        assert window.ocr_page.read_page(path, 2)
+    assert done.args[1].finish_reason in ("stop", "length")
+    question, answer = window.session.state.messages[-2:]
+    assert question.attachments[0].name == "mixed-page2.png" and answer.content
