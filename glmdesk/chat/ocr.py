@@ -138,6 +138,11 @@ def ocr_sampling(params: SamplingParams) -> SamplingParams:
     return greedy(params)
 
 
-def is_ocr_model(family: str) -> bool:
-    """Whether a detected family name (``ModelInfo.family``) is an OCR model's."""
-    return family in OCR_FAMILIES
+def is_ocr_model(info) -> bool:
+    """Whether a loaded model (:class:`~glmdesk.engine.info.ModelInfo`) is made for OCR: its
+    family (a local GLM-OCR), or for a served model the family its id names (``zai-org/GLM-OCR``)."""
+    from glmdesk.engine.families import family_for_model_id
+
+    if info.family == "remote":
+        return family_for_model_id(info.name).name in OCR_FAMILIES
+    return info.family in OCR_FAMILIES

@@ -393,7 +393,7 @@ def _ocr(backend, info, box, cache, page: ImageAttachment, prompt: str | None) -
         if not backend.capabilities().vision:
             _error("chat", _images_refused(info, (page,)))
             return 2
-        if not is_ocr_model(info.family):
+        if not is_ocr_model(info):
             print(f"note: {info.name} is not an OCR model; GLM-OCR reads pages best", file=sys.stderr)
         box.set(ocr_sampling(box.get()))
         messages = ocr_messages(page, prompt or OCR_PROMPT)

@@ -64,3 +64,31 @@ def test_an_image_with_tools_gives_reasoning_and_a_tool_call(glm46v_server, red_
     assert call.function.name == "get_weather" and json.loads(call.function.arguments) == {"city": "Paris"}
     assert choice.message.model_extra["reasoning_content"] == "The sign says Paris."
     assert reply.usage.prompt_tokens > 12  # the image's tokens are prompt tokens
+
+
+def test_the_remote_engine_asks_a_served_glm_ocr_greedily(tmp_path, red_photo):
+    """A vision model served under a GLM-OCR name (its server samples as asked): the
+    remote engine sends temperature 0 whatever the sampling settings say."""
+    from glmdesk.chat.ocr import is_ocr_model, ocr_messages
+    from glmdesk.core.settings import LoadSettings, ParamsBox, SamplingParams
+    from glmdesk.engine.backends.remote.backend import RemoteBackend
+    from glmdesk.engine.backends.transformers.loader import load_model
+    from glmdesk.engine.decode.generate import stream_answer
+    from tests.helpers.glm4v import write_glm4v_folder
+
+    loaded = load_model(
+        LoadSettings(model=str(write_glm4v_folder(tmp_path / "GLM-OCR-served")), device="cpu")
+    )
+    settings = ServeSettings(port=0, queue_size=2)
+    server = ServerThread(create_app(TransformersBackend(loaded), settings), settings).start()
+    remote = RemoteBackend()
+    try:
+        remote.load(LoadSettings(remote_url=server.url))
+        assert is_ocr_model(remote.info)  # named by its id
+        hot = ParamsBox(SamplingParams(temperature=1.5, top_k=5, max_new_tokens=8))
+        answers = {"".join(c.text for c in remote.stream(ocr_messages(red_photo), hot)) for _ in range(2)}
+    finally:
+        remote.close()
+        server.stop()
+    greedy = ParamsBox(SamplingParams(temperature=0.0, max_new_tokens=8))
+    assert answers == {"".join(c.text for c in stream_answer(loaded, ocr_messages(red_photo), greedy))}

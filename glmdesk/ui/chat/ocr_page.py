@@ -77,7 +77,7 @@ class OcrPageAction(QObject):
     @Slot(object)
     def _on_model_ready(self, info) -> None:
         caps = self._session.loader.capabilities
-        able = caps is not None and caps.vision and is_ocr_model(info.family)
+        able = caps is not None and caps.vision and is_ocr_model(info)
         self._box.ocr_button.setEnabled(able)
         self._box.ocr_button.setToolTip(
             self.tr("Read a page's text as Markdown: an image, or one page of a PDF")
