@@ -15,8 +15,8 @@ GLM-4.1V (:mod:`tests.helpers.glm4v`), with their own processor settings and tem
   text parts. Reference data only: nothing is downloaded.
 - GLM-OCR: its processor as the GLM-OCR SDK configures it (zai-org/GLM-OCR
   ``glmocr/config.yaml``: ``min_pixels`` 12544, ``max_pixels`` 71372800, 2-frame
-  temporal patches) on GLM-4.6V's image processor class, and GLM-4.1V's prompt layout
-  (``[gMASK]<sop><|user|>\\n``, the image markers, the text, ``<|assistant|>\\n``).
+  temporal patches) on GLM-4.6V's image processor class, and its own published chat
+  template (:data:`GLM_OCR_TEMPLATE`).
   The vision tower is GLM-OCR's own (``GlmOcrVisionModel``: biased attention with
   q/k norms), 2 blocks deep.
 """
@@ -30,7 +30,6 @@ import pytest
 
 from glmdesk.core.settings import LoadSettings
 from tests.helpers.glm4v import (
-    CHAT_TEMPLATE,
     PREPROCESSOR,
     VISION_CONFIG,
     text_config,
@@ -56,6 +55,13 @@ _GLM46V_USER = (
 assert _GLM46_USER in GLM46_TEMPLATE
 #: GLM-4.6V's chat template (see the module's docstring).
 GLM46V_TEMPLATE = GLM46_TEMPLATE.replace(_GLM46_USER, _GLM46V_USER)
+
+#: zai-org/GLM-OCR's ``chat_template.jinja``, as a public project's tests quote it in full
+#: (GLM-4.6V's template line: tools, XML calls, ``enable_thinking``, image and video parts;
+#: its generation prompt ``<|assistant|>`` and a newline). Reference data only.
+# fmt: off
+GLM_OCR_TEMPLATE = '[gMASK]<sop>\n{%- if tools -%}\n<|system|>\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>\n{% for tool in tools %}\n{{ tool | tojson(ensure_ascii=False) }}\n{% endfor %}\n</tools>\n\nFor each function call, output the function name and arguments within the following XML format:\n<tool_call>{function-name}\n<arg_key>{arg-key-1}</arg_key>\n<arg_value>{arg-value-1}</arg_value>\n<arg_key>{arg-key-2}</arg_key>\n<arg_value>{arg-value-2}</arg_value>\n...\n</tool_call>{%- endif -%}\n{%- macro visible_text(content) -%}\n    {%- if content is string -%}\n        {{- content }}\n    {%- elif content is iterable and content is not mapping -%}\n        {%- for item in content -%}\n            {%- if item is mapping and item.type == \'text\' -%}\n                {{- item.text }}\n            {%- elif item is mapping and (item.type == \'image\' or \'image\' in item) -%}\n                <|begin_of_image|><|image|><|end_of_image|>\n            {%- elif item is mapping and (item.type == \'video\' or \'video\' in item) -%}\n                <|begin_of_video|><|video|><|end_of_video|>\n            {%- elif item is string -%}\n                {{- item }}\n            {%- endif -%}\n        {%- endfor -%}\n    {%- else -%}\n        {{- content }}\n    {%- endif -%}\n{%- endmacro -%}\n{%- set ns = namespace(last_user_index=-1) %}\n{%- for m in messages %}\n    {%- if m.role == \'user\' %}\n        {% set ns.last_user_index = loop.index0 -%}\n    {%- endif %}\n{%- endfor %}\n{% for m in messages %}\n{%- if m.role == \'user\' -%}<|user|>\n{% if m.content is string %}\n{{ m.content }}\n{%- else %}\n{%- for item in m.content %}\n{% if item.type == \'video\' or \'video\' in item %}\n<|begin_of_video|><|video|><|end_of_video|>{% elif item.type == \'image\' or \'image\' in item %}\n<|begin_of_image|><|image|><|end_of_image|>{% elif item.type == \'text\' %}\n{{ item.text }}\n{%- endif %}\n{%- endfor %}\n{%- endif %}\n{{- \'/nothink\' if (enable_thinking is defined and not enable_thinking and not visible_text(m.content).endswith("/nothink")) else \'\' -}}\n{%- elif m.role == \'assistant\' -%}\n<|assistant|>\n{%- set reasoning_content = \'\' %}\n{%- set content = visible_text(m.content) %}\n{%- if m.reasoning_content is string %}\n    {%- set reasoning_content = m.reasoning_content %}\n{%- else %}\n    {%- if \'</think>\' in content %}\n        {%- set reasoning_content = content.split(\'</think>\')[0].rstrip(\'\\n\').split(\'<think>\')[-1].lstrip(\'\\n\') %}\n        {%- set content = content.split(\'</think>\')[-1].lstrip(\'\\n\') %}\n    {%- endif %}\n{%- endif %}\n{%- if loop.index0 > ns.last_user_index and reasoning_content -%}\n{{ \'\\n<think>\' + reasoning_content.strip() +  \'</think>\'}}\n{%- else -%}\n{{ \'\\n<think></think>\' }}\n{%- endif -%}\n{%- if content.strip() -%}\n{{ \'\\n\' + content.strip() }}\n{%- endif -%}\n{% if m.tool_calls %}\n{% for tc in m.tool_calls %}\n{%- if tc.function %}\n    {%- set tc = tc.function %}\n{%- endif %}\n{{ \'\\n<tool_call>\' + tc.name }}\n{% set _args = tc.arguments %}\n{% for k, v in _args.items() %}\n<arg_key>{{ k }}</arg_key>\n<arg_value>{{ v | tojson(ensure_ascii=False) if v is not string else v }}</arg_value>\n{% endfor %}\n</tool_call>{% endfor %}\n{% endif %}\n{%- elif m.role == \'tool\' -%}\n{%- if m.content is string -%}\n{%- if loop.first or (messages[loop.index0 - 1].role != "tool") %}\n    {{- \'<|observation|>\' }}\n{%- endif %}\n{{- \'\\n<tool_response>\\n\' }}\n{{- m.content }}\n{{- \'\\n</tool_response>\' }}\n{% elif m.content is iterable and m.content is not mapping %}\n{%- if loop.first or (messages[loop.index0 - 1].role != "tool") %}\n{{- \'<|observation|>\' }}\n{%- endif %}\n{{- \'\\n<tool_response>\\n\' }}\n{%- for tr in m.content -%}\n  {%- if tr is mapping and tr.type is defined -%}\n    {%- set t = tr.type | lower -%}\n    {%- if t == \'text\' and tr.text is defined -%}\n{{ tr.text }}\n    {%- elif t in [\'image\', \'image_url\'] -%}\n<|begin_of_image|><|image|><|end_of_image|>\n    {%- elif t in [\'video\', \'video_url\'] -%}\n<|begin_of_video|><|video|><|end_of_video|>\n    {%- else -%}\n{{ tr | tojson(ensure_ascii=False) }}\n    {%- endif -%}\n  {%- else -%}\n{{ tr.output if tr.output is defined else tr }}\n  {%- endif -%}\n{%- endfor -%}\n{{- \'\\n</tool_response>\' }}\n{%- else -%}\n<|observation|>{% for tr in m.content %}\n\n<tool_response>\n{{ tr.output if tr.output is defined else tr }}\n</tool_response>{% endfor -%}\n{% endif -%}\n{%- elif m.role == \'system\' -%}\n<|system|>\n{{ visible_text(m.content) }}\n{%- endif -%}\n{%- endfor -%}\n{%- if add_generation_prompt -%}\n<|assistant|>\n{{\'<think></think>\\n\' if (enable_thinking is defined and not enable_thinking) else \'\'}}\n{%- endif -%}'
+# fmt: on
 
 #: GLM-4.6V's image processor settings (GLM-4.1V's, in the 4.6V processor classes).
 GLM46V_PREPROCESSOR = {
@@ -119,7 +125,7 @@ def write_glm_ocr_folder(folder: Path) -> Path:
         )
         return GlmOcrForConditionalGeneration(config)
 
-    return _write(folder, CHAT_TEMPLATE, GLM_OCR_PREPROCESSOR, build)
+    return _write(folder, GLM_OCR_TEMPLATE, GLM_OCR_PREPROCESSOR, build)
 
 
 @pytest.fixture(scope="session")

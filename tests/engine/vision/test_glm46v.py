@@ -155,3 +155,46 @@ def test_chat_with_an_image_prints_the_thinking_apart_and_no_thinking_asks_nothi
     assert out.returncode == 0, out.stderr
     assert "no thinking switch" not in out.stderr
     assert "/nothink" not in tok.decode(prompts[0]) and "/nothink" in tok.decode(prompts[-1])
+
+
+@pytest.mark.parametrize("thinking", [True, False])
+def test_a_call_and_its_result_after_an_image_on_the_4_6v_line_template_as_glm_ocr_ships_it(
+    tmp_path, red_photo, thinking
+):
+    """The same model with the GLM-4.6V-line template GLM-OCR publishes (its generation
+    prompt ends with a newline; thinking off adds ``<think></think>``): a call with its
+    reasoning and the tool's result go in as the template writes them."""
+    from glmdesk.core.settings import LoadSettings
+    from glmdesk.core.tools import ToolCall
+    from glmdesk.engine.backends.transformers.loader import load_model
+    from tests.helpers.glm46v import GLM_OCR_TEMPLATE, write_glm46v_folder
+
+    folder = write_glm46v_folder(tmp_path / "GLM-4.6V-tiny")
+    (folder / "chat_template.jinja").write_text(GLM_OCR_TEMPLATE)
+    fmt = load_model(LoadSettings(model=str(folder), device="cpu")).prompt_format
+    messages = [
+        ChatMessage("system", "", tools=TOOLS),
+        ChatMessage("user", "Weather there?", attachments=(red_photo,)),
+        ChatMessage(
+            "assistant", "", tool_call=ToolCall("get_weather", {"city": "Paris"}), reasoning="Paris."
+        ),
+        ChatMessage("observation", "sunny"),
+    ]
+    with thinking_for(fmt, thinking):
+        ids = fmt.encode(messages)
+    call = {"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}
+    rows = [
+        {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Weather there?"}]},
+        {"role": "assistant", "content": "", "reasoning_content": "Paris.", "tool_calls": [call]},
+        {"role": "tool", "content": "sunny"},
+    ]
+    text = fmt.processor.apply_chat_template(
+        rows,
+        tools=tool_definitions(TOOLS),
+        tokenize=False,
+        add_generation_prompt=True,
+        enable_thinking=thinking,
+    )
+    assert "<tool_response>\nsunny\n</tool_response>" in text and "<arg_value>Paris</arg_value>" in text
+    expected = fmt.processor(text=[text], images=[to_picture(red_photo)], return_tensors="pt")
+    assert ids == expected["input_ids"][0].tolist()

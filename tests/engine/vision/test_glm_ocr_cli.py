@@ -83,3 +83,16 @@ def test_every_answer_of_an_ocr_model_is_greedy_whatever_the_sampling_says(glm_o
     hot = ParamsBox(SamplingParams(temperature=1.5, top_k=5, max_new_tokens=8, seed=None))
     answers = {"".join(c.text for c in backend.stream(ocr_messages(red_photo), hot)) for _ in range(2)}
     assert answers == {_greedy(glm_ocr_loaded, red_photo, 8)}
+
+
+def test_the_ocr_prompt_equals_the_processor_on_glm_ocr_s_template(glm_ocr_loaded, red_photo):
+    from glmdesk.engine.backends.transformers.vision_processor import to_picture
+
+    fmt = glm_ocr_loaded.prompt_format
+    assert not fmt.tool_calls and not hasattr(fmt, "thinking")  # an OCR model is offered no tools
+    ids = fmt.encode(ocr_messages(red_photo))
+    rows = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": OCR_PROMPT}]}]
+    text = fmt.processor.apply_chat_template(rows, tokenize=False, add_generation_prompt=True)
+    assert text.endswith("<|end_of_image|>Text Recognition:<|assistant|>\n")
+    expected = fmt.processor(text=[text], images=[to_picture(red_photo)], return_tensors="pt")
+    assert ids == expected["input_ids"][0].tolist()
