@@ -43,6 +43,10 @@ def test_the_folder_is_glm_4_6v_with_tools_and_a_thinking_switch(glm46v_folder, 
     assert loaded.info.family == "glm46v" and get_family("glm46v").tool_dialect == "glm45"
     assert loaded.prompt_format.tool_calls and loaded.prompt_format.thinking is True
     assert loaded.tokenizer.convert_tokens_to_ids("<|observation|>") in loaded.prompt_format.stop_ids
+    from glmdesk.engine.backends.transformers.backend import TransformersBackend
+
+    caps = TransformersBackend(loaded).capabilities()  # the window's Thinking switch, tools and images
+    assert caps.thinking_switch and caps.tool_calls and caps.vision
 
 
 @pytest.mark.parametrize("thinking", [True, False])

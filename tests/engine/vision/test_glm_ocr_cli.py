@@ -26,6 +26,10 @@ def test_the_folder_is_glm_ocr_with_greedy_defaults(glm_ocr_folder, glm_ocr_load
     assert recognise_folder(config, glm_ocr_folder) == "glm-ocr"
     assert isinstance(glm_ocr_loaded, VisionLoadedModel) and glm_ocr_loaded.info.family == "glm-ocr"
     assert get_family("glm-ocr").sampling_defaults.temperature == 0.0
+    from glmdesk.engine.backends.transformers.backend import TransformersBackend
+
+    caps = TransformersBackend(glm_ocr_loaded).capabilities()
+    assert caps.vision and not caps.tool_calls and not caps.thinking_switch
 
 
 def test_chat_ocr_reads_the_chosen_pdf_page_greedily(glm_ocr_folder, glm_ocr_loaded, tmp_path):
