@@ -16,7 +16,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from glmdesk.core.images import ImageAttachment, invalid_image
+from glmdesk.core.images import MAX_IMAGE_BYTES, ImageAttachment, invalid_image
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import SamplingParams
 from glmdesk.engine.families.glm4v import OCR_FAMILIES, greedy
@@ -82,7 +82,8 @@ def render_pdf_page(path: str | Path, page: int, dpi: int = PDF_DPI) -> ImageAtt
             lowered for a page whose longer side would pass :data:`MAX_PAGE_SIDE` pixels.
 
     Returns:
-        A PNG attachment named ``<file stem>-page<N>.png``.
+        A PNG attachment named ``<file stem>-page<N>.png`` (a JPEG, ``.jpg``, when the PNG
+        would pass :data:`~glmdesk.core.images.MAX_IMAGE_BYTES`).
 
     Raises:
         GlmdeskError: ``invalid_image`` when the file is not a readable PDF or has no
@@ -107,9 +108,16 @@ def render_pdf_page(path: str | Path, page: int, dpi: int = PDF_DPI) -> ImageAtt
             sheet.close()
     finally:
         pdf.close()
+    picture = picture.convert("RGB")
     out = io.BytesIO()
-    picture.convert("RGB").save(out, format="PNG")
-    return ImageAttachment.from_bytes(out.getvalue(), f"{p.stem}-page{page}.png")
+    picture.save(
+        out, format="PNG", compress_level=1
+    )  # fast: the bytes only travel to the processor and history
+    if out.tell() <= MAX_IMAGE_BYTES:
+        return ImageAttachment.from_bytes(out.getvalue(), f"{p.stem}-page{page}.png")
+    out = io.BytesIO()  # a large photographic page: JPEG keeps it under the attachment limit
+    picture.save(out, format="JPEG", quality=92)
+    return ImageAttachment.from_bytes(out.getvalue(), f"{p.stem}-page{page}.jpg")
 
 
 def page_image(path: str | Path, page: int = 1) -> ImageAttachment:

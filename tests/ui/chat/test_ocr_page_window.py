@@ -57,13 +57,14 @@ def test_a_pdf_page_is_read_and_its_markdown_table_appears_in_the_chat(
     assert len(tables) == 1 and tables[0].rows() == 2
 
 
-def test_a_page_past_the_end_is_a_sentence_and_nothing_is_sent(make_window, glm_ocr_loaded, tmp_path):
+def test_a_page_past_the_end_is_a_sentence_and_nothing_is_sent(qtbot, make_window, glm_ocr_loaded, tmp_path):
     window = make_window(glm_ocr_loaded)
     pdf = write_pdf(tmp_path / "one.pdf", ["Only", "Two"])
     before = len(window.session.state.messages)
-    assert not _action(window, pdf, page=5).run()
+    assert _action(window, pdf, page=5).run()  # rendered off the GUI thread: the sentence comes after
+    qtbot.waitUntil(lambda: "one.pdf cannot be used" in window.notice.text(), timeout=10_000)
     assert "one.pdf cannot be used: it has no page 5 (it has 2 pages)" in window.notice.text()
-    assert len(window.session.state.messages) == before
+    assert len(window.session.state.messages) == before and window.input_box.ocr_button.isEnabled()
 
 
 def test_a_text_model_greys_the_button_with_the_reason(window):
