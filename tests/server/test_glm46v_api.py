@@ -92,3 +92,44 @@ def test_the_remote_engine_asks_a_served_glm_ocr_greedily(tmp_path, red_photo):
         server.stop()
     greedy = ParamsBox(SamplingParams(temperature=0.0, max_new_tokens=8))
     assert answers == {"".join(c.text for c in stream_answer(loaded, ocr_messages(red_photo), greedy))}
+
+
+def test_a_request_without_thinking_reaches_glm_4_6v_s_template(glm46v_loaded, red_photo, monkeypatch):
+    tok = glm46v_loaded.tokenizer
+    script = tok.encode("A red square", add_special_tokens=False) + [tok.convert_tokens_to_ids("<|user|>")]
+    prompts: list[str] = []
+
+    class Recording(ForceTokens):
+        def __call__(self, ids, scores):
+            if self.last is None or ids.shape[1] != self.last + 1:
+                prompts.append(tok.decode(ids[0]))
+            return super().__call__(ids, scores)
+
+    forcer = Recording([script])
+    monkeypatch.setattr(glm46v_loaded, "logits_processors", lambda: (forcer,))
+    settings = ServeSettings(port=0, queue_size=2)
+    server = ServerThread(create_app(TransformersBackend(glm46v_loaded), settings), settings).start()
+    try:
+        client = openai.OpenAI(base_url=server.url, api_key="none", max_retries=0, timeout=120)
+        ask = [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "image_url", "image_url": {"url": red_photo.data_url()}},
+                    {"type": "text", "text": "What is it?"},
+                ],
+            }
+        ]
+        model = client.models.list().data[0].id
+        for thinking in (False, True):
+            reply = client.chat.completions.create(
+                model=model,
+                messages=ask,
+                max_tokens=len(script) + 2,
+                extra_body={"chat_template_kwargs": {"enable_thinking": thinking}},
+            )
+            assert reply.choices[0].message.content == "A red square"
+    finally:
+        server.stop()
+    assert "/nothink" in prompts[0] and prompts[0].endswith("<think></think>")
+    assert "/nothink" not in prompts[1] and glm46v_loaded.prompt_format.thinking  # one answer's setting only
