@@ -100,3 +100,12 @@ def test_the_ocr_prompt_equals_the_processor_on_glm_ocr_s_template(glm_ocr_loade
     assert text.endswith("<|end_of_image|>Text Recognition:<|assistant|>\n")
     expected = fmt.processor(text=[text], images=[to_picture(red_photo)], return_tensors="pt")
     assert ids == expected["input_ids"][0].tolist()
+
+
+def test_chat_ocr_with_a_text_model_is_a_sentence(embedded_folder, red_photo, tmp_path):
+    page = tmp_path / "page.png"
+    page.write_bytes(red_photo.data)
+    out = run_cli("chat", "--ocr", str(page), "--engine", "transformers", "--max-new-tokens", "4")
+    assert out.returncode == 2
+    assert "does not read images: open a GLM vision model" in out.stderr and "Traceback" not in out.stderr
+    assert out.stdout == ""
