@@ -17,7 +17,8 @@ the pieces of a served model's id that name them (most users run the MoE ones on
 vLLM/SGLang server: the remote backend). The longest id marker wins, so
 ``zai-org/GLM-4.5V`` is GLM-4.5V, not the text-only GLM-4.5, and ``GLM-4.6V-Flash`` the
 dense model. GLM-4.5V/4.6V call tools in GLM-4.5's XML (vLLM's ``glm45`` tool parser);
-a local vision model is offered no tools (its format reads no calls).
+a local vision model whose template writes those calls gets tools and the thinking
+switch (the loader reads the template; GLM-4.1V's has neither).
 
 Sources: the zai-org model cards of GLM-4.1V-9B-Thinking, GLM-4.5V, GLM-4.6V and
 GLM-4.6V-Flash (``architectures``; ``<think>`` then ``<answer>``; eos ``<|endoftext|>``,

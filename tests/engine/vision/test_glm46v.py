@@ -202,3 +202,37 @@ def test_a_call_and_its_result_after_an_image_on_the_4_6v_line_template_as_glm_o
     assert "<tool_response>\nsunny\n</tool_response>" in text and "<arg_value>Paris</arg_value>" in text
     expected = fmt.processor(text=[text], images=[to_picture(red_photo)], return_tensors="pt")
     assert ids == expected["input_ids"][0].tolist()
+
+
+def test_a_glm4v_folder_with_the_4_6v_template_gets_tools_and_the_thinking_switch(tmp_path, red_photo):
+    """GLM-4.6V-Flash and GLM-4.5V as published (``glm4v`` / ``glm4v_moe`` folders) carry
+    the 4.6V line's template: read from it, their format is GLM-4.6V's, not GLM-4.1V's."""
+    from glmdesk.core.settings import LoadSettings
+    from glmdesk.engine.backends.transformers.loader import load_model
+    from tests.helpers.glm4v import write_glm4v_folder
+    from tests.helpers.glm46v import GLM46V_TEMPLATE
+
+    folder = write_glm4v_folder(tmp_path / "GLM-4.6V-Flash-glm4v")
+    (folder / "chat_template.jinja").write_text(GLM46V_TEMPLATE)
+    loaded = load_model(LoadSettings(model=str(folder), device="cpu"))
+    fmt = loaded.prompt_format
+    assert loaded.info.family == "glm4v" and isinstance(fmt, Glm46VisionFormat) and fmt.tool_calls
+    messages = [
+        ChatMessage("system", "", tools=TOOLS),
+        ChatMessage("user", "Where?", attachments=(red_photo,)),
+    ]
+    with thinking_for(fmt, False):
+        ids = fmt.encode(messages)
+    rows = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Where?"}]}]
+    text = fmt.processor.apply_chat_template(
+        rows, tools=tool_definitions(TOOLS), tokenize=False, add_generation_prompt=True, enable_thinking=False
+    )
+    expected = fmt.processor(text=[text], images=[to_picture(red_photo)], return_tensors="pt")
+    assert ids == expected["input_ids"][0].tolist()
+
+
+def test_glm_4_1v_s_template_keeps_its_own_format(glm4v_loaded):
+    from glmdesk.engine.backends.transformers.vision import VisionFormat
+
+    fmt = glm4v_loaded.prompt_format
+    assert type(fmt) is VisionFormat and not fmt.tool_calls  # no XML calls in its template
