@@ -1398,6 +1398,14 @@ Click to turn this library folder off for this chat.</source>
         <translation>图片…</translation>
     </message>
     <message>
+        <source>OCR a page…</source>
+        <translation>OCR 识别页面…</translation>
+    </message>
+    <message>
+        <source>Needs an OCR model (GLM-OCR).</source>
+        <translation>需要 OCR 模型（GLM-OCR）。</translation>
+    </message>
+    <message>
         <source>Images need a GLM vision model (GLM-4.1V, GLM-4.6V).</source>
         <translation>图片需要 GLM 视觉模型（GLM-4.1V、GLM-4.6V）。</translation>
     </message>
@@ -1997,6 +2005,34 @@ Run it?</source>
     <message>
         <source>Dismiss</source>
         <translation>关闭</translation>
+    </message>
+</context>
+<context>
+    <name>OcrPageAction</name>
+    <message>
+        <source>OCR a page</source>
+        <extracomment>``choose_file(parent) -&gt; path or &quot;&quot;`` and ``choose_page(parent, name, count) -&gt; page or 0``.</extracomment>
+        <translation>OCR 识别页面</translation>
+    </message>
+    <message>
+        <source>Pages and images (*.pdf *.png *.jpg *.jpeg *.webp *.gif)</source>
+        <translation>页面和图片 (*.pdf *.png *.jpg *.jpeg *.webp *.gif)</translation>
+    </message>
+    <message>
+        <source>Page of {name} to read (1 to {count}):</source>
+        <translation>要识别 {name} 的第几页（1 到 {count}）：</translation>
+    </message>
+    <message>
+        <source>Read a page&apos;s text as Markdown: an image, or one page of a PDF</source>
+        <translation>将页面文字识别为 Markdown：一张图片，或 PDF 的一页</translation>
+    </message>
+    <message>
+        <source>Needs an OCR model (GLM-OCR).</source>
+        <translation>需要 OCR 模型（GLM-OCR）。</translation>
+    </message>
+    <message>
+        <source>Wait until the answer or the model is ready, then OCR the page.</source>
+        <translation>请等待回答结束或模型就绪，然后再识别页面。</translation>
     </message>
 </context>
 <context>

@@ -28,10 +28,13 @@ from glmdesk.engine.memory import MemoryProbe
 from glmdesk.ui.app.answer_view import AnswerView
 from glmdesk.ui.app.crash_notice import CrashNotice
 from glmdesk.ui.app.load_view import LoadView
+from glmdesk.ui.app.notice_bar import NoticeBar
 from glmdesk.ui.app.sampling_binding import SamplingBinding, initial_params
 from glmdesk.ui.app.window_layout import lay_out
 from glmdesk.ui.app.window_menus import ProductMenus
 from glmdesk.ui.chat.branch_actions import BranchActions
+from glmdesk.ui.chat.input_box import InputBox
+from glmdesk.ui.chat.ocr_page import OcrPageAction
 from glmdesk.ui.common.screen_fit import fit_to_screen, install_dialog_fit
 from glmdesk.ui.common.settings_store import SettingsStore
 from glmdesk.ui.documents.document_choice import DocumentChoice
@@ -44,6 +47,7 @@ from glmdesk.ui.models.engine_upgrade import EngineUpgrade
 from glmdesk.ui.models.open_model_dialog import OpenModelDialog
 from glmdesk.ui.session.chat_session import ChatSession
 from glmdesk.ui.session.serve_controller import ServeController
+from glmdesk.ui.sidebar.sidebar import Sidebar
 from glmdesk.ui.tools.tool_controller import ToolController
 from glmdesk.ui.tools.tool_memory import ToolsMemory
 
@@ -70,6 +74,11 @@ class MainWindow(QMainWindow):
             signals are the window's events (the window relays none).
         history_controller: The :class:`HistoryController` (``None`` without a history).
     """
+
+    # Widgets :func:`~glmdesk.ui.app.window_layout.lay_out` makes (typed for the checker).
+    input_box: InputBox
+    sidebar: Sidebar
+    notice: NoticeBar
 
     def __init__(
         self,
@@ -149,6 +158,7 @@ class MainWindow(QMainWindow):
         self.chat_area.currentChanged.connect(self._on_chat_area_changed)
         self._on_chat_area_changed()
         self.tools = ToolController(session, self.chat_view, self.sidebar.tools_panel, self.notice, self)
+        self.ocr_page = OcrPageAction(session, self.input_box, self.sidebar, self.notice, self)
         self.history_controller = None
         if history is not None:
             access = HistoryAccess(history, self.notice, parent=self)
