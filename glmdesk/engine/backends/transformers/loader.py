@@ -25,7 +25,7 @@ from glmdesk.engine.backends.transformers.vision_processor import is_vision_conf
 from glmdesk.engine.cache import kv_bytes_per_token
 from glmdesk.engine.decode.threads import ThreadTuner
 from glmdesk.engine.families.base import eos_list
-from glmdesk.engine.families.template_effort import effort_levels, reads_clear_thinking
+from glmdesk.engine.families.template_effort import effort_levels, keeps_thinking, reads_clear_thinking
 from glmdesk.engine.files import model_source
 from glmdesk.engine.formats.prompt import PromptFormat
 from glmdesk.engine.info import LoadProgress, ModelInfo, context_limit, stage_reporter
@@ -86,6 +86,7 @@ def load_model(
             notes=info.notes + ((note,) if note else ()),
             effort_levels=effort_levels(template),
             clear_thinking=reads_clear_thinking(template),
+            keeps_thinking=keeps_thinking(template),
         )
     report("ready", 1, 1)
     # threads 0: adapt the count to measured decode steps (a busy core slows a fixed count).
