@@ -33,10 +33,15 @@ def glm5(tmp_path_factory):
     """A tiny GLM-5 on GLM-4.7's template, its prompts recorded as text."""
     model = load_model(LoadSettings(model=str(write_glm5(tmp_path_factory.mktemp("glm5"))), device="cpu"))
     prompts: list[str] = []
-    encode = model.prompt_format.encode
-    model.prompt_format.encode = lambda messages, *a, **k: (
-        prompts.append(model.tokenizer.decode(encode(messages, *a, **k))) or encode(messages, *a, **k)
-    )
+    fmt = model.prompt_format
+    encode = fmt.encode
+
+    def recorded(messages, *a, **k):
+        ids = encode(messages, *a, **k)
+        prompts.append(model.tokenizer.decode(ids))
+        return ids
+
+    fmt.encode = recorded
     return model, prompts
 
 
@@ -157,3 +162,28 @@ def test_an_answers_reasoning_goes_both_ways_on_the_wire():
         ToolSet(),
     )
     assert [m.reasoning for m in back] == ["", EARLIER, "vLLM's name"]
+
+
+def test_glmdesk_chat_sends_keep_thinking_to_a_server(glm5):
+    from glmdesk.engine.backends.transformers.backend import TransformersBackend
+    from glmdesk.server.app import create_app
+    from glmdesk.server.config import ServeSettings
+    from glmdesk.server.runner import ServerThread
+    from tests.helpers.cli import run_cli
+
+    model, _prompts = glm5
+    seen: list[dict] = []
+    fmt = model.prompt_format
+    encode = fmt.encode
+    fmt.encode = lambda messages, *a, **k: seen.append(dict(fmt.template_kwargs)) or encode(messages, *a, **k)
+    settings = ServeSettings(port=0)
+    srv = ServerThread(create_app(TransformersBackend(model), settings), settings).start()
+    try:
+        args = ("chat", "--remote", srv.url, "--prompt", "Hi", "--max-new-tokens", "2", "--temperature", "0")
+        for flag, clear in (("--keep-thinking", False), ("--drop-thinking", True)):
+            done = run_cli(*args, flag)
+            assert done.returncode == 0, done.stderr
+            assert seen[-1].get("clear_thinking") is clear
+    finally:
+        fmt.encode = encode
+        srv.stop()
