@@ -99,8 +99,7 @@ def build_venv(venv: Path) -> Path:
         return vllm
     print(f"Building vLLM's virtualenv in {venv} (several minutes, once) ...", flush=True)
     if not (venv / "bin" / "python").exists():
-        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-        subprocess.run([str(venv / "bin" / "python"), "-m", "ensurepip", "-q"], check=True)
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     python = str(venv / "bin" / "python")
     for step in (["--upgrade", "pip"], [REQUIREMENTS[0]], list(REQUIREMENTS[1:])):
         done = subprocess.run([python, "-m", "pip", "install", "-q", *step], capture_output=True, text=True)
