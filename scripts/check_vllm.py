@@ -16,8 +16,9 @@ What it does, in order:
    the embedding of the answer's k-th token is the k-th unit vector, and the output
    row of the (k+1)-th token reads it. The answer's tokens are all different, so this
    bigram chain writes the answer once and ends with ``<|observation|>`` (a stop token).
-3. Serves it with ``vllm serve --reasoning-parser glm45 --tool-call-parser glm47
-   --enable-auto-tool-choice`` on 127.0.0.1 and checks, each printed PASS or FAIL:
+3. Serves it with vLLM's OpenAI server (what ``vllm serve`` starts) with
+   ``--reasoning-parser glm45 --tool-call-parser glm47 --enable-auto-tool-choice`` on
+   127.0.0.1, and checks, each printed PASS or FAIL:
    the server's stream carries the reasoning apart (``reasoning`` from vLLM 0.32 on,
    ``reasoning_content`` before; either is read) and the call as ``tool_calls``, not as
    text; glmdesk's :class:`~glmdesk.engine.backends.remote.backend.RemoteBackend`
@@ -87,22 +88,23 @@ def default_venv() -> Path:
 
 def build_venv(venv: Path) -> Path:
     """Create ``venv`` with :data:`REQUIREMENTS` unless a finished build is there;
-    returns its ``vllm`` command.
+    returns its Python.
 
     Raises:
         RuntimeError: pip failed (its last lines in the message).
     """
     stamp = venv / (".glmdesk-built-" + hashlib.sha256(" ".join(REQUIREMENTS).encode()).hexdigest()[:12])
-    vllm = venv / "bin" / "vllm"
-    if stamp.exists() and vllm.exists():
+    python = venv / "bin" / "python"
+    if stamp.exists() and (venv / "bin" / "vllm").exists():
         print(f"vLLM's virtualenv: {venv} (built before)", flush=True)
-        return vllm
+        return python
     print(f"Building vLLM's virtualenv in {venv} (several minutes, once) ...", flush=True)
-    if not (venv / "bin" / "python").exists():
+    if not python.exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    python = str(venv / "bin" / "python")
     for step in (["--upgrade", "pip"], [REQUIREMENTS[0]], list(REQUIREMENTS[1:])):
-        done = subprocess.run([python, "-m", "pip", "install", "-q", *step], capture_output=True, text=True)
+        done = subprocess.run(
+            [str(python), "-m", "pip", "install", "-q", *step], capture_output=True, text=True
+        )
         if done.returncode != 0:
             raise RuntimeError(
                 f"pip install {' '.join(step)} failed:\n" + "\n".join(done.stderr.splitlines()[-15:])
@@ -111,9 +113,9 @@ def build_venv(venv: Path) -> Path:
     # ops need libtorch_cuda, which torch's CPU build lacks, and transformers imports
     # torchvision when present ("operator torchvision::nms does not exist"). A text model
     # needs none of them.
-    subprocess.run([python, "-m", "pip", "uninstall", "-y", "-q", *UNUSABLE], capture_output=True)
+    subprocess.run([str(python), "-m", "pip", "uninstall", "-y", "-q", *UNUSABLE], capture_output=True)
     stamp.touch()
-    return vllm
+    return python
 
 
 def write_checkpoint(folder: Path) -> list[int]:
@@ -174,7 +176,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def serve(vllm: Path, folder: Path, port: int, log: Path) -> subprocess.Popen:
+def serve(python: Path, folder: Path, port: int, log: Path) -> subprocess.Popen:
     """Start vLLM's OpenAI server on 127.0.0.1:``port``, its output into ``log``."""
     env = dict(os.environ, VLLM_CPU_KVCACHE_SPACE="1", VLLM_LOGGING_LEVEL="INFO", PYTHONPATH="")
     env.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")  # a shared machine: no pinning
@@ -182,7 +184,7 @@ def serve(vllm: Path, folder: Path, port: int, log: Path) -> subprocess.Popen:
     # ``vllm-cpu``, and the command asks for the version of ``vllm`` (PackageNotFoundError).
     # The same OpenAI server, started by its module, takes the same options.
     command = [
-        str(vllm.parent / "python"), "-m", "vllm.entrypoints.openai.api_server", "--model", str(folder),
+        str(python), "-m", "vllm.entrypoints.openai.api_server", "--model", str(folder),
         "--served-model-name", SERVED_NAME,
         "--host", "127.0.0.1", "--port", str(port),
         "--reasoning-parser", "glm45",
@@ -407,7 +409,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the checkpoint folder and the server's log")
     args = parser.parse_args(argv)
     try:
-        vllm = build_venv(args.venv)
+        python = build_venv(args.venv)
     except (RuntimeError, subprocess.CalledProcessError, OSError) as exc:
         print(f"FAIL  vLLM's CPU build could not be installed: {exc}", flush=True)
         return 2
@@ -421,7 +423,7 @@ def main(argv: list[str] | None = None) -> int:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     started = time.monotonic()
-    process = serve(vllm, folder, port, log)
+    process = serve(python, folder, port, log)
     checks = Checks()
     try:
         why = wait_ready(process, base, log, args.start_timeout)
