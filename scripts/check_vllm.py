@@ -415,6 +415,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.build_only:
         return 0
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()  # the checkpoint's "Writing model shards" bars
     work = Path(tempfile.mkdtemp(prefix="glmdesk-vllm-"))
     folder, log = work / "glm46-tiny", work / "vllm-serve.log"
     folder.mkdir()
