@@ -1431,6 +1431,50 @@ Click to turn this library folder off for this chat.</source>
     </message>
 </context>
 <context>
+    <name>KeepThinkingChoice</name>
+    <message>
+        <source>Earlier thinking</source>
+        <extracomment>The template value this choice sets (``True``: drop earlier thinking). The box&apos;s items in order: the model&apos;s default, Keep, Drop.</extracomment>
+        <translation>之前的思考</translation>
+    </message>
+    <message>
+        <source>Load a model first.</source>
+        <translation>请先加载模型。</translation>
+    </message>
+    <message>
+        <source>Server default</source>
+        <translation>服务器默认</translation>
+    </message>
+    <message>
+        <source>Model default (keep)</source>
+        <translation>模型默认（保留）</translation>
+    </message>
+    <message>
+        <source>Model default (drop)</source>
+        <translation>模型默认（丢弃）</translation>
+    </message>
+    <message>
+        <source>Keep</source>
+        <translation>保留</translation>
+    </message>
+    <message>
+        <source>Drop</source>
+        <translation>丢弃</translation>
+    </message>
+    <message>
+        <source>Keep: the thinking of earlier answers stays in the prompt (the model sees how it reasoned, the prompt grows). Drop: only their answers stay. This chat only; from the next answer.</source>
+        <translation>保留：之前回答的思考过程留在提示词中（模型能看到自己如何推理，提示词随之变长）。丢弃：只保留之前的回答。仅对本对话有效；从下一次回答起生效。</translation>
+    </message>
+</context>
+<context>
+    <name>KeepThinkingMemory</name>
+    <message>
+        <source>{model}&apos;s chat template has no choice about earlier thinking (GLM-4.7 and the GLM-5 line have one).</source>
+        <extracomment>The key of the choice in the conversation&apos;s settings.</extracomment>
+        <translation>{model} 的聊天模板无法选择是否保留之前的思考（GLM-4.7 和 GLM-5 系列可以）。</translation>
+    </message>
+</context>
+<context>
     <name>LlamaCppOptions</name>
     <message>
         <source>Automatic (the model&apos;s, at most {n})</source>

@@ -27,6 +27,7 @@ from glmdesk.engine.forecast import read_budget
 from glmdesk.engine.memory import MemoryProbe
 from glmdesk.ui.app.answer_view import AnswerView
 from glmdesk.ui.app.crash_notice import CrashNotice
+from glmdesk.ui.app.keep_thinking_memory import KeepThinkingMemory
 from glmdesk.ui.app.load_view import LoadView
 from glmdesk.ui.app.notice_bar import NoticeBar
 from glmdesk.ui.app.sampling_binding import SamplingBinding, initial_params
@@ -169,6 +170,9 @@ class MainWindow(QMainWindow):
                 self.history_controller, self.sidebar.tools_panel, session, self.history_controller
             )
             self.document_choice = DocumentChoice(self.documents, self.history_controller, self)
+        self.keep_thinking = KeepThinkingMemory(  # the earlier-thinking choice, per chat
+            self.sampling.sidebar.keep_thinking, loader, session, self.history_controller, self
+        )
         # A run that died while its engine answered: told at start, its question marked.
         self.crash_notice = CrashNotice(
             self.notice, self.chat_view, self._regenerate_now, self.history_controller, self

@@ -26,7 +26,7 @@ from glmdesk.engine.cache import kv_bytes_per_token
 from glmdesk.engine.decode.threads import ThreadTuner
 from glmdesk.engine.families.base import eos_list
 from glmdesk.engine.families.glm4v import OCR_FAMILIES, THINK
-from glmdesk.engine.families.template_effort import effort_levels, reads_clear_thinking
+from glmdesk.engine.families.template_effort import effort_levels, keeps_thinking, reads_clear_thinking
 from glmdesk.engine.families.template_format import template_format
 from glmdesk.engine.files import model_source
 from glmdesk.engine.formats.glm45_format import Glm45Format
@@ -89,6 +89,7 @@ def load_model(
             notes=info.notes + ((note,) if note else ()),
             effort_levels=effort_levels(template),
             clear_thinking=reads_clear_thinking(template),
+            keeps_thinking=keeps_thinking(template),
         )
     report("ready", 1, 1)
     # threads 0: adapt the count to measured decode steps (a busy core slows a fixed count).
