@@ -2763,10 +2763,6 @@ Run it?</source>
         <translation>发送结果</translation>
     </message>
     <message>
-        <source>Run</source>
-        <translation>运行</translation>
-    </message>
-    <message>
         <source>Stop</source>
         <translation>停止</translation>
     </message>
@@ -2777,6 +2773,10 @@ Run it?</source>
     <message>
         <source>writing...</source>
         <translation>生成中…</translation>
+    </message>
+    <message>
+        <source>running...</source>
+        <translation>运行中…</translation>
     </message>
     <message>
         <source>asked after the call above</source>

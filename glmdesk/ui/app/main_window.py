@@ -130,6 +130,7 @@ class MainWindow(QMainWindow):
             loader.load_failed,
             session.answer_started,
             session.answer_finished,
+            session.answer_ended,
             session.conversation_replaced,
             session.conversation_cleared,
         ):

@@ -7,6 +7,12 @@ buffer of the answer's text; its :class:`~glmdesk.ui.session.model_loader.ModelL
 chat view, status bar, gauge and history need; they connect to it (and to the loader)
 themselves.
 
+One answer is one run of :func:`glmdesk.chat.answer.answer_steps` on the worker: its
+replies and, between them, the one tool loop (each call approved in its card through
+:class:`~glmdesk.ui.session.answer_tools.AnswerTools`, run on the worker thread, its
+result fed back). The session shows each reply as before (``answer_started``, its steps,
+``answer_finished``) and the answer's end once (``answer_ended``).
+
 One rule: results of a request that is no longer the newest are ignored.
 """
 
@@ -18,21 +24,38 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, Qt, Signal, Slot
 
-from glmdesk.chat.answer import exceeds_rounds
-from glmdesk.chat.events import AnswerDone, AnswerFailed, AnswerFigures, StepFigures
+from glmdesk.chat.answer import call_messages
+from glmdesk.chat.events import (
+    AnswerDone,
+    AnswerFailed,
+    AnswerFigures,
+    StepFigures,
+    ToolResultReady,
+    ToolsAnswered,
+)
 from glmdesk.chat.reader import parts_of
-from glmdesk.chat.tools import rounds_exceeded, unreadable_observations
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.parts import PartsSoFar, reasoning_of, text_of
 from glmdesk.core.run_marker import begin_run, end_run
 from glmdesk.core.settings import CacheSettings, ParamsBox
-from glmdesk.core.tools import ToolCall, ToolSet, ToolSettings
+from glmdesk.core.tools import ToolSet
+from glmdesk.ui.session.answer_tools import AnswerTools
 from glmdesk.ui.session.conversation import AnswerRecord, ChatState, continued_answer
 from glmdesk.ui.session.model_loader import ModelLoader
-from glmdesk.ui.session.session_tools import ToolFlow
-from glmdesk.ui.session.worker import Worker, start_thread, stop_thread
+from glmdesk.ui.session.worker import ReplyHold, Worker, start_thread, stop_thread
 
 _QUEUED = Qt.ConnectionType.QueuedConnection
+#: The held "request" of a reply after tool results: the run goes on once it is released.
+_NEXT_REPLY = ("next reply",)
+
+
+def _dialect(info) -> str:
+    """How the loaded model reads interpreter output (``glm4`` when unknown)."""
+    if info is None:
+        return "glm4"
+    from glmdesk.engine.families import loaded_tool_dialect
+
+    return loaded_tool_dialect(info) or "glm4"
 
 
 def model_label(info) -> str:
@@ -43,7 +66,7 @@ def model_label(info) -> str:
     return f"{info.name} @ {info.location}" if info.engine == "remote" else info.name
 
 
-class ChatSession(ToolFlow, QObject):
+class ChatSession(QObject):
     """One conversation with one model, answered on the worker thread.
 
     Args:
@@ -54,28 +77,32 @@ class ChatSession(ToolFlow, QObject):
             :func:`~glmdesk.engine.backends.create_backend`).
         options: ``options() -> {key: None or ErrorInfo}`` for Open model (default: the
             engine's :func:`~glmdesk.engine.backends.availability`).
+        tools: The conversation's tools and their approvals (default: built here, with
+            the approvals kept in the config folder and no MCP servers).
 
     Signals (a load's are the loader's):
         message_added(int, ChatMessage, AnswerRecord | None): A user message was sent, or an
             answer finished (once, partial answers included); the int is its index.
-        answer_started(int): Request ``id`` begins; it goes to the worker once every
-            listener that held it (:meth:`hold_answer`) has released it.
-        step_shown(int, tuple): The events of one step of the current request
+        answer_started(int): Reply ``id`` begins. The answer's first reply goes to the
+            worker once every listener that held it (:meth:`hold_answer`) has released
+            it; a reply after tool results continues the same run.
+        step_shown(int, tuple): The events of one step of the current reply
             (:mod:`glmdesk.chat.events`; :func:`glmdesk.chat.reader.parts_of` gives its parts).
-        answer_finished(int, AnswerDone | AnswerFailed): The current request ended
-            (``last_answer`` holds its text and record).
+        answer_finished(int, AnswerDone | AnswerFailed): The current reply ended
+            (``last_answer`` holds its text and record). A reply that ends with calls is
+            followed by their results and the next reply, unless Stop ends the answer.
+        answer_ended(): The whole answer ended (after its last reply, or after Stop while
+            a call waited or ran); :meth:`is_streaming` is False from here.
+        tool_answered(ToolCall, ToolResult): A call of the answer was run or declined
+            (the observation follows as ``message_added``).
+        tools_noted(str): A sentence about the answer's tools (an MCP server that is not
+            available, a tool list that takes much of the context).
         last_answer_removed(): Regenerate removed the newest answer.
         conversation_cleared(): New chat.
         conversation_replaced(list): The conversation was replaced (opened from history).
         conversation_rewound(int): Messages from this index on left the conversation (an
             edit or a regeneration of an earlier message makes a new branch from there).
         error_occurred(ErrorInfo): A failure outside a load or an answer.
-        tool_call_requested(ToolCall): An answer ended with a call of an offered tool; it
-            waits for :meth:`submit_tool_result`, :meth:`decline_tool_call` or (the
-            interpreter) :meth:`run_tool_code`.
-        code_started(): Interpreter code began running (on the worker thread).
-        code_finished(object): Its :class:`~glmdesk.engine.tools.interpreter.RunResult`, or an
-            ``ErrorInfo`` when the kernel could not start.
         tool_images_added(list, str): PNG images a tool returned, and the tool's name.
     """
 
@@ -88,24 +115,30 @@ class ChatSession(ToolFlow, QObject):
     conversation_replaced = Signal(object)
     conversation_rewound = Signal(int)
     error_occurred = Signal(object)
-    tool_call_requested = Signal(object)
-    code_started = Signal()
-    code_finished = Signal(object)
     tool_images_added = Signal(object, str)
+    answer_ended = Signal()
+    tool_answered = Signal(object, object)
+    tools_noted = Signal(str)
 
     # To the worker (queued: the worker lives on its own thread).
-    _generation_requested = Signal(int, object, object, object, object, object)
-    _code_requested = Signal(int, object, str, float)
+    _generation_requested = Signal(int, object, object, object, object, object, object, object)
 
     def __init__(
-        self, params: ParamsBox, backend=None, parent: QObject | None = None, factory=None, options=None
+        self,
+        params: ParamsBox,
+        backend=None,
+        parent: QObject | None = None,
+        factory=None,
+        options=None,
+        tools: AnswerTools | None = None,
     ) -> None:
         super().__init__(parent)
         self.params_box = params
         self.state = ChatState()
         self.last_answer: tuple[str, AnswerRecord] | None = None
         self._request_id = 0
-        self._current: int | None = None
+        self._current: int | None = None  # the reply being written
+        self._run: int | None = None  # the answer's run on the worker (its first reply's id)
         self._stop: threading.Event | None = None
         self._parts = PartsSoFar()  # the answer's typed parts (text, reasoning, calls)
         self._figures = AnswerFigures()  # the answer's newest figures
@@ -114,18 +147,12 @@ class ChatSession(ToolFlow, QObject):
         self._new_chats = 0
         #: Keys the KV cache the backend keeps between this conversation's turns.
         self.conversation_key: object = ("new", 0)
-        self.tools = ToolSet()
-        self.tool_settings = ToolSettings()
-        self.pending_call: ToolCall | None = None
-        self._queued_calls: list[ToolCall] = []  # the answer's further calls, asked in turn
-        self._retold = 0  # answers since the question whose unreadable calls the model was told
-        self.interpreter = None
-        self._last_request: tuple[str, CacheSettings] = ("", CacheSettings())
-        self._code_run = 0
-        self._running_code: int | None = None
+        #: The conversation's tools, the approvals of their calls and the interpreter.
+        self.tools = tools if tools is not None else AnswerTools(parent=self)
         self._resumed: tuple[str, AnswerRecord | None] | None = None  # Continue: the text and record so far
         self._holds = 0  # listeners of answer_started that hold the request (hold_answer)
         self._held: tuple = ()  # the request's arguments while it is held
+        self._reply_hold = ReplyHold()  # the run's replies after the first wait here
         self._run_ids: dict[str, int | None] = {}  # the history's ids of the answer (for the marker)
         self._marker = None  # this process's "engine was generating" marker (core/run_marker.py)
         self._model_text: tuple[int, str, str] | None = None  # (index, question, what the model reads)
@@ -135,9 +162,8 @@ class ChatSession(ToolFlow, QObject):
         self.loader = ModelLoader(self.worker, backend, self)
         self.loader.load_started.connect(self.stop_answer)  # a new model: the answer stops first
         self._generation_requested.connect(self.worker.generate, _QUEUED)
-        self._code_requested.connect(self.worker.run_code, _QUEUED)
-        self.worker.code_finished.connect(self._on_code_finished, _QUEUED)
         self.worker.step_received.connect(self._on_step_received, _QUEUED)
+        self.worker.tools_noted.connect(self._on_tools_noted, _QUEUED)
         self.worker.error_occurred.connect(self.error_occurred, _QUEUED)
 
     # State ------------------------------------------------------------------------
@@ -146,8 +172,13 @@ class ChatSession(ToolFlow, QObject):
         return [e for e in (self._stop, self.loader.cancel_event) if e is not None]
 
     def is_streaming(self) -> bool:
-        """True while an answer is being written."""
-        return self._current is not None
+        """True while an answer runs (a reply is written, or a call waits or runs)."""
+        return self._run is not None
+
+    def offered_tools(self) -> ToolSet | None:
+        """The conversation's own tools when the model has a tool format, else ``None``."""
+        caps = self.loader.capabilities
+        return self.tools.offered(bool(caps is not None and caps.tool_calls))
 
     def is_ready(self) -> bool:
         """True when a model is in use and nothing loads (see :meth:`ModelLoader.is_ready`)."""
@@ -176,11 +207,8 @@ class ChatSession(ToolFlow, QObject):
         Refused while an answer is written, for blank text, and while no model is
         ready (the caller tells the user to wait).
         """
-        if self._current is not None or not text.strip() or not self.is_ready():
+        if self._run is not None or not text.strip() or not self.is_ready():
             return False
-        self.pending_call = None  # a call left waiting is answered by the new message
-        self._queued_calls = []
-        self._retold = 0  # answers since this message whose unreadable calls the model was told
         message = ChatMessage("user", text, attachments=tuple(attachments), documents=tuple(documents))
         index = self.state.add(message)
         self._model_text = (index, text, model_text) if model_text is not None else None
@@ -190,7 +218,7 @@ class ChatSession(ToolFlow, QObject):
 
     def regenerate(self, system_prompt: str, cache: CacheSettings) -> bool:
         """Write the last answer again; False when nothing can be regenerated now."""
-        if self._current is not None or not self.is_ready():
+        if self._run is not None or not self.is_ready():
             return False
         if self.state.last_role() == "assistant":
             self.state.pop()
@@ -209,7 +237,7 @@ class ChatSession(ToolFlow, QObject):
         """Continue the last answer where the length limit cut it, in the same message: the
         prompt ends with its text and the new text is appended (``message_added`` then
         carries the whole answer at the same index). False when it cannot continue now."""
-        if self._current is not None or not self.is_ready() or not self.can_continue():
+        if self._run is not None or not self.is_ready() or not self.can_continue():
             return False
         self._resumed = (self.state.messages[-1].content, self.state.records[-1])
         self._start_answer(system_prompt, cache)
@@ -221,10 +249,12 @@ class ChatSession(ToolFlow, QObject):
 
     def _start_answer(self, system_prompt: str, cache: CacheSettings) -> None:
         self._request_id += 1
-        self._current = self._request_id
+        self._current = self._run = self._request_id
         self._stop = threading.Event()
         self._parts, self._figures = PartsSoFar(), AnswerFigures()
-        self._last_request = (system_prompt, cache)
+        caps, info = self.loader.capabilities, self.loader.model_info
+        tool_calls = bool(caps is not None and caps.tool_calls)
+        run_tools = self.tools.for_run(self._stop, _dialect(info), tool_calls)
         messages, self._offset = self.state.request(system_prompt, self.offered_tools())
         if self._model_text is not None:  # the question as the model reads it (with its documents)
             index, text, model_text = self._model_text
@@ -236,7 +266,17 @@ class ChatSession(ToolFlow, QObject):
                     *messages[at + 1 :],
                 )
         self._holds, self._run_ids = 0, {}
-        self._held = (self._current, self.loader.backend, messages, cache, self._stop, self.conversation_key)
+        self._reply_hold = ReplyHold()
+        self._held = (
+            self._current,
+            self.loader.backend,
+            messages,
+            cache,
+            self._stop,
+            self.conversation_key,
+            run_tools,
+            self._reply_hold,
+        )
         self.answer_started.emit(self._current)
         if self._holds == 0:
             self._send_request()
@@ -263,42 +303,99 @@ class ChatSession(ToolFlow, QObject):
         return release
 
     def _send_request(self) -> None:
-        """The held request goes to the worker; this process's marker says an engine is
-        generating until the answer ends (:mod:`glmdesk.core.run_marker`)."""
+        """The held request goes to the worker (a later reply of the run: the worker's
+        :class:`ReplyHold` lets it start); this process's marker says an engine is
+        generating, and which message, until the answer ends (:mod:`glmdesk.core.run_marker`)."""
         request, self._held = self._held, ()
         if not request:
             return
         info = self.loader.model_info
+        end_run(self._marker)
         self._marker = begin_run(
             getattr(info, "engine", "") or "", model_label(info), "window", **self._run_ids
         )
-        self._generation_requested.emit(*request)
+        if request == _NEXT_REPLY:
+            self._reply_hold.release()
+        else:
+            self._generation_requested.emit(*request)
 
     @Slot()
     def stop_answer(self) -> None:
-        """Stop the answer being written (it ends within one token; the text is kept)."""
-        if self._stop is not None and self._current is not None:
+        """Stop the answer (a reply ends within one token, its text kept; a call that
+        waits for the user is not run; running code is killed)."""
+        if self._stop is not None and self._run is not None:
             self._stop.set()
+            self.tools.kill_code()
 
-    @Slot(int, object)
-    def _on_step_received(self, request_id: int, events) -> None:
-        if request_id != self._current:
+    @Slot()
+    def kill_code(self) -> None:
+        """Kill the running interpreter code now (the answer goes on from the note)."""
+        self.tools.kill_code()
+
+    @Slot(int, str)
+    def _on_tools_noted(self, request_id: int, note: str) -> None:
+        if request_id == self._run:
+            self.tools_noted.emit(note)
+
+    @Slot(int, object, bool)
+    def _on_step_received(self, request_id: int, events, last: bool) -> None:
+        if request_id != self._run:
             return  # a request the session has moved past
+        if last:  # the answer ends with this step: not streaming for its listeners
+            self._run = None
+        head = events[0] if events else None
+        if isinstance(head, ToolResultReady):
+            self.tool_answered.emit(head.call, head.result)
+        elif isinstance(head, ToolsAnswered):
+            self._on_tools_answered(head)
+        elif events and self._current is not None:
+            self._on_reply_step(events)
+        if last:
+            self._end_run()
+
+    def _on_reply_step(self, events) -> None:
         for event in events:
             if isinstance(event, StepFigures):
                 self._figures = event.figures
         self._parts.add(parts_of(events))  # the message's text and reasoning, saved together
-        self.step_shown.emit(request_id, events)
+        self.step_shown.emit(self._current, events)
         end = events[-1] if events else None
         if isinstance(end, (AnswerDone, AnswerFailed)):
-            self._finish_answer(end)
+            self._finish_reply(end)
 
-    def _finish_answer(self, end: AnswerDone | AnswerFailed) -> None:
-        request_id = self._current
-        self._current = self._stop = None
-        self._held = ()
+    def _on_tools_answered(self, answered: ToolsAnswered) -> None:
+        """The calls' results (or why unreadable calls were not run) join the
+        conversation; the next reply of the same run begins, unless Stop ended it."""
+        for message in answered.messages:
+            if message.role != "observation":
+                continue  # the calls (or the unreadable reply) were added when the reply ended
+            index = self.state.add(message)
+            self.message_added.emit(index, message, None)
+            if message.images:
+                self.tool_images_added.emit(list(message.images), message.name)
+        if self._run is None or (self._stop is not None and self._stop.is_set()):
+            return
+        self._request_id += 1
+        self._current = self._request_id
+        self._parts, self._figures = PartsSoFar(), AnswerFigures()
+        self._holds, self._run_ids, self._held = 0, {}, _NEXT_REPLY
+        self.answer_started.emit(self._current)
+        if self._holds == 0:
+            self._send_request()
+
+    def _end_run(self) -> None:
+        """The answer's run ended: a reply still open ends as stopped, then ``answer_ended``."""
+        self._run = None
+        if self._current is not None:  # Stop before the reply wrote its end
+            self._finish_reply(AnswerDone("cancelled", self._figures, self._parts.parts()))
+        self._stop, self._held = None, ()
         end_run(self._marker)
         self._marker = None
+        self.answer_ended.emit()
+
+    def _finish_reply(self, end: AnswerDone | AnswerFailed) -> None:
+        request_id = self._current
+        self._current = None
         parts = self._parts.parts()
         text, reasoning = text_of(parts), reasoning_of(parts)
         f = end.figures
@@ -317,63 +414,36 @@ class ChatSession(ToolFlow, QObject):
             notice=end.notice if isinstance(end, AnswerDone) else None,
         )
         calls = end.calls if isinstance(end, AnswerDone) and end.finish_reason == "tool_calls" else ()
-        if exceeds_rounds(self.state.messages, calls, self.tool_settings.max_rounds):
-            notice = rounds_exceeded(self.tool_settings.max_rounds)
-            record = dataclasses.replace(record, finish_reason="stop", notice=notice)
-            end = dataclasses.replace(end, finish_reason="stop", calls=(), notice=notice)
-            calls = ()
         resumed, self._resumed = self._resumed, None
         if resumed is not None:  # Continue: one answer, the old text and the new
             text, record = continued_answer(*resumed, text, record)
             reasoning = self.state.messages[-1].reasoning + reasoning
             self.state.pop()
         self.last_answer = (text, record)
-        if calls:
-            self._add_calls(calls, text, reasoning, record)
+        if calls:  # as the run feeds them back (call_messages), the record on the first
+            for k, message in enumerate(call_messages(calls, text, reasoning)):
+                index = self.state.add(message, record if k == 0 else None)
+                self.message_added.emit(index, message, record if k == 0 else None)
         elif text:
             index = self.state.add(ChatMessage("assistant", text, reasoning=reasoning), record)
             self.message_added.emit(index, self.state.messages[index], record)
-        retold = () if calls or not text else self._retell(end)
-        for message in retold:
-            index = self.state.add(message)
-            self.message_added.emit(index, message, None)
         self.answer_finished.emit(request_id, end)
-        if calls:
-            self._queued_calls = list(calls)
-            self._ask_next_call()
-        elif retold:  # the model reads why its calls could not be read, and writes them again
-            self._start_answer(*self._last_request)
-
-    def _retell(self, end: AnswerDone | AnswerFailed) -> tuple[ChatMessage, ...]:
-        """The observations that tell the model its answer's calls could not be read
-        (:func:`~glmdesk.chat.tools.unreadable_observations`), when tools are offered, Stop
-        was not pressed and fewer than the tool-round limit were told since the question."""
-        if (
-            not isinstance(end, AnswerDone)
-            or end.finish_reason == "cancelled"
-            or self.offered_tools() is None
-        ):
-            return ()
-        if self._retold >= self.tool_settings.max_rounds:
-            return ()
-        observations = unreadable_observations(end.notice)
-        if observations:
-            self._retold += 1
-        return observations
 
     def abandon_answer(self) -> None:
-        """End the current answer here with the text received so far (cancelled)."""
-        if self._current is None:
+        """End the current answer here with the text received so far (cancelled); a call
+        that waits is not run."""
+        if self._run is None:
             return
         if self._stop is not None:
             self._stop.set()
-        self._finish_answer(AnswerDone("cancelled", self._figures, self._parts.parts()))
+        self.tools.kill_code()
+        self._end_run()
 
     # Conversations --------------------------------------------------------------------
     def new_chat(self) -> None:
         """Start an empty conversation (an answer being written is stopped and kept)."""
         self.abandon_answer()
-        self._close_interpreter()
+        self.tools.close_interpreter(self.loader.release)
         self.state.clear()
         self._new_chats += 1
         self.conversation_key = ("new", self._new_chats)
@@ -391,7 +461,7 @@ class ChatSession(ToolFlow, QObject):
         the stored finish reason of the last answer (``length``: it can be continued).
         """
         self.abandon_answer()
-        self._close_interpreter()
+        self.tools.close_interpreter(self.loader.release)
         self.state.clear()
         if key is None:
             self._new_chats += 1
@@ -406,7 +476,7 @@ class ChatSession(ToolFlow, QObject):
     def rewind(self, index: int) -> bool:
         """Drop the messages from ``index`` on (then :meth:`send` an edited message, or
         :meth:`regenerate` the answer); False while an answer is written or for a bad index."""
-        if self._current is not None or not 0 <= index < len(self.state):
+        if self._run is not None or not 0 <= index < len(self.state):
             return False
         while len(self.state) > index:
             self.state.pop()
@@ -429,6 +499,4 @@ class ChatSession(ToolFlow, QObject):
         QCoreApplication.sendPostedEvents(self, QEvent.Type.MetaCall)
         self.abandon_answer()
         self.loader.close()
-        if self.interpreter is not None:
-            self.interpreter.close()
-            self.interpreter = None
+        self.tools.close()
