@@ -163,10 +163,13 @@ class ScriptedBackend(FakeBackend):
     (the last reply again when the script runs out) and keeps every request's
     messages (what the engine received)."""
 
-    def __init__(self, *replies: Sequence[GenerationChunk]) -> None:
+    def __init__(self, *replies: Sequence[GenerationChunk], context_length: int = 2048) -> None:
         super().__init__(name="GLM-4.5-scripted")
-        self._info = ModelInfo(**{**self._info.__dict__, "family": "glm4-moe"})
+        self._info = ModelInfo(
+            **{**self._info.__dict__, "family": "glm4-moe", "context_length": context_length}
+        )
         self.replies = [list(r) for r in replies]
+        self.context_length = context_length
 
     def stream(self, messages, params, cache=None, stop=None, conversation=None) -> Iterator[GenerationChunk]:
         self.requests.append(tuple(messages))
@@ -174,7 +177,9 @@ class ScriptedBackend(FakeBackend):
         yield from reply
 
     def capabilities(self) -> Capabilities:
-        return Capabilities(engine="fake", kv_strategies={"full": None}, context_length=2048, tool_calls=True)
+        return Capabilities(
+            engine="fake", kv_strategies={"full": None}, context_length=self.context_length, tool_calls=True
+        )
 
 
 def text_reply(text: str) -> list[GenerationChunk]:

@@ -58,7 +58,6 @@ class AnswerView(QObject):
         session.step_shown.connect(self._on_step_shown)
         session.answer_finished.connect(self._on_answer_finished)
         session.answer_ended.connect(self._on_answer_ended)
-        session.tools_noted.connect(self.notice.show_info)
         session.conversation_replaced.connect(self._on_conversation_replaced)
         session.conversation_rewound.connect(self._on_conversation_rewound)
         session.conversation_cleared.connect(self._on_conversation_cleared)

@@ -28,15 +28,44 @@ from PySide6.QtCore import QObject
 from glmdesk.chat.answer import Tools
 from glmdesk.chat.events import ToolResult
 from glmdesk.chat.mcp.approvals import McpApprovals
-from glmdesk.chat.mcp.source import McpToolSource, approval_hook, runner
+from glmdesk.chat.mcp.source import (
+    McpToolSource,
+    approval_hook,
+    runner,
+    tool_list_tokens,
+    tools_context_note,
+)
 from glmdesk.chat.tools import ALLOW, Approval, InterpreterTool, decide
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.tools import ToolCall, ToolSet, ToolSettings
 from glmdesk.ui.tools.approval_gate import ApprovalGate
+from glmdesk.ui.tools.mcp_choice import ChatMcp
+
+
+@dataclass(frozen=True)
+class ToolsNote:
+    """What the user is told about an answer's MCP tools (worded by the window).
+
+    Attributes:
+        tokens: Tokens the offered tools' definitions take in the prompt (the model's
+            tokenizer, else about 4 characters a token).
+        context_tokens: The model's context window, in tokens (0: unknown).
+        unavailable: One sentence per chosen server that could not start.
+    """
+
+    tokens: int
+    context_tokens: int
+    unavailable: tuple[str, ...] = ()
+
+    def too_large(self) -> bool:
+        """Whether the tool list takes more than :data:`~glmdesk.chat.mcp.source.TOOLS_SHARE_NOTE`
+        of the context window."""
+        return tools_context_note(self.tokens, self.context_tokens) is not None
+
 
 #: ``prepare(messages) -> (messages, note)`` on the worker thread before the first reply:
-#: the messages with the MCP tools added, and a sentence for the user (or ``""``).
-PrepareFn = Callable[[Sequence[ChatMessage]], "tuple[tuple[ChatMessage, ...], str]"]
+#: the messages with the MCP tools added, and what to tell the user (or ``None``).
+PrepareFn = Callable[[Sequence[ChatMessage]], "tuple[tuple[ChatMessage, ...], ToolsNote | None]"]
 
 
 @dataclass(frozen=True)
@@ -57,25 +86,29 @@ class AnswerTools(QObject):
     """The conversation's tools and the approvals of its calls (GUI thread).
 
     Args:
-        approvals: The kept answers (Always allow), shared with the Tools page.
-        sources: ``sources() -> McpToolSource | None``: the MCP tools chosen for the open
-            chat (``None``: none), asked once per answer; default: none.
+        approvals: The kept answers (Always allow), shared with the Tools page (default:
+            ``mcp``'s, else the config folder's file).
+        mcp: The window's MCP servers and the open chat's choice of them (``None``: no
+            MCP tools are offered).
         parent: The owning QObject (the session).
 
     Attributes:
         gate: Where a call waits for the user (the tool controller shows its cards).
+        mcp: As given.
     """
 
     def __init__(
         self,
         approvals: McpApprovals | None = None,
-        sources: Callable[[], McpToolSource | None] | None = None,
+        mcp: ChatMcp | None = None,
         parent: QObject | None = None,
     ) -> None:
         super().__init__(parent)
-        self.approvals = approvals if approvals is not None else McpApprovals()
+        if approvals is None:
+            approvals = mcp.approvals if mcp is not None else McpApprovals()
+        self.approvals = approvals
+        self.mcp = mcp
         self.gate = ApprovalGate(parent=self)
-        self._sources = sources or (lambda: None)
         self.toolset = ToolSet()
         self.settings = ToolSettings()
         self._interpreter: InterpreterTool | None = None
@@ -98,7 +131,14 @@ class AnswerTools(QObject):
         and any are chosen, else ``None`` (MCP tools are added on the worker thread)."""
         return self.toolset if tool_calls and self.toolset else None
 
-    def for_run(self, stop: threading.Event, dialect: str, tool_calls: bool) -> RunTools | None:
+    def for_run(
+        self,
+        stop: threading.Event,
+        dialect: str,
+        tool_calls: bool,
+        count: Callable[[str], int | None] | None = None,
+        context_tokens: int = 0,
+    ) -> RunTools | None:
         """How the next answer answers its calls; ``None`` when the model has no tool
         format (``tool_calls`` False) or nothing is offered.
 
@@ -106,10 +146,12 @@ class AnswerTools(QObject):
             stop: The answer's Stop (ends a wait for the user).
             dialect: How the model reads interpreter output (``glm4``, ``chatglm3``).
             tool_calls: Whether the model has a tool-call format.
+            count: ``count(text) -> tokens`` with the model's tokenizer (``None``: estimated).
+            context_tokens: The model's context window, in tokens (0: unknown).
         """
         if not tool_calls:
             return None
-        source = self._sources()
+        source = self.mcp.source() if self.mcp is not None else None
         if not self.toolset and source is None:
             return None
         if self.toolset.interpreter:
@@ -133,7 +175,7 @@ class AnswerTools(QObject):
             self.gate.call_started.emit(call)
             return send(call)
 
-        prepare = _prepare(source) if source is not None else None
+        prepare = _prepare(source, count, context_tokens) if source is not None else None
         return RunTools(Tools(approve, run, settings.max_rounds), prepare)
 
     def _own_runner(self, stop: threading.Event) -> Callable[[ToolCall], ToolResult]:
@@ -177,22 +219,25 @@ class AnswerTools(QObject):
             release(tool)
 
     def close(self) -> None:
-        """Stop the kernel, if it started (the worker thread has ended)."""
+        """Stop the kernel, if it started, and the MCP servers (the worker thread has ended)."""
         tool, self._interpreter = self._interpreter, None
         if tool is not None:
             tool.close()
+        if self.mcp is not None:
+            self.mcp.close()
 
 
-def _prepare(source: McpToolSource) -> PrepareFn:
+def _prepare(source: McpToolSource, count, context_tokens: int) -> PrepareFn:
     """Start the chosen servers and add their tools to the tool list the prompt carries
-    (the system message's :class:`~glmdesk.core.tools.ToolSet`, added when none leads)."""
+    (the system message's :class:`~glmdesk.core.tools.ToolSet`, added when none leads);
+    the note counts the tool list against the context window."""
 
-    def prepare(messages: Sequence[ChatMessage]) -> tuple[tuple[ChatMessage, ...], str]:
+    def prepare(messages: Sequence[ChatMessage]) -> tuple[tuple[ChatMessage, ...], ToolsNote | None]:
         head = messages[0] if messages and messages[0].role == "system" else None
         own = head.tools if head is not None and head.tools is not None else ToolSet()
         source.refresh({f.name for f in own.functions})
         tools = source.with_tools(own)
-        note = " ".join(source.problems)
+        note = ToolsNote(tool_list_tokens(tools.functions, count), context_tokens, tuple(source.problems))
         if not tools:
             return tuple(messages), note
         if head is not None:

@@ -95,8 +95,8 @@ class ChatSession(QObject):
             a call waited or ran); :meth:`is_streaming` is False from here.
         tool_answered(ToolCall, ToolResult): A call of the answer was run or declined
             (the observation follows as ``message_added``).
-        tools_noted(str): A sentence about the answer's tools (an MCP server that is not
-            available, a tool list that takes much of the context).
+        tools_noted(ToolsNote): What to tell the user about the answer's MCP tools (their
+            tokens against the context, servers that could not start).
         last_answer_removed(): Regenerate removed the newest answer.
         conversation_cleared(): New chat.
         conversation_replaced(list): The conversation was replaced (opened from history).
@@ -118,7 +118,7 @@ class ChatSession(QObject):
     tool_images_added = Signal(object, str)
     answer_ended = Signal()
     tool_answered = Signal(object, object)
-    tools_noted = Signal(str)
+    tools_noted = Signal(object)
 
     # To the worker (queued: the worker lives on its own thread).
     _generation_requested = Signal(int, object, object, object, object, object, object, object)
@@ -254,7 +254,14 @@ class ChatSession(QObject):
         self._parts, self._figures = PartsSoFar(), AnswerFigures()
         caps, info = self.loader.capabilities, self.loader.model_info
         tool_calls = bool(caps is not None and caps.tool_calls)
-        run_tools = self.tools.for_run(self._stop, _dialect(info), tool_calls)
+        backend = self.loader.backend
+        run_tools = self.tools.for_run(
+            self._stop,
+            _dialect(info),
+            tool_calls,
+            backend.prompt_tokens if backend is not None else None,
+            caps.context_length if caps is not None else 0,
+        )
         messages, self._offset = self.state.request(system_prompt, self.offered_tools())
         if self._model_text is not None:  # the question as the model reads it (with its documents)
             index, text, model_text = self._model_text
@@ -332,8 +339,8 @@ class ChatSession(QObject):
         """Kill the running interpreter code now (the answer goes on from the note)."""
         self.tools.kill_code()
 
-    @Slot(int, str)
-    def _on_tools_noted(self, request_id: int, note: str) -> None:
+    @Slot(int, object)
+    def _on_tools_noted(self, request_id: int, note) -> None:
         if request_id == self._run:
             self.tools_noted.emit(note)
 

@@ -53,8 +53,8 @@ class Worker(QObject):
         step_received(int, tuple, bool): The events of one step of request ``id``
             (:mod:`glmdesk.chat.events`, :func:`glmdesk.chat.answer.answer_steps`), and
             whether it is the answer's last.
-        tools_noted(int, str): A sentence about request ``id``'s tools (an MCP server
-            that is not available, a tool list that takes much of the context).
+        tools_noted(int, ToolsNote): What to tell the user about request ``id``'s MCP
+            tools (:class:`~glmdesk.ui.session.answer_tools.ToolsNote`).
         error_occurred(ErrorInfo): A failure outside a load or an answer.
     """
 
@@ -63,7 +63,7 @@ class Worker(QObject):
     model_loaded = Signal(int, object, object, object)
     load_failed = Signal(int, object)
     step_received = Signal(int, object, bool)
-    tools_noted = Signal(int, str)
+    tools_noted = Signal(int, object)
     error_occurred = Signal(object)
 
     def __init__(self, params, factory=None, options=None) -> None:
@@ -170,9 +170,10 @@ class Worker(QObject):
             try:
                 messages, note = tools.prepare(messages)
             except Exception as exc:  # a safety net: the hub words its failures
-                note = f"The MCP tools could not be added: {exc.__class__.__name__}: {exc}"
-            if note:
-                self.tools_noted.emit(request_id, note)
+                self.error_occurred.emit(_failure("mcp_failed", "The MCP tools could not be added", exc))
+            else:
+                if note is not None:
+                    self.tools_noted.emit(request_id, note)
         if stop.is_set():  # Stop pressed before the request reached this thread
             stream = _nothing
         else:

@@ -15,8 +15,10 @@ from glmdesk.ui.chat.image_thumbnails import ThumbnailRow
 from glmdesk.ui.chat.message_widget import MessageWidget
 from glmdesk.ui.chat.text_safety import clean_parts
 from glmdesk.ui.common.messages import error_sentence
+from glmdesk.ui.session.answer_tools import ToolsNote
 from glmdesk.ui.tools.approval_card import ApprovalCard
 from glmdesk.ui.tools.approval_gate import ResultRequest
+from glmdesk.ui.tools.mcp_choice import McpChoiceList
 from glmdesk.ui.tools.tool_call_card import ToolCallCard
 
 
@@ -97,6 +99,11 @@ class ToolController(QObject):
         gate.card_shown.connect(self._on_approval_shown)
         gate.result_asked.connect(self._on_result_asked)
         gate.call_started.connect(self._on_call_started)
+        session.tools_noted.connect(self._on_tools_noted)
+        #: The chat's MCP servers and tools in the Tools section (``None``: no MCP).
+        self.mcp_list = McpChoiceList(self.tools.mcp) if self.tools.mcp is not None else None
+        if self.mcp_list is not None:
+            panel.add_mcp_list(self.mcp_list)
         panel.set_available(False, self.tr("Load a model first."))
 
     @Slot(object, object)
@@ -208,6 +215,26 @@ class ToolController(QObject):
             card.kill_requested.connect(self.session.kill_code)
             self.asked.append((call, card))
         return card
+
+    @Slot(object)
+    def _on_tools_noted(self, note: ToolsNote) -> None:
+        """Servers that could not start, and a tool list that takes much of the context."""
+        sentences = list(note.unavailable)
+        if note.too_large():
+            sentences.append(
+                self.tr(
+                    "The tools' descriptions take about {tokens} tokens, {share} of the {context}-token "
+                    "context; turn off servers or tools this chat does not need."
+                ).format(
+                    tokens=f"{note.tokens:,}",
+                    share=f"{note.tokens / note.context_tokens:.0%}",
+                    context=f"{note.context_tokens:,}",
+                )
+            )
+        if sentences:
+            self.notice.show_info(" ".join(sentences))
+        if self.mcp_list is not None:
+            self.mcp_list.listen()  # the servers started: their tools can be listed
 
     @Slot(object)
     def _on_approval_shown(self, approval: ApprovalCard) -> None:

@@ -83,7 +83,11 @@ class ToolsPanel(QGroupBox):
         self.note_label.setObjectName("tools_note")
         self.note_label.setWordWrap(True)
         self.note_label.hide()
+        self.mcp_label = QLabel(self.tr("MCP servers in this chat"))
+        self.mcp_label.hide()
+        self.mcp_list: QWidget | None = None  # placed by add_mcp_list
         column = QVBoxLayout(self)
+        self._column = column
         for widget in (
             self.reason_label,
             self.mode,
@@ -102,9 +106,20 @@ class ToolsPanel(QGroupBox):
         self._problems: list[str] = []
         self._update()
 
+    def add_mcp_list(self, widget: QWidget) -> None:
+        """Show the chat's MCP servers and tools (an
+        :class:`~glmdesk.ui.tools.mcp_choice.McpChoiceList`) under the mode, with its title,
+        while ``widget`` has servers to show."""
+        self.mcp_list = widget
+        at = self._column.indexOf(self.note_label) + 1
+        self._column.insertWidget(at, self.mcp_label)
+        self._column.insertWidget(at + 1, widget)
+        self.mcp_label.setVisible(not widget.isHidden())
+
     def set_available(self, available: bool, reason: str = "") -> None:
         """Grey the section out with ``reason`` for a model without a tool format."""
-        for widget in (self.mode, self.functions_edit, self.always_run, self.max_rounds, self.timeout):
+        widgets = [self.mode, self.functions_edit, self.always_run, self.max_rounds, self.timeout]
+        for widget in (*widgets, *([self.mcp_list] if self.mcp_list is not None else [])):
             widget.setEnabled(available)
         self.reason_label.setText("" if available else reason)
         self.reason_label.setVisible(not available and bool(reason))

@@ -10,12 +10,12 @@ import pytest
 from glmdesk.chat.mcp.approvals import McpApprovals
 from glmdesk.chat.mcp.config import McpConfig
 from glmdesk.chat.mcp.hub import McpHub
-from glmdesk.chat.mcp.source import McpToolSource
 from glmdesk.chat.tools import DECLINED
 from glmdesk.core.settings import CacheSettings, LoadSettings, ParamsBox, SamplingParams
 from glmdesk.core.tools import ToolCall, ToolSet, ToolSettings
 from glmdesk.ui.session.answer_tools import AnswerTools
 from glmdesk.ui.session.chat_session import ChatSession
+from glmdesk.ui.tools.mcp_choice import ChatMcp, McpChoice
 from tests.chat.mcp.conftest import FAULTS
 from tests.helpers.fake_backend import ScriptedBackend, call_chunk, text_reply
 
@@ -38,7 +38,9 @@ def make_session(qtbot, tmp_path, monkeypatch, hub):
 
     def make(backend, store, servers=("faults",)) -> ChatSession:
         approvals = McpApprovals(store)
-        tools = AnswerTools(approvals, lambda: McpToolSource(hub, servers, approvals) if servers else None)
+        mcp = ChatMcp(McpConfig((FAULTS,)), approvals, hub=hub)
+        mcp.set_choice(McpChoice(tuple(servers)))
+        tools = AnswerTools(approvals, mcp)
         session = ChatSession(ParamsBox(SamplingParams(temperature=0.0)), backend, tools=tools)
         sessions.append(session)
         with qtbot.waitSignal(session.loader.model_ready, timeout=MS):
