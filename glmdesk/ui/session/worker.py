@@ -170,10 +170,13 @@ class Worker(QObject):
             try:
                 messages, note = tools.prepare(messages)
             except Exception as exc:  # a safety net: the hub words its failures
-                self.error_occurred.emit(_failure("mcp_failed", "The MCP tools could not be added", exc))
-            else:
-                if note is not None:
-                    self.tools_noted.emit(request_id, note)
+                from glmdesk.ui.session.answer_tools import ToolsNote
+
+                note = ToolsNote(
+                    0, 0, (f"The MCP tools could not be added: {exc.__class__.__name__}: {exc}",)
+                )
+            if note is not None:
+                self.tools_noted.emit(request_id, note)
         if stop.is_set():  # Stop pressed before the request reached this thread
             stream = _nothing
         else:

@@ -32,12 +32,28 @@ POLL_S = 0.05
 
 
 class _Pending:
+    """One call waiting for a decision: asked on the answer's thread, answered on the GUI's."""
+
     def __init__(self, call: ToolCall, tool: McpTool | None) -> None:
         self.call, self.tool = call, tool
         self.done = threading.Event()
         self.decision: Decision | None = None
         self.card: ApprovalCard | None = None
         self.cancelled = False
+
+    def cancel(self) -> None:
+        """Stop: no decision counts from now on (the answer's thread)."""
+        self.cancelled = True
+
+    def show_in(self, card: ApprovalCard) -> None:
+        """The card the call waits in (GUI thread)."""
+        self.card = card
+
+    def decide(self, decision: Decision) -> None:
+        """The user's decision, unless Stop came first (GUI thread)."""
+        if not self.cancelled:
+            self.decision = decision
+            self.done.set()
 
 
 class ResultRequest(QObject):
@@ -106,7 +122,7 @@ class ApprovalGate(QObject):
         self._asked.emit(pending)
         while not pending.done.wait(POLL_S):
             if stop.is_set():
-                pending.cancelled = True
+                pending.cancel()
                 self._cancelled.emit(pending)
                 return deny("The answer was stopped.")
         return pending.decision or deny()
@@ -142,13 +158,6 @@ class ApprovalGate(QObject):
         if pending.cancelled:
             return
         card = ApprovalCard(pending.call, pending.tool)
-        pending.card = card
-
-        def decided(decision: Decision) -> None:
-            if pending.cancelled:
-                return
-            pending.decision = decision
-            pending.done.set()
-
-        card.decided.connect(decided)
+        pending.show_in(card)
+        card.decided.connect(pending.decide)
         self.card_shown.emit(card)
