@@ -8,12 +8,17 @@ loaded model is served in its place. Closing the window stops the server.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6.QtCore import QObject, Signal, Slot
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QLabel
 
 from glmdesk.core.errors import ErrorInfo
 from glmdesk.ui.session.background import Background
+
+if TYPE_CHECKING:  # the session's type only
+    from glmdesk.ui.session.chat_session import ChatSession
 
 #: The port the toggle serves on (vLLM's and glmdesk serve's default).
 DEFAULT_PORT = 8000
@@ -39,7 +44,7 @@ class ServeController(QObject):
     serving_failed = Signal(str)
     requests_counted = Signal(int)
 
-    def __init__(self, session, port: int = DEFAULT_PORT, parent=None) -> None:
+    def __init__(self, session: ChatSession, port: int = DEFAULT_PORT, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.session = session
         self.port = port

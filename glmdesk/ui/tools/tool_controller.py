@@ -4,6 +4,7 @@ cards and the cards' approvals to the waiting call (GUI thread)."""
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Slot
 
@@ -20,6 +21,12 @@ from glmdesk.ui.tools.approval_card import ApprovalCard
 from glmdesk.ui.tools.approval_gate import ResultRequest
 from glmdesk.ui.tools.mcp_choice import McpChoiceList
 from glmdesk.ui.tools.tool_call_card import ToolCallCard
+
+if TYPE_CHECKING:  # the types of the constructor's collaborators only
+    from glmdesk.ui.app.notice_bar import NoticeBar
+    from glmdesk.ui.chat.chat_view import ChatView
+    from glmdesk.ui.session.chat_session import ChatSession
+    from glmdesk.ui.tools.tools_panel import ToolsPanel
 
 
 def stored_card(part: ToolCallPart) -> ToolCallCard | None:
@@ -82,7 +89,14 @@ class ToolController(QObject):
         parent: The window.
     """
 
-    def __init__(self, session, chat_view, panel, notice, parent: QObject | None = None) -> None:
+    def __init__(
+        self,
+        session: ChatSession,
+        chat_view: ChatView,
+        panel: ToolsPanel,
+        notice: NoticeBar,
+        parent: QObject | None = None,
+    ) -> None:
         super().__init__(parent)
         self.session, self.chat_view, self.panel, self.notice = session, chat_view, panel, notice
         self.tools = session.tools  # the conversation's tools and the gate their calls wait at

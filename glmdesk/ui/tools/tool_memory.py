@@ -20,6 +20,7 @@ is (``import_tools_invalid``) is said in the notice bar once the conversation is
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QCoreApplication, QObject, Slot
 
@@ -27,6 +28,11 @@ from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.tools import ConversationTools
 from glmdesk.ui.common.messages import error_sentence
 from glmdesk.ui.tools.mcp_choice import SETTING_KEY, McpChoice, choice_of
+
+if TYPE_CHECKING:  # the types of the constructor's collaborators only
+    from glmdesk.ui.history.history_controller import HistoryController
+    from glmdesk.ui.session.chat_session import ChatSession
+    from glmdesk.ui.tools.tools_panel import ToolsPanel
 
 
 def tools_markdown_labels() -> dict[str, str]:
@@ -57,7 +63,13 @@ class ToolsMemory(QObject):
         parent: The owning QObject.
     """
 
-    def __init__(self, controller, panel, session, parent: QObject | None = None) -> None:
+    def __init__(
+        self,
+        controller: HistoryController,
+        panel: ToolsPanel,
+        session: ChatSession,
+        parent: QObject | None = None,
+    ) -> None:
         super().__init__(parent or controller)
         self.controller, self.panel = controller, panel
         self._restoring = False

@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
 )
 
 from glmdesk.core.tools import MAX_FUNCTIONS_CHARS, ConversationTools, ToolSet, ToolSettings, parse_functions
+from glmdesk.ui.tools.mcp_choice import McpChoiceList
 
 #: Modes of the section, in the order of the combo box.
 MODES = ("none", "interpreter", "functions")
@@ -85,7 +86,7 @@ class ToolsPanel(QGroupBox):
         self.note_label.hide()
         self.mcp_label = QLabel(self.tr("MCP servers in this chat"))
         self.mcp_label.hide()
-        self.mcp_list: QWidget | None = None  # placed by add_mcp_list
+        self.mcp_list: McpChoiceList | None = None  # placed by add_mcp_list
         column = QVBoxLayout(self)
         self._column = column
         for widget in (
@@ -106,10 +107,9 @@ class ToolsPanel(QGroupBox):
         self._problems: list[str] = []
         self._update()
 
-    def add_mcp_list(self, widget: QWidget) -> None:
-        """Show the chat's MCP servers and tools (an
-        :class:`~glmdesk.ui.tools.mcp_choice.McpChoiceList`) under the mode, with its title,
-        while ``widget`` has servers to show."""
+    def add_mcp_list(self, widget: McpChoiceList) -> None:
+        """Show the chat's MCP servers and tools under the mode, with its title, while
+        ``widget`` has servers to show."""
         self.mcp_list = widget
         at = self._column.indexOf(self.note_label) + 1
         self._column.insertWidget(at, self.mcp_label)
