@@ -84,7 +84,9 @@ def test_chunks_of_a_request_moved_past_are_ignored(qtbot, make_session) -> None
     current = session.run._current
     qtbot.waitUntil(lambda: len(chunks) == 1, timeout=MS)
     session.run._on_step_received(current - 1, (TextDelta("stale"),), False)
-    session.run._on_step_received(current - 1, (TextDelta("stale"), AnswerDone("stop", AnswerFigures())), True)
+    session.run._on_step_received(
+        current - 1, (TextDelta("stale"), AnswerDone("stop", AnswerFigures())), True
+    )
     assert len(chunks) == 1 and finished == [] and session.is_streaming()
     with qtbot.waitSignal(session.answer_finished, timeout=MS):
         gate.set()
