@@ -1754,6 +1754,26 @@ Click to turn this library folder off for this chat.</source>
     </message>
 </context>
 <context>
+    <name>McpChoiceList</name>
+    <message>
+        <source>Start an MCP server?</source>
+        <extracomment>The per-chat setting&apos;s key.</extracomment>
+        <translation>启动 MCP 服务器？</translation>
+    </message>
+    <message>
+        <source>glmdesk will run this command for the MCP server {name}:
+
+{command}
+
+Run it?</source>
+        <translation>glmdesk 将为 MCP 服务器 {name} 运行此命令：
+
+{command}
+
+要运行吗？</translation>
+    </message>
+</context>
+<context>
     <name>McpServersPage</name>
     <message>
         <source>Server</source>
@@ -2867,10 +2887,6 @@ Run it?</source>
         <translation>发送结果</translation>
     </message>
     <message>
-        <source>Run</source>
-        <translation>运行</translation>
-    </message>
-    <message>
         <source>Stop</source>
         <translation>停止</translation>
     </message>
@@ -2883,6 +2899,10 @@ Run it?</source>
         <translation>生成中…</translation>
     </message>
     <message>
+        <source>running...</source>
+        <translation>运行中…</translation>
+    </message>
+    <message>
         <source>asked after the call above</source>
         <translation>在上面的调用之后询问</translation>
     </message>
@@ -2891,6 +2911,7 @@ Run it?</source>
     <name>ToolController</name>
     <message>
         <source>Load a model first.</source>
+        <extracomment>The chat&apos;s MCP servers and tools in the Tools section (``None``: no MCP).</extracomment>
         <translation>请先加载模型。</translation>
     </message>
     <message>
@@ -2900,6 +2921,10 @@ Run it?</source>
     <message>
         <source>{model} has no tool-call format (ChatGLM3 and GLM-4 have one).</source>
         <translation>{model} 没有工具调用格式（ChatGLM3 和 GLM-4 有）。</translation>
+    </message>
+    <message>
+        <source>The tools&apos; descriptions take about {tokens} tokens, {share} of the {context}-token context; turn off servers or tools this chat does not need.</source>
+        <translation>工具说明约占 {tokens} 个 token，为 {context} token 上下文的 {share}；请关闭本对话不需要的服务器或工具。</translation>
     </message>
 </context>
 <context>
@@ -2963,6 +2988,10 @@ Run it?</source>
     <message>
         <source>Code time limit</source>
         <translation>代码运行时限</translation>
+    </message>
+    <message>
+        <source>MCP servers in this chat</source>
+        <translation>本对话使用的 MCP 服务器</translation>
     </message>
     <message>
         <source>The pasted text was not added: the definitions would be {length} characters, and they go into every prompt, so at most {limit} are taken.</source>

@@ -20,6 +20,7 @@ from PySide6.QtCore import QCoreApplication, Slot
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QMainWindow, QWidget
 
+from glmdesk.chat.mcp.approvals import McpApprovals
 from glmdesk.core.distrusted_engines import is_distrusted, trust_engine
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import LoadSettings
@@ -46,9 +47,11 @@ from glmdesk.ui.history.history_controller import HistoryController
 from glmdesk.ui.history.history_panel import HistoryPanel
 from glmdesk.ui.models.engine_upgrade import EngineUpgrade
 from glmdesk.ui.models.open_model_dialog import OpenModelDialog
+from glmdesk.ui.session.answer_tools import AnswerTools
 from glmdesk.ui.session.chat_session import ChatSession
 from glmdesk.ui.session.serve_controller import ServeController
 from glmdesk.ui.sidebar.sidebar import Sidebar
+from glmdesk.ui.tools.mcp_choice import ChatMcp
 from glmdesk.ui.tools.tool_controller import ToolController
 from glmdesk.ui.tools.tool_memory import ToolsMemory
 
@@ -100,7 +103,8 @@ class MainWindow(QMainWindow):
             from glmdesk.engine.backends.transformers.backend import TransformersBackend
 
             backend = TransformersBackend(model)
-        self.session = ChatSession(self.params_box, backend, self, factory, options)
+        answer_tools = AnswerTools(mcp=ChatMcp.from_files(McpApprovals()))  # the chats' tools and MCP servers
+        self.session = ChatSession(self.params_box, backend, self, factory, options, answer_tools)
         self.loader = self.session.loader
         # A window destroyed without being closed (dropped by its owner) must still end
         # the thread first: a QThread destroyed while running aborts the process.
@@ -141,6 +145,7 @@ class MainWindow(QMainWindow):
             loader.load_failed,
             session.answer_started,
             session.answer_finished,
+            session.answer_ended,
             session.conversation_replaced,
             session.conversation_cleared,
         ):

@@ -3,15 +3,14 @@ remove, turn on and off, import another app's file, start/restart, stop), the to
 user always allows (revocable) and the read-only rule.
 
 A server's command is shown and agreed once before glmdesk first starts it
-(:meth:`McpServersPage.agree`); starting, stopping and restarting run on a worker thread
-of their own, so the window never waits for a server; states come back through the
+(:meth:`McpServersPage.agree`); starting, stopping and restarting run off the GUI thread
+(:class:`~glmdesk.ui.session.background.Background`), so the window never waits for a server; states come back through the
 hub's listener as queued signals.
 """
 
 from __future__ import annotations
 
 import json
-import threading
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Qt, Signal, Slot
@@ -38,6 +37,7 @@ from PySide6.QtWidgets import (
 from glmdesk.chat.mcp.approvals import McpApprovals
 from glmdesk.chat.mcp.config import McpConfig, McpServerConfig, SecretStore, server_from_json
 from glmdesk.chat.mcp.hub import McpHub, ServerStatus
+from glmdesk.ui.session.background import Background
 
 
 class _StatusRelay(QObject):
@@ -108,6 +108,7 @@ class McpServersPage(QWidget):
     ) -> None:
         super().__init__(parent)
         self.hub, self.approvals, self.path, self.secrets = hub, approvals, path, secrets
+        self._background = Background("glmdesk-mcp-servers", self)  # start, restart, stop
         self._relay = _StatusRelay(self)
         self._relay.status_changed.connect(self._on_status, Qt.ConnectionType.QueuedConnection)
         hub.add_listener(self._relay.status_changed.emit)
@@ -307,12 +308,12 @@ class McpServersPage(QWidget):
     def _start(self) -> None:
         server = self.selected()
         if server is not None and not server.disabled and self.agree(server):
-            threading.Thread(target=self.hub.restart, args=(server.name,), daemon=True).start()
+            self._background.run(lambda _cancel: self.hub.restart(server.name))
 
     def _stop(self) -> None:
         server = self.selected()
         if server is not None:
-            threading.Thread(target=self.hub.stop, args=(server.name,), daemon=True).start()
+            self._background.run(lambda _cancel: self.hub.stop(server.name))
 
     def _revoke(self) -> None:
         item = self.always_list.currentItem()
