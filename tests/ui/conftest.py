@@ -8,6 +8,7 @@ panel's) may add fixtures here too.
 
 from __future__ import annotations
 
+import gc
 import os
 
 import pytest
@@ -34,6 +35,16 @@ def isolated_qsettings(tmp_path, monkeypatch):
     QCoreApplication.setApplicationName("glmdesk-tests")
     yield folder
     QSettings.setDefaultFormat(old_format)
+
+
+@pytest.fixture(autouse=True)
+def windows_collected_at_the_end():
+    """After each test, once qtbot has closed its widgets: collect the cycles its windows
+    and sessions left, here, so a fault in freeing them shows in the test that made them
+    (a closed session freed by the cycle collector in an arbitrary order once crashed the
+    process in a later test's constructor)."""
+    yield
+    gc.collect()
 
 
 @pytest.fixture(scope="session")

@@ -316,3 +316,7 @@ class ChatSession(QObject):
         self.abandon_answer()
         self.loader.close()
         self.tools.close()
+        # Freed by Qt now, in its own order, not by Python's cycle collector later: a
+        # collected session's Qt children (loader, run, tools, the history controller)
+        # were destroyed in an arbitrary order and crashed the process.
+        self.deleteLater()

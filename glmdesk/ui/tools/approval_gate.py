@@ -56,6 +56,23 @@ class _Pending:
             self.done.set()
 
 
+class _TypedWait:
+    """A custom function's call waiting for a typed result: asked on the answer's thread,
+    answered on the GUI's (plain data: no Qt object is made or dropped on the answer's
+    thread)."""
+
+    def __init__(self, call: ToolCall) -> None:
+        self.call = call
+        self.done = threading.Event()
+        self.result: ToolResult | None = None
+        self.request: ResultRequest | None = None  # set on the GUI thread
+
+    def answer(self, result: ToolResult) -> None:
+        if not self.done.is_set():
+            self.result = result
+            self.done.set()
+
+
 class ResultRequest(QObject):
     """A custom function's call waiting for the result the user types (GUI thread).
 
@@ -65,25 +82,30 @@ class ResultRequest(QObject):
 
     cancelled = Signal()
 
-    def __init__(self, call: ToolCall) -> None:
-        super().__init__()
-        self.call = call
-        self.done = threading.Event()
-        self.result: ToolResult | None = None
+    def __init__(self, wait: _TypedWait, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.call = wait.call
+        self._wait = wait
+
+    @property
+    def done(self) -> threading.Event:
+        """Set once the result is given (or declined)."""
+        return self._wait.done
+
+    @property
+    def result(self) -> ToolResult | None:
+        """The result given, ``None`` until then."""
+        return self._wait.result
 
     @Slot(str)
     def submit(self, content: str) -> None:
         """The user's result (the observation the model reads)."""
-        if not self.done.is_set():
-            self.result = ToolResult(content)
-            self.done.set()
+        self._wait.answer(ToolResult(content))
 
     @Slot()
     def decline(self) -> None:
         """The user declined: the model reads :data:`~glmdesk.chat.tools.DECLINED`."""
-        if not self.done.is_set():
-            self.result = declined()
-            self.done.set()
+        self._wait.answer(declined())
 
 
 class ApprovalGate(QObject):
@@ -131,27 +153,28 @@ class ApprovalGate(QObject):
         """Block (on the answer's thread) until the user types ``call``'s result or
         declines it; Stop gives a declined result (the run then ends: nothing is fed back)."""
         stop = stop or self.stop
-        request = ResultRequest(call)
-        request.moveToThread(self.thread())
-        self._result_asked.emit(request)
-        while not request.done.wait(POLL_S):
+        wait = _TypedWait(call)
+        self._result_asked.emit(wait)
+        while not wait.done.wait(POLL_S):
             if stop.is_set():
-                request.decline()
-                self._cancelled.emit(request)
+                wait.answer(declined())
+                self._cancelled.emit(wait)
                 break
-        return request.result or declined()
+        return wait.result or declined()
 
     @Slot(object)
     def _cancel(self, pending) -> None:
-        if isinstance(pending, ResultRequest):
-            pending.cancelled.emit()
+        if isinstance(pending, _TypedWait):
+            if pending.request is not None:
+                pending.request.cancelled.emit()
         elif pending.card is not None:
             pending.card.cancel()
 
     @Slot(object)
-    def _ask_result(self, request: ResultRequest) -> None:
-        if not request.done.is_set():
-            self.result_asked.emit(request)
+    def _ask_result(self, wait: _TypedWait) -> None:
+        if not wait.done.is_set():
+            wait.request = ResultRequest(wait, self)  # made and kept on the GUI thread
+            self.result_asked.emit(wait.request)
 
     @Slot(object)
     def _show(self, pending: _Pending) -> None:
