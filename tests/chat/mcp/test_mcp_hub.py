@@ -71,6 +71,13 @@ def test_a_server_that_exits_mid_call_is_reported_and_restarts_next_time(hub):
     assert hub.call("faults", "echo", {"text": "again"}).content == "echo: again"
 
 
+def test_a_malformed_result_is_told_and_the_server_keeps_running(hub):
+    result = hub.call("bad", "broken", {})
+    assert result.content.startswith("The tool could not be run: bad's result for broken could not be read")
+    assert "content: Input should be a valid list" in result.content
+    assert hub.status("bad").state == "ready"
+
+
 def test_a_call_past_the_time_limit_ends_with_a_note(hub):
     start = time.monotonic()
     result = hub.call("faults", "nap", {"seconds": 30}, timeout_s=1.0)
