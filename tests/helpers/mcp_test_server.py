@@ -3,7 +3,8 @@
 Run as ``python -m tests.helpers.mcp_test_server`` (stdio) or with ``--http PORT``
 (streamable HTTP on 127.0.0.1:PORT, path ``/mcp``). Its tools exercise what a real
 server may do: answer, return an image, structured content or a resource, sleep past a
-time limit, exit mid-call, return 50 MB, flood stderr.
+time limit, exit mid-call, return 50 MB, flood stderr; two prompts (one needs an
+argument) and two resources (text and binary).
 """
 
 from __future__ import annotations
@@ -90,6 +91,30 @@ def spawn() -> str:
         [sys.executable, "-c", "import sys, time; time.sleep(600)", "child-of-test-server"]
     )
     return f"child {child.pid} started"
+
+
+@server.prompt(title="Greet the world")
+def greeting() -> str:
+    """A prompt without arguments (an example prompt)."""
+    return "Say hello in three languages."
+
+
+@server.prompt()
+def review(code: str) -> str:
+    """A prompt that needs an argument (not an example prompt)."""
+    return f"Review this code:\n{code}"
+
+
+@server.resource("note://readme", name="readme", title="Read me", mime_type="text/plain")
+def readme() -> str:
+    """A text resource (attached to a message as text)."""
+    return "The test server's read-me: it has tools, prompts and resources."
+
+
+@server.resource("note://logo", name="logo", mime_type="image/png")
+def logo() -> bytes:
+    """A binary resource."""
+    return b"\x89PNG\r\n\x1a\n" + bytes(16)
 
 
 def main() -> None:

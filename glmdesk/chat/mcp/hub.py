@@ -24,67 +24,23 @@ import concurrent.futures
 import threading
 import time
 import weakref
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from glmdesk.chat.events import ToolResult
 from glmdesk.chat.mcp.config import McpConfig, McpServerConfig
 from glmdesk.chat.mcp.process import StderrTail, children, end_group, new_group
 from glmdesk.chat.mcp.results import MAX_RESULT_CHARS, error_result, tool_result
+from glmdesk.chat.mcp.status import STATES, McpTool, ServerStatus, tool_of
+
+__all__ = ["STATES", "START_TIMEOUT_S", "McpHub", "McpTool", "McpUnavailable", "ServerStatus"]
 
 #: Longest wait for a server to start and list its tools, in s.
 START_TIMEOUT_S = 60.0
 
-STATES = ("stopped", "starting", "ready", "failed")
 
-
-@dataclass(frozen=True)
-class McpTool:
-    """One tool a server offers.
-
-    Attributes:
-        server: The server's name.
-        name: The tool's name on that server.
-        description: What it does (may be empty).
-        input_schema: JSON Schema object of its arguments.
-        read_only: The server marks it read-only (``annotations.readOnlyHint``).
-        title: A display name (may be empty).
-    """
-
-    server: str
-    name: str
-    description: str = ""
-    input_schema: Mapping[str, Any] = field(default_factory=dict)
-    read_only: bool = False
-    title: str = ""
-
-
-@dataclass(frozen=True)
-class ServerStatus:
-    """Where one server stands.
-
-    Attributes:
-        name: The server's name.
-        state: One of :data:`STATES`.
-        tools: Its tools while ``ready``.
-        error: Why it failed (a sentence), else empty.
-        stderr_tail: Its last lines on stderr (stdio servers).
-    """
-
-    name: str
-    state: str = "stopped"
-    tools: tuple[McpTool, ...] = ()
-    error: str = ""
-    stderr_tail: tuple[str, ...] = ()
-
-    def summary(self) -> str:
-        """One line: ``ready, 2 tools`` / ``failed: ...``."""
-        if self.state == "ready":
-            return f"ready, {len(self.tools)} tool{'s' if len(self.tools) != 1 else ''}"
-        if self.error:
-            return f"{self.state}: {self.error}"
-        return self.state
+class McpUnavailable(ValueError):
+    """A request to a server that could not be answered; the message is one sentence."""
 
 
 class _Running:
@@ -98,19 +54,6 @@ class _Running:
         self.task: asyncio.Task | None = None
         self.stderr: StderrTail | None = None
         self.group = 0  # the stdio server's process group (its pid), once known
-
-
-def _tool(server: str, tool: Any) -> McpTool:
-    annotations = getattr(tool, "annotations", None)
-    schema = getattr(tool, "input_schema", None) or {"type": "object", "properties": {}}
-    return McpTool(
-        server=server,
-        name=tool.name,
-        description=tool.description or "",
-        input_schema=dict(schema),
-        read_only=bool(getattr(annotations, "read_only_hint", False)),
-        title=getattr(tool, "title", None) or "",
-    )
 
 
 def _sentence(exc: BaseException) -> str:
@@ -277,7 +220,7 @@ class McpHub:
                     running.stderr.close_writer()
                     running.group = new_group(before, running.config.args)
                 listed = await asyncio.wait_for(client.list_tools(), START_TIMEOUT_S)
-                tools = tuple(_tool(name, t) for t in listed.tools)
+                tools = tuple(tool_of(name, t) for t in listed.tools)
                 running.client = client
                 self._set(ServerStatus(name, "ready", tools))
                 running.ready.set()
@@ -415,6 +358,39 @@ class McpHub:
             return tool_result(result, limit)
         except Exception as exc:  # noqa: BLE001 - a malformed result
             return error_result(f"{server}'s result for {tool} could not be read ({_sentence(exc)}).")
+
+    def request(
+        self, server: str, send: Callable[[Any], Awaitable[Any]], timeout_s: float | None = None
+    ) -> Any:
+        """``await send(client)`` with ``server``'s SDK client (started if needed), for
+        what is not a tool call: its prompts and resources.
+
+        Args:
+            send: Given the ``mcp.Client``, returns the awaitable request.
+            timeout_s: The time limit, in s (default: the server's ``timeoutSeconds``).
+
+        Raises:
+            McpUnavailable: the server is not running, did not answer in time, or failed
+                (one sentence).
+        """
+        status = self.ensure(server)
+        config = self.config.server(server)
+        with self._lock:
+            running = self._running.get(server)
+        client = running.client if running is not None else None
+        if status.state != "ready" or config is None or client is None:
+            raise McpUnavailable(f"The MCP server {server} is not running ({status.summary()}).")
+        seconds = timeout_s if timeout_s is not None else config.timeout_s
+        future = self._submit(asyncio.wait_for(send(client), seconds))
+        try:
+            return future.result(seconds + 2.0)
+        except (TimeoutError, concurrent.futures.TimeoutError):
+            future.cancel()
+            raise McpUnavailable(f"The MCP server {server} did not answer within {seconds:g} s.") from None
+        except Exception as exc:  # noqa: BLE001 - the SDK's errors, a dead connection...
+            raise McpUnavailable(
+                f"The MCP server {server} answered with an error: {_sentence(exc)}."
+            ) from None
 
     def _lost(self, server: str, tool: str) -> ToolResult:
         with self._lock:
