@@ -89,7 +89,7 @@ def _char_count(body: memoryview) -> int:
     total = 0
     for at in range(0, len(body), WINDOW):
         window = bytes(body[at : at + WINDOW])
-        chars = len(window.translate(None, _CONTINUATION))
+        chars = len(window) if window.isascii() else len(window.translate(None, _CONTINUATION))
         escapes = window.count(b"\\") - window.count(b"\\\\")
         total += chars - escapes - 4 * window.count(b"\\u")
     return total

@@ -1,7 +1,7 @@
 """How glmdesk reaches one MCP server: the SDK's ``Client`` over stdio, or over
-streamable HTTP through :class:`CappedTransport`, which cuts a huge answer's long
-strings (:func:`~glmdesk.chat.mcp.shrink.shrink_json`, on a worker thread) before the
-SDK parses it, so that a 50 MB result costs the window no more than a small one.
+streamable HTTP through :func:`capped_client`, which cuts a huge answer's long strings
+(:func:`~glmdesk.chat.mcp.shrink.shrink_json`, on a worker thread) before the SDK parses
+it, so that a 50 MB result costs the window no more than a small one.
 """
 
 from __future__ import annotations
@@ -45,10 +45,10 @@ def client(config: McpServerConfig, stderr: StderrTail | None, limit: int = MAX_
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 
-    http = httpx2.AsyncClient(
-        headers=dict(config.headers) or None,
+    http = capped_client(
+        headers=dict(config.headers),
         timeout=httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT),
-        transport=CappedTransport(limit=limit),
+        limit=limit,
     )
     return Client(
         streamable_http_client(config.url, http_client=http, max_sse_event_size=MAX_SSE_EVENT_BYTES),
@@ -56,49 +56,53 @@ def client(config: McpServerConfig, stderr: StderrTail | None, limit: int = MAX_
     )
 
 
-class CappedTransport(httpx2.AsyncBaseTransport):
-    """An HTTP transport whose JSON and server-sent-event answers reach the caller with
+def capped_client(
+    headers: dict[str, str] | None = None,
+    timeout: httpx2.Timeout | None = None,
+    limit: int = MAX_RESULT_CHARS,
+    blob_limit: int = BLOB_LIMIT,
+    transport: httpx2.AsyncBaseTransport | None = None,
+) -> httpx2.AsyncClient:
+    """An HTTP client whose JSON and server-sent-event answers reach the caller with
     every string longer than ``limit`` characters cut (see the module docstring).
 
     Answers are asked for uncompressed (``Accept-Encoding: identity``); one that comes
-    compressed anyway, or of another type, is passed on unchanged.
+    compressed anyway, or of another type, is passed on unchanged. The cutting is done by
+    the client's event hooks, so its transport (and the proxies of the environment) stay
+    httpx's own.
 
     Args:
-        inner: The transport that talks to the server (default: httpx's own).
+        headers: Headers of every request (an HTTP server's configured ``headers``).
+        timeout: httpx's time limits.
         limit: The most characters kept of one string.
         blob_limit: The most bytes of one base64 ``data``/``blob`` string.
+        transport: Another transport (tests).
     """
 
-    def __init__(
-        self,
-        inner: httpx2.AsyncBaseTransport | None = None,
-        limit: int = MAX_RESULT_CHARS,
-        blob_limit: int = BLOB_LIMIT,
-    ) -> None:
-        self._inner = inner or httpx2.AsyncHTTPTransport()
-        self.limit, self.blob_limit = limit, blob_limit
-
-    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+    async def uncompressed(request: httpx2.Request) -> None:
         request.headers["Accept-Encoding"] = "identity"
-        response = await self._inner.handle_async_request(request)
+
+    async def cut_answer(response: httpx2.Response) -> None:
         kind = response.headers.get("content-type", "")
         if response.headers.get("content-encoding", "identity").lower() not in ("", "identity"):
-            return response
+            return
         inner = response.stream
-        assert isinstance(inner, httpx2.AsyncByteStream)
+        if not isinstance(inner, httpx2.AsyncByteStream):
+            return
         if kind.startswith("application/json"):
-            stream: httpx2.AsyncByteStream = _JsonBody(inner, self.limit, self.blob_limit)
+            response.stream = _JsonBody(inner, limit, blob_limit)
         elif kind.startswith("text/event-stream"):
-            stream = _EventLines(inner, self.limit, self.blob_limit)
+            response.stream = _EventLines(inner, limit, blob_limit)
         else:
-            return response
-        headers = [(k, v) for k, v in response.headers.raw if k.lower() != b"content-length"]
-        return httpx2.Response(
-            response.status_code, headers=headers, stream=stream, extensions=response.extensions
-        )
+            return
+        response.headers.pop("content-length", None)
 
-    async def aclose(self) -> None:
-        await self._inner.aclose()
+    return httpx2.AsyncClient(
+        headers=headers or None,
+        timeout=timeout if timeout is not None else httpx2.Timeout(30.0),
+        transport=transport,
+        event_hooks={"request": [uncompressed], "response": [cut_answer]},
+    )
 
 
 class _JsonBody(httpx2.AsyncByteStream):

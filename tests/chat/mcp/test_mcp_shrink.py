@@ -13,7 +13,7 @@ from mcp.types import CallToolResult, TextContent
 
 from glmdesk.chat.mcp.results import tool_result
 from glmdesk.chat.mcp.shrink import shrink_json, strip_marks
-from glmdesk.chat.mcp.transport import CappedTransport
+from glmdesk.chat.mcp.transport import capped_client
 
 
 def _answer(text: str, **more) -> dict:
@@ -74,17 +74,33 @@ def test_structured_content_alone_is_written_as_json_with_its_strings_cut():
     assert read.content.startswith('done\n{"log": "zzz') and len(read.content) < 2200
 
 
+asked: list[str] = []  # the Accept-Encoding of the last request
+
+
+class _Chunks(httpx2.AsyncByteStream):
+    """A body that arrives in pieces, as from the network."""
+
+    def __init__(self, body: bytes, size: int = 7000) -> None:
+        self.body, self.size = body, size
+
+    async def __aiter__(self):
+        for at in range(0, len(self.body), self.size):
+            yield self.body[at : at + self.size]
+
+
 def _through_transport(body: bytes, content_type: str, encoding: str | None = None) -> tuple[bytes, dict]:
     def answer(request: httpx2.Request) -> httpx2.Response:
         headers = {"content-type": content_type, "content-length": str(len(body))}
         if encoding:
             headers["content-encoding"] = encoding
-        return httpx2.Response(200, headers=headers, content=body)
+        return httpx2.Response(200, headers=headers, stream=_Chunks(body))
 
     async def fetch() -> tuple[bytes, dict]:
-        transport = CappedTransport(httpx2.MockTransport(answer), limit=1000, blob_limit=1000)
-        async with httpx2.AsyncClient(transport=transport) as client:
+        asked.append("")
+        client = capped_client(limit=1000, blob_limit=1000, transport=httpx2.MockTransport(answer))
+        async with client:
             response = await client.post("http://server.invalid/mcp", json={})
+            asked[0] = response.request.headers["accept-encoding"]
             return await response.aread(), dict(response.headers)
 
     return asyncio.run(fetch())
@@ -93,7 +109,7 @@ def _through_transport(body: bytes, content_type: str, encoding: str | None = No
 def test_the_transport_cuts_a_json_answer_before_the_sdk_reads_it():
     body = json.dumps(_answer("q" * 5_000_000)).encode()
     seen, headers = _through_transport(body, "application/json")
-    assert len(seen) < 1200 and "content-length" not in headers
+    assert len(seen) < 1200 and "content-length" not in headers and asked[-1] == "identity"
     kept, left_out = strip_marks(json.loads(seen)["result"]["content"][0]["text"])
     assert kept == "q" * 1000 and left_out == 4_999_000
 
