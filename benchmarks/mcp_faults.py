@@ -1,7 +1,7 @@
 """The window while MCP servers misbehave: the longest gap of a 10 ms GUI heartbeat per case.
 
 Each case runs one call of a real server (the SDK-built test server of
-``tests/helpers/mcp_test_server.py`` over stdio and streamable HTTP, a hand-written one
+``tests/helpers/mcp_test_server.py`` over stdio (behind glmdesk's relay) and streamable HTTP, a hand-written one
 that answers with a malformed result, a command that does not exist) on a thread, as an
 answer's tool loop does; the result then reaches the GUI thread through a queued signal
 and is shown as the chat shows a tool's result (a ``MessageWidget`` of role
@@ -58,7 +58,7 @@ def _http_server() -> tuple[subprocess.Popen, str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3, help="runs of each case (the longest gap is kept)")
-    parser.add_argument("--megabytes", type=int, default=50, help="size of the HTTP result (default 50)")
+    parser.add_argument("--megabytes", type=int, default=50, help="size of the huge results (default 50)")
     args = parser.parse_args()
 
     from PySide6.QtCore import QObject, QTimer, Signal
@@ -84,7 +84,7 @@ def main() -> int:
         ("past its time limit (2 s)", "faults", "nap", {"seconds": 30}, None),
         ("floods stderr (20,000 lines)", "faults", "shout", {"lines": 20000}, None),
         ("malformed result", "bad", "broken", {}, None),
-        ("5 MB result over stdio", "faults", "huge", {"megabytes": 5}, 300.0),
+        (f"{args.megabytes} MB result over stdio", "faults", "huge", {"megabytes": args.megabytes}, 300.0),
         (f"{args.megabytes} MB result over HTTP", "web", "huge", {"megabytes": args.megabytes}, None),
     ]
 

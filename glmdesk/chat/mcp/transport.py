@@ -1,4 +1,5 @@
-"""How glmdesk reaches one MCP server: the SDK's ``Client`` over stdio, or over
+"""How glmdesk reaches one MCP server: the SDK's ``Client`` over stdio (the server behind
+:mod:`~glmdesk.chat.mcp.relay`, which cuts huge answers in a process of its own), or over
 streamable HTTP through :func:`capped_client`, which cuts a huge answer's long strings
 (:func:`~glmdesk.chat.mcp.shrink.shrink_json`, on a worker thread) before the SDK parses
 it, so that a 50 MB result costs the window no more than a small one.
@@ -6,6 +7,7 @@ it, so that a 50 MB result costs the window no more than a small one.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import AsyncIterator
 from typing import Any
@@ -15,6 +17,7 @@ import httpx2
 
 from glmdesk.chat.mcp.config import McpServerConfig
 from glmdesk.chat.mcp.process import StderrTail
+from glmdesk.chat.mcp.relay import relay_command
 from glmdesk.chat.mcp.results import MAX_IMAGE_BYTES, MAX_RESULT_CHARS
 from glmdesk.chat.mcp.shrink import shrink_json
 
@@ -38,9 +41,9 @@ def client(config: McpServerConfig, stderr: StderrTail | None, limit: int = MAX_
     if config.command:
         from mcp.client.stdio import stdio_client
 
-        params = StdioServerParameters(
-            command=config.command, args=list(config.args), env=dict(config.env) or None
-        )
+        path = config.env.get("PATH", os.environ.get("PATH"))
+        command, *args = relay_command(config.command, config.args, limit, BLOB_LIMIT, path)
+        params = StdioServerParameters(command=command, args=args, env=dict(config.env) or None)
         return Client(stdio_client(params, errlog=stderr.writer if stderr else sys.stderr), cache=None)
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT

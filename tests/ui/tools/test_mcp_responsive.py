@@ -1,6 +1,6 @@
 """The window stays responsive while MCP servers misbehave: a 10 ms timer on the GUI
-thread keeps firing while calls run on another thread (a 50 MB result over HTTP, 5 MB
-over stdio, a call past its time limit, a server that exits mid-call, floods stderr,
+thread keeps firing while calls run on another thread (a 50 MB result over HTTP and over
+stdio, a call past its time limit, a server that exits mid-call, floods stderr,
 answers with a malformed result or does not exist); the longest gap between two ticks
 is printed (benchmarks/mcp_faults.py measures the same with an idle baseline)."""
 
@@ -46,7 +46,7 @@ def servers(http_server_url):  # noqa: F811 - the imported fixture
     ("server", "tool", "arguments", "said"),
     [
         ("web", "huge", {"megabytes": 50}, "The result was cut"),
-        ("faults", "huge", {"megabytes": 5}, "The result was cut"),
+        ("faults", "huge", {"megabytes": 50}, "The result was cut"),
         ("faults", "nap", {"seconds": 30}, "did not answer"),
         ("faults", "die", {}, "ended during the call"),
         ("faults", "shout", {"lines": 20000}, "done shouting"),
@@ -59,7 +59,10 @@ def test_the_gui_keeps_ticking_while_a_server_misbehaves(qtbot, servers, server,
     meter = GapMeter()
     results = []
     threading.Thread(
-        target=lambda: results.append(servers.call(server, tool, arguments)), daemon=True
+        target=lambda: results.append(
+            servers.call(server, tool, arguments, timeout_s=120 if tool == "huge" else None)
+        ),
+        daemon=True,
     ).start()
     qtbot.waitUntil(lambda: bool(results), timeout=120000)
     meter.timer.stop()
