@@ -176,3 +176,29 @@ def test_a_ready_servers_resources_are_listed_and_attached(page, qtbot, monkeypa
     ]
     page.select("missing")
     assert page.resources_list.count() == 0
+
+
+def test_import_is_one_click_and_merges_with_what_is_there(page, tmp_path, monkeypatch):
+    from PySide6.QtWidgets import QFileDialog
+
+    cursor = tmp_path / "cursor-mcp.json"
+    cursor.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "faults": {"command": "npx", "args": ["-y", "some-server"]},
+                    "docs": {"url": "https://example.org/mcp", "headers": {"Authorization": "Bearer s3"}},
+                    "old": {"type": "sse", "url": "https://example.org/sse"},
+                }
+            }
+        )
+    )
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *a, **k: (str(cursor), ""))
+    page.import_button.click()
+    names = [s.name for s in load_config(page.path, page.secrets).servers]
+    assert names == ["faults", "missing", "faults-2", "docs"]  # merged; a taken name numbered
+    assert (
+        "Bearer s3" not in page.path.read_text()
+        and page.secrets.get("docs/headers/Authorization") == "Bearer s3"
+    )
+    assert "uses the transport 'sse'" in page.details.text()  # the entry left out, in a sentence
