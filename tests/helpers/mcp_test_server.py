@@ -4,7 +4,7 @@ Run as ``python -m tests.helpers.mcp_test_server`` (stdio) or with ``--http PORT
 (streamable HTTP on 127.0.0.1:PORT, path ``/mcp``). Its tools exercise what a real
 server may do: answer, return an image, structured content or a resource, sleep past a
 time limit, exit mid-call, return 50 MB, flood stderr; two prompts (one needs an
-argument) and two resources (text and binary).
+argument) and three resources (text, 3 MB of text and binary).
 """
 
 from __future__ import annotations
@@ -109,6 +109,12 @@ def review(code: str) -> str:
 def readme() -> str:
     """A text resource (attached to a message as text)."""
     return "The test server's read-me: it has tools, prompts and resources."
+
+
+@server.resource("note://big", name="big", mime_type="text/plain")
+def big() -> str:
+    """A 3 MB text resource (cut before it is parsed)."""
+    return "r" * (3 * 1024 * 1024)
 
 
 @server.resource("note://logo", name="logo", mime_type="image/png")

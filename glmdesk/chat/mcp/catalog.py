@@ -18,6 +18,7 @@ from typing import Any
 
 from glmdesk.chat.mcp.hub import McpHub, McpUnavailable
 from glmdesk.chat.mcp.results import MAX_RESULT_CHARS, cut
+from glmdesk.chat.mcp.shrink import strip_marks
 
 __all__ = ["McpPrompt", "McpResource", "McpUnavailable", "example_prompts", "prompt_text", "prompts"]
 __all__ += ["resource_text", "resources"]
@@ -164,12 +165,15 @@ def resource_text(hub: McpHub, resource: McpResource, limit: int = MAX_RESULT_CH
     """
     got = hub.request(resource.server, lambda client: client.read_resource(resource.uri))
     parts: list[str] = []
+    left_out = 0
     for content in got.contents:
         text = getattr(content, "text", None)
         if text is not None:
+            text, missing = strip_marks(text)  # cut before parsing (huge resources)
             parts.append(text)
+            left_out += missing
         else:
             size = len(getattr(content, "blob", "") or "") * 3 // 4
             kind = content.mime_type or "binary"
             parts.append(f"[{content.uri}: {kind}, about {size:,} bytes, not shown]")
-    return cut("\n".join(parts), limit)
+    return cut("\n".join(parts), limit, left_out)

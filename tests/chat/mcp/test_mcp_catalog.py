@@ -24,6 +24,8 @@ def test_resources_are_read_as_text(hub):
         "The test server's read-me: it has tools, prompts and resources."
     )
     assert catalog.resource_text(hub, listed["logo"]) == "[note://logo: image/png, about 24 bytes, not shown]"
+    huge = catalog.resource_text(hub, listed["big"])
+    assert huge.startswith("rrrr") and "[The result was cut: 3,045,728 of 3,145,728 characters" in huge
     long = catalog.resource_text(hub, listed["readme"], limit=10)
     assert long.startswith("The test s") and "were left out" in long
 

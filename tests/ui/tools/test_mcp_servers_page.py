@@ -166,7 +166,7 @@ def test_a_ready_servers_resources_are_listed_and_attached(page, qtbot, monkeypa
     monkeypatch.setattr(QMessageBox, "question", lambda *a: QMessageBox.StandardButton.Yes)
     page.select("faults")
     page.start_button.click()
-    qtbot.waitUntil(lambda: page.resources_list.count() == 2, timeout=20000)
+    qtbot.waitUntil(lambda: page.resources_list.count() == 3, timeout=20000)
     assert page.resources_list.item(0).text() == "Read me (note://readme)"
     with qtbot.waitSignal(page.resource_attached, timeout=20000) as attached:
         page.attach_button.click()
