@@ -320,9 +320,9 @@ class McpHub:
             return error_result(f"the MCP server {server} is not running ({status.summary()}).")
         with self._lock:
             running = self._running.get(server)
-        client = running.client if running is not None else None
-        if client is None:
+        if running is None or running.client is None:
             return error_result(f"the MCP server {server} stopped.")
+        client = running.client
         seconds = timeout_s if timeout_s is not None else config.timeout_s
 
         async def send():

@@ -230,8 +230,9 @@ class McpServersPage(QWidget):
     def state_of(self, name: str) -> str:
         """The State column's text for ``name`` (``""`` when not listed)."""
         for row in range(self.table.rowCount()):
-            if self.table.item(row, 0).text() == name:
-                return self.table.item(row, 3).text()
+            server, state = self.table.item(row, 0), self.table.item(row, 3)
+            if server is not None and state is not None and server.text() == name:
+                return state.text()
         return ""
 
     @Slot(object)
