@@ -83,6 +83,14 @@ def shout(lines: int) -> str:
 
 
 @server.tool()
+def mumble(megabytes: int) -> str:
+    """Write one line of this many MB to stderr, then answer."""
+    sys.stderr.write("m" * (megabytes * 1024 * 1024) + "\nlast words\n")
+    sys.stderr.flush()
+    return "done mumbling"
+
+
+@server.tool()
 def spawn() -> str:
     """Start a child process that outlives the call (a server with helpers of its own)."""
     import subprocess

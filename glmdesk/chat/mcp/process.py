@@ -33,9 +33,14 @@ class StderrTail:
         self._thread.start()
 
     def _read(self) -> None:
+        """Keep each line's start; a line of any length is read in pieces (a server
+        that writes megabytes without a newline costs no memory)."""
         with self._reader:
-            for line in self._reader:
-                self.lines.append(line[:STDERR_LINE_CHARS].decode("utf-8", "replace").rstrip())
+            inside = False  # in the rest of a line whose start was kept
+            while piece := self._reader.readline(4 * STDERR_LINE_CHARS):
+                if not inside:
+                    self.lines.append(piece[:STDERR_LINE_CHARS].decode("utf-8", "replace").rstrip())
+                inside = not piece.endswith(b"\n")
 
     def settle(self, timeout_s: float = 1.0) -> tuple[str, ...]:
         """The last lines once the server's end of the pipe closed (waits at most

@@ -132,6 +132,14 @@ def test_a_flood_on_stderr_keeps_only_the_last_lines(hub):
     assert hub.call("faults", "shout", {"lines": 20000}).content == "done shouting"
     tail = hub.status("faults").stderr_tail
     assert len(tail) <= 20
+    # one 20 MB line: its first 400 characters are kept, and the lines after it
+    assert hub.call("faults", "mumble", {"megabytes": 20}).content == "done mumbling"
+    lines = hub._running["faults"].stderr.lines
+    settled = threading.Event()
+    deadline = time.monotonic() + 20
+    while list(lines)[-1:] != ["last words"] and time.monotonic() < deadline:
+        settled.wait(0.05)  # the reader thread keeps up with the pipe
+    assert list(lines)[-2:] == ["m" * 400, "last words"]
 
 
 def _servers_processes():

@@ -47,7 +47,7 @@ def test_a_server_starts_only_after_its_command_is_agreed(page, qtbot, monkeypat
     )
     page.start_button.click()
     qtbot.waitUntil(lambda: page.state_of("faults").startswith("ready"), timeout=20000)
-    assert page.state_of("faults") == "ready, 9 tool(s)" and "echo" in page.details.text()
+    assert page.state_of("faults") == "ready, 10 tool(s)" and "echo" in page.details.text()
     readies = []
     page.hub.add_listener(lambda st: st.state == "ready" and readies.append(st))
     page.start_button.click()  # restart; agreed before: no question
