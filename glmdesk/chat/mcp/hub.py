@@ -234,13 +234,13 @@ class McpHub:
             if running.stderr is not None:
                 running.stderr.close_writer()
             if running.group:
-                await asyncio.to_thread(end_group, running.group)
+                await _off_loop(end_group, running.group)
             with self._lock:
                 if self._running.get(name) is running:
                     del self._running[name]
                 current = self._status.get(name)
             if failed is not None:
-                tail = await asyncio.to_thread(running.stderr.settle) if running.stderr is not None else ()
+                tail = await _off_loop(running.stderr.settle) if running.stderr is not None else ()
                 self._set(ServerStatus(name, "failed", error=_sentence(failed), stderr_tail=tail))
             elif current is not None and current.state != "failed":
                 self._set(ServerStatus(name, "stopped"))
@@ -410,6 +410,15 @@ def _timed_out(exc: BaseException) -> bool:
     from mcp.shared.exceptions import MCPError
 
     return isinstance(exc, TimeoutError) or (isinstance(exc, MCPError) and exc.code == -32001)
+
+
+async def _off_loop(work: Callable[..., Any], *args: Any) -> Any:
+    """``work(*args)`` on a worker thread, or here when glmdesk is ending (no new threads
+    then: the servers' helpers must still be ended)."""
+    try:
+        return await asyncio.to_thread(work, *args)
+    except RuntimeError:
+        return work(*args)
 
 
 def _malformed(exc: BaseException) -> bool:

@@ -188,3 +188,42 @@ def test_streamable_http_server(http_server_url):
         assert "did not answer" in hub.call("web", "nap", {"seconds": 20}, timeout_s=1.0).content
     finally:
         hub.close()
+
+
+def test_servers_end_with_glmdesk_their_whole_process_tree(tmp_path):
+    """A process that made a hub, started a server that started a child, and then
+    simply ended: the exit hook stops every server and its group."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    import psutil
+
+    script = tmp_path / "app.py"
+    script.write_text(
+        "import json, sys\n"
+        "from glmdesk.chat.mcp.config import McpConfig\n"
+        "from glmdesk.chat.mcp.hub import McpHub\n"
+        "from tests.chat.mcp.conftest import FAULTS\n"
+        "hub = McpHub(McpConfig((FAULTS,)), consent=lambda _s: True)\n"
+        "print(hub.call('faults', 'spawn', {}).content, flush=True)\n"
+        "import psutil\n"
+        "print(json.dumps([p.pid for p in psutil.Process().children(recursive=True)]), flush=True)\n"
+    )
+    root = Path(__file__).resolve().parents[3]
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    said, pids = done.stdout.splitlines()[-2:]
+    assert said.startswith("child ") and len(json.loads(pids)) == 3  # relay, server, child
+    _gone, alive = psutil.wait_procs(
+        [psutil.Process(p) for p in json.loads(pids) if psutil.pid_exists(p)], timeout=10
+    )
+    assert not alive
