@@ -78,6 +78,7 @@ def _embedded_left_as_found():
 # the engine, server and UI tests (built in tests/helpers/glm4v.py).
 from tests.helpers.glm4v import blue_photo, glm4v_folder, glm4v_loaded, red_photo  # noqa: E402, F401
 from tests.helpers.glm4v_moe import glm4v_moe_folder, glm4v_moe_loaded  # noqa: E402, F401
+from tests.helpers.glm46v import glm46v_folder, glm46v_loaded, glm_ocr_folder, glm_ocr_loaded  # noqa: E402, F401
 
 # A test past the per-test limit (pyproject.toml) is named, from an xdist worker too.
 from tests.helpers.time_limits import pytest_timeout_set_timer  # noqa: E402, F401

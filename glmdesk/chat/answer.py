@@ -97,8 +97,26 @@ def run_answer(
         The events of each reply, a :class:`ToolResultReady` per answered call and a
         :class:`ToolsAnswered` between replies. Exactly one :class:`AnswerDone` or
         :class:`AnswerFailed` without a following reply ends it; a backend that raises
-        ends it with ``AnswerFailed`` of kind ``generation_failed``.
+        ends it with ``AnswerFailed`` of kind ``generation_failed``. Stop pressed while
+        a call waits or runs ends the run after that call's ``ToolResultReady``.
     """
+    for step in answer_steps(stream, messages, params, cache, stop, tools, resumed):
+        yield from step
+
+
+def answer_steps(
+    stream: StreamFn,
+    messages: Sequence[ChatMessage],
+    params: ParamsBox,
+    cache: CacheSettings | None = None,
+    stop: threading.Event | None = None,
+    tools: Tools | None = None,
+    resumed: Sequence[MessagePart] = (),
+) -> Iterator[list[ChatEvent]]:
+    """:func:`run_answer`'s events grouped by step: one list per engine chunk (as
+    :func:`reply_events`), one per answered call (its :class:`ToolResultReady`) and one
+    per :class:`ToolsAnswered`, for a front end that hands each step on at once (the
+    window's worker: one queued signal per step, not per event)."""
     stop = stop or threading.Event()
     history = list(messages)
     reader = ChunkReader(resumed)
@@ -112,7 +130,7 @@ def run_answer(
                 return
             told += 1
             history = [*_unforced(history), *retold]
-            yield ToolsAnswered(retold)
+            yield [ToolsAnswered(retold)]
             reader = ChunkReader()
             continue
         calls = final.calls
@@ -122,12 +140,12 @@ def run_answer(
             if stop.is_set():
                 return
             results.append(_answer_call(tools, call))
-            yield ToolResultReady(index, call, results[-1])
+            yield [ToolResultReady(index, call, results[-1])]
         if stop.is_set():
             return
         answered = ToolsAnswered(fed_back(calls, results, final.parts))
         history = [*_unforced(history), *answered.messages]
-        yield answered
+        yield [answered]
         reader = ChunkReader()
 
 
@@ -151,11 +169,10 @@ def _started(stream: StreamFn, *args) -> Iterator[GenerationChunk]:
 
 
 def _reply(chunks: Iterator[GenerationChunk], reader: ChunkReader, history, tools: Tools | None, stop):
-    """Yield one reply's events; return its :class:`AnswerDone` when its calls are to be
+    """Yield one reply's events (a list per chunk); return its :class:`AnswerDone` when its calls are to be
     answered (the run goes on), else ``None``."""
     limited = (_within_limit(c, history, tools) if c.finish_reason is not None else c for c in chunks)
-    for batch in reply_events(limited, reader, stop):
-        yield from batch
+    yield from reply_events(limited, reader, stop)
     last = reader.last
     return last if tools is not None and isinstance(last, AnswerDone) and last.calls else None
 

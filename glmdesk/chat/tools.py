@@ -102,6 +102,12 @@ class InterpreterTool:
         self.dialect = dialect
         self.interpreter = None
 
+    def configure(self, settings: ToolSettings, dialect: str) -> None:
+        """Use ``settings`` (the time limit from the next run; the memory limit from the
+        next kernel start) and ``dialect`` from the next call on."""
+        self.settings = settings
+        self.dialect = dialect
+
     def __call__(self, call: ToolCall) -> ToolResult:
         """Run ``call``'s code; a kernel that cannot start is told to the model as text."""
         from glmdesk.engine.formats.chatglm_tools import interpreter_observation

@@ -25,6 +25,7 @@ from glmdesk.cli.options import (
     progress,
     sampling,
     template_choices,
+    unused_engine_options,
     without_uncompilable,
 )
 from glmdesk.cli.serve import add_serve_parser, serve
@@ -61,6 +62,14 @@ def _chat_parser(sub) -> None:
         help="attach an image (PNG, JPEG, WebP, GIF) to the first message; repeat for several. "
         "Needs a GLM vision model (GLM-4.1V, GLM-4.6V) or a server with one",
     )
+    p.add_argument(
+        "--ocr",
+        metavar="FILE",
+        help="read a page (an image, or a PDF page: see --page) with an OCR model such as GLM-OCR, "
+        "greedily, print its Markdown and exit; --prompt, if given, replaces the model card's "
+        "'Text Recognition:' (e.g. 'Table Recognition:')",
+    )
+    p.add_argument("--page", type=int, metavar="N", help="the PDF page --ocr reads, from 1 (default 1)")
     add_tool_arguments(p)
     add_document_arguments(p)
     from glmdesk.cli.mcp import add_mcp_arguments
@@ -293,12 +302,11 @@ def _chat(args) -> int:
     backend, info, box, cache, toolset, tool_settings, images, documents = loaded
     _print_load_notes(backend, info, args)
     if images and not backend.capabilities().vision:
-        from glmdesk.engine.backends.base import images_refused
-
-        refused = images_refused([ChatMessage("user", "", attachments=images)], info.name, info.engine)
         backend.close()
-        _error("chat", next(refused).error.message)
+        _error("chat", _images_refused(info, images))
         return 2
+    if args.ocr is not None:
+        return _ocr(backend, info, box, cache, images[0], args.prompt)
     system = [ChatMessage("system", args.system)] if args.system else []
     tools = None
     mcp = _open_mcp(args) if args.mcp else None
@@ -346,6 +354,58 @@ def _chat(args) -> int:
         backend.close()
 
 
+def _images_refused(info, images: tuple[ImageAttachment, ...]) -> str:
+    """The sentence for images given to a model that reads none (the engine's own)."""
+    from glmdesk.engine.backends.base import images_refused
+
+    refused = images_refused([ChatMessage("user", "", attachments=images)], info.name, info.engine)
+    error = next(refused).error if refused is not None else None
+    return error.message if error is not None else f"{info.name} does not read images."
+
+
+def _ocr_page(args, images) -> tuple[ImageAttachment, ...]:
+    """The page ``--ocr`` reads (``--page`` of a PDF), as the one image.
+
+    Raises:
+        ValueError: ``--page`` without ``--ocr``, a page below 1, or ``--ocr`` with
+            ``--image``, tools or documents.
+        GlmdeskError: ``invalid_image`` for a file that is not an image or a PDF, or a
+            page it does not have.
+    """
+    from glmdesk.chat.ocr import page_image
+
+    if args.ocr is None:
+        raise ValueError("--page needs --ocr FILE.")
+    if args.page is not None and args.page < 1:
+        raise ValueError(f"--page counts from 1, not {args.page}.")
+    if images or args.tools or args.interpreter or args.doc or args.mcp:
+        raise ValueError(
+            "--ocr reads one page on its own: leave out --image, --tools, --interpreter, --doc and --mcp."
+        )
+    return (page_image(args.ocr, args.page or 1),)
+
+
+def _ocr(backend, info, box, cache, page: ImageAttachment, prompt: str | None) -> int:
+    """``glmdesk chat --ocr``: the page's Markdown printed (greedy), 0; 2 when the model
+    reads no images; 1 when the answer failed."""
+    from glmdesk.chat.ocr import OCR_PROMPT, is_ocr_model, ocr_messages, ocr_sampling
+
+    try:
+        if not backend.capabilities().vision:
+            _error("chat", _images_refused(info, (page,)))
+            return 2
+        if not is_ocr_model(info):
+            print(f"note: {info.name} is not an OCR model; GLM-OCR reads pages best", file=sys.stderr)
+        box.set(ocr_sampling(box.get()))
+        messages = ocr_messages(page, prompt or OCR_PROMPT)
+        text, reason = _stream_one(backend, messages, box, cache, threading.Event())
+        if text is None:
+            return 1
+        return 130 if reason == "cancelled" else 0
+    finally:
+        backend.close()
+
+
 def _open_mcp(args):
     """The MCP servers of ``--mcp``, started (each command agreed on the terminal once),
     or 2 (the error printed) when one is missing or cannot start."""
@@ -387,6 +447,8 @@ def _load_for_chat(args):
             _error("chat", "the prompt is empty.")
             return 2
         images = tuple(ImageAttachment.from_file(path) for path in args.image or ())
+        if args.ocr is not None or args.page is not None:
+            images = _ocr_page(args, images)
         documents = TerminalDocuments(args.doc, args.doc_budget, args.show_sources) if args.doc else None
         from glmdesk.engine.backends import create_backend  # after the cheap checks: torch takes seconds
         from glmdesk.engine.quiet import quiet_libraries
@@ -408,6 +470,9 @@ def _load_for_chat(args):
         _error("chat", exc)
         return 2
     print(f"{info.describe()} (loaded in {time.perf_counter() - t0:.1f} s; {info.engine})", file=sys.stderr)
+    unused = unused_engine_options(args, info.engine)
+    if unused:
+        print(f"note: {', '.join(unused)}: not read by the {info.engine} engine", file=sys.stderr)
     return backend, info, box, cache, toolset, tool_settings, images, documents
 
 
@@ -428,6 +493,20 @@ def _print_load_notes(backend, info, args) -> None:
             print(
                 "note: llama.cpp answers faster: build it once with glmdesk build-llamacpp", file=sys.stderr
             )
+
+
+def _unknown_command(line: str) -> bool:
+    """Say so and return True for a line that looks like a command but is none
+    (``/foo``): it is not sent to the model. ``//text`` sends ``/text``."""
+    word = line.strip()
+    if not word.startswith("/") or word.startswith("//") or " " in word:
+        return False
+    print(
+        f"Unknown command {word}: /clear starts over, /exit leaves. "
+        "Start a line with // to send a message that begins with /.",
+        file=sys.stderr,
+    )
+    return True
 
 
 def _interactive(backend, system, box, cache, tools=None, images=(), documents=None) -> int:
@@ -451,6 +530,10 @@ def _interactive(backend, system, box, cache, tools=None, images=(), documents=N
             continue
         if not line.strip():
             continue
+        if _unknown_command(line):
+            continue
+        if line.startswith("//"):  # a message that itself begins with "/"
+            line = line[1:]
         history.append(ChatMessage("user", line, attachments=images if not history else ()))
         stop.clear()
         rounds: list[ChatMessage] = []

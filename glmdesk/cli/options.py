@@ -165,6 +165,20 @@ def _add_engine_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def unused_engine_options(args, engine: str) -> list[str]:
+    """The engine options the command line set that ``engine`` (the one that loaded the
+    model) does not read, each as ``"--n-ctx (llama.cpp)"``: said, never silently dropped."""
+    default = LoadSettings()
+    unused = []
+    for spec in specs():
+        if spec.name == engine:
+            continue
+        for option in spec.options:
+            if getattr(args, option.name, None) not in (None, default.option(option.name)):
+                unused.append(f"{option.flag} ({spec.label})")
+    return unused
+
+
 def engine_options() -> list:
     """The :class:`~glmdesk.engine.backends.spec.OptionField` of every engine, in order."""
     return [option for spec in specs() for option in spec.options]
@@ -273,6 +287,9 @@ def template_choices(args, info) -> tuple[tuple[str, object], ...]:
     """``--reasoning-effort`` and ``--keep-thinking``/``--drop-thinking`` as the values the
     loaded model's chat template reads (``SamplingParams.template_kwargs``).
 
+    A remote server's model takes ``--keep-thinking``/``--drop-thinking`` as they are (its
+    template is the server's: the value goes as ``chat_template_kwargs.clear_thinking``).
+
     Raises:
         ValueError: with a sentence, for an effort the model's template does not tell
             apart, or a thinking choice its template does not read.
@@ -293,7 +310,8 @@ def template_choices(args, info) -> tuple[tuple[str, object], ...]:
         chosen.append(("reasoning_effort", effort))
     clear = getattr(args, "clear_thinking", None)
     if clear is not None:
-        if not info.clear_thinking:
+        # A server's template is not known here: the value goes as chat_template_kwargs.
+        if not info.clear_thinking and info.engine != "remote":
             raise ValueError(
                 f"{info.name}'s chat template does not read clear_thinking; leave out "
                 "--keep-thinking and --drop-thinking."

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import signal
+import socket
 import sys
 import threading
 import time
@@ -60,6 +61,7 @@ def serve(args: argparse.Namespace) -> int:
         )
         cache = cache_settings(args)
         load = without_uncompilable(load_settings(args), cache)
+        _check_port(settings.host, settings.port)  # before a load that can take minutes
         from glmdesk.engine.backends import create_backend  # after the cheap checks: torch takes seconds
 
         t0 = time.perf_counter()
@@ -80,6 +82,27 @@ def serve(args: argparse.Namespace) -> int:
         return _serve_loaded(backend, settings, cache)
     finally:
         backend.close()
+
+
+def _check_port(host: str, port: int) -> None:
+    """Raise ValueError with a sentence when ``host:port`` cannot be listened on (another
+    server holds it, or the address is not this machine's); port 0 is always free."""
+    if port == 0:
+        return
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise ValueError(f"--host {host} is not an address of this machine ({exc.strerror}).") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server itself binds
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            raise ValueError(
+                f"Cannot listen on {host}:{port} ({exc.strerror}). Is another server using the port? "
+                "Try --port 0 for any free port."
+            ) from None
 
 
 def _mib_to_bytes(mib: float | None) -> int | None:

@@ -291,6 +291,14 @@ class DocumentIndex:
             )
         ]
 
+    def chunk(self, document_id: int, ordinal: int) -> Chunk | None:
+        """A document's chunk by its ordinal, or ``None`` when it has no such chunk."""
+        r = self.conn.execute(
+            "SELECT ordinal, page, line, section, text FROM chunks WHERE document_id = ? AND ordinal = ?",
+            (document_id, ordinal),
+        ).fetchone()
+        return Chunk(r[0], r[1], r[2], r[3], r[4]) if r else None
+
     # Search --------------------------------------------------------------------------------
     def _without_common_terms(self, query: str) -> str:
         """``query`` (:func:`match_query`'s ``"a" OR "b"``) without its single words found in

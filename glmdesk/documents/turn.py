@@ -62,6 +62,8 @@ class Source:
         passage: The text given.
         score: Its BM25 score (0.0 for a whole document).
         whole: True when the whole document was given.
+        ordinal: The passage's chunk ordinal in its document (``None`` for a whole
+            document): with the path, where the index holds it.
     """
 
     number: int
@@ -72,6 +74,7 @@ class Source:
     passage: str
     score: float = 0.0
     whole: bool = False
+    ordinal: int | None = None
 
     @property
     def name(self) -> str:
@@ -191,7 +194,9 @@ def _counter(count_tokens: Callable[[str], int | None] | None) -> tuple[Callable
     return count, exact
 
 
-def _whole_block(row: DocumentRow, chunks: list[Chunk]) -> str:
+def whole_block(row: DocumentRow, chunks: list[Chunk]) -> str:
+    """A whole document as the model is given it: between ``<document>`` tags, with
+    ``[page N]`` marks when it has pages."""
     lines = [f'<document name="{row.name}">']
     page = None
     for chunk in chunks:
@@ -246,16 +251,16 @@ def documents_for_turn(
     room = budget.room
     # Whole documents: when a cautious character bound says they might fit, count them.
     if sum(row.chars for row in usable) <= room * 8:
-        blocks = [(row, _whole_block(row, index.chunks(row.id))) for row in usable]
+        blocks = [(row, whole_block(row, index.chunks(row.id))) for row in usable]
         body = "\n\n".join(block for _, block in blocks)
         tokens = count(body)
         if tokens <= room:
-            sources = tuple(
+            given = tuple(
                 Source(i, row.path, None, 1, "", block, whole=True)
                 for i, (row, block) in enumerate(blocks, 1)
             )
             text = f"{WHOLE_HEADER}\n\n{body}\n\nQuestion: {question}"
-            return DocumentTurn(text, sources, True, tokens, exact[0], room, tuple(notes), question)
+            return DocumentTurn(text, given, True, tokens, exact[0], room, tuple(notes), question)
     limit = min(room, budget.retrieval)
     hits = index.search(match_query(question, *conversation[-2:]), tuple(r.id for r in usable), CANDIDATES)
     if not hits:
@@ -274,6 +279,7 @@ def documents_for_turn(
             hit.chunk.section,
             hit.chunk.text,
             hit.score,
+            ordinal=hit.chunk.ordinal,
         )
         need = count(_passage_block(source)) + 2
         if tokens + need > limit:

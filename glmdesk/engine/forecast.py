@@ -48,6 +48,12 @@ GIB = 1 << 30
 GPU_CONTEXT_BYTES = 512 * MIB
 #: Allocator slack, activations and compute buffers, as a fraction of the weights.
 OVERHEAD_FRACTION = 0.05
+#: The most one prefill chunk's sparse-attention scores take, in bytes: the cache picks
+#: smaller prefill chunks to stay under it (``engine/cache/base.py``; a 1024-token chunk
+#: over a 128K context took 44 GiB with GLM-5's shapes on an H200).
+PREFILL_SCORE_BYTES = 4 * GIB
+#: The prefill chunk the forecast assumes, in tokens (``CacheSettings.prefill_chunk``).
+PREFILL_CHUNK = 2048
 
 _PRECISION_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
 #: Bytes per quantized linear weight, per quantization (see the module's note).
@@ -134,6 +140,8 @@ class Forecast:
         experts: The routed experts' share of ``weights``.
         kv: The KV cache for ``context`` tokens.
         overhead: The stated overhead (see the module's note).
+        work: The attention's working memory over ``context`` tokens beyond the cache
+            (:func:`attention_work_bytes`), on the device that computes.
         context: The context the KV cache is sized for, in tokens.
         on_gpu: Whether the load goes to the GPU.
         experts_in_ram: Whether the experts stay in system RAM (llama.cpp's
@@ -151,11 +159,12 @@ class Forecast:
     experts_in_ram: bool
     gpu: int
     ram: int
+    work: int = 0
 
     @property
     def total(self) -> int:
-        """Weights, KV cache and overhead, in bytes."""
-        return self.weights + self.kv + self.overhead
+        """Weights, KV cache, overhead and the attention's working memory, in bytes."""
+        return self.weights + self.kv + self.overhead + self.work
 
     def shortfall(self, budget: Budget) -> tuple[str, int, int] | None:
         """``(where, needed bytes, available bytes)`` for the first memory that is too
@@ -201,13 +210,34 @@ def forecast(
     offload = on_gpu and experts_in_ram and experts > 0
     computed = weights - experts if offload else weights  # the device that computes keeps the slack
     overhead = int(OVERHEAD_FRACTION * computed) + (GPU_CONTEXT_BYTES if on_gpu else 0)
+    work = attention_work_bytes(shape, engine, context, precision_bytes(precision, on_gpu))
     if not on_gpu:
-        gpu, ram = 0, weights + kv + overhead
+        gpu, ram = 0, weights + kv + overhead + work
     elif offload:
-        gpu, ram = weights - experts + kv + overhead, experts
+        gpu, ram = weights - experts + kv + overhead + work, experts
     else:
-        gpu, ram = weights + kv + overhead, 0
-    return Forecast(weights, experts if shape.is_moe else 0, kv, overhead, context, on_gpu, offload, gpu, ram)
+        gpu, ram = weights + kv + overhead + work, 0
+    moe = experts if shape.is_moe else 0
+    return Forecast(weights, moe, kv, overhead, context, on_gpu, offload, gpu, ram, work)
+
+
+def attention_work_bytes(shape: ModelShape, engine: str, context: int, element: int) -> int:
+    """What the transformers engine's attention takes beyond the KV cache over ``context``
+    tokens, in bytes: multi-head latent attention (GLM-4.7-Flash, GLM-5, GLM-5.3-Flash)
+    decompresses the cached latent into keys and values for every head over the whole
+    context, one layer at a time (``context x heads x mla_head_dims x element``), and a
+    sparse-attention indexer scores every key for every query of a prefill chunk (at most
+    :data:`PREFILL_SCORE_BYTES`). 0 for grouped-query attention (its kernels bound it; in
+    the overhead) and on llama.cpp (its compute buffer). An upper bound: on an H200 in
+    bf16, GLM-5's shapes took 5.5 GiB over a 32K prompt against 6.0 GiB from this sum
+    (``benchmarks/glm5_memory.py``)."""
+    if engine != "transformers" or not shape.mla_head_dims:
+        return 0
+    work = context * shape.attention_heads * shape.mla_head_dims * element
+    if shape.index_heads:
+        pair = shape.index_heads * 4 * 2 + shape.attention_heads * element
+        work += int(min(PREFILL_SCORE_BYTES, PREFILL_CHUNK * context * pair))
+    return work
 
 
 def gib(n: int) -> str:

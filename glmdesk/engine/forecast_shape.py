@@ -18,6 +18,7 @@ counted: transformers does not load them.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,6 +57,11 @@ class ModelShape:
             and flag), 0 without an indexer.
         fixed_state_bytes: Bytes of the linear-attention layers' state, whatever the
             context (their fp32 recurrent states and short-convolution windows).
+        attention_heads: Query heads (MLA decompresses keys and values for each).
+        mla_head_dims: MLA's key and value elements per head once decompressed
+            (``qk_nope_head_dim + qk_rope_head_dim + v_head_dim``), 0 for GQA.
+        index_heads: The sparse-attention indexer's heads over its pooled keys
+            (``index_n_heads / index_kpool``), 0 without an indexer.
     """
 
     name: str
@@ -75,6 +81,9 @@ class ModelShape:
     kv_layers: int = 0
     index_head_dim: int = 0
     fixed_state_bytes: int = 0
+    attention_heads: int = 0
+    mla_head_dims: int = 0
+    index_heads: float = 0
 
     @property
     def growing_layers(self) -> int:
@@ -162,7 +171,37 @@ def shape_from_config(config: dict, name: str = "") -> ModelShape:
         kv_layers=layers - linear_layers,
         index_head_dim=indexer_width(c) if "indexed_attention" in kinds else 0,
         fixed_state_bytes=linear_layers * linear_state_bytes(c),
+        attention_heads=heads,
+        mla_head_dims=(c["qk_nope_head_dim"] + c.get("qk_rope_head_dim", 0) + c["v_head_dim"]) if mla else 0,
+        index_heads=index_heads(c),
     )
+
+
+def index_heads(config: dict) -> float:
+    """A sparse-attention indexer's heads per key it scores: ``index_n_heads``, over keys
+    pooled by ``index_kpool`` (GLM-5.3-Flash); 0 without an indexer."""
+    return (config.get("index_n_heads") or 0) / (config.get("index_kpool") or 1)
+
+
+def prefill_pair_bytes(config: dict, element: int) -> int:
+    """Bytes each (query, key) pair of a prefill chunk costs in transformers' DSA attention,
+    0 for a model without a sparse-attention indexer (its attention kernels bound memory).
+
+    GLM-5's ``GlmMoeDsaIndexer`` (and GLM-5.3-Flash's indexed layers) score every key for
+    every query in fp32 over ``index_n_heads`` heads, keeping the scores and their ReLU
+    (``2 x 4`` bytes, over keys pooled by ``index_kpool``), and apply the top-k as a mask
+    to dense attention, whose scores take ``num_attention_heads x element`` bytes. Measured
+    on an H200 in bf16 (``benchmarks/glm5_memory.py``): 333 bytes per pair for GLM-5's
+    shapes against 384 from this sum.
+
+    Args:
+        config: A decoder's config as a dict (a vision model's ``text_config``).
+        element: Bytes per element of the attention's compute precision.
+    """
+    heads = index_heads(config)
+    if not heads:
+        return 0
+    return math.ceil(heads * 4 * 2) + int(config["num_attention_heads"]) * element
 
 
 def indexer_width(config: dict) -> int:

@@ -84,6 +84,9 @@ class ModelInfo:
             ``()`` when it has none.
         clear_thinking: Whether its chat template reads ``clear_thinking`` (keep or drop
             earlier turns' thinking: GLM-4.7 and the GLM-5 line).
+        keeps_thinking: Whether that template keeps earlier turns' thinking when
+            ``clear_thinking`` is not given (GLM-5.3: ``True``; GLM-4.7, GLM-5.2:
+            ``False``); ``False`` for a template that does not read it.
     """
 
     name: str
@@ -107,6 +110,7 @@ class ModelInfo:
     format_reason: str = ""
     effort_levels: tuple[str, ...] = ()
     clear_thinking: bool = False
+    keeps_thinking: bool = False
 
     def describe(self) -> str:
         """One line for a terminal or the status bar."""

@@ -373,6 +373,14 @@ Updated {when} · {model}</source>
         <translation>{name}，第 {line} 行</translation>
     </message>
     <message>
+        <source>changed since this answer</source>
+        <translation>此回答之后已更改</translation>
+    </message>
+    <message>
+        <source>file no longer on disk</source>
+        <translation>文件已不在磁盘上</translation>
+    </message>
+    <message>
         <source>No passage matched the question&apos;s words; the documents&apos; first passages were given.</source>
         <translation>没有段落与问题的词语匹配；已给出文档开头的段落。</translation>
     </message>
@@ -919,6 +927,10 @@ Click to turn this library folder off for this chat.</source>
         <translation>权重 {weights} + KV 缓存 {kv}（{tokens} 个 token）+ 额外开销 {overhead}</translation>
     </message>
     <message>
+        <source> + attention work {work}</source>
+        <translation> + 注意力工作内存 {work}</translation>
+    </message>
+    <message>
         <source>{gpu} on the GPU</source>
         <translation>GPU 上 {gpu}</translation>
     </message>
@@ -1386,6 +1398,14 @@ Click to turn this library folder off for this chat.</source>
         <translation>图片…</translation>
     </message>
     <message>
+        <source>OCR a page…</source>
+        <translation>OCR 识别页面…</translation>
+    </message>
+    <message>
+        <source>Needs an OCR model (GLM-OCR).</source>
+        <translation>需要 OCR 模型（GLM-OCR）。</translation>
+    </message>
+    <message>
         <source>Images need a GLM vision model (GLM-4.1V, GLM-4.6V).</source>
         <translation>图片需要 GLM 视觉模型（GLM-4.1V、GLM-4.6V）。</translation>
     </message>
@@ -1408,6 +1428,50 @@ Click to turn this library folder off for this chat.</source>
     <message>
         <source>Stop the answer (Esc); the text so far is kept</source>
         <translation>停止回答（Esc），已生成的内容会保留</translation>
+    </message>
+</context>
+<context>
+    <name>KeepThinkingChoice</name>
+    <message>
+        <source>Earlier thinking</source>
+        <extracomment>The template value this choice sets (``True``: drop earlier thinking). The box&apos;s items in order: the model&apos;s default, Keep, Drop.</extracomment>
+        <translation>之前的思考</translation>
+    </message>
+    <message>
+        <source>Load a model first.</source>
+        <translation>请先加载模型。</translation>
+    </message>
+    <message>
+        <source>Server default</source>
+        <translation>服务器默认</translation>
+    </message>
+    <message>
+        <source>Model default (keep)</source>
+        <translation>模型默认（保留）</translation>
+    </message>
+    <message>
+        <source>Model default (drop)</source>
+        <translation>模型默认（丢弃）</translation>
+    </message>
+    <message>
+        <source>Keep</source>
+        <translation>保留</translation>
+    </message>
+    <message>
+        <source>Drop</source>
+        <translation>丢弃</translation>
+    </message>
+    <message>
+        <source>Keep: the thinking of earlier answers stays in the prompt (the model sees how it reasoned, the prompt grows). Drop: only their answers stay. This chat only; from the next answer.</source>
+        <translation>保留：之前回答的思考过程留在提示词中（模型能看到自己如何推理，提示词随之变长）。丢弃：只保留之前的回答。仅对本对话有效；从下一次回答起生效。</translation>
+    </message>
+</context>
+<context>
+    <name>KeepThinkingMemory</name>
+    <message>
+        <source>{model}&apos;s chat template has no choice about earlier thinking (GLM-4.7 and the GLM-5 line have one).</source>
+        <extracomment>The key of the choice in the conversation&apos;s settings.</extracomment>
+        <translation>{model} 的聊天模板无法选择是否保留之前的思考（GLM-4.7 和 GLM-5 系列可以）。</translation>
     </message>
 </context>
 <context>
@@ -1687,6 +1751,26 @@ Click to turn this library folder off for this chat.</source>
     <message>
         <source>Copy code</source>
         <translation>复制代码</translation>
+    </message>
+</context>
+<context>
+    <name>McpChoiceList</name>
+    <message>
+        <source>Start an MCP server?</source>
+        <extracomment>The per-chat setting&apos;s key.</extracomment>
+        <translation>启动 MCP 服务器？</translation>
+    </message>
+    <message>
+        <source>glmdesk will run this command for the MCP server {name}:
+
+{command}
+
+Run it?</source>
+        <translation>glmdesk 将为 MCP 服务器 {name} 运行此命令：
+
+{command}
+
+要运行吗？</translation>
     </message>
 </context>
 <context>
@@ -2008,6 +2092,34 @@ Run it?</source>
     </message>
 </context>
 <context>
+    <name>OcrPageAction</name>
+    <message>
+        <source>OCR a page</source>
+        <extracomment>``choose_file(parent) -&gt; path or &quot;&quot;`` and ``choose_page(parent, name, count) -&gt; page or 0``.</extracomment>
+        <translation>OCR 识别页面</translation>
+    </message>
+    <message>
+        <source>Pages and images (*.pdf *.png *.jpg *.jpeg *.webp *.gif)</source>
+        <translation>页面和图片 (*.pdf *.png *.jpg *.jpeg *.webp *.gif)</translation>
+    </message>
+    <message>
+        <source>Page of {name} to read (1 to {count}):</source>
+        <translation>要识别 {name} 的第几页（1 到 {count}）：</translation>
+    </message>
+    <message>
+        <source>Read a page&apos;s text as Markdown: an image, or one page of a PDF</source>
+        <translation>将页面文字识别为 Markdown：一张图片，或 PDF 的一页</translation>
+    </message>
+    <message>
+        <source>Needs an OCR model (GLM-OCR).</source>
+        <translation>需要 OCR 模型（GLM-OCR）。</translation>
+    </message>
+    <message>
+        <source>Wait until the answer or the model is ready, then OCR the page.</source>
+        <translation>请等待回答结束或模型就绪，然后再识别页面。</translation>
+    </message>
+</context>
+<context>
     <name>OpenModelDialog</name>
     <message>
         <source>Open model</source>
@@ -2224,6 +2336,14 @@ Run it?</source>
 </context>
 <context>
     <name>PassageDialog</name>
+    <message>
+        <source>This passage is no longer in the index as it was given: the file changed or was taken out of the library after this answer.</source>
+        <translation>此段落已不在索引中（与当时提供的不同）：此回答之后文件已更改或已从资料库中移除。</translation>
+    </message>
+    <message>
+        <source>(The file is no longer on disk; this is the text that was given.)</source>
+        <translation>（文件已不在磁盘上；以下是当时提供的文本。）</translation>
+    </message>
     <message>
         <source>Open the file</source>
         <translation>打开文件</translation>
@@ -2716,6 +2836,10 @@ Run it?</source>
         <source>Sources ({how}, {tokens} tokens{counted}):</source>
         <translation>来源（{how}，{tokens} 个 token{counted}）：</translation>
     </message>
+    <message>
+        <source>Sources ({how}):</source>
+        <translation>来源（{how}）：</translation>
+    </message>
 </context>
 <context>
     <name>StatusBar</name>
@@ -2783,10 +2907,6 @@ Run it?</source>
         <translation>发送结果</translation>
     </message>
     <message>
-        <source>Run</source>
-        <translation>运行</translation>
-    </message>
-    <message>
         <source>Stop</source>
         <translation>停止</translation>
     </message>
@@ -2799,6 +2919,10 @@ Run it?</source>
         <translation>生成中…</translation>
     </message>
     <message>
+        <source>running...</source>
+        <translation>运行中…</translation>
+    </message>
+    <message>
         <source>asked after the call above</source>
         <translation>在上面的调用之后询问</translation>
     </message>
@@ -2807,6 +2931,7 @@ Run it?</source>
     <name>ToolController</name>
     <message>
         <source>Load a model first.</source>
+        <extracomment>The chat&apos;s MCP servers and tools in the Tools section (``None``: no MCP).</extracomment>
         <translation>请先加载模型。</translation>
     </message>
     <message>
@@ -2816,6 +2941,10 @@ Run it?</source>
     <message>
         <source>{model} has no tool-call format (ChatGLM3 and GLM-4 have one).</source>
         <translation>{model} 没有工具调用格式（ChatGLM3 和 GLM-4 有）。</translation>
+    </message>
+    <message>
+        <source>The tools&apos; descriptions take about {tokens} tokens, {share} of the {context}-token context; turn off servers or tools this chat does not need.</source>
+        <translation>工具说明约占 {tokens} 个 token，为 {context} token 上下文的 {share}；请关闭本对话不需要的服务器或工具。</translation>
     </message>
 </context>
 <context>
@@ -2879,6 +3008,10 @@ Run it?</source>
     <message>
         <source>Code time limit</source>
         <translation>代码运行时限</translation>
+    </message>
+    <message>
+        <source>MCP servers in this chat</source>
+        <translation>本对话使用的 MCP 服务器</translation>
     </message>
     <message>
         <source>The pasted text was not added: the definitions would be {length} characters, and they go into every prompt, so at most {limit} are taken.</source>

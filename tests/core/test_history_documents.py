@@ -53,3 +53,37 @@ def test_a_version_7_database_migrates_and_keeps_its_messages(tmp_path: Path) ->
         assert schema_version(h.connection) == SCHEMA_VERSION >= 8
         (message,) = h.chat_messages(1)
         assert message.content == "an old question" and message.documents == ()
+
+
+def test_where_the_sources_were_is_kept_beside_the_names_and_old_readers_still_see_the_names(
+    tmp_path: Path,
+) -> None:
+    from glmdesk.core.history_documents import SourceRef, documents_json, parse_documents, passage_digest
+
+    report = DocumentUse(
+        "/home/me/papers/report.pdf",
+        (
+            SourceRef(1, 3, 12, 40, "Audit", False, passage_digest("The audit found two gaps.")),
+            SourceRef(3, 9, 1, 88, "", False, passage_digest("Gaps were closed.")),
+        ),
+    )
+    plan = DocumentUse("/home/me/notes/plan.md", (SourceRef(2, None, 1, None, "", True, "0123456789abcdef"),))
+    with History(tmp_path / "h.sqlite3") as h:
+        cid, _answer = begin_round(h, None, "What did the audit find?", attachments=(report, plan))
+        (question, _empty) = h.messages(cid)
+        assert h.chat_messages(cid)[0].documents == (report, plan)
+        (stored,) = h.connection.execute(
+            "SELECT documents FROM messages WHERE id = ?", (question.id,)
+        ).fetchone()
+    value = json.loads(stored)
+    assert value[:2] == [report.path, plan.path]  # a reader of paths only (schema 8 as first written)
+    assert [p for p in value if isinstance(p, str)] == [report.path, plan.path]
+    assert [s["n"] for s in value[2]["sources"]] == [1, 2, 3]  # prompt order
+    assert "The audit found" not in stored  # where, not the text
+    assert parse_documents(json.dumps([report.path])) == (DocumentUse(report.path),)  # the old shape
+    damaged = value[:2] + [{"sources": [{"n": "x"}, {"n": 1, "path": plan.path, "sha1": "ab"}, 7]}]
+    assert parse_documents(json.dumps(damaged)) == (
+        DocumentUse(report.path),
+        DocumentUse(plan.path, (SourceRef(1, None, 1, None, "", False, "ab"),)),
+    )
+    assert documents_json(parse_documents(stored)) == stored

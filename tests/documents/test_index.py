@@ -171,3 +171,65 @@ def test_a_child_that_does_not_stop_after_cancel_is_ended(tmp_path, monkeypatch)
         child.index_in_child(tmp_path / "d.sqlite3", cancel=cancel)
     assert (tmp_path / "d.started").exists()  # it ran, and was ended
     assert time.monotonic() - started < 30
+
+
+def _bad_files(folder):
+    """One file of every bad kind a library folder can hold, made for real."""
+    write_pdf(folder / "locked.pdf", [["secret plans"]], password="pw")
+    (folder / "broken.pdf").write_bytes(b"%PDF-1.7\n1 0 obj <<>> garbage")
+    (folder / "empty.txt").write_bytes(b"")
+    (folder / "blob.txt").write_bytes(bytes(range(256)) * 40)
+    with (folder / "huge.log").open("wb") as f:
+        f.truncate(2 * 2**30)  # sparse: no disk used
+
+
+def test_every_bad_file_in_a_folder_is_a_sentence_and_the_rest_is_indexed_and_kept(tmp_path):
+    index = DocumentIndex(tmp_path / "d.sqlite3")
+    folder = _library(tmp_path, 3)
+    name = index.add_folder(folder)
+    index_paths(index, folders=[name])
+    _bad_files(folder)
+    (folder / "new.md").write_text("The lighthouse keeper is called Ada.")
+    report = index_paths(index, folders=[name])
+    assert sorted((p.name, p.kind) for p in report.problems) == [
+        ("blob.txt", "binary"),
+        ("broken.pdf", "damaged"),
+        ("empty.txt", "empty"),
+        ("huge.log", "too_large"),
+        ("locked.pdf", "password"),
+    ]
+    sentences = {p.name: p.message for p in report.problems}
+    assert sentences["huge.log"] == "huge.log is 2.0 GB; glmdesk reads documents up to 256 MB."
+    assert sentences["locked.pdf"].startswith("locked.pdf is protected by a password")
+    assert [r.name for r in report.indexed] == ["new.md"]  # the rest goes on
+    assert sorted(r.name for r in report.unchanged) == ["note0.md", "note1.md", "note2.md"]  # nothing lost
+    assert index.search(match_query("lighthouse keeper"))[0].document.name == "new.md"
+    assert index.search(match_query("topic 2"))[0].document.name == "note2.md"
+    again = index_paths(
+        index, folders=[name]
+    )  # the bad ones are tried again (they may be fixed), still sentences
+    assert len(again.problems) == 5 and len(again.unchanged) == 4
+
+
+def test_a_file_of_the_same_time_but_another_size_is_read_again(tmp_path):
+    index = DocumentIndex(tmp_path / "d.sqlite3")
+    folder = _library(tmp_path, 2)
+    name = index.add_folder(folder)
+    index_paths(index, folders=[name])
+    note = folder / "note0.md"
+    stat = note.stat()
+    note.write_text("# Note 0\n\nNow about narwhals, and longer.\n")
+    os.utime(note, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # the same time: only the size tells
+    report = index_paths(index, folders=[name])
+    assert [r.name for r in report.indexed] == ["note0.md"] and [r.name for r in report.unchanged] == [
+        "note1.md"
+    ]
+    assert index.search(match_query("narwhals"))[0].document.name == "note0.md"
+    (folder / "sub").mkdir()
+    (folder / "sub" / "late.md").write_text("A file added later, about puffins.")
+    (folder / "note1.md").unlink()
+    report = index_paths(index, folders=[name])
+    assert [r.name for r in report.indexed] == ["late.md"]
+    assert report.forgotten == [str((folder / "note1.md").resolve())]
+    assert index.document(folder / "note1.md") is None
+    assert all(h.document.name != "note1.md" for h in index.search(match_query("topic 1"), limit=50))

@@ -19,7 +19,7 @@ def test_chat_prompt_streams_one_answer(embedded_folder):
 
 
 def test_chat_interactive_clear_and_exit(embedded_folder):
-    script = "What is the capital of France?\n/clear\n/exit\n"
+    script = "What is the capital of France?\n/foo\n/clear\n/exit\n"
     out = glmdesk(
         "chat",
         "--temperature",
@@ -33,6 +33,7 @@ def test_chat_interactive_clear_and_exit(embedded_folder):
     )
     assert out.returncode == 0, out.stderr
     assert "Paris" in out.stdout and "new conversation" in out.stderr
+    assert "Unknown command /foo" in out.stderr  # said, not sent to the model
     assert "SmolLM2" in out.stderr and "fused decode" not in out.stderr
 
 
@@ -58,3 +59,11 @@ def test_bad_values_are_sentences_not_tracebacks(embedded_folder):
     assert "Repetition penalty must be at least 1.0" in out.stderr
     out = glmdesk("chat", "--prompt", "hi", "--model", "/no/such/folder")
     assert out.returncode == 2 and "Traceback" not in out.stderr and "/no/such/folder" in out.stderr
+
+
+def test_an_option_of_another_engine_is_said_not_dropped(embedded_folder):
+    out = glmdesk(
+        "chat", "--prompt", "Hi", "--max-new-tokens", "4", "--engine", "transformers", "--n-ctx", "100000"
+    )
+    assert out.returncode == 0, out.stderr
+    assert "--n-ctx (llama.cpp): not read by the transformers engine" in out.stderr

@@ -178,3 +178,34 @@ def test_a_hybrid_cache_is_reused_only_whole(glm5_flash, ids):
     changed = ids[0, : PROMPT + 4].clone()
     changed[PROMPT - 5] += 1
     assert strategy.reuse(changed.tolist()) == 0 and strategy.tokens_seen == 0
+
+
+def test_long_prompts_of_sparse_attention_run_in_chunks_their_scores_fit(glm5, ids, monkeypatch):
+    """transformers' DSA indexer scores every key for every query in fp32, and the top-k
+    masks dense attention: a prefill chunk over a long context takes ``chunk x context x
+    pair bytes`` (44 GiB for a 1024-token chunk at 128K with GLM-5's shapes, measured on an
+    H200). The chunk shrinks so that stays under the bound; the logits do not change."""
+    from transformers import Glm5NextConfig, GlmMoeDsaConfig, LlamaConfig
+
+    from glmdesk.engine.cache import base
+
+    assert base.prefill_pair_bytes(GlmMoeDsaConfig(), torch.bfloat16) == 32 * 4 * 2 + 64 * 2
+    assert base.prefill_pair_bytes(Glm5NextConfig(), torch.bfloat16) == 32 * 4 * 2 // 16 + 64 * 2
+    assert base.prefill_pair_bytes(LlamaConfig(), torch.bfloat16) == 0  # its kernels bound memory
+    reference_logits = make_cache_strategy(glm5, CacheSettings(strategy="full")).prefill(ids[:, :PROMPT])
+    pair = base.prefill_pair_bytes(glm5.config, torch.float32)
+    monkeypatch.setattr(base, "PREFILL_SCORE_BYTES", pair * 16 * 40)  # 16 queries over 40 keys
+    strategy = make_cache_strategy(glm5, CacheSettings(strategy="full"))
+    sizes = []
+    advance = strategy._advance
+    monkeypatch.setattr(
+        strategy, "_advance", lambda piece, ids_: sizes.append(piece.shape[1]) or advance(piece, ids_)
+    )
+    got = strategy.prefill(ids[:, :PROMPT])
+    assert (
+        sum(sizes) == PROMPT and max(sizes) < PROMPT and all(s >= base.MIN_PREFILL_CHUNK for s in sizes[:-1])
+    )
+    assert (got - reference_logits).abs().max().item() < TOL
+    # The real model at 128K tokens in bf16: chunks of 84 tokens, not 2048.
+    real = base.prefill_pair_bytes(GlmMoeDsaConfig(), torch.bfloat16)
+    assert (4 * 2**30) // (real * (131072 + 2048)) == 84

@@ -66,3 +66,24 @@ def test_glm5_counts_its_indexer_keys_in_every_layer():
     assert (shape.growing_layers, shape.index_head_dim, shape.fixed_state_bytes) == (78, 128, 0)
     kv = forecast(shape, engine="transformers", precision="bf16", on_gpu=True, context=131072).kv
     assert kv == 131072 * 78 * (512 + 64 + 128) * 2
+
+
+def test_the_attention_working_memory_of_a_long_context_is_forecast():
+    """transformers' MLA decompresses the latent cache into every head's keys and values
+    over the whole context, and GLM-5's indexer scores every key of a prefill chunk:
+    memory beyond the KV cache that grows with the context. Measured on an H200 in bf16
+    with GLM-5's attention shapes over two layers (``benchmarks/glm5_memory.py``): 5,609 MiB
+    above the weights during a 32K prompt; the forecast bounds it from above."""
+    from glmdesk.engine.forecast import PREFILL_SCORE_BYTES
+
+    two_layers = GlmMoeDsaConfig(num_hidden_layers=2, first_k_dense_replace=2, intermediate_size=1024)
+    shape = shape_from_config(two_layers.to_dict(), "GLM-5, two layers")
+    at_32k = forecast(shape, engine="transformers", precision="bf16", on_gpu=True, context=32768)
+    assert 5609 * 2**20 <= at_32k.work <= 1.2 * 5609 * 2**20
+    assert at_32k.total == at_32k.weights + at_32k.kv + at_32k.overhead + at_32k.work
+    flash = shape_from_config(Glm5NextConfig().to_dict(), "GLM-5.3-Flash")
+    at_1m = forecast(flash, engine="transformers", precision="bf16", on_gpu=True, context=2**20)
+    decompressed = 2**20 * 64 * (256 + 0 + 256) * 2  # every head's key and value, one layer at a time
+    assert at_1m.work == decompressed + PREFILL_SCORE_BYTES  # 68 GiB beside 16.7 GiB of KV
+    # llama.cpp keeps its attention in its compute buffer (the overhead).
+    assert forecast(flash, engine="llamacpp", on_gpu=True, context=2**20).work == 0

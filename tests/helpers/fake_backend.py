@@ -140,3 +140,48 @@ class CallingBackend(FakeBackend):
 
     def capabilities(self) -> Capabilities:
         return Capabilities(engine="fake", kv_strategies={"full": None}, context_length=2048, tool_calls=True)
+
+
+def call_chunk(*calls) -> GenerationChunk:
+    """The final chunk of a reply that ends with ``calls`` (parsed, as the GLM-4.5 parser
+    gives them: one done part per call)."""
+    from glmdesk.core.parts import ToolCallPart
+
+    parts = tuple(ToolCallPart(c.name, c.arguments_json(), done=True) for c in calls)
+    return GenerationChunk(
+        finish_reason="tool_calls",
+        tool_call=calls[0],
+        tool_calls=tuple(calls),
+        parts=parts,
+        n_generated=len(calls),
+        prompt_tokens=5,
+    )
+
+
+class ScriptedBackend(FakeBackend):
+    """A GLM-4.5 model with a tool format that plays one scripted reply per request
+    (the last reply again when the script runs out) and keeps every request's
+    messages (what the engine received)."""
+
+    def __init__(self, *replies: Sequence[GenerationChunk], context_length: int = 2048) -> None:
+        super().__init__(name="GLM-4.5-scripted")
+        self._info = ModelInfo(
+            **{**self._info.__dict__, "family": "glm4-moe", "context_length": context_length}
+        )
+        self.replies = [list(r) for r in replies]
+        self.context_length = context_length
+
+    def stream(self, messages, params, cache=None, stop=None, conversation=None) -> Iterator[GenerationChunk]:
+        self.requests.append(tuple(messages))
+        reply = self.replies.pop(0) if len(self.replies) > 1 else self.replies[0]
+        yield from reply
+
+    def capabilities(self) -> Capabilities:
+        return Capabilities(
+            engine="fake", kv_strategies={"full": None}, context_length=self.context_length, tool_calls=True
+        )
+
+
+def text_reply(text: str) -> list[GenerationChunk]:
+    """A reply of ``text`` that ends with ``stop``."""
+    return [GenerationChunk(parts=(TextPart(text),), n_generated=1, prompt_tokens=5, finish_reason="stop")]

@@ -36,6 +36,30 @@ GLM52_TEMPLATE = GLM47_TEMPLATE.replace(
 )
 assert GLM52_TEMPLATE.count("effective_reasoning_effort") == 2
 
+#: GLM-5.3's differences from GLM-4.7's template, as its model card describes them: effort
+#: ``low`` / ``high`` / ``max`` (``max`` unless told), written where a test can see it as
+#: GLM-5.2's stand-in line is; earlier turns' thinking kept unless ``clear_thinking`` is
+#: true; always thinking (the generation prompt opens ``<think>`` whatever
+#: ``enable_thinking`` says). A stand-in: the published file could not be read here.
+GLM53_EFFORT = (
+    "{%- set effective_reasoning_effort = reasoning_effort if reasoning_effort is defined and "
+    "reasoning_effort in ['low', 'high'] else 'max' -%}"
+)
+GLM53_TEMPLATE = (
+    GLM47_TEMPLATE.replace(
+        "[gMASK]<sop>", GLM53_EFFORT + "[gMASK]<sop>{{ '<|system|>effort=' + effective_reasoning_effort }}", 1
+    )
+    .replace(
+        "(clear_thinking is defined and not clear_thinking)",
+        "(clear_thinking is not defined or not clear_thinking)",
+    )
+    .replace("{{ '/nothink' if (enable_thinking is defined and not enable_thinking) else '' }}", "")
+    .replace(
+        "{{ '</think>' if (enable_thinking is defined and not enable_thinking) else '<think>' }}", "<think>"
+    )
+)
+assert "clear_thinking is not defined" in GLM53_TEMPLATE and "enable_thinking" not in GLM53_TEMPLATE
+
 
 def _tokenizer(folder: Path, template: str):
     tokenizer, ids, stops = write_glm_tokenizer(folder, CORPUS, template, GLM_SPECIAL, TOOL_TAGS)

@@ -66,6 +66,18 @@ def test_a_body_limit_out_of_range_is_refused_before_loading():
     assert "--max-body-mib must be a positive number of MiB" in out.stderr and "loaded" not in out.stderr
 
 
+def test_a_busy_port_is_refused_before_loading():
+    import socket
+
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        out = run_cli("serve", "--port", str(port), "--model", "/no/such/folder")
+    assert out.returncode == 2 and "Traceback" not in out.stderr and "Uvicorn" not in out.stderr
+    assert f"Cannot listen on 127.0.0.1:{port}" in out.stderr and "--port 0" in out.stderr
+
+
 def test_chat_remote_answers_through_serve(served):
     _proc, url = served
     out = run_cli(

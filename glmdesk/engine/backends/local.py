@@ -14,7 +14,21 @@ from glmdesk.core.settings import CACHE_STRATEGIES, CacheSettings, ParamsBox
 from glmdesk.core.text import without_lone_surrogates
 from glmdesk.engine.backends.base import Backend, Capabilities, images_refused
 from glmdesk.engine.chunk import GenerationChunk
+from glmdesk.engine.families.glm4v import OCR_FAMILIES, greedy
 from glmdesk.engine.info import ModelInfo
+
+
+class _GreedyBox(ParamsBox):
+    """The user's :class:`ParamsBox` read with greedy decoding forced (an OCR model's
+    answers: :func:`~glmdesk.engine.families.glm4v.greedy`); the length limit and seed
+    still come from it."""
+
+    def __init__(self, inner: ParamsBox) -> None:
+        super().__init__(inner.get())
+        self._inner = inner
+
+    def get(self):
+        return greedy(self._inner.get())
 
 
 class LocalBackend(Backend):
@@ -64,6 +78,8 @@ class LocalBackend(Backend):
             refused = images_refused(messages, self.info.name, self.name)
             if refused is not None:
                 return refused
+        if self.info.family in OCR_FAMILIES:  # GLM-OCR copies the page: greedy, whatever was set
+            params = _GreedyBox(params)
         return stream_answer(self._model, messages, params, cache, stop, conversation)
 
     def forget_conversation(self, conversation: Hashable) -> None:

@@ -17,7 +17,19 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from glmdesk.core.settings import CacheSettings
 from glmdesk.engine.cache.layers import LINEAR_LAYER_TYPES, is_hybrid, layer_types
 from glmdesk.engine.chunk import CacheStats
+from glmdesk.engine.forecast import PREFILL_SCORE_BYTES
 from glmdesk.engine.forecast_shape import indexer_width
+from glmdesk.engine.forecast_shape import prefill_pair_bytes as pair_bytes
+
+#: The smallest prefill chunk the score bound (``PREFILL_SCORE_BYTES``) may choose, in tokens.
+MIN_PREFILL_CHUNK = 16
+
+
+def prefill_pair_bytes(config, dtype: torch.dtype) -> int:
+    """:func:`~glmdesk.engine.forecast_shape.prefill_pair_bytes` of a transformers config
+    at ``dtype``: bytes per (query, key) pair of a prefill chunk, 0 without an indexer."""
+    text = config.get_text_config(decoder=True) if hasattr(config, "get_text_config") else config
+    return pair_bytes(text.to_dict(), torch.empty((), dtype=dtype).element_size())
 
 
 def kv_shape(config) -> tuple[int, int, int]:
@@ -213,6 +225,9 @@ class CacheStrategy(ABC):
         #: Some layers keep a linear-attention state (GLM-5.3-Flash): it holds the whole
         #: sequence folded in and cannot be rewound to a shorter prefix.
         self.rewindable = not is_hybrid(model.config)
+        self._pair_bytes = prefill_pair_bytes(model.config, getattr(model, "dtype", torch.float32))
+        #: The bound on one prefill chunk's sparse-attention scores, in bytes.
+        self.score_bytes = PREFILL_SCORE_BYTES
 
     @torch.inference_mode()
     def prefill(self, input_ids: torch.Tensor) -> torch.Tensor:
@@ -237,12 +252,27 @@ class CacheStrategy(ABC):
         input_ids = input_ids.to(self.device)
         if self.tuner is not None:
             self.tuner.apply()
-        chunk = self.settings.prefill_chunk
         logits = None
-        for start in range(0, input_ids.shape[1], chunk):
-            piece = input_ids[:, start : start + chunk]
+        start, n = 0, input_ids.shape[1]
+        while start < n:
+            piece = input_ids[:, start : start + self.prefill_chunk_now()]
             logits = self._advance(piece, piece[0].tolist())
+            start += piece.shape[1]
         return logits
+
+    def prefill_chunk_now(self) -> int:
+        """The next prefill chunk, in tokens: ``settings.prefill_chunk``, or fewer (not
+        under :data:`MIN_PREFILL_CHUNK`) where a sparse-attention model's scores over the
+        keys visible now would pass :data:`PREFILL_SCORE_BYTES`."""
+        chunk = self.settings.prefill_chunk
+        if self._pair_bytes:
+            keys = self._visible_keys() + chunk
+            chunk = max(MIN_PREFILL_CHUNK, min(chunk, self.score_bytes // (self._pair_bytes * keys)))
+        return chunk
+
+    def _visible_keys(self) -> int:
+        """Keys the next chunk's queries attend to besides their own, in tokens."""
+        return self.tokens_seen
 
     @torch.inference_mode()
     def step(self, token_id: int) -> torch.Tensor:

@@ -186,6 +186,9 @@ class SlidingWindowStrategy(CacheStrategy):
         mask = None if allowed is None else mask_for(self.model, allowed)
         return run_model(self.model, self.cache, input_ids, start, mask, step=self.decode_step)
 
+    def _visible_keys(self) -> int:
+        return min(self.tokens_seen, self.settings.sinks + self.settings.window)
+
     def held_positions(self) -> list[int]:
         """Positions held in the ring, sorted (for tests and the UI)."""
         return sorted(int(p) for p in self.book.slot_pos if p >= 0)

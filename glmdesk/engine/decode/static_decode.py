@@ -156,7 +156,8 @@ class StaticDecodeStep:
             out = F.scaled_dot_product_attention(
                 grouped, layer_keys, layer_values, attn_mask=visible, scale=eager.scaling
             )
-            return out.view(1, kv_heads * group, 1, dim)
+            # CUDA's attention kernels may return the heads strided: reshape copies then.
+            return out.reshape(1, kv_heads * group, 1, dim)
 
         return eager.run_layers(x, cos, sin, store, attend)
 

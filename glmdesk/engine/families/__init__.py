@@ -30,7 +30,7 @@ from glmdesk.engine.families.glm4 import GLM4, GLM4_HF
 from glmdesk.engine.families.glm4_0414 import GLM4_0414, GLM_Z1
 from glmdesk.engine.families.glm4_moe import GLM4_MOE
 from glmdesk.engine.families.glm4_moe_lite import GLM4_MOE_LITE
-from glmdesk.engine.families.glm4v import GLM4V, GLM4V_MOE
+from glmdesk.engine.families.glm4v import GLM4V, GLM4V_MOE, GLM46V, GLM_OCR
 from glmdesk.engine.families.glm5 import GLM5, GLM5_FLASH
 
 
@@ -67,6 +67,8 @@ FAMILIES: tuple[ModelFamily, ...] = in_order(
     GLM5,  # GLM-5 to 5.3 (DSA)
     GLM4V,
     GLM4V_MOE,
+    GLM46V,  # GLM-4.6V in transformers' own class
+    GLM_OCR,
     GENERIC,  # last: it claims what no other family does
 )
 _BY_VARIANT = {variant: family for family in FAMILIES for variant in family.variants}

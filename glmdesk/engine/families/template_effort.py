@@ -8,13 +8,18 @@ keeps it). vLLM and SGLang pass both as ``chat_template_kwargs``; a template say
 effort levels exist by the strings it compares ``reasoning_effort`` with, or falls back
 to (``'high' if reasoning_effort == 'high' else 'max'``). This module reads them from the
 template's syntax tree (Jinja2's parser, as transformers renders the template), so a
-model's levels are its template's, whatever its family.
+model's levels are its template's, whatever its family; whether a template keeps earlier
+thinking when it is not told is read by rendering it (:func:`keeps_thinking`).
 """
 
 from __future__ import annotations
 
+import json
+
+import jinja2.ext
 from jinja2 import Environment, nodes
-from jinja2.exceptions import TemplateSyntaxError
+from jinja2.exceptions import TemplateError
+from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 #: The template variable of the effort, as vLLM and OpenAI name it.
 EFFORT = "reasoning_effort"
@@ -42,7 +47,7 @@ def effort_levels(template: str | None) -> tuple[str, ...]:
         return ()
     try:
         tree = Environment().parse(template)
-    except TemplateSyntaxError:
+    except TemplateError:
         return ()
     found: set[str] = set()
     for compare in tree.find_all(nodes.Compare):
@@ -61,3 +66,41 @@ def effort_levels(template: str | None) -> tuple[str, ...]:
 def reads_clear_thinking(template: str | None) -> bool:
     """Whether ``template`` reads ``clear_thinking`` (GLM-4.7 and the GLM-5 line)."""
     return bool(template) and "clear_thinking" in template
+
+
+#: The reasoning of the earlier answer in :func:`keeps_thinking`'s probe conversation.
+_PROBE_THOUGHT = "GLMDESKPROBEEARLIERTHOUGHT"
+
+
+def keeps_thinking(template: str | None) -> bool:
+    """Whether ``template`` keeps an earlier turn's thinking in the prompt when
+    ``clear_thinking`` is not given (GLM-5.3: yes; GLM-4.7 and GLM-5.2: no, they drop it
+    unless told ``clear_thinking=false``).
+
+    Read by rendering the template as transformers does (a sandboxed Jinja2 environment
+    with ``trim_blocks``, ``lstrip_blocks`` and loop controls) over a probe conversation:
+    a user turn, an answer with ``reasoning_content``, a second user turn; the answer
+    is kept when its reasoning is in the text. ``False`` for a template that does not
+    read ``clear_thinking`` or does not render (the loader words a broken template).
+    """
+    if not reads_clear_thinking(template):
+        return False
+    env = ImmutableSandboxedEnvironment(
+        trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols]
+    )
+    env.filters["tojson"] = lambda value, **_: json.dumps(value)
+
+    def raise_exception(message: str) -> None:
+        raise TemplateError(message)
+
+    env.globals["raise_exception"] = raise_exception
+    messages = [
+        {"role": "user", "content": "Hello"},
+        {"role": "assistant", "content": "Hi", "reasoning_content": _PROBE_THOUGHT},
+        {"role": "user", "content": "Again"},
+    ]
+    try:
+        text = env.from_string(template or "").render(messages=messages, add_generation_prompt=True)
+    except (TemplateError, TypeError, ValueError):
+        return False
+    return _PROBE_THOUGHT in text

@@ -103,8 +103,12 @@ class _Slots:
         return len(self.values) - 1
 
 
-def _conversation(messages: Sequence[ChatMessage], markers: ThinkMarkers, slots: _Slots):
-    """``(template messages with slot indexes for values, tools)``."""
+def _conversation(
+    messages: Sequence[ChatMessage], markers: ThinkMarkers, slots: _Slots, images: bool = False
+):
+    """``(template messages with slot indexes for values, tools)``; with ``images``, a
+    user message's attachments as ``{"type": "image"}`` parts before its text part (the
+    GLM-4.5V / 4.6V templates' layout)."""
     rows: list[dict[str, Any]] = []
     tools: ToolSet | None = None
     for m in messages:
@@ -114,6 +118,10 @@ def _conversation(messages: Sequence[ChatMessage], markers: ThinkMarkers, slots:
                 continue
         if m.role == "observation":
             rows.append({"role": "tool", "content": slots.add(m.content)})
+            continue
+        if m.role == "user" and images and m.attachments:
+            parts: list[dict[str, Any]] = [{"type": "image"} for _ in m.attachments]
+            rows.append({"role": "user", "content": [*parts, {"type": "text", "text": slots.add(m.content)}]})
             continue
         if m.role != "assistant":
             rows.append({"role": m.role, "content": slots.add(m.content)})
@@ -170,6 +178,9 @@ class Glm45Format(ChatTemplateFormat):
 
     name = "glm4-moe"
     tool_calls = True
+    #: Whether user messages' images are written as image parts (GLM-4.6V's format
+    #: sets it; a text model's prompt has no images).
+    image_parts = False
     #: A forced function (``ToolSet.forced``, OpenAI's named ``tool_choice``): the prompt
     #: ends with the think block closed empty and ``<tool_call>{name}`` written, as the
     #: template renders a call turn without reasoning; the reply is that call's arguments.
@@ -207,7 +218,7 @@ class Glm45Format(ChatTemplateFormat):
         partial = messages[-1].content if continued(messages) else None
         turns = messages[:-1] if partial is not None else messages
         slots = _Slots()
-        rows, tools = _conversation(turns, self.reasoning, slots)
+        rows, tools = _conversation(turns, self.reasoning, slots, self.image_parts)
         ids: list[int] = []
         render = lambda shown: self._render(_filled(rows, shown), tools)  # noqa: E731
         for part in split_rendering(render, slots.values, [m.role for m in turns]):

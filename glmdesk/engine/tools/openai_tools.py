@@ -123,7 +123,9 @@ def messages_from_openai(messages: Sequence[Mapping[str, Any]], tools: ToolSet) 
 
     ``tool`` (and legacy ``function``) messages become observations named after the
     call they answer (``tool_call_id``); an assistant message with ``tool_calls``
-    becomes one message per call (its text on the first). The tools go on the first
+    becomes one message per call (its text on the first). An assistant message's
+    ``reasoning_content`` (or ``reasoning``, vLLM 0.32's name) is its reasoning, which the
+    chat template keeps or drops (``clear_thinking``). The tools go on the first
     system message (one with empty text is added when there is none). A user message's
     ``attachments`` (images the server decoded from its ``image_url`` parts) stay on it.
 
@@ -141,11 +143,19 @@ def messages_from_openai(messages: Sequence[Mapping[str, Any]], tools: ToolSet) 
             out.append(ChatMessage("user", content, attachments=tuple(m.get("attachments") or ())))
         elif role == "assistant":
             calls = _calls(m)
+            thought = _reasoning(m)
             for k, call in enumerate(calls):
                 names[call.call_id] = call.name
-                out.append(ChatMessage("assistant", content if k == 0 else "", tool_call=call))
+                out.append(
+                    ChatMessage(
+                        "assistant",
+                        content if k == 0 else "",
+                        tool_call=call,
+                        reasoning=thought if k == 0 else "",
+                    )
+                )
             if not calls:
-                out.append(ChatMessage("assistant", content))
+                out.append(ChatMessage("assistant", content, reasoning=thought))
         elif role in ("tool", "function"):
             name = names.get(str(m.get("tool_call_id", "")), "") or str(m.get("name") or "")
             out.append(ChatMessage("observation", content, name=name))
@@ -158,6 +168,15 @@ def messages_from_openai(messages: Sequence[Mapping[str, Any]], tools: ToolSet) 
         else:
             out[at] = ChatMessage("system", out[at].content, tools=tools)
     return out
+
+
+def _reasoning(message: Mapping[str, Any]) -> str:
+    """An assistant message's ``reasoning_content`` or ``reasoning`` (text; else ``""``)."""
+    for field in ("reasoning_content", "reasoning"):
+        value = message.get(field)
+        if isinstance(value, str) and value:
+            return value
+    return ""
 
 
 def tool_call_to_openai(call: ToolCall) -> dict[str, Any]:
@@ -219,7 +238,8 @@ def messages_to_openai(messages: Sequence[ChatMessage]) -> tuple[list[dict[str, 
         with ``tool_calls``, the further calls of one turn in the same message; an
         observation a ``tool`` message with the ``tool_call_id`` of the call it answers,
         in order; a user message with images a list of ``image_url`` parts
-        with ``data:`` URLs, then its ``text`` part) and its ``tools`` (the custom functions on the system
+        with ``data:`` URLs, then its ``text`` part; an answer's reasoning as
+        ``reasoning_content`` and ``reasoning``) and its ``tools`` (the custom functions on the system
         message; the code interpreter has no OpenAI form and is not sent).
     """
     wire: list[dict[str, Any]] = []
@@ -235,7 +255,9 @@ def messages_to_openai(messages: Sequence[ChatMessage]) -> tuple[list[dict[str, 
                 wire[-1]["tool_calls"].append(entry)  # a further call of the same turn
             else:
                 unanswered = []
-                wire.append({"role": "assistant", "content": m.content or None, "tool_calls": [entry]})
+                wire.append(
+                    {"role": "assistant", "content": m.content or None, "tool_calls": [entry], **_thought(m)}
+                )
             unanswered.append(last_id)
         elif m.role == "observation":
             call_id = unanswered.pop(0) if unanswered else last_id
@@ -246,8 +268,17 @@ def messages_to_openai(messages: Sequence[ChatMessage]) -> tuple[list[dict[str, 
             ]
             wire.append({"role": m.role, "content": [*parts, {"type": "text", "text": m.content}]})
         else:
-            wire.append({"role": m.role, "content": m.content})
+            wire.append({"role": m.role, "content": m.content, **_thought(m)})
     return wire, tools
+
+
+def _thought(message: ChatMessage) -> dict[str, str]:
+    """An assistant message's reasoning as a request sends it: ``reasoning_content``
+    (what GLM templates read; SGLang and vLLM before 0.32 take it) and ``reasoning``
+    (vLLM 0.32 and later); ``{}`` without reasoning."""
+    if message.role != "assistant" or not message.reasoning:
+        return {}
+    return {"reasoning_content": message.reasoning, "reasoning": message.reasoning}
 
 
 def call_from_openai(name: str, arguments: str, call_id: str, tools: ToolSet) -> ToolCall | None:

@@ -44,6 +44,10 @@ class MessageIn(Body):
     tool_calls: list[dict[str, Any]] | None = None
     tool_call_id: str | None = None
     name: str | None = None
+    #: An earlier answer's thinking (vLLM's field; ``reasoning`` from vLLM 0.32 on), kept
+    #: or dropped by the chat template (``chat_template_kwargs.clear_thinking``).
+    reasoning_content: str | None = None
+    reasoning: str | None = None
 
 
 class ChatRequest(SamplingFields):

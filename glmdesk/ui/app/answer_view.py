@@ -57,6 +57,7 @@ class AnswerView(QObject):
         session.answer_started.connect(self._on_answer_started)
         session.step_shown.connect(self._on_step_shown)
         session.answer_finished.connect(self._on_answer_finished)
+        session.answer_ended.connect(self._on_answer_ended)
         session.conversation_replaced.connect(self._on_conversation_replaced)
         session.conversation_rewound.connect(self._on_conversation_rewound)
         session.conversation_cleared.connect(self._on_conversation_cleared)
@@ -108,7 +109,7 @@ class AnswerView(QObject):
     def _on_answer_finished(self, _request_id: int, end) -> None:
         text, record = self.session.last_answer
         widget = self.chat_view.finish_stream()
-        self.input_box.set_streaming(False)
+        self.input_box.set_streaming(self.session.is_streaming())  # a call may wait: Stop stays
         self.gauge.set_kv_bytes(self.session.loader.kept_kv_bytes())  # kept for the next turns
         most = self.params_box.get().max_new_tokens
         limit = end.figures.reply_limit
@@ -131,6 +132,10 @@ class AnswerView(QObject):
         self.notes.mark_dropped(self.chat_view, self.status, record.dropped_messages)
         if record.n_tokens:
             self.status.show_speed(record.ttft_s, record.tokens_per_s)
+
+    @Slot()
+    def _on_answer_ended(self) -> None:
+        self.input_box.set_streaming(False)
 
     def _note_thinking(self, figures, answered: bool) -> None:
         """The answer after a reasoning block began: its Thinking block collapses, with

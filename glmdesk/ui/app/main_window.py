@@ -20,6 +20,7 @@ from PySide6.QtCore import QCoreApplication, Slot
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QMainWindow, QWidget
 
+from glmdesk.chat.mcp.approvals import McpApprovals
 from glmdesk.core.distrusted_engines import is_distrusted, trust_engine
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import LoadSettings
@@ -27,13 +28,18 @@ from glmdesk.engine.forecast import read_budget
 from glmdesk.engine.memory import MemoryProbe
 from glmdesk.ui.app.answer_view import AnswerView
 from glmdesk.ui.app.crash_notice import CrashNotice
+from glmdesk.ui.app.keep_thinking_memory import KeepThinkingMemory
 from glmdesk.ui.app.load_view import LoadView
+from glmdesk.ui.app.notice_bar import NoticeBar
 from glmdesk.ui.app.sampling_binding import SamplingBinding, initial_params
 from glmdesk.ui.app.window_layout import lay_out
 from glmdesk.ui.app.window_menus import ProductMenus
 from glmdesk.ui.chat.branch_actions import BranchActions
+from glmdesk.ui.chat.input_box import InputBox
+from glmdesk.ui.chat.ocr_page import OcrPageAction
 from glmdesk.ui.common.screen_fit import fit_to_screen, install_dialog_fit
 from glmdesk.ui.common.settings_store import SettingsStore
+from glmdesk.ui.documents.document_choice import DocumentChoice
 from glmdesk.ui.documents.document_library import DocumentLibrary
 from glmdesk.ui.documents.document_sending import DocumentSending
 from glmdesk.ui.history.history_access import HistoryAccess
@@ -41,8 +47,11 @@ from glmdesk.ui.history.history_controller import HistoryController
 from glmdesk.ui.history.history_panel import HistoryPanel
 from glmdesk.ui.models.engine_upgrade import EngineUpgrade
 from glmdesk.ui.models.open_model_dialog import OpenModelDialog
+from glmdesk.ui.session.answer_tools import AnswerTools
 from glmdesk.ui.session.chat_session import ChatSession
 from glmdesk.ui.session.serve_controller import ServeController
+from glmdesk.ui.sidebar.sidebar import Sidebar
+from glmdesk.ui.tools.mcp_choice import ChatMcp
 from glmdesk.ui.tools.tool_controller import ToolController
 from glmdesk.ui.tools.tool_memory import ToolsMemory
 
@@ -70,6 +79,11 @@ class MainWindow(QMainWindow):
         history_controller: The :class:`HistoryController` (``None`` without a history).
     """
 
+    # Widgets :func:`~glmdesk.ui.app.window_layout.lay_out` makes (typed for the checker).
+    input_box: InputBox
+    sidebar: Sidebar
+    notice: NoticeBar
+
     def __init__(
         self,
         store: SettingsStore | None = None,
@@ -89,7 +103,8 @@ class MainWindow(QMainWindow):
             from glmdesk.engine.backends.transformers.backend import TransformersBackend
 
             backend = TransformersBackend(model)
-        self.session = ChatSession(self.params_box, backend, self, factory, options)
+        answer_tools = AnswerTools(mcp=ChatMcp.from_files(McpApprovals()))  # the chats' tools and MCP servers
+        self.session = ChatSession(self.params_box, backend, self, factory, options, answer_tools)
         self.loader = self.session.loader
         # A window destroyed without being closed (dropped by its owner) must still end
         # the thread first: a QThread destroyed while running aborts the process.
@@ -130,6 +145,7 @@ class MainWindow(QMainWindow):
             loader.load_failed,
             session.answer_started,
             session.answer_finished,
+            session.answer_ended,
             session.conversation_replaced,
             session.conversation_cleared,
         ):
@@ -148,6 +164,7 @@ class MainWindow(QMainWindow):
         self.chat_area.currentChanged.connect(self._on_chat_area_changed)
         self._on_chat_area_changed()
         self.tools = ToolController(session, self.chat_view, self.sidebar.tools_panel, self.notice, self)
+        self.ocr_page = OcrPageAction(session, self.input_box, self.sidebar, self.notice, self)
         self.history_controller = None
         if history is not None:
             access = HistoryAccess(history, self.notice, parent=self)
@@ -157,6 +174,10 @@ class MainWindow(QMainWindow):
             self.tools_memory = ToolsMemory(
                 self.history_controller, self.sidebar.tools_panel, session, self.history_controller
             )
+            self.document_choice = DocumentChoice(self.documents, self.history_controller, self)
+        self.keep_thinking = KeepThinkingMemory(  # the earlier-thinking choice, per chat
+            self.sampling.sidebar.keep_thinking, loader, session, self.history_controller, self
+        )
         # A run that died while its engine answered: told at start, its question marked.
         self.crash_notice = CrashNotice(
             self.notice, self.chat_view, self._regenerate_now, self.history_controller, self

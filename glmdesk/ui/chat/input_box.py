@@ -57,6 +57,7 @@ class PromptEdit(QPlainTextEdit):
     stop_requested = Signal()
     images_dropped = Signal(object)
     documents_dropped = Signal(object)
+    ocr_requested = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -221,12 +222,15 @@ class InputBox(QWidget):
             sentence saying why.
         documents_dropped(object): Files that are not images, or folders, were pasted or
             dropped: their paths (the window attaches them as documents).
+        ocr_requested(): The user pressed "OCR a page…" (an OCR model is loaded:
+            :class:`~glmdesk.ui.chat.ocr_page.OcrPageAction` asks for the page).
     """
 
     message_submitted = Signal(str)
     stop_requested = Signal()
     image_refused = Signal(str)
     documents_dropped = Signal(object)
+    ocr_requested = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -246,12 +250,18 @@ class InputBox(QWidget):
         self.attach_button = QToolButton()
         self.attach_button.setObjectName("attach_image")
         self.attach_button.setText(self.tr("Image…"))
+        self.ocr_button = QToolButton()  # enabled by OcrPageAction while an OCR model is loaded
+        self.ocr_button.setObjectName("ocr_page")
+        self.ocr_button.setText(self.tr("OCR a page…"))
+        self.ocr_button.setEnabled(False)
+        self.ocr_button.setToolTip(self.tr("Needs an OCR model (GLM-OCR)."))
         self.tray = AttachmentTray()
         self._vision = True
         self.set_vision(False, self.tr("Images need a GLM vision model (GLM-4.1V, GLM-4.6V)."))
         row = QHBoxLayout()
         row.setContentsMargins(8, 4, 8, 8)
         row.addWidget(self.attach_button, 0, Qt.AlignmentFlag.AlignBottom)
+        row.addWidget(self.ocr_button, 0, Qt.AlignmentFlag.AlignBottom)
         row.addWidget(self.editor, 1)
         row.addWidget(self.send_button, 0, Qt.AlignmentFlag.AlignBottom)
         layout = QVBoxLayout(self)
@@ -260,6 +270,7 @@ class InputBox(QWidget):
         layout.addWidget(self.tray)
         layout.addLayout(row)
         self.attach_button.clicked.connect(self.choose_images)
+        self.ocr_button.clicked.connect(self.ocr_requested)
         self.editor.images_dropped.connect(self.add_images)
         self.editor.documents_dropped.connect(self.documents_dropped)
         self.editor.submit_requested.connect(self.submit)

@@ -8,8 +8,20 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from PySide6.QtCore import QFileSystemWatcher, QMetaObject, QObject, Qt, QThread, QTimer, Signal, Slot
+from PySide6.QtCore import (
+    QFileSystemWatcher,
+    QMetaObject,
+    QObject,
+    Qt,
+    QThread,
+    QThreadPool,
+    QTimer,
+    Signal,
+    Slot,
+)
 
+from glmdesk.documents.recall import RecalledSource, recall_sources
+from glmdesk.documents.store import DocumentIndex, DocumentRow
 from glmdesk.documents.turn import DEFAULT_RETRIEVAL_TOKENS
 from glmdesk.ui.documents.document_worker import DocumentWorker
 
@@ -24,6 +36,8 @@ class DocumentLibrary(QObject):
 
     Signals:
         changed(): the attached files, folders, their on/off or the rows changed.
+        choice_changed(): the user changed what is on for this chat (attached or took
+            off a file, turned a folder on or off, removed one): kept with the chat.
         progress_changed(object): an :class:`~glmdesk.documents.indexing.IndexProgress`.
         indexing_finished(object): an :class:`~glmdesk.documents.indexing.IndexReport`
             (its ``problems`` each have a sentence).
@@ -31,28 +45,35 @@ class DocumentLibrary(QObject):
             question given to :meth:`prepare`, or ``None`` when it failed (after
             :attr:`failed`): the question then goes alone.
         failed(str): the index or the tokenizer failed (what it said).
+        recalled(int, object): a :meth:`recall` request's id and its list of
+            :class:`~glmdesk.documents.recall.RecalledSource` (empty when the index
+            cannot be read).
     """
 
     changed = Signal()
+    choice_changed = Signal()
     progress_changed = Signal(object)
     indexing_finished = Signal(object)
     turn_prepared = Signal(object)
     failed = Signal(str)
+    recalled = Signal(int, object)
 
     _index_requested = Signal(int, object, object, object)
     _turn_requested = Signal(int, object, object, object, int, int, int)
     _folder_removed = Signal(str)
+    _folder_added = Signal(str)
 
     def __init__(self, database=None, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.worker = DocumentWorker(database)
-        self.thread = QThread()
-        self.thread.setObjectName("glmdesk-documents")
-        self.worker.moveToThread(self.thread)
-        self.thread.start()
+        self.worker_thread = QThread()
+        self.worker_thread.setObjectName("glmdesk-documents")
+        self.worker.moveToThread(self.worker_thread)
+        self.worker_thread.start()
         self._index_requested.connect(self.worker.run_indexing, _QUEUED)
         self._turn_requested.connect(self.worker.prepare_turn, _QUEUED)
         self._folder_removed.connect(self.worker.remove_folder, _QUEUED)
+        self._folder_added.connect(self.worker.add_folder, _QUEUED)
         self.worker.progress_changed.connect(self._on_progress, _QUEUED)
         self.worker.indexing_finished.connect(self._on_indexed, _QUEUED)
         self.worker.turn_prepared.connect(self._on_turn, _QUEUED)
@@ -60,20 +81,20 @@ class DocumentLibrary(QObject):
         self.worker.turn_failed.connect(self._on_turn_failed, _QUEUED)
         self.attached: list[str] = []  # this chat's files, resolved
         self.folders: dict[str, bool] = {}  # the library's folders: on for this chat?
-        self.rows: dict[str, object] = {}  # path -> DocumentRow of the last runs
+        self.rows: dict[str, DocumentRow] = {}  # path -> DocumentRow of the last runs
         self.budget = DEFAULT_RETRIEVAL_TOKENS
         self._chats: dict[object, tuple[list[str], list[str]]] = {}  # chat key -> (attached, folders on)
         self._run = self._request = 0
         self._cancel: threading.Event | None = None
         self._pending: list[tuple[list[str], list[str]]] = []
         self._closed = False
+        self._recalls = 0
+        self._recall_pool = QThreadPool(self)  # its threads are waited for at shutdown
         self.watcher = QFileSystemWatcher(self)
         self._rescan = QTimer(self, singleShot=True, interval=1000)
         self._rescan.timeout.connect(self.refresh_folders)
         self.watcher.directoryChanged.connect(self._rescan.start)
         self.watcher.fileChanged.connect(self._rescan.start)
-        from glmdesk.documents.store import DocumentIndex
-
         try:  # the library's folders as stored (read once here; SQLite's own connection)
             stored = DocumentIndex(database)
             self.folders = dict.fromkeys(stored.folders(), False)
@@ -109,6 +130,8 @@ class DocumentLibrary(QObject):
             resolved = str(Path(path).expanduser().resolve())
             if Path(resolved).is_dir():
                 folders.append(resolved)
+                if resolved not in self.folders:
+                    self._folder_added.emit(resolved)  # kept in the library for the next start
                 self.folders[resolved] = True
             elif resolved not in self.attached:
                 self.attached.append(resolved)
@@ -117,6 +140,7 @@ class DocumentLibrary(QObject):
             self._watch()
         self.changed.emit()
         if files or folders:
+            self.choice_changed.emit()
             self._start(files, folders)
 
     def detach(self, path: str) -> None:
@@ -124,6 +148,7 @@ class DocumentLibrary(QObject):
         if path in self.attached:
             self.attached.remove(path)
             self.changed.emit()
+            self.choice_changed.emit()
 
     def add_folder(self, folder: str) -> None:
         """Add a folder to the library (on for this chat) and index it."""
@@ -137,12 +162,14 @@ class DocumentLibrary(QObject):
         if folder in self.watcher.directories():
             self.watcher.removePaths([folder])
         self.changed.emit()
+        self.choice_changed.emit()
 
     def set_folder_on(self, folder: str, on: bool) -> None:
         """Turn a library folder on or off for this chat."""
         if folder in self.folders and self.folders[folder] != on:
             self.folders[folder] = on
             self.changed.emit()
+            self.choice_changed.emit()
 
     def set_budget(self, tokens: int) -> None:
         """The passage budget, in tokens (when documents do not fit whole)."""
@@ -156,6 +183,53 @@ class DocumentLibrary(QObject):
         self.attached = list(attached)
         self.folders = {f: f in on for f in self.folders}
         self.changed.emit()
+
+    def choice(self) -> dict[str, list[str]]:
+        """What is on for this chat, as kept with it: ``{"files": [attached paths],
+        "folders": [library folders on]}``."""
+        return {"files": list(self.attached), "folders": [f for f, on in self.folders.items() if on]}
+
+    def restore(self, choice: object) -> None:
+        """Put back what was kept on for a chat (:meth:`choice`'s shape; anything else is
+        ignored). A folder no longer in the library stays off; attached files not indexed
+        in this window's life are indexed (unchanged ones are not read again)."""
+        if not isinstance(choice, dict):
+            return
+        files = [f for f in choice.get("files") or [] if isinstance(f, str) and f]
+        on = {f for f in choice.get("folders") or [] if isinstance(f, str)}
+        self.attached = list(dict.fromkeys(files))
+        self.folders = {f: f in on for f in self.folders}
+        self.changed.emit()
+        unread = [f for f in self.attached if f not in self.rows]
+        if unread:
+            self._start(unread, [])
+
+    def recall(self, documents) -> int:
+        """Read an earlier question's kept sources back from the index
+        (:func:`~glmdesk.documents.recall.recall_sources`) on a pool thread with its own
+        connection (a whole document of a million-token context is 3.5 MB to read and
+        digest: about 50 ms, never on the GUI thread; the documents' thread may be busy
+        indexing); :attr:`recalled` follows. Returns the request's id."""
+        self._recalls += 1
+        request, database, documents = self._recalls, self.worker.database, tuple(documents)
+
+        def run() -> None:
+            result: list[RecalledSource] = []
+            try:
+                index = DocumentIndex(database)
+                try:
+                    result = recall_sources(index, documents)
+                finally:
+                    index.close()
+            except Exception:  # noqa: BLE001 - an unreadable index: the answer shows no card, the chat opens
+                result = []
+            try:
+                self.recalled.emit(request, result)  # queued to the GUI thread
+            except RuntimeError:  # the window closed meanwhile
+                pass
+
+        self._recall_pool.start(run)
+        return request
 
     @Slot()
     def refresh_folders(self) -> None:
@@ -247,6 +321,7 @@ class DocumentLibrary(QObject):
             return
         self._closed = True
         self.cancel()
+        self._recall_pool.waitForDone(10_000)  # a read of a few rows; bounded all the same
         QMetaObject.invokeMethod(self.worker, "close", Qt.ConnectionType.BlockingQueuedConnection)
-        self.thread.quit()
-        self.thread.wait()
+        self.worker_thread.quit()
+        self.worker_thread.wait()

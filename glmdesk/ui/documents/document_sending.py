@@ -1,7 +1,9 @@
 """Sending a message with the chat's documents: the question waits for indexing still
 under way, its documents are prepared on the documents' thread (the model's tokenizer
 counts), then the session sends it with what the model reads; the answer shows the sources
-it was given in a card under its text (:class:`SourcesView`)."""
+it was given in a card under its text (:class:`SourcesView`). The question keeps where its
+sources were (not their text, :class:`~glmdesk.core.history_documents.SourceRef`), so a
+conversation reopened from the history shows its answers' cards again."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import functools
 
 from PySide6.QtCore import QObject, Signal, Slot
 
-from glmdesk.core.history_documents import DocumentUse
+from glmdesk.core.history_documents import DocumentUse, SourceRef, passage_digest
 from glmdesk.core.messages import ChatMessage
 from glmdesk.ui.documents.document_library import DocumentLibrary
 from glmdesk.ui.documents.document_words import note_sentence
@@ -59,6 +61,9 @@ class DocumentSending(QObject):
         self._chat = session.conversation_key
         for signal in (session.conversation_cleared, session.conversation_replaced):
             signal.connect(self._forget)  # another chat: its own documents
+        session.conversation_replaced.connect(self._show_kept_sources)
+        library.recalled.connect(self._on_recalled)
+        self._recalling: dict[int, SourcesView] = {}  # recall request -> its (hidden) card
 
     def is_preparing(self) -> bool:
         """True while a question waits for its documents."""
@@ -84,6 +89,8 @@ class DocumentSending(QObject):
         return True
 
     def _prepare(self) -> None:
+        if self._pending is None:
+            return
         text, system_prompt, _cache, _attachments = self._pending
         messages, _offset = self.session.state.request(system_prompt)
         messages = (*messages, ChatMessage("user", text))
@@ -107,9 +114,7 @@ class DocumentSending(QObject):
         model_text = turn.text if turn is not None and turn.sources else None
         if turn is not None and not turn.sources and turn.notes:
             self.notes_shown.emit("\n".join(note_sentence(n) for n in turn.notes))
-        used = (
-            tuple(DocumentUse(p) for p in dict.fromkeys(s.path for s in turn.sources)) if model_text else ()
-        )
+        used = _uses(turn) if model_text else ()
         self._next_turn = turn
         if not self.session.send(
             text, system_prompt, cache, attachments, model_text=model_text, documents=used
@@ -155,6 +160,36 @@ class DocumentSending(QObject):
         if card in self.cards:
             self.cards.remove(card)
 
+    @Slot(object)
+    def _show_kept_sources(self, messages: list) -> None:
+        """A reopened conversation: under each answer, the sources its question kept, read
+        back from the index (the chat view shows one widget per message, in order)."""
+        widgets = self.chat_view.messages()
+        if len(widgets) != len(messages):
+            return
+        for i, message in enumerate(messages):
+            if message.role != "user" or not any(d.sources for d in message.documents):
+                continue
+            answer = None
+            for j in range(i + 1, len(messages)):
+                if messages[j].role == "user":
+                    break
+                if messages[j].role == "assistant":
+                    answer = j  # the last answer of the round (after any tool calls)
+            if answer is None:
+                continue
+            card = SourcesView()  # hidden until its sources are read back
+            self.chat_view.add_card(card, under=widgets[answer])
+            self.cards.append(card)
+            card.destroyed.connect(functools.partial(self._drop_card, card))
+            self._recalling[self.library.recall(message.documents)] = card
+
+    @Slot(int, object)
+    def _on_recalled(self, request: int, recalled: list) -> None:
+        card = self._recalling.pop(request, None)
+        if card is not None and card in self.cards:  # not gone with another conversation
+            card.show_recalled(recalled)
+
     @Slot()
     def _forget(self, *_args) -> None:
         """Another conversation: no question's documents are pending, and the library puts
@@ -162,3 +197,19 @@ class DocumentSending(QObject):
         self._turn, self._card_due = None, False
         self.library.switch_chat(self._chat, self.session.conversation_key)
         self._chat = self.session.conversation_key
+
+
+def _uses(turn) -> tuple[DocumentUse, ...]:
+    """The documents a :class:`~glmdesk.documents.DocumentTurn` gave, each with where its
+    sources were (their text's digest, not the text)."""
+    return tuple(
+        DocumentUse(
+            path,
+            tuple(
+                SourceRef(s.number, s.page, s.line, s.ordinal, s.section, s.whole, passage_digest(s.passage))
+                for s in turn.sources
+                if s.path == path
+            ),
+        )
+        for path in dict.fromkeys(s.path for s in turn.sources)
+    )

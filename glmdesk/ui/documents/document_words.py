@@ -73,6 +73,16 @@ def source_place(source: Source) -> str:
     )
 
 
+def recall_note(state: str) -> str:
+    """What became of an earlier answer's source since (``changed`` or ``gone``; ``""``
+    for ``same``), see :data:`~glmdesk.documents.recall.RECALL_STATES`."""
+    if state == "changed":
+        return QCoreApplication.translate("DocumentWords", "changed since this answer")
+    if state == "gone":
+        return QCoreApplication.translate("DocumentWords", "file no longer on disk")
+    return ""
+
+
 def note_sentence(note) -> str:
     """A :class:`~glmdesk.documents.turn.TurnNote` as a sentence."""
     if note.kind == "scanned":

@@ -37,14 +37,14 @@ class DocumentWorker(QObject):
 
     def __init__(self, database=None) -> None:
         super().__init__()
-        self._database = database
+        self.database = database
         self._index: DocumentIndex | None = None
         self._last_progress = 0.0
 
     def index(self) -> DocumentIndex:
         """This thread's connection to the index (opened on first use)."""
         if self._index is None:
-            self._index = DocumentIndex(self._database)
+            self._index = DocumentIndex(self.database)
         return self._index
 
     @Slot(int, object, object, object)
@@ -97,6 +97,14 @@ class DocumentWorker(QObject):
             self.turn_failed.emit(request_id, str(exc))
             return
         self.turn_prepared.emit(request_id, turn)
+
+    @Slot(str)
+    def add_folder(self, folder: str) -> None:
+        """Keep ``folder`` (resolved) in the index's library (indexing is separate)."""
+        try:
+            self.index().add_folder(folder)
+        except Exception as exc:  # noqa: BLE001 - the index cannot be written: told, never a traceback
+            self.indexing_failed.emit(0, str(exc))
 
     @Slot(str)
     def remove_folder(self, folder: str) -> None:

@@ -132,7 +132,7 @@ class DocumentsPanel(QWidget):
     def _show_documents(self) -> None:
         while self.chips.count():
             item = self.chips.takeAt(0)
-            widget = item.widget()
+            widget = item.widget() if item is not None else None
             if widget is not None:
                 widget.setParent(None)  # gone from the row now, not at the next event loop turn
                 widget.deleteLater()

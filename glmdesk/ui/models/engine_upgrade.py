@@ -90,7 +90,7 @@ class EngineUpgrade(QObject):
         self._thread: QThread | None = None
         self._worker: BuildWorker | None = None
         session.loader.model_ready.connect(self._on_model_ready)
-        session.answer_finished.connect(self._switch_when_idle)
+        session.answer_ended.connect(self._switch_when_idle)
         session.loader.load_finished.connect(self._switch_when_idle)
 
     # What the facts line says --------------------------------------------------------
@@ -211,7 +211,7 @@ class EngineUpgrade(QObject):
         session = self.session
         if self.state != "ready" or session.is_streaming() or session.loader.is_loading():
             return
-        if session.pending_call is not None or not self._needs_build_done():
+        if not self._needs_build_done():
             return
         self.state = "switched"
         session.loader.load_model(session.loader.loaded_settings)

@@ -105,6 +105,8 @@ class FitForecast(QLabel):
             tokens=forecast.context,
             overhead=gib(forecast.overhead),
         )
+        if forecast.work:  # latent attention's keys decompressed over the whole context
+            parts += self.tr(" + attention work {work}").format(work=gib(forecast.work))
         if forecast.on_gpu:
             where = self.tr("{gpu} on the GPU").format(gpu=gib(forecast.gpu))
             if forecast.experts_in_ram:

@@ -1,13 +1,20 @@
-"""The life of an answer, without widgets (GPT4All's ``Chat`` beside ``ChatLLM``).
+"""The open conversation and its answers, without widgets (GPT4All's ``Chat`` beside
+``ChatLLM``).
 
-:class:`ChatSession` is a non-visual QObject on the GUI thread. It owns the worker and
-its thread, the open conversation (:class:`ChatState`), request ids, Stop and the one
-buffer of the answer's text; its :class:`~glmdesk.ui.session.model_loader.ModelLoader`
-(``session.loader``) owns the model in use and its loads. The session emits what the
-chat view, status bar, gauge and history need; they connect to it (and to the loader)
-themselves.
+:class:`ChatSession` is a non-visual QObject on the GUI thread, built from parts that
+each do one thing and get what they need in their constructor:
 
-One rule: results of a request that is no longer the newest are ignored.
+- the model's :class:`~glmdesk.ui.session.worker.Worker` on its QThread;
+- :class:`~glmdesk.ui.session.model_loader.ModelLoader` (``session.loader``): the model
+  in use and its loads;
+- :class:`~glmdesk.ui.session.answer_tools.AnswerTools` (``session.tools``): the
+  conversation's tools, the approvals of their calls, the interpreter, the MCP servers;
+- :class:`~glmdesk.ui.session.answer_run.AnswerRun` (``session.run``): one answer from
+  the request to its end (replies, the tool loop between them, the run marker).
+
+The session itself keeps the conversation (:class:`ChatState`) and what the user does
+to it: send, regenerate, continue, rewind, new chat, open another; it relays the
+answer's signals so the chat view, status bar, gauge and history connect to one object.
 """
 
 from __future__ import annotations
@@ -18,32 +25,21 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, Qt, Signal, Slot
 
-from glmdesk.chat.answer import exceeds_rounds
-from glmdesk.chat.events import AnswerDone, AnswerFailed, AnswerFigures, StepFigures
-from glmdesk.chat.reader import parts_of
-from glmdesk.chat.tools import rounds_exceeded, unreadable_observations
 from glmdesk.core.messages import ChatMessage
-from glmdesk.core.parts import PartsSoFar, reasoning_of, text_of
-from glmdesk.core.run_marker import begin_run, end_run
 from glmdesk.core.settings import CacheSettings, ParamsBox
-from glmdesk.core.tools import ToolCall, ToolSet, ToolSettings
-from glmdesk.ui.session.conversation import AnswerRecord, ChatState, continued_answer
+from glmdesk.core.tools import ToolSet
+from glmdesk.ui.session.answer_run import AnswerRun, model_label
+from glmdesk.ui.session.answer_tools import AnswerTools
+from glmdesk.ui.session.conversation import AnswerRecord, ChatState
 from glmdesk.ui.session.model_loader import ModelLoader
-from glmdesk.ui.session.session_tools import ToolFlow
 from glmdesk.ui.session.worker import Worker, start_thread, stop_thread
 
 _QUEUED = Qt.ConnectionType.QueuedConnection
 
-
-def model_label(info) -> str:
-    """The model's name as the history records it; a remote model names its server's
-    URL too (never its API key)."""
-    if info is None:
-        return ""
-    return f"{info.name} @ {info.location}" if info.engine == "remote" else info.name
+__all__ = ["ChatSession", "model_label"]
 
 
-class ChatSession(ToolFlow, QObject):
+class ChatSession(QObject):
     """One conversation with one model, answered on the worker thread.
 
     Args:
@@ -54,28 +50,32 @@ class ChatSession(ToolFlow, QObject):
             :func:`~glmdesk.engine.backends.create_backend`).
         options: ``options() -> {key: None or ErrorInfo}`` for Open model (default: the
             engine's :func:`~glmdesk.engine.backends.availability`).
+        tools: The conversation's tools and their approvals (default: built here, with
+            the approvals kept in the config folder and no MCP servers).
 
     Signals (a load's are the loader's):
         message_added(int, ChatMessage, AnswerRecord | None): A user message was sent, or an
             answer finished (once, partial answers included); the int is its index.
-        answer_started(int): Request ``id`` begins; it goes to the worker once every
-            listener that held it (:meth:`hold_answer`) has released it.
-        step_shown(int, tuple): The events of one step of the current request
+        answer_started(int): Reply ``id`` begins. The answer's first reply goes to the
+            worker once every listener that held it (:meth:`hold_answer`) has released
+            it; a reply after tool results continues the same run once released too.
+        step_shown(int, tuple): The events of one step of the current reply
             (:mod:`glmdesk.chat.events`; :func:`glmdesk.chat.reader.parts_of` gives its parts).
-        answer_finished(int, AnswerDone | AnswerFailed): The current request ended
-            (``last_answer`` holds its text and record).
+        answer_finished(int, AnswerDone | AnswerFailed): The current reply ended
+            (``last_answer`` holds its text and record). A reply that ends with calls is
+            followed by their results and the next reply, unless Stop ends the answer.
+        answer_ended(): The whole answer ended (after its last reply, or after Stop while
+            a call waited or ran); :meth:`is_streaming` is False from here.
+        tool_answered(ToolCall, ToolResult): A call of the answer was run or declined
+            (the observation follows as ``message_added``).
+        tools_noted(ToolsNote): What to tell the user about the answer's MCP tools (their
+            tokens against the context, servers that could not start).
         last_answer_removed(): Regenerate removed the newest answer.
         conversation_cleared(): New chat.
         conversation_replaced(list): The conversation was replaced (opened from history).
         conversation_rewound(int): Messages from this index on left the conversation (an
             edit or a regeneration of an earlier message makes a new branch from there).
         error_occurred(ErrorInfo): A failure outside a load or an answer.
-        tool_call_requested(ToolCall): An answer ended with a call of an offered tool; it
-            waits for :meth:`submit_tool_result`, :meth:`decline_tool_call` or (the
-            interpreter) :meth:`run_tool_code`.
-        code_started(): Interpreter code began running (on the worker thread).
-        code_finished(object): Its :class:`~glmdesk.engine.tools.interpreter.RunResult`, or an
-            ``ErrorInfo`` when the kernel could not start.
         tool_images_added(list, str): PNG images a tool returned, and the tool's name.
     """
 
@@ -88,66 +88,69 @@ class ChatSession(ToolFlow, QObject):
     conversation_replaced = Signal(object)
     conversation_rewound = Signal(int)
     error_occurred = Signal(object)
-    tool_call_requested = Signal(object)
-    code_started = Signal()
-    code_finished = Signal(object)
     tool_images_added = Signal(object, str)
-
-    # To the worker (queued: the worker lives on its own thread).
-    _generation_requested = Signal(int, object, object, object, object, object)
-    _code_requested = Signal(int, object, str, float)
+    answer_ended = Signal()
+    tool_answered = Signal(object, object)
+    tools_noted = Signal(object)
 
     def __init__(
-        self, params: ParamsBox, backend=None, parent: QObject | None = None, factory=None, options=None
+        self,
+        params: ParamsBox,
+        backend=None,
+        parent: QObject | None = None,
+        factory=None,
+        options=None,
+        tools: AnswerTools | None = None,
     ) -> None:
         super().__init__(parent)
         self.params_box = params
         self.state = ChatState()
-        self.last_answer: tuple[str, AnswerRecord] | None = None
-        self._request_id = 0
-        self._current: int | None = None
-        self._stop: threading.Event | None = None
-        self._parts = PartsSoFar()  # the answer's typed parts (text, reasoning, calls)
-        self._figures = AnswerFigures()  # the answer's newest figures
-        self._offset = 0
         self._closed = False
         self._new_chats = 0
         #: Keys the KV cache the backend keeps between this conversation's turns.
         self.conversation_key: object = ("new", 0)
-        self.tools = ToolSet()
-        self.tool_settings = ToolSettings()
-        self.pending_call: ToolCall | None = None
-        self._queued_calls: list[ToolCall] = []  # the answer's further calls, asked in turn
-        self._retold = 0  # answers since the question whose unreadable calls the model was told
-        self.interpreter = None
-        self._last_request: tuple[str, CacheSettings] = ("", CacheSettings())
-        self._code_run = 0
-        self._running_code: int | None = None
         self._resumed: tuple[str, AnswerRecord | None] | None = None  # Continue: the text and record so far
-        self._holds = 0  # listeners of answer_started that hold the request (hold_answer)
-        self._held: tuple = ()  # the request's arguments while it is held
-        self._run_ids: dict[str, int | None] = {}  # the history's ids of the answer (for the marker)
-        self._marker = None  # this process's "engine was generating" marker (core/run_marker.py)
         self._model_text: tuple[int, str, str] | None = None  # (index, question, what the model reads)
 
         self.worker = Worker(params, factory, options)
         self.thread = start_thread(self.worker)
         self.loader = ModelLoader(self.worker, backend, self)
+        #: The conversation's tools, the approvals of their calls and the interpreter.
+        self.tools = tools if tools is not None else AnswerTools(parent=self)
+        #: The answer being written (requests, replies, the tool loop's results).
+        self.run = AnswerRun(self.worker, self.loader, self.state, params, self.tools, self)
+        for mine, theirs in (
+            (self.message_added, self.run.message_added),
+            (self.answer_started, self.run.answer_started),
+            (self.step_shown, self.run.step_shown),
+            (self.answer_finished, self.run.answer_finished),
+            (self.answer_ended, self.run.answer_ended),
+            (self.tool_answered, self.run.tool_answered),
+            (self.tool_images_added, self.run.tool_images_added),
+            (self.tools_noted, self.run.tools_noted),
+        ):
+            theirs.connect(mine)  # direct: listeners hold the answer while it is announced
         self.loader.load_started.connect(self.stop_answer)  # a new model: the answer stops first
-        self._generation_requested.connect(self.worker.generate, _QUEUED)
-        self._code_requested.connect(self.worker.run_code, _QUEUED)
-        self.worker.code_finished.connect(self._on_code_finished, _QUEUED)
-        self.worker.step_received.connect(self._on_step_received, _QUEUED)
         self.worker.error_occurred.connect(self.error_occurred, _QUEUED)
+
+    @property
+    def last_answer(self) -> tuple[str, AnswerRecord] | None:
+        """The newest reply's text and record (set when it finished)."""
+        return self.run.last_answer
 
     # State ------------------------------------------------------------------------
     def events(self) -> list[threading.Event]:
         """The stop and cancel events in use (set on shutdown)."""
-        return [e for e in (self._stop, self.loader.cancel_event) if e is not None]
+        return [e for e in (self.run.stop_event(), self.loader.cancel_event) if e is not None]
 
     def is_streaming(self) -> bool:
-        """True while an answer is being written."""
-        return self._current is not None
+        """True while an answer runs (a reply is written, or a call waits or runs)."""
+        return self.run.is_running()
+
+    def offered_tools(self) -> ToolSet | None:
+        """The conversation's own tools when the model has a tool format, else ``None``."""
+        caps = self.loader.capabilities
+        return self.tools.offered(bool(caps is not None and caps.tool_calls))
 
     def is_ready(self) -> bool:
         """True when a model is in use and nothing loads (see :meth:`ModelLoader.is_ready`)."""
@@ -176,11 +179,8 @@ class ChatSession(ToolFlow, QObject):
         Refused while an answer is written, for blank text, and while no model is
         ready (the caller tells the user to wait).
         """
-        if self._current is not None or not text.strip() or not self.is_ready():
+        if self.run.is_running() or not text.strip() or not self.is_ready():
             return False
-        self.pending_call = None  # a call left waiting is answered by the new message
-        self._queued_calls = []
-        self._retold = 0  # answers since this message whose unreadable calls the model was told
         message = ChatMessage("user", text, attachments=tuple(attachments), documents=tuple(documents))
         index = self.state.add(message)
         self._model_text = (index, text, model_text) if model_text is not None else None
@@ -190,7 +190,7 @@ class ChatSession(ToolFlow, QObject):
 
     def regenerate(self, system_prompt: str, cache: CacheSettings) -> bool:
         """Write the last answer again; False when nothing can be regenerated now."""
-        if self._current is not None or not self.is_ready():
+        if self.run.is_running() or not self.is_ready():
             return False
         if self.state.last_role() == "assistant":
             self.state.pop()
@@ -209,7 +209,7 @@ class ChatSession(ToolFlow, QObject):
         """Continue the last answer where the length limit cut it, in the same message: the
         prompt ends with its text and the new text is appended (``message_added`` then
         carries the whole answer at the same index). False when it cannot continue now."""
-        if self._current is not None or not self.is_ready() or not self.can_continue():
+        if self.run.is_running() or not self.is_ready() or not self.can_continue():
             return False
         self._resumed = (self.state.messages[-1].content, self.state.records[-1])
         self._start_answer(system_prompt, cache)
@@ -217,163 +217,48 @@ class ChatSession(ToolFlow, QObject):
 
     def is_resuming(self) -> bool:
         """True while the answer being written continues the last answer (Continue)."""
-        return self._resumed is not None
+        return self.run.is_resuming()
 
     def _start_answer(self, system_prompt: str, cache: CacheSettings) -> None:
-        self._request_id += 1
-        self._current = self._request_id
-        self._stop = threading.Event()
-        self._parts, self._figures = PartsSoFar(), AnswerFigures()
-        self._last_request = (system_prompt, cache)
-        messages, self._offset = self.state.request(system_prompt, self.offered_tools())
+        messages, offset = self.state.request(system_prompt, self.offered_tools())
         if self._model_text is not None:  # the question as the model reads it (with its documents)
             index, text, model_text = self._model_text
-            at = index + self._offset
+            at = index + offset
             if at < len(messages) and messages[at].role == "user" and messages[at].content == text:
                 messages = (
                     *messages[:at],
                     dataclasses.replace(messages[at], content=model_text),
                     *messages[at + 1 :],
                 )
-        self._holds, self._run_ids = 0, {}
-        self._held = (self._current, self.loader.backend, messages, cache, self._stop, self.conversation_key)
-        self.answer_started.emit(self._current)
-        if self._holds == 0:
-            self._send_request()
+        resumed, self._resumed = self._resumed, None
+        self.run.start(messages, offset, cache, self.conversation_key, resumed)
 
     def hold_answer(self) -> Callable[..., None]:
-        """Keep the answer that ``answer_started`` announces from the engine until the
-        returned ``release(conversation_id=None, message_id=None)`` is called (the history
-        holds it until its question is stored, so a crash of the engine cannot lose the
-        question). Call it from a slot of ``answer_started``; ``release`` may be called
-        once, later, on the GUI thread (further calls, and a call after the answer ended,
-        do nothing); the ids it is given go into the answer's run marker."""
-        request_id, released = self._current, []
-        self._holds += 1
-
-        def release(conversation_id: int | None = None, message_id: int | None = None) -> None:
-            if released or request_id != self._current:
-                return
-            released.append(True)
-            self._run_ids.update(conversation_id=conversation_id, message_id=message_id)
-            self._holds -= 1
-            if self._holds == 0:
-                self._send_request()
-
-        return release
-
-    def _send_request(self) -> None:
-        """The held request goes to the worker; this process's marker says an engine is
-        generating until the answer ends (:mod:`glmdesk.core.run_marker`)."""
-        request, self._held = self._held, ()
-        if not request:
-            return
-        info = self.loader.model_info
-        self._marker = begin_run(
-            getattr(info, "engine", "") or "", model_label(info), "window", **self._run_ids
-        )
-        self._generation_requested.emit(*request)
+        """See :meth:`AnswerRun.hold_answer` (the history holds each reply until what it
+        follows is stored)."""
+        return self.run.hold_answer()
 
     @Slot()
     def stop_answer(self) -> None:
-        """Stop the answer being written (it ends within one token; the text is kept)."""
-        if self._stop is not None and self._current is not None:
-            self._stop.set()
+        """Stop the answer (a reply ends within one token, its text kept; a call that
+        waits for the user is not run; running code is killed)."""
+        self.run.stop()
 
-    @Slot(int, object)
-    def _on_step_received(self, request_id: int, events) -> None:
-        if request_id != self._current:
-            return  # a request the session has moved past
-        for event in events:
-            if isinstance(event, StepFigures):
-                self._figures = event.figures
-        self._parts.add(parts_of(events))  # the message's text and reasoning, saved together
-        self.step_shown.emit(request_id, events)
-        end = events[-1] if events else None
-        if isinstance(end, (AnswerDone, AnswerFailed)):
-            self._finish_answer(end)
-
-    def _finish_answer(self, end: AnswerDone | AnswerFailed) -> None:
-        request_id = self._current
-        self._current = self._stop = None
-        self._held = ()
-        end_run(self._marker)
-        self._marker = None
-        parts = self._parts.parts()
-        text, reasoning = text_of(parts), reasoning_of(parts)
-        f = end.figures
-        record = AnswerRecord(
-            finish_reason=end.finish_reason,
-            model=model_label(self.loader.model_info),
-            params=self.params_box.get(),
-            ttft_s=f.ttft_s,
-            answer_ttft_s=f.answer_ttft_s,
-            reasoning_tokens=f.reasoning_tokens,
-            tokens_per_s=f.tokens_per_s,
-            n_tokens=f.n_generated,
-            prompt_tokens=f.prompt_tokens,
-            dropped_messages=tuple(i - self._offset for i in f.dropped_messages if i >= self._offset),
-            error=end.error if isinstance(end, AnswerFailed) else None,
-            notice=end.notice if isinstance(end, AnswerDone) else None,
-        )
-        calls = end.calls if isinstance(end, AnswerDone) and end.finish_reason == "tool_calls" else ()
-        if exceeds_rounds(self.state.messages, calls, self.tool_settings.max_rounds):
-            notice = rounds_exceeded(self.tool_settings.max_rounds)
-            record = dataclasses.replace(record, finish_reason="stop", notice=notice)
-            end = dataclasses.replace(end, finish_reason="stop", calls=(), notice=notice)
-            calls = ()
-        resumed, self._resumed = self._resumed, None
-        if resumed is not None:  # Continue: one answer, the old text and the new
-            text, record = continued_answer(*resumed, text, record)
-            reasoning = self.state.messages[-1].reasoning + reasoning
-            self.state.pop()
-        self.last_answer = (text, record)
-        if calls:
-            self._add_calls(calls, text, reasoning, record)
-        elif text:
-            index = self.state.add(ChatMessage("assistant", text, reasoning=reasoning), record)
-            self.message_added.emit(index, self.state.messages[index], record)
-        retold = () if calls or not text else self._retell(end)
-        for message in retold:
-            index = self.state.add(message)
-            self.message_added.emit(index, message, None)
-        self.answer_finished.emit(request_id, end)
-        if calls:
-            self._queued_calls = list(calls)
-            self._ask_next_call()
-        elif retold:  # the model reads why its calls could not be read, and writes them again
-            self._start_answer(*self._last_request)
-
-    def _retell(self, end: AnswerDone | AnswerFailed) -> tuple[ChatMessage, ...]:
-        """The observations that tell the model its answer's calls could not be read
-        (:func:`~glmdesk.chat.tools.unreadable_observations`), when tools are offered, Stop
-        was not pressed and fewer than the tool-round limit were told since the question."""
-        if (
-            not isinstance(end, AnswerDone)
-            or end.finish_reason == "cancelled"
-            or self.offered_tools() is None
-        ):
-            return ()
-        if self._retold >= self.tool_settings.max_rounds:
-            return ()
-        observations = unreadable_observations(end.notice)
-        if observations:
-            self._retold += 1
-        return observations
+    @Slot()
+    def kill_code(self) -> None:
+        """Kill the running interpreter code now (the answer goes on from the note)."""
+        self.tools.kill_code()
 
     def abandon_answer(self) -> None:
-        """End the current answer here with the text received so far (cancelled)."""
-        if self._current is None:
-            return
-        if self._stop is not None:
-            self._stop.set()
-        self._finish_answer(AnswerDone("cancelled", self._figures, self._parts.parts()))
+        """End the current answer here with the text received so far (cancelled); a call
+        that waits is not run."""
+        self.run.abandon()
 
     # Conversations --------------------------------------------------------------------
     def new_chat(self) -> None:
         """Start an empty conversation (an answer being written is stopped and kept)."""
         self.abandon_answer()
-        self._close_interpreter()
+        self.tools.close_interpreter(self.loader.release)
         self.state.clear()
         self._new_chats += 1
         self.conversation_key = ("new", self._new_chats)
@@ -391,7 +276,7 @@ class ChatSession(ToolFlow, QObject):
         the stored finish reason of the last answer (``length``: it can be continued).
         """
         self.abandon_answer()
-        self._close_interpreter()
+        self.tools.close_interpreter(self.loader.release)
         self.state.clear()
         if key is None:
             self._new_chats += 1
@@ -406,7 +291,7 @@ class ChatSession(ToolFlow, QObject):
     def rewind(self, index: int) -> bool:
         """Drop the messages from ``index`` on (then :meth:`send` an edited message, or
         :meth:`regenerate` the answer); False while an answer is written or for a bad index."""
-        if self._current is not None or not 0 <= index < len(self.state):
+        if self.run.is_running() or not 0 <= index < len(self.state):
             return False
         while len(self.state) > index:
             self.state.pop()
@@ -424,11 +309,10 @@ class ChatSession(ToolFlow, QObject):
         if self._closed:
             return
         self._closed = True
-        stop_thread(self.thread, self._stop, self.loader.cancel_event)
+        stop_thread(self.thread, self.run.stop_event(), self.loader.cancel_event)
         # Deliver what the worker sent before it stopped (the final chunk of the answer).
+        QCoreApplication.sendPostedEvents(self.run, QEvent.Type.MetaCall)
         QCoreApplication.sendPostedEvents(self, QEvent.Type.MetaCall)
         self.abandon_answer()
         self.loader.close()
-        if self.interpreter is not None:
-            self.interpreter.close()
-            self.interpreter = None
+        self.tools.close()

@@ -8,11 +8,17 @@ loaded model is served in its place. Closing the window stops the server.
 
 from __future__ import annotations
 
-import threading
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Signal, Slot
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QLabel
+
+from glmdesk.core.errors import ErrorInfo
+from glmdesk.ui.session.background import Background
+
+if TYPE_CHECKING:  # the session's type only
+    from glmdesk.ui.session.chat_session import ChatSession
 
 #: The port the toggle serves on (vLLM's and glmdesk serve's default).
 DEFAULT_PORT = 8000
@@ -37,9 +43,8 @@ class ServeController(QObject):
     serving_stopped = Signal()
     serving_failed = Signal(str)
     requests_counted = Signal(int)
-    _start_done = Signal(object, str)  # from the starting thread: (server or None, failure)
 
-    def __init__(self, session, port: int = DEFAULT_PORT, parent=None) -> None:
+    def __init__(self, session: ChatSession, port: int = DEFAULT_PORT, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.session = session
         self.port = port
@@ -48,6 +53,7 @@ class ServeController(QObject):
         self.requests = 0
         self._backend = None
         self._starting = False
+        self._background = Background("glmdesk-serve-start", self)  # importing FastAPI, binding
         self.action = QAction(self.tr("Serve on localhost:{port}").format(port=port), parent)
         self.action.setCheckable(True)
         self.action.setToolTip(
@@ -59,7 +65,6 @@ class ServeController(QObject):
         self.label = QLabel()
         self.label.setObjectName("serve_label")
         self.label.hide()
-        self._start_done.connect(self._on_start_done)
         self.requests_counted.connect(self._on_requests_counted)
         session.loader.model_ready.connect(self._on_model_ready)
 
@@ -83,35 +88,28 @@ class ServeController(QObject):
             return
         self._starting, self._backend = True, backend
         # Importing FastAPI and binding the socket take a moment: not on the GUI thread.
-        threading.Thread(
-            target=self._start_server, args=(backend,), daemon=True, name="glmdesk-serve-start"
-        ).start()
+        self._background.run(lambda _cancel: self._start_server(backend), self._on_started, self._on_failed)
 
-    def _start_server(self, backend) -> None:
-        try:
-            from glmdesk.server.app import create_app
-            from glmdesk.server.config import ServeSettings
-            from glmdesk.server.runner import ServerThread
+    def _start_server(self, backend):
+        """The running server (on the background thread); raises when it cannot start."""
+        from glmdesk.server.app import create_app
+        from glmdesk.server.config import ServeSettings
+        from glmdesk.server.runner import ServerThread
 
-            settings = ServeSettings(port=self.port)
-            app = create_app(backend, settings, on_request=self.requests_counted.emit)
-            server = ServerThread(app, settings).start()
-        except Exception as exc:  # the port is taken, ...
-            self._start_done.emit(None, str(exc))
-            return
-        self._start_done.emit(server, "")
+        settings = ServeSettings(port=self.port)
+        app = create_app(backend, settings, on_request=self.requests_counted.emit)
+        return ServerThread(app, settings).start()
 
-    @Slot(object, str)
-    def _on_start_done(self, server, failure: str) -> None:
+    def _on_failed(self, error: ErrorInfo) -> None:
         self._starting = False
-        if server is None:
-            self.action.setChecked(False)
-            self.serving_failed.emit(
-                self.tr("Could not serve on localhost:{port}: {reason}").format(
-                    port=self.port, reason=failure
-                )
-            )
-            return
+        self.action.setChecked(False)
+        reason = error.params.get("detail", error.message)
+        self.serving_failed.emit(
+            self.tr("Could not serve on localhost:{port}: {reason}").format(port=self.port, reason=reason)
+        )
+
+    def _on_started(self, server) -> None:
+        self._starting = False
         if not self.action.isChecked() or self.session.is_closed():  # turned off meanwhile
             server.stop()
             return

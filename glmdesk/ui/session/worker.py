@@ -17,11 +17,13 @@ session then closes its backend from the GUI thread once the thread has ended.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Sequence
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
+from glmdesk.chat.events import AnswerDone, AnswerFailed
 from glmdesk.core.errors import ErrorInfo, GlmdeskError
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.settings import CacheSettings, LoadSettings
@@ -48,9 +50,11 @@ class Worker(QObject):
         load_progressed(int, LoadProgress): A loading stage of load ``id``.
         model_loaded(int, Backend, ModelInfo, Capabilities): Load ``id`` is ready.
         load_failed(int, ErrorInfo): Load ``id`` failed or was cancelled.
-        step_received(int, tuple): The events of one step of request ``id``
-            (:mod:`glmdesk.chat.events`, read by :func:`glmdesk.chat.answer.reply_events`);
-            the last step ends with ``AnswerDone`` or ``AnswerFailed``.
+        step_received(int, tuple, bool): The events of one step of request ``id``
+            (:mod:`glmdesk.chat.events`, :func:`glmdesk.chat.answer.answer_steps`), and
+            whether it is the answer's last.
+        tools_noted(int, ToolsNote): What to tell the user about request ``id``'s MCP
+            tools (:class:`~glmdesk.ui.session.answer_tools.ToolsNote`).
         error_occurred(ErrorInfo): A failure outside a load or an answer.
     """
 
@@ -58,8 +62,8 @@ class Worker(QObject):
     load_progressed = Signal(int, object)
     model_loaded = Signal(int, object, object, object)
     load_failed = Signal(int, object)
-    step_received = Signal(int, object)
-    code_finished = Signal(int, object)
+    step_received = Signal(int, object, bool)
+    tools_noted = Signal(int, object)
     error_occurred = Signal(object)
 
     def __init__(self, params, factory=None, options=None) -> None:
@@ -132,7 +136,7 @@ class Worker(QObject):
         """Close a backend the session no longer uses (on this thread)."""
         self._discard(backend)
 
-    @Slot(int, object, object, object, object, object)
+    @Slot(int, object, object, object, object, object, object, object)
     def generate(
         self,
         request_id: int,
@@ -141,43 +145,96 @@ class Worker(QObject):
         cache: CacheSettings,
         stop: threading.Event,
         conversation=None,
+        tools=None,
+        hold: ReplyHold | None = None,
     ) -> None:
-        """Stream an answer to ``messages`` from ``backend`` and read it into events here,
-        off the GUI thread; every step carries ``request_id``.
+        """Run one answer (:func:`glmdesk.chat.answer.answer_steps`: its replies and, with
+        ``tools``, the one tool loop between them) here, off the GUI thread; every step
+        carries ``request_id``.
 
-        ``conversation`` keys the KV cache the backend keeps between this conversation's turns.
+        ``conversation`` keys the KV cache the backend keeps between this conversation's
+        turns. ``tools``: a :class:`~glmdesk.ui.session.answer_tools.RunTools` (its
+        ``prepare`` runs first, here: MCP servers start and their tools join the
+        prompt's list), or ``None``: a reply's calls end the answer. ``hold``: each
+        reply after the first waits there until the window released it
+        (:class:`ReplyHold`).
 
-        The last :attr:`step_received` ends with exactly one ``AnswerDone`` (finish reason
-        ``stop``, ``length``, ``cancelled`` or ``tool_calls``) or ``AnswerFailed``.
+        Each reply's last step ends with exactly one ``AnswerDone`` (finish reason
+        ``stop``, ``length``, ``cancelled`` or ``tool_calls``) or ``AnswerFailed``; the
+        answer's last :attr:`step_received` says ``last`` (an empty step when Stop
+        ended it while a call waited or ran).
         """
-        from glmdesk.chat.answer import reply_events
+        from glmdesk.chat.answer import answer_steps
 
+        if tools is not None and tools.prepare is not None and not stop.is_set():
+            try:
+                messages, note = tools.prepare(messages)
+            except Exception as exc:  # a safety net: the hub words its failures
+                from glmdesk.ui.session.answer_tools import ToolsNote
+
+                note = ToolsNote(
+                    0, 0, (f"The MCP tools could not be added: {exc.__class__.__name__}: {exc}",)
+                )
+            if note is not None:
+                self.tools_noted.emit(request_id, note)
         if stop.is_set():  # Stop pressed before the request reached this thread
-            chunks = iter(())
+            stream = _nothing
         else:
-            chunks = _started(backend.stream, messages, self.params, cache, stop, conversation=conversation)
-        for events in reply_events(chunks, stop=stop):
-            self.step_received.emit(request_id, tuple(events))
-
-    @Slot(int, object, str, float)
-    def run_code(self, run_id: int, interpreter, code: str, timeout_s: float) -> None:
-        """Run interpreter code (a tool call the user allowed); emit :attr:`code_finished`
-        with ``run_id`` and the :class:`~glmdesk.engine.tools.interpreter.RunResult`, or an
-        ``ErrorInfo`` when the kernel cannot start. The session kills a runaway run from
-        the GUI thread (``interpreter.kill()`` returns at once)."""
-        try:
-            result = interpreter.run(code, timeout_s)
-        except GlmdeskError as exc:
-            result = exc.info
-        except Exception as exc:  # a safety net: the interpreter words its errors
-            result = _failure("interpreter_failed", "The Python interpreter could not run", exc)
-        self.code_finished.emit(run_id, result)
+            stream = _held(functools.partial(backend.stream, conversation=conversation), hold, stop)
+        run = tools.tools if tools is not None else None
+        held = None  # a reply's last step, sent once it is known whether the answer goes on
+        for step in answer_steps(stream, messages, self.params, cache, stop, run):
+            if held is not None:
+                self.step_received.emit(request_id, held, False)
+                held = None
+            end = step[-1] if step else None
+            if isinstance(end, (AnswerDone, AnswerFailed)) and not (
+                run is not None and isinstance(end, AnswerDone) and end.calls
+            ):
+                held = tuple(step)  # ends the answer, unless the model is told its calls were unreadable
+                continue
+            self.step_received.emit(request_id, tuple(step), False)
+        self.step_received.emit(request_id, held or (), True)
 
 
-def _started(stream, *args, **kwargs):
-    """``stream(...)`` called on the first ``next`` (a backend that raises while starting
-    fails the answer like one that raises while streaming)."""
-    yield from stream(*args, **kwargs)
+class ReplyHold:
+    """Where an answer's replies after the first wait until the window released them
+    (its history stored what they follow, as for the first reply: the request is held
+    until then). Released from the GUI thread, waited for on the worker's."""
+
+    def __init__(self) -> None:
+        self._released = 1  # the first reply goes with the request itself
+        self._changed = threading.Condition()
+
+    def release(self) -> None:
+        """Let the next reply start."""
+        with self._changed:
+            self._released += 1
+            self._changed.notify_all()
+
+    def wait(self, reply: int, stop: threading.Event) -> None:
+        """Block until reply number ``reply`` (from 1) is released, or ``stop`` is set."""
+        with self._changed:
+            while self._released < reply and not stop.is_set():
+                self._changed.wait(0.05)
+
+
+def _held(stream, hold: ReplyHold | None, stop: threading.Event):
+    """``stream`` whose calls after the first wait at ``hold``."""
+    replies = [0]
+
+    def held(*args, **kwargs):
+        replies[0] += 1
+        if hold is not None and replies[0] > 1:
+            hold.wait(replies[0], stop)
+        return stream(*args, **kwargs)
+
+    return held
+
+
+def _nothing(*_args, **_kwargs):
+    """A stream that ends at once (the answer then ends ``cancelled``)."""
+    yield from ()
 
 
 def start_thread(worker: Worker) -> QThread:

@@ -31,6 +31,7 @@ from glmdesk.core.sampling_fields import live_fields
 from glmdesk.core.settings import CACHE_STRATEGIES, CacheSettings, SamplingParams
 from glmdesk.ui.common.i18n import LANGUAGES, SYSTEM_LANGUAGE
 from glmdesk.ui.sidebar.effort_choice import EffortChoice
+from glmdesk.ui.sidebar.keep_thinking_choice import KeepThinkingChoice
 from glmdesk.ui.sidebar.sampling_controls import SamplingControl
 from glmdesk.ui.sidebar.sidebar_sections import fold_sidebar
 from glmdesk.ui.sidebar.slider_spin import caption
@@ -120,6 +121,9 @@ class Sidebar(QScrollArea):
         self.effort = EffortChoice()
         self.effort.changed.connect(self._on_thinking_toggled)
         form.addRow(self.effort)
+        self.keep_thinking = KeepThinkingChoice()  # per chat: KeepThinkingMemory
+        self.keep_thinking.changed.connect(self._on_thinking_toggled)
+        form.addRow(self.keep_thinking)
         form.addRow(self.refused_label)
         self.sampling_timing = caption("")
         self.sampling_timing.setObjectName("sampling_timing")
@@ -244,12 +248,10 @@ class Sidebar(QScrollArea):
         self.sampling_timing.setText(text)
 
     def _with_switches(self, params: SamplingParams) -> SamplingParams:
-        """``params`` with the Thinking switch's and the effort choice's values."""
-        return replace(
-            params,
-            enable_thinking=self.thinking.value(),
-            template_kwargs=self.effort.template_kwargs(params.template_kwargs),
-        )
+        """``params`` with the Thinking switch's, the effort choice's and the earlier
+        thinking choice's values."""
+        kwargs = self.keep_thinking.template_kwargs(self.effort.template_kwargs(params.template_kwargs))
+        return replace(params, enable_thinking=self.thinking.value(), template_kwargs=kwargs)
 
     def set_effort_levels(self, levels: tuple[str, ...], reason: str = "") -> None:
         """Offer the loaded model's reasoning-effort levels (``()``: grey the choice with

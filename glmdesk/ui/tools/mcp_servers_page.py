@@ -6,15 +6,14 @@ tools the user always allows (revocable) and the read-only rule.
 A server's command is shown and agreed once before glmdesk first starts it
 (:meth:`McpServersPage.agree`), also before "Start with glmdesk" is ticked (the app then
 starts it with :meth:`~glmdesk.chat.mcp.hub.McpHub.start_auto`, which starts only agreed
-servers); starting, stopping, restarting and reading resources run on worker threads of
-their own, so the window never waits for a server; states and answers come back as
-queued signals.
+servers); starting, stopping, restarting and reading resources run off the GUI thread
+(:class:`~glmdesk.ui.session.background.Background`), so the window never waits for a
+server; states come back through the hub's listener as queued signals.
 """
 
 from __future__ import annotations
 
 import json
-import threading
 from dataclasses import replace
 from pathlib import Path
 
@@ -45,14 +44,13 @@ from glmdesk.chat.mcp import catalog
 from glmdesk.chat.mcp.approvals import McpApprovals
 from glmdesk.chat.mcp.config import McpConfig, McpServerConfig, SecretStore, server_from_json
 from glmdesk.chat.mcp.hub import McpHub, ServerStatus
+from glmdesk.ui.session.background import Background
 
 
 class _StatusRelay(QObject):
-    """Carries the hub's status changes and the worker threads' answers to the GUI thread."""
+    """Carries the hub's status changes (its thread) to the GUI thread."""
 
     status_changed = Signal(object)
-    resources_listed = Signal(str, object)  # server, tuple[McpResource, ...]
-    resource_read = Signal(str, str)  # label, text (or a sentence why not)
 
 
 class ServerDialog(QDialog):
@@ -122,10 +120,9 @@ class McpServersPage(QWidget):
     ) -> None:
         super().__init__(parent)
         self.hub, self.approvals, self.path, self.secrets = hub, approvals, path, secrets
+        self._background = Background("glmdesk-mcp-servers", self)  # start, restart, stop
         self._relay = _StatusRelay(self)
         self._relay.status_changed.connect(self._on_status, Qt.ConnectionType.QueuedConnection)
-        self._relay.resources_listed.connect(self._on_resources, Qt.ConnectionType.QueuedConnection)
-        self._relay.resource_read.connect(self._on_resource_read, Qt.ConnectionType.QueuedConnection)
         hub.add_listener(self._relay.status_changed.emit)
         self._resources_of = ""  # the server whose resources are listed (or asked for)
         self.table = QTableWidget(0, 4)
@@ -279,12 +276,11 @@ class McpServersPage(QWidget):
         self.resources_list.clear()
         self.attach_button.setEnabled(False)
         if server:
-            emit = self._relay.resources_listed.emit
-            threading.Thread(
-                target=lambda: emit(server, catalog.resources(self.hub, server)), daemon=True
-            ).start()
+            self._background.run(
+                lambda _cancel: catalog.resources(self.hub, server),
+                done=lambda found: self._on_resources(server, found),
+            )
 
-    @Slot(str, object)
     def _on_resources(self, server: str, found: tuple[catalog.McpResource, ...]) -> None:
         if server != self._resources_of:
             return  # the selection moved on
@@ -302,17 +298,15 @@ class McpServersPage(QWidget):
             return
         resource = item.data(Qt.ItemDataRole.UserRole)
         self.attach_button.setEnabled(False)
-        emit = self._relay.resource_read.emit
 
-        def read() -> None:
+        def read(_cancel) -> tuple[str, str]:
             try:
-                emit(resource.label, catalog.resource_text(self.hub, resource))
+                return resource.label, catalog.resource_text(self.hub, resource)
             except catalog.McpUnavailable as exc:
-                emit("", str(exc))
+                return "", str(exc)
 
-        threading.Thread(target=read, daemon=True).start()
+        self._background.run(read, done=lambda answer: self._on_resource_read(*answer))
 
-    @Slot(str, str)
     def _on_resource_read(self, label: str, text: str) -> None:
         self.attach_button.setEnabled(self.resources_list.count() > 0)
         if label:
@@ -419,12 +413,12 @@ class McpServersPage(QWidget):
     def _start(self) -> None:
         server = self.selected()
         if server is not None and not server.disabled and self.agree(server):
-            threading.Thread(target=self.hub.restart, args=(server.name,), daemon=True).start()
+            self._background.run(lambda _cancel: self.hub.restart(server.name))
 
     def _stop(self) -> None:
         server = self.selected()
         if server is not None:
-            threading.Thread(target=self.hub.stop, args=(server.name,), daemon=True).start()
+            self._background.run(lambda _cancel: self.hub.stop(server.name))
 
     def _revoke(self) -> None:
         item = self.always_list.currentItem()

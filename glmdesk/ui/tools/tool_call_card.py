@@ -1,8 +1,10 @@
 """A tool call in the chat: the tool's name and arguments (or code), and what the user does.
 
-For a custom function the user types the result (the demos' manual observation) or
-declines; for the code interpreter the code runs only after Run and a running run is
-killed with Stop. The result (the run's text and images) is the observation block
+A call waits in its card while the answer's tool loop asks the user: for a custom
+function the user types the result (the demos' manual observation) or declines
+(:meth:`ToolCallCard.ask_result`); an MCP tool's call and interpreter code wait in an
+approval card placed inside this one (:meth:`ToolCallCard.show_approval`); running code
+is killed with Stop. The result (the run's text and images) is the observation block
 shown under the card, while streaming and when the conversation is reopened. While the
 model writes a call, the same card shows it live (no buttons yet).
 """
@@ -54,13 +56,11 @@ class ToolCallCard(QFrame):
     Signals:
         result_submitted(str): The user's result for a custom function.
         declined(): The user declined the call.
-        run_requested(): Run the interpreter code.
         kill_requested(): Stop the running code now.
     """
 
     result_submitted = Signal(str)
     declined = Signal()
-    run_requested = Signal()
     kill_requested = Signal()
 
     def __init__(
@@ -85,7 +85,6 @@ class ToolCallCard(QFrame):
         self.result_edit.setPlaceholderText(self.tr("Type the tool's result here"))
         self.result_edit.setFixedHeight(70)
         self.send_button = QPushButton(self.tr("Send result"))
-        self.run_button = QPushButton(self.tr("Run"))
         self.kill_button = QPushButton(self.tr("Stop"))
         self.decline_button = QPushButton(self.tr("Decline"))
         header = QHBoxLayout()
@@ -93,16 +92,16 @@ class ToolCallCard(QFrame):
         header.addWidget(self.state_label)
         header.addStretch(1)
         buttons = QHBoxLayout()
-        for button in (self.send_button, self.run_button, self.kill_button, self.decline_button):
+        for button in (self.send_button, self.kill_button, self.decline_button):
             buttons.addWidget(button)
         buttons.addStretch(1)
         column = QVBoxLayout(self)
+        self._column = column
         column.addLayout(header)
         column.addWidget(self.arguments)
         column.addWidget(self.result_edit)
         column.addLayout(buttons)
         self.send_button.clicked.connect(self._on_send)
-        self.run_button.clicked.connect(self.run_requested)
         self.kill_button.clicked.connect(self.kill_requested)
         self.decline_button.clicked.connect(self.declined)
         self.declined.connect(self.set_done)
@@ -118,7 +117,7 @@ class ToolCallCard(QFrame):
             self._set_title(pending == INTERPRETER, pending)
             self.state_label.setText(self.tr("writing..."))
             self.result_edit.hide()
-            for button in (self.send_button, self.run_button, self.kill_button, self.decline_button):
+            for button in (self.send_button, self.kill_button, self.decline_button):
                 button.hide()
 
     @Slot()
@@ -178,8 +177,8 @@ class ToolCallCard(QFrame):
             bar.setValue(bar.maximum())
 
     def set_call(self, call: ToolCall) -> None:
-        """Show the recognised ``call`` (arguments pretty-printed, or the code) with its
-        buttons: Send result / Decline for a function, Run / Decline for code."""
+        """Show the recognised ``call`` (arguments pretty-printed, or the code), without
+        buttons until the answer asks about it (:meth:`ask_result`, :meth:`show_approval`)."""
         self._timer.stop()
         self.call = call
         code = call.kind == "interpreter"
@@ -187,11 +186,25 @@ class ToolCallCard(QFrame):
         self.state_label.clear()
         self.arguments.setPlainText(call.code if code else call.arguments_json(indent=2))
         self._shown = ""
-        self.result_edit.setVisible(not code)
-        self.send_button.setVisible(not code)
-        self.run_button.setVisible(code)
-        self.kill_button.hide()
+        self.result_edit.hide()
+        for button in (self.send_button, self.kill_button, self.decline_button):
+            button.hide()
+
+    def ask_result(self) -> None:
+        """A custom function's call waits for the result the user types: Send result / Decline."""
+        self.state_label.clear()
+        self.result_edit.show()
+        self.send_button.show()
         self.decline_button.show()
+        self.result_edit.setFocus()
+
+    def show_approval(self, card: QWidget) -> None:
+        """Place ``card`` (an :class:`~glmdesk.ui.tools.approval_card.ApprovalCard`) at the
+        bottom of this card: the call waits in it."""
+        self.state_label.clear()
+        self._column.addWidget(card)
+        if self.isVisible():
+            card.show()
 
     @Slot()
     def _on_send(self) -> None:
@@ -199,25 +212,23 @@ class ToolCallCard(QFrame):
         self.set_done()
 
     def set_running(self, running: bool) -> None:
-        """Show Stop (and nothing else to click) while the code runs."""
-        self.run_button.setVisible(not running and self.call is not None and self.call.kind == "interpreter")
-        self.decline_button.setVisible(not running)
-        self.kill_button.setVisible(running)
+        """While the call runs: "running..." and, for code, Stop (kills it)."""
+        code = self.call is not None and self.call.kind == "interpreter"
+        self.kill_button.setVisible(running and code)
+        self.state_label.setText(self.tr("running...") if running else "")
 
     def set_queued(self, call: ToolCall) -> None:
         """Show ``call``, a later call of the same answer, without buttons until the calls
-        before it are answered (:meth:`set_call` then gives it its buttons)."""
+        before it are answered."""
         self.set_call(call)
-        for button in (self.send_button, self.run_button, self.decline_button):
-            button.hide()
-        self.result_edit.hide()
         self.state_label.setText(self.tr("asked after the call above"))
 
     @Slot()
     def set_done(self) -> None:
         """The call was answered: no more buttons (its result shows as the observation
         block under the card, with the run's output and images)."""
-        for button in (self.send_button, self.run_button, self.kill_button, self.decline_button):
+        for button in (self.send_button, self.kill_button, self.decline_button):
             button.hide()
+        self.state_label.clear()
         self.result_edit.setReadOnly(True)
         self.result_edit.hide()

@@ -1,13 +1,14 @@
-"""Connects the session's tool calls to the Tools section and the chat's cards (GUI thread)."""
+"""Connects the Tools section to the session, and the answer's tool calls to the chat's
+cards and the cards' approvals to the waiting call (GUI thread)."""
 
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Slot
 
 from glmdesk.chat.events import AnswerDone, ToolCallDropped, ToolCallParsed
-from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.messages import call_of, message_parts
 from glmdesk.core.parts import ToolCallPart
 from glmdesk.core.tools import ToolCall, ToolSet, ToolSettings
@@ -15,7 +16,17 @@ from glmdesk.ui.chat.image_thumbnails import ThumbnailRow
 from glmdesk.ui.chat.message_widget import MessageWidget
 from glmdesk.ui.chat.text_safety import clean_parts
 from glmdesk.ui.common.messages import error_sentence
+from glmdesk.ui.session.answer_tools import ToolsNote
+from glmdesk.ui.tools.approval_card import ApprovalCard
+from glmdesk.ui.tools.approval_gate import ResultRequest
+from glmdesk.ui.tools.mcp_choice import McpChoiceList
 from glmdesk.ui.tools.tool_call_card import ToolCallCard
+
+if TYPE_CHECKING:  # the types of the constructor's collaborators only
+    from glmdesk.ui.app.notice_bar import NoticeBar
+    from glmdesk.ui.chat.chat_view import ChatView
+    from glmdesk.ui.session.chat_session import ChatSession
+    from glmdesk.ui.tools.tools_panel import ToolsPanel
 
 
 def stored_card(part: ToolCallPart) -> ToolCallCard | None:
@@ -55,15 +66,20 @@ def show_stored(chat_view, message) -> MessageWidget:
 
 
 class ToolController(QObject):
-    """Tools section -> session; session's calls -> cards; cards' buttons -> session.
+    """Tools section -> session; the answer's calls -> cards; cards -> the waiting call.
 
     A message asks for a card for each :class:`~glmdesk.core.parts.ToolCallPart` it shows
     (``ChatView.call_added``): a call being written gets a live card, which grows with
     the call's parts (the card's ``show_part``) and becomes the finished card when the
-    answer ends with the call, or goes when the call ends as text (not parsed, Stop,
-    length: the answer run's ``ToolCallDropped``); a reopened call gets its
-    answered card. Several calls of one answer (GLM-4.5) each keep their card, asked in
-    the order written.
+    reply ends with the call, or goes when the call ends as text (not parsed, Stop,
+    length: the answer run's ``ToolCallDropped``); a reopened call gets its answered
+    card. Several calls of one reply (GLM-4.5) each keep their card.
+
+    The answer's tool loop then asks about each call in turn through the session's
+    :class:`~glmdesk.ui.tools.approval_gate.ApprovalGate`: an approval card goes inside
+    the call's card, a custom function's card asks for the typed result; a call that
+    runs shows "running..." (code: a Stop that kills it), an answered one its result
+    below (the observation block).
 
     Args:
         session: The :class:`~glmdesk.ui.session.chat_session.ChatSession`.
@@ -73,27 +89,40 @@ class ToolController(QObject):
         parent: The window.
     """
 
-    def __init__(self, session, chat_view, panel, notice, parent: QObject | None = None) -> None:
+    def __init__(
+        self,
+        session: ChatSession,
+        chat_view: ChatView,
+        panel: ToolsPanel,
+        notice: NoticeBar,
+        parent: QObject | None = None,
+    ) -> None:
         super().__init__(parent)
         self.session, self.chat_view, self.panel, self.notice = session, chat_view, panel, notice
-        self.card: ToolCallCard | None = None
-        self.live: ToolCallCard | None = None  # the call being written in the answer that streams
-        self.written: list[ToolCallCard] = []  # calls of that answer already written (GLM-4.5: several)
+        self.tools = session.tools  # the conversation's tools and the gate their calls wait at
+        self.live: ToolCallCard | None = None  # the call being written in the reply that streams
+        self.written: list[ToolCallCard] = []  # calls of that reply already written (GLM-4.5: several)
+        self.asked: list[tuple[ToolCall, ToolCallCard]] = []  # the reply's calls, until answered
         panel.tools_changed.connect(self._on_tools_changed)
         session.loader.model_ready.connect(self._on_model_ready)
-        session.tool_call_requested.connect(self._on_tool_call_requested)
         session.step_shown.connect(self._on_step_shown)
         chat_view.call_added.connect(self._on_call_added)
-        session.code_started.connect(self._on_code_started)
-        session.code_finished.connect(self._on_code_finished)
         session.answer_finished.connect(self._on_answer_finished)
+        session.tool_answered.connect(self._on_tool_answered)
+        gate = self.tools.gate
+        gate.card_shown.connect(self._on_approval_shown)
+        gate.result_asked.connect(self._on_result_asked)
+        gate.call_started.connect(self._on_call_started)
+        session.tools_noted.connect(self._on_tools_noted)
+        #: The chat's MCP servers and tools in the Tools section (``None``: no MCP).
+        self.mcp_list = McpChoiceList(self.tools.mcp) if self.tools.mcp is not None else None
+        if self.mcp_list is not None:
+            panel.add_mcp_list(self.mcp_list)
         panel.set_available(False, self.tr("Load a model first."))
 
     @Slot(object, object)
     def _on_tools_changed(self, tools: ToolSet, settings: ToolSettings) -> None:
-        self.session.set_tools(
-            tools, dataclasses.replace(settings, memory_mib=self.session.tool_settings.memory_mib)
-        )
+        self.tools.set_tools(tools, dataclasses.replace(settings, memory_mib=self.tools.settings.memory_mib))
         self._update_note()
 
     def _update_note(self) -> None:
@@ -118,23 +147,21 @@ class ToolController(QObject):
             model=info.name
         )
         self.panel.set_available(available, reason)
-        self.session.set_tools(self.panel.toolset(), self.panel.tool_settings())
+        self.tools.set_tools(self.panel.toolset(), self.panel.tool_settings())
         self._update_note()
 
-    def _add_card(self, call: ToolCall, done: bool = False) -> ToolCallCard:
+    def _add_card(self, call: ToolCall) -> ToolCallCard:
         card = ToolCallCard(call)
         self.chat_view.add_card(
             card, under=self.chat_view.messages()[-1] if self.chat_view.messages() else None
         )
-        if done:
-            card.set_done()
         return card
 
     @Slot(object, int, object)
     def _on_call_added(self, widget: MessageWidget, index: int, part: ToolCallPart) -> None:
         """A message shows a call without a card: a reopened call gets its answered card,
-        a call being written its live card (a call already parsed is one of the answer's
-        written calls, asked in turn)."""
+        a call being written its live card (a call already parsed is one of the reply's
+        written calls)."""
         if not widget.is_streaming():
             card = stored_card(part)
         else:
@@ -149,7 +176,7 @@ class ToolController(QObject):
 
     @Slot(int, object)
     def _on_step_shown(self, _request_id: int, events) -> None:
-        """A call that parsed while the answer goes on keeps its card (a next call gets its
+        """A call that parsed while the reply goes on keeps its card (a next call gets its
         own); a call released as text (it did not parse) takes its card away."""
         for event in events:
             if self.live is None:
@@ -168,37 +195,6 @@ class ToolController(QObject):
             if card is not None:
                 self.chat_view.remove_card(card)
 
-    @Slot(object)
-    def _on_tool_call_requested(self, call: ToolCall) -> None:
-        if self.written:  # the answer's calls, asked in the order written
-            card = self.written.pop(0)
-        else:
-            card, self.live = self.live, None
-        if card is not None:  # the live card becomes the finished one
-            card.set_call(call)
-        else:
-            card = self._add_card(call)
-        card.result_submitted.connect(self.session.submit_tool_result)
-        card.declined.connect(self.session.decline_tool_call)
-        card.run_requested.connect(self.session.run_tool_code)
-        card.kill_requested.connect(self.session.kill_code)
-        self.card = card
-        self.chat_view.scroll_to_end()
-
-    @Slot()
-    def _on_code_started(self) -> None:
-        if self.card is not None:
-            self.card.set_running(True)
-
-    @Slot(object)
-    def _on_code_finished(self, result) -> None:
-        if self.card is None:
-            return
-        if isinstance(result, ErrorInfo):
-            self.card.set_running(False)
-            return
-        self.card.set_done()  # the output follows as the observation block
-
     @Slot(int, object)
     def _on_answer_finished(self, _request_id: int, end) -> None:
         calls = end.calls if isinstance(end, AnswerDone) and end.finish_reason == "tool_calls" else ()
@@ -207,11 +203,80 @@ class ToolController(QObject):
                 written=True
             )  # no call to answer: the text (if any) and the note say what happened
         else:
-            if self.live is not None:  # the last call's card: asked after the others
-                self.written.append(self.live)
-                self.live = None
-            for card, call in zip(self.written[1:], calls[1:], strict=False):
-                card.set_queued(call)
+            cards = self.written + ([self.live] if self.live is not None else [])
+            self.written, self.live = [], None
+            self.asked = []
+            for k, call in enumerate(calls):
+                card = cards[k] if k < len(cards) else self._add_card(call)
+                if k == 0:
+                    card.set_call(call)  # the live card becomes the finished one
+                else:
+                    card.set_queued(call)
+                card.kill_requested.connect(self.session.kill_code)
+                self.asked.append((call, card))
+            for extra in cards[len(calls) :]:
+                self.chat_view.remove_card(extra)
+            self.chat_view.scroll_to_end()
         notice = getattr(end, "notice", None)
         if notice is not None:
             self.notice.show_info(error_sentence(notice))
+
+    def _card_for(self, call: ToolCall) -> ToolCallCard:
+        """The card of ``call``, one of the reply's calls (a card is added if it has none)."""
+        card = next((card for c, card in self.asked if c == call), None)
+        if card is None:
+            card = self._add_card(call)
+            card.kill_requested.connect(self.session.kill_code)
+            self.asked.append((call, card))
+        return card
+
+    @Slot(object)
+    def _on_tools_noted(self, note: ToolsNote) -> None:
+        """Servers that could not start, and a tool list that takes much of the context."""
+        sentences = list(note.unavailable)
+        if note.too_large():
+            sentences.append(
+                self.tr(
+                    "The tools' descriptions take about {tokens} tokens, {share} of the {context}-token "
+                    "context; turn off servers or tools this chat does not need."
+                ).format(
+                    tokens=f"{note.tokens:,}",
+                    share=f"{note.tokens / note.context_tokens:.0%}",
+                    context=f"{note.context_tokens:,}",
+                )
+            )
+        if sentences:
+            self.notice.show_info(" ".join(sentences))
+        if self.mcp_list is not None:
+            self.mcp_list.listen()  # the servers started: their tools can be listed
+
+    @Slot(object)
+    def _on_approval_shown(self, approval: ApprovalCard) -> None:
+        """A call waits for Allow once / Always allow / Deny: its approval card goes into
+        the call's card."""
+        self._card_for(approval.call).show_approval(approval)
+        self.chat_view.scroll_to_end()
+
+    @Slot(object)
+    def _on_result_asked(self, request: ResultRequest) -> None:
+        """A custom function's call waits for the result the user types."""
+        card = self._card_for(request.call)
+        card.ask_result()
+        card.result_submitted.connect(request.submit)
+        card.declined.connect(request.decline)
+        request.cancelled.connect(card.set_done)
+        self.chat_view.scroll_to_end()
+
+    @Slot(object)
+    def _on_call_started(self, call: ToolCall) -> None:
+        self._card_for(call).set_running(True)
+
+    @Slot(object, object)
+    def _on_tool_answered(self, call: ToolCall, _result) -> None:
+        """The call ran or was declined: no more buttons (its result shows as the
+        observation block under the card)."""
+        for k, (c, card) in enumerate(self.asked):
+            if c == call:
+                card.set_done()
+                del self.asked[k]
+                return

@@ -20,12 +20,19 @@ is (``import_tools_invalid``) is said in the notice bar once the conversation is
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QCoreApplication, QObject, Slot
 
 from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.tools import ConversationTools
 from glmdesk.ui.common.messages import error_sentence
+from glmdesk.ui.tools.mcp_choice import SETTING_KEY, McpChoice, choice_of
+
+if TYPE_CHECKING:  # the types of the constructor's collaborators only
+    from glmdesk.ui.history.history_controller import HistoryController
+    from glmdesk.ui.session.chat_session import ChatSession
+    from glmdesk.ui.tools.tools_panel import ToolsPanel
 
 
 def tools_markdown_labels() -> dict[str, str]:
@@ -56,7 +63,13 @@ class ToolsMemory(QObject):
         parent: The owning QObject.
     """
 
-    def __init__(self, controller, panel, session, parent: QObject | None = None) -> None:
+    def __init__(
+        self,
+        controller: HistoryController,
+        panel: ToolsPanel,
+        session: ChatSession,
+        parent: QObject | None = None,
+    ) -> None:
         super().__init__(parent or controller)
         self.controller, self.panel = controller, panel
         self._restoring = False
@@ -65,6 +78,10 @@ class ToolsMemory(QObject):
         # Connected after the controller's own slots, so a new conversation has its id here.
         controller.conversation_opened.connect(self._on_opened)
         panel.tools_changed.connect(self._on_changed)
+        self.mcp_list = panel.mcp_list  # the chat's MCP servers (its ``mcp`` setting), if any
+        self._mcp_saved: tuple[int, McpChoice] | None = None
+        if self.mcp_list is not None:
+            self.mcp_list.choice_changed.connect(self._save_mcp)
         session.message_added.connect(self._on_message_added)
         session.conversation_cleared.connect(self._on_cleared)
         if controller.panel is not None:
@@ -79,6 +96,7 @@ class ToolsMemory(QObject):
         if not ok:
             return
         self._saved = (conversation_id, loaded)
+        self._open_mcp(conversation_id)
         self._restoring = True
         try:
             self.panel.set_choice(loaded)
@@ -105,10 +123,14 @@ class ToolsMemory(QObject):
     def _on_message_added(self, _index: int, message, _record) -> None:
         if message.role == "user":  # the first round gives a new conversation its id
             self._save()
+            self._save_mcp()
 
     @Slot()
     def _on_cleared(self) -> None:
         self._saved = None
+        if self.mcp_list is not None:  # a new chat offers the servers on and agreed to
+            self._mcp_saved = None
+            self.mcp_list.show_choice(self.mcp_list.mcp.default_choice())
         self.panel.always_run.setChecked(False)  # a new conversation asks before running code
 
     def _save(self) -> None:
@@ -126,5 +148,38 @@ class ToolsMemory(QObject):
         def stored(cid: int | None) -> None:
             if cid is not None:
                 self._saved = (cid, choice)
+
+        self.controller.write(save, then=stored)
+
+    def _open_mcp(self, conversation_id: int) -> None:
+        """Show the opened chat's MCP choice (its ``mcp`` setting; the default without one)."""
+        if self.mcp_list is None:
+            return
+        history = self.controller.history
+        ok, settings = self.controller.read(lambda: history.chat_settings(conversation_id))
+        if not ok:
+            return
+        choice = choice_of(settings, self.mcp_list.mcp)
+        self._mcp_saved = (conversation_id, choice)
+        self.mcp_list.show_choice(choice)
+
+    @Slot()
+    def _save_mcp(self, *_args) -> None:
+        """Keep the chat's MCP choice with it (``History.set_chat_setting(id, "mcp", ...)``)."""
+        if self.mcp_list is None:
+            return
+        conv, choice = self.controller.conversation, self.mcp_list.mcp.choice()
+        if conv.id is not None and self._mcp_saved == (conv.id, choice):
+            return
+
+        def save(history) -> int | None:  # on the writer thread, after the writes before it
+            if conv.id is None:
+                return None
+            history.set_chat_setting(conv.id, SETTING_KEY, choice.to_json())
+            return conv.id
+
+        def stored(cid: int | None) -> None:
+            if cid is not None:
+                self._mcp_saved = (cid, choice)
 
         self.controller.write(save, then=stored)

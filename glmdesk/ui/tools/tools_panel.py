@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
 )
 
 from glmdesk.core.tools import MAX_FUNCTIONS_CHARS, ConversationTools, ToolSet, ToolSettings, parse_functions
+from glmdesk.ui.tools.mcp_choice import McpChoiceList
 
 #: Modes of the section, in the order of the combo box.
 MODES = ("none", "interpreter", "functions")
@@ -83,7 +84,11 @@ class ToolsPanel(QGroupBox):
         self.note_label.setObjectName("tools_note")
         self.note_label.setWordWrap(True)
         self.note_label.hide()
+        self.mcp_label = QLabel(self.tr("MCP servers in this chat"))
+        self.mcp_label.hide()
+        self.mcp_list: McpChoiceList | None = None  # placed by add_mcp_list
         column = QVBoxLayout(self)
+        self._column = column
         for widget in (
             self.reason_label,
             self.mode,
@@ -102,9 +107,19 @@ class ToolsPanel(QGroupBox):
         self._problems: list[str] = []
         self._update()
 
+    def add_mcp_list(self, widget: McpChoiceList) -> None:
+        """Show the chat's MCP servers and tools under the mode, with its title, while
+        ``widget`` has servers to show."""
+        self.mcp_list = widget
+        at = self._column.indexOf(self.note_label) + 1
+        self._column.insertWidget(at, self.mcp_label)
+        self._column.insertWidget(at + 1, widget)
+        self.mcp_label.setVisible(not widget.isHidden())
+
     def set_available(self, available: bool, reason: str = "") -> None:
         """Grey the section out with ``reason`` for a model without a tool format."""
-        for widget in (self.mode, self.functions_edit, self.always_run, self.max_rounds, self.timeout):
+        widgets = [self.mode, self.functions_edit, self.always_run, self.max_rounds, self.timeout]
+        for widget in (*widgets, *([self.mcp_list] if self.mcp_list is not None else [])):
             widget.setEnabled(available)
         self.reason_label.setText("" if available else reason)
         self.reason_label.setVisible(not available and bool(reason))

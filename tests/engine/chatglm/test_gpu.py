@@ -262,7 +262,11 @@ def test_torchao_weight_only_on_the_gpu_streams_close_to_bf16(
     make_glm4_checkpoint, monkeypatch, tmp_path, quantization
 ):
     """int8-wo / int4-wo on CUDA are torchao's int8 and tinygemm int4 layers: the folder
-    loads, streams, and on bf16's greedy answer (teacher-forced) the logits stay close."""
+    loads, streams, and on bf16's greedy answer (teacher-forced) the kernels give the
+    logits of bf16 layers holding the dequantized weights. (How far those are from the
+    bf16 weights' is the scheme's own error: on random tiny weights it is large, 8% of the
+    largest logit for int8 and 60% for int4 measured on an H200; the benchmark measures it
+    as perplexity on real weights.)"""
     pytest.importorskip("torchao")
     monkeypatch.setenv("GLMDESK_MODEL_CACHE", str(tmp_path / "models"))
     src, _ = make_glm4_checkpoint(n_shards=1)
@@ -276,10 +280,19 @@ def test_torchao_weight_only_on_the_gpu_streams_close_to_bf16(
     ids, final = answer(backend)
     assert ids and final.n_generated == len(ids)
     tokens = torch.tensor([expected], device="cuda")
+    quantized = {name: m for name, m in model.named_modules() if isinstance(m, torch.nn.Linear)}
     with torch.inference_mode():
+        for name, layer in reference.loaded.model.named_modules():
+            if name in quantized and type(quantized[name].weight).__name__ in kinds - {"Parameter", "Tensor"}:
+                # The kernels' own linear over the identity: the weights they multiply by.
+                eye = torch.eye(layer.in_features, dtype=torch.bfloat16, device="cuda")
+                layer.weight.copy_(torch.nn.functional.linear(eye, quantized[name].weight).T)
         want = reference.loaded.model(input_ids=tokens).logits[0].float()
         got = model(input_ids=tokens).logits[0].float()
     error = ((got - want).abs().max() / want.abs().max()).item()
-    assert error <= (0.05 if quantization == "int8-wo" else 0.3)
+    # Measured on an H200: 3.9% (int8) and 3.0% (int4), bf16 rounding through a random tiny
+    # model; a kernel multiplying by the wrong weights (transposed, wrong group, wrong
+    # scales) is off by 100% and more.
+    assert error <= 0.1, f"{quantization}: the kernels' logits are {error:.1%} off the dequantized weights'"
     backend.close()
     reference.close()

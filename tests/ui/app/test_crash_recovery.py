@@ -94,10 +94,11 @@ def test_every_question_is_stored_before_the_engine_starts_on_it(qtbot, recorded
     answered(qtbot, session, lambda: session.continue_answer("", cache))
     answered(qtbot, session, lambda: session.regenerate("", cache))
     answered(qtbot, session, lambda: session.rewind(0) and session.send("Q1 edited", "", cache))
-    session.set_tools(ToolSet((FunctionSpec("get_weather"),)))
-    with qtbot.waitSignal(session.tool_call_requested, timeout=MS):
+    session.tools.set_tools(ToolSet((FunctionSpec("get_weather"),)))
+    with qtbot.waitSignal(session.tools.gate.result_asked, timeout=MS) as asked:
         assert session.send("Weather in Paris?", "", cache)
-    answered(qtbot, session, lambda: session.submit_tool_result('{"temperature": 22}'))
+    with qtbot.waitSignal(session.answer_ended, timeout=MS):
+        asked.args[0].submit('{"temperature": 22}')
     assert not list(marker_dir().glob("*.json"))  # every answer took its marker away
 
     paths = ("new", "continue", "regenerate", "edit", "tool call", "tool round")

@@ -46,7 +46,7 @@ def test_reasoning_and_an_xml_call_show_as_reasoning_and_a_card(qtbot, make_wind
     window = make_window(glm45)
     window.sidebar.set_params(SamplingParams(temperature=0.0, top_p=1.0, max_new_tokens=80))
     window.sidebar.tools_panel.set_mode("functions", WEATHER)
-    with qtbot.waitSignal(window.session.tool_call_requested, timeout=MS):
+    with qtbot.waitSignal(window.session.tools.gate.result_asked, timeout=MS):
         assert window.send_message("weather in Paris?")
     (card,) = window.chat_view.cards()
     assert not card.is_live() and "get_weather" in card.title.text()
@@ -64,9 +64,9 @@ def test_two_calls_in_one_answer_are_two_cards_answered_in_order(qtbot, make_win
     window, history, _panel, controller = history_window(make_window, tmp_path / "history.sqlite3", glm45)
     window.sidebar.set_params(SamplingParams(temperature=0.0, top_p=1.0, max_new_tokens=120))
     window.sidebar.tools_panel.set_mode("functions", WEATHER)
-    with qtbot.waitSignal(window.session.tool_call_requested, timeout=MS) as asked:
+    with qtbot.waitSignal(window.session.tools.gate.result_asked, timeout=MS) as asked:
         assert window.send_message("weather in Paris and Rome?")
-    assert asked.args[0].arguments == {"city": "Paris"}
+    assert asked.args[0].call.arguments == {"city": "Paris"}
     first, second = window.chat_view.cards()
     assert '"Paris"' in first.arguments.toPlainText() and first.send_button.isVisible()
     assert '"Rome"' in second.arguments.toPlainText() and not second.send_button.isVisible()
@@ -76,10 +76,10 @@ def test_two_calls_in_one_answer_are_two_cards_answered_in_order(qtbot, make_win
     encode = glm45.prompt_format.encode
     glm45.prompt_format.encode = lambda m: prompts.append(encode(m)) or prompts[-1]
     try:
-        with qtbot.waitSignal(window.session.tool_call_requested, timeout=MS) as asked:
+        with qtbot.waitSignal(window.session.tools.gate.result_asked, timeout=MS) as asked:
             first.result_edit.setPlainText("sunny")
             first.send_button.click()
-        assert asked.args[0].arguments == {"city": "Rome"} and not prompts  # no answer between the two
+        assert asked.args[0].call.arguments == {"city": "Rome"} and not prompts  # no answer between the two
         assert second.send_button.isVisible()
         with qtbot.waitSignal(window.session.answer_finished, timeout=MS):
             second.result_edit.setPlainText("rain")

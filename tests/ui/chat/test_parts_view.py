@@ -106,7 +106,7 @@ def test_reasoning_text_and_a_call_stream_into_block_body_and_card_and_reopen_th
     assert window.chat_view.streaming_message() is message  # the same message all along
     assert seen(message)[:2] == ["thinking: The user wants the weather.", "text: Let me check."]
     assert not message.reasoning_block.is_expanded()  # the answer began: collapsed
-    with qtbot.waitSignal(window.session.tool_call_requested, timeout=MS):
+    with qtbot.waitSignal(window.session.tools.gate.result_asked, timeout=MS):
         steps.release(2)
     live = seen(message)
     assert live == [

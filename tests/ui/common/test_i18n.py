@@ -59,7 +59,7 @@ ALLOWED_WORDS = set(
     llama.cpp transformers llama-cpp-python llamacpp pip install torch torchao tinygemm glmdesk[cuda-quant]
     glm-4.1v glm-4.6v png jpeg webp gif
     glm-4.5/4.6/4.7 glm-z1 xml jinja tokenizer_config.json
-    pdf docx html bm25 mcp
+    pdf docx html bm25 mcp ocr glm-ocr
     """.split()
 )
 # Values the scan test shows in the window (model name, device...): data, not interface text.

@@ -230,3 +230,29 @@ def test_each_chat_keeps_its_own_documents(qtbot, fake_window, tmp_path):
     assert window.documents.attached == []
     window.show_conversation([], key=("history", 7))
     assert window.documents.attached == [str(note.resolve())]
+
+
+def test_every_bad_file_is_a_sentence_and_the_good_ones_still_answer(qtbot, fake_window, tmp_path):
+    from tests.documents.test_index import _bad_files
+
+    window, backend = fake_window
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "vault.md").write_text("The vault code is 5512.")
+    with qtbot.waitSignal(window.documents.indexing_finished, timeout=MS):
+        window.documents.add_folder(str(folder))
+    _bad_files(folder)
+    with qtbot.waitSignal(window.documents.indexing_finished, timeout=MS) as done:
+        window.documents.refresh_folders()
+    assert len(done.args[0].problems) == 5
+    shown = sorted(window.documents_panel.problems.text().split("\n"))
+    assert shown[1].startswith("broken.pdf is damaged and cannot be read (") and shown[1].endswith(").")
+    assert shown[:1] + shown[2:] == [
+        "blob.txt is not a document glmdesk can read (text, Markdown, code, PDF, DOCX or HTML): it holds binary data.",
+        "empty.txt is empty: there is no text in it.",
+        "huge.log is 2.0 GB; glmdesk reads documents up to 256 MB.",
+        "locked.pdf is protected by a password: save a copy without one and add that.",
+    ]
+    assert window.documents_panel.problems.isVisible()
+    _send(qtbot, window, "What is the vault code?")
+    assert "The vault code is 5512." in backend.requests[-1][-1].content

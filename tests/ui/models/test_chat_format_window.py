@@ -62,7 +62,7 @@ def test_the_window_says_the_format_shows_thinking_and_a_tool_card(qtbot, make_w
     monkeypatch.setattr(model, "logits_processors", lambda: (forcer,))
     window.sidebar.set_params(SamplingParams(temperature=0.0, top_p=1.0, max_new_tokens=80))
     window.sidebar.tools_panel.set_mode("functions", WEATHER)
-    with qtbot.waitSignal(window.session.tool_call_requested, timeout=MS):
+    with qtbot.waitSignal(window.session.tools.gate.result_asked, timeout=MS):
         assert window.send_message("weather in Paris?")
     (card,) = window.chat_view.cards()
     assert "get_weather" in card.title.text()

@@ -81,10 +81,12 @@ def test_chunks_of_a_request_moved_past_are_ignored(qtbot, make_session) -> None
     chunks = _record(session.step_shown)
     finished = _record(session.answer_finished)
     session.send("Hi", "", CacheSettings())
-    current = session._current
+    current = session.run._current
     qtbot.waitUntil(lambda: len(chunks) == 1, timeout=MS)
-    session._on_step_received(current - 1, (TextDelta("stale"),))
-    session._on_step_received(current - 1, (TextDelta("stale"), AnswerDone("stop", AnswerFigures())))
+    session.run._on_step_received(current - 1, (TextDelta("stale"),), False)
+    session.run._on_step_received(
+        current - 1, (TextDelta("stale"), AnswerDone("stop", AnswerFigures())), True
+    )
     assert len(chunks) == 1 and finished == [] and session.is_streaming()
     with qtbot.waitSignal(session.answer_finished, timeout=MS):
         gate.set()

@@ -1,5 +1,5 @@
-"""The session's tool flow on a tiny GLM-4 model: a call waits for the user's result,
-the interpreter runs only when asked (and is killed in one call), history keeps it all."""
+"""The session's tool loop on a tiny GLM-4 model: a call waits for the user's result,
+the interpreter runs only when allowed (and is killed in one call), history keeps it all."""
 
 from __future__ import annotations
 
@@ -47,13 +47,14 @@ def test_function_call_waits_for_the_users_result_and_continues(qtbot, session, 
     tiny.logits_processors = lambda: (forcer,)
     history = History(tmp_path / "h.sqlite3")
     controller = HistoryController(session, HistoryAccess(history))
-    session.set_tools(TOOLS)
-    with qtbot.waitSignal(session.tool_call_requested, timeout=30_000) as asked:
+    session.tools.set_tools(TOOLS)
+    with qtbot.waitSignal(session.tools.gate.result_asked, timeout=30_000) as asked:
         assert session.send("北京天气？", "", CacheSettings())
-    assert asked.args[0].name == "get_weather" and asked.args[0].arguments == {"city": "北京"}
-    assert session.pending_call is not None and not session.is_streaming()
+    request = asked.args[0]
+    assert request.call.name == "get_weather" and request.call.arguments == {"city": "北京"}
+    assert session.is_streaming()  # the answer waits for the result
     with qtbot.waitSignal(session.answer_finished, timeout=30_000) as done:
-        assert session.submit_tool_result('{"temperature": 22}')
+        request.submit('{"temperature": 22}')
     assert done.args[1].finish_reason == "stop"
     assert [(m.role, m.content) for m in session.state.messages] == [
         ("user", "北京天气？"),
@@ -78,33 +79,39 @@ def test_interpreter_code_runs_only_on_request_and_kill_is_one_call(qtbot, sessi
     after = ids(tiny, "\n") + ids(tiny, "Done.") + [end]
     forcer = tm.ForceTokens([run, after, loop, after])
     tiny.logits_processors = lambda: (forcer,)
-    session.set_tools(TOOLS, ToolSettings(timeout_s=60))
-    with qtbot.waitSignal(session.tool_call_requested, timeout=30_000) as asked:
+    session.tools.set_tools(TOOLS, ToolSettings(timeout_s=60))
+    with qtbot.waitSignal(session.tools.gate.card_shown, timeout=30_000) as asked:
         session.send("6*7?", "", CacheSettings())
-    assert asked.args[0].code == "print(6 * 7)"
-    assert session.interpreter is None  # nothing ran before the user asked
-    with qtbot.waitSignal(session.answer_finished, timeout=60_000):
-        assert session.run_tool_code()
+    card = asked.args[0]
+    qtbot.addWidget(card)
+    assert card.call.code == "print(6 * 7)"
+    assert session.tools.interpreter is None  # nothing ran before the user allowed it
+    with qtbot.waitSignal(session.answer_ended, timeout=60_000):
+        card.allow_button.click()
     assert session.state.messages[2].content == "42"
     # After a run, New chat and another conversation close the kernel and clear at once.
-    kernel = session.interpreter
+    kernel = session.tools.interpreter
     with qtbot.waitSignal(session.conversation_cleared, timeout=5_000):
         session.new_chat()
-    assert session.interpreter is None and session.state.messages == []
+    assert session.tools.interpreter is None and session.state.messages == []
     with qtbot.waitSignal(session.conversation_replaced, timeout=5_000):
         session.show_conversation([ChatMessage("user", "earlier")], key=1)
     assert [m.content for m in session.state.messages] == ["earlier"]
     qtbot.waitUntil(lambda: not kernel.running, timeout=15_000)  # closed on the worker thread
-    session.set_tools(TOOLS, ToolSettings(timeout_s=60))
-    # A runaway run: Kill ends it at once, the answer continues from the note.
-    with qtbot.waitSignal(session.tool_call_requested, timeout=30_000):
+    session.tools.set_tools(TOOLS, ToolSettings(timeout_s=60, always_run=True))
+    # A runaway run (always run: no card): Kill ends it at once, the answer continues from the note.
+    with qtbot.waitSignal(session.tools.gate.call_started, timeout=30_000):
         session.send("loop", "", CacheSettings())
-    with qtbot.waitSignal(session.code_started, timeout=5_000):
-        session.run_tool_code()
-    qtbot.waitUntil(lambda: (session.interpreter.workdir / ".ipython").exists(), timeout=30_000)
-    with qtbot.waitSignal(session.code_finished, timeout=15_000) as finished:
+    qtbot.waitUntil(
+        lambda: (
+            session.tools.interpreter is not None
+            and (session.tools.interpreter.workdir / ".ipython").exists()
+        ),
+        timeout=30_000,
+    )
+    with qtbot.waitSignal(session.tool_answered, timeout=15_000) as finished:
         session.kill_code()
-    assert finished.args[0].status == "killed"
+    assert "stopped by the user" in finished.args[1].content
     qtbot.waitUntil(
         lambda: not session.is_streaming() and session.state.messages[-1].content == "Done.", timeout=30_000
     )
@@ -115,10 +122,10 @@ def test_tool_rounds_limit_ends_the_answer_with_a_note(qtbot, session, tiny):
     obs = tiny.tokenizer.special_ids["<|observation|>"]
     forcer = tm.ForceTokens([ids(tiny, 'get_weather\n{"city": "x"}') + [obs]])
     tiny.logits_processors = lambda: (forcer,)
-    session.set_tools(TOOLS, ToolSettings(max_rounds=1))
-    with qtbot.waitSignal(session.tool_call_requested, timeout=30_000):
+    session.tools.set_tools(TOOLS, ToolSettings(max_rounds=1))
+    with qtbot.waitSignal(session.tools.gate.result_asked, timeout=30_000) as asked:
         session.send("q", "", CacheSettings())
     with qtbot.waitSignal(session.answer_finished, timeout=30_000) as done:
-        session.submit_tool_result("{}")
+        asked.args[0].submit("{}")
     assert done.args[1].finish_reason == "stop" and done.args[1].notice.kind == "tool_rounds_exceeded"
-    assert session.pending_call is None
+    assert not session.is_streaming()

@@ -72,17 +72,16 @@ def test_a_live_card_grows_while_the_call_is_written_then_becomes_the_finished_c
     qtbot.waitUntil(lambda: len(window.chat_view.cards()) == 1, timeout=MS)
     card = window.chat_view.cards()[0]
     assert card.is_live() and "get_weather" in card.title.text() and card.state_label.text()
-    assert all(b.isHidden() for b in (card.send_button, card.run_button, card.decline_button))
+    assert all(b.isHidden() for b in (card.send_button, card.kill_button, card.decline_button))
     assert card in window.chat_view.streaming_message().attachments
     qtbot.waitUntil(lambda: card.arguments.toPlainText() == '{"ci', timeout=MS)
     for text in texts[1:]:
         steps.release()
         qtbot.waitUntil(lambda t=text: card.arguments.toPlainText() == t, timeout=MS)
-    with qtbot.waitSignal(window.session.tool_call_requested, timeout=MS):
+    with qtbot.waitSignal(window.session.answer_finished, timeout=MS):
         steps.release()
     assert window.chat_view.cards() == [card] and not card.is_live()  # the same card, finished
     assert card.arguments.toPlainText() == '{\n  "city": "北京"\n}' and not card.state_label.text()
-    assert card.send_button.isVisible() and card.decline_button.isVisible()
     message = window.chat_view.messages()[-1]
     assert message.text() == "Let me check." and message.view.isVisible()
 
@@ -102,7 +101,7 @@ def test_a_call_that_ends_as_text_leaves_no_card_behind(qtbot, open_window):
     assert window.chat_view.cards() == []
     message = window.chat_view.messages()[-1]
     assert message.attachments == [] and message.text() == raw and message.view.isVisible()
-    assert window.notice.isVisible() and window.session.pending_call is None
+    assert window.notice.isVisible() and not window.session.is_streaming()
 
 
 def test_a_2000_token_call_repaints_its_card_a_few_times_a_second_not_per_token(qtbot, open_window):
@@ -149,7 +148,8 @@ def test_a_live_card_for_code(qtbot):
     qtbot.waitUntil(lambda: card.arguments.toPlainText() == "x = 1", timeout=MS)
     card.set_call(ToolCall(INTERPRETER, {"code": "x = 1"}, kind="interpreter"))
     card.show()
-    assert card.run_button.isVisible() and card.result_edit.isHidden()
+    assert card.title.text() == "<b>Code interpreter</b>" and card.result_edit.isHidden()
+    assert card.arguments.toPlainText() == "x = 1" and not card.state_label.text()
 
 
 class PauseAt:
@@ -186,7 +186,7 @@ def test_stop_while_a_call_is_written_stores_its_text_not_a_call(qtbot, make_win
         with qtbot.waitSignal(window.session.answer_finished, timeout=MS) as finished:
             window.stop_answer()
             pause.go.set()
-        assert finished.args[1].finish_reason == "cancelled" and window.session.pending_call is None
+        assert finished.args[1].finish_reason == "cancelled" and not window.session.is_streaming()
         assert window.chat_view.cards() == []
         text = window.chat_view.messages()[-1].text()
         assert text.startswith('get_weather\n{"') and len(text) < len(

@@ -87,9 +87,7 @@ def test_a_reopened_conversation_shows_cards_observation_blocks_and_images(qtbot
     assert "get_weather" in call.title.text() and '"city": "北京"' in call.arguments.toPlainText()
     assert code.arguments.toPlainText() == "plot([1, 2])" and widgets[3].text() == "画图："
     for card in (call, code):  # answered: nothing left to click
-        assert all(
-            b.isHidden() for b in (card.send_button, card.run_button, card.kill_button, card.decline_button)
-        )
+        assert all(b.isHidden() for b in (card.send_button, card.kill_button, card.decline_button))
     assert widgets[1].view.isHidden() and not widgets[3].view.isHidden()
     assert widgets[2].text() == '{"temperature": 22}' and widgets[2].author_label.text() == "Tool result"
     images = [a for a in widgets[4].attachments if isinstance(a, QLabel)]
@@ -123,16 +121,16 @@ def test_tools_section_is_kept_per_conversation_and_after_a_restart(qtbot, open_
     assert panel.current_mode() == "none" and panel.functions_edit.toPlainText() == ""
     panel.set_mode("interpreter")
     panel.always_run.setChecked(True)
-    assert window.session.tool_settings.always_run
+    assert window.session.tools.settings.always_run
     with qtbot.waitSignal(controller.conversation_opened, timeout=MS):
         controller.open_conversation(a)
     assert panel.choice() == ConversationTools("functions", WEATHER, max_rounds=3)
-    assert [f.name for f in window.session.tools.functions] == ["get_weather"]  # offered again
-    assert window.session.tool_settings.max_rounds == 3
+    assert [f.name for f in window.session.tools.toolset.functions] == ["get_weather"]  # offered again
+    assert window.session.tools.settings.max_rounds == 3
     with qtbot.waitSignal(controller.conversation_opened, timeout=MS):
         controller.open_conversation(b)
     assert panel.current_mode() == "interpreter"
-    assert not panel.always_run.isChecked() and not window.session.tool_settings.always_run  # never restored
+    assert not panel.always_run.isChecked() and not window.session.tools.settings.always_run  # never restored
     # A new conversation is stored with the section as set when its first message went out.
     window.new_chat()
     panel.set_mode("functions", WEATHER + " ")  # typed but not valid yet: kept as typed
@@ -171,7 +169,7 @@ def test_a_duplicated_conversation_opens_with_the_same_tools_section(qtbot, open
     panel.set_mode("interpreter")
     panel.timeout.setValue(30)
     panel.always_run.setChecked(True)
-    assert window.session.tool_settings.always_run
+    assert window.session.tools.settings.always_run
     copies = []
     for source, choice in (
         (a, ConversationTools("functions", WEATHER, max_rounds=3)),
@@ -183,12 +181,14 @@ def test_a_duplicated_conversation_opens_with_the_same_tools_section(qtbot, open
         copies.append(copy)
         qtbot.waitUntil(lambda copy=copy: controller.conversation_id == copy, timeout=MS)
         assert copy not in (a, b) and panel.choice() == choice
-        assert not panel.always_run.isChecked() and not window.session.tool_settings.always_run
-        assert window.session.tool_settings.max_rounds == choice.max_rounds
-    assert [f.name for f in window.session.tools.functions] == []  # the interpreter's copy is open
+        assert not panel.always_run.isChecked() and not window.session.tools.settings.always_run
+        assert window.session.tools.settings.max_rounds == choice.max_rounds
+    assert [f.name for f in window.session.tools.toolset.functions] == []  # the interpreter's copy is open
     with qtbot.waitSignal(controller.conversation_opened, timeout=MS):
         controller.open_conversation(copies[0])  # the copy of the functions conversation
-    assert [f.name for f in window.session.tools.functions] == ["get_weather"]  # offered as in its source
+    assert [f.name for f in window.session.tools.toolset.functions] == [
+        "get_weather"
+    ]  # offered as in its source
 
 
 def test_an_import_with_unusable_tools_opens_and_says_why(qtbot, open_window, tmp_path) -> None:
@@ -209,7 +209,7 @@ def test_an_import_with_unusable_tools_opens_and_says_why(qtbot, open_window, tm
     (problem,) = parse_functions(bad)[1]
     assert notice.kind == "error" and "“天气” was imported" in notice.text() and problem in notice.text()
     assert panel.current_mode() == "functions" and panel.functions_edit.toPlainText() == bad  # as written
-    assert panel.problems() == [problem] and window.session.tools.functions == ()  # nothing offered
+    assert panel.problems() == [problem] and window.session.tools.toolset.functions == ()  # nothing offered
     doc["conversation"]["tools"] = {"mode": "shell"}
     doc["conversation"]["title"] = ""
     dropped = tmp_path / "dropped.json"

@@ -41,6 +41,8 @@ def test_card_shows_the_call_and_the_users_choices(qtbot):
     card = ToolCallCard(ToolCall("get_weather", {"city": "北京"}))
     qtbot.addWidget(card)
     assert '"city": "北京"' in card.arguments.toPlainText() and "get_weather" in card.title.text()
+    assert card.send_button.isHidden()  # until the answer asks for its result
+    card.ask_result()
     card.result_edit.setPlainText('{"t": 22}')
     with qtbot.waitSignal(card.result_submitted, timeout=1000) as sent:
         qtbot.mouseClick(card.send_button, Qt.MouseButton.LeftButton)
@@ -48,13 +50,13 @@ def test_card_shows_the_call_and_the_users_choices(qtbot):
     code = ToolCallCard(ToolCall(INTERPRETER, {"code": "print(1)"}, kind="interpreter"))
     qtbot.addWidget(code)
     code.show()
-    assert code.arguments.toPlainText() == "print(1)" and code.run_button.isVisible()
+    assert code.arguments.toPlainText() == "print(1)" and code.kill_button.isHidden()
     code.set_running(True)
-    assert code.kill_button.isVisible() and not code.run_button.isVisible()
+    assert code.kill_button.isVisible() and code.state_label.text() == "running..."
     with qtbot.waitSignal(code.kill_requested, timeout=1000):
         qtbot.mouseClick(code.kill_button, Qt.MouseButton.LeftButton)
     code.set_done()
-    assert all(b.isHidden() for b in (code.run_button, code.kill_button, code.decline_button))
+    assert all(b.isHidden() for b in (code.send_button, code.kill_button, code.decline_button))
 
 
 def test_tools_are_greyed_out_for_a_model_without_a_tool_format(window):
@@ -78,9 +80,12 @@ def test_a_call_shows_a_card_and_the_typed_result_continues_the_answer(qtbot, ma
     panel = window.sidebar.tools_panel
     assert panel.mode.isEnabled()
     panel.set_mode("functions", WEATHER)
-    with qtbot.waitSignal(window.session.tool_call_requested, timeout=30_000):
+    with qtbot.waitSignal(window.session.tools.gate.result_asked, timeout=30_000):
         window.send_message("北京天气？")
     card = window.chat_view.cards()[-1]
+    assert (
+        card.send_button.isVisible() and window.input_box.send_button.text() == "Stop"
+    )  # Stop still ends it
     assert '"city": "北京"' in card.arguments.toPlainText()
     assert all("get_weather\n" not in w.text() for w in window.chat_view.messages())  # no raw call text
     card.result_edit.setPlainText('{"temperature": 22}')
@@ -107,22 +112,24 @@ def test_a_runaway_run_is_killed_with_one_click_and_the_window_keeps_running(qtb
         SamplingParams(temperature=0.0, top_p=1.0, max_new_tokens=80)
     )  # the code is long
     window.sidebar.tools_panel.set_mode("interpreter")
-    with qtbot.waitSignal(window.session.tool_call_requested, timeout=30_000):
+    with qtbot.waitSignal(window.session.tools.gate.card_shown, timeout=30_000) as shown:
         window.send_message("loop forever")
     card = window.chat_view.cards()[-1]
-    with qtbot.waitSignal(window.session.code_started, timeout=5_000):
-        qtbot.mouseClick(card.run_button, Qt.MouseButton.LeftButton)  # returns: the code runs elsewhere
-    qtbot.waitUntil(lambda: (window.session.interpreter.workdir / "go").exists(), timeout=30_000)
+    approval = shown.args[0]
+    assert approval in card.findChildren(type(approval))  # the approval waits inside the call's card
+    with qtbot.waitSignal(window.session.tools.gate.call_started, timeout=5_000):
+        qtbot.mouseClick(approval.allow_button, Qt.MouseButton.LeftButton)  # returns: the code runs elsewhere
+    qtbot.waitUntil(lambda: (window.session.tools.interpreter.workdir / "go").exists(), timeout=30_000)
     ticks = []
     timer = QTimer(window)
-    timer.timeout.connect(lambda: ticks.append(window.session.is_running_code()))
+    timer.timeout.connect(lambda: ticks.append(card.kill_button.isVisible()))
     timer.start(20)
     qtbot.waitUntil(lambda: len(ticks) >= 5, timeout=5_000)  # the event loop runs during the run
     timer.stop()
-    assert all(ticks) and card.kill_button.isVisible() and not card.run_button.isVisible()
-    with qtbot.waitSignal(window.session.code_finished, timeout=10_000) as finished:
+    assert all(ticks) and approval.state_label.text() == "Allowed"
+    with qtbot.waitSignal(window.session.tool_answered, timeout=10_000) as finished:
         qtbot.mouseClick(card.kill_button, Qt.MouseButton.LeftButton)  # the one click
-    assert finished.args[0].status == "killed" and card.kill_button.isHidden()
+    assert "stopped by the user" in finished.args[1].content and card.kill_button.isHidden()
     qtbot.waitUntil(
         lambda: not window.session.is_streaming() and window.session.state.messages[-1].content == "Done.",
         timeout=30_000,

@@ -41,7 +41,7 @@ from glmdesk.engine.backends.llamacpp.moe import expert_count, expert_overrides,
 from glmdesk.engine.backends.llamacpp.vocab import LlamaVocab, gguf_format
 from glmdesk.engine.backends.local import LocalBackend
 from glmdesk.engine.decode.kv_pool import KVPool
-from glmdesk.engine.families.template_effort import effort_levels, reads_clear_thinking
+from glmdesk.engine.families.template_effort import effort_levels, keeps_thinking, reads_clear_thinking
 from glmdesk.engine.files.gguf_header import ACTIVATION_ONLY_TYPES, GGUFHeader, read_gguf_header, weight_type
 from glmdesk.engine.info import ModelInfo, stage_reporter
 
@@ -356,6 +356,7 @@ class LlamaCppBackend(LocalBackend):
             format_reason=model.format_choice.reason,
             effort_levels=effort_levels(model.template),
             clear_thinking=reads_clear_thinking(model.template),
+            keeps_thinking=keeps_thinking(model.template),
             threads=model.threads,
             engine=self.name,
             notes=_notes(settings)

@@ -275,8 +275,11 @@ class RemoteBackend(Backend):
         with ``cancelled`` and closes the stream (vLLM aborts the request when its
         client goes away).
         """
+        from glmdesk.engine.families.glm4v import OCR_FAMILIES, greedy
         from glmdesk.engine.tools.openai_tools import messages_to_openai
 
+        if family_for_model_id(self.model).name in OCR_FAMILIES:  # GLM-OCR copies the page: greedy
+            params = ParamsBox(greedy(params.get()))
         wire, tools = messages_to_openai(messages)
         offered: dict = {"tools": tools} if tools else {}
         forced = forced_call(messages)

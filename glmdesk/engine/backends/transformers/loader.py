@@ -25,8 +25,11 @@ from glmdesk.engine.backends.transformers.vision_processor import is_vision_conf
 from glmdesk.engine.cache import kv_bytes_per_token
 from glmdesk.engine.decode.threads import ThreadTuner
 from glmdesk.engine.families.base import eos_list
-from glmdesk.engine.families.template_effort import effort_levels, reads_clear_thinking
+from glmdesk.engine.families.glm4v import OCR_FAMILIES, THINK
+from glmdesk.engine.families.template_effort import effort_levels, keeps_thinking, reads_clear_thinking
+from glmdesk.engine.families.template_format import template_format
 from glmdesk.engine.files import model_source
+from glmdesk.engine.formats.glm45_format import Glm45Format
 from glmdesk.engine.formats.prompt import PromptFormat
 from glmdesk.engine.info import LoadProgress, ModelInfo, context_limit, stage_reporter
 
@@ -86,6 +89,7 @@ def load_model(
             notes=info.notes + ((note,) if note else ()),
             effort_levels=effort_levels(template),
             clear_thinking=reads_clear_thinking(template),
+            keeps_thinking=keeps_thinking(template),
         )
     report("ready", 1, 1)
     # threads 0: adapt the count to measured decode steps (a busy core slows a fixed count).
@@ -132,8 +136,22 @@ def _vision_format(model, tokenizer, ready) -> PromptFormat:
 
     if not getattr(tokenizer, "chat_template", None):
         _no_template(ready)
-    text_format = families.get_family(ready.family).prompt_format(tokenizer, _eos_ids(model))  # its stop ids
-    return VisionFormat(load_processor(ready.folder, tokenizer), text_format.stop_ids)
+    family = families.get_family(ready.family)
+    text_format = family.prompt_format(tokenizer, _eos_ids(model))  # its stop ids
+    processor = load_processor(ready.folder, tokenizer)
+    glm45 = text_format if isinstance(text_format, Glm45Format) else None
+    if (
+        glm45 is None
+        and family.name not in OCR_FAMILIES
+        and template_format(tokenizer.chat_template)[0] == "glm45"
+    ):
+        # a glm4v / glm4v_moe folder with the 4.6V line's template (GLM-4.5V, GLM-4.6V-Flash as published)
+        glm45 = Glm45Format(tokenizer, text_format.stop_ids, family.reasoning or THINK)
+    if glm45 is not None:  # thinking switch and tools, as the GLM-4.6 line
+        from glmdesk.engine.backends.transformers.vision_glm46 import Glm46VisionFormat
+
+        return Glm46VisionFormat(processor, glm45)
+    return VisionFormat(processor, text_format.stop_ids)
 
 
 def _no_template(ready) -> None:

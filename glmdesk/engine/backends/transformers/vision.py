@@ -1,4 +1,4 @@
-"""GLM vision models (GLM-4.1V, GLM-4.5V, GLM-4.6V) on the transformers engine.
+"""GLM vision models (GLM-4.1V, GLM-4.5V, GLM-4.6V, GLM-OCR) on the transformers engine.
 
 A user message's :class:`~glmdesk.core.images.ImageAttachment` values go through the
 model's own processor (:mod:`glmdesk.engine.backends.transformers.vision_processor`): the chat template writes
@@ -9,6 +9,11 @@ positions (``get_rope_index``: text positions on all three axes, image tokens on
 time/height/width). Tokens after an image continue at ``position + rope delta``, so the
 decode loop (:func:`glmdesk.engine.decode.decoding.generate_tokens`) runs unchanged; image tokens
 are prompt tokens, counted in the context and the KV cache like any other.
+
+GLM-4.6V's format (thinking switch, tools) is
+:class:`~glmdesk.engine.backends.transformers.vision_glm46.Glm46VisionFormat`, which writes
+the text as GLM-4.5's format and expands the images here (:meth:`VisionFormat._markup_ids`
+is the seam).
 """
 
 from __future__ import annotations
@@ -103,6 +108,12 @@ class VisionFormat(PromptFormat):
             GlmdeskError: ``invalid_image`` for an image that cannot be decoded.
         """
         ids, images = self._markup_ids(messages)
+        if ids.count(self.image_token_id) != len(images):
+            raise GlmdeskError(
+                "generation_failed",
+                "The model's chat template did not place every attached image in the prompt.",
+                detail=f"{len(images)} images, {ids.count(self.image_token_id)} image markers",
+            )
         if not images:
             return ids
         processed = [self._processed(image) for image in images]
@@ -175,12 +186,6 @@ class VisionFormat(PromptFormat):
                 ids += self._plain(contents[piece])
         if partial:
             ids += self._plain(partial)
-        if ids.count(self.image_token_id) != len(images):
-            raise GlmdeskError(
-                "generation_failed",
-                "The model's chat template did not place every attached image in the prompt.",
-                detail=f"{len(images)} images, {ids.count(self.image_token_id)} image markers",
-            )
         return ids, images
 
     def _plain(self, text: str) -> list[int]:

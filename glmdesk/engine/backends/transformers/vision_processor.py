@@ -1,10 +1,11 @@
-"""GLM-4.1V / 4.5V / 4.6V's processor without torchvision, and images as PIL pictures.
+"""GLM-4.1V / 4.5V / 4.6V / GLM-OCR's processor without torchvision, and images as PIL pictures.
 
 transformers' ``AutoProcessor`` for a ``glm4v`` folder also builds the video processor,
 which needs torchvision (not installable beside every torch build). glmdesk answers
 about images only, so it builds :class:`ImageProcessor`: transformers' own
 ``Glm4vProcessor`` (the same image-token expansion, ``mm_token_type_ids`` and chat
-template) with the image processor's PIL backend and no video slot. Image sizes follow
+template) with the image processor's PIL backend and no video slot; GLM-4.6V's and
+GLM-OCR's ``Glm46VProcessor`` differs from it only in video frames. Image sizes follow
 the folder's ``preprocessor_config.json`` (``smart_resize``: sides rounded to
 ``patch_size x merge_size`` pixels, total pixels between ``size.shortest_edge`` and
 ``size.longest_edge``).
@@ -18,7 +19,7 @@ from pathlib import Path
 from glmdesk.core.images import ImageAttachment, invalid_image
 
 #: ``model_type`` values of the vision models glmdesk runs with the transformers engine.
-VISION_MODEL_TYPES = frozenset({"glm4v", "glm4v_moe"})
+VISION_MODEL_TYPES = frozenset({"glm4v", "glm4v_moe", "glm46v", "glm_ocr"})
 
 
 def is_vision_config(config) -> bool:
