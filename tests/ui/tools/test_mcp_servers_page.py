@@ -202,3 +202,26 @@ def test_import_is_one_click_and_merges_with_what_is_there(page, tmp_path, monke
         and page.secrets.get("docs/headers/Authorization") == "Bearer s3"
     )
     assert "uses the transport 'sse'" in page.details.text()  # the entry left out, in a sentence
+
+
+def test_the_window_starts_agreed_auto_start_servers_when_it_opens(tmp_path, qtbot):
+    from dataclasses import replace
+
+    from glmdesk.ui.tools.mcp_choice import ChatMcp
+
+    approvals = McpApprovals(tmp_path / "approvals.json")
+    auto = replace(FAULTS, auto_start=True)
+    approvals.agree(auto)
+    never = replace(MISSING, auto_start=True)  # asked for, never agreed
+    mcp = ChatMcp(McpConfig((auto, never)), approvals)
+    try:
+        mcp.start_auto()
+        hub = mcp.hub()
+        qtbot.waitUntil(lambda: hub.status("faults").state == "ready", timeout=20000)
+        qtbot.waitUntil(lambda: "was not allowed" in hub.status("missing").error, timeout=20000)
+        assert hub.status("missing").state == "stopped"
+    finally:
+        mcp.close()
+    idle = ChatMcp(McpConfig((FAULTS,)), approvals)
+    idle.start_auto()
+    assert not idle.started()  # no server to start with glmdesk: no hub made
