@@ -118,7 +118,9 @@ def prompt_text(hub: McpHub, prompt: McpPrompt, arguments: dict[str, str] | None
     """
     got = hub.request(prompt.server, lambda client: client.get_prompt(prompt.name, arguments or None))
     texts = [
-        m.content.text for m in got.messages if m.role == "user" and getattr(m.content, "type", "") == "text"
+        strip_marks(m.content.text)[0]
+        for m in got.messages
+        if m.role == "user" and getattr(m.content, "type", "") == "text"
     ]
     return "\n\n".join(texts)
 

@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from glmdesk.chat.mcp.shrink import strip_marks
+
 STATES = ("stopped", "starting", "ready", "failed")
 
 
@@ -65,7 +67,7 @@ def tool_of(server: str, tool: Any) -> McpTool:
     return McpTool(
         server=server,
         name=tool.name,
-        description=tool.description or "",
+        description=strip_marks(tool.description or "")[0],  # a huge one was cut
         input_schema=dict(schema),
         read_only=bool(getattr(annotations, "read_only_hint", False)),
         title=getattr(tool, "title", None) or "",

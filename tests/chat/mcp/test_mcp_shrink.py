@@ -129,3 +129,14 @@ def test_a_compressed_answer_is_passed_on_unchanged():
     body = gzip.compress(json.dumps(_answer("g" * 5000)).encode())
     seen, _headers = _through_transport(body, "application/json", encoding="gzip")
     assert json.loads(seen)["result"]["content"][0]["text"] == "g" * 5000
+
+
+def test_a_cut_tool_description_reaches_the_model_without_its_mark():
+    from mcp.types import Tool
+
+    from glmdesk.chat.mcp.status import tool_of
+
+    listed = {"tools": [{"name": "t", "description": "d" * 5000, "inputSchema": {"type": "object"}}]}
+    cut_list = json.loads(shrink_json(json.dumps(listed).encode(), 1000, 1000))
+    tool = tool_of("s", Tool.model_validate(cut_list["tools"][0]))
+    assert tool.description == "d" * 1000 and tool.name == "t"
