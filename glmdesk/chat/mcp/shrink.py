@@ -25,6 +25,11 @@ _MARK = re.compile("\x00glmdesk-cut:(\\d+)\x00")
 WINDOW = 1 << 18
 _CONTINUATION = bytes(range(0x80, 0xC0))
 _BLOB_KEYS = (b"data", b"blob")
+#: Strings kept whole or cut to the limit, in limits' worth of bytes, before later
+#: strings are cut short (a result's text and its structured copy fit).
+BUDGET_LIMITS = 4
+#: What a string is cut to once that budget is spent, in characters.
+SHORT_CHARS = 1000
 _SPACE = b" \t\r\n"
 
 
@@ -108,9 +113,11 @@ def _kept_text(body: memoryview, limit: int) -> str:
 
 def shrink_json(data: bytes, limit: int, blob_limit: int) -> bytes:
     """``data`` (a JSON text, UTF-8) with every string longer than ``limit`` characters
-    cut to its first ``limit`` and a :func:`mark`; strings under ``data``/``blob`` keys
-    longer than ``blob_limit`` bytes become ``""``. Anything that is not well-formed is
-    passed on unchanged from where it stops being so.
+    cut to its first ``limit`` and a :func:`mark`; once the strings kept come to
+    :data:`BUDGET_LIMITS` times ``limit`` bytes, a later string is cut to
+    :data:`SHORT_CHARS` (many strings just under the limit make a huge answer too);
+    strings under ``data``/``blob`` keys longer than ``blob_limit`` bytes become ``""``.
+    Anything that is not well-formed is passed on unchanged from where it stops being so.
 
     Args:
         data: The JSON text's bytes.
@@ -123,6 +130,7 @@ def shrink_json(data: bytes, limit: int, blob_limit: int) -> bytes:
     out = bytearray()
     view = memoryview(data)  # slices of it copy nothing
     at, key = 0, b""
+    kept, budget = 0, BUDGET_LIMITS * limit
     while at < len(data):
         quote = _find(data, b'"', at)
         if quote < 0:
@@ -140,13 +148,13 @@ def shrink_json(data: bytes, limit: int, blob_limit: int) -> bytes:
             out += view[quote:at]
         elif key in _BLOB_KEYS:
             out += view[quote:at] if len(body) <= blob_limit else b'""'
-        elif len(body) <= limit:  # a string's characters never outnumber its bytes
-            out += view[quote:at]
         else:
-            total = _char_count(body)
-            if total <= limit:
+            most = limit if kept < budget else min(limit, SHORT_CHARS)
+            total = len(body) if len(body) <= most else _char_count(body)  # chars <= bytes
+            if total <= most:
                 out += view[quote:at]
+                kept += len(body)
             else:
-                text = _kept_text(body, limit)
-                out += json.dumps(text + mark(total)).encode()
+                out += json.dumps(_kept_text(body, most) + mark(total)).encode()
+                kept += most
     return bytes(out)

@@ -140,3 +140,16 @@ def test_a_cut_tool_description_reaches_the_model_without_its_mark():
     cut_list = json.loads(shrink_json(json.dumps(listed).encode(), 1000, 1000))
     tool = tool_of("s", Tool.model_validate(cut_list["tools"][0]))
     assert tool.description == "d" * 1000 and tool.name == "t"
+
+
+def test_many_strings_just_under_the_limit_are_cut_short_once_the_budget_is_spent():
+    from glmdesk.chat.mcp.shrink import BUDGET_LIMITS, SHORT_CHARS
+
+    parts = [{"type": "text", "text": chr(ord("a") + n % 26) * 9_000} for n in range(60)]
+    raw = json.dumps({"result": {"content": parts}}).encode()  # 540 kB, no string over 10,000
+    out = json.loads(shrink_json(raw, 10_000, 1000))["result"]["content"]
+    kept = [strip_marks(p["text"]) for p in out]
+    whole = sum(1 for text, left_out in kept if not left_out)
+    assert whole == BUDGET_LIMITS * 10_000 // 9_000 + 1  # until the kept bytes pass the budget
+    assert all(len(text) == SHORT_CHARS and len(text) + left_out == 9_000 for text, left_out in kept[whole:])
+    assert sum(len(text) + left_out for text, left_out in kept) == 60 * 9_000
