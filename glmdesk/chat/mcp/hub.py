@@ -312,7 +312,9 @@ class McpHub:
         Args:
             timeout_s: The time limit, in s (default: the server's ``timeoutSeconds``).
             stop: Ends the wait at once when set (the call is cancelled).
-            limit: The most characters of the result the model reads.
+            limit: The most characters of the result the model reads (at most
+                :data:`~glmdesk.chat.mcp.results.MAX_RESULT_CHARS`: longer strings are
+                cut before the answer is parsed, by the relay or the HTTP client).
         """
         status = self.ensure(server)
         config = self.config.server(server)
