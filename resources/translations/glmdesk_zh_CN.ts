@@ -1820,6 +1820,22 @@ Run it?</source>
         <translation>停止</translation>
     </message>
     <message>
+        <source>Start with glmdesk</source>
+        <translation>随 glmdesk 启动</translation>
+    </message>
+    <message>
+        <source> s</source>
+        <translation> 秒</translation>
+    </message>
+    <message>
+        <source>The longest a call of this server&apos;s tools may take</source>
+        <translation>调用此服务器的工具最长可用的时间</translation>
+    </message>
+    <message>
+        <source>Attach to message</source>
+        <translation>附加到消息</translation>
+    </message>
+    <message>
         <source>Revoke</source>
         <translation>撤销</translation>
     </message>
@@ -1830,6 +1846,10 @@ Run it?</source>
     <message>
         <source>MCP servers</source>
         <translation>MCP 服务器</translation>
+    </message>
+    <message>
+        <source>Resources</source>
+        <translation>资源</translation>
     </message>
     <message>
         <source>Tools always allowed</source>
@@ -3007,6 +3027,12 @@ Run it?</source>
     <message>
         <source>Send this message</source>
         <translation>发送这条消息</translation>
+    </message>
+    <message>
+        <source>Send this prompt of an MCP server:
+{text}</source>
+        <translation>发送此 MCP 服务器的提示词：
+{text}</translation>
     </message>
     <message>
         <source>Open another model...</source>

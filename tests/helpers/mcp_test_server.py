@@ -3,7 +3,8 @@
 Run as ``python -m tests.helpers.mcp_test_server`` (stdio) or with ``--http PORT``
 (streamable HTTP on 127.0.0.1:PORT, path ``/mcp``). Its tools exercise what a real
 server may do: answer, return an image, structured content or a resource, sleep past a
-time limit, exit mid-call, return 50 MB, flood stderr.
+time limit, exit mid-call, return 50 MB, flood stderr; two prompts (one needs an
+argument) and three resources (text, 3 MB of text and binary).
 """
 
 from __future__ import annotations
@@ -82,6 +83,14 @@ def shout(lines: int) -> str:
 
 
 @server.tool()
+def mumble(megabytes: int) -> str:
+    """Write one line of this many MB to stderr, then answer."""
+    sys.stderr.write("m" * (megabytes * 1024 * 1024) + "\nlast words\n")
+    sys.stderr.flush()
+    return "done mumbling"
+
+
+@server.tool()
 def spawn() -> str:
     """Start a child process that outlives the call (a server with helpers of its own)."""
     import subprocess
@@ -90,6 +99,36 @@ def spawn() -> str:
         [sys.executable, "-c", "import sys, time; time.sleep(600)", "child-of-test-server"]
     )
     return f"child {child.pid} started"
+
+
+@server.prompt(title="Greet the world")
+def greeting() -> str:
+    """A prompt without arguments (an example prompt)."""
+    return "Say hello in three languages."
+
+
+@server.prompt()
+def review(code: str) -> str:
+    """A prompt that needs an argument (not an example prompt)."""
+    return f"Review this code:\n{code}"
+
+
+@server.resource("note://readme", name="readme", title="Read me", mime_type="text/plain")
+def readme() -> str:
+    """A text resource (attached to a message as text)."""
+    return "The test server's read-me: it has tools, prompts and resources."
+
+
+@server.resource("note://big", name="big", mime_type="text/plain")
+def big() -> str:
+    """A 3 MB text resource (cut before it is parsed)."""
+    return "r" * (3 * 1024 * 1024)
+
+
+@server.resource("note://logo", name="logo", mime_type="image/png")
+def logo() -> bytes:
+    """A binary resource."""
+    return b"\x89PNG\r\n\x1a\n" + bytes(16)
 
 
 def main() -> None:

@@ -20,103 +20,27 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import collections
 import concurrent.futures
-import os
 import threading
 import time
 import weakref
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from glmdesk.chat.events import ToolResult
 from glmdesk.chat.mcp.config import McpConfig, McpServerConfig
+from glmdesk.chat.mcp.process import StderrTail, children, end_group, new_group
 from glmdesk.chat.mcp.results import MAX_RESULT_CHARS, error_result, tool_result
+from glmdesk.chat.mcp.status import STATES, McpTool, ServerStatus, tool_of
+
+__all__ = ["STATES", "START_TIMEOUT_S", "McpHub", "McpTool", "McpUnavailable", "ServerStatus"]
 
 #: Longest wait for a server to start and list its tools, in s.
 START_TIMEOUT_S = 60.0
-#: Lines of a server's stderr kept (each cut to 400 characters).
-STDERR_LINES = 20
-
-STATES = ("stopped", "starting", "ready", "failed")
 
 
-@dataclass(frozen=True)
-class McpTool:
-    """One tool a server offers.
-
-    Attributes:
-        server: The server's name.
-        name: The tool's name on that server.
-        description: What it does (may be empty).
-        input_schema: JSON Schema object of its arguments.
-        read_only: The server marks it read-only (``annotations.readOnlyHint``).
-        title: A display name (may be empty).
-    """
-
-    server: str
-    name: str
-    description: str = ""
-    input_schema: Mapping[str, Any] = field(default_factory=dict)
-    read_only: bool = False
-    title: str = ""
-
-
-@dataclass(frozen=True)
-class ServerStatus:
-    """Where one server stands.
-
-    Attributes:
-        name: The server's name.
-        state: One of :data:`STATES`.
-        tools: Its tools while ``ready``.
-        error: Why it failed (a sentence), else empty.
-        stderr_tail: Its last lines on stderr (stdio servers).
-    """
-
-    name: str
-    state: str = "stopped"
-    tools: tuple[McpTool, ...] = ()
-    error: str = ""
-    stderr_tail: tuple[str, ...] = ()
-
-    def summary(self) -> str:
-        """One line: ``ready, 2 tools`` / ``failed: ...``."""
-        if self.state == "ready":
-            return f"ready, {len(self.tools)} tool{'s' if len(self.tools) != 1 else ''}"
-        if self.error:
-            return f"{self.state}: {self.error}"
-        return self.state
-
-
-class _StderrTail:
-    """A pipe the server writes its stderr to; a thread keeps its last lines (a server
-    that floods stderr costs a bounded amount of memory)."""
-
-    def __init__(self) -> None:
-        read_fd, write_fd = os.pipe()
-        self.writer = os.fdopen(write_fd, "w")
-        self.lines: collections.deque[str] = collections.deque(maxlen=STDERR_LINES)
-        self._reader = os.fdopen(read_fd, "rb")
-        self._thread = threading.Thread(target=self._read, daemon=True, name="mcp-stderr")
-        self._thread.start()
-
-    def _read(self) -> None:
-        with self._reader:
-            for line in self._reader:
-                self.lines.append(line[:400].decode("utf-8", "replace").rstrip())
-
-    def settle(self, timeout_s: float = 1.0) -> tuple[str, ...]:
-        """The last lines once the server's end of the pipe closed (waits at most
-        ``timeout_s``: a child of the server may keep it open)."""
-        self._thread.join(timeout_s)
-        return tuple(self.lines)
-
-    def close_writer(self) -> None:
-        """Close glmdesk's copy of the pipe's write end (the server keeps its own)."""
-        if not self.writer.closed:
-            self.writer.close()
+class McpUnavailable(ValueError):
+    """A request to a server that could not be answered; the message is one sentence."""
 
 
 class _Running:
@@ -128,94 +52,8 @@ class _Running:
         self.ready = threading.Event()
         self.stop: asyncio.Event | None = None
         self.task: asyncio.Task | None = None
-        self.stderr: _StderrTail | None = None
+        self.stderr: StderrTail | None = None
         self.group = 0  # the stdio server's process group (its pid), once known
-
-
-def _client(config: McpServerConfig, stderr: _StderrTail | None):
-    from mcp import Client, StdioServerParameters
-
-    if config.command:
-        from mcp.client.stdio import stdio_client
-
-        params = StdioServerParameters(
-            command=config.command, args=list(config.args), env=dict(config.env) or None
-        )
-        return Client(stdio_client(params, errlog=stderr.writer), cache=None)
-    from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
-
-    http = create_mcp_http_client(headers=dict(config.headers) or None)
-    return Client(streamable_http_client(config.url, http_client=http), cache=None)
-
-
-def _children() -> set[int]:
-    import psutil
-
-    try:
-        return {p.pid for p in psutil.Process().children()}
-    except psutil.Error:
-        return set()
-
-
-def _new_group(before: set[int], config: McpServerConfig) -> int:
-    """The process group of the server just started: the SDK starts it in a session of
-    its own, so its pid names the group its helpers inherit (0 when not found)."""
-    import psutil
-
-    for pid in sorted(_children() - before):
-        try:
-            line = psutil.Process(pid).cmdline()
-        except psutil.Error:
-            continue
-        if line[-len(config.args) :] == list(config.args) if config.args else line:
-            try:
-                return pid if os.getpgid(pid) == pid else 0
-            except OSError:
-                return 0
-    return 0
-
-
-def _end_group(group: int, grace_s: float = 2.0) -> None:
-    """End every process left in ``group`` (a server's helpers that outlive it): SIGTERM,
-    then SIGKILL after ``grace_s``. POSIX only; elsewhere the SDK's job object does it."""
-    import signal
-
-    if not hasattr(os, "killpg"):
-        return
-    import psutil
-
-    try:
-        os.killpg(group, signal.SIGTERM)
-    except OSError:
-        return  # the group is gone
-    left = [p for p in psutil.process_iter() if _in_group(p, group)]
-    _gone, alive = psutil.wait_procs(left, timeout=grace_s)
-    if alive:
-        try:
-            os.killpg(group, signal.SIGKILL)
-        except OSError:
-            pass
-
-
-def _in_group(process, group: int) -> bool:
-    try:
-        return os.getpgid(process.pid) == group
-    except OSError:
-        return False
-
-
-def _tool(server: str, tool: Any) -> McpTool:
-    annotations = getattr(tool, "annotations", None)
-    schema = getattr(tool, "input_schema", None) or {"type": "object", "properties": {}}
-    return McpTool(
-        server=server,
-        name=tool.name,
-        description=tool.description or "",
-        input_schema=dict(schema),
-        read_only=bool(getattr(annotations, "read_only_hint", False)),
-        title=getattr(tool, "title", None) or "",
-    )
 
 
 def _sentence(exc: BaseException) -> str:
@@ -223,6 +61,13 @@ def _sentence(exc: BaseException) -> str:
         return "; ".join(_sentence(e) for e in exc.exceptions)
     if isinstance(exc, FileNotFoundError):
         return f"the command {exc.filename or ''} was not found".replace("  ", " ")
+    from pydantic import ValidationError
+
+    if isinstance(exc, ValidationError):  # the SDK could not read what the server sent
+        found = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'it'}: {e['msg']}" for e in exc.errors()[:3]
+        )
+        return f"it is not what MCP allows ({found})"
     text = str(exc).strip()
     return f"{exc.__class__.__name__}: {text}" if text else exc.__class__.__name__
 
@@ -366,14 +211,16 @@ class McpHub:
         running.task = asyncio.current_task()
         failed: BaseException | None = None
         try:
-            running.stderr = _StderrTail() if running.config.command else None
-            before = _children()
-            async with _client(running.config, running.stderr) as client:
+            running.stderr = StderrTail() if running.config.command else None
+            before = children()
+            from glmdesk.chat.mcp.transport import client as sdk_client
+
+            async with sdk_client(running.config, running.stderr) as client:
                 if running.stderr is not None:
                     running.stderr.close_writer()
-                    running.group = _new_group(before, running.config)
+                    running.group = new_group(before, running.config.args)
                 listed = await asyncio.wait_for(client.list_tools(), START_TIMEOUT_S)
-                tools = tuple(_tool(name, t) for t in listed.tools)
+                tools = tuple(tool_of(name, t) for t in listed.tools)
                 running.client = client
                 self._set(ServerStatus(name, "ready", tools))
                 running.ready.set()
@@ -387,13 +234,13 @@ class McpHub:
             if running.stderr is not None:
                 running.stderr.close_writer()
             if running.group:
-                await asyncio.to_thread(_end_group, running.group)
+                await _off_loop(end_group, running.group)
             with self._lock:
                 if self._running.get(name) is running:
                     del self._running[name]
                 current = self._status.get(name)
             if failed is not None:
-                tail = await asyncio.to_thread(running.stderr.settle) if running.stderr is not None else ()
+                tail = await _off_loop(running.stderr.settle) if running.stderr is not None else ()
                 self._set(ServerStatus(name, "failed", error=_sentence(failed), stderr_tail=tail))
             elif current is not None and current.state != "failed":
                 self._set(ServerStatus(name, "stopped"))
@@ -465,7 +312,9 @@ class McpHub:
         Args:
             timeout_s: The time limit, in s (default: the server's ``timeoutSeconds``).
             stop: Ends the wait at once when set (the call is cancelled).
-            limit: The most characters of the result the model reads.
+            limit: The most characters of the result the model reads (at most
+                :data:`~glmdesk.chat.mcp.results.MAX_RESULT_CHARS`: longer strings are
+                cut before the answer is parsed, by the relay or the HTTP client).
         """
         status = self.ensure(server)
         config = self.config.server(server)
@@ -473,9 +322,9 @@ class McpHub:
             return error_result(f"the MCP server {server} is not running ({status.summary()}).")
         with self._lock:
             running = self._running.get(server)
-        client = running.client if running is not None else None
-        if client is None:
+        if running is None or running.client is None:
             return error_result(f"the MCP server {server} stopped.")
+        client = running.client
         seconds = timeout_s if timeout_s is not None else config.timeout_s
 
         async def send():
@@ -504,11 +353,46 @@ class McpHub:
                     return error_result(f"{server} did not answer the call of {tool} within {seconds:g} s.")
                 if running.client is None or not _alive(running) or _closed(exc):
                     return self._lost(server, tool)
+                if _malformed(exc):
+                    return error_result(f"{server}'s result for {tool} could not be read: {_sentence(exc)}.")
                 return error_result(f"{server} answered the call of {tool} with an error: {_sentence(exc)}.")
         try:
             return tool_result(result, limit)
         except Exception as exc:  # noqa: BLE001 - a malformed result
             return error_result(f"{server}'s result for {tool} could not be read ({_sentence(exc)}).")
+
+    def request(
+        self, server: str, send: Callable[[Any], Awaitable[Any]], timeout_s: float | None = None
+    ) -> Any:
+        """``await send(client)`` with ``server``'s SDK client (started if needed), for
+        what is not a tool call: its prompts and resources.
+
+        Args:
+            send: Given the ``mcp.Client``, returns the awaitable request.
+            timeout_s: The time limit, in s (default: the server's ``timeoutSeconds``).
+
+        Raises:
+            McpUnavailable: the server is not running, did not answer in time, or failed
+                (one sentence).
+        """
+        status = self.ensure(server)
+        config = self.config.server(server)
+        with self._lock:
+            running = self._running.get(server)
+        client = running.client if running is not None else None
+        if status.state != "ready" or config is None or client is None:
+            raise McpUnavailable(f"The MCP server {server} is not running ({status.summary()}).")
+        seconds = timeout_s if timeout_s is not None else config.timeout_s
+        future = self._submit(asyncio.wait_for(send(client), seconds))
+        try:
+            return future.result(seconds + 2.0)
+        except (TimeoutError, concurrent.futures.TimeoutError):
+            future.cancel()
+            raise McpUnavailable(f"The MCP server {server} did not answer within {seconds:g} s.") from None
+        except Exception as exc:  # noqa: BLE001 - the SDK's errors, a dead connection...
+            raise McpUnavailable(
+                f"The MCP server {server} answered with an error: {_sentence(exc)}."
+            ) from None
 
     def _lost(self, server: str, tool: str) -> ToolResult:
         with self._lock:
@@ -528,6 +412,22 @@ def _timed_out(exc: BaseException) -> bool:
     from mcp.shared.exceptions import MCPError
 
     return isinstance(exc, TimeoutError) or (isinstance(exc, MCPError) and exc.code == -32001)
+
+
+async def _off_loop(work: Callable[..., Any], *args: Any) -> Any:
+    """``work(*args)`` on a worker thread, or here when glmdesk is ending (no new threads
+    then: the servers' helpers must still be ended)."""
+    try:
+        return await asyncio.to_thread(work, *args)
+    except RuntimeError:
+        return work(*args)
+
+
+def _malformed(exc: BaseException) -> bool:
+    """Whether ``exc`` says the server's answer was not a valid MCP message."""
+    from pydantic import ValidationError
+
+    return isinstance(exc, ValidationError)
 
 
 def _closed(exc: BaseException) -> bool:

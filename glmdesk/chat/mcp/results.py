@@ -9,7 +9,10 @@
 - ``isError``: the text is told as the tool's error.
 
 The text is cut to :data:`MAX_RESULT_CHARS` with a note saying how much was left out, so
-a server that returns 50 MB cannot flood the prompt or the window.
+a server that returns 50 MB cannot flood the prompt or the window. Strings the HTTP
+transport cut before parsing (:mod:`glmdesk.chat.mcp.shrink`) carry a mark of their full
+length, which the note counts. Structured content is written as JSON with each string cut
+first, so no call here runs long on a huge result.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import json
 from typing import Any
 
 from glmdesk.chat.events import ToolResult
+from glmdesk.chat.mcp.shrink import strip_marks
 
 #: The most characters of one result the model reads (about 25k tokens).
 MAX_RESULT_CHARS = 100_000
@@ -29,14 +33,27 @@ MAX_IMAGES = 4
 MAX_IMAGE_BYTES = 8 * 1024 * 1024
 
 
-def cut(text: str, limit: int = MAX_RESULT_CHARS) -> str:
-    """``text``, or its first ``limit`` characters and a note of what was left out."""
-    if len(text) <= limit:
+def cut(text: str, limit: int = MAX_RESULT_CHARS, left_out: int = 0) -> str:
+    """``text``, or its first ``limit`` characters and a note of what was left out
+    (``left_out``: characters cut before, counted in the note)."""
+    if len(text) <= limit and not left_out:
         return text
-    return (
-        text[:limit]
-        + f"\n\n[The result was cut: {len(text) - limit:,} of {len(text):,} characters were left out.]"
-    )
+    total = len(text) + left_out
+    kept = text[:limit]
+    return kept + f"\n\n[The result was cut: {total - len(kept):,} of {total:,} characters were left out.]"
+
+
+def _unmarked(value: Any, limit: int | None = None) -> Any:
+    """``value`` (structured content) with the cut marks taken out of its strings, and
+    strings longer than ``limit`` cut (with "..."), walking lists and objects."""
+    if isinstance(value, str):
+        value = strip_marks(value)[0]
+        return value if limit is None or len(value) <= limit else value[:limit] + "..."
+    if isinstance(value, dict):
+        return {k: _unmarked(v, limit) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_unmarked(v, limit) for v in value]
+    return value
 
 
 def as_png(data: bytes, mime_type: str) -> bytes | None:
@@ -69,10 +86,13 @@ def tool_result(result: Any, limit: int = MAX_RESULT_CHARS) -> ToolResult:
     (see the module docstring)."""
     texts: list[str] = []
     images: list[bytes] = []
+    left_out = 0
     for item in result.content or []:
         kind = getattr(item, "type", "")
         if kind == "text":
-            texts.append(item.text)
+            text, missing = strip_marks(item.text)
+            texts.append(text)
+            left_out += missing
         elif kind == "image":
             png = None
             try:
@@ -88,18 +108,20 @@ def tool_result(result: Any, limit: int = MAX_RESULT_CHARS) -> ToolResult:
         elif kind == "audio":
             texts.append(f"[audio ({item.mime_type}), not supported]")
         elif kind == "resource":
-            texts.append(_resource_text(item.resource))
+            text, missing = strip_marks(_resource_text(item.resource))
+            texts.append(text)
+            left_out += missing
         elif kind == "resource_link":
             texts.append(f"[resource link {item.uri}: {item.name}]")
     structured = getattr(result, "structured_content", None)
     if structured is not None:
-        dumped = json.dumps(structured, ensure_ascii=False)
+        structured = _unmarked(structured)
         if not any(_same_json(t, structured) for t in texts):
-            texts.append(dumped)
+            texts.append(json.dumps(_unmarked(structured, limit), ensure_ascii=False))
     text = "\n".join(texts) if texts else "(the tool returned nothing)"
     if getattr(result, "is_error", False):
         text = f"The tool reported an error: {text}"
-    return ToolResult(cut(text, limit), tuple(images))
+    return ToolResult(cut(text, limit, left_out), tuple(images))
 
 
 def _same_json(text: str, value: Any) -> bool:

@@ -103,7 +103,9 @@ class MainWindow(QMainWindow):
             from glmdesk.engine.backends.transformers.backend import TransformersBackend
 
             backend = TransformersBackend(model)
-        answer_tools = AnswerTools(mcp=ChatMcp.from_files(McpApprovals()))  # the chats' tools and MCP servers
+        mcp = ChatMcp.from_files(McpApprovals())  # the MCP servers of mcp.json
+        mcp.start_auto()  # those the user said start with glmdesk (agreed commands only)
+        answer_tools = AnswerTools(mcp=mcp)  # the chats' tools and MCP servers
         self.session = ChatSession(self.params_box, backend, self, factory, options, answer_tools)
         self.loader = self.session.loader
         # A window destroyed without being closed (dropped by its owner) must still end

@@ -1,6 +1,9 @@
-"""What an empty chat shows: the model in use, three example prompts, how to open another model."""
+"""What an empty chat shows: the model in use, three example prompts (and the chosen MCP
+servers' prompts), how to open another model."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtGui import QPalette
@@ -52,19 +55,42 @@ class WelcomeWidget(QWidget):
     def _example_buttons(self) -> QVBoxLayout:
         """One button per example prompt (``example_buttons``), in a column."""
         self.example_buttons: list[QPushButton] = []
+        self.server_prompt_buttons: list[QPushButton] = []
         examples = QVBoxLayout()
         examples.setSpacing(6)
         for text in self.example_prompts():
-            button = QPushButton(text)
-            button.setObjectName("welcome_example")
-            button.setCursor(Qt.CursorShape.PointingHandCursor)
-            button.setToolTip(self.tr("Send this message"))
-            button.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
-            button.setMinimumHeight(button.sizeHint().height() + 8)
-            button.clicked.connect(self._on_example_clicked)
+            button = self._example_button(text, self.tr("Send this message"))
             self.example_buttons.append(button)
             examples.addWidget(button)
+        self._examples = examples
         return examples
+
+    def _example_button(self, label: str, tip: str) -> QPushButton:
+        button = QPushButton(label)
+        button.setObjectName("welcome_example")
+        button.setCursor(Qt.CursorShape.PointingHandCursor)
+        button.setToolTip(tip)
+        button.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        button.setMinimumHeight(button.sizeHint().height() + 8)
+        button.clicked.connect(self._on_example_clicked)
+        return button
+
+    def set_server_prompts(self, prompts: Sequence[tuple[str, str]]) -> None:
+        """Show the chosen MCP servers' prompts below the examples, one button each:
+        ``(label, text)`` pairs (:func:`glmdesk.chat.mcp.catalog.example_prompts`); a
+        click sends the text. An empty list takes them away."""
+        for button in self.server_prompt_buttons:
+            self._examples.removeWidget(button)
+            button.deleteLater()
+        self.server_prompt_buttons = []
+        enabled = all(b.isEnabled() for b in self.example_buttons)
+        for label, text in prompts:
+            tip = self.tr("Send this prompt of an MCP server:\n{text}").format(text=text[:500])
+            button = self._example_button(label, tip)
+            button.setProperty("prompt", text)
+            button.setEnabled(enabled)
+            self.server_prompt_buttons.append(button)
+            self._examples.addWidget(button)
 
     def _build_open_row(self) -> None:
         self.open_button = QPushButton(self.tr("Open another model..."))
@@ -126,7 +152,7 @@ class WelcomeWidget(QWidget):
     def set_model(self, info) -> None:
         """Show the model in use (a ``ModelInfo``), or that one is loading (``None``)."""
         buttons_enabled = info is not None
-        for button in self.example_buttons:
+        for button in (*self.example_buttons, *self.server_prompt_buttons):
             button.setEnabled(buttons_enabled)
         self._engine_line = ""
         if info is None:
@@ -168,4 +194,4 @@ class WelcomeWidget(QWidget):
     def _on_example_clicked(self) -> None:
         button = self.sender()
         if isinstance(button, QPushButton):
-            self.prompt_chosen.emit(button.text())
+            self.prompt_chosen.emit(button.property("prompt") or button.text())

@@ -97,6 +97,12 @@ class ChatMcp:
                 self._hub = McpHub(self.config, self.approvals.consent(lambda _server: False))
             return self._hub
 
+    def start_auto(self) -> None:
+        """Start, in the background, the servers the user said start with glmdesk
+        (``autoStart``) whose command was agreed; makes the hub only when there is one."""
+        if any(s.auto_start and not s.disabled for s in self.config.servers):
+            self.hub().start_auto()
+
     def started(self) -> bool:
         """Whether the hub was made (a server may run)."""
         with self._lock:

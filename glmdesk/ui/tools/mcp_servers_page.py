@@ -1,16 +1,20 @@
 """The Tools page's MCP part: the servers of ``mcp.json`` with their state (add, edit,
-remove, turn on and off, import another app's file, start/restart, stop), the tools the
-user always allows (revocable) and the read-only rule.
+remove, turn on and off, import another app's file, start/restart, stop, start with
+glmdesk, time limit), the selected server's resources (attached to a message), the
+tools the user always allows (revocable) and the read-only rule.
 
 A server's command is shown and agreed once before glmdesk first starts it
-(:meth:`McpServersPage.agree`); starting, stopping and restarting run off the GUI thread
-(:class:`~glmdesk.ui.session.background.Background`), so the window never waits for a server; states come back through the
-hub's listener as queued signals.
+(:meth:`McpServersPage.agree`), also before "Start with glmdesk" is ticked (the app then
+starts it with :meth:`~glmdesk.chat.mcp.hub.McpHub.start_auto`, which starts only agreed
+servers); starting, stopping, restarting and reading resources run off the GUI thread
+(:class:`~glmdesk.ui.session.background.Background`), so the window never waits for a
+server; states come back through the hub's listener as queued signals.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Qt, Signal, Slot
@@ -25,15 +29,18 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QListWidget,
+    QListWidgetItem,
     QMessageBox,
     QPlainTextEdit,
     QPushButton,
+    QSpinBox,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
+from glmdesk.chat.mcp import catalog
 from glmdesk.chat.mcp.approvals import McpApprovals
 from glmdesk.chat.mcp.config import McpConfig, McpServerConfig, SecretStore, server_from_json
 from glmdesk.chat.mcp.hub import McpHub, ServerStatus
@@ -94,9 +101,14 @@ class McpServersPage(QWidget):
 
     Signals:
         config_changed(McpConfig): Saved after an edit.
+        resource_attached(str, str): A resource's label and text, to attach to the next
+            message ("Attach to message").
+        resource_failed(str): Why a resource could not be read (a sentence).
     """
 
     config_changed = Signal(object)
+    resource_attached = Signal(str, str)
+    resource_failed = Signal(str)
 
     def __init__(
         self,
@@ -112,6 +124,7 @@ class McpServersPage(QWidget):
         self._relay = _StatusRelay(self)
         self._relay.status_changed.connect(self._on_status, Qt.ConnectionType.QueuedConnection)
         hub.add_listener(self._relay.status_changed.emit)
+        self._resources_of = ""  # the server whose resources are listed (or asked for)
         self.table = QTableWidget(0, 4)
         self.table.setHorizontalHeaderLabels(
             [self.tr("Server"), self.tr("Command or URL"), self.tr("Time limit"), self.tr("State")]
@@ -130,6 +143,13 @@ class McpServersPage(QWidget):
         self.import_button = QPushButton(self.tr("Import..."))
         self.start_button = QPushButton(self.tr("Start / restart"))
         self.stop_button = QPushButton(self.tr("Stop"))
+        self.auto_start_box = QCheckBox(self.tr("Start with glmdesk"))
+        self.timeout_box = QSpinBox()
+        self.timeout_box.setRange(1, 3600)
+        self.timeout_box.setSuffix(self.tr(" s"))
+        self.timeout_box.setToolTip(self.tr("The longest a call of this server's tools may take"))
+        self.resources_list = QListWidget()
+        self.attach_button = QPushButton(self.tr("Attach to message"))
         self.always_list = QListWidget()
         self.revoke_button = QPushButton(self.tr("Revoke"))
         self.read_only_box = QCheckBox(self.tr("Run tools the server marks read-only without asking"))
@@ -150,7 +170,16 @@ class McpServersPage(QWidget):
         column.addWidget(QLabel(self.tr("MCP servers")))
         column.addWidget(self.table)
         column.addLayout(row)
+        settings = QHBoxLayout()
+        settings.addWidget(self.auto_start_box)
+        settings.addStretch(1)
+        settings.addWidget(QLabel(self.tr("Time limit")))
+        settings.addWidget(self.timeout_box)
+        column.addLayout(settings)
         column.addWidget(self.details)
+        column.addWidget(QLabel(self.tr("Resources")))
+        column.addWidget(self.resources_list)
+        column.addWidget(self.attach_button)
         column.addWidget(QLabel(self.tr("Tools always allowed")))
         column.addWidget(self.always_list)
         column.addWidget(self.revoke_button)
@@ -163,6 +192,9 @@ class McpServersPage(QWidget):
         self.start_button.clicked.connect(self._start)
         self.stop_button.clicked.connect(self._stop)
         self.revoke_button.clicked.connect(self._revoke)
+        self.auto_start_box.clicked.connect(self._set_auto_start)
+        self.timeout_box.editingFinished.connect(self._set_timeout)
+        self.attach_button.clicked.connect(self._attach)
         self.read_only_box.toggled.connect(self.approvals.set_read_only_auto)
         self.table.itemSelectionChanged.connect(self._show_details)
         self._fill()
@@ -195,8 +227,9 @@ class McpServersPage(QWidget):
     def state_of(self, name: str) -> str:
         """The State column's text for ``name`` (``""`` when not listed)."""
         for row in range(self.table.rowCount()):
-            if self.table.item(row, 0).text() == name:
-                return self.table.item(row, 3).text()
+            server, state = self.table.item(row, 0), self.table.item(row, 3)
+            if server is not None and state is not None and server.text() == name:
+                return state.text()
         return ""
 
     @Slot(object)
@@ -216,16 +249,71 @@ class McpServersPage(QWidget):
 
     def _show_details(self) -> None:
         server = self.selected()
+        for widget in (self.auto_start_box, self.timeout_box):
+            widget.setEnabled(server is not None)
         if server is None:
             self.details.clear()
+            self._list_resources("")
             return
         self.toggle_button.setText(self.tr("Turn on") if server.disabled else self.tr("Turn off"))
+        self.auto_start_box.setChecked(server.auto_start)
+        if not self.timeout_box.hasFocus():
+            self.timeout_box.setValue(round(server.timeout_s))
         status = self.hub.status(server.name)
         lines = [", ".join(t.name for t in status.tools)] if status.tools else []
         if status.stderr_tail:
             lines.append(self.tr("Its last output:"))
             lines += list(status.stderr_tail[-10:])
         self.details.setText("\n".join(lines))
+        self._list_resources(server.name if status.state == "ready" else "")
+
+    # --- resources --------------------------------------------------------------
+    def _list_resources(self, server: str) -> None:
+        """List ``server``'s resources (on a worker thread); ``""`` empties the list."""
+        if server == self._resources_of:
+            return
+        self._resources_of = server
+        self.resources_list.clear()
+        self.attach_button.setEnabled(False)
+        if server:
+            self._background.run(
+                lambda _cancel: catalog.resources(self.hub, server),
+                done=lambda found: self._on_resources(server, found),
+            )
+
+    def _on_resources(self, server: str, found: tuple[catalog.McpResource, ...]) -> None:
+        if server != self._resources_of:
+            return  # the selection moved on
+        for resource in found:
+            item = QListWidgetItem(resource.label)
+            item.setData(Qt.ItemDataRole.UserRole, resource)
+            self.resources_list.addItem(item)
+        self.attach_button.setEnabled(bool(found))
+        if found:
+            self.resources_list.setCurrentRow(0)
+
+    def _attach(self) -> None:
+        item = self.resources_list.currentItem()
+        if item is None:
+            return
+        resource = item.data(Qt.ItemDataRole.UserRole)
+        self.attach_button.setEnabled(False)
+
+        def read(_cancel) -> tuple[str, str]:
+            try:
+                return resource.label, catalog.resource_text(self.hub, resource)
+            except catalog.McpUnavailable as exc:
+                return "", str(exc)
+
+        self._background.run(read, done=lambda answer: self._on_resource_read(*answer))
+
+    def _on_resource_read(self, label: str, text: str) -> None:
+        self.attach_button.setEnabled(self.resources_list.count() > 0)
+        if label:
+            self.resource_attached.emit(label, text)
+        else:
+            self.resource_failed.emit(text)
+            self.details.setText(text)
 
     # --- editing ----------------------------------------------------------------
     def _save(self, config: McpConfig) -> None:
@@ -261,11 +349,28 @@ class McpServersPage(QWidget):
             self._save(self.hub.config.without(server.name))
 
     def _toggle(self) -> None:
-        from dataclasses import replace
-
         server = self.selected()
         if server is not None:
             self._save(self.hub.config.with_server(replace(server, disabled=not server.disabled)))
+            self.select(server.name)
+
+    def _set_auto_start(self, on: bool) -> None:
+        """Keep "Start with glmdesk" in mcp.json (``autoStart``); turning it on first shows
+        the command and asks, as a first start does."""
+        server = self.selected()
+        if server is None:
+            return
+        if on and not self.agree(server):
+            self.auto_start_box.setChecked(False)
+            return
+        self._save(self.hub.config.with_server(replace(server, auto_start=on)))
+        self.select(server.name)
+
+    def _set_timeout(self) -> None:
+        server = self.selected()
+        seconds = float(self.timeout_box.value())
+        if server is not None and seconds != server.timeout_s:
+            self._save(self.hub.config.with_server(replace(server, timeout_s=seconds)))
             self.select(server.name)
 
     def _import(self) -> None:

@@ -1,5 +1,6 @@
 """Servers for the MCP tests: the real ``mcp-server-time`` over stdio, and the SDK-built
-test server (tests/helpers/mcp_test_server.py) over stdio and streamable HTTP."""
+test server (tests/helpers/mcp_test_server.py) over stdio and streamable HTTP, and a
+hand-written one that answers with malformed results (tests/helpers/mcp_bad_server.py)."""
 
 from __future__ import annotations
 
@@ -15,17 +16,19 @@ from glmdesk.chat.mcp.config import McpConfig, McpServerConfig
 from glmdesk.chat.mcp.hub import McpHub
 
 TEST_SERVER = Path(__file__).resolve().parents[2] / "helpers" / "mcp_test_server.py"
+BAD_SERVER = TEST_SERVER.with_name("mcp_bad_server.py")
 
 TIME = McpServerConfig(
     "time", command=sys.executable, args=("-m", "mcp_server_time", "--local-timezone", "UTC")
 )
 FAULTS = McpServerConfig("faults", command=sys.executable, args=(str(TEST_SERVER),), timeout_s=3.0)
 MISSING = McpServerConfig("missing", command="/nonexistent/glmdesk-no-such-server")
+BAD = McpServerConfig("bad", command=sys.executable, args=(str(BAD_SERVER),), timeout_s=5.0)
 
 
 @pytest.fixture
 def hub():
-    hub = McpHub(McpConfig((TIME, FAULTS, MISSING)), consent=lambda _s: True)
+    hub = McpHub(McpConfig((TIME, FAULTS, MISSING, BAD)), consent=lambda _s: True)
     yield hub
     hub.close()
 

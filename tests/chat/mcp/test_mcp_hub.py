@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 from glmdesk.chat.mcp.config import McpConfig, McpServerConfig
 from glmdesk.chat.mcp.hub import McpHub
@@ -71,6 +72,13 @@ def test_a_server_that_exits_mid_call_is_reported_and_restarts_next_time(hub):
     assert hub.call("faults", "echo", {"text": "again"}).content == "echo: again"
 
 
+def test_a_malformed_result_is_told_and_the_server_keeps_running(hub):
+    result = hub.call("bad", "broken", {})
+    assert result.content.startswith("The tool could not be run: bad's result for broken could not be read")
+    assert "content: Input should be a valid list" in result.content
+    assert hub.status("bad").state == "ready"
+
+
 def test_a_call_past_the_time_limit_ends_with_a_note(hub):
     start = time.monotonic()
     result = hub.call("faults", "nap", {"seconds": 30}, timeout_s=1.0)
@@ -98,17 +106,40 @@ def test_a_50_mb_result_over_http_is_cut_with_a_note(http_server_url):
     assert "The result was cut: " in result.content and "52,428,800 characters" in result.content
 
 
-def test_a_5_mb_result_over_stdio_is_cut_with_a_note(hub):
-    # The SDK's stdio reader joins a long line's pieces over and over (quadratic): 50 MB
-    # on stdio takes minutes there, so stdio is tested at 5 MB.
-    result = hub.call("faults", "huge", {"megabytes": 5}, timeout_s=120)
-    assert "The result was cut: " in result.content and "5,242,880 characters" in result.content
+def test_a_50_mb_result_over_stdio_is_cut_with_a_note(hub):
+    # The relay process cuts the line before the SDK's reader sees it (that reader joins
+    # a long line's pieces again and again: 50 MB took minutes, now seconds).
+    start = time.monotonic()
+    result = hub.call("faults", "huge", {"megabytes": 50}, timeout_s=120)
+    assert "The result was cut: " in result.content and "52,428,800 characters" in result.content
+    assert len(result.content) < MAX_RESULT_CHARS + 200 and time.monotonic() - start < 60
+
+
+def test_the_relay_is_left_out_where_it_cannot_help(monkeypatch):
+    import sys
+
+    from glmdesk.chat.mcp.relay import relay_command
+
+    wrapped = relay_command(sys.executable, ("-m", "x"), 1000, 2000, None)
+    assert wrapped[1:4] == ["-I", "-S", str(Path(relay_command.__code__.co_filename).resolve())]
+    assert wrapped[4:] == ["1000", "2000", "--", sys.executable, "-m", "x"]
+    assert relay_command("/nonexistent/server", ("a",), 1000, 2000, None) == ["/nonexistent/server", "a"]
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    assert relay_command(sys.executable, (), 1000, 2000, None) == [sys.executable]
 
 
 def test_a_flood_on_stderr_keeps_only_the_last_lines(hub):
     assert hub.call("faults", "shout", {"lines": 20000}).content == "done shouting"
     tail = hub.status("faults").stderr_tail
     assert len(tail) <= 20
+    # one 20 MB line: its first 400 characters are kept, and the lines after it
+    assert hub.call("faults", "mumble", {"megabytes": 20}).content == "done mumbling"
+    lines = hub._running["faults"].stderr.lines
+    settled = threading.Event()
+    deadline = time.monotonic() + 20
+    while list(lines)[-1:] != ["last words"] and time.monotonic() < deadline:
+        settled.wait(0.05)  # the reader thread keeps up with the pipe
+    assert list(lines)[-2:] == ["m" * 400, "last words"]
 
 
 def _servers_processes():
@@ -134,7 +165,12 @@ def test_stop_ends_the_servers_process_tree(hub):
 
     assert "child" in hub.call("faults", "spawn", {}).content
     tree = _servers_processes()
-    assert len(tree) == 2  # the server and the child it started
+    lines = [" ".join(p.cmdline()) for p in tree]
+    assert len(tree) == 3  # the relay, the server behind it and the child it started
+    assert (
+        sum("relay.py" in line for line in lines) == 1
+        and sum("child-of-test-server" in line for line in lines) == 1
+    )
     hub.stop("faults")
     assert hub.status("faults").state == "stopped"
     gone, alive = psutil.wait_procs(tree, timeout=10)
@@ -152,3 +188,42 @@ def test_streamable_http_server(http_server_url):
         assert "did not answer" in hub.call("web", "nap", {"seconds": 20}, timeout_s=1.0).content
     finally:
         hub.close()
+
+
+def test_servers_end_with_glmdesk_their_whole_process_tree(tmp_path):
+    """A process that made a hub, started a server that started a child, and then
+    simply ended: the exit hook stops every server and its group."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    import psutil
+
+    script = tmp_path / "app.py"
+    script.write_text(
+        "import json, sys\n"
+        "from glmdesk.chat.mcp.config import McpConfig\n"
+        "from glmdesk.chat.mcp.hub import McpHub\n"
+        "from tests.chat.mcp.conftest import FAULTS\n"
+        "hub = McpHub(McpConfig((FAULTS,)), consent=lambda _s: True)\n"
+        "print(hub.call('faults', 'spawn', {}).content, flush=True)\n"
+        "import psutil\n"
+        "print(json.dumps([p.pid for p in psutil.Process().children(recursive=True)]), flush=True)\n"
+    )
+    root = Path(__file__).resolve().parents[3]
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    said, pids = done.stdout.splitlines()[-2:]
+    assert said.startswith("child ") and len(json.loads(pids)) == 3  # relay, server, child
+    _gone, alive = psutil.wait_procs(
+        [psutil.Process(p) for p in json.loads(pids) if psutil.pid_exists(p)], timeout=10
+    )
+    assert not alive
