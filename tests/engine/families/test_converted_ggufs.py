@@ -162,3 +162,42 @@ def test_a_glm5_whose_indexer_llamacpp_cannot_run_is_refused_with_a_sentence(tmp
         "GLM-5-narrow cannot be used: its sparse-attention indexer keys are 16 wide, "
         "and llama.cpp needs a multiple of 64 there."
     )
+
+
+@pytest.mark.parametrize("loaded", list(CASES), indirect=True)
+def test_tools_reasoning_and_results_are_the_templates_ids(loaded):
+    from transformers import AutoTokenizer
+
+    from glmdesk.core.tools import FunctionSpec, ToolCall, ToolSet
+
+    name, folder, _, backend = loaded
+    tok = AutoTokenizer.from_pretrained(folder)
+    weather = FunctionSpec("get_weather", "The weather in a city", {"type": "object", "properties": {}})
+    messages = [
+        ChatMessage("system", "", tools=ToolSet((weather,))),
+        ChatMessage("user", "weather in Paris?"),
+        ChatMessage(
+            "assistant", "", tool_call=ToolCall("get_weather", {"city": "Paris"}), reasoning="Let me check"
+        ),
+        ChatMessage("observation", "sunny", name="get_weather"),
+    ]
+    call = {"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}
+    reference = [
+        {"role": "user", "content": "weather in Paris?"},
+        {"role": "assistant", "content": "", "reasoning_content": "Let me check", "tool_calls": [call]},
+        {"role": "tool", "content": "sunny"},
+    ]
+    tools = [{"type": "function", "function": weather.definition()}]
+    fmt = backend.model.prompt_format
+    assert backend.capabilities().tool_calls
+    for thinking in (True, False):
+        fmt.thinking = thinking
+        try:
+            ids = fmt.encode(messages)
+        finally:
+            fmt.thinking = True
+        expected = tok.apply_chat_template(
+            reference, tools=tools, add_generation_prompt=True, tokenize=True, enable_thinking=thinking
+        )["input_ids"]
+        assert ids == expected, (name, thinking)
+        assert "<tool_response>\nsunny\n</tool_response>" in tok.decode(ids)
