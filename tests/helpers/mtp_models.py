@@ -17,6 +17,7 @@ patterns at its own layer number.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 
@@ -24,7 +25,6 @@ def write_glm45_mtp(folder: Path) -> Path:
     """Write the tiny GLM-4.5-Air folder of :func:`tests.helpers.glm45_models.write_glm45`
     with one MTP layer (``model.layers.2.*``) into ``folder``; return ``folder``."""
     import torch
-    from safetensors.torch import load_file, save_file
     from transformers import AutoModelForCausalLM
     from transformers.modeling_layers import MtpModel
 
@@ -36,9 +36,20 @@ def write_glm45_mtp(folder: Path) -> Path:
     config["num_nextn_predict_layers"] = 1
     config_file.write_text(json.dumps(config))
     trunk = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
-    n = trunk.config.num_hidden_layers
     torch.manual_seed(1)
     head = MtpModel(trunk, 1)
+    with torch.no_grad():  # the constructor leaves the routed experts and router unset
+        for name, weight in head.layers.named_parameters():
+            weight.fill_(1.0) if "norm" in name else weight.normal_(0.0, trunk.config.initializer_range)
+    save_head(folder, head, trunk.config.num_hidden_layers)
+    return folder
+
+
+def save_head(folder: Path, head, n: int) -> None:
+    """Write ``head`` (a one-layer ``MtpModel``) into ``folder``'s ``model.safetensors`` as
+    a published checkpoint's layer ``n`` (the trunk's ``num_hidden_layers``)."""
+    from safetensors.torch import load_file, save_file
+
     weights = load_file(folder / "model.safetensors")
     for key, value in head.state_dict().items():
         if key.startswith(("embed_tokens.", "shared_head.")):  # shared with the trunk
@@ -46,9 +57,10 @@ def write_glm45_mtp(folder: Path) -> Path:
         key = key.replace("layers.0.mtp_block.", f"model.layers.{n}.")
         key = key.replace("layers.0.post_norm.", f"model.layers.{n}.shared_head.norm.")
         key = key.replace("layers.0.", f"model.layers.{n}.")
-        weights.update(_checkpoint_experts(key, value))
-    save_file(weights, folder / "model.safetensors", metadata={"format": "pt"})
-    return folder
+        weights.update(_checkpoint_experts(key, value.detach()))
+    # a new file, renamed over the old: a model loaded from it may still map the old one
+    save_file(weights, folder / "model.safetensors.new", metadata={"format": "pt"})
+    os.replace(folder / "model.safetensors.new", folder / "model.safetensors")
 
 
 def _checkpoint_experts(key: str, value) -> dict:
