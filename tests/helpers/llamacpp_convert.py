@@ -8,7 +8,7 @@ the ``gguf-py`` package of the same commit, which knows architectures the instal
 - ``~/.cache/glmdesk/llamacpp-src/llama_cpp_python-<version>/vendor/llama.cpp``, filled by
   ``python -m tests.helpers.llamacpp_convert --fetch`` (``pip download`` of the sdist of the
   installed llama-cpp-python version from the package index, then only the converter's
-  files extracted: about 3 MB);
+  files extracted: about 2 MB);
 - ``/tmp/lcp/llama_cpp_python-<version>/vendor/llama.cpp`` (an unpacked sdist).
 
 Without it, :func:`converter_or_skip` skips the test with a sentence that says how to get it.
