@@ -1,5 +1,5 @@
-"""GGUFs made by llama.cpp's own converter from the tiny GLM-4.5, GLM-4.7-Flash, GLM-5 and
-GLM-5.3-Flash checkpoints, run on the app's llama.cpp engine.
+"""GGUFs made by llama.cpp's own converter from the tiny GLM-4.5, GLM-4.7-Flash, GLM-5 (with
+GLM-5.2's template) and GLM-5.3-Flash checkpoints, run on the app's llama.cpp engine.
 
 The converter is llama-cpp-python's (``vendor/llama.cpp/convert_hf_to_gguf.py`` of the
 installed version, see :mod:`tests.helpers.llamacpp_convert`); without its source here the
@@ -36,7 +36,7 @@ pytestmark = pytest.mark.slow  # each file: a tiny folder, a conversion (4-18 s)
 CASES = {
     "GLM-4.5-Air": ("glm4moe", "glm4-moe"),
     "GLM-4.7-Flash": ("deepseek2", "glm4-moe-lite"),
-    "GLM-5": ("glm-dsa", "glm5"),
+    "GLM-5.2": ("glm-dsa", "glm5"),
     "GLM-5.3-Flash": ("glm5-next", "glm5-flash"),
 }
 MESSAGES = [
@@ -58,10 +58,10 @@ def write_folder(name: str, folder: Path) -> Path:
         from tests.helpers.glm47_flash_models import write_glm47_flash
 
         return write_glm47_flash(folder)
-    from tests.helpers.glm5_models import write_glm5, write_glm5_flash
+    from tests.helpers.glm5_models import GLM52_TEMPLATE, write_glm5, write_glm5_flash
 
-    if name == "GLM-5":
-        return write_glm5(folder, index_head_dim=64)
+    if name == "GLM-5.2":  # GLM-5 with GLM-5.2's reasoning-effort stanza in its template
+        return write_glm5(folder, name="zai-org/GLM-5.2", template=GLM52_TEMPLATE, index_head_dim=64)
     return write_glm5_flash(folder, index_head_dim=64, hc_mult=4, index_topk=32)
 
 
@@ -146,6 +146,27 @@ def test_greedy_answer_is_transformers_own(loaded):
     expected = transformers_greedy(folder, backend.model.prompt_format.encode(MESSAGES), stops, ANSWER_TOKENS)
     assert len(expected) >= 4, f"{name}: too short an answer to compare ({expected})"
     assert got == expected, name
+
+
+@pytest.mark.parametrize("loaded", ["GLM-5.2"], indirect=True)
+def test_each_reasoning_effort_is_the_templates_ids(loaded):
+    from transformers import AutoTokenizer
+
+    from glmdesk.engine.formats.prompt import thinking_for
+
+    _, folder, _, backend = loaded
+    tok = AutoTokenizer.from_pretrained(folder)
+    assert backend.info.effort_levels == ("high", "max")
+    fmt = backend.model.prompt_format
+    reference = [{"role": m.role, "content": m.content} for m in MESSAGES]
+    for level in ("high", "max"):
+        with thinking_for(fmt, None, (("reasoning_effort", level),)):
+            ids = fmt.encode(MESSAGES)
+        expected = tok.apply_chat_template(
+            reference, add_generation_prompt=True, tokenize=True, reasoning_effort=level
+        )["input_ids"]
+        assert ids == expected, level
+        assert f"effort={level}" in tok.decode(ids)
 
 
 def test_a_glm5_whose_indexer_llamacpp_cannot_run_is_refused_with_a_sentence(tmp_path):
