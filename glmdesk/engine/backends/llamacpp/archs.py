@@ -25,10 +25,10 @@ def _library_files() -> list[Path]:
     spec = importlib.util.find_spec("llama_cpp")
     if spec is None or spec.origin is None:
         return []
-    return sorted((Path(spec.origin).parent / "lib").glob("libllama.*"))
+    return sorted({path.resolve() for path in (Path(spec.origin).parent / "lib").glob("libllama.*")})
 
 
-@functools.lru_cache(maxsize=1)
+@functools.lru_cache(maxsize=32)
 def library_knows(architecture: str) -> bool:
     """Whether the installed ``libllama`` names ``architecture`` (``"glm5-next"``); False
     where llama-cpp-python or its library is not found."""
