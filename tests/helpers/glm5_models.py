@@ -67,9 +67,16 @@ def _tokenizer(folder: Path, template: str):
 
 
 def write_glm5(
-    folder: Path, name: str = "zai-org/GLM-5", template: str = GLM47_TEMPLATE, index_topk: int = 4
+    folder: Path,
+    name: str = "zai-org/GLM-5",
+    template: str = GLM47_TEMPLATE,
+    index_topk: int = 4,
+    index_head_dim: int = 16,
 ) -> Path:
-    """Write a tiny ``GlmMoeDsaForCausalLM`` folder into ``folder`` (2 layers, indexer top-4)."""
+    """Write a tiny ``GlmMoeDsaForCausalLM`` folder into ``folder`` (2 layers, indexer top-4).
+
+    ``index_head_dim``: the indexer's key width; llama.cpp's indexer rotates its keys with a
+    Hadamard matrix at least 64 wide, so a folder meant for a GGUF needs a multiple of 64."""
     import torch
     from transformers import GlmMoeDsaConfig, GlmMoeDsaForCausalLM
 
@@ -80,23 +87,33 @@ def write_glm5(
         num_hidden_layers=2, first_k_dense_replace=1, n_routed_experts=4, num_experts_per_tok=2,
         n_shared_experts=1, num_attention_heads=4, num_key_value_heads=4, q_lora_rank=32, kv_lora_rank=32,
         qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=16, head_dim=8, index_topk=index_topk,
-        index_head_dim=16, index_n_heads=8, max_position_embeddings=2048,
+        index_head_dim=index_head_dim, index_n_heads=8, max_position_embeddings=2048,
         pad_token_id=ids["<|endoftext|>"], bos_token_id=None, eos_token_id=stops,
     )  # fmt: skip
     return save_model(GlmMoeDsaForCausalLM(config).eval(), folder, name)
 
 
-def glm5_flash_config(vocab: int, ids: dict, stops: list[int], layers: int = 4):
+def glm5_flash_config(
+    vocab: int,
+    ids: dict,
+    stops: list[int],
+    layers: int = 4,
+    index_head_dim: int = 16,
+    hc_mult: int = 2,
+    index_topk: int = 8,
+):
     """A tiny ``Glm5NextConfig``: ``layers`` decoder layers, every fourth indexed MLA
-    (the rest KDA linear attention), indexer top-8 over pools of 2 keys."""
+    (the rest KDA linear attention), indexer top-``index_topk`` pools of 2 keys, indexer keys
+    ``index_head_dim`` wide (see :func:`write_glm5`), ``hc_mult`` hyper-connection streams
+    (the published model has 4, the only count llama.cpp runs)."""
     from transformers import Glm5NextConfig
 
     text = dict(
         vocab_size=vocab, hidden_size=64, intermediate_size=96, moe_intermediate_size=32,
         num_hidden_layers=layers, n_routed_experts=4, num_experts_per_tok=2, n_shared_experts=1,
         num_attention_heads=4, num_key_value_heads=4, q_lora_rank=32, kv_lora_rank=32, qk_nope_head_dim=16,
-        qk_rope_head_dim=0, v_head_dim=16, index_topk=8, index_kpool=2, index_head_dim=16, index_n_heads=2,
-        linear_head_dim=16, linear_num_heads=4, hc_mult=2, max_position_embeddings=4096,
+        qk_rope_head_dim=0, v_head_dim=16, index_topk=index_topk, index_kpool=2, index_head_dim=index_head_dim, index_n_heads=2,
+        linear_head_dim=16, linear_num_heads=4, hc_mult=hc_mult, max_position_embeddings=4096,
         pad_token_id=ids["<|endoftext|>"], bos_token_id=None, eos_token_id=stops,
     )  # fmt: skip
     vision = dict(
@@ -111,13 +128,23 @@ def glm5_flash_config(vocab: int, ids: dict, stops: list[int], layers: int = 4):
 
 
 def write_glm5_flash(
-    folder: Path, name: str = "zai-org/GLM-5.3-Flash", template: str = GLM47_TEMPLATE
+    folder: Path,
+    name: str = "zai-org/GLM-5.3-Flash",
+    template: str = GLM47_TEMPLATE,
+    index_head_dim: int = 16,
+    hc_mult: int = 2,
+    index_topk: int = 8,
 ) -> Path:
-    """Write a tiny ``Glm5NextForConditionalGeneration`` folder into ``folder``."""
+    """Write a tiny ``Glm5NextForConditionalGeneration`` folder into ``folder`` (shapes as
+    :func:`glm5_flash_config`)."""
     import torch
     from transformers import Glm5NextForConditionalGeneration
 
     vocab, ids, stops = _tokenizer(folder, template)
     torch.manual_seed(0)
-    model = Glm5NextForConditionalGeneration(glm5_flash_config(vocab, ids, stops)).eval()
+    model = Glm5NextForConditionalGeneration(
+        glm5_flash_config(
+            vocab, ids, stops, index_head_dim=index_head_dim, hc_mult=hc_mult, index_topk=index_topk
+        )
+    ).eval()
     return save_model(model, folder, name)

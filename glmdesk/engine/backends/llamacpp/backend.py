@@ -30,6 +30,7 @@ from glmdesk.core.settings import (
     LoadSettings,
 )
 from glmdesk.engine.backends.base import ProgressCallback
+from glmdesk.engine.backends.llamacpp.archs import library_knows, unrunnable_shape
 from glmdesk.engine.backends.llamacpp.kv import (
     ContextConfig,
     LlamaCacheSource,
@@ -106,17 +107,25 @@ def check_runnable(header: GGUFHeader, name: str) -> None:
     """Refuse an architecture or tensor type llama.cpp does not know or cannot run.
 
     The known names are the ``gguf`` package's (``MODEL_ARCH_NAMES``,
-    ``GGMLQuantizationType``), llama.cpp's own Python package; weights of an
-    activation-only type (:data:`~glmdesk.engine.files.gguf_header.ACTIVATION_ONLY_TYPES`)
-    are refused too.
+    ``GGMLQuantizationType``), llama.cpp's own Python package, and the architectures the
+    installed library names (:func:`~glmdesk.engine.backends.llamacpp.archs.library_knows`:
+    ``gguf`` may lag behind it); weights of an activation-only type
+    (:data:`~glmdesk.engine.files.gguf_header.ACTIVATION_ONLY_TYPES`) and shapes llama.cpp
+    would abort on (:func:`~glmdesk.engine.backends.llamacpp.archs.unrunnable_shape`) are
+    refused too.
 
     Raises:
         GlmdeskError: ``unsupported_checkpoint`` naming the architecture or types.
     """
     import gguf
 
-    if header.architecture not in set(gguf.MODEL_ARCH_NAMES.values()):
+    known = header.architecture in set(gguf.MODEL_ARCH_NAMES.values())
+    if not known and not (header.architecture and library_knows(header.architecture)):
         reason = f"its architecture '{header.architecture or 'none'}' is not one llama.cpp can run"
+        raise GlmdeskError(
+            "unsupported_checkpoint", f"{name} cannot be used: {reason}.", path=header.path, reason=reason
+        )
+    if reason := unrunnable_shape(header.architecture, header.metadata):
         raise GlmdeskError(
             "unsupported_checkpoint", f"{name} cannot be used: {reason}.", path=header.path, reason=reason
         )
