@@ -1199,6 +1199,34 @@ Click to turn this library folder off for this chat.</source>
     </message>
 </context>
 <context>
+    <name>HistoryListView</name>
+    <message>
+        <source>Your conversations will appear here, grouped by day.
+
+Each one is saved as you chat; right-click one to rename, export or delete it.</source>
+        <extracomment>The groups, newest first: keys of :func:`date_group`. Side of the row&apos;s &quot;more&quot; button, in px.</extracomment>
+        <translation>你的对话会按日期分组显示在这里。
+
+对话在聊天时自动保存；右键点击可重命名、导出或删除。</translation>
+    </message>
+    <message>
+        <source>Today</source>
+        <translation>今天</translation>
+    </message>
+    <message>
+        <source>Yesterday</source>
+        <translation>昨天</translation>
+    </message>
+    <message>
+        <source>Previous 7 days</source>
+        <translation>过去 7 天</translation>
+    </message>
+    <message>
+        <source>Older</source>
+        <translation>更早</translation>
+    </message>
+</context>
+<context>
     <name>HistoryPanel</name>
     <message>
         <source>Search all conversations</source>
@@ -1654,7 +1682,12 @@ Click to turn this library folder off for this chat.</source>
     <name>MainWindow</name>
     <message>
         <source>glmdesk</source>
+        <extracomment>Below this window width (px) the settings panel starts hidden until the user shows it.</extracomment>
         <translation>glmdesk</translation>
+    </message>
+    <message>
+        <source>the embedded model</source>
+        <translation>内置模型</translation>
     </message>
     <message>
         <source>Wait until the model has loaded, then send your message again.</source>
@@ -1945,6 +1978,7 @@ Run it?</source>
     <name>MessageWidget</name>
     <message>
         <source>Copy</source>
+        <extracomment>Share of the column&apos;s width left empty beside a user&apos;s bubble (it sits on the right). Corner radius of a bubble, in px. Padding inside a message, in px (left and right together: ``centred_column.MESSAGE_PADDING``).</extracomment>
         <translation>复制</translation>
     </message>
     <message>
@@ -1978,6 +2012,33 @@ Run it?</source>
     <message>
         <source>writing...</source>
         <translation>生成中…</translation>
+    </message>
+</context>
+<context>
+    <name>ModelChip</name>
+    <message>
+        <source>Open a model…</source>
+        <translation>打开模型…</translation>
+    </message>
+    <message>
+        <source>Open model (Ctrl+O)</source>
+        <translation>打开模型（Ctrl+O）</translation>
+    </message>
+    <message>
+        <source>Loading {name}…</source>
+        <translation>正在加载 {name}…</translation>
+    </message>
+    <message>
+        <source>server</source>
+        <translation>服务器</translation>
+    </message>
+    <message>
+        <source>{where}
+{location}
+Click to open another model (Ctrl+O).</source>
+        <translation>{where}
+{location}
+点击打开其他模型（Ctrl+O）。</translation>
     </message>
 </context>
 <context>
@@ -2258,6 +2319,10 @@ Run it?</source>
     <message>
         <source>Show &amp;settings</source>
         <translation>显示设置(&amp;S)</translation>
+    </message>
+    <message>
+        <source>Show or hide the settings (Ctrl+Shift+S)</source>
+        <translation>显示或隐藏设置（Ctrl+Shift+S）</translation>
     </message>
     <message>
         <source>&amp;File</source>

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from PySide6.QtCore import Qt, Signal, Slot
-from PySide6.QtGui import QColor, QGuiApplication, QPalette
+from PySide6.QtCore import QRectF, Qt, Signal, Slot
+from PySide6.QtGui import QColor, QGuiApplication, QPainter, QPalette
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton, QVBoxLayout, QWidget
 
 from glmdesk.core.parts import MessagePart, ReasoningPart, TextPart, ToolCallPart, ToolResponsePart
@@ -22,9 +22,17 @@ from glmdesk.ui.chat.markdown_view import is_dark
 from glmdesk.ui.chat.reasoning_block import ReasoningBlock
 from glmdesk.ui.common.theme import theme_colours
 
+#: Share of the column's width left empty beside a user's bubble (it sits on the right).
+USER_INSET_SHARE = 0.18
+#: Corner radius of a bubble, in px.
+BUBBLE_RADIUS = 14
+#: Padding inside a message, in px (left and right together: ``centred_column.MESSAGE_PADDING``).
+PADDING_X, PADDING_Y = 12, 8
+
 
 class MessageWidget(QFrame):
-    """A message bubble in the chat view.
+    """One message in the chat view: the user's in a rounded bubble on the right, an
+    answer as plain text under a small header, a tool's result on a quiet rounded panel.
 
     Args:
         role: ``user``, ``assistant`` or ``system``.
@@ -45,8 +53,9 @@ class MessageWidget(QFrame):
         super().__init__(parent)
         self.role = role
         self.setObjectName(f"message_{role}")
-        self.setFrameShape(QFrame.Shape.StyledPanel)
-        self.setAutoFillBackground(True)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setAutoFillBackground(False)  # paintEvent draws the bubble
+        self._inset = 0  # px left empty beside a user's bubble
         self._text = ""
         self._streaming = False
         self.attachments: list[QWidget] = []  # see attach()
@@ -63,8 +72,8 @@ class MessageWidget(QFrame):
         self.note_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
         self.note_label.hide()
 
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(10, 6, 10, 6)
+        layout = self._body = QVBoxLayout(self)
+        layout.setContentsMargins(PADDING_X, PADDING_Y, PADDING_X, PADDING_Y)
         layout.setSpacing(2)
         layout.addLayout(header)
         layout.addWidget(self.reasoning_block)
@@ -133,9 +142,36 @@ class MessageWidget(QFrame):
     def _apply_colours(self) -> None:
         palette = self.palette()
         colours = theme_colours("dark" if is_dark(QGuiApplication.palette()) else "light")
-        colour = colours.user_bubble if self.role == "user" else colours.assistant_bubble
+        colour = {"user": colours.user_bubble, "assistant": colours.assistant_bubble}.get(
+            self.role, colours.alternate
+        )
         palette.setColor(QPalette.ColorRole.Window, QColor(colour))
         self.setPalette(palette)
+        self.update()
+
+    def bubble_rect(self) -> QRectF:
+        """Where the bubble is drawn, in the widget's px (empty for an answer, which has none)."""
+        if self.role == "assistant":
+            return QRectF()
+        return QRectF(self.rect().adjusted(self._inset, 0, 0, 0)).adjusted(0.5, 0.5, -0.5, -0.5)
+
+    def paintEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        rect = self.bubble_rect()
+        if not rect.isEmpty():
+            painter = QPainter(self)
+            painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+            painter.setPen(Qt.PenStyle.NoPen)
+            painter.setBrush(self.palette().color(QPalette.ColorRole.Window))
+            painter.drawRoundedRect(rect, BUBBLE_RADIUS, BUBBLE_RADIUS)
+            painter.end()
+        super().paintEvent(event)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        inset = int(event.size().width() * USER_INSET_SHARE) if self.role == "user" else 0
+        if inset != self._inset:
+            self._inset = inset
+            self._body.setContentsMargins(PADDING_X + inset, PADDING_Y, PADDING_X, PADDING_Y)
+        super().resizeEvent(event)
 
     def text(self) -> str:
         """The message's Markdown source (what Copy copies)."""
