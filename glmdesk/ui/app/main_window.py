@@ -30,7 +30,7 @@ from glmdesk.ui.app.answer_view import AnswerView
 from glmdesk.ui.app.crash_notice import CrashNotice
 from glmdesk.ui.app.load_view import LoadView
 from glmdesk.ui.app.sampling_binding import SamplingBinding, initial_params
-from glmdesk.ui.app.window_layout import CHAT_PANE, FIRST_SIZES, SETTINGS_PANE, lay_out
+from glmdesk.ui.app.window_layout import FIRST_SIZES, SETTINGS_PANE, lay_out
 from glmdesk.ui.app.window_menus import ProductMenus
 from glmdesk.ui.chat.branch_actions import BranchActions
 from glmdesk.ui.common.screen_fit import fit_to_screen, install_dialog_fit
@@ -46,9 +46,6 @@ from glmdesk.ui.session.chat_session import ChatSession
 from glmdesk.ui.session.serve_controller import ServeController
 from glmdesk.ui.tools.tool_controller import ToolController
 from glmdesk.ui.tools.tool_memory import ToolsMemory
-
-#: Below this window width (px) the settings panel starts hidden until the user shows it.
-NARROW_WINDOW_PX = 1200
 
 
 def _shutdown_on_destroy(session, *_args) -> None:
@@ -270,10 +267,7 @@ class MainWindow(QMainWindow):
         splitter = self.store.bytes_value("splitter")
         if splitter is not None:
             self.splitter.restoreState(splitter)
-        # Shown as the user left it; until they choose, hidden on a narrow window.
-        self.set_settings_shown(
-            self.store.settings_panel_shown(self.width() >= NARROW_WINDOW_PX), remember=False
-        )
+        self.set_settings_shown(self.store.settings_panel_shown(), remember=False)  # as the user left it
 
     def set_history_panel(self, panel: QWidget) -> None:
         """Put the history panel in the left pane and show it."""
@@ -412,7 +406,7 @@ class MainWindow(QMainWindow):
         history, chat, side_now = self.splitter.sizes()
         total = history + chat + side_now
         side_least = self.settings_panel.minimumSizeHint().width()
-        chat_least = self.splitter.widget(CHAT_PANE).minimumSizeHint().width()
+        chat_least = self.widgets.chat_pane.minimumSizeHint().width()
         side = max(side_least, min(FIRST_SIZES[SETTINGS_PANE], total - history - chat_least))
         if history + chat_least + side > total:  # narrow: the history pane gives way
             history = max(self.history_pane.minimumSizeHint().width(), total - chat_least - side)

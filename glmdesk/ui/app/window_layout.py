@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from PySide6.QtCore import QSize, Qt
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QHBoxLayout, QMainWindow, QSplitter, QToolButton, QVBoxLayout, QWidget
 
 from glmdesk.engine.memory import MemoryProbe
@@ -50,6 +51,7 @@ class WindowWidgets:
 
     Attributes:
         history_pane: Left pane; the history panel goes in it (``MainWindow.set_history_panel``).
+        chat_pane: The middle pane: header, chat area and the input column.
         chat_header: The row at the top of the chat column (model chip, settings toggle).
         model_chip: The model in use; a click opens Open model.
         settings_button: Shows or hides the settings panel (View > Show settings).
@@ -66,6 +68,7 @@ class WindowWidgets:
     """
 
     history_pane: QWidget
+    chat_pane: QWidget
     chat_header: QWidget
     model_chip: ModelChip
     settings_button: QToolButton
@@ -134,6 +137,9 @@ def lay_out(
         bottom.column().addWidget(widget)
     chat_column = QWidget()
     chat_column.setObjectName("chat_pane")
+    chat_column.setBackgroundRole(QPalette.ColorRole.Base)  # the chat on the page colour, panes around it
+    chat_column.setAutoFillBackground(True)
+    chat_view.viewport().setAutoFillBackground(False)
     column = QVBoxLayout(chat_column)
     column.setContentsMargins(0, 0, 0, 0)
     column.setSpacing(0)
@@ -162,6 +168,7 @@ def lay_out(
     window.setStatusBar(status)
     return WindowWidgets(
         history_pane=history_pane,
+        chat_pane=chat_column,
         chat_header=chat_header,
         model_chip=model_chip,
         settings_button=settings_button,
