@@ -1682,7 +1682,6 @@ Each one is saved as you chat; right-click one to rename, export or delete it.</
     <name>MainWindow</name>
     <message>
         <source>glmdesk</source>
-        <extracomment>Below this window width (px) the settings panel starts hidden until the user shows it.</extracomment>
         <translation>glmdesk</translation>
     </message>
     <message>
@@ -1706,7 +1705,7 @@ Each one is saved as you chat; right-click one to rename, export or delete it.</
     <name>MarkdownView</name>
     <message>
         <source>(TeX shown: {command} cannot be drawn here)</source>
-        <extracomment>The scheme of the links a code block&apos;s header offers (&quot;Copy&quot;): ``copy-code:N``, the N-th code block of the view (0-based); never opened, only handled here.</extracomment>
+        <extracomment>The scheme of the links a code block&apos;s header offers (&quot;Copy&quot;): ``copy-code:N``, the N-th code block of the view (0-based); never opened, only handled here. A code block&apos;s padding (text inset, space above and below on its background), in px.</extracomment>
         <translation>（显示 TeX 源码：此处无法绘制 {command}）</translation>
     </message>
     <message>
@@ -1978,7 +1977,7 @@ Run it?</source>
     <name>MessageWidget</name>
     <message>
         <source>Copy</source>
-        <extracomment>Share of the column&apos;s width left empty beside a user&apos;s bubble (it sits on the right). Corner radius of a bubble, in px. Padding inside a message, in px (left and right together: ``centred_column.MESSAGE_PADDING``).</extracomment>
+        <extracomment>Share of the column&apos;s width left empty beside a user&apos;s bubble (it sits on the right). Corner radius of a bubble, in px. The narrowest a user&apos;s bubble gets, in px. A user&apos;s message longer than this (characters) is not measured: its bubble takes the column. Padding inside a message, in px (left and right together: ``centred_column.MESSAGE_PADDING``).</extracomment>
         <translation>复制</translation>
     </message>
     <message>
@@ -2698,8 +2697,20 @@ Click to open another model (Ctrl+O).</source>
         <translation>模型、精度和量化在加载模型时生效：文件 &gt; 打开模型（Ctrl+O）。</translation>
     </message>
     <message>
+        <source>Applies from the next answer.</source>
+        <translation>从下一次回答起生效。</translation>
+    </message>
+    <message>
         <source>Applies from the next answer: the settings go with each question, so an answer being written keeps the ones it started with.</source>
         <translation>从下一个回答起生效：这些设置随每个问题一起发送，正在生成的回答仍使用开始时的设置。</translation>
+    </message>
+    <message>
+        <source>Applies from the next token, even mid-answer.</source>
+        <translation>从下一个 token 起生效，生成中的回答也是。</translation>
+    </message>
+    <message>
+        <source>{live} apply from the next token; the others from the next answer.</source>
+        <translation>{live} 从下一个 token 起生效；其余从下一次回答起生效。</translation>
     </message>
     <message>
         <source>{live} apply from the next token, also to an answer being written; the others from the next answer.</source>
