@@ -234,6 +234,7 @@ class MainWindow(QMainWindow):
         self.model_chip.clicked.connect(self.open_model_dialog)
         self.loader.load_started.connect(self._on_load_started)
         self.loader.model_ready.connect(self.model_chip.show_model)
+        self.loader.load_failed.connect(self._on_load_failed)
         self.sidebar.set_system_prompt(self.store.system_prompt())
         self.sidebar.set_cache_settings(self.store.cache_settings())
         self.sidebar.set_language(self.store.language())
@@ -253,6 +254,15 @@ class MainWindow(QMainWindow):
     def _on_load_started(self, settings: LoadSettings) -> None:
         model = settings.model or self.tr("the embedded model")
         self.model_chip.show_loading(model.rstrip("/\\").rsplit("/", 1)[-1])
+
+    @Slot(object, bool)
+    def _on_load_failed(self, *_args) -> None:
+        """The chip names the model still in use, or asks for one."""
+        info = self.loader.model_info
+        if info is not None:
+            self.model_chip.show_model(info)
+        else:
+            self.model_chip.show_no_model()
 
     @Slot()
     def _on_chat_area_changed(self, *_args) -> None:

@@ -42,7 +42,7 @@ from glmdesk.ui.sidebar.sidebar import Sidebar
 #: The splitter's panes, left to right.
 HISTORY_PANE, CHAT_PANE, SETTINGS_PANE = 0, 1, 2
 #: The panes' first widths at 1280 px, in px (the chat column takes what is left).
-FIRST_SIZES = (240, 720, 320)
+FIRST_SIZES = (200, 780, 300)
 
 
 @dataclass(frozen=True)
