@@ -125,3 +125,17 @@ def test_the_chat_column_keeps_a_readable_width_on_a_wide_window(qtbot, open_win
         abs(input_left - answer_left) <= scroll_bar
         and abs(window.input_box.width() - answer.width()) <= scroll_bar
     )
+
+
+def test_attach_and_send_are_icons_and_send_turns_into_stop(qtbot, open_window) -> None:
+    box = open_window().input_box
+    for button in (box.send_button, box.attach_button):
+        assert not button.icon().isNull()
+        assert button.toolButtonStyle() == Qt.ToolButtonStyle.ToolButtonIconOnly
+        assert box.composer.isAncestorOf(button)  # inside the rounded field
+    send_icon = box.send_button.icon().cacheKey()
+    assert box.send_button.text() == "Send" and "Enter" in box.send_button.toolTip()
+    box.set_streaming(True)
+    assert box.send_button.text() == "Stop" and box.send_button.icon().cacheKey() != send_icon
+    box.set_streaming(False)
+    assert box.send_button.icon().cacheKey() == send_icon
