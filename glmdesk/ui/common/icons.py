@@ -1,4 +1,4 @@
-"""The window's small icons (send, stop, attach, settings, history, more), drawn as SVG in
+"""The window's small icons (send, stop, attach, settings, more), drawn as SVG in
 ``resources/icons/ui``.
 
 Each icon is drawn in colours that read on both themes (a mid grey, or white on the
@@ -14,7 +14,7 @@ from PySide6.QtGui import QIcon
 from glmdesk.resources import resource_path
 
 #: The icons there are, by name (``resources/icons/ui/<name>.svg``).
-ICON_NAMES = ("send", "stop", "attach", "settings", "history", "more")
+ICON_NAMES = ("send", "stop", "attach", "settings", "more")
 
 
 @cache
