@@ -139,7 +139,10 @@ def lay_out(
     chat_column.setObjectName("chat_pane")
     chat_column.setBackgroundRole(QPalette.ColorRole.Base)  # the chat on the page colour, panes around it
     chat_column.setAutoFillBackground(True)
-    chat_view.viewport().setAutoFillBackground(False)
+    # The chat's viewport stays opaque (in the same colour), so scrolling to follow an answer
+    # moves the pixels drawn already instead of painting everything again.
+    chat_view.viewport().setBackgroundRole(QPalette.ColorRole.Base)
+    chat_view.viewport().setAutoFillBackground(True)
     column = QVBoxLayout(chat_column)
     column.setContentsMargins(0, 0, 0, 0)
     column.setSpacing(0)
