@@ -10,12 +10,16 @@ Usage (Debian/Ubuntu: ``apt-get install xvfb fonts-noto-cjk fonts-noto-color-emo
     xvfb-run -s "-screen 0 1280x800x24" .venv/bin/python scripts/screenshots.py en dark OUT.png math
     xvfb-run -s "-screen 0 1280x800x24" .venv/bin/python scripts/screenshots.py en light OUT.png vision
     xvfb-run -s "-screen 0 1280x800x24" .venv/bin/python scripts/screenshots.py en light OUT.png --engine transformers
+    xvfb-run -a -s "-screen 0 1280x800x24" .venv/bin/python scripts/screenshots.py --all docs/screenshots
 
-The window fills the screen (``--size WxH``, default 1280x800: give the X screen the same size). The embedded model answers the welcome's first
+The window is ``--size WxH`` (default 1280x800) at the screen's top left, and the shot is that
+size (the X screen may be bigger). ``--all FOLDER`` takes the README's eight: English and
+Chinese, light and dark, 1280x800 and 1024x700. The embedded model answers the welcome's first
 example prompt (greedy, at most 32 new tokens), then the answer is regenerated at a
 higher temperature, so it shows the "‹ 2/2 ›" switch; the mouse rests on the answer so
-its footer (figures and actions) shows. Two earlier conversations are written into the
-history beforehand so the list is not empty; everything in the chat is the model's.
+its footer (figures and actions) shows. Three earlier conversations (yesterday, three and
+nine days ago) are written into the history beforehand so the list shows its date headers;
+everything in the chat is the model's.
 With ``math`` the model is loaded but does not answer: a conversation full of formulas
 (:data:`MATH_ANSWER`, written by hand, not by the model) is written into the history and
 opened, and the screen is grabbed once every formula is drawn.
@@ -73,8 +77,36 @@ def picture() -> bytes:
     return out.getvalue()
 
 
+#: ``--all FOLDER``: the README's set, (language, theme, size) each.
+ALL_SHOTS = [
+    (language, theme, size)
+    for size in ("1280x800", "1024x700")
+    for language in ("en", "zh_CN")
+    for theme in ("light", "dark")
+]
+
+
+def shoot_all(folder: str) -> int:
+    """Take every shot of :data:`ALL_SHOTS` into ``folder`` as ``window-LANG-THEME-WxH.png``,
+    each in its own process (the language is read at start)."""
+    import subprocess
+
+    os.makedirs(folder, exist_ok=True)
+    failed = 0
+    for language, theme, size in ALL_SHOTS:
+        out = os.path.join(folder, f"window-{language}-{theme}-{size}.png")
+        env = dict(os.environ, LANG="zh_CN.UTF-8" if language == "zh_CN" else "en_US.UTF-8")
+        run = subprocess.run(
+            [sys.executable, __file__, language, theme, out, "--size", size], env=env, check=False
+        )
+        failed += run.returncode != 0
+    return 1 if failed else 0
+
+
 def main() -> int:
     args = sys.argv[1:]
+    if args[:1] == ["--all"]:
+        return shoot_all(args[1])
     width, height = 1280, 800
     if "--size" in args:
         at = args.index("--size")
@@ -130,12 +162,19 @@ def main() -> int:
     apply_interface_font(app, install_translators(app, language))
     theme_controller(store)
     with History() as history:  # earlier conversations, so the list is not empty
-        for title, question in (
-            ("Quantum computing basics", "What is a qubit?"),
-            ("周末去杭州的行程", "帮我规划一个周末去杭州的行程。"),
+        import time
+
+        for title, question, days_ago in (
+            ("Quantum computing basics", "What is a qubit?", 9),
+            ("周末去杭州的行程", "帮我规划一个周末去杭州的行程。", 3),
+            ("Sourdough starter", "How do I keep a sourdough starter alive?", 1),
         ):
             cid = history.create_conversation(title)
             history.add_message(cid, "user", question)
+            history.connection.execute(  # written days ago: the list shows its date headers
+                "UPDATE conversations SET updated = ? WHERE id = ?", (time.time() - days_ago * 86400, cid)
+            )
+        history.connection.commit()
         if math_only:
             math_id = history.create_conversation("The Gaussian integral")
             history.add_message(math_id, "user", MATH_QUESTION)
@@ -149,8 +188,9 @@ def main() -> int:
 
     def grab() -> None:
         screen = app.primaryScreen()
-        screen.grabWindow(0).save(out)
-        print(f"saved {out} ({screen.size().width()}x{screen.size().height()})")
+        shot = screen.grabWindow(0, 0, 0, width, height)  # the window's size, on any bigger screen
+        shot.save(out)
+        print(f"saved {out} ({shot.width()}x{shot.height()})")
         window.close()
         app.quit()
 

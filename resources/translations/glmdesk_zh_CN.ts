@@ -1211,6 +1211,34 @@ Click to turn this library folder off for this chat.</source>
     </message>
 </context>
 <context>
+    <name>HistoryListView</name>
+    <message>
+        <source>Your conversations will appear here, grouped by day.
+
+Each one is saved as you chat; right-click one to rename, export or delete it.</source>
+        <extracomment>The groups, newest first: keys of :func:`date_group`. Side of the row&apos;s &quot;more&quot; button, in px.</extracomment>
+        <translation>你的对话会按日期分组显示在这里。
+
+对话在聊天时自动保存；右键点击可重命名、导出或删除。</translation>
+    </message>
+    <message>
+        <source>Today</source>
+        <translation>今天</translation>
+    </message>
+    <message>
+        <source>Yesterday</source>
+        <translation>昨天</translation>
+    </message>
+    <message>
+        <source>Previous 7 days</source>
+        <translation>过去 7 天</translation>
+    </message>
+    <message>
+        <source>Older</source>
+        <translation>更早</translation>
+    </message>
+</context>
+<context>
     <name>HistoryPanel</name>
     <message>
         <source>Search all conversations</source>
@@ -1721,6 +1749,10 @@ Click to turn this library folder off for this chat.</source>
         <translation>glmdesk</translation>
     </message>
     <message>
+        <source>the embedded model</source>
+        <translation>内置模型</translation>
+    </message>
+    <message>
         <source>Wait until the model has loaded, then send your message again.</source>
         <translation>请等待模型加载完成后再发送消息。</translation>
     </message>
@@ -1737,7 +1769,7 @@ Click to turn this library folder off for this chat.</source>
     <name>MarkdownView</name>
     <message>
         <source>(TeX shown: {command} cannot be drawn here)</source>
-        <extracomment>The scheme of the links a code block&apos;s header offers (&quot;Copy&quot;): ``copy-code:N``, the N-th code block of the view (0-based); never opened, only handled here.</extracomment>
+        <extracomment>The scheme of the links a code block&apos;s header offers (&quot;Copy&quot;): ``copy-code:N``, the N-th code block of the view (0-based); never opened, only handled here. A code block&apos;s padding (text inset, space above and below on its background), in px.</extracomment>
         <translation>（显示 TeX 源码：此处无法绘制 {command}）</translation>
     </message>
     <message>
@@ -2049,6 +2081,7 @@ Run it?</source>
     <name>MessageWidget</name>
     <message>
         <source>Copy</source>
+        <extracomment>Share of the column&apos;s width left empty beside a user&apos;s bubble (it sits on the right). Corner radius of a bubble, in px. The narrowest a user&apos;s bubble gets, in px. A user&apos;s message longer than this (characters) is not measured: its bubble takes the column. Padding inside a message, in px (left and right together: ``centred_column.MESSAGE_PADDING``).</extracomment>
         <translation>复制</translation>
     </message>
     <message>
@@ -2082,6 +2115,33 @@ Run it?</source>
     <message>
         <source>writing...</source>
         <translation>生成中…</translation>
+    </message>
+</context>
+<context>
+    <name>ModelChip</name>
+    <message>
+        <source>Open a model…</source>
+        <translation>打开模型…</translation>
+    </message>
+    <message>
+        <source>Open model (Ctrl+O)</source>
+        <translation>打开模型（Ctrl+O）</translation>
+    </message>
+    <message>
+        <source>Loading {name}…</source>
+        <translation>正在加载 {name}…</translation>
+    </message>
+    <message>
+        <source>server</source>
+        <translation>服务器</translation>
+    </message>
+    <message>
+        <source>{where}
+{location}
+Click to open another model (Ctrl+O).</source>
+        <translation>{where}
+{location}
+点击打开其他模型（Ctrl+O）。</translation>
     </message>
 </context>
 <context>
@@ -2398,6 +2458,10 @@ Run it?</source>
     <message>
         <source>Show &amp;settings</source>
         <translation>显示设置(&amp;S)</translation>
+    </message>
+    <message>
+        <source>Show or hide the settings (Ctrl+Shift+S)</source>
+        <translation>显示或隐藏设置（Ctrl+Shift+S）</translation>
     </message>
     <message>
         <source>&amp;File</source>
@@ -2773,8 +2837,20 @@ Run it?</source>
         <translation>模型、精度和量化在加载模型时生效：文件 &gt; 打开模型（Ctrl+O）。</translation>
     </message>
     <message>
+        <source>Applies from the next answer.</source>
+        <translation>从下一次回答起生效。</translation>
+    </message>
+    <message>
         <source>Applies from the next answer: the settings go with each question, so an answer being written keeps the ones it started with.</source>
         <translation>从下一个回答起生效：这些设置随每个问题一起发送，正在生成的回答仍使用开始时的设置。</translation>
+    </message>
+    <message>
+        <source>Applies from the next token, even mid-answer.</source>
+        <translation>从下一个 token 起生效，生成中的回答也是。</translation>
+    </message>
+    <message>
+        <source>{live} apply from the next token; the others from the next answer.</source>
+        <translation>{live} 从下一个 token 起生效；其余从下一次回答起生效。</translation>
     </message>
     <message>
         <source>{live} apply from the next token, also to an answer being written; the others from the next answer.</source>

@@ -1,4 +1,5 @@
-"""The main window: history pane, chat, sidebar and gauge, status bar.
+"""The main window: history pane, chat column (model chip, messages, input), the
+hideable settings panel (sidebar and gauge), status bar.
 
 It is the composition root of the window: it builds the
 :class:`~glmdesk.ui.session.chat_session.ChatSession` (answers) with its
@@ -16,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 
-from PySide6.QtCore import QCoreApplication, Slot
+from PySide6.QtCore import QCoreApplication, Qt, Slot
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QMainWindow, QWidget
 
@@ -32,7 +33,7 @@ from glmdesk.ui.app.keep_thinking_memory import KeepThinkingMemory
 from glmdesk.ui.app.load_view import LoadView
 from glmdesk.ui.app.notice_bar import NoticeBar
 from glmdesk.ui.app.sampling_binding import SamplingBinding, initial_params
-from glmdesk.ui.app.window_layout import lay_out
+from glmdesk.ui.app.window_layout import FIRST_SIZES, SETTINGS_PANE, lay_out
 from glmdesk.ui.app.window_menus import ProductMenus
 from glmdesk.ui.chat.branch_actions import BranchActions
 from glmdesk.ui.chat.input_box import InputBox
@@ -115,6 +116,17 @@ class MainWindow(QMainWindow):
         self.destroyed.connect(functools.partial(_shutdown_on_destroy, self.documents))
         self._build(probe)
         self.menus = ProductMenus(self)  # the actions and menus (File, Chat, View, Help)
+        menus = self.menus
+        self.open_action, self.new_chat_action, self.quit_action = (
+            menus.open_action,
+            menus.new_chat_action,
+            menus.quit_action,
+        )
+        self.stop_action, self.regenerate_action = menus.stop_action, menus.regenerate_action
+        self.continue_action, self.copy_action = menus.continue_action, menus.copy_action
+        self.sidebar_action, self.file_menu = menus.sidebar_action, menus.file_menu
+        self.settings_button.setDefaultAction(self.sidebar_action)
+        self.settings_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonIconOnly)
         self._bind(history)
         self._restore_geometry()
         install_dialog_fit()  # every dialog fits the screen it opens on
@@ -228,7 +240,24 @@ class MainWindow(QMainWindow):
 
     # Building -------------------------------------------------------------------
     def _build(self, probe: MemoryProbe | None) -> None:
-        lay_out(self, probe)
+        widgets = self.widgets = lay_out(self, probe, self.documents, self.session, self.params_box.get())
+        self.history_pane, self.chat_view, self.chat_area = (
+            widgets.history_pane,
+            widgets.chat_view,
+            widgets.chat_area,
+        )
+        self.notice, self.documents_panel, self.input_box = (
+            widgets.notice,
+            widgets.documents_panel,
+            widgets.input_box,
+        )
+        self.sidebar, self.gauge, self.settings_panel = widgets.sidebar, widgets.gauge, widgets.settings_panel
+        self.model_chip, self.settings_button = widgets.model_chip, widgets.settings_button
+        self.splitter, self.status = widgets.splitter, widgets.status
+        self.model_chip.clicked.connect(self.open_model_dialog)
+        self.loader.load_started.connect(self._on_load_started)
+        self.loader.model_ready.connect(self.model_chip.show_model)
+        self.loader.load_failed.connect(self._on_load_failed)
         self.sidebar.set_system_prompt(self.store.system_prompt())
         self.sidebar.set_cache_settings(self.store.cache_settings())
         self.sidebar.set_language(self.store.language())
@@ -244,6 +273,20 @@ class MainWindow(QMainWindow):
         self.chat_area.welcome.prompt_chosen.connect(self._on_example_chosen)
         self.chat_area.welcome.open_model_requested.connect(self.open_model_dialog)
 
+    @Slot(object)
+    def _on_load_started(self, settings: LoadSettings) -> None:
+        model = settings.model or self.tr("the embedded model")
+        self.model_chip.show_loading(model.rstrip("/\\").rsplit("/", 1)[-1])
+
+    @Slot(object, bool)
+    def _on_load_failed(self, *_args) -> None:
+        """The chip names the model still in use, or asks for one."""
+        info = self.loader.model_info
+        if info is not None:
+            self.model_chip.show_model(info)
+        else:
+            self.model_chip.show_no_model()
+
     @Slot()
     def _on_chat_area_changed(self, *_args) -> None:
         """The welcome names the engine: the status bar does not say it again meanwhile."""
@@ -257,14 +300,18 @@ class MainWindow(QMainWindow):
         splitter = self.store.bytes_value("splitter")
         if splitter is not None:
             self.splitter.restoreState(splitter)
+        self.set_settings_shown(self.store.settings_panel_shown(), remember=False)  # as the user left it
 
     def set_history_panel(self, panel: QWidget) -> None:
         """Put the history panel in the left pane and show it."""
         layout = self.history_pane.layout()
+        if layout is None:  # lay_out gives the pane its layout
+            raise RuntimeError("the history pane has no layout")
         while layout.count():
             item = layout.takeAt(0)
-            if item.widget() is not None:
-                item.widget().setParent(None)
+            widget = item.widget() if item is not None else None
+            if widget is not None:
+                widget.setParent(None)
         layout.addWidget(panel)
         self.history_pane.show()
 
@@ -371,10 +418,36 @@ class MainWindow(QMainWindow):
 
     @Slot()
     def toggle_sidebar(self) -> None:
-        """Show or hide the sidebar (View -> Show settings)."""
-        side = self.splitter.widget(2)
-        side.setVisible(not side.isVisible())
-        self.sidebar_action.setChecked(side.isVisible())
+        """Show or hide the settings panel (View > Show settings, Ctrl+Shift+S, the
+        button at the top right of the chat); the choice is remembered."""
+        self.set_settings_shown(self.settings_panel.isHidden())
+
+    def set_settings_shown(self, shown: bool, remember: bool = True) -> None:
+        """Show or hide the settings panel (sidebar and memory gauge); ``remember``: kept
+        for the next start."""
+        newly_shown = shown and self.settings_panel.isHidden()
+        self.settings_panel.setVisible(shown)
+        if newly_shown:
+            self._make_room_for_settings()
+        self.sidebar_action.setChecked(shown)
+        if remember:
+            self.store.save_settings_panel_shown(shown)
+
+    def _make_room_for_settings(self) -> None:
+        """Give the settings panel its width out of the chat column's, never taking the
+        chat below its least width (the history pane gives way first, then the panel)."""
+        history, chat, side_now = self.splitter.sizes()
+        total = history + chat + side_now
+        side_least = self.settings_panel.minimumSizeHint().width()
+        chat_least = self.widgets.chat_pane.minimumSizeHint().width()
+        side = max(side_least, min(FIRST_SIZES[SETTINGS_PANE], total - history - chat_least))
+        if history + chat_least + side > total:  # narrow: the history pane gives way
+            history = max(self.history_pane.minimumSizeHint().width(), total - chat_least - side)
+        self.splitter.setSizes([history, max(chat_least, total - history - side), side])
+
+    def settings_shown(self) -> bool:
+        """Whether the settings panel is shown (not hidden by the user)."""
+        return not self.settings_panel.isHidden()
 
     def _update_actions(self, *_args) -> None:
         ready = self.session.is_ready()

@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QApplication, QMenu, QMessageBox
 from glmdesk.core.settings import LoadSettings
 from glmdesk.ui.app.about_dialog import AboutDialog
 from glmdesk.ui.app.shortcuts_dialog import ShortcutsDialog
+from glmdesk.ui.common.icons import ui_icon
 from glmdesk.ui.common.theme import ThemeController, build_theme_menu
 from glmdesk.ui.models.get_model_dialog import GetModelDialog
 from glmdesk.ui.models.recent_models import RecentModelsMenu
@@ -26,9 +27,10 @@ def theme_controller(store) -> ThemeController:
 
 
 class ProductMenus(QObject):
-    """Builds a :class:`MainWindow`'s actions (set on the window as ``open_action``,
+    """Builds a :class:`MainWindow`'s actions (its attributes ``open_action``,
     ``new_chat_action``, ``quit_action``, ``stop_action``, ``regenerate_action``,
-    ``continue_action``, ``copy_action``, ``sidebar_action``; ``file_menu``) and its menu bar.
+    ``continue_action``, ``copy_action``, ``sidebar_action``; ``file_menu``; the window
+    keeps them as its own) and its menu bar.
 
     Args:
         window: The main window.
@@ -40,16 +42,16 @@ class ProductMenus(QObject):
         self.theme = theme_controller(window.store)
         self._build_actions(window)
         bar = window.menuBar()
-        file_menu = window.file_menu
+        file_menu = self.file_menu
         self.recent_menu = RecentModelsMenu(window.store, window)
         self.recent_menu.model_chosen.connect(self.open_recent)
-        file_menu.insertMenu(window.new_chat_action, self.recent_menu)
+        file_menu.insertMenu(self.new_chat_action, self.recent_menu)
         self.get_model_dialog = None
         self.get_model_action = QAction(self.tr("&Get a model..."), window)
         self.get_model_action.setObjectName("get_model_action")
         self.get_model_action.triggered.connect(self.show_get_model)
         file_menu.insertAction(self.recent_menu.menuAction(), self.get_model_action)
-        view_menu = self.view_menu = bar.actions()[-1].menu()
+        view_menu = self.view_menu
         view_menu.addMenu(build_theme_menu(self.theme, window))
         help_menu = bar.addMenu(self.tr("&Help"))
         self.shortcuts_action = QAction(self.tr("&Keyboard shortcuts"), window)
@@ -71,25 +73,31 @@ class ProductMenus(QObject):
 
     def _build_actions(self, w) -> None:
         action = functools.partial(self._action, w)
-        w.open_action = action(self.tr("&Open model..."), QKeySequence.StandardKey.Open, w.open_model_dialog)
-        w.new_chat_action = action(self.tr("&New chat"), QKeySequence.StandardKey.New, w.new_chat)
-        w.quit_action = action(self.tr("&Quit"), QKeySequence.StandardKey.Quit, w.close)
-        w.stop_action = action(self.tr("&Stop answer"), Qt.Key.Key_Escape, w.stop_answer)
-        w.regenerate_action = action(self.tr("&Regenerate last answer"), "Ctrl+R", w.regenerate)
-        w.continue_action = action(
+        self.open_action = action(
+            self.tr("&Open model..."), QKeySequence.StandardKey.Open, w.open_model_dialog
+        )
+        self.new_chat_action = action(self.tr("&New chat"), QKeySequence.StandardKey.New, w.new_chat)
+        self.quit_action = action(self.tr("&Quit"), QKeySequence.StandardKey.Quit, w.close)
+        self.stop_action = action(self.tr("&Stop answer"), Qt.Key.Key_Escape, w.stop_answer)
+        self.regenerate_action = action(self.tr("&Regenerate last answer"), "Ctrl+R", w.regenerate)
+        self.continue_action = action(
             self.tr("C&ontinue the cut answer"), "Ctrl+Shift+Return", w.continue_answer
         )
-        w.copy_action = action(self.tr("&Copy last answer"), "Ctrl+Shift+C", w.copy_last_answer)
-        w.sidebar_action = action(self.tr("Show &settings"), "Ctrl+B", w.toggle_sidebar)
-        w.sidebar_action.setCheckable(True)
-        w.sidebar_action.setChecked(True)
-        menu = w.file_menu = w.menuBar().addMenu(self.tr("&File"))
-        for act in (w.open_action, w.new_chat_action, w.quit_action):
+        self.copy_action = action(self.tr("&Copy last answer"), "Ctrl+Shift+C", w.copy_last_answer)
+        self.sidebar_action = action(self.tr("Show &settings"), "Ctrl+Shift+S", w.toggle_sidebar)
+        self.sidebar_action.setObjectName("settings_action")
+        self.sidebar_action.setCheckable(True)
+        self.sidebar_action.setChecked(True)
+        self.sidebar_action.setIcon(ui_icon("settings"))
+        self.sidebar_action.setToolTip(self.tr("Show or hide the settings (Ctrl+Shift+S)"))
+        menu = self.file_menu = w.menuBar().addMenu(self.tr("&File"))
+        for act in (self.open_action, self.new_chat_action, self.quit_action):
             menu.addAction(act)
         chat = w.menuBar().addMenu(self.tr("&Chat"))
-        for act in (w.stop_action, w.regenerate_action, w.continue_action, w.copy_action):
+        for act in (self.stop_action, self.regenerate_action, self.continue_action, self.copy_action):
             chat.addAction(act)
-        w.menuBar().addMenu(self.tr("&View")).addAction(w.sidebar_action)
+        self.view_menu = w.menuBar().addMenu(self.tr("&View"))
+        self.view_menu.addAction(self.sidebar_action)
 
     def add_server_menu(self, serve) -> QMenu:
         """The Server menu, before View: serve on localhost (checkable) and where it

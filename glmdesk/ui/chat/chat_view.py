@@ -16,6 +16,7 @@ from PySide6.QtCore import Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import QFrame, QScrollArea, QVBoxLayout, QWidget
 
 from glmdesk.core.parts import MessagePart, PartsSoFar, ReasoningPart, TextPart, reasoning_of, text_of
+from glmdesk.ui.chat.centred_column import CentredColumn
 from glmdesk.ui.chat.message_widget import MessageWidget
 from glmdesk.ui.chat.text_safety import clean_parts, clean_text
 
@@ -24,7 +25,8 @@ _BOTTOM_SLACK_PX = 8
 
 
 class ChatView(QScrollArea):
-    """Shows messages; one of them may be streaming.
+    """Shows messages, in a column centred and at most ``centred_column.COLUMN_WIDTH``
+    px wide; one of them may be streaming.
 
     Signals:
         message_copied(str): A message's copy button was used.
@@ -42,10 +44,11 @@ class ChatView(QScrollArea):
         self.setWidgetResizable(True)
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self._container = QWidget()
-        self._layout = QVBoxLayout(self._container)
-        self._layout.setContentsMargins(12, 12, 12, 12)
-        self._layout.setSpacing(10)
+        # One centred column of readable width (centred_column.TEXT_WIDTH of text).
+        self._container = CentredColumn(top=16, bottom=16)
+        self._container.setObjectName("chat_column")
+        self._layout: QVBoxLayout = self._container.column()
+        self._layout.setSpacing(14)
         self._layout.addStretch(1)
         self.setWidget(self._container)
 

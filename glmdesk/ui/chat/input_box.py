@@ -16,13 +16,13 @@ laid out lazily by ``QPlainTextEdit``, so only what is on screen costs anything.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QBuffer, QIODevice, QMimeData, Qt, Signal, Slot
-from PySide6.QtGui import QImage, QInputMethodEvent, QKeyEvent
+from PySide6.QtCore import QBuffer, QIODevice, QMimeData, QRectF, QSize, Qt, Signal, Slot
+from PySide6.QtGui import QImage, QInputMethodEvent, QKeyEvent, QPainter, QPalette, QPen
 from PySide6.QtWidgets import (
     QFileDialog,
+    QFrame,
     QHBoxLayout,
     QPlainTextEdit,
-    QPushButton,
     QSizePolicy,
     QToolButton,
     QVBoxLayout,
@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
 from glmdesk.core.errors import GlmdeskError
 from glmdesk.core.images import ImageAttachment
 from glmdesk.ui.chat.image_thumbnails import AttachmentTray
+from glmdesk.ui.common.icons import ui_icon
 from glmdesk.ui.common.messages import error_sentence
 
 _ENTER_KEYS = (Qt.Key.Key_Return, Qt.Key.Key_Enter)
@@ -209,8 +210,25 @@ def _pasted_image(source: QMimeData):
         return exc
 
 
+class Composer(QFrame):
+    """The rounded field that holds the attach button, the text and Send, drawn in the
+    theme's base colour with a mid-grey border (it follows a theme switch)."""
+
+    RADIUS = 14
+
+    def paintEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        palette = self.palette()
+        painter.setPen(QPen(palette.color(QPalette.ColorRole.Mid), 1))
+        painter.setBrush(palette.color(QPalette.ColorRole.Base))
+        painter.drawRoundedRect(QRectF(self.rect()).adjusted(0.5, 0.5, -0.5, -0.5), self.RADIUS, self.RADIUS)
+        painter.end()
+
+
 class InputBox(QWidget):
-    """The message field with its Send / Stop button.
+    """The message field with its attach and Send / Stop buttons (icons; their names are
+    their text, for screen readers and tooltips).
 
     Images (a GLM vision model): the attach button, paste or drop add them to the
     tray above the field; :meth:`attachments` gives them to the window when it sends.
@@ -242,33 +260,45 @@ class InputBox(QWidget):
         )
         self.editor.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.editor.setFixedHeight(int(self.editor.fontMetrics().lineSpacing() * 3.6) + 12)
-        self.send_button = QPushButton(self.tr("Send"))
+        self.editor.setFrameShape(QFrame.Shape.NoFrame)
+        self.editor.viewport().setAutoFillBackground(False)
+        self.send_button = QToolButton()
+        self.send_button.setObjectName("send_button")
+        self.send_button.setText(self.tr("Send"))
         self.send_button.setToolTip(self.tr("Send the message (Enter)"))
-        self.send_button.setDefault(False)
-        self.send_button.setAutoDefault(False)
-        self.send_button.setMinimumWidth(72)
         self.attach_button = QToolButton()
         self.attach_button.setObjectName("attach_image")
         self.attach_button.setText(self.tr("Image…"))
+        self.attach_button.setIcon(ui_icon("attach"))
+        for button, side in ((self.send_button, 32), (self.attach_button, 22)):
+            button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonIconOnly)
+            button.setAutoRaise(True)
+            button.setIconSize(QSize(side, side))
+            button.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.send_button.setIcon(ui_icon("send"))
         self.ocr_button = QToolButton()  # enabled by OcrPageAction while an OCR model is loaded
         self.ocr_button.setObjectName("ocr_page")
         self.ocr_button.setText(self.tr("OCR a page…"))
         self.ocr_button.setEnabled(False)
         self.ocr_button.setToolTip(self.tr("Needs an OCR model (GLM-OCR)."))
+        self.ocr_button.setAutoRaise(True)
         self.tray = AttachmentTray()
         self._vision = True
         self.set_vision(False, self.tr("Images need a GLM vision model (GLM-4.1V, GLM-4.6V)."))
-        row = QHBoxLayout()
-        row.setContentsMargins(8, 4, 8, 8)
+        self.composer = Composer()
+        self.composer.setObjectName("composer")
+        row = QHBoxLayout(self.composer)
+        row.setContentsMargins(6, 4, 6, 4)
+        row.setSpacing(2)
         row.addWidget(self.attach_button, 0, Qt.AlignmentFlag.AlignBottom)
         row.addWidget(self.ocr_button, 0, Qt.AlignmentFlag.AlignBottom)
         row.addWidget(self.editor, 1)
         row.addWidget(self.send_button, 0, Qt.AlignmentFlag.AlignBottom)
         layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setContentsMargins(0, 2, 0, 6)
         layout.setSpacing(0)
         layout.addWidget(self.tray)
-        layout.addLayout(row)
+        layout.addWidget(self.composer)
         self.attach_button.clicked.connect(self.choose_images)
         self.ocr_button.clicked.connect(self.ocr_requested)
         self.editor.images_dropped.connect(self.add_images)
@@ -336,9 +366,11 @@ class InputBox(QWidget):
         self._streaming = streaming
         if streaming:
             self.send_button.setText(self.tr("Stop"))
+            self.send_button.setIcon(ui_icon("stop"))
             self.send_button.setToolTip(self.tr("Stop the answer (Esc); the text so far is kept"))
         else:
             self.send_button.setText(self.tr("Send"))
+            self.send_button.setIcon(ui_icon("send"))
             self.send_button.setToolTip(self.tr("Send the message (Enter)"))
 
     @Slot()

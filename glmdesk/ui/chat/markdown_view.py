@@ -44,6 +44,8 @@ from glmdesk.ui.common.theme import theme_colours
 #: The scheme of the links a code block's header offers ("Copy"): ``copy-code:N``, the
 #: N-th code block of the view (0-based); never opened, only handled here.
 COPY_CODE_SCHEME = "glmdesk-copy-code"
+#: A code block's padding (text inset, space above and below on its background), in px.
+CODE_PADDING_PX = 10
 
 _FEATURES = QTextDocument.MarkdownFeature.MarkdownDialectGitHub | QTextDocument.MarkdownFeature.MarkdownNoHTML
 SAFE_SCHEMES = ("http", "https")
@@ -269,22 +271,29 @@ class MarkdownView(QTextBrowser):
         colours = theme_colours("dark" if is_dark(QGuiApplication.palette()) else "light")
         fmt = QTextBlockFormat()
         fmt.setBackground(QColor(colours.code_background))
-        fmt.setLeftMargin(6)
-        fmt.setRightMargin(6)
-        groups: list[list] = []  # [first block, lines, language]
+        fmt.setTextIndent(CODE_PADDING_PX)  # code lines inset from the background's edge
+        fmt.setRightMargin(0)
+        groups: list[list] = []  # [first block, lines, language, last block]
         block, inside = self.document().begin(), False
         while block.isValid():
             if is_code_block(block):
                 if not inside:
                     language = block.blockFormat().stringProperty(QTextFormat.Property.BlockCodeLanguage)
-                    groups.append([block, [], language])
+                    groups.append([block, [], language, block])
                 groups[-1][1].append(block.text())
+                groups[-1][3] = block
                 QTextCursor(block).mergeBlockFormat(fmt)
             inside = is_code_block(block)
             block = block.next()
-        self._code_texts = ["\n".join(lines) for _first, lines, _language in groups]
+        self._code_texts = ["\n".join(lines) for _first, lines, _language, _last in groups]
         header = QTextBlockFormat(fmt)
-        header.setTopMargin(4)
+        header.setTopMargin(0)
+        spacer = QTextBlockFormat(fmt)  # padding above the header line, on the code background
+        spacer.setTopMargin(4)
+        end = QTextBlockFormat(fmt)  # padding under the last line, then air before the text
+        end.setBottomMargin(6)
+        tiny = QTextCharFormat()
+        tiny.setFontPointSize(CODE_PADDING_PX / 2)
         quiet = QTextCharFormat()
         quiet.setForeground(QColor(colours.quiet))
         quiet.setFontPointSize(max(self.font().pointSizeF() - 1, 6))
@@ -292,7 +301,10 @@ class MarkdownView(QTextBrowser):
         link.setAnchor(True)
         link.setForeground(QColor(colours.link))
         for k in range(len(groups) - 1, -1, -1):  # from the end: earlier blocks do not move
-            first, _lines, language = groups[k]
+            first, _lines, language, last = groups[k]
+            cursor = QTextCursor(last)
+            cursor.movePosition(QTextCursor.MoveOperation.EndOfBlock)
+            cursor.insertBlock(end, tiny)
             cursor = QTextCursor(first)
             cursor.insertBlock(first.blockFormat(), first.charFormat())
             cursor.movePosition(QTextCursor.MoveOperation.PreviousBlock)
@@ -301,6 +313,11 @@ class MarkdownView(QTextBrowser):
             cursor.insertText("  ", quiet)
             link.setAnchorHref(f"{COPY_CODE_SCHEME}:{k}")
             cursor.insertText(self.tr("Copy code"), link)
+            cursor.movePosition(QTextCursor.MoveOperation.StartOfBlock)
+            cursor.insertBlock(header, quiet)  # the empty block left above is the spacer
+            cursor.movePosition(QTextCursor.MoveOperation.PreviousBlock)
+            cursor.setBlockFormat(spacer)
+            cursor.setBlockCharFormat(tiny)
 
     @Slot()
     def _fit_height(self) -> None:

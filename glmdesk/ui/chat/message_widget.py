@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from PySide6.QtCore import Qt, Signal, Slot
-from PySide6.QtGui import QColor, QGuiApplication, QPalette
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton, QVBoxLayout, QWidget
+from PySide6.QtCore import QRectF, Qt, Signal, Slot
+from PySide6.QtGui import QColor, QGuiApplication, QPainter, QPalette
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QToolButton, QVBoxLayout, QWidget
 
 from glmdesk.core.parts import MessagePart, ReasoningPart, TextPart, ToolCallPart, ToolResponsePart
 from glmdesk.ui.chat.image_thumbnails import image_label
@@ -22,9 +22,21 @@ from glmdesk.ui.chat.markdown_view import is_dark
 from glmdesk.ui.chat.reasoning_block import ReasoningBlock
 from glmdesk.ui.common.theme import theme_colours
 
+#: Share of the column's width left empty beside a user's bubble (it sits on the right).
+USER_INSET_SHARE = 0.18
+#: Corner radius of a bubble, in px.
+BUBBLE_RADIUS = 14
+#: The narrowest a user's bubble gets, in px.
+MIN_BUBBLE_WIDTH = 120
+#: A user's message longer than this (characters) is not measured: its bubble takes the column.
+MEASURED_CHARS = 2000
+#: Padding inside a message, in px (left and right together: ``centred_column.MESSAGE_PADDING``).
+PADDING_X, PADDING_Y = 12, 8
+
 
 class MessageWidget(QFrame):
-    """A message bubble in the chat view.
+    """One message in the chat view: the user's in a rounded bubble on the right, an
+    answer as plain text under a small header, a tool's result on a quiet rounded panel.
 
     Args:
         role: ``user``, ``assistant`` or ``system``.
@@ -45,15 +57,17 @@ class MessageWidget(QFrame):
         super().__init__(parent)
         self.role = role
         self.setObjectName(f"message_{role}")
-        self.setFrameShape(QFrame.Shape.StyledPanel)
-        self.setAutoFillBackground(True)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setAutoFillBackground(False)  # paintEvent draws the bubble
+        self._inset = 0  # px left empty beside a user's bubble
         self._text = ""
         self._streaming = False
         self.attachments: list[QWidget] = []  # see attach()
         self._call_cards: dict[int, QWidget] = {}  # the k-th ToolCallPart's card
         self._calls_seen = 0  # ToolCallParts already announced by call_added
         self._images: tuple[bytes, ...] = ()  # a tool's result's images, shown
-        header = self._header(role)
+        header = self._header_row = self._header(role)
+        self._natural: int | None = None  # a user's text's unwrapped width, in px (None: not measured)
         self.reasoning_block = ReasoningBlock()  # a reasoning model's thinking, above the answer
         self.reasoning_label = self.reasoning_block.body
         self.view = SegmentedMarkdownView()
@@ -63,8 +77,8 @@ class MessageWidget(QFrame):
         self.note_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
         self.note_label.hide()
 
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(10, 6, 10, 6)
+        layout = self._body = QVBoxLayout(self)
+        layout.setContentsMargins(PADDING_X, PADDING_Y, PADDING_X, PADDING_Y)
         layout.setSpacing(2)
         layout.addLayout(header)
         layout.addWidget(self.reasoning_block)
@@ -72,6 +86,8 @@ class MessageWidget(QFrame):
         layout.addLayout(fold_row)
         layout.addWidget(self.stats_label)
         layout.addWidget(self.note_label)
+        if role == "user":  # its inset follows its width: its contents' least width must not widen it
+            self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self._apply_colours()
         self._show_text(text)
 
@@ -133,9 +149,56 @@ class MessageWidget(QFrame):
     def _apply_colours(self) -> None:
         palette = self.palette()
         colours = theme_colours("dark" if is_dark(QGuiApplication.palette()) else "light")
-        colour = colours.user_bubble if self.role == "user" else colours.assistant_bubble
+        colour = {"user": colours.user_bubble, "assistant": colours.assistant_bubble}.get(
+            self.role, colours.alternate
+        )
         palette.setColor(QPalette.ColorRole.Window, QColor(colour))
         self.setPalette(palette)
+        self.update()
+
+    def bubble_rect(self) -> QRectF:
+        """Where the bubble is drawn, in the widget's px (empty for an answer, which has none)."""
+        if self.role == "assistant":
+            return QRectF()
+        return QRectF(self.rect().adjusted(self._inset, 0, 0, 0)).adjusted(0.5, 0.5, -0.5, -0.5)
+
+    def paintEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        rect = self.bubble_rect()
+        if not rect.isEmpty():
+            painter = QPainter(self)
+            painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+            painter.setPen(Qt.PenStyle.NoPen)
+            painter.setBrush(self.palette().color(QPalette.ColorRole.Window))
+            painter.drawRoundedRect(rect, BUBBLE_RADIUS, BUBBLE_RADIUS)
+            painter.end()
+        super().paintEvent(event)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        self._place_bubble(event.size().width())
+        super().resizeEvent(event)
+
+    def _measure(self) -> int | None:
+        """A user's short message's width unwrapped (text or header, whichever is wider),
+        padding included, in px; ``None`` for any other message."""
+        if self.role != "user" or len(self._text) > MEASURED_CHARS or self.attachments:
+            return None
+        metrics = self.view.fontMetrics()  # the lines as typed (a user's Markdown is mostly plain)
+        text = max(metrics.horizontalAdvance(line) for line in self._text.split("\n")) + 16
+        return max(text, self._header_row.sizeHint().width()) + 2 * PADDING_X
+
+    def _place_bubble(self, width: int) -> None:
+        """A user's bubble sits on the right: at most ``1 - USER_INSET_SHARE`` of the
+        column, and no wider than its text."""
+        inset = 0
+        if self.role == "user":
+            inset = int(width * USER_INSET_SHARE)
+            if self._natural is not None:
+                inset = max(inset, width - self._natural)
+            inset = max(0, min(inset, width - MIN_BUBBLE_WIDTH))
+        if inset != self._inset:
+            self._inset = inset
+            self._body.setContentsMargins(PADDING_X + inset, PADDING_Y, PADDING_X, PADDING_Y)
+            self.update()
 
     def text(self) -> str:
         """The message's Markdown source (what Copy copies)."""
@@ -203,6 +266,9 @@ class MessageWidget(QFrame):
         a finished message longer than ``long_markdown.FOLD_CHARS`` is folded, with
         "Show all". :meth:`text` stays verbatim either way."""
         self._text = text
+        if self.role == "user":
+            self._natural = self._measure()
+            self._place_bubble(self.width())
         if self._streaming:
             self.view.set_markdown(text)
         else:
@@ -217,6 +283,9 @@ class MessageWidget(QFrame):
         layout.insertWidget(layout.indexOf(self.stats_label), widget)
         self.attachments.append(widget)
         self.view.setVisible(bool(self._text))
+        if self.role == "user":  # a picture: the bubble takes the column
+            self._natural = None
+            self._place_bubble(self.width())
         return widget
 
     def detach(self, widget: QWidget) -> None:

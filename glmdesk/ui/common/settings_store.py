@@ -256,6 +256,14 @@ class SettingsStore:
         """Remember the interface language (applies at the next start)."""
         self._set(LANGUAGE_KEY, code)
 
+    def settings_panel_shown(self, default: bool = True) -> bool:
+        """Whether the window shows its settings panel (``default`` until the user chose)."""
+        return _to_bool(self.qsettings.value("window/settings_panel", default))
+
+    def save_settings_panel_shown(self, shown: bool) -> None:
+        """Remember whether the settings panel is shown (View > Show settings)."""
+        self._set("window/settings_panel", bool(shown))
+
     def bytes_value(self, key: str) -> QByteArray | None:
         """A saved byte array (window geometry, splitter state), or ``None``."""
         value = self.qsettings.value(f"window/{key}")

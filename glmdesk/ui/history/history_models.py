@@ -13,6 +13,7 @@ from glmdesk.core.history_types import Conversation, SearchHit
 ID_ROLE = Qt.ItemDataRole.UserRole
 MESSAGE_ROLE = Qt.ItemDataRole.UserRole + 1
 HTML_ROLE = Qt.ItemDataRole.UserRole + 2
+UPDATED_ROLE = Qt.ItemDataRole.UserRole + 10  # the same as history_list_view.UPDATED_ROLE
 PAGE = 100
 _Index = QModelIndex | QPersistentModelIndex
 
@@ -82,6 +83,8 @@ class ConversationListModel(QAbstractListModel):
             )
         if role == ID_ROLE:
             return conv.id
+        if role == UPDATED_ROLE:
+            return conv.updated
         return None
 
     def flags(self, index: _Index) -> Qt.ItemFlag:

@@ -1,4 +1,5 @@
-"""The history panel: conversations newest first, search, rename, delete, export.
+"""The history panel: conversations newest first under date headers, search, rename,
+delete, export; each row's "more" button and context menu hold the actions.
 
 The panel runs on the GUI thread, which owns the :class:`~glmdesk.core.history.History`
 database; it never blocks on the model. Its search is
@@ -16,6 +17,7 @@ message (the order changes).
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,7 @@ from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QListView,
+    QMenu,
     QPushButton,
     QStackedWidget,
     QVBoxLayout,
@@ -34,6 +37,7 @@ from glmdesk.core.history import History
 from glmdesk.core.history_io import read_export
 from glmdesk.ui.history.history_access import HistoryAccess
 from glmdesk.ui.history.history_dialogs import ask_export, ask_import, markdown_labels
+from glmdesk.ui.history.history_list_view import HistoryListView
 from glmdesk.ui.history.history_models import ID_ROLE, ConversationListModel
 from glmdesk.ui.history.history_search import HistorySearch
 from glmdesk.ui.history.history_undo_bar import UndoBar
@@ -83,9 +87,15 @@ class HistoryPanel(QWidget):
     search_result_selected = Signal(int, int)
 
     def __init__(
-        self, history: History, parent: QWidget | None = None, access: HistoryAccess | None = None
+        self,
+        history: History,
+        parent: QWidget | None = None,
+        access: HistoryAccess | None = None,
+        clock: Callable[[], datetime] = datetime.now,
     ) -> None:
         super().__init__(parent)
+        self._clock = clock  # "now" for the date headers
+        self.row_menu: QMenu | None = None  # the menu of a row's "more" button, while shown
         self._history = history
         self._quiet = False
         self._access = access
@@ -102,7 +112,8 @@ class HistoryPanel(QWidget):
             self.tr("Import…"), toolTip=self.tr("Import a conversation from JSON")
         )
         self.model = ConversationListModel(history, self)
-        self.list_view = QListView(uniformItemSizes=True, editTriggers=QListView.EditTrigger.EditKeyPressed)
+        self.list_view = HistoryListView(self._clock)
+        self.list_view.setEditTriggers(QListView.EditTrigger.EditKeyPressed)
         self.list_view.setModel(self.model)
         # Long titles are elided instead of scrolling the pane sideways.
         self.list_view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
@@ -136,6 +147,7 @@ class HistoryPanel(QWidget):
         # Queued: the list reloads after the editor has committed, not inside setData.
         self.model.rename_requested.connect(self.rename_conversation, Qt.ConnectionType.QueuedConnection)
         self.list_view.selectionModel().currentChanged.connect(self._on_current_changed)
+        self.list_view.row_menu_requested.connect(self._show_row_menu)
 
     def _add_actions(self) -> None:
         entries = [
@@ -158,6 +170,14 @@ class HistoryPanel(QWidget):
             action.triggered.connect(slot)
             self.list_view.addAction(action)
         self.list_view.setContextMenuPolicy(Qt.ContextMenuPolicy.ActionsContextMenu)
+
+    def _show_row_menu(self, _index: QModelIndex, point) -> None:
+        """The row's "more" button: its actions (Rename, Duplicate, ..., Delete) as a menu
+        under the button (the row is already the current one)."""
+        menu = self.row_menu = QMenu(self)
+        menu.setObjectName("history_row_menu")
+        menu.addActions(self.list_view.actions())
+        menu.popup(point)
 
     # -- list ------------------------------------------------------------------------
     def current_conversation_id(self) -> int | None:

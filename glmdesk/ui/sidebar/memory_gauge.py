@@ -70,12 +70,12 @@ class _Plot(QWidget):
         super().__init__(gauge)
         self._gauge = gauge
         self.hover_index: int | None = None
-        self.setMinimumHeight(72)
+        self.setMinimumHeight(56)  # compact under the settings; the values are in its tool tip
         self.setMouseTracking(True)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
 
     def sizeHint(self) -> QSize:  # noqa: N802 (Qt override)
-        return QSize(220, 80)
+        return QSize(220, 64)
 
     def _area(self) -> QRectF:
         return QRectF(self.rect()).adjusted(self.LEFT + 0.5, 4.5, -4.5, -self.BOTTOM - 0.5)

@@ -233,19 +233,26 @@ class Sidebar(QScrollArea):
                 cannot change mid-answer, so there none is live).
         """
         if not live:
+            short = self.tr("Applies from the next answer.")
             text = self.tr(
                 "Applies from the next answer: the settings go with each question, so an answer "
                 "being written keeps the ones it started with."
             )
         elif live >= live_fields(self._params.TABLE):
+            short = self.tr("Applies from the next token, even mid-answer.")
             text = self.tr(
                 "Applies from the next token, also to an answer being written. The seed applies from the next message."
             )
         else:
+            names = ", ".join(c.label for name, c in self.sampling_controls.items() if name in live)
+            short = self.tr("{live} apply from the next token; the others from the next answer.").format(
+                live=names
+            )
             text = self.tr(
                 "{live} apply from the next token, also to an answer being written; the others from the next answer."
-            ).format(live=", ".join(c.label for name, c in self.sampling_controls.items() if name in live))
-        self.sampling_timing.setText(text)
+            ).format(live=names)
+        self.sampling_timing.setText(short)  # one short line; the whole rule in its tooltip
+        self.sampling_timing.setToolTip(text)
 
     def _with_switches(self, params: SamplingParams) -> SamplingParams:
         """``params`` with the Thinking switch's, the effort choice's and the earlier

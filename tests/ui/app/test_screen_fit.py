@@ -37,10 +37,15 @@ def test_the_window_opens_inside_a_1024x700_screen_with_input_and_send_usable(qt
     window.show()
     qtbot.waitExposed(window)
     assert inside(window, small_screen)
-    for part in (window.input_box, window.input_box.send_button, window.sidebar, window.chat_area):
-        assert part.isVisible() and part.width() > 0 and part.height() > 0
-        assert inside(part, small_screen), part.objectName()
-    assert window.input_box.width() >= 320  # room to type, not a sliver
+    # With the settings panel shown (the default), hidden, and shown again: all inside.
+    for shown in (True, False, True):
+        qtbot.waitUntil(lambda shown=shown: window.sidebar.isVisible() == shown, timeout=2000)
+        parts = (window.input_box, window.input_box.send_button, window.chat_area)
+        for part in parts + ((window.sidebar,) if shown else ()):
+            assert part.isVisible() and part.width() > 0 and part.height() > 0
+            assert inside(part, small_screen), part.objectName()
+        assert window.input_box.width() >= 320  # room to type, not a sliver
+        window.sidebar_action.trigger()
     window.close()
 
 

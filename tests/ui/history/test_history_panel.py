@@ -63,9 +63,9 @@ def test_user_click_selects(qtbot, panel: HistoryPanel, history: History) -> Non
     cid = _add(history, "hello", "hi")
     panel.refresh()
     index = panel.model.index(0)
-    rect = panel.list_view.visualRect(index)
+    point = panel.list_view.visual_point(index)  # the row under its date header
     with qtbot.waitSignal(panel.conversation_selected, timeout=TIMEOUT_MS) as blocker:
-        qtbot.mouseClick(panel.list_view.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+        qtbot.mouseClick(panel.list_view.viewport(), Qt.MouseButton.LeftButton, pos=point)
     assert blocker.args == [cid]
 
 
