@@ -297,7 +297,10 @@ def _chat(args) -> int:
 
         refused = images_refused([ChatMessage("user", "", attachments=images)], info.name, info.engine)
         backend.close()
-        _error("chat", next(refused).error.message)
+        # The one user message has images: a one-chunk stream that carries the sentence.
+        chunk = next(refused) if refused is not None else None
+        if chunk is not None and chunk.error is not None:
+            _error("chat", chunk.error.message)
         return 2
     system = [ChatMessage("system", args.system)] if args.system else []
     tools = None

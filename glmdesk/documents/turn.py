@@ -250,12 +250,12 @@ def documents_for_turn(
         body = "\n\n".join(block for _, block in blocks)
         tokens = count(body)
         if tokens <= room:
-            sources = tuple(
+            whole = tuple(
                 Source(i, row.path, None, 1, "", block, whole=True)
                 for i, (row, block) in enumerate(blocks, 1)
             )
             text = f"{WHOLE_HEADER}\n\n{body}\n\nQuestion: {question}"
-            return DocumentTurn(text, sources, True, tokens, exact[0], room, tuple(notes), question)
+            return DocumentTurn(text, whole, True, tokens, exact[0], room, tuple(notes), question)
     limit = min(room, budget.retrieval)
     hits = index.search(match_query(question, *conversation[-2:]), tuple(r.id for r in usable), CANDIDATES)
     if not hits:

@@ -23,6 +23,7 @@ import atexit
 import collections
 import concurrent.futures
 import os
+import sys
 import threading
 import time
 import weakref
@@ -141,7 +142,9 @@ def _client(config: McpServerConfig, stderr: _StderrTail | None):
         params = StdioServerParameters(
             command=config.command, args=list(config.args), env=dict(config.env) or None
         )
-        return Client(stdio_client(params, errlog=stderr.writer), cache=None)
+        # stdio_client's own default is sys.stderr (a stdio server always gets a tail).
+        errlog = stderr.writer if stderr is not None else sys.stderr
+        return Client(stdio_client(params, errlog=errlog), cache=None)
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
 
@@ -473,9 +476,9 @@ class McpHub:
             return error_result(f"the MCP server {server} is not running ({status.summary()}).")
         with self._lock:
             running = self._running.get(server)
-        client = running.client if running is not None else None
-        if client is None:
+        if running is None or running.client is None:
             return error_result(f"the MCP server {server} stopped.")
+        client = running.client
         seconds = timeout_s if timeout_s is not None else config.timeout_s
 
         async def send():
