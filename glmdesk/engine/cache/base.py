@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -18,6 +19,9 @@ from glmdesk.core.settings import CacheSettings
 from glmdesk.engine.cache.layers import LINEAR_LAYER_TYPES, is_hybrid, layer_types
 from glmdesk.engine.chunk import CacheStats
 from glmdesk.engine.forecast_shape import indexer_width
+
+if TYPE_CHECKING:
+    from glmdesk.engine.decode.threads import ThreadTuner
 
 
 def kv_shape(config) -> tuple[int, int, int]:
@@ -122,13 +126,27 @@ def attention_kernels(device: torch.device, n_tokens: int):
     return contextlib.nullcontext()
 
 
+class DecodeStep(Protocol):
+    """A decode step for single tokens (the fused step, or the static one compiled or
+    captured in CUDA graphs): :mod:`glmdesk.engine.decode.decode_step`."""
+
+    def __call__(self, cache: Any, input_ids: torch.Tensor, position: int) -> torch.Tensor:
+        """Append the token ``input_ids`` (``[1, 1]``) at rotary ``position`` to ``cache``;
+        the next-token logits, ``[vocab]``, float32."""
+        ...
+
+    def accepts(self, cache: Any, n_tokens: int, attention_mask: torch.Tensor | None) -> bool:
+        """Whether a forward of ``n_tokens`` with ``attention_mask`` can take the step."""
+        ...
+
+
 def run_model(
     model,
     cache,
     input_ids: torch.Tensor,
     start: int,
     attention_mask: torch.Tensor | None = None,
-    step=None,
+    step: DecodeStep | None = None,
 ) -> torch.Tensor:
     """One forward of ``input_ids`` at explicit positions ``start .. start+n-1``.
 
@@ -200,14 +218,14 @@ class CacheStrategy(ABC):
     name = "base"
     #: The decode step for single tokens (set by ``make_cache_strategy``); ``None`` runs
     #: transformers' forward.
-    decode_step = None
+    decode_step: DecodeStep | None = None
 
     def __init__(self, model, settings: CacheSettings) -> None:
         self.model = model
         self.settings = settings
         self.tokens_seen = 0
         self.ids: list[int] = []
-        self.tuner = None
+        self.tuner: ThreadTuner | None = None
         self._exact = True
         self.device = model.device
         #: Some layers keep a linear-attention state (GLM-5.3-Flash): it holds the whole
@@ -238,11 +256,10 @@ class CacheStrategy(ABC):
         if self.tuner is not None:
             self.tuner.apply()
         chunk = self.settings.prefill_chunk
-        logits = None
-        for start in range(0, input_ids.shape[1], chunk):
-            piece = input_ids[:, start : start + chunk]
-            logits = self._advance(piece, piece[0].tolist())
-        return logits
+        pieces = [input_ids[:, start : start + chunk] for start in range(0, input_ids.shape[1], chunk)]
+        for piece in pieces[:-1]:
+            self._advance(piece, piece[0].tolist())
+        return self._advance(pieces[-1], pieces[-1][0].tolist())
 
     @torch.inference_mode()
     def step(self, token_id: int) -> torch.Tensor:

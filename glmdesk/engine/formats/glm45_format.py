@@ -169,6 +169,7 @@ class Glm45Format(ChatTemplateFormat):
     """
 
     name = "glm4-moe"
+    reasoning: ThinkMarkers  # always given (the base format allows None)
     tool_calls = True
     #: A forced function (``ToolSet.forced``, OpenAI's named ``tool_choice``): the prompt
     #: ends with the think block closed empty and ``<tool_call>{name}`` written, as the
