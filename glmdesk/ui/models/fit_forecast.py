@@ -16,8 +16,7 @@ from PySide6.QtCore import Slot
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QAbstractButton, QComboBox, QLabel, QLineEdit, QSpinBox, QWidget
 
-from glmdesk.engine.forecast import Budget, Forecast, gib, model_shape, plan_load, read_budget
-from glmdesk.engine.forecast_shape import ModelShape
+from glmdesk.engine.forecast import Budget, Forecast, ModelShape, gib, model_shape, plan_load, read_budget
 
 
 def _default_budget() -> Budget:
