@@ -70,7 +70,7 @@ def _installed_script() -> Path | None:
     for dist in importlib.metadata.distributions(name="glmdesk"):
         for entry in dist.files or ():
             if entry.name in ("glmdesk", "glmdesk.exe") and len(entry.parts) > 1:
-                path = Path(os.path.normpath(dist.locate_file(entry)))
+                path = Path(os.path.normpath(str(dist.locate_file(entry))))
                 if path.is_file() and os.access(path, os.X_OK):
                     return path
     path = Path(sysconfig.get_path("scripts")) / ("glmdesk.exe" if os.name == "nt" else "glmdesk")

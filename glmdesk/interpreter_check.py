@@ -74,8 +74,10 @@ def check_interpreter() -> int:
         f"{ran - start:.1f} s from start to the cell's output"
     )
     sizes = [png_size(image) for image in plot.images]
-    plotted = plot.status == "ok" and len(sizes) == 1 and sizes[0] is not None
-    shown = f"a PNG of {sizes[0][0]}x{sizes[0][1]} pixels" if plotted else f"{len(sizes)} image(s)"
+    size = sizes[0] if len(sizes) == 1 else None
+    plotted, shown = False, f"{len(sizes)} image(s)"
+    if plot.status == "ok" and size is not None:
+        plotted, shown = True, f"a PNG of {size[0]}x{size[1]} pixels"
     print(
         f"check-interpreter: plot {'ok' if plotted else 'FAILED'}: matplotlib returned {shown}; "
         f"status {plot.status}, {plot.elapsed_s:.1f} s"

@@ -115,13 +115,14 @@ class ChunkReader:
             closes = self._open is not None and self._open[1] == part.name
             if part.done and not closes and self._echoes(part):
                 return
-            opened = self._open is None or self._open[1] != part.name
-            if opened:
-                self._open = (self._count, part.name)
+            current = self._open
+            opened = current is None or current[1] != part.name
+            if current is None or opened:
+                current = self._open = (self._count, part.name)
                 self._count += 1
-                self._standing.append(self._open)
-                events.append(ToolCallStarted(*self._open))
-            index = self._open[0]
+                self._standing.append(current)
+                events.append(ToolCallStarted(*current))
+            index = current[0]
             if part.done:  # parsed: a later pending part is the next call
                 self._open = None
                 self._parsed.append((part.name, part.arguments_so_far))

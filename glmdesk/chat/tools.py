@@ -67,10 +67,10 @@ def decide(approve: ApprovalHook, call: ToolCall) -> Approval:
     answer = approve(call)
     if inspect.isawaitable(answer):
 
-        async def wait():
-            return await answer
+        async def wait(pending: Awaitable[Approval]) -> Approval:
+            return await pending
 
-        answer = asyncio.run(wait())
+        return asyncio.run(wait(answer))
     return answer
 
 

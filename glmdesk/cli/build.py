@@ -72,5 +72,6 @@ def build_llamacpp(_args) -> int:
         return 130
     for verdict in verdicts[:-1]:
         print(f"not used: {verdict.error().message.split(', so')[0]}", file=sys.stderr)
-    print(f"llama.cpp is installed ({verdicts[-1].build}; wheel kept in {wheel.parent}).", file=sys.stderr)
+    kept = f"; wheel kept in {wheel.parent}" if wheel is not None else ""  # None only when not building
+    print(f"llama.cpp is installed ({verdicts[-1].build}{kept}).", file=sys.stderr)
     return 0

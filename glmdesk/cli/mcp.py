@@ -16,6 +16,10 @@ import json
 import sys
 import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from glmdesk.chat.mcp.source import McpToolSource
 
 APPROVE_MODES = ("ask", "always", "never")
 
@@ -94,7 +98,18 @@ class TerminalMcp:
             print(f"glmdesk: mcp.json: {problem}", file=sys.stderr)
         self.approvals = McpApprovals()
         self.hub = McpHub(self.config, self._consent)
-        self.source = None
+        self._source: McpToolSource | None = None
+
+    @property
+    def source(self) -> McpToolSource:
+        """The tools of the servers :meth:`open` started.
+
+        Raises:
+            RuntimeError: before :meth:`open`.
+        """
+        if self._source is None:
+            raise RuntimeError("TerminalMcp.open() lists the servers' tools first.")
+        return self._source
 
     def _consent(self, server) -> bool:
         if self.approvals.agreed(server):
@@ -115,11 +130,12 @@ class TerminalMcp:
         problems = [
             f"no MCP server called {n} is in mcp.json." for n in names if self.config.server(n) is None
         ]
-        self.source = McpToolSource(
+        source = McpToolSource(
             self.hub, [n for n in names if self.config.server(n) is not None], self.approvals
         )
-        self.source.refresh()
-        return problems + self.source.problems
+        self._source = source
+        source.refresh()
+        return problems + source.problems
 
     def decide(self, call, tool):
         """The terminal's answer to a call that waits (see the module docstring)."""
@@ -148,7 +164,7 @@ class TerminalMcp:
         answers the rest)."""
         from glmdesk.chat.mcp.source import approval_hook
 
-        return approval_hook(self.source, self.approvals, self.decide, other)
+        return approval_hook(self._source, self.approvals, self.decide, other)
 
     def close(self) -> None:
         """Stop the servers (their process trees)."""
@@ -192,6 +208,7 @@ def _list(terminal: TerminalMcp, names) -> int:
 
 
 def _call(terminal: TerminalMcp, server: str, tool: str, arguments: str) -> int:
+    from glmdesk.chat.tools import decide
     from glmdesk.core.tools import ToolCall
 
     try:
@@ -211,7 +228,7 @@ def _call(terminal: TerminalMcp, server: str, tool: str, arguments: str) -> int:
         print(f"glmdesk mcp: {server} has no tool called {tool}.", file=sys.stderr)
         return 2
     call = ToolCall(offered, values)
-    if not terminal.hook()(call).allowed:
+    if not decide(terminal.hook(), call).allowed:
         return 1
     result = terminal.source.run(call, threading.Event())
     print(result.content)

@@ -136,19 +136,20 @@ class TerminalTools:
         """The :class:`~glmdesk.chat.answer.Tools` of an answer run."""
         from glmdesk.chat.answer import Tools
 
-        if self.mcp is None:
+        mcp = self.mcp
+        if mcp is None:
             return Tools(self.approve, self.run, self.settings.max_rounds)
         from glmdesk.chat.mcp.source import runner
 
-        send = runner(self.mcp.source, self.run)
+        send = runner(mcp.source, self.run)
 
         def run(call: ToolCall):
             result = send(call)
-            if self.mcp.source.tool(call) is not None:
+            if mcp.source.tool(call) is not None:
                 self._show(result)
             return result
 
-        return Tools(self.mcp.hook(self.approve), run, self.settings.max_rounds)
+        return Tools(mcp.hook(self.approve), run, self.settings.max_rounds)
 
     def _line(self, prompt: str) -> str:
         try:

@@ -86,7 +86,9 @@ class History(MessageStore, Branches, ToolMessages, ImageStore, DocumentUses, Ch
     def __init__(self, path: str | os.PathLike[str] | None = None, *, check: bool = True) -> None:
         self.path = Path(path) if path is not None else paths.data_dir() / DB_NAME
         if check:
-            self._conn, self.set_aside = open_checked(path if path is not None else self.path, connect)
+            self._conn, self.set_aside = open_checked(
+                os.fspath(path) if path is not None else self.path, connect
+            )
         else:  # a second connection to a file just checked (the history writer's)
             self._conn, self.set_aside = connect(self.path), None
         self._depth = 0

@@ -149,7 +149,12 @@ def to_json(
             "tools": tools_json(tools or ConversationTools()),
         },
         "messages": [
-            _message_json(m, index.get(m.parent_id), images.get(m.id, ()), documents.get(m.id, ()))
+            _message_json(
+                m,
+                None if m.parent_id is None else index.get(m.parent_id),
+                images.get(m.id, ()),
+                documents.get(m.id, ()),
+            )
             for m in messages
         ],
     }
@@ -319,9 +324,12 @@ def _parse_message(index: int, item: Any, now: float) -> dict[str, Any]:
     raw_stats = item.get("stats") or {}
     if not isinstance(raw_stats, dict):
         raise ValueError(f"{where} has statistics that are not an object.")
+    # JSON numbers, int or float as written (a count written as 3.0 stays a float); finite
+    # here, and GenerationStats checks their sign.
+    numbers: dict[str, Any] = {name: _number(raw_stats.get(name), name, None) for name in _STAT_NAMES}
     try:
         stats = GenerationStats(
-            **{name: _number(raw_stats.get(name), name, None) for name in _STAT_NAMES},
+            **numbers,
             dropped_messages=tuple(raw_stats.get("dropped_messages") or ()),
         )
     except (TypeError, ValueError) as exc:

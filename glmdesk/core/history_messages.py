@@ -59,6 +59,10 @@ class MessageStore:
 
         def _store_images(self, message_id: int, images: Sequence[ImageAttachment]) -> None: ...
 
+        def documents_used(self, message_id: int) -> tuple[DocumentUse, ...]: ...
+
+        def _store_documents(self, message_id: int, documents: Sequence[DocumentUse]) -> None: ...
+
     @storage_errors
     def add_message(
         self,

@@ -52,7 +52,12 @@ def to_message(row: tuple[Any, ...]) -> StoredMessage:
         finish,
         model,
         settings,
-        *stats,
+        ttft_s,
+        tokens_per_s,
+        n_tokens,
+        prompt_tokens,
+        dropped_tokens,
+        dropped_messages,
         kind,
         tool,
         data,
@@ -63,8 +68,12 @@ def to_message(row: tuple[Any, ...]) -> StoredMessage:
     ) = row
     settings_value = None if settings is None else json.loads(settings)
     stats_value = GenerationStats(
-        *stats[:5],
-        tuple(json.loads(stats[5] or "[]")),
+        ttft_s,
+        tokens_per_s,
+        n_tokens,
+        prompt_tokens,
+        dropped_tokens,
+        tuple(json.loads(dropped_messages or "[]")),
         answer_ttft_s=answer_ttft,
         reasoning_tokens=reasoning_tokens,
     )
@@ -112,10 +121,13 @@ def kind_params(kind: str, tool_call: ToolCall | None, tool_name: str, image: by
         if tool_call is None:
             raise ValueError("a tool_call message needs its call")
         return kind, json.dumps(tool_call.to_dict(), ensure_ascii=False, allow_nan=False), None
-    if kind == "image" and not image:
-        raise ValueError("an image message needs its PNG bytes")
+    data = None
+    if kind == "image":
+        if not image:
+            raise ValueError("an image message needs its PNG bytes")
+        data = bytes(image)
     tool = json.dumps({"name": tool_name}, ensure_ascii=False) if kind in ("observation", "image") else None
-    return kind, tool, (bytes(image) if kind == "image" else None)
+    return kind, tool, data
 
 
 #: Characters of a message read for its title before reading all of it (a 2 MB message

@@ -30,6 +30,7 @@ from glmdesk.core.history_types import Conversation, ImportedConversation, Store
 from glmdesk.core.text import storable_text
 
 if TYPE_CHECKING:
+    from glmdesk.core.history_documents import DocumentUse
     from glmdesk.core.images import ImageAttachment
     from glmdesk.core.tools import ConversationTools
 
@@ -66,7 +67,7 @@ class Branches:
     def get_conversation(self, conversation_id: int) -> Conversation:  # pragma: no cover - overridden
         raise NotImplementedError
 
-    if TYPE_CHECKING:  # provided by ToolMessages and ImageStore, after this class in History's
+    if TYPE_CHECKING:  # provided by ToolMessages, ImageStore and DocumentUses, after this class in History's
         # bases (declared only for type checkers, so that they never hide the real methods)
 
         def conversation_tools(self, conversation_id: int) -> ConversationTools: ...
@@ -74,6 +75,10 @@ class Branches:
         def attached(self, message_id: int) -> tuple[ImageAttachment, ...]: ...
 
         def _store_images(self, message_id: int, images: Sequence[ImageAttachment]) -> None: ...
+
+        def documents_used(self, message_id: int) -> tuple[DocumentUse, ...]: ...
+
+        def _store_documents(self, message_id: int, documents: Sequence[DocumentUse]) -> None: ...
 
     # -- reading ----------------------------------------------------------------------
     @storage_errors

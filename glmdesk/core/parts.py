@@ -99,8 +99,9 @@ def merged(parts: Iterable[ReplyPart]) -> tuple[ReplyPart, ...]:
         if isinstance(part, (TextPart, ReasoningPart)):
             if not part.text:
                 continue
-            if out and type(out[-1]) is type(part):
-                out[-1] = type(part)(out[-1].text + part.text)
+            last = out[-1] if out else None
+            if isinstance(last, (TextPart, ReasoningPart)) and type(last) is type(part):
+                out[-1] = type(part)(last.text + part.text)
                 continue
         elif out and isinstance(out[-1], ToolCallPart) and out[-1].name == part.name and not out[-1].done:
             out[-1] = part

@@ -167,6 +167,8 @@ class SamplingField:
         whole = isinstance(value, (int, float)) and math.isfinite(value) and int(value) == value
         if self.type is int and not whole:
             raise ValueError(f"{self.label} must be {self.rule}, not {value}.")
+        if value is None:  # not reached: a number is checked above (this narrows the type)
+            raise ValueError(f"{self.label} must be {self.rule}, not {value}.")
         if value < self.minimum and self.too_low:
             raise ValueError(self.too_low.format(value=value))
         if value < self.minimum or (self.maximum is not None and value > self.maximum):
@@ -388,7 +390,7 @@ class RequestFieldError(ValueError):
         self.param = param
 
 
-P = TypeVar("P")
+P = TypeVar("P", bound=SamplingParams)
 
 
 def params_from_request(values: Mapping[str, Any], base: P) -> P:

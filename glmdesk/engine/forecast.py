@@ -38,6 +38,7 @@ workspace.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from glmdesk.engine.forecast_shape import ModelShape
@@ -295,11 +296,13 @@ def plan_load(settings, engine: str, on_gpu: bool, budget: Budget, shape: ModelS
     quantization = "none" if engine == "llamacpp" else settings.quantization
     layers = settings.llamacpp.n_gpu_layers if engine == "llamacpp" else -1
     on_gpu = on_gpu and layers != 0
-    common = dict(engine=engine, quantization=quantization, precision=settings.precision, on_gpu=on_gpu)
+    common = functools.partial(
+        forecast, shape, engine=engine, quantization=quantization, precision=settings.precision, on_gpu=on_gpu
+    )
     in_ram = engine == "llamacpp" and settings.llamacpp.experts_in_ram
-    result = forecast(shape, context=context, experts_in_ram=in_ram, **common)
+    result = common(context=context, experts_in_ram=in_ram)
     if engine != "llamacpp" and on_gpu and shape.is_moe and result.shortfall(budget):
-        result = forecast(shape, context=context, experts_in_ram=True, **common)
+        result = common(context=context, experts_in_ram=True)
     if on_gpu and 0 < layers < shape.layers:
         result = _some_layers(result, layers / shape.layers)
     return result

@@ -223,9 +223,10 @@ class _Runner:
 
     def run(self, args: list[str], env: dict[str, str], parse: bool) -> None:
         # The compile runs at a lower priority: the answers meanwhile keep their cores.
-        lower = {"preexec_fn": _lower_priority} if os.name == "posix" else {}
+        preexec = _lower_priority if os.name == "posix" else None
+        creationflags = 0  # Popen's default
         if os.name == "nt":
-            lower = {"creationflags": subprocess.BELOW_NORMAL_PRIORITY_CLASS}
+            creationflags = subprocess.BELOW_NORMAL_PRIORITY_CLASS
         process = subprocess.Popen(
             args,
             stdout=subprocess.PIPE,
@@ -234,13 +235,14 @@ class _Runner:
             text=True,
             errors="replace",
             env=env,
-            **lower,
+            preexec_fn=preexec,
+            creationflags=creationflags,
         )
         if self.cancel is not None:
-            threading.Thread(target=self._kill_on_cancel, args=(process,), daemon=True).start()
+            threading.Thread(target=self._kill_on_cancel, args=(process, self.cancel), daemon=True).start()
         try:
             last = None
-            for raw in process.stdout:
+            for raw in process.stdout or ():  # a pipe (stdout=PIPE): never None
                 line = raw.rstrip()
                 if line:
                     self.tail.append(line)
@@ -264,9 +266,10 @@ class _Runner:
                 output="\n".join(self.tail),
             )
 
-    def _kill_on_cancel(self, process: subprocess.Popen) -> None:
+    @staticmethod
+    def _kill_on_cancel(process: subprocess.Popen, cancel: threading.Event) -> None:
         while process.poll() is None:
-            if self.cancel.wait(0.5):
+            if cancel.wait(0.5):
                 process.terminate()
                 return
 

@@ -294,7 +294,8 @@ def _child(argv: list[str]) -> int:
         print(f"the prompt has {len(tokens)} tokens, fewer than {MIN_PROMPT_TOKENS}", file=sys.stderr)
         return 3
     out = llm.create_completion(PROMPT, max_tokens=8, temperature=0.0, top_k=1)
-    print(out["choices"][0]["text"].replace("\n", " "), flush=True)
+    # llama-cpp-python types the result as a response or a stream whatever stream= says (False here).
+    print(out["choices"][0]["text"].replace("\n", " "), flush=True)  # pyright: ignore[reportIndexIssue]
     return 0
 
 

@@ -187,7 +187,7 @@ class MemoryProbe:
             return "pynvml_missing"
         try:
             pynvml.nvmlInit()
-        except pynvml.NVMLError_LibraryNotFound:
+        except pynvml.NVMLError_LibraryNotFound:  # pyright: ignore[reportAttributeAccessIssue] - made at import by pynvml
             return "library_not_found"
         except pynvml.NVMLError:
             return "driver_error"
@@ -246,7 +246,8 @@ class MemoryProbe:
         if self._nvml is not None and self._handle is not None:
             try:
                 info = self._nvml.nvmlDeviceGetMemoryInfo(self._handle)
-                return _split("gpu", self._device_name, info.used, info.total, weights_bytes, kv_bytes, None)
+                used, total = int(info.used), int(info.total)  # c_ulonglong fields, read as ints
+                return _split("gpu", self._device_name, used, total, weights_bytes, kv_bytes, None)
             except Exception:  # NVMLError (GPU lost, driver reset) or a binding error
                 self._nvml = None
                 self._handle = None

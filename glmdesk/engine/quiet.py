@@ -78,7 +78,8 @@ def _no_progress_bars() -> Iterator[None]:
         gguf = importlib.import_module("transformers.modeling_gguf_pytorch_utils")
         bar = getattr(gguf, "tqdm", None)
         if bar is not None:
-            gguf.tqdm = functools.partial(bar, disable=True)
+            # A module's global, set on the module found by name (its type is a plain module).
+            gguf.tqdm = functools.partial(bar, disable=True)  # pyright: ignore[reportAttributeAccessIssue]
             restore.append(lambda: setattr(gguf, "tqdm", bar))
     with contextlib.suppress(ImportError):
         from huggingface_hub.utils import (

@@ -17,7 +17,7 @@ from glmdesk.server.answer import AnswerRun, RequestRecord, StopStrings
 from glmdesk.server.body import ClientGone
 from glmdesk.server.errors import from_engine
 from glmdesk.server.responses import Outcome, Reply, pieces, sse
-from glmdesk.server.schemas import SamplingFields, stop_strings
+from glmdesk.server.schemas import RequestFields, stop_strings
 from glmdesk.server.state import ServerState
 
 
@@ -53,7 +53,7 @@ async def _unless_gone(request: Request, awaitable, undo: Callable[[object], Non
 async def answer(
     state: ServerState,
     request: Request,
-    body: SamplingFields,
+    body: RequestFields,
     make_stream: Callable[..., Iterator[GenerationChunk]],
     reply: Reply,
 ) -> Response:
@@ -117,5 +117,6 @@ def _marked(
 
 
 async def _collect(run: AnswerRun, first: list[ChatEvent], stops: StopStrings, out: Outcome) -> None:
-    async for text in pieces(run, first, stops, out):
-        out.text.append(text)
+    async for piece in pieces(run, first, stops, out):
+        if isinstance(piece, str):  # without a call stream, every piece is text
+            out.text.append(piece)

@@ -35,8 +35,9 @@ class StreamOptions(Body):
     include_usage: bool = False
 
 
-class _RequestFields(Body):
-    """What both endpoints accept besides the sampling fields."""
+class RequestFields(Body):
+    """What both endpoints accept besides the sampling fields (the base of every
+    :data:`SamplingFields` model, which is made at run time: annotations name this one)."""
 
     model: str | None = None
     stream: bool = False
@@ -53,7 +54,7 @@ class _RequestFields(Body):
         raise NotImplementedError
 
 
-def sampling_request_model(params_type: type[SamplingParams] = SamplingParams) -> type[_RequestFields]:
+def sampling_request_model(params_type: type[SamplingParams] = SamplingParams) -> type[RequestFields]:
     """The request body both endpoints accept: one optional field per request name of
     ``params_type.TABLE`` (:mod:`glmdesk.core.sampling_fields`; ``None``: the model
     family's default), with the model, ``stream``, ``stream_options``, ``stop`` and ``n``."""
@@ -63,7 +64,7 @@ def sampling_request_model(params_type: type[SamplingParams] = SamplingParams) -
             fields[name] = (row.type | None, None)
     return create_model(
         "SamplingFields",
-        __base__=_RequestFields,
+        __base__=RequestFields,
         __module__=__name__,
         __doc__="The sampling fields both endpoints accept (``None``: the model family's default).",
         **fields,
@@ -73,7 +74,7 @@ def sampling_request_model(params_type: type[SamplingParams] = SamplingParams) -
 SamplingFields = sampling_request_model()
 
 
-def stop_strings(body: SamplingFields) -> tuple[str, ...]:
+def stop_strings(body: RequestFields) -> tuple[str, ...]:
     """The ``stop`` strings (empty ones dropped).
 
     Raises:
@@ -86,7 +87,7 @@ def stop_strings(body: SamplingFields) -> tuple[str, ...]:
     return tuple(s for s in stops if s)
 
 
-def sampling_params(body: SamplingFields, base: SamplingParams, room: int | None) -> SamplingParams:
+def sampling_params(body: RequestFields, base: SamplingParams, room: int | None) -> SamplingParams:
     """The request's :class:`SamplingParams` over the model family's ``base``.
 
     ``max_completion_tokens`` (or the older ``max_tokens``) is the answer's length limit;
@@ -108,6 +109,6 @@ def sampling_params(body: SamplingFields, base: SamplingParams, room: int | None
     return params
 
 
-def wants_usage(body: SamplingFields) -> bool:
+def wants_usage(body: RequestFields) -> bool:
     """True when a stream should end with a usage chunk."""
     return bool(body.stream_options and body.stream_options.include_usage)

@@ -7,6 +7,7 @@ import asyncio
 import time
 from collections import deque
 from collections.abc import Callable
+from typing import TypeVar
 
 from fastapi import Request
 
@@ -17,8 +18,10 @@ from glmdesk.server.answer import RequestRecord
 from glmdesk.server.body import BodyIntake
 from glmdesk.server.config import ServeSettings
 from glmdesk.server.errors import APIError
-from glmdesk.server.schemas import SamplingFields
+from glmdesk.server.schemas import RequestFields
 from glmdesk.server.turns import Turns
+
+_Body = TypeVar("_Body", bound=RequestFields)
 
 #: A prompt of more than this many characters per token of context is refused without
 #: tokenizing it: it fits only if its tokens average more characters than that. The
@@ -77,7 +80,7 @@ class ServerState:
                 "model_not_found",
             )
 
-    def check_chars(self, body: SamplingFields) -> None:
+    def check_chars(self, body: RequestFields) -> None:
         """Refuse a prompt far longer than the context can hold, before tokenizing it.
 
         Raises:
@@ -96,7 +99,7 @@ class ServerState:
                 "context_length_exceeded",
             )
 
-    async def read(self, request: Request, model: type[SamplingFields]):
+    async def read(self, request: Request, model: type[_Body]) -> _Body:
         """The request's body as ``model``, read by :attr:`bodies` (see
         :meth:`~glmdesk.server.body.BodyIntake.read`) and checked with :meth:`check_chars`."""
         return await self.bodies.read(request, model, self.check_chars)

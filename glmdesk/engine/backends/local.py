@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Hashable, Iterator, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from glmdesk.core.errors import ErrorInfo, GlmdeskError
 from glmdesk.core.messages import ChatMessage
@@ -16,6 +17,15 @@ from glmdesk.engine.backends.base import Backend, Capabilities, images_refused
 from glmdesk.engine.chunk import GenerationChunk
 from glmdesk.engine.families.glm4v import OCR_FAMILIES, greedy
 from glmdesk.engine.info import ModelInfo
+
+if TYPE_CHECKING:
+    from glmdesk.engine.decode.generate import TextModel
+    from glmdesk.engine.decode.kv_pool import KVPool
+
+    class KeptModel(TextModel, Protocol):
+        """A local backend's loaded model: a text model that keeps conversations' caches."""
+
+        kv_pool: KVPool
 
 
 class _GreedyBox(ParamsBox):
@@ -40,11 +50,11 @@ class LocalBackend(Backend):
     """
 
     def __init__(self) -> None:
-        self._model = None
+        self._model: KeptModel | None = None
         self._info: ModelInfo | None = None
         self._capabilities: Capabilities | None = None
 
-    def text_model(self):
+    def text_model(self) -> KeptModel | None:
         """The loaded :class:`~glmdesk.engine.decode.generate.TextModel`, or ``None``."""
         return self._model
 
@@ -125,15 +135,17 @@ class LocalBackend(Backend):
         from its :class:`ModelInfo`, the stop ids from its prompt format, the rest from
         :meth:`engine_capabilities`."""
         if self._capabilities is None:
-            info = self.info
+            info, model = self.info, self._model
+            if model is None:
+                raise RuntimeError("no model is loaded")
             self._capabilities = Capabilities(
                 engine=self.name,
                 memory_probe="cuda" if info.device.startswith("cuda") else "cpu",
                 device=info.device,
                 context_length=info.context_length,
-                stop_ids=frozenset(self._model.prompt_format.stop_ids),
+                stop_ids=frozenset(model.prompt_format.stop_ids),
                 kv_strategies=self._kv_strategies(),
-                thinking_switch=hasattr(self._model.prompt_format, "thinking"),
+                thinking_switch=hasattr(model.prompt_format, "thinking"),
                 **self.engine_capabilities(),
             )
         return self._capabilities

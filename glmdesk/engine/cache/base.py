@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -30,6 +31,10 @@ def prefill_pair_bytes(config, dtype: torch.dtype) -> int:
     at ``dtype``: bytes per (query, key) pair of a prefill chunk, 0 without an indexer."""
     text = config.get_text_config(decoder=True) if hasattr(config, "get_text_config") else config
     return pair_bytes(text.to_dict(), torch.empty((), dtype=dtype).element_size())
+
+
+if TYPE_CHECKING:
+    from glmdesk.engine.decode.threads import ThreadTuner
 
 
 def kv_shape(config) -> tuple[int, int, int]:
@@ -134,13 +139,27 @@ def attention_kernels(device: torch.device, n_tokens: int):
     return contextlib.nullcontext()
 
 
+class DecodeStep(Protocol):
+    """A decode step for single tokens (the fused step, or the static one compiled or
+    captured in CUDA graphs): :mod:`glmdesk.engine.decode.decode_step`."""
+
+    def __call__(self, cache: Any, input_ids: torch.Tensor, position: int) -> torch.Tensor:
+        """Append the token ``input_ids`` (``[1, 1]``) at rotary ``position`` to ``cache``;
+        the next-token logits, ``[vocab]``, float32."""
+        ...
+
+    def accepts(self, cache: Any, n_tokens: int, attention_mask: torch.Tensor | None) -> bool:
+        """Whether a forward of ``n_tokens`` with ``attention_mask`` can take the step."""
+        ...
+
+
 def run_model(
     model,
     cache,
     input_ids: torch.Tensor,
     start: int,
     attention_mask: torch.Tensor | None = None,
-    step=None,
+    step: DecodeStep | None = None,
 ) -> torch.Tensor:
     """One forward of ``input_ids`` at explicit positions ``start .. start+n-1``.
 
@@ -212,14 +231,14 @@ class CacheStrategy(ABC):
     name = "base"
     #: The decode step for single tokens (set by ``make_cache_strategy``); ``None`` runs
     #: transformers' forward.
-    decode_step = None
+    decode_step: DecodeStep | None = None
 
     def __init__(self, model, settings: CacheSettings) -> None:
         self.model = model
         self.settings = settings
         self.tokens_seen = 0
         self.ids: list[int] = []
-        self.tuner = None
+        self.tuner: ThreadTuner | None = None
         self._exact = True
         self.device = model.device
         #: Some layers keep a linear-attention state (GLM-5.3-Flash): it holds the whole
@@ -252,13 +271,13 @@ class CacheStrategy(ABC):
         input_ids = input_ids.to(self.device)
         if self.tuner is not None:
             self.tuner.apply()
-        logits = None
         start, n = 0, input_ids.shape[1]
-        while start < n:
+        while True:
             piece = input_ids[:, start : start + self.prefill_chunk_now()]
             logits = self._advance(piece, piece[0].tolist())
             start += piece.shape[1]
-        return logits
+            if start >= n:
+                return logits
 
     def prefill_chunk_now(self) -> int:
         """The next prefill chunk, in tokens: ``settings.prefill_chunk``, or fewer (not

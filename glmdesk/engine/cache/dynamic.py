@@ -116,7 +116,8 @@ class DynamicCacheStrategy(CacheStrategy):
             layer = SinkWindowLayer(self.sinks, self.window, book.plan)
             if seen:
                 indexer = None if old.indexer_keys is None else old.indexer_keys[:, :seen]
-                layer.load(old.keys[:, :, :seen], old.values[:, :, :seen], src, dst, indexer)
+                keys, values = old.kv_buffers()
+                layer.load(keys[:, :, :seen], values[:, :, :seen], src, dst, indexer)
             layers.append(layer)
         self.cache = make_cache(layers)
         self.book = book

@@ -66,6 +66,26 @@ class _BufferLayer(CacheLayerMixin):
         """Slots allocated, in tokens."""
         return 0 if self.keys is None else self.keys.shape[-2]
 
+    def kv_buffers(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The key and value buffers, ``[b, kv_heads, capacity, head_dim]``.
+
+        Raises:
+            RuntimeError: before the first update made them (or after :meth:`reset`).
+        """
+        if self.keys is None or self.values is None:
+            raise RuntimeError("this KV-cache layer holds no buffers before its first update")
+        return self.keys, self.values
+
+    def _size(self) -> int:
+        """``max_tokens`` of a layer that has one (a static or ring layer).
+
+        Raises:
+            RuntimeError: for a layer without a bound.
+        """
+        if self.max_tokens is None:
+            raise RuntimeError("this KV-cache layer has no max_tokens")
+        return self.max_tokens
+
     def reserve(self, tokens: int) -> None:
         """Make room for ``tokens`` slots, doubling (capped at ``max_tokens``); keeps the content."""
         if tokens <= self.capacity:
@@ -84,11 +104,12 @@ class _BufferLayer(CacheLayerMixin):
                 buffer is attended to (static shapes), where a mask hides them: they
                 must then be finite (a masked NaN still poisons the weighted sum).
         """
-        alloc = self.keys.new_zeros if zero else self.keys.new_empty
-        keys = alloc((*self.keys.shape[:2], size, self.keys.shape[-1]))
-        values = alloc((*self.values.shape[:2], size, self.values.shape[-1]))
-        keys[:, :, : self.length].copy_(self.keys[:, :, : self.length])
-        values[:, :, : self.length].copy_(self.values[:, :, : self.length])
+        old_keys, old_values = self.kv_buffers()
+        alloc = old_keys.new_zeros if zero else old_keys.new_empty
+        keys = alloc((*old_keys.shape[:2], size, old_keys.shape[-1]))
+        values = alloc((*old_values.shape[:2], size, old_values.shape[-1]))
+        keys[:, :, : self.length].copy_(old_keys[:, :, : self.length])
+        values[:, :, : self.length].copy_(old_values[:, :, : self.length])
         self.keys, self.values = keys, values
         self.reallocations += 1
 
@@ -101,7 +122,7 @@ class _BufferLayer(CacheLayerMixin):
             ``held..held+tokens-1`` and then calls :meth:`commit`.
         """
         self.reserve(self.length + tokens)
-        return self.keys, self.values, self.length
+        return (*self.kv_buffers(), self.length)
 
     def commit(self, tokens: int) -> None:
         """Count ``tokens`` slots written after the held ones (see :meth:`slot_buffers`)."""
@@ -111,8 +132,9 @@ class _BufferLayer(CacheLayerMixin):
         """Copy ``[b, h, n, d]`` states into the slots after the held ones (room already
         reserved); return the new length."""
         end = self.length + key_states.shape[-2]
-        self.keys[:, :, self.length : end].copy_(key_states)
-        self.values[:, :, self.length : end].copy_(value_states)
+        keys, values = self.kv_buffers()
+        keys[:, :, self.length : end].copy_(key_states)
+        values[:, :, self.length : end].copy_(value_states)
         self.length = end
         return end
 
@@ -207,16 +229,17 @@ class GrowingLayer(_BufferLayer):
         if not self.is_initialized:
             self.lazy_initialization(key_states, value_states)
             if self.static:
-                self.reserve(self.max_tokens)
+                self.reserve(self._size())
         end = self.length + key_states.shape[-2]
         if end > self.capacity:
             if self.static:
                 raise RuntimeError(f"static KV cache full: {end} tokens > {self.capacity}")
             self.reserve(end)
         self._append(key_states, value_states)
+        keys, values = self.kv_buffers()
         if self.static:
-            return self.keys, self.values
-        return self.keys[:, :, :end], self.values[:, :, :end]
+            return keys, values
+        return keys[:, :, :end], values[:, :, :end]
 
     def update_indexer(self, indexer_key_states: torch.Tensor) -> torch.Tensor:
         """As :meth:`_BufferLayer.update_indexer`; a static layer returns its whole
@@ -234,7 +257,7 @@ class GrowingLayer(_BufferLayer):
     def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
         """``(kv_length, kv_offset)``: every held token plus the query chunk, causal."""
         if self.static:
-            return self.max_tokens, 0
+            return self._size(), 0
         return self.length + query_length, 0
 
 
@@ -288,18 +311,23 @@ class SinkWindowLayer(_BufferLayer):
         if plan.mode == "append":
             self.reserve(self.length + key_states.shape[-2])
             end = self._append(key_states, value_states)
-            return self.keys[:, :, :end], self.values[:, :, :end]
+            held_keys, held_values = self.kv_buffers()
+            return held_keys[:, :, :end], held_values[:, :, :end]
+        held_keys, held_values = self.kv_buffers()
         if plan.mode == "ring":
-            self.keys[:, :, plan.slot : plan.slot + 1].copy_(key_states)
-            self.values[:, :, plan.slot : plan.slot + 1].copy_(value_states)
-            return self.keys, self.values
+            held_keys[:, :, plan.slot : plan.slot + 1].copy_(key_states)
+            held_values[:, :, plan.slot : plan.slot + 1].copy_(value_states)
+            return held_keys, held_values
+        if plan.src is None or plan.dst is None:
+            raise RuntimeError("a spilling chunk needs the plan's kept positions and their slots")
         # spill: attend over held + chunk (the mask applies the window), then keep survivors.
-        keys = torch.cat([self.keys[:, :, : self.length], key_states], dim=-2)
-        values = torch.cat([self.values[:, :, : self.length], value_states], dim=-2)
-        self.reserve(self.max_tokens)
-        self.keys.index_copy_(2, plan.dst, key_states.index_select(2, plan.src))
-        self.values.index_copy_(2, plan.dst, value_states.index_select(2, plan.src))
-        self.length = self.max_tokens
+        keys = torch.cat([held_keys[:, :, : self.length], key_states], dim=-2)
+        values = torch.cat([held_values[:, :, : self.length], value_states], dim=-2)
+        self.reserve(self._size())
+        held_keys, held_values = self.kv_buffers()  # reserve may have grown them
+        held_keys.index_copy_(2, plan.dst, key_states.index_select(2, plan.src))
+        held_values.index_copy_(2, plan.dst, value_states.index_select(2, plan.src))
+        self.length = self._size()
         return keys, values
 
     def update_indexer(self, indexer_key_states: torch.Tensor) -> torch.Tensor:
@@ -342,9 +370,10 @@ class SinkWindowLayer(_BufferLayer):
                 position ``i`` at index ``i`` (``None``: the model has no indexer).
         """
         self.lazy_initialization(keys, values)
-        self.reserve(min(self.max_tokens, keys.shape[-2]))
-        self.keys.index_copy_(2, dst, keys.index_select(2, src))
-        self.values.index_copy_(2, dst, values.index_select(2, src))
+        self.reserve(min(self._size(), keys.shape[-2]))
+        held_keys, held_values = self.kv_buffers()
+        held_keys.index_copy_(2, dst, keys.index_select(2, src))
+        held_values.index_copy_(2, dst, values.index_select(2, src))
         self.length = src.numel()
         if indexer_keys is not None:
             buffer = self._indexer_room(indexer_keys, self.capacity, exact=self.capacity)
@@ -354,7 +383,7 @@ class SinkWindowLayer(_BufferLayer):
     def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
         """``(kv_length, kv_offset)``; in ``ring`` mode the whole buffer, all visible."""
         if self.plan.mode == "ring":
-            return self.max_tokens, 0
+            return self._size(), 0
         return self.length + query_length, 0
 
 

@@ -9,6 +9,7 @@ with the conversation, at a quarter (4-bit) or half (fp8, from fp16) the bytes.
 from __future__ import annotations
 
 import importlib.util
+from typing import TYPE_CHECKING, cast
 
 import torch
 from transformers.cache_utils import LinearAttentionCacheLayerMixin
@@ -17,6 +18,9 @@ from glmdesk.core.errors import GlmdeskError
 from glmdesk.core.settings import CacheSettings
 from glmdesk.engine.cache.base import CacheStrategy, run_model, tensor_bytes
 from glmdesk.engine.chunk import CacheStats
+
+if TYPE_CHECKING:
+    from transformers.cache_utils import BaseQuantizedLayer
 
 #: Backends in order of preference, with the module that must be importable.
 BACKENDS = (("quanto", "optimum.quanto"), ("hqq", "hqq"), ("fp8", None))
@@ -58,8 +62,9 @@ def _held_bytes(obj) -> int:
     if isinstance(obj, dict):
         return sum(_held_bytes(item) for item in obj.values())
     if isinstance(obj, torch.Tensor):
-        if type(obj) is not torch.Tensor and hasattr(obj, "__tensor_flatten__"):
-            names, _ = obj.__tensor_flatten__()
+        flatten = getattr(obj, "__tensor_flatten__", None)  # a traceable tensor subclass's parts
+        if type(obj) is not torch.Tensor and flatten is not None:
+            names, _ = flatten()
             return sum(_held_bytes(getattr(obj, name)) for name in names)
         return tensor_bytes(obj)
     return 0
@@ -203,7 +208,9 @@ class QuantizedCacheStrategy(CacheStrategy):
             if isinstance(layer, LinearAttentionCacheLayerMixin):  # a fixed-size state
                 size += _held_bytes(layer.conv_states) + _held_bytes(layer.recurrent_states)
                 continue
-            size += _held_bytes(layer._quantized_keys) + _held_bytes(layer._quantized_values)
+            # The other layers of a quantized cache are quantized ones (see quantized_cache).
+            quantized = cast("BaseQuantizedLayer", layer)
+            size += _held_bytes(quantized._quantized_keys) + _held_bytes(quantized._quantized_values)
             size += _held_bytes(getattr(layer, "indexer_keys", None))
             if layer.keys is not None and layer.keys.dim() == 4 and layer.keys.stride(-2):  # residual
                 size += tensor_bytes(layer.keys, layer.values)

@@ -24,8 +24,10 @@ of at most 5B active parameters on the CPU, ``slow`` otherwise.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from glmdesk.engine.catalog.catalog import CatalogModel, Variant
 from glmdesk.engine.forecast import GIB, Budget, Forecast, _some_layers, forecast, gib, read_budget
@@ -141,7 +143,7 @@ def variant_shape(model: CatalogModel, variant: Variant):
     return replace(shape, gguf_bytes=variant.size_bytes, gguf_expert_bytes=int(variant.size_bytes * share))
 
 
-def _attempts(model: CatalogModel, variant: Variant, gpu: bool):
+def _attempts(model: CatalogModel, variant: Variant, gpu: bool) -> Iterator[tuple[str, str, dict[str, Any]]]:
     """``(how, engine, forecast kwargs)`` from the fastest way to the slowest."""
     if variant.format == "gguf":
         engine = "llamacpp"
@@ -220,36 +222,39 @@ def fit(model: CatalogModel, variant: Variant, machine: Machine, context: int = 
             chosen = (how, engine, f)
             break
     assert first is not None
+    # Named only where they are known: the GPU's in the branches that use a GPU, the
+    # disk's when the download is too big for it.
+    gpu_free, disk_free = machine.gpu_free or 0, machine.disk_free or 0
     head = f"weights {gib(first.weights)} + KV at {_context_label(tokens)} {gib(first.kv)}"
     disk_short = machine.disk_free is not None and variant.size_bytes > machine.disk_free
     if chosen is None:
         have = f"{gib(machine.ram_available)} RAM"
         if gpu:
-            have = f"{gib(machine.gpu_free)} GPU + {have}"
+            have = f"{gib(gpu_free)} GPU + {have}"
         why = f"{head} + overhead {gib(first.overhead)}: needs {gib(first.total)}; {have} is too little"
         engine = "llamacpp" if variant.format == "gguf" else "transformers"
         return Fit("too_big", "", engine, "", first, why, first, tokens, disk_short)
     how, engine, f = chosen
     if how == "GPU":
-        why = f"{head} + overhead {gib(f.overhead)} = {gib(f.gpu)} <= {gib(machine.gpu_free)} GPU"
+        why = f"{head} + overhead {gib(f.overhead)} = {gib(f.gpu)} <= {gib(gpu_free)} GPU"
         mark = "fits"
     elif how == "GPU, NF4":
-        why = f"{head} > {gib(machine.gpu_free)} GPU in bf16; fits in NF4 ({gib(f.gpu)} on the GPU)"
+        why = f"{head} > {gib(gpu_free)} GPU in bf16; fits in NF4 ({gib(f.gpu)} on the GPU)"
         mark = "fits"
     elif how == "GPU + CPU layers":
         why = (
-            f"{head} > {gib(machine.gpu_free)} GPU; {n_layers} of {shape.layers} layers on the GPU "
+            f"{head} > {gib(gpu_free)} GPU; {n_layers} of {shape.layers} layers on the GPU "
             f"({gib(f.gpu)} on the GPU, {gib(f.ram)} in RAM)"
         )
         mark = "slow"
     elif how.startswith("GPU +"):
         why = (
-            f"{head} > {gib(machine.gpu_free)} GPU; fits with experts in RAM "
+            f"{head} > {gib(gpu_free)} GPU; fits with experts in RAM "
             f"({gib(f.gpu)} on the GPU, {gib(f.ram)} in RAM)"
         )
         mark = "slow"
     elif gpu:
-        why = f"{head} > {gib(machine.gpu_free)} GPU; runs on the CPU ({gib(f.ram)} of {gib(machine.ram_available)} RAM)"
+        why = f"{head} > {gib(gpu_free)} GPU; runs on the CPU ({gib(f.ram)} of {gib(machine.ram_available)} RAM)"
         mark = "slow"
     else:
         why = (
@@ -257,7 +262,7 @@ def fit(model: CatalogModel, variant: Variant, machine: Machine, context: int = 
         )
         mark = "fits"
     if disk_short:
-        why = f"the download ({gib(variant.size_bytes)}) > {gib(machine.disk_free)} free on disk; " + why
+        why = f"the download ({gib(variant.size_bytes)}) > {gib(disk_free)} free on disk; " + why
         return Fit("too_big", how, engine, "", f, why, first, tokens, True, n_layers, shape.layers)
     speed = _speed(how, model, n_layers / shape.layers if shape.layers else 0.0)
     return Fit(mark, how, engine, speed, f, why, first, tokens, False, n_layers, shape.layers)

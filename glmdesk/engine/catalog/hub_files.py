@@ -192,7 +192,7 @@ def select_files(repo: str, files: list[RemoteFile], quant: str | None) -> tuple
         quants = sorted({q for q in (quant_of(f.path) for f in ggufs) if q})
         wanted = quant.upper() if quant else (quants[0] if len(quants) == 1 else None)
         chosen = [f for f in ggufs if quant_of(f.path) == wanted] if wanted else []
-        if not chosen:
+        if not chosen or wanted is None:  # nothing is chosen without a wanted quantization
             have = ", ".join(quants) or "none"
             ask = f"{quant} is not among them" if quant else "choose one with --quant"
             raise PullError(

@@ -160,7 +160,7 @@ def _planned(reader: ShardReader, dims: Dims, src: Path, expected: dict[str, tup
 def _tensors(reader: ShardReader, plan) -> Iterator[torch.Tensor]:
     last_key, last = None, None
     for _target, _dtype, _shape, key, start, length in plan:
-        if key != last_key:
+        if key != last_key or last is None:  # last is only None before the first key
             last_key, last = key, None  # drop the previous tensor before reading
             last = reader.tensor(key)
         yield last if start is None else last.narrow(0, start, length)
@@ -359,7 +359,7 @@ def _write_metadata(src: Path, tmp: Path, config: dict[str, Any], family: str, w
     if n > 1:
         index = {"metadata": {"total_size": total_size}, "weight_map": dict(sorted(weight_map.items()))}
         (tmp / "model.safetensors.index.json").write_text(json.dumps(index, indent=2), encoding="utf-8")
-    dtype = _DTYPE_NAMES[max(dtypes, key=dtypes.get)] if dtypes else "float32"
+    dtype = _DTYPE_NAMES[max(dtypes, key=lambda d: dtypes[d])] if dtypes else "float32"
     cfg = glm_config(config, family, dtype, tokenizer_stop_ids(src, family))
     (tmp / "config.json").write_text(json.dumps(cfg, indent=2), encoding="utf-8")
     gen = {"eos_token_id": cfg["eos_token_id"], "pad_token_id": cfg["pad_token_id"], "do_sample": False}

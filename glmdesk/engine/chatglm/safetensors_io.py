@@ -77,23 +77,33 @@ class ShardReader:
         self._tensors = tensors  # mmapped state dict for .bin
         self._header = header  # parsed safetensors header, or None for .bin
 
+    def _st_header(self) -> SafetensorsHeader:
+        """The safetensors header of a reader without a state dict.
+
+        Raises:
+            ValueError: for a reader made with neither.
+        """
+        if self._header is None:
+            raise ValueError(f"{self.path}: neither a state dict nor a safetensors header was read")
+        return self._header
+
     def keys(self) -> list[str]:
         """Tensor names in file order (safetensors: sorted by name)."""
         if self._tensors is not None:
             return [k for k, v in self._tensors.items() if isinstance(v, torch.Tensor)]
-        return sorted(self._header.tensors)
+        return sorted(self._st_header().tensors)
 
     def shape(self, key: str) -> list[int]:
         """Shape without reading the data."""
         if self._tensors is not None:
             return list(self._tensors[key].shape)
-        return [int(d) for d in self._header.tensors[key]["shape"]]
+        return [int(d) for d in self._st_header().tensors[key]["shape"]]
 
     def dtype(self, key: str) -> str:
         """safetensors dtype code (``"F16"``, ``"BF16"``...)."""
         if self._tensors is not None:
             return _TORCH_TO_ST[self._tensors[key].dtype]
-        return str(self._header.tensors[key]["dtype"])
+        return str(self._st_header().tensors[key]["dtype"])
 
     def tensor(self, key: str) -> torch.Tensor:
         """The tensor's data (a memory-mapped view for ``.bin``)."""

@@ -28,6 +28,8 @@ see the README's decode-speed table.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, cast
 
 import torch
 import torch.nn.functional as F
@@ -124,9 +126,39 @@ def _fuse(owner: nn.Module, names: tuple[str, ...]) -> FusedProjection:
     return fused
 
 
-def _text_model(model) -> nn.Module | None:
+class _RMSNorm(Protocol):
+    """A Llama/GLM RMS norm (``LlamaRMSNorm``): its scale and epsilon."""
+
+    weight: torch.Tensor
+    variance_epsilon: float
+
+
+class _DecoderLayer(Protocol):
+    """A decoder layer as transformers builds one for :data:`SUPPORTED_MODEL_TYPES`
+    (``LlamaDecoderLayer``, ``GlmDecoderLayer``...)."""
+
+    self_attn: Any  # q/k/v/o projections (ProjectionSlice once fused), head_dim, scaling
+    mlp: Any  # gate and up (or gate_up) and down projections
+    input_layernorm: _RMSNorm
+    post_attention_layernorm: _RMSNorm
+
+
+class _DecoderStack(Protocol):
+    """A causal LM's ``model.model``: embeddings, rotary table, layers, final norm."""
+
+    layers: Sequence[_DecoderLayer]
+    norm: _RMSNorm
+    embed_tokens: Callable[[torch.Tensor], torch.Tensor]
+    rotary_emb: Callable[..., tuple[torch.Tensor, torch.Tensor]]
+
+
+def _text_model(model) -> _DecoderStack | None:
     inner = getattr(model, "model", None)
-    return inner if inner is not None and hasattr(inner, "layers") else None
+    if inner is None or not hasattr(inner, "layers"):
+        return None
+    # nn.Module types its submodules as "Tensor | Module"; a supported model's decoder has
+    # this shape (unsupported_reason checks the parts the fused step calls).
+    return cast("_DecoderStack", inner)
 
 
 def unsupported_reason(model, any_device: bool = False) -> str | None:
@@ -186,10 +218,11 @@ def fuse_projections(model, any_device: bool = False) -> int:
         ValueError: for a model the fused step does not support.
     """
     reason = unsupported_reason(model, any_device)
-    if reason is not None:
-        raise ValueError(f"cannot fuse this model's projections: {reason}")
+    inner = _text_model(model)
+    if reason is not None or inner is None:  # no inner model is a reason too
+        raise ValueError(f"cannot fuse this model's projections: {reason or 'no decoder layers found'}")
     made = 0
-    for layer in _text_model(model).layers:
+    for layer in inner.layers:
         _fuse(layer.self_attn, ("q_proj", "k_proj", "v_proj"))
         made += 1
         if not hasattr(layer.mlp, "gate_up_proj"):
@@ -201,7 +234,7 @@ def fuse_projections(model, any_device: bool = False) -> int:
 class _Layer:
     """The parts of one decoder layer the step calls, looked up once."""
 
-    def __init__(self, layer: nn.Module) -> None:
+    def __init__(self, layer: _DecoderLayer) -> None:
         attn, mlp = layer.self_attn, layer.mlp
         self.norm1 = (layer.input_layernorm.weight, layer.input_layernorm.variance_epsilon)
         self.norm2 = (layer.post_attention_layernorm.weight, layer.post_attention_layernorm.variance_epsilon)

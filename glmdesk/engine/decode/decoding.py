@@ -44,12 +44,15 @@ class LogitsSource(Protocol):
 
     def prefill(self, input_ids: torch.Tensor) -> torch.Tensor:
         """Run the prompt ``[1, n]``; return the last position's logits ``[vocab]``."""
+        ...
 
     def step(self, token_id: int) -> torch.Tensor:
         """Append one token; return the next-token logits ``[vocab]``, float32."""
+        ...
 
     def stats(self) -> CacheStats:
         """What the cache holds now."""
+        ...
 
     def release(self) -> None:
         """Drop the cache's tensors."""
@@ -71,6 +74,7 @@ class ReusableSource(LogitsSource, Protocol):
         """Keep the longest prefix of ``prompt_ids`` held exactly (at most
         ``len(prompt_ids) - 1``), drop the rest, return its length in tokens; the next
         :meth:`prefill` takes the ids after it."""
+        ...
 
 
 class Sampler:
@@ -94,12 +98,15 @@ class Sampler:
 
     def __call__(self, logits: torch.Tensor, seen_ids: torch.Tensor, params: SamplingParams) -> int:
         """Choose one id from ``logits`` ``[vocab]`` after ``seen_ids`` ``[1, n]``."""
-        if params is not self._params:
-            self._params, self._chain = params, build_processors(params)
+        chain = self._chain
+        if params is not self._params or chain is None:
+            chain = build_processors(params)
+            self._params, self._chain = params, chain
         scores = logits.unsqueeze(0).float()
         for processor in self.extra:
             scores = processor(seen_ids, scores)
-        scores = self._chain(seen_ids, scores)
+        # transformers annotates the ids as torch.LongTensor, a class no int64 tensor is typed as.
+        scores = chain(seen_ids, scores)  # pyright: ignore[reportArgumentType]
         if params.greedy:
             return int(torch.argmax(scores, dim=-1))
         probs = torch.softmax(scores, dim=-1).cpu()

@@ -67,12 +67,17 @@ class TextModel(Protocol):
     """
 
     prompt_format: PromptFormat
-    context_length: int
-    device: str
     lock: threading.Lock
+
+    @property
+    def context_length(self) -> int: ...
+
+    @property
+    def device(self) -> str: ...
 
     def decode(self, ids: Sequence[int]) -> str:
         """Ids to text, special tokens skipped."""
+        ...
 
     def open_source(self, cache: CacheSettings) -> LogitsSource:
         """A logits source with a fresh KV cache of the chosen strategy.
@@ -80,10 +85,12 @@ class TextModel(Protocol):
         Raises:
             GlmdeskError: ``invalid_setting`` when the strategy cannot run here.
         """
+        ...
 
     def logits_processors(self) -> Sequence[Callable]:
         """Fresh constraints for one answer, applied before the user's sampling chain
         on every token (see :class:`~glmdesk.engine.decode.decoding.Sampler`)."""
+        ...
 
 
 def offered_tools(messages: Sequence[ChatMessage]) -> ToolSet | None:
@@ -360,7 +367,7 @@ def _stream(
         yield answer.chunk(answer.safe_tail(), finish="error", error=err.info)
     finally:
         if source is not None:
-            if keep:
+            if keep and pool is not None:  # keep starts as "a pool is there"
                 pool.put(conversation, source, reuse_compat(cache))
             else:
                 source.release()

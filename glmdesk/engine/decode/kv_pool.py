@@ -25,14 +25,22 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from glmdesk.engine.decode.decoding import LogitsSource
 
 #: Most conversations kept at once, whatever the budget.
 MAX_ENTRIES = 8
 
 
+#: What a kept source must match to be reused (the cache settings, hashable).
+C = TypeVar("C", bound=Hashable)
+
+
 @dataclass
 class _Entry:
-    source: object
+    source: LogitsSource
     compat: Hashable
     kv_bytes: int
 
@@ -44,7 +52,7 @@ def _bytes_of(source) -> int:
         return 0
 
 
-class KVPool:
+class KVPool(Generic[C]):
     """Conversation key -> kept logits source, least recently used dropped first.
 
     Thread-safe; a source is either in the pool or taken by one answer, never both.
@@ -60,7 +68,7 @@ class KVPool:
 
     def __init__(
         self,
-        budget: Callable[[Hashable, int], int],
+        budget: Callable[[C, int], int],
         max_entries: int = MAX_ENTRIES,
         spare: Callable[[], int] | None = None,
     ) -> None:
@@ -70,7 +78,7 @@ class KVPool:
         self._entries: OrderedDict[Hashable, _Entry] = OrderedDict()
         self._lock = threading.Lock()
 
-    def take(self, key: Hashable, compat: Hashable):
+    def take(self, key: Hashable, compat: C) -> LogitsSource | None:
         """Remove and return the source kept for ``key``, or ``None``.
 
         Args:
@@ -87,7 +95,7 @@ class KVPool:
             return None
         return entry.source
 
-    def put(self, key: Hashable, source, compat: Hashable) -> None:
+    def put(self, key: Hashable, source: LogitsSource, compat: C) -> None:
         """Keep ``source`` for ``key`` (most recently used), then drop the least
         recently used others while over the budget or :attr:`max_entries`.
 

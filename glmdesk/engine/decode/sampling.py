@@ -57,7 +57,8 @@ def next_token(
     Returns:
         The chosen id.
     """
-    scores = build_processors(params)(seen_ids, logits.unsqueeze(0).float())
+    # transformers annotates the ids as torch.LongTensor, a class no int64 tensor is typed as.
+    scores = build_processors(params)(seen_ids, logits.unsqueeze(0).float())  # pyright: ignore[reportArgumentType]
     if params.greedy:
         return int(torch.argmax(scores, dim=-1))
     probs = torch.softmax(scores, dim=-1).cpu()

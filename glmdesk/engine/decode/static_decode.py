@@ -195,9 +195,10 @@ class StaticDecodeStep:
                 slot, valid = first.length, first.length + 1
         slab = self.pool.slab_of(first)
         if slab is None:
-            batch, kv_heads, _, dim = first.keys.shape
+            keys, _ = first.kv_buffers()
+            batch, kv_heads, _, dim = keys.shape
             slab = self.pool.lease(
-                first, len(layers), (batch, kv_heads, dim), first.keys.dtype, first.keys.device, bucket
+                first, len(layers), (batch, kv_heads, dim), keys.dtype, keys.device, bucket
             )
         elif slab.capacity < bucket:  # new storages: copy from the layers' old tensors below
             self.pool.grow(slab, bucket)

@@ -172,7 +172,8 @@ class ThreadTuner:
     def _next_count(self) -> None:
         if not self._plan:
             base = self._results[self.threads]
-            best = min(self._results, key=self._results.get)
+            results = self._results
+            best = min(results, key=lambda count: results[count])
             chosen = best if self._results[best] < base * (1 - self.margin) else self.threads
             self._finish(chosen)
             return

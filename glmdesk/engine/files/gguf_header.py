@@ -17,6 +17,7 @@ cores); this reader skips long arrays unless asked for them (about 50 ms).
 from __future__ import annotations
 
 import functools
+import io
 import os
 import struct
 from collections.abc import Collection, Mapping
@@ -180,7 +181,7 @@ def read_gguf_header(path: str | Path, keep: Collection[str] = ()) -> GGUFHeader
     path = Path(path)
     try:
         size = path.stat().st_size
-        fh = open(path, "rb", buffering=1 << 16)
+        fh = io.BufferedReader(io.FileIO(path, "r"), 1 << 16)  # open(path, "rb") with a 64 KiB buffer
     except FileNotFoundError:
         raise GlmdeskError("model_not_found", f"The model {path} was not found.", path=str(path)) from None
     except OSError as exc:
@@ -415,7 +416,9 @@ def weight_type(header: GGUFHeader) -> str:
     import gguf
 
     code = header.get("general.file_type")
-    try:
-        return gguf.LlamaFileType(int(code)).name.removeprefix("MOSTLY_")
-    except (TypeError, ValueError):
-        return "+".join(sorted(header.tensor_types - {"F32"})) or "F32"
+    if isinstance(code, int):
+        try:
+            return gguf.LlamaFileType(code).name.removeprefix("MOSTLY_")
+        except ValueError:
+            pass
+    return "+".join(sorted(header.tensor_types - {"F32"})) or "F32"

@@ -232,9 +232,10 @@ def _write_converted(gguf_path: Path, target: Path) -> None:
             gguf_path, f"{gguf_path.name} could not be read as a GGUF model ({exc})", exc
         ) from exc
     # save_pretrained refuses a model that still carries the GGUF quantizer marker.
-    model.hf_quantizer = None
+    # torch types a module's attributes as tensors or modules only (this one is an object).
+    model.hf_quantizer = None  # pyright: ignore[reportArgumentType]
     if hasattr(model.config, "quantization_config"):
-        del model.config.quantization_config
+        delattr(model.config, "quantization_config")  # an attribute only GGUF-loaded configs have
     tmp = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
     try:
         model.save_pretrained(tmp)

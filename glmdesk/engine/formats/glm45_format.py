@@ -177,6 +177,7 @@ class Glm45Format(ChatTemplateFormat):
     """
 
     name = "glm4-moe"
+    reasoning: ThinkMarkers  # always given (the base format allows None)
     tool_calls = True
     #: Whether user messages' images are written as image parts (GLM-4.6V's format
     #: sets it; a text model's prompt has no images).

@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from types import MappingProxyType
+from typing import Protocol, runtime_checkable
 
 from glmdesk.core.messages import ChatMessage
 from glmdesk.core.parts import ThinkMarkers
@@ -370,6 +371,13 @@ def split_rendering(render, values: Sequence[str], avoid: Sequence[str] = ()) ->
     return parts
 
 
+@runtime_checkable
+class ThinkingSwitch(Protocol):
+    """A format with a thinking switch (GLM-4.5's ``enable_thinking``)."""
+
+    thinking: bool
+
+
 @contextmanager
 def thinking_for(fmt: PromptFormat, enable: bool | None, template_kwargs=()) -> Iterator[None]:
     """``fmt`` with its thinking switch (a ``thinking`` attribute, GLM-4.5's
@@ -379,13 +387,13 @@ def thinking_for(fmt: PromptFormat, enable: bool | None, template_kwargs=()) -> 
     answer at a time), so one answer's setting does not reach another."""
     before_kwargs = fmt.template_kwargs
     fmt.template_kwargs = tuple(template_kwargs)
-    switch = enable is not None and hasattr(fmt, "thinking")
-    before = fmt.thinking if switch else None
-    if switch:
-        fmt.thinking = enable
+    switch = fmt if isinstance(fmt, ThinkingSwitch) else None
+    before = switch.thinking if switch is not None else False
+    if switch is not None and enable is not None:
+        switch.thinking = enable
     try:
         yield
     finally:
         fmt.template_kwargs = before_kwargs
-        if switch:
-            fmt.thinking = before
+        if switch is not None and enable is not None:
+            switch.thinking = before

@@ -259,7 +259,10 @@ class CodeInterpreter:
     def _run(self, code: str, limit: float, restarted: bool) -> RunResult:
         start = time.monotonic()
         out = _Collector()
-        msg_id = self._kc.execute(code, store_history=True, allow_stdin=False)
+        kc, km = self._kc, self._km  # start() made them; only _shutdown (this thread) drops them
+        if kc is None or km is None:
+            raise RuntimeError("the kernel is not running")
+        msg_id = kc.execute(code, store_history=True, allow_stdin=False)
         deadline = start + limit
         status, interrupted_at, lost = "ok", None, False
         while True:
@@ -271,15 +274,15 @@ class CodeInterpreter:
             if interrupted_at is None and now > deadline:
                 status, interrupted_at = "timeout", now
                 with contextlib.suppress(Exception):
-                    self._km.interrupt_kernel()
+                    km.interrupt_kernel()
             if interrupted_at is not None and now - interrupted_at > INTERRUPT_GRACE_S:
                 self.kill()
                 lost = True
                 break
             try:
-                msg = self._kc.get_iopub_msg(timeout=POLL_S)
+                msg = kc.get_iopub_msg(timeout=POLL_S)
             except queue.Empty:
-                if not self._km.is_alive():
+                if not km.is_alive():
                     status = "killed" if self._killed.is_set() else "failed"
                     break
                 continue

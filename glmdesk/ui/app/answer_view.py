@@ -149,7 +149,7 @@ class AnswerView(QObject):
         began = figures.answer_ttft_s  # 0 from a server that does not time it
         if began:
             widget.reasoning_block.set_done(began - figures.ttft_s, figures.reasoning_tokens)
-        elif answered and thinking:
+        elif answered and thinking and self._thinking_since is not None:  # set above when thinking
             widget.reasoning_block.set_done(time.monotonic() - self._thinking_since)
 
     @Slot(object)

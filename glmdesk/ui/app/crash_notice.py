@@ -136,7 +136,9 @@ class CrashNotice(QObject):
         if conversation_id != self._conversation:
             return
         self._conversation = None
-        self.history_controller.conversation_opened.disconnect(self._on_conversation_opened)
+        controller = self.history_controller  # the sender of this signal: never None here
+        if controller is not None:
+            controller.conversation_opened.disconnect(self._on_conversation_opened)
         widgets = self.chat_view.messages()
         if widgets:
             widgets[-1].set_note(self.note())

@@ -65,6 +65,8 @@ class ShortcutsDialog(QDialog):
 
     def rows(self) -> list[tuple[str, str]]:
         """The table's rows as text (tests)."""
-        return [
-            (self.table.item(r, 0).text(), self.table.item(r, 1).text()) for r in range(self.table.rowCount())
-        ]
+        return [(self._cell(r, 0), self._cell(r, 1)) for r in range(self.table.rowCount())]
+
+    def _cell(self, row: int, column: int) -> str:
+        item = self.table.item(row, column)
+        return item.text() if item is not None else ""

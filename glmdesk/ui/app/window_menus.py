@@ -22,6 +22,8 @@ from glmdesk.ui.models.recent_models import RecentModelsMenu
 def theme_controller(store) -> ThemeController:
     """The application's theme controller, created (from the saved choice) on first use."""
     app = QApplication.instance()
+    if not isinstance(app, QApplication):
+        raise RuntimeError("the theme needs the running QApplication")
     controller = app.findChild(ThemeController)
     return controller if controller is not None else ThemeController(app, store.theme(), store)
 

@@ -202,8 +202,9 @@ class AttachmentTray(QWidget):
         """Remove every image (after the message was sent)."""
         while self._layout.count() > 1:
             item = self._layout.takeAt(0)
-            if item.widget() is not None:
-                item.widget().deleteLater()
+            widget = item.widget() if item is not None else None
+            if widget is not None:
+                widget.deleteLater()
         self._images.clear()
         self.setVisible(False)
         self.changed.emit()

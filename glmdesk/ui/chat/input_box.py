@@ -203,9 +203,10 @@ def _pasted_image(source: QMimeData):
     image = QImage(source.imageData())
     buffer = QBuffer()
     buffer.open(QIODevice.OpenModeFlag.WriteOnly)
-    image.save(buffer, "PNG")
+    # PySide6 types the format as bytes, but takes (only) text here.
+    image.save(buffer, "PNG")  # pyright: ignore[reportArgumentType, reportCallIssue]
     try:
-        return ImageAttachment.from_bytes(bytes(buffer.data()), "")
+        return ImageAttachment.from_bytes(bytes(buffer.data().data()), "")
     except GlmdeskError as exc:
         return exc
 

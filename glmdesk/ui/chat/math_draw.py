@@ -23,7 +23,7 @@ import sys
 import threading
 from dataclasses import astuple, dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO, BinaryIO
 
 #: First argument that makes the packaged app's executable run :func:`serve`
 #: (``packaging/glmdesk_main.py``), as ``--glmdesk-kernel`` runs the interpreter's kernel.
@@ -126,14 +126,14 @@ def _parser():
         return _PARSER
 
 
-def write_frame(stream: BinaryIO, value) -> None:
+def write_frame(stream: IO[bytes], value) -> None:
     """Write ``value`` as one frame (length, pickle) and flush."""
     data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
     stream.write(struct.pack("<I", len(data)) + data)
     stream.flush()
 
 
-def read_frame(stream: BinaryIO):
+def read_frame(stream: IO[bytes]):
     """The next frame's value.
 
     Raises:
@@ -169,14 +169,14 @@ def serve(requests: BinaryIO | None = None, replies: BinaryIO | None = None) -> 
         replies: Where masks go (default: standard output, binary; nothing else is
             written there).
     """
-    requests = requests or sys.stdin.buffer
-    replies = replies or sys.stdout.buffer
+    source = requests or sys.stdin.buffer
+    sink = replies or sys.stdout.buffer
     sys.stdout = sys.stderr  # a library's print must not break the frames
     if hasattr(os, "nice"):
         os.nice(NICE)
     while True:
         try:
-            key = read_frame(requests)
+            key = read_frame(source)
         except EOFError:
             return 0
         if key is None:
@@ -187,6 +187,6 @@ def serve(requests: BinaryIO | None = None, replies: BinaryIO | None = None) -> 
             mask = Mask(b"", 0, 0, 0, "")
         gc.collect(1)  # mathtext's cyclic parse trees, young, before they pile up
         try:
-            write_frame(replies, astuple(mask))
+            write_frame(sink, astuple(mask))
         except (BrokenPipeError, OSError):
             return 0

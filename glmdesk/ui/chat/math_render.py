@@ -35,6 +35,7 @@ import sys
 import threading
 import time
 from collections import OrderedDict, deque
+from typing import IO, Protocol
 
 import shiboken6
 from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
@@ -43,6 +44,26 @@ from PySide6.QtWidgets import QApplication
 
 from glmdesk.ui.chat import math_draw
 from glmdesk.ui.chat.math_draw import Mask, draw_mask
+
+
+class FormulaView(Protocol):
+    """A view that shows drawn formulas (:class:`~glmdesk.ui.chat.markdown_view.MarkdownView`)."""
+
+    def redraw_formulas(self) -> None:
+        """Show the formulas drawn since it last asked."""
+        ...
+
+
+def _pipe(stream: IO[bytes] | None) -> IO[bytes]:
+    """The formula process's end of a pipe (it starts with both).
+
+    Raises:
+        OSError: when the process has no such pipe.
+    """
+    if stream is None:
+        raise OSError("the formula process has no pipe")
+    return stream
+
 
 log = logging.getLogger(__name__)
 
@@ -144,8 +165,8 @@ class MathRenderer(QObject):
         self._tell_later.setSingleShot(True)
         self._tell_later.timeout.connect(self._tell)
         self._drawn.connect(self._collect)
-        self._waiting_views: dict[int, QObject] = {}  # views to redraw when formulas arrive
-        self._redraws: deque[QObject] = deque()
+        self._waiting_views: dict[int, FormulaView] = {}  # views to redraw when formulas arrive
+        self._redraws: deque[FormulaView] = deque()
         self._redraw_timer = QTimer(self)
         self._redraw_timer.setInterval(0)
         self._redraw_timer.timeout.connect(self._redraw_one)
@@ -215,8 +236,8 @@ class MathRenderer(QObject):
         """``key``'s mask from the child (the pipe read waits without the interpreter
         lock); drawn here if the child is gone."""
         try:
-            math_draw.write_frame(child.stdin, key)
-            return Mask(*math_draw.read_frame(child.stdout))
+            math_draw.write_frame(_pipe(child.stdin), key)
+            return Mask(*math_draw.read_frame(_pipe(child.stdout)))
         except (EOFError, OSError, ValueError) as exc:
             log.warning("the formula process ended (%s); formulas are drawn in the window's process", exc)
             self._end_process()
@@ -246,8 +267,9 @@ class MathRenderer(QObject):
         if child is None:
             return
         try:
-            math_draw.write_frame(child.stdin, None)
-            child.stdin.close()
+            stdin = _pipe(child.stdin)
+            math_draw.write_frame(stdin, None)
+            stdin.close()
             child.wait(timeout=STOP_S)
         except (OSError, ValueError, subprocess.TimeoutExpired):
             child.kill()
@@ -315,7 +337,7 @@ class MathRenderer(QObject):
             return
         self._tell()
 
-    def redraw_later(self, view: QObject) -> None:
+    def redraw_later(self, view: FormulaView) -> None:
         """Call ``view.redraw_formulas()`` once after the next formulas arrive."""
         self._waiting_views[id(view)] = view
 
@@ -350,7 +372,8 @@ def shared_renderer() -> MathRenderer:
         app = QApplication.instance()
         _SHARED = MathRenderer(app)
         _SHARED.destroyed.connect(_forget)
-        app.aboutToQuit.connect(_SHARED.stop)
+        if app is not None:
+            app.aboutToQuit.connect(_SHARED.stop)
     return _SHARED
 
 

@@ -66,12 +66,14 @@ def scrolled(content: QWidget) -> QScrollArea:
 
 class _FullHeightScrollArea(QScrollArea):
     def sizeHint(self) -> QSize:  # noqa: N802 (Qt's name)
-        hint = self.widget().sizeHint() if self.widget() is not None else super().sizeHint()
+        content = self.widget()
+        hint = content.sizeHint() if content is not None else super().sizeHint()
         bar = self.verticalScrollBar().sizeHint().width()
         return QSize(hint.width() + bar, hint.height())
 
     def minimumSizeHint(self) -> QSize:  # noqa: N802 (Qt's name)
-        inner = self.widget().minimumSizeHint() if self.widget() is not None else QSize()
+        content = self.widget()
+        inner = content.minimumSizeHint() if content is not None else QSize()
         return QSize(inner.width() + self.verticalScrollBar().sizeHint().width(), 120)
 
 
@@ -88,9 +90,9 @@ class DialogScreenFit(QObject):
 def install_dialog_fit(app: QApplication | None = None) -> None:
     """Fit every dialog of ``app`` (default: the running one) to its screen when shown;
     calling it again does nothing."""
-    app = app or QApplication.instance()
-    if app is None or app.property("glmdesk_dialog_fit"):
+    running = app or QApplication.instance()  # a QCoreApplication has no dialogs to fit
+    if not isinstance(running, QApplication) or running.property("glmdesk_dialog_fit"):
         return
-    fit = DialogScreenFit(app)
-    app.installEventFilter(fit)
-    app.setProperty("glmdesk_dialog_fit", True)
+    fit = DialogScreenFit(running)
+    running.installEventFilter(fit)
+    running.setProperty("glmdesk_dialog_fit", True)

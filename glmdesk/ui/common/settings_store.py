@@ -30,6 +30,18 @@ def _to_bool(value) -> bool:
     return bool(value)
 
 
+def _to_int(value: object) -> int:
+    """A QSettings value as an int (an ini file gives text, the registry a number).
+
+    Raises:
+        TypeError: for a value that is neither.
+        ValueError: for text that is not a whole number.
+    """
+    if isinstance(value, (int, float, str)):
+        return int(value)
+    raise TypeError(f"not a number: {value!r}")
+
+
 def _opt_float(value) -> float | None:
     if value in (None, "", "None"):
         return None
@@ -131,8 +143,8 @@ class SettingsStore:
         try:
             return CacheSettings(
                 strategy=str(s.value("cache/strategy", "full")),
-                window=int(s.value("cache/window", 4096)),
-                sinks=int(s.value("cache/sinks", 4)),
+                window=_to_int(s.value("cache/window", 4096)),
+                sinks=_to_int(s.value("cache/sinks", 4)),
                 budget_mib=_opt_float(s.value("cache/budget_mib", "")),
             )
         except (TypeError, ValueError):
@@ -163,7 +175,7 @@ class SettingsStore:
                 precision=str(s.value("model/precision", "auto")),
                 device=str(s.value("model/device", "auto")),
                 trust_remote_code=_to_bool(s.value("model/trust_remote_code", False)),
-                threads=int(s.value("model/threads", 0)),
+                threads=_to_int(s.value("model/threads", 0)),
                 fused_decode=_to_bool(s.value("model/fused_decode", True)),
                 compile_decode=_to_bool(s.value("model/compile_decode", False)),
                 engine=str(s.value("model/engine", "auto")),
@@ -198,7 +210,8 @@ class SettingsStore:
         self._set("model/remote_url", (load.remote_url or "") if remote else "")
         self._set("model/remote_model", (load.remote_model or "") if remote else "")
         if remote:
-            save_api_key(load.remote_url, load.remote_api_key)
+            if load.remote_url:  # a remote load always names its server
+                save_api_key(load.remote_url, load.remote_api_key)
             return
         self._set("model/path", load.model or "")
         self._set("model/quantization", load.quantization)

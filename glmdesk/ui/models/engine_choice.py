@@ -10,13 +10,23 @@ that do not run the model are greyed out. Nothing here names an engine.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6.QtCore import QCoreApplication, Slot
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QLabel
 
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from PySide6.QtWidgets import QCheckBox, QComboBox, QSpinBox
+
+    from glmdesk.core.errors import ErrorInfo
+
 from glmdesk.core.settings import LoadSettings
 from glmdesk.engine.backends import ENGINE_CRASHED, EngineChoice, engine_choice, spec_for, specs
 from glmdesk.engine.backends.gguf_vision import vision_projector
+from glmdesk.ui.common.combo_items import combo_item
 from glmdesk.ui.models.backend_options import BackendOptions
 
 
@@ -26,6 +36,25 @@ class EngineChoiceMixin:
     controls, and gives ``engine_combo``, ``engine_note`` and ``engine_options``). Its
     strings are translated in the dialog's context, ``OpenModelDialog``.
     """
+
+    if TYPE_CHECKING:  # given by OpenModelDialog (declared for type checkers only, so that
+        # they never hide the dialog's own in its method order)
+        _availability: dict[str, ErrorInfo | None]
+        _compile_reason: ErrorInfo | None
+        quantization_combo: QComboBox
+        precision_combo: QComboBox
+        device_combo: QComboBox
+        threads_spin: QSpinBox
+        fused_check: QCheckBox
+        compile_check: QCheckBox
+
+        def _combo(
+            self, group: str, keys: Iterable[str], current: str, names: dict[str, str]
+        ) -> QComboBox: ...
+
+        def _reasons_text(self) -> str: ...
+
+        def _local_settings(self, engine: str, own_options: bool = True) -> LoadSettings: ...
 
     def _build_engine_choice(self, current: LoadSettings) -> None:
         """The engine, the note on it, each engine's own options and why options are disabled."""
@@ -100,8 +129,8 @@ class EngineChoiceMixin:
         for row in range(combo.count()):
             engine = combo.itemData(row)
             if engine != "auto":
-                combo.model().item(row).setEnabled(self._offered(engine, source))
-        if not combo.model().item(combo.currentIndex()).isEnabled():
+                combo_item(combo, row).setEnabled(self._offered(engine, source))
+        if not combo_item(combo, combo.currentIndex()).isEnabled():
             combo.setCurrentIndex(combo.findData("auto"))
         choice = self.engine_choice()
         self.engine_note.setText(self._note(choice))

@@ -115,7 +115,7 @@ class EngineUpgrade(QObject):
         distrust = next((note for note in info.notes if note.kind == "llamacpp_untrusted"), None)
         if distrust is not None:  # the installed llama.cpp crashed in its smoke test
             return self.tr("Engine: {how}. {why}").format(how=how, why=error_sentence(distrust))
-        if not (auto and wants_llamacpp(settings)):
+        if not (auto and settings is not None and wants_llamacpp(settings)):  # auto implies settings
             reason = self.tr("chosen in Open model") if not auto else self.tr("the engine for this model")
             return self.tr("Engine: {how}, {reason}").format(how=how, reason=reason)
         if self.state == "building":

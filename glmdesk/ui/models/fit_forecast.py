@@ -16,7 +16,7 @@ from PySide6.QtCore import Slot
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QAbstractButton, QComboBox, QLabel, QLineEdit, QSpinBox, QWidget
 
-from glmdesk.engine.forecast import Budget, Forecast, gib, model_shape, plan_load, read_budget
+from glmdesk.engine.forecast import Budget, Forecast, ModelShape, gib, model_shape, plan_load, read_budget
 
 
 def _default_budget() -> Budget:
@@ -43,7 +43,7 @@ class FitForecast(QLabel):
         self.setObjectName("fit_forecast")
         self.setWordWrap(True)
         self._budget = budget or _default_budget
-        self._shapes: dict[tuple, object] = {}
+        self._shapes: dict[tuple[str | None, str], ModelShape | None] = {}
         self._dialog = None
         self.forecast: Forecast | None = None
         self._refusal = ""
@@ -94,7 +94,7 @@ class FitForecast(QLabel):
     def _show(self, forecast: Forecast | None, budget: Budget | None) -> None:
         self.forecast = forecast
         self._refusal = ""
-        if forecast is None:
+        if forecast is None or budget is None:  # a forecast always comes with its budget
             self.setText("")
             self.setVisible(False)
             return

@@ -177,7 +177,10 @@ class GetModelDialog(QDialog):
             actions.addWidget(button)
         layout = QVBoxLayout(self)
         for item in (filters, self.status, self.machine_label, self.table, actions, self.downloads):
-            (layout.addLayout if isinstance(item, QHBoxLayout) else layout.addWidget)(item)
+            if isinstance(item, QHBoxLayout):
+                layout.addLayout(item)
+            else:
+                layout.addWidget(item)
         layout.setStretchFactor(self.table, 1)
         self._show_folder()
         self.search.textChanged.connect(self.refresh)

@@ -14,6 +14,7 @@ model changes.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from PySide6.QtCore import QCoreApplication, Qt, Slot
@@ -37,6 +38,7 @@ from PySide6.QtWidgets import (
 from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.settings import DEVICES, PRECISIONS, QUANTIZATIONS, WEIGHT_ONLY_QUANTIZATIONS, LoadSettings
 from glmdesk.engine.backends import specs
+from glmdesk.ui.common.combo_items import combo_item
 from glmdesk.ui.common.messages import option_reason
 from glmdesk.ui.common.screen_fit import scrolled
 from glmdesk.ui.models.chat_format_box import ChatFormatBox
@@ -315,20 +317,18 @@ class OpenModelDialog(EngineChoiceMixin, QDialog):
         if model is not None:
             self.model_edit.setText(model)
 
-    def _combo(self, group: str, keys, current: str, names: dict[str, str]) -> QComboBox:
+    def _combo(self, group: str, keys: Iterable[str], current: str, names: dict[str, str]) -> QComboBox:
         combo = QComboBox()
-        model = None
         for key in keys:
             combo.addItem(names.get(key, key), key)
-        model = combo.model()
         for row in range(combo.count()):
             key = f"{group}:{combo.itemData(row)}"
             reason = self._availability.get(key)
             if reason:
-                model.item(row).setEnabled(False)
-                model.item(row).setToolTip(option_reason(reason))
+                combo_item(combo, row).setEnabled(False)
+                combo_item(combo, row).setToolTip(option_reason(reason))
         index = combo.findData(current)
-        if index < 0 or not model.item(index).isEnabled():
+        if index < 0 or not combo_item(combo, index).isEnabled():
             index = 0
         combo.setCurrentIndex(index)
         return combo
@@ -344,13 +344,12 @@ class OpenModelDialog(EngineChoiceMixin, QDialog):
         """Grey out the weight-only int8/int4 choices while the device is a GPU and
         torchao, which runs them there, is missing (``quantization:torchao``)."""
         combo = self.quantization_combo
-        model = combo.model()
         blocked = self._runs_on_gpu() and bool(self._availability.get("quantization:torchao"))
         for key in WEIGHT_ONLY_QUANTIZATIONS:
             row = combo.findData(key)
             if row < 0 or self._availability.get(f"quantization:{key}"):
                 continue  # absent, or unavailable for its own reason (kept)
-            item = model.item(row)
+            item = combo_item(combo, row)
             item.setEnabled(not blocked)
             item.setToolTip(
                 self.tr(

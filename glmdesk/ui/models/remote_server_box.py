@@ -4,6 +4,7 @@ API key, and the model chosen from what the server lists (``GET /v1/models``).""
 from __future__ import annotations
 
 import threading
+from typing import Protocol, runtime_checkable
 
 from PySide6.QtCore import Signal, Slot
 from PySide6.QtGui import QPalette
@@ -13,6 +14,13 @@ from glmdesk.core.errors import GlmdeskError
 from glmdesk.core.settings import LoadSettings
 from glmdesk.engine.backends import is_remote
 from glmdesk.ui.common.messages import error_sentence
+
+
+@runtime_checkable
+class _ModelList(Protocol):
+    """A backend that lists a server's models (the remote one)."""
+
+    def models(self) -> list[str]: ...
 
 
 class RemoteServerBox(QGroupBox):
@@ -35,18 +43,20 @@ class RemoteServerBox(QGroupBox):
         self.setObjectName("remote_server_box")
         self.setTitle(self.tr("Remote server (vLLM, SGLang, glmdesk serve...)"))
         self.setCheckable(True)
-        remote = current is not None and is_remote(current)
-        self.setChecked(remote)
-        self.url_edit = QLineEdit((current.remote_url or "") if remote else "")
+        remote = current if current is not None and is_remote(current) else None
+        self.setChecked(remote is not None)
+        self.url_edit = QLineEdit((remote.remote_url or "") if remote is not None else "")
         self.url_edit.setPlaceholderText("http://gpu-box:8000/v1")
-        self.key_edit = QLineEdit((current.remote_api_key or "") if remote else "")
+        self.key_edit = QLineEdit((remote.remote_api_key or "") if remote is not None else "")
         self.key_edit.setEchoMode(QLineEdit.EchoMode.Password)
         self.key_edit.setPlaceholderText(self.tr("Optional; kept in the system keyring"))
         self.model_combo = QComboBox()
         self.model_combo.setEditable(True)
-        self.model_combo.lineEdit().setPlaceholderText(self.tr("Empty: the server's first model"))
-        if remote and current.remote_model:
-            self.model_combo.addItem(current.remote_model)
+        line = self.model_combo.lineEdit()  # an editable combo box has one
+        if line is not None:
+            line.setPlaceholderText(self.tr("Empty: the server's first model"))
+        if remote is not None and remote.remote_model:
+            self.model_combo.addItem(remote.remote_model)
         self.list_button = QPushButton(self.tr("List models"))
         self.status_label = QLabel()
         self.status_label.setWordWrap(True)
@@ -97,7 +107,7 @@ class RemoteServerBox(QGroupBox):
         backend = create_backend(listing)  # the server's backend, from the registry
         try:
             backend.load(listing)
-            self._listed.emit(backend.models(), None)
+            self._listed.emit(backend.models() if isinstance(backend, _ModelList) else [], None)
         except GlmdeskError as exc:
             self._listed.emit(None, exc.info)
         finally:

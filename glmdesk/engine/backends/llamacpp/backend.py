@@ -307,6 +307,17 @@ class LlamaCppBackend(LocalBackend):
     """Answers with llama.cpp on a GGUF file (the embedded default included)."""
 
     name = "llamacpp"
+    _model: LlamaCppModel | None
+
+    def _loaded(self) -> LlamaCppModel:
+        """The loaded model.
+
+        Raises:
+            RuntimeError: before :meth:`load` succeeded.
+        """
+        if self._model is None:
+            raise RuntimeError("no model is loaded")
+        return self._model
 
     @property
     def model(self) -> LlamaCppModel | None:
@@ -377,7 +388,7 @@ class LlamaCppBackend(LocalBackend):
         return self._info
 
     def encode_raw(self, text: str) -> list[int]:
-        return self._model.vocab.encode(text)
+        return self._loaded().vocab.encode(text)
 
     def engine_capabilities(self) -> dict:
         """The GGUF file's own weights: no torch quantization or precision; tool calls
@@ -387,13 +398,14 @@ class LlamaCppBackend(LocalBackend):
         return {
             "quantizations": {q: _gguf_only("quantization", q, info) for q in QUANTIZATIONS[1:]},
             "precisions": {p: _gguf_only("precision", p, info) for p in PRECISIONS[1:]},
-            "tool_calls": bool(self._model.prompt_format.tool_calls),
+            "tool_calls": bool(self._loaded().prompt_format.tool_calls),
         }
 
     def probe_strategy(self, strategy: str) -> None:
         """Make the strategy's kind of context once, small, and free it."""
-        with self._model.lock:
-            self._model.probe(CacheSettings(strategy=strategy, window=240, sinks=4, budget_mib=1.0))
+        model = self._loaded()
+        with model.lock:
+            model.probe(CacheSettings(strategy=strategy, window=240, sinks=4, budget_mib=1.0))
 
     def close(self) -> None:
         model, self._model = self._model, None

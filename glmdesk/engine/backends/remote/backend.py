@@ -287,9 +287,10 @@ class RemoteBackend(Backend):
             offered["tool_choice"] = {"type": "function", "function": {"name": forced}}
 
         def start(fields: dict, extra: dict):
-            return self._require().chat.completions.create(
+            # The messages are the documented JSON as plain dicts, not openai's TypedDicts.
+            return self._require().chat.completions.create(  # pyright: ignore[reportCallIssue]
                 model=self.model,
-                messages=wire,
+                messages=wire,  # pyright: ignore[reportArgumentType]
                 **offered,
                 stream=True,
                 stream_options={"include_usage": True},

@@ -12,7 +12,7 @@ import openai
 from glmdesk.core.errors import GlmdeskError
 
 
-def _chain(exc: BaseException):
+def _chain(exc: BaseException | None):
     seen = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))

@@ -84,14 +84,13 @@ class RemoteAnswer:
         """A chunk of ``parts`` (a string: answer text) with the client's timings
         (tokens/s after the first token); ``more``: further :class:`GenerationChunk`
         fields (tool call, notice)."""
-        parts = [TextPart(parts)] if isinstance(parts, str) else list(parts)
+        given: list[ReplyPart] = [TextPart(parts)] if isinstance(parts, str) else list(parts)
         if finish is None and self.calls.pending is not None:
-            parts.append(ToolCallPart(self.calls.pending, self.calls.call_text))
+            given.append(ToolCallPart(self.calls.pending, self.calls.call_text))
         for call in more.get("tool_calls") or ((more["tool_call"],) if more.get("tool_call") else ()):
-            parts.append(ToolCallPart(call.name, call.arguments_json(), done=True))
-        parts = merged(parts)
+            given.append(ToolCallPart(call.name, call.arguments_json(), done=True))
         return GenerationChunk(
-            parts=parts,
+            parts=merged(given),
             prompt_tokens=self.prompt_tokens,
             n_generated=self.n_generated,
             ttft_s=self.clock.ttft_s,

@@ -26,6 +26,7 @@ from glmdesk.core import paths
 from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.settings import LoadSettings, quantization_scheme
 from glmdesk.engine.backends.transformers import torchao_quant, weight_only
+from glmdesk.engine.cache.base import DecodeStep
 from glmdesk.engine.decode import decode_step
 
 #: torch's own thread count before glmdesk changes it (one per physical core).
@@ -43,7 +44,7 @@ class Acceleration:
         notes: Choices made for the user (``compile_unavailable``).
     """
 
-    step: object
+    step: DecodeStep | None
     fused: bool
     compiled: bool
     notes: tuple[ErrorInfo, ...] = ()

@@ -9,12 +9,16 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.settings import PRECISIONS, QUANTIZATIONS, CacheSettings, LoadSettings
 from glmdesk.engine.backends.base import ProgressCallback
 from glmdesk.engine.backends.local import LocalBackend
 from glmdesk.engine.info import ModelInfo
+
+if TYPE_CHECKING:
+    from glmdesk.engine.backends.transformers.loaded_model import LoadedModel
 
 
 def _option_errors(prefix: str, names: Sequence[str], availability: dict[str, ErrorInfo | None]) -> dict:
@@ -35,6 +39,7 @@ class TransformersBackend(LocalBackend):
     """
 
     name = "transformers"
+    _model: LoadedModel | None
 
     def __init__(self, loaded=None, fallback: bool = False, note: ErrorInfo | None = None) -> None:
         super().__init__()
@@ -71,8 +76,18 @@ class TransformersBackend(LocalBackend):
         self._info = loaded.info
         return loaded.info
 
+    def _loaded(self) -> LoadedModel:
+        """The loaded model.
+
+        Raises:
+            RuntimeError: before :meth:`load` succeeded.
+        """
+        if self._model is None:
+            raise RuntimeError("no model is loaded")
+        return self._model
+
     def encode_raw(self, text: str) -> list[int]:
-        return self._model.tokenizer.encode(text)
+        return self._loaded().tokenizer.encode(text)
 
     def engine_capabilities(self) -> dict:
         """The torch options this machine has, whether the format has tool calls, and
@@ -80,19 +95,20 @@ class TransformersBackend(LocalBackend):
         from glmdesk.engine.backends.transformers.options import option_availability
 
         availability = option_availability()
+        model = self._loaded()
         return {
             "quantizations": _option_errors("quantization", QUANTIZATIONS[1:], availability),
             "precisions": _option_errors("precision", PRECISIONS[1:], availability),
-            "tool_calls": bool(self._model.prompt_format.tool_calls),
-            "vision": self._model.vision,  # a GLM vision model (engine/backends/transformers/vision.py)
-            "image_sizing": self._model.prompt_format.sizing() if self._model.vision else None,
+            "tool_calls": bool(model.prompt_format.tool_calls),
+            "vision": model.vision,  # a GLM vision model (engine/backends/transformers/vision.py)
+            "image_sizing": model.image_sizing(),
         }
 
     def probe_strategy(self, strategy: str) -> None:
         """Make the strategy's cache for this model, empty, and release it."""
         from glmdesk.engine.cache import make_cache_strategy
 
-        make_cache_strategy(self._model.model, CacheSettings(strategy=strategy)).release()
+        make_cache_strategy(self._loaded().model, CacheSettings(strategy=strategy)).release()
 
     def close(self) -> None:
         loaded, self._model = self._model, None

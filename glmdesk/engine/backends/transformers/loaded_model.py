@@ -8,16 +8,32 @@ info, the decode step and the kept KV caches (:class:`LoadedModel`).
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import torch
 
+from glmdesk.core.images import ImageSizing
 from glmdesk.core.settings import CacheSettings
 from glmdesk.engine.cache import kv_budget_bytes
+from glmdesk.engine.cache.base import DecodeStep
 from glmdesk.engine.decode.kv_pool import KVPool
 from glmdesk.engine.decode.threads import ThreadTuner
 from glmdesk.engine.formats.prompt import PromptFormat
 from glmdesk.engine.info import ModelInfo
+
+
+class TextTokenizer(Protocol):
+    """What a loaded model uses of its transformers tokenizer (``PreTrainedTokenizerBase``)."""
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of ``text`` (the tokenizer's special tokens added as it adds them)."""
+        ...
+
+    def decode(self, token_ids: Sequence[int], skip_special_tokens: bool = False) -> str:
+        """Text of ``token_ids``."""
+        ...
 
 
 @dataclass
@@ -43,12 +59,12 @@ class LoadedModel:
     vision = False
 
     model: object
-    tokenizer: object
+    tokenizer: TextTokenizer
     prompt_format: PromptFormat
     info: ModelInfo
-    step: object = None
+    step: DecodeStep | None = None
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    kv_pool: KVPool = field(init=False, repr=False)
+    kv_pool: KVPool[CacheSettings] = field(init=False, repr=False)
     tuner: ThreadTuner | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -106,6 +122,10 @@ class LoadedModel:
         strategy = make_cache_strategy(self.model, cache, self.step)
         strategy.tuner = self.tuner
         return strategy
+
+    def image_sizing(self) -> ImageSizing | None:
+        """The image processor's resizing rule; ``None``: the model reads no images."""
+        return None
 
     def logits_processors(self) -> tuple:
         """Fresh processors for one answer, applied before the user's sampling chain:

@@ -33,7 +33,7 @@ class DevicePlan:
         cpu_bytes: Weights in system RAM, in bytes.
     """
 
-    device_map: dict[str, int | str]
+    device_map: dict[str, int | str | torch.device]
     gpu_bytes: int
     cpu_bytes: int
 
@@ -80,13 +80,14 @@ def expert_first_plan(
     """
     from accelerate.utils import compute_module_sizes
 
-    sizes = compute_module_sizes(model, dtype=dtype)
+    # accelerate annotates dtype as "str | torch.device" but reads a torch.dtype (its own callers pass one).
+    sizes = compute_module_sizes(model, dtype=dtype)  # pyright: ignore[reportArgumentType]
     units = _units(model)
     size = {name: int(sizes.get(name, 0) * scale) for name, _ in units}
     core = sum(size[n] for n, expert in units if not expert)
     if core > gpu_budget:
         return _accelerate_plan(model, gpu_budget, dtype, size, gpu)
-    device_map: dict[str, int | str] = {}
+    device_map: dict[str, int | str | torch.device] = {}
     left = gpu_budget - core
     for name, expert in units:
         if not expert:

@@ -281,7 +281,8 @@ def _weights(ready: ReadySource, settings: LoadSettings, kwargs: dict, device: s
             model = _auto_model_class(ready.folder, settings.trust_remote_code).from_pretrained(
                 ready.folder, **kwargs
             )
-            return model.to(device) if move else model
+            # transformers wraps PreTrainedModel.to in a decorator its annotations type as unbound.
+            return model.to(device) if move else model  # pyright: ignore[reportArgumentType]
         except torch.OutOfMemoryError as exc:
             model = None  # a copy on the CPU before a failed move goes before the next try
             freed += give_back_memory()

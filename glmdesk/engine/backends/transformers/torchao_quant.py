@@ -45,14 +45,17 @@ def torchao_missing_reason() -> str | None:
 def _config(scheme: str, device_type: str, group_size: int):
     """The torchao config object for ``scheme`` on ``device_type`` (``cpu`` / ``cuda``)."""
     from torchao.quantization import Int4WeightOnlyConfig, Int8WeightOnlyConfig
+    from torchao.quantization.quantize_.workflows import Int4ChooseQParamsAlgorithm, Int4PackingFormat
 
     if scheme == "torchao-int8":
         return Int8WeightOnlyConfig()
-    algorithm = "hqq" if scheme.endswith("-hqq") else "tinygemm"
+    algorithm = (
+        Int4ChooseQParamsAlgorithm.HQQ if scheme.endswith("-hqq") else Int4ChooseQParamsAlgorithm.TINYGEMM
+    )
     if device_type == "cuda":
         return Int4WeightOnlyConfig(
             group_size=group_size,
-            int4_packing_format="tile_packed_to_4d",
+            int4_packing_format=Int4PackingFormat.TILE_PACKED_TO_4D,
             int4_choose_qparams_algorithm=algorithm,
         )
     from torchao.prototype.quantization.int4.inference_workflow import PrototypeInt4WeightOnlyConfig
@@ -123,7 +126,8 @@ def _to_bf16_io(layers: list[nn.Linear]) -> None:
     for layer in layers:
         if layer.weight.dtype == torch.bfloat16:
             continue
-        layer.io_dtype = layer.weight.dtype
+        # torch types a module's attributes as tensors or modules only; this one is a dtype.
+        layer.io_dtype = layer.weight.dtype  # pyright: ignore[reportArgumentType]
         layer.to(torch.bfloat16)
         layer.register_forward_pre_hook(_input_to_bf16)
         layer.register_forward_hook(_output_to_io_dtype)
@@ -135,4 +139,5 @@ def _input_to_bf16(_module: nn.Module, args: tuple) -> tuple:
 
 
 def _output_to_io_dtype(module: nn.Module, _args: tuple, output: torch.Tensor) -> torch.Tensor:
-    return output.to(module.io_dtype)
+    io_dtype: torch.dtype = module.io_dtype  # pyright: ignore[reportAssignmentType] - a dtype (_to_bf16_io)
+    return output.to(io_dtype)

@@ -304,7 +304,13 @@ class VisionLoadedModel(LoadedModel):
     images (:class:`VisionCacheStrategy`), the others answer text-only prompts.
     """
 
+    prompt_format: VisionFormat
+
     vision = True
+
+    def image_sizing(self) -> ImageSizing:
+        """The image processor's resizing rule (for the window's size note)."""
+        return self.prompt_format.sizing()
 
     def open_source(self, cache: CacheSettings):
         """A fresh logits source for one answer (see :class:`VisionLoadedModel`)."""

@@ -36,6 +36,8 @@ def _processor_class():
         """``Glm4vProcessor`` with an image processor and a tokenizer only (no video slot)."""
 
         def __init__(self, image_processor=None, tokenizer=None, chat_template=None, **kwargs) -> None:
+            if tokenizer is None:
+                raise ValueError("the GLM vision processor needs the model's tokenizer")
             self.image_token = getattr(tokenizer, "image_token", None) or "<|image|>"
             self.video_token = getattr(tokenizer, "video_token", None) or "<|video|>"
             self.image_token_id = tokenizer.convert_tokens_to_ids(self.image_token)

@@ -28,7 +28,7 @@ from glmdesk.core.settings import WEIGHT_ONLY_QUANTIZATIONS
 
 #: Weight-only schemes: name (``int8-wo``, ``int4-wo``) -> bits. On CUDA the same
 #: names run torchao's kernels (:mod:`glmdesk.engine.backends.transformers.torchao_quant`).
-SCHEMES = dict(zip(WEIGHT_ONLY_QUANTIZATIONS, (8, 4), strict=True))
+SCHEMES: dict[str, int] = dict(zip(WEIGHT_ONLY_QUANTIZATIONS, (8, 4), strict=True))
 #: Input channels per int4 group (GGUF Q4_0/Q4_1 blocks are 32 wide too).
 GROUP_SIZE = 32
 
@@ -54,6 +54,9 @@ class WeightOnlyLinear(nn.Module):
     Raises:
         ValueError: for other bit widths or shapes the int4 layout cannot hold.
     """
+
+    qweight: torch.Tensor  # buffers registered in __init__
+    scales: torch.Tensor
 
     def __init__(self, linear: nn.Linear, bits: int) -> None:
         super().__init__()
@@ -86,7 +89,7 @@ class WeightOnlyLinear(nn.Module):
                 .to(torch.int32)
                 .reshape(out_features, in_features)
             )
-            self.register_buffer("qweight", torch._convert_weight_to_int4pack_for_cpu(q, 1))
+            self.register_buffer("qweight", torch._convert_weight_to_int4pack_for_cpu(q, 1))  # pyright: ignore[reportPrivateImportUsage]
             # [groups, out, 2]: (scale, zero) with zero = low + 8 * scale (tinygemm's centre).
             scales_and_zeros = torch.cat([scale, low + 8 * scale], dim=-1).transpose(0, 1).contiguous()
             self.register_buffer("scales", scales_and_zeros.to(dtype))
@@ -96,9 +99,10 @@ class WeightOnlyLinear(nn.Module):
         shape = x.shape
         flat = x.reshape(-1, self.in_features).to(self.scales.dtype)
         if self.bits == 8:
-            y = torch._weight_int8pack_mm(flat, self.qweight, self.scales)
+            # torch's CPU weight-only kernels are private ops (no public name exists).
+            y = torch._weight_int8pack_mm(flat, self.qweight, self.scales)  # pyright: ignore[reportPrivateImportUsage]
         else:
-            y = torch._weight_int4pack_mm_for_cpu(flat, self.qweight, GROUP_SIZE, self.scales)
+            y = torch._weight_int4pack_mm_for_cpu(flat, self.qweight, GROUP_SIZE, self.scales)  # pyright: ignore[reportPrivateImportUsage]
         y = y.reshape(*shape[:-1], self.out_features).to(x.dtype)
         return y if self.bias is None else y + self.bias
 
