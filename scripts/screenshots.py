@@ -3,7 +3,7 @@
 
 Usage (Debian/Ubuntu: ``apt-get install xvfb fonts-noto-cjk fonts-noto-color-emoji``)::
 
-    xvfb-run -s "-screen 0 1280x800x24" .venv/bin/python scripts/screenshots.py en light docs/screenshot-light.png
+    xvfb-run -s "-screen 0 1280x800x24" .venv/bin/python scripts/screenshots.py --all docs/screenshots
     xvfb-run -s "-screen 0 1280x800x24" .venv/bin/python scripts/screenshots.py en light OUT.png welcome
     LANG=zh_CN.UTF-8 xvfb-run -s "-screen 0 1280x800x24" .venv/bin/python scripts/screenshots.py zh_CN dark OUT.png
     xvfb-run -s "-screen 0 1024x700x24" .venv/bin/python scripts/screenshots.py en light OUT.png --size 1024x700
