@@ -10,7 +10,6 @@ Usage (Debian/Ubuntu: ``apt-get install xvfb fonts-noto-cjk fonts-noto-color-emo
     xvfb-run -s "-screen 0 1280x800x24" .venv/bin/python scripts/screenshots.py en dark OUT.png math
     xvfb-run -s "-screen 0 1280x800x24" .venv/bin/python scripts/screenshots.py en light OUT.png vision
     xvfb-run -s "-screen 0 1280x800x24" .venv/bin/python scripts/screenshots.py en light OUT.png --engine transformers
-    xvfb-run -a -s "-screen 0 1280x800x24" .venv/bin/python scripts/screenshots.py --all docs/screenshots
 
 The window is ``--size WxH`` (default 1280x800) at the screen's top left, and the shot is that
 size (the X screen may be bigger). ``--all FOLDER`` takes the README's eight: English and
