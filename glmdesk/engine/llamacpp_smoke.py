@@ -286,7 +286,7 @@ def _child(argv: list[str]) -> int:
     root, model = argv
     if root:
         sys.path.insert(0, root)
-    import llama_cpp
+    import llama_cpp  # pyright: ignore[reportMissingImports]  # built on the user's machine; may be absent
 
     llm = llama_cpp.Llama(model_path=model, n_ctx=512, n_batch=512, seed=0, verbose=False)
     tokens = llm.tokenize(PROMPT.encode("utf-8"))

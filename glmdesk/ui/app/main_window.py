@@ -236,7 +236,7 @@ class MainWindow(QMainWindow):
     @property
     def worker_thread(self):
         """The worker's thread."""
-        return self.session.thread
+        return self.session.worker_thread
 
     # Building -------------------------------------------------------------------
     def _build(self, probe: MemoryProbe | None) -> None:

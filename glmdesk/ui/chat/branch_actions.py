@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QCoreApplication, QObject, Slot
 from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QWidget
 
 from glmdesk.ui.chat.edit_dialog import EditDialog
 from glmdesk.ui.chat.message_footer import MessageFooter
@@ -202,7 +203,8 @@ class BranchActions(QObject):
             QGuiApplication.clipboard().setText(widget.view.toPlainText())
             self.status.showMessage(self.tr("Message copied as plain text."), 3000)
         elif action == "edit":
-            dialog = EditDialog(widget.text(), self.parent())
+            window = self.parent()  # the window, or None in a bare test
+            dialog = EditDialog(widget.text(), window if isinstance(window, QWidget) else None)
             if dialog.exec() == EditDialog.DialogCode.Accepted:
                 self.edit_message(index, dialog.text())
         elif action == "continue":

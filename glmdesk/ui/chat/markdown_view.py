@@ -133,7 +133,7 @@ class MarkdownView(QTextBrowser):
         self._generation = 0
         self._waiting = False  # some formulas are still being drawn
         self._rendering = False
-        self._pending: list[tuple] = []
+        self._pending: list[tuple] = []  # keys of the formulas being drawn
         self.setOpenLinks(False)
         self.setOpenExternalLinks(False)
         self.setReadOnly(True)
@@ -202,7 +202,7 @@ class MarkdownView(QTextBrowser):
 
     def _render(self) -> None:
         self._generation += 1
-        self._pending: list[tuple] = []  # keys of the formulas being drawn
+        self._pending = []
         shown, self._formulas, self._waiting = substitute(
             self._markdown, self._resolve, self._formula_note, self._generation
         )

@@ -279,8 +279,7 @@ class MessageWidget(QFrame):
     def attach(self, widget: QWidget) -> QWidget:
         """Show ``widget`` under the text (a reopened tool call's card, a tool's image);
         a message with no text shows only what is attached."""
-        layout = self.layout()
-        layout.insertWidget(layout.indexOf(self.stats_label), widget)
+        self._body.insertWidget(self._body.indexOf(self.stats_label), widget)
         self.attachments.append(widget)
         self.view.setVisible(bool(self._text))
         if self.role == "user":  # a picture: the bubble takes the column
@@ -293,7 +292,7 @@ class MessageWidget(QFrame):
         self._call_cards = {k: c for k, c in self._call_cards.items() if c is not widget}
         if widget in self.attachments:
             self.attachments.remove(widget)
-            self.layout().removeWidget(widget)
+            self._body.removeWidget(widget)
             widget.hide()
         self.view.setVisible(bool(self._text) or not self.attachments)
 

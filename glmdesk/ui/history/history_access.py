@@ -78,7 +78,7 @@ class HistoryAccess(QObject):
         self.writes.close()
 
     def write(
-        self, run: Callable[[History], Any], then: Callable[[Any], None] | None = None, **options: bool
+        self, run: Callable[[History], Any], then: Callable[[Any], object] | None = None, **options: bool
     ) -> None:
         """Queue a write of the history panel or the window (failures reach :meth:`report`).
 

@@ -93,7 +93,7 @@ class HistoryController(QObject):
         return self.access.read(read)
 
     def write(
-        self, run: Callable[[History], Any], then: Callable[[Any], None] | None = None, **options: bool
+        self, run: Callable[[History], Any], then: Callable[[Any], object] | None = None, **options: bool
     ) -> None:
         """Queue a write of the window (:meth:`HistoryAccess.write`)."""
         self.access.write(run, then, **options)

@@ -7,11 +7,15 @@ panel's, written here to keep the panel's module to the list and its operations.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QCoreApplication
-from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
+from PySide6.QtWidgets import QFileDialog, QMessageBox
 
 from glmdesk.ui.tools.tool_memory import tools_markdown_labels
+
+if TYPE_CHECKING:  # the panel imports this module
+    from glmdesk.ui.history.history_panel import HistoryPanel
 
 
 def markdown_labels() -> dict[str, str]:
@@ -30,7 +34,7 @@ def markdown_labels() -> dict[str, str]:
     }
 
 
-def ask_export(panel: QWidget, conversation_id: int, title: str, fmt: str) -> None:
+def ask_export(panel: HistoryPanel, conversation_id: int, title: str, fmt: str) -> None:
     """Ask where to export the conversation (``"markdown"`` or ``"json"``) and write it
     with ``panel.export_conversation``; a failure is said in a message box."""
     title = title or QCoreApplication.translate("HistoryPanel", "conversation")
@@ -55,7 +59,7 @@ def ask_export(panel: QWidget, conversation_id: int, title: str, fmt: str) -> No
         )
 
 
-def ask_import(panel: QWidget) -> None:
+def ask_import(panel: HistoryPanel) -> None:
     """Ask for a JSON export and import it with ``panel.import_conversation``; a failure
     is said in a message box."""
     path, _ = QFileDialog.getOpenFileName(

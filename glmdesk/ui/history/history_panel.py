@@ -107,10 +107,10 @@ class HistoryPanel(QWidget):
 
     def _build(self, history: History) -> None:
         """The panel's widgets: buttons, search box, list and results, the Undo bar."""
-        self.new_button = QPushButton(self.tr("New"), toolTip=self.tr("Start a new conversation"))
-        self.import_button = QPushButton(
-            self.tr("Import…"), toolTip=self.tr("Import a conversation from JSON")
-        )
+        self.new_button = QPushButton(self.tr("New"))
+        self.new_button.setToolTip(self.tr("Start a new conversation"))
+        self.import_button = QPushButton(self.tr("Import…"))
+        self.import_button.setToolTip(self.tr("Import a conversation from JSON"))
         self.model = ConversationListModel(history, self)
         self.list_view = HistoryListView(self._clock)
         self.list_view.setEditTriggers(QListView.EditTrigger.EditKeyPressed)
@@ -236,7 +236,7 @@ class HistoryPanel(QWidget):
             action(cid)
 
     # -- writes ------------------------------------------------------------------------------
-    def _write(self, run: Callable[[History], Any], then: Callable[[Any], None]) -> Any:
+    def _write(self, run: Callable[[History], Any], then: Callable[[Any], object]) -> Any:
         """Run ``run(history)``, then ``then(result)``; through the access when built with one.
 
         Returns:

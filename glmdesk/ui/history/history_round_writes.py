@@ -121,9 +121,16 @@ def discard_write(answer: Answer) -> Write:
 
 def checkpoint_write(answer: Answer) -> Write:
     """The answer's text and reasoning so far into its ``partial`` row (a checkpoint while
-    it streams; taken now, on the GUI thread)."""
+    it streams; taken now, on the GUI thread).
+
+    Raises:
+        ValueError: if the answer has no stored row yet (``message_id`` is ``None``).
+    """
+    mid = answer.message_id
+    if mid is None:
+        raise ValueError("An answer is checkpointed only once its row is stored.")
     parts = answer.parts.parts()
-    mid, text, reasoning = answer.message_id, text_of(parts), reasoning_of(parts)
+    text, reasoning = text_of(parts), reasoning_of(parts)
     return lambda h: h.checkpoint_partial(mid, text, reasoning)
 
 
@@ -136,8 +143,14 @@ def observation_write(conv: ConversationRef, message: ChatMessage) -> Write:
 def further_call_write(
     conv: ConversationRef, message: ChatMessage, model: str | None, settings: dict
 ) -> Write:
-    """A further tool call of the same answer (GLM-4.5 writes several in one turn)."""
+    """A further tool call of the same answer (GLM-4.5 writes several in one turn).
+
+    Raises:
+        ValueError: if ``message`` carries no tool call.
+    """
     call = message.tool_call
+    if call is None:
+        raise ValueError("A further tool call write needs a message with a tool call.")
     return lambda h: (
         conv.id is not None and h.add_tool_call(conv.id, call, "", model=model, settings=settings)
     )

@@ -40,7 +40,7 @@ class Write:
     """One queued write and what to do when it is stored."""
 
     run: Callable[[Any], Any]
-    then: Callable[[Any], None] | None = None  # on the GUI thread, with the result
+    then: Callable[[Any], object] | None = None  # on the GUI thread, with the result
     droppable: bool = False  # a failure is reported, not retried
     again: bool = False  # report a failure even if its kind was reported before
     quiet: bool = False  # storing it changes nothing shown (a checkpoint): no ``drained`` for it
@@ -101,7 +101,7 @@ class WriteQueue(QObject):
         self,
         run: Callable[[Any], Any],
         *,
-        then: Callable[[Any], None] | None = None,
+        then: Callable[[Any], object] | None = None,
         droppable: bool = False,
         again: bool = False,
         quiet: bool = False,
@@ -148,10 +148,13 @@ class WriteQueue(QObject):
                 self._pump()
                 continue
             write = self._in_flight
-            done, _ = concurrent.futures.wait([write.future], timeout=timeout_s)
+            future = write.future
+            if future is None:  # _pump submits a write as it puts it in flight
+                raise RuntimeError("A history write is in flight without having been submitted.")
+            done, _ = concurrent.futures.wait([future], timeout=timeout_s)
             if not done:
                 break
-            self._on_done(write, write.future)
+            self._on_done(write, future)
         return not self._queue
 
     def close(self) -> None:
@@ -187,7 +190,7 @@ class WriteQueue(QObject):
             return  # flush() took it already (or it is an earlier try's news)
         write.handled = True
         self._in_flight = None
-        error = write.future.exception()
+        error = future.exception()
         if isinstance(error, HistoryError):
             self._failed(write, error)
             return
@@ -198,7 +201,7 @@ class WriteQueue(QObject):
         if write.retried:
             self.write_recovered.emit()
         if error is None and write.then is not None:
-            write.then(write.future.result())
+            write.then(future.result())
         self._stored = self._stored or not write.quiet
         if not self._queue and self._stored:
             self._stored = False

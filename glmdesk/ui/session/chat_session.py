@@ -113,7 +113,7 @@ class ChatSession(QObject):
         self._model_text: tuple[int, str, str] | None = None  # (index, question, what the model reads)
 
         self.worker = Worker(params, factory, options)
-        self.thread = start_thread(self.worker)
+        self.worker_thread = start_thread(self.worker)
         self.loader = ModelLoader(self.worker, backend, self)
         #: The conversation's tools, the approvals of their calls and the interpreter.
         self.tools = tools if tools is not None else AnswerTools(parent=self)
@@ -309,7 +309,7 @@ class ChatSession(QObject):
         if self._closed:
             return
         self._closed = True
-        stop_thread(self.thread, self.run.stop_event(), self.loader.cancel_event)
+        stop_thread(self.worker_thread, self.run.stop_event(), self.loader.cancel_event)
         # Deliver what the worker sent before it stopped (the final chunk of the answer).
         QCoreApplication.sendPostedEvents(self.run, QEvent.Type.MetaCall)
         QCoreApplication.sendPostedEvents(self, QEvent.Type.MetaCall)

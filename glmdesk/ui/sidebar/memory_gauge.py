@@ -271,7 +271,7 @@ class MemoryGauge(QWidget):
         watches ``device``.
         """
         remote = capabilities is not None and capabilities.memory_probe == "remote"
-        self.remote_url = capabilities.device if remote else None
+        self.remote_url = capabilities.device if capabilities is not None and remote else None
         self.remote_usage = None
         self._remote_read, self._remote_read_at = None, 0.0  # a read still running is ignored
         for widget in (self.split_label, self.plot):
@@ -304,9 +304,10 @@ class MemoryGauge(QWidget):
             return self.tr("No NVIDIA GPU was found.")
         return ""
 
-    def _poll_remote(self) -> None:
+    def _poll_remote(self, url: str) -> None:
         """Show "remote" and the server's KV-cache usage; start the next ``/metrics`` read
-        on the pool's thread when none is running and :data:`REMOTE_POLL_S` have passed."""
+        of the server at ``url`` (its API URL) on the pool's thread when none is running
+        and :data:`REMOTE_POLL_S` have passed."""
         read = self._remote_read
         if read is not None and read.done():
             self._remote_read = None
@@ -318,16 +319,16 @@ class MemoryGauge(QWidget):
         if self._remote_read is None and now - self._remote_read_at >= REMOTE_POLL_S:
             if self._remote_pool is None:
                 self._remote_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gauge-metrics")
-            self._remote_read = self._remote_pool.submit(_read_remote_usage, self.remote_url)
+            self._remote_read = self._remote_pool.submit(_read_remote_usage, url)
             self._remote_read_at = now
         self.title_label.setText(self.tr("Memory: remote"))
         self.title_label.setToolTip(
             self.tr(
                 "The model runs on the server at {url}; this computer's memory is not the model's."
-            ).format(url=self.remote_url)
+            ).format(url=url)
         )
         if self.remote_usage is None:
-            self.amount_label.setText(self.tr("On the server at {url}").format(url=self.remote_url))
+            self.amount_label.setText(self.tr("On the server at {url}").format(url=url))
         else:
             self.amount_label.setText(
                 self.tr("KV cache {percent} used on the server").format(
@@ -341,7 +342,7 @@ class MemoryGauge(QWidget):
     def poll(self) -> None:
         """Take one reading and repaint; never raises."""
         if self.remote_url is not None:
-            self._poll_remote()
+            self._poll_remote(self.remote_url)
             return
         started = time.perf_counter()
         try:

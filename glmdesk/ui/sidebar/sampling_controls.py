@@ -12,13 +12,16 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QCoreApplication
 from PySide6.QtGui import QRegularExpressionValidator
-from PySide6.QtWidgets import QDoubleSpinBox, QLineEdit, QSpinBox, QWidget
+from PySide6.QtWidgets import QDoubleSpinBox, QLineEdit, QSpinBox
 
 from glmdesk.core.sampling_fields import SamplingField
 from glmdesk.ui.sidebar.slider_spin import SliderSpin
 
 #: The translation context of the rows' strings (``QT_TRANSLATE_NOOP("Sidebar", ...)``).
 CONTEXT = "Sidebar"
+
+#: The widgets a row can become.
+Control = SliderSpin | QLineEdit | QSpinBox | QDoubleSpinBox
 
 
 def translated(text: str) -> str:
@@ -46,7 +49,7 @@ class SamplingControl:
         if row.tooltip:
             self.widget.setToolTip(translated(row.tooltip))
 
-    def _build(self) -> QWidget:
+    def _build(self) -> Control:
         row = self.row
         low, high = row.bounds
         if row.control == "slider":
@@ -56,15 +59,18 @@ class SamplingControl:
             entry.setPlaceholderText(translated(row.special_text))
             entry.setValidator(QRegularExpressionValidator(rf"\d{{0,{len(str(int(row.maximum or 0)))}}}"))
             return entry
+        spin: QSpinBox | QDoubleSpinBox
         if row.type is int:
             spin = QSpinBox()
             spin.setRange(int(low), int(high))
+            if row.step != 1:
+                spin.setSingleStep(int(row.step))
         else:
             spin = QDoubleSpinBox()
             spin.setDecimals(row.decimals)
             spin.setRange(low, high)
-        if row.step != 1:
-            spin.setSingleStep(row.step)
+            if row.step != 1:
+                spin.setSingleStep(row.step)
         spin.setKeyboardTracking(False)
         if row.special_text:
             spin.setSpecialValueText(translated(row.special_text))
@@ -85,12 +91,22 @@ class SamplingControl:
         return widget.value()
 
     def set_value(self, value: int | float | None) -> None:
-        """Show ``value``."""
+        """Show ``value``.
+
+        Raises:
+            TypeError: if ``value`` is ``None`` and the control is not an entry (only an
+                entry can be empty).
+        """
         widget = self.widget
+        if isinstance(widget, QLineEdit):
+            widget.setText("" if value is None else str(value))
+            return
+        if value is None:
+            raise TypeError(f"The sampling field {self.row.name} cannot be empty.")
         if isinstance(widget, SliderSpin):
             widget.set_value(value)
-        elif isinstance(widget, QLineEdit):
-            widget.setText("" if value is None else str(value))
+        elif isinstance(widget, QSpinBox):
+            widget.setValue(int(value))
         else:
             widget.setValue(value)
 

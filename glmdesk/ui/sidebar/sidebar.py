@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtGui import QStandardItemModel
 from PySide6.QtWidgets import (
     QComboBox,
     QFormLayout,
@@ -356,6 +357,8 @@ class Sidebar(QScrollArea):
                 unavailable.
         """
         model = self.cache_combo.model()
+        if not isinstance(model, QStandardItemModel):  # a combo box's own model is one
+            raise TypeError("the cache strategy list has no QStandardItemModel")
         reasons = []
         for row in range(self.cache_combo.count()):
             key = self.cache_combo.itemData(row)

@@ -9,6 +9,8 @@ controls keep their names and signals.
 
 from __future__ import annotations
 
+from typing import cast
+
 from PySide6.QtCore import QCoreApplication, Qt
 from PySide6.QtWidgets import QFormLayout, QGroupBox, QSizePolicy, QToolButton, QWidget
 
@@ -31,16 +33,24 @@ def _toggle(text: str, open_: bool, parent: QWidget | None = None) -> QToolButto
     return button
 
 
+def _row_of(form: QFormLayout, widget: QWidget) -> int:
+    """The row of ``widget`` in ``form`` (PySide6 types ``getWidgetPosition`` as a bare
+    object; Qt returns ``(row, role)``)."""
+    row, _role = cast(tuple[int, QFormLayout.ItemRole], form.getWidgetPosition(widget))
+    return row
+
+
 def _advanced(form: QFormLayout, widgets: list[QWidget], before: QWidget, text: str) -> QToolButton:
     """Hide the rows of ``widgets`` behind an "Advanced" toggle placed above ``before``'s row."""
     toggle = _toggle(text, False)
     for widget in widgets:  # the advanced rows move below the toggle, in their order
         taken = form.takeRow(widget)
         label = taken.labelItem.widget() if taken.labelItem is not None else None
-        row, _role = form.getWidgetPosition(before)
-        form.insertRow(row, label, widget)
-    row, _role = form.getWidgetPosition(widgets[0])
-    form.insertRow(row, toggle)
+        if label is None:
+            form.insertRow(_row_of(form, before), widget)
+        else:
+            form.insertRow(_row_of(form, before), label, widget)
+    form.insertRow(_row_of(form, widgets[0]), toggle)
     for widget in widgets:
         form.setRowVisible(widget, False)
     toggle.toggled.connect(lambda on: [form.setRowVisible(w, on) for w in widgets])

@@ -94,7 +94,7 @@ def llamacpp_availability() -> dict:
     if problem is not None:
         return both("llamacpp_untrusted", problem.message)
     try:
-        import llama_cpp
+        import llama_cpp  # pyright: ignore[reportMissingImports]  # built on the user's machine; may be absent
 
         gpu = bool(llama_cpp.llama_supports_gpu_offload())
     except Exception as exc:  # a broken install: say so rather than offer it

@@ -61,7 +61,7 @@ def llama_lib():
     """
     global _log_callback
     try:
-        import llama_cpp
+        import llama_cpp  # pyright: ignore[reportMissingImports]  # built on the user's machine; may be absent
     except ImportError as exc:
         raise GlmdeskError(
             "load_failed",
