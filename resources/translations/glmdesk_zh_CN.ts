@@ -1951,6 +1951,25 @@ Run it?</source>
     </message>
 </context>
 <context>
+    <name>McpServersWindow</name>
+    <message>
+        <source>&amp;MCP servers...</source>
+        <translation>MCP 服务器…(&amp;M)</translation>
+    </message>
+    <message>
+        <source>Add, start and stop MCP servers; the tools always allowed</source>
+        <translation>添加、启动和停止 MCP 服务器；始终允许的工具</translation>
+    </message>
+    <message>
+        <source>MCP servers</source>
+        <translation>MCP 服务器</translation>
+    </message>
+    <message>
+        <source>{label} is in the message box; send it when ready.</source>
+        <translation>{label} 已放入消息框，准备好后发送。</translation>
+    </message>
+</context>
+<context>
     <name>MemoryGauge</name>
     <message>
         <source>CPU (looking for a GPU)</source>
@@ -2478,6 +2497,10 @@ Click to open another model (Ctrl+O).</source>
     <message>
         <source>&amp;Server</source>
         <translation>服务器(&amp;S)</translation>
+    </message>
+    <message>
+        <source>&amp;Tools</source>
+        <translation>工具(&amp;T)</translation>
     </message>
     <message>
         <source>Get a model</source>

@@ -53,6 +53,7 @@ from glmdesk.ui.session.chat_session import ChatSession
 from glmdesk.ui.session.serve_controller import ServeController
 from glmdesk.ui.sidebar.sidebar import Sidebar
 from glmdesk.ui.tools.mcp_choice import ChatMcp
+from glmdesk.ui.tools.mcp_servers_window import McpServersWindow
 from glmdesk.ui.tools.tool_controller import ToolController
 from glmdesk.ui.tools.tool_memory import ToolsMemory
 
@@ -178,6 +179,19 @@ class MainWindow(QMainWindow):
         self.chat_area.currentChanged.connect(self._on_chat_area_changed)
         self._on_chat_area_changed()
         self.tools = ToolController(session, self.chat_view, self.sidebar.tools_panel, self.notice, self)
+        mcp, mcp_list = session.tools.mcp, self.tools.mcp_list
+        self.mcp_servers: McpServersWindow | None = None  # Tools -> MCP servers...
+        if mcp is not None and mcp_list is not None:
+            self.mcp_servers = McpServersWindow(
+                mcp,
+                mcp_list,
+                self.sidebar.tools_panel,
+                self.input_box,
+                self.chat_area.welcome,
+                self.notice,
+                self,
+            )
+            self.menus.add_tools_menu(self.mcp_servers.action)
         self.ocr_page = OcrPageAction(session, self.input_box, self.sidebar, self.notice, self)
         self.history_controller = None
         if history is not None:
@@ -490,4 +504,6 @@ class MainWindow(QMainWindow):
         self.serve.stop()
         self.engine_upgrade.shutdown()
         self.documents.shutdown()
+        if self.mcp_servers is not None:
+            self.mcp_servers.close()
         self.session.shutdown()

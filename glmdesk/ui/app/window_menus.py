@@ -41,6 +41,8 @@ class ProductMenus(QObject):
     def __init__(self, window) -> None:
         super().__init__(window)
         self.window = window
+        self.server_menu: QMenu | None = None  # add_server_menu
+        self.tools_menu: QMenu | None = None  # add_tools_menu
         self.theme = theme_controller(window.store)
         self._build_actions(window)
         bar = window.menuBar()
@@ -111,6 +113,17 @@ class ProductMenus(QObject):
         menu.addAction(serve.address_action)
         self.window.menuBar().insertMenu(self.view_menu.menuAction(), menu)
         self.server_menu = menu
+        return menu
+
+    def add_tools_menu(self, *actions: QAction) -> QMenu:
+        """The Tools menu, before Server (or View): ``actions`` (MCP servers...)."""
+        menu = QMenu(self.tr("&Tools"), self.window)
+        menu.setObjectName("tools_menu")
+        for action in actions:
+            menu.addAction(action)
+        before = self.server_menu or self.view_menu
+        self.window.menuBar().insertMenu(before.menuAction(), menu)
+        self.tools_menu = menu
         return menu
 
     @Slot(object)

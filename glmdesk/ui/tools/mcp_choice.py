@@ -103,6 +103,12 @@ class ChatMcp:
         if any(s.auto_start and not s.disabled for s in self.config.servers):
             self.hub().start_auto()
 
+    def set_config(self, config: McpConfig) -> None:
+        """Use ``config`` (the user saved ``mcp.json`` in the window) from the next answer
+        on; the hub, if made, was given it by the page that saved it."""
+        with self._lock:
+            self.config = config
+
     def started(self) -> bool:
         """Whether the hub was made (a server may run)."""
         with self._lock:

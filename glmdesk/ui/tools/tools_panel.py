@@ -116,6 +116,16 @@ class ToolsPanel(QGroupBox):
         self._column.insertWidget(at + 1, widget)
         self.mcp_label.setVisible(not widget.isHidden())
 
+    def show_mcp_list(self, shown: bool) -> None:
+        """Show or hide the chat's MCP servers with their title (hidden: none configured)."""
+        if self.mcp_list is not None:
+            self.mcp_list.setVisible(shown)
+        self.mcp_label.setVisible(shown)
+
+    def add_servers_button(self, button: QWidget) -> None:
+        """Put ``button`` (it opens the MCP servers' page) at the end of the section."""
+        self._column.addWidget(button)
+
     def set_available(self, available: bool, reason: str = "") -> None:
         """Grey the section out with ``reason`` for a model without a tool format."""
         widgets = [self.mode, self.functions_edit, self.always_run, self.max_rounds, self.timeout]

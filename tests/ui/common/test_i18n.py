@@ -54,7 +54,7 @@ ALLOWED_WORDS = set(
     hugging face llama glm torch.compile c g clang cl python nvidia nvml nvidia-ml-py bitsandbytes llm.int8 cuda markdown json gguf md qt
     top-p top-k min-p token kv ttft gpu cpu ram nf4 int8 int4 fp16 bf16 fp32 8-bit 4-bit id k
     mib gib kib ms s
-    enter shift+enter ctrl+enter esc ctrl+o ctrl+n ctrl+r ctrl+b ctrl+q ctrl+shift+c f2 ctrl shift alt
+    enter shift+enter ctrl+enter esc ctrl+o ctrl+n ctrl+r ctrl+b ctrl+q ctrl+shift+c ctrl+shift+s f2 ctrl shift alt
     localhost openai api url http vllm sglang serve gpu-box 8000/v1
     llama.cpp transformers llama-cpp-python llamacpp pip install torch torchao tinygemm glmdesk[cuda-quant]
     glm-4.1v glm-4.6v png jpeg webp gif
