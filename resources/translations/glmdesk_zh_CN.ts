@@ -2194,6 +2194,10 @@ Click to open another model (Ctrl+O).</source>
         <translation>需要 OCR 模型（GLM-OCR）。</translation>
     </message>
     <message>
+        <source>The page could not be read: {detail}</source>
+        <translation>无法读取该页：{detail}</translation>
+    </message>
+    <message>
         <source>Wait until the answer or the model is ready, then OCR the page.</source>
         <translation>请等待回答结束或模型就绪，然后再识别页面。</translation>
     </message>

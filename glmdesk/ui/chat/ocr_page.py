@@ -9,7 +9,6 @@ A PDF of several pages asks which page to read.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,8 +16,9 @@ from PySide6.QtCore import QObject, Signal, Slot
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QWidget
 
 from glmdesk.chat.ocr import OCR_PROMPT, is_ocr_model, is_pdf, page_image, pdf_page_count
-from glmdesk.core.errors import GlmdeskError
+from glmdesk.core.errors import ErrorInfo, GlmdeskError
 from glmdesk.ui.common.messages import error_sentence
+from glmdesk.ui.session.background import Background
 
 #: ``choose_file(parent) -> path or ""`` and ``choose_page(parent, name, count) -> page or 0``.
 FileChooser = Callable[[QWidget], str]
@@ -46,7 +46,6 @@ class OcrPageAction(QObject):
     """
 
     page_sent = Signal(bool)
-    _rendered = Signal(object)  # from the rendering thread: ImageAttachment or GlmdeskError
 
     def __init__(
         self,
@@ -64,7 +63,7 @@ class OcrPageAction(QObject):
         self._choose_file = choose_file or self._ask_file
         self._choose_page = choose_page or self._ask_page
         self._rendering, self._able = False, False
-        self._rendered.connect(self._on_rendered)  # a slot of this GUI-thread object: queued
+        self._background = Background("glmdesk-ocr-page", self)  # renders the page
         loader = session.loader
         loader.model_ready.connect(self._on_model_ready)
         loader.load_started.connect(self._on_load_started)
@@ -134,28 +133,30 @@ class OcrPageAction(QObject):
             return False
         self._rendering = True
         self._box.ocr_button.setEnabled(False)
-        threading.Thread(target=self._render, args=(path, page), name="ocr-page", daemon=True).start()
+        self._background.run(
+            lambda _cancel: page_image(path, page), done=self._on_rendered, failed=self._on_render_failed
+        )
         return True
 
-    def _render(self, path: str | Path, page: int) -> None:
-        """On the rendering thread: the page as an attachment, or the error, to the GUI thread."""
-        try:
-            result: object = page_image(path, page)
-        except GlmdeskError as exc:
-            result = exc
-        self._rendered.emit(result)
-
-    @Slot(object)
-    def _on_rendered(self, result: object) -> None:
+    def _on_render_failed(self, error: ErrorInfo) -> None:
+        """The file or page could not be read: said in the notice bar."""
         self._rendering = False
         self._box.ocr_button.setEnabled(self._able)
-        if isinstance(result, GlmdeskError):
-            self._notice.show_error(error_sentence(result.info))
+        if error.kind == "background_failed":  # not one of the reader's own errors
+            self._notice.show_error(
+                self.tr("The page could not be read: {detail}").format(detail=error.message)
+            )
             return
+        self._notice.show_error(error_sentence(error))
+
+    def _on_rendered(self, attachment) -> None:
+        """The page as an image attachment: sent to the OCR model unless an answer began."""
+        self._rendering = False
+        self._box.ocr_button.setEnabled(self._able)
         if not self._can_send():
             return
         sent = self._session.send(
-            OCR_PROMPT, self._sidebar.system_prompt(), self._sidebar.cache_settings(), (result,)
+            OCR_PROMPT, self._sidebar.system_prompt(), self._sidebar.cache_settings(), (attachment,)
         )
         self.page_sent.emit(sent)
 

@@ -3,17 +3,17 @@ API key, and the model chosen from what the server lists (``GET /v1/models``).""
 
 from __future__ import annotations
 
-import threading
 from typing import Protocol, runtime_checkable
 
 from PySide6.QtCore import Signal, Slot
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QComboBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit, QPushButton
 
-from glmdesk.core.errors import GlmdeskError
+from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.settings import LoadSettings
 from glmdesk.engine.backends import is_remote
 from glmdesk.ui.common.messages import error_sentence
+from glmdesk.ui.session.background import Background
 
 
 @runtime_checkable
@@ -36,7 +36,6 @@ class RemoteServerBox(QGroupBox):
 
     models_listed = Signal(list)
     listing_failed = Signal(str)
-    _listed = Signal(object, object)  # from the listing thread: (ids or None, ErrorInfo or None)
 
     def __init__(self, current: LoadSettings | None = None, parent=None) -> None:
         super().__init__(parent)
@@ -70,7 +69,7 @@ class RemoteServerBox(QGroupBox):
         form.addRow(self.tr("Model"), row)
         form.addRow("", self.status_label)
         self.list_button.clicked.connect(self.list_models)
-        self._listed.connect(self._on_listed)
+        self._background = Background("glmdesk-list-models", self)  # asks the server
 
     def load_settings(self) -> LoadSettings:
         """The remote :class:`LoadSettings`.
@@ -96,31 +95,16 @@ class RemoteServerBox(QGroupBox):
             return
         self.list_button.setEnabled(False)
         self.status_label.setText(self.tr("Asking the server..."))
-        threading.Thread(target=self._list, args=(settings,), daemon=True, name="glmdesk-list-models").start()
+        self._background.run(lambda _cancel: _list(settings), done=self._on_listed, failed=self._on_failed)
 
-    def _list(self, settings: LoadSettings) -> None:
-        from glmdesk.engine.backends import create_backend
-
-        listing = LoadSettings(
-            engine="remote", remote_url=settings.remote_url, remote_api_key=settings.remote_api_key
-        )
-        backend = create_backend(listing)  # the server's backend, from the registry
-        try:
-            backend.load(listing)
-            self._listed.emit(backend.models() if isinstance(backend, _ModelList) else [], None)
-        except GlmdeskError as exc:
-            self._listed.emit(None, exc.info)
-        finally:
-            backend.close()
-
-    @Slot(object, object)
-    def _on_listed(self, ids, error) -> None:
+    def _on_failed(self, error: ErrorInfo) -> None:
         self.list_button.setEnabled(True)
-        if error is not None:
-            sentence = error_sentence(error)
-            self.status_label.setText(sentence)
-            self.listing_failed.emit(sentence)
-            return
+        sentence = error_sentence(error)
+        self.status_label.setText(sentence)
+        self.listing_failed.emit(sentence)
+
+    def _on_listed(self, ids: list[str]) -> None:
+        self.list_button.setEnabled(True)
         chosen = self.model_combo.currentText().strip()
         self.model_combo.clear()
         self.model_combo.addItems(ids)
@@ -132,3 +116,22 @@ class RemoteServerBox(QGroupBox):
             else self.tr("{count} models on this server.").format(count=len(ids))
         )
         self.models_listed.emit(ids)
+
+
+def _list(settings: LoadSettings) -> list[str]:
+    """The model ids the server of ``settings`` lists (on a background thread).
+
+    Raises:
+        GlmdeskError: the server could not be reached or asked.
+    """
+    from glmdesk.engine.backends import create_backend
+
+    listing = LoadSettings(
+        engine="remote", remote_url=settings.remote_url, remote_api_key=settings.remote_api_key
+    )
+    backend = create_backend(listing)  # the server's backend, from the registry
+    try:
+        backend.load(listing)
+        return backend.models() if isinstance(backend, _ModelList) else []
+    finally:
+        backend.close()

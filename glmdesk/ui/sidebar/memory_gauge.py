@@ -18,13 +18,13 @@ import math
 import threading
 import time
 from collections import deque
-from concurrent.futures import Future, ThreadPoolExecutor
 
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt, QTimer, Slot
 from PySide6.QtGui import QColor, QPainter, QPainterPath, QPalette, QPen
 from PySide6.QtWidgets import QLabel, QSizePolicy, QToolTip, QVBoxLayout, QWidget
 
 from glmdesk.engine.memory import MemoryProbe, MemoryReading
+from glmdesk.ui.session.background import Background
 
 POLL_INTERVAL_MS = 500
 #: How often a remote server's ``/metrics`` is read, in s (vLLM refreshes it every few s).
@@ -223,9 +223,9 @@ class MemoryGauge(QWidget):
         self._kv_bytes = 0
         self.remote_url: str | None = None  # the server's API URL while the model is remote
         self.remote_usage: float | None = None  # its KV-cache usage (0-1), when it says
-        self._remote_read: Future | None = None
+        self._background = Background("glmdesk-gauge", self)  # NVML's start, /metrics reads
+        self._remote_read: threading.Event | None = None  # the /metrics read running (its cancel)
         self._remote_read_at = 0.0
-        self._remote_pool: ThreadPoolExecutor | None = None
 
         self.title_label = QLabel()
         self.title_label.setObjectName("memory_title")
@@ -246,13 +246,20 @@ class MemoryGauge(QWidget):
         layout.addWidget(self.split_label)
         layout.addWidget(self.plot)
 
-        self._init_thread = threading.Thread(target=self.probe.initialise, name="nvml-init", daemon=True)
-        self._init_thread.start()
+        self._initialised = threading.Event()  # NVML's start returned (stop waits for it)
+        self._background.run(self._initialise)
         self.timer = QTimer(self)
         self.timer.setInterval(POLL_INTERVAL_MS)
         self.timer.timeout.connect(self.poll)
         self.timer.start()
         self.poll()
+
+    def _initialise(self, _cancel: threading.Event) -> None:
+        """On a background thread: start NVML (it may take seconds on a busy driver)."""
+        try:
+            self.probe.initialise()
+        finally:
+            self._initialised.set()
 
     def set_weights_bytes(self, value: int) -> None:
         """Bytes of the loaded model's weights (0 when none is loaded)."""
@@ -273,7 +280,9 @@ class MemoryGauge(QWidget):
         remote = capabilities is not None and capabilities.memory_probe == "remote"
         self.remote_url = capabilities.device if capabilities is not None and remote else None
         self.remote_usage = None
-        self._remote_read, self._remote_read_at = None, 0.0  # a read still running is ignored
+        if self._remote_read is not None:
+            self._remote_read.set()  # a read still running is not reported
+        self._remote_read, self._remote_read_at = None, 0.0
         for widget in (self.split_label, self.plot):
             widget.setVisible(not remote)
         if not remote:
@@ -306,21 +315,26 @@ class MemoryGauge(QWidget):
 
     def _poll_remote(self, url: str) -> None:
         """Show "remote" and the server's KV-cache usage; start the next ``/metrics`` read
-        of the server at ``url`` (its API URL) on the pool's thread when none is running
+        of the server at ``url`` (its API URL) on a background thread when none is running
         and :data:`REMOTE_POLL_S` have passed."""
-        read = self._remote_read
-        if read is not None and read.done():
-            self._remote_read = None
-            try:
-                self.remote_usage = read.result()
-            except Exception:  # read_kv_usage never raises; kept as a safety net
-                self.remote_usage = None
         now = time.monotonic()
         if self._remote_read is None and now - self._remote_read_at >= REMOTE_POLL_S:
-            if self._remote_pool is None:
-                self._remote_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gauge-metrics")
-            self._remote_read = self._remote_pool.submit(_read_remote_usage, url)
+            self._remote_read = self._background.run(
+                lambda _cancel: _read_remote_usage(url),
+                done=self._on_remote_usage,
+                failed=lambda _error: self._on_remote_usage(None),
+            )
             self._remote_read_at = now
+        self._show_remote(url)
+
+    def _on_remote_usage(self, usage: float | None) -> None:
+        """A ``/metrics`` read came back (0-1, or ``None`` when the server does not say)."""
+        self._remote_read, self.remote_usage = None, usage
+        if self.remote_url is not None:
+            self._show_remote(self.remote_url)
+
+    def _show_remote(self, url: str) -> None:
+        """The title and the server's KV-cache usage for the server at ``url``."""
         self.title_label.setText(self.tr("Memory: remote"))
         self.title_label.setToolTip(
             self.tr(
@@ -383,14 +397,13 @@ class MemoryGauge(QWidget):
     def stop(self) -> None:
         """Stop polling and release NVML."""
         self.timer.stop()
-        self._init_thread.join(timeout=2.0)
+        self._initialised.wait(timeout=2.0)
         self.probe.close()
-        if self._remote_pool is not None:
-            self._remote_pool.shutdown(wait=False, cancel_futures=True)
+        self._background.close()
 
 
 def _read_remote_usage(url: str) -> float | None:
-    """The server's KV-cache usage (0-1) or ``None``; runs on the gauge's pool thread."""
+    """The server's KV-cache usage (0-1) or ``None``; runs on a background thread."""
     from glmdesk.engine.backends.remote.backend import read_kv_usage  # openai and httpx only when remote
 
     return read_kv_usage(url)

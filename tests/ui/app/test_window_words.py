@@ -22,9 +22,9 @@ def test_shortcut_names_drop_the_menu_mnemonic_in_english_and_chinese(qapp) -> N
 def test_one_model_on_a_server_is_one_model(qtbot) -> None:
     box = RemoteServerBox(None)
     qtbot.addWidget(box)
-    box._on_listed(["glm-4.5-air"], None)
+    box._on_listed(["glm-4.5-air"])
     assert box.status_label.text() == "1 model on this server."
-    box._on_listed(["a", "b"], None)
+    box._on_listed(["a", "b"])
     assert box.status_label.text() == "2 models on this server."
 
 
