@@ -20,10 +20,13 @@ FRAME_MARGIN = QSize(16, 40)
 def available_geometry(widget: QWidget) -> QRect | None:
     """The available geometry of ``widget``'s screen (its parent's, the primary
     screen's), or ``None`` when there is no screen at all."""
-    screen = widget.screen()
+    # Asked of the application by position, not of the widget: PySide6 ties the QScreen
+    # returned by QWidget.screen() to the widget's wrapper, and freeing a dialog's wrapper
+    # then freed the application's screen (every later window crashed in its constructor).
+    screen = QApplication.screenAt(widget.window().frameGeometry().center())
     parent = widget.parentWidget()
     if screen is None and parent is not None:
-        screen = parent.screen()
+        screen = QApplication.screenAt(parent.window().frameGeometry().center())
     if screen is None:
         screen = QApplication.primaryScreen()
     return screen.availableGeometry() if screen is not None else None

@@ -94,3 +94,39 @@ def test_open_model_scrolls_inside_a_small_screen_with_its_buttons_shown(
             assert inside(button, short) and button.isVisible()
     finally:
         install_translators(app, "en")
+
+
+def test_a_dialog_fitted_and_freed_leaves_the_screen_to_the_next_window(qtbot) -> None:
+    """Open model, fitted to its screen when shown and then freed with its window, once
+    freed the application's screen with it: the next window crashed in its constructor."""
+    import gc
+
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication, QWidget
+
+    from glmdesk.ui.app.main_window import MainWindow
+
+    window = MainWindow()
+    qtbot.addWidget(window)
+    window.show()
+    shown: list[str] = []
+
+    def reject() -> None:
+        dialog = QApplication.activeModalWidget()
+        shown.append(type(dialog).__name__)
+        if dialog is not None:
+            dialog.reject()
+
+    QTimer.singleShot(0, reject)
+    window.model_chip.click()
+    assert shown == ["OpenModelDialog"]
+    window.close()
+    assert not window.isVisible()
+    del window
+    gc.collect()
+    screen = QApplication.primaryScreen()
+    assert screen is not None and screen.availableGeometry().width() > 0
+    later = QWidget()  # constructing a widget asks for its screen (where it crashed)
+    qtbot.addWidget(later)
+    later.show()
+    qtbot.waitExposed(later)
