@@ -24,9 +24,33 @@ from glmdesk.core.errors import ErrorInfo, GlmdeskError
 _QUEUED = Qt.ConnectionType.QueuedConnection
 
 
-#: Threads whose job still runs, kept from being destroyed while running (a QThread
-#: destroyed while running aborts the process) after their owner went.
-_RUNNING: set[QThread] = set()
+#: Each thread whose job has not ended, with its runner: both are kept until the thread
+#: has finished (a QThread destroyed while running aborts the process; a runner freed
+#: while its thread still returns from it crashes), also after their owner went.
+_RUNNING: dict[QThread, _Runner] = {}
+
+
+class _Reaper(QObject):
+    """Frees a finished job's thread and runner on the GUI thread (a slot of a GUI-thread
+    object, so ``finished``, emitted on the ending thread, arrives queued; no closure
+    holds the thread, so it is freed at once, never by a garbage collection on another
+    thread)."""
+
+    @Slot()
+    def release(self) -> None:
+        thread = self.sender()
+        if isinstance(thread, QThread):
+            thread.wait()  # it emitted ``finished`` as it ended: returns at once
+            _RUNNING.pop(thread, None)
+
+
+_REAPER: list[_Reaper] = []  # made at the first job, on the GUI thread
+
+
+def _reaper() -> _Reaper:
+    if not _REAPER:
+        _REAPER.append(_Reaper())
+    return _REAPER[0]
 
 
 class _Job:
@@ -93,9 +117,9 @@ class Background(QObject):
         thread.started.connect(runner.run)  # runs on the new thread (the runner lives there)
         runner.finished.connect(self._on_finished, _QUEUED)
         runner.failed.connect(self._on_failed, _QUEUED)
-        thread.finished.connect(lambda: _RUNNING.discard(thread))
+        thread.finished.connect(_reaper().release)
         self._jobs[job] = (thread, runner)
-        _RUNNING.add(thread)
+        _RUNNING[thread] = runner
         thread.start()
         return job.cancel
 
