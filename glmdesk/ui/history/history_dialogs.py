@@ -7,15 +7,21 @@ panel's, written here to keep the panel's module to the list and its operations.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import Protocol
 
 from PySide6.QtCore import QCoreApplication
-from PySide6.QtWidgets import QFileDialog, QMessageBox
+from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
 
 from glmdesk.ui.tools.tool_memory import tools_markdown_labels
 
-if TYPE_CHECKING:  # the panel imports this module
-    from glmdesk.ui.history.history_panel import HistoryPanel
+
+class ExportingPanel(Protocol):
+    """What the dialogs need of the history panel (:class:`~glmdesk.ui.history.history_panel.HistoryPanel`)."""
+
+    def export_conversation(self, conversation_id: int, path: str | Path, fmt: str) -> None: ...
+
+    def import_conversation(self, path: str | Path) -> int | None: ...
 
 
 def markdown_labels() -> dict[str, str]:
@@ -34,9 +40,10 @@ def markdown_labels() -> dict[str, str]:
     }
 
 
-def ask_export(panel: HistoryPanel, conversation_id: int, title: str, fmt: str) -> None:
-    """Ask where to export the conversation (``"markdown"`` or ``"json"``) and write it
-    with ``panel.export_conversation``; a failure is said in a message box."""
+def ask_export(parent: QWidget, panel: ExportingPanel, conversation_id: int, title: str, fmt: str) -> None:
+    """Ask (over ``parent``) where to export the conversation (``"markdown"`` or
+    ``"json"``) and write it with ``panel.export_conversation``; a failure is said in a
+    message box."""
     title = title or QCoreApplication.translate("HistoryPanel", "conversation")
     stem = re.sub(r'[\\/:*?"<>|\s]+', "_", title).strip("_")[:60] or "conversation"
     if fmt == "markdown":
@@ -44,14 +51,14 @@ def ask_export(panel: HistoryPanel, conversation_id: int, title: str, fmt: str) 
     else:
         suffix, kind = ".json", QCoreApplication.translate("HistoryPanel", "JSON (*.json)")
     caption = QCoreApplication.translate("HistoryPanel", "Export conversation")
-    path, _ = QFileDialog.getSaveFileName(panel, caption, stem + suffix, kind)
+    path, _ = QFileDialog.getSaveFileName(parent, caption, stem + suffix, kind)
     if not path:
         return
     try:
         panel.export_conversation(conversation_id, path, fmt)
     except OSError as exc:
         QMessageBox.warning(
-            panel,
+            parent,
             QCoreApplication.translate("HistoryPanel", "Export failed"),
             QCoreApplication.translate("HistoryPanel", "Could not write {path}: {error}").format(
                 path=path, error=exc.strerror or exc
@@ -59,11 +66,11 @@ def ask_export(panel: HistoryPanel, conversation_id: int, title: str, fmt: str) 
         )
 
 
-def ask_import(panel: HistoryPanel) -> None:
-    """Ask for a JSON export and import it with ``panel.import_conversation``; a failure
-    is said in a message box."""
+def ask_import(parent: QWidget, panel: ExportingPanel) -> None:
+    """Ask (over ``parent``) for a JSON export and import it with
+    ``panel.import_conversation``; a failure is said in a message box."""
     path, _ = QFileDialog.getOpenFileName(
-        panel,
+        parent,
         QCoreApplication.translate("HistoryPanel", "Import conversation"),
         "",
         QCoreApplication.translate("HistoryPanel", "JSON (*.json)"),
@@ -74,7 +81,7 @@ def ask_import(panel: HistoryPanel) -> None:
         panel.import_conversation(path)
     except (OSError, ValueError) as exc:
         QMessageBox.warning(
-            panel,
+            parent,
             QCoreApplication.translate("HistoryPanel", "Import failed"),
             QCoreApplication.translate("HistoryPanel", "Could not import {path}: {error}").format(
                 path=path, error=exc

@@ -386,10 +386,10 @@ class HistoryPanel(QWidget):
     def _ask_export(self, fmt: str) -> None:
         cid = self.current_conversation_id()
         if cid is not None:
-            ask_export(self, cid, self._history.get_conversation(cid).title, fmt)
+            ask_export(self, self, cid, self._history.get_conversation(cid).title, fmt)
 
     def _ask_import(self) -> None:
-        ask_import(self)
+        ask_import(self, self)
 
     # -- search ------------------------------------------------------------------------------
     def search(self, text: str) -> None:
