@@ -287,8 +287,10 @@ def template_choices(args, info) -> tuple[tuple[str, object], ...]:
     """``--reasoning-effort`` and ``--keep-thinking``/``--drop-thinking`` as the values the
     loaded model's chat template reads (``SamplingParams.template_kwargs``).
 
-    A remote server's model takes ``--keep-thinking``/``--drop-thinking`` as they are (its
-    template is the server's: the value goes as ``chat_template_kwargs.clear_thinking``).
+    A remote server's model takes ``--reasoning-effort`` and ``--keep-thinking``/
+    ``--drop-thinking`` as they are (its template is the server's: they go as
+    ``reasoning_effort`` and ``chat_template_kwargs``, and the server refuses a level its
+    model lacks, in its own words).
 
     Raises:
         ValueError: with a sentence, for an effort the model's template does not tell
@@ -296,7 +298,7 @@ def template_choices(args, info) -> tuple[tuple[str, object], ...]:
     """
     chosen: list[tuple[str, object]] = []
     effort = getattr(args, "reasoning_effort", None)
-    if effort is not None:
+    if effort is not None and info.engine != "remote":
         levels = info.effort_levels
         if not levels:
             raise ValueError(
@@ -307,6 +309,7 @@ def template_choices(args, info) -> tuple[tuple[str, object], ...]:
             raise ValueError(
                 f"--reasoning-effort must be one of {', '.join(levels)} for {info.name}, not {effort!r}."
             )
+    if effort is not None:
         chosen.append(("reasoning_effort", effort))
     clear = getattr(args, "clear_thinking", None)
     if clear is not None:

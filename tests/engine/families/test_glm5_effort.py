@@ -136,6 +136,25 @@ def test_the_remote_engine_and_the_openai_client_send_the_level(folder):
             client.chat.completions.create(
                 model=folder.name, messages=[{"role": "user", "content": "Hi"}], reasoning_effort="low"
             )
+        # glmdesk chat --remote: the level goes to the server, which checks it.
+        cli = (
+            "chat",
+            "--remote",
+            srv.url,
+            "--prompt",
+            "Hello",
+            "--max-new-tokens",
+            "2",
+            "--temperature",
+            "0",
+        )
+        prompts.clear()
+        sent = run_cli(*cli, "--reasoning-effort", "max")
+        assert sent.returncode == 0, sent.stderr
+        assert "effort=max" in prompts[-1]
+        refused = run_cli(*cli, "--reasoning-effort", "low")
+        assert refused.returncode != 0 and "reasoning_effort must be one of high, max" in refused.stderr
+        assert "Traceback" not in refused.stderr
     finally:
         remote.close()
         srv.stop()
