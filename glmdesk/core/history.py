@@ -93,11 +93,13 @@ class History(MessageStore, Branches, ToolMessages, ImageStore, DocumentUses, Ch
             self._conn, self.set_aside = connect(self.path), None
         self._depth = 0
         self.missing_images: list[str] = []
+        self.closed = False  # True once close() ran
 
     # -- connection -----------------------------------------------------------------
     def close(self) -> None:
         """Close the connection (idempotent); the object is unusable afterwards."""
         self._conn.close()
+        self.closed = True
 
     def __enter__(self) -> History:
         return self

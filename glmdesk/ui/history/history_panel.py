@@ -311,8 +311,10 @@ class HistoryPanel(QWidget):
         self._write(lambda h: h.restore_conversation(cid), restored)
 
     def _purge_pending(self) -> None:
+        """Purge the conversation whose Undo ran out; none once the history was closed
+        (the window went first: its soft-deleted row is purged at the next start)."""
         cid = self.undo_bar.take()
-        if cid is not None:
+        if cid is not None and not self._history.closed:
             self._write(lambda h: h.purge_deleted(cid), lambda _count: None)
 
     def duplicate_conversation(self, conversation_id: int) -> int | None:

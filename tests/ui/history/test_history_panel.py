@@ -259,3 +259,22 @@ def test_visible_strings_are_translatable(qtbot, history: History) -> None:
         assert panel.markdown_labels()["assistant"] == "ASSISTANT"
     finally:
         QCoreApplication.removeTranslator(translator)
+
+
+def test_an_undo_that_runs_out_after_the_history_closed_purges_nothing(qtbot, tmp_path) -> None:
+    """The window closed the history while a deleted conversation's Undo was still offered:
+    its time running out later raised "Cannot operate on a closed database" in Qt's event
+    loop. Now nothing runs; the row stays marked deleted."""
+    path = tmp_path / "history.sqlite3"
+    history = History(path)
+    cid = _add(history, "gone", "hello")
+    panel = HistoryPanel(history)
+    qtbot.addWidget(panel)
+    panel.delete_conversation(cid)
+    assert not panel.undo_bar.isHidden()
+    history.close()
+    panel.undo_bar.expired.emit()  # the Undo bar's time runs out
+    with History(path) as reopened:  # still there, marked deleted: the window's next start purges it
+        rows = reopened.connection.execute("SELECT deleted FROM conversations").fetchall()
+        assert len(rows) == 1 and rows[0][0] is not None
+        assert reopened.list_conversations() == []
