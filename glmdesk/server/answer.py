@@ -75,7 +75,7 @@ class RequestRecord:
     prompt_tokens: int = 0
 
 
-class AnswerRun:
+class ServedAnswer:
     """Runs ``make_stream(stop)`` on a thread and reads it into events there; each step's
     events arrive on :attr:`queue` as one list (``None`` after the last). ``on_done``
     runs on the loop once the thread ends, so the next request gets the model only when

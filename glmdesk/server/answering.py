@@ -13,7 +13,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from glmdesk.chat.events import AnswerFailed, ChatEvent, TextDelta
 from glmdesk.core.run_marker import generating
 from glmdesk.engine.chunk import GenerationChunk
-from glmdesk.server.answer import AnswerRun, RequestRecord, StopStrings
+from glmdesk.server.answer import RequestRecord, ServedAnswer, StopStrings
 from glmdesk.server.body import ClientGone
 from glmdesk.server.errors import from_engine
 from glmdesk.server.responses import Outcome, Reply, pieces, sse
@@ -75,7 +75,7 @@ async def answer(
     await _unless_gone(request, state.turns.acquire(), undo=lambda _held: state.turns.release())
     record = RequestRecord(reply.id)
     state.records.append(record)
-    run = AnswerRun(loop, _marked(state, make_stream), record, state.turns.release)
+    run = ServedAnswer(loop, _marked(state, make_stream), record, state.turns.release)
     run.start()
     state.requests += 1
     if state.on_request is not None:
@@ -116,7 +116,7 @@ def _marked(
     return start
 
 
-async def _collect(run: AnswerRun, first: list[ChatEvent], stops: StopStrings, out: Outcome) -> None:
+async def _collect(run: ServedAnswer, first: list[ChatEvent], stops: StopStrings, out: Outcome) -> None:
     async for piece in pieces(run, first, stops, out):
         if isinstance(piece, str):  # without a call stream, every piece is text
             out.text.append(piece)

@@ -30,7 +30,7 @@ from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.parts import ReasoningPart
 from glmdesk.core.tools import ToolCall
 from glmdesk.engine.tools.openai_tools import tool_call_to_openai
-from glmdesk.server.answer import AnswerRun, StopStrings
+from glmdesk.server.answer import ServedAnswer, StopStrings
 from glmdesk.server.errors import from_engine
 from glmdesk.server.tool_stream import ToolCallStream
 
@@ -160,7 +160,7 @@ class Outcome:
 
 
 async def pieces(
-    run: AnswerRun,
+    run: ServedAnswer,
     first: list[ChatEvent],
     stops: StopStrings,
     out: Outcome,
@@ -211,7 +211,9 @@ async def pieces(
         events = await run.next()
 
 
-async def sse(run: AnswerRun, first: list[ChatEvent], stops: StopStrings, reply: Reply) -> AsyncIterator[str]:
+async def sse(
+    run: ServedAnswer, first: list[ChatEvent], stops: StopStrings, reply: Reply
+) -> AsyncIterator[str]:
     """The event stream of one answer. Leaving early (the client went away) sets the
     run's stop event, so the answer ends within one token."""
     out = Outcome()

@@ -372,7 +372,7 @@ def split_rendering(render, values: Sequence[str], avoid: Sequence[str] = ()) ->
 
 
 @runtime_checkable
-class ThinkingSwitch(Protocol):
+class SwitchableThinking(Protocol):
     """A format with a thinking switch (GLM-4.5's ``enable_thinking``)."""
 
     thinking: bool
@@ -387,7 +387,7 @@ def thinking_for(fmt: PromptFormat, enable: bool | None, template_kwargs=()) -> 
     answer at a time), so one answer's setting does not reach another."""
     before_kwargs = fmt.template_kwargs
     fmt.template_kwargs = tuple(template_kwargs)
-    switch = fmt if isinstance(fmt, ThinkingSwitch) else None
+    switch = fmt if isinstance(fmt, SwitchableThinking) else None
     before = switch.thinking if switch is not None else False
     if switch is not None and enable is not None:
         switch.thinking = enable

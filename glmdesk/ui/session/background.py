@@ -27,7 +27,7 @@ _QUEUED = Qt.ConnectionType.QueuedConnection
 #: Each thread whose job has not ended, with its runner: both are kept until the thread
 #: has finished (a QThread destroyed while running aborts the process; a runner freed
 #: while its thread still returns from it crashes), also after their owner went.
-_RUNNING: dict[QThread, _Runner] = {}
+_RUNNING: dict[QThread, _JobRunner] = {}
 
 
 class _Reaper(QObject):
@@ -61,7 +61,7 @@ class _Job:
         self.cancel = threading.Event()
 
 
-class _Runner(QObject):
+class _JobRunner(QObject):
     """Runs one job on its thread."""
 
     finished = Signal(object, object)
@@ -100,7 +100,7 @@ class Background(QObject):
     def __init__(self, name: str, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._name = name
-        self._jobs: dict[_Job, tuple[QThread, _Runner]] = {}
+        self._jobs: dict[_Job, tuple[QThread, _JobRunner]] = {}
 
     def run(
         self,
@@ -111,7 +111,7 @@ class Background(QObject):
         """Start ``work(cancel)``; ``done(result)`` or ``failed(error)`` follow on the GUI
         thread unless the returned ``cancel`` event was set first."""
         job = _Job(work, done, failed)
-        runner, thread = _Runner(job), QThread()
+        runner, thread = _JobRunner(job), QThread()
         thread.setObjectName(self._name)
         runner.moveToThread(thread)
         thread.started.connect(runner.run)  # runs on the new thread (the runner lives there)

@@ -149,8 +149,9 @@ class ChatMcp:
             hub.close()
 
 
-class _StatusRelay(QObject):
-    """Hub status changes (on the hub's thread) to the GUI thread."""
+class HubStatusRelay(QObject):
+    """Carries the MCP hub's status changes (told on the hub's thread) to the GUI thread:
+    connect ``status_changed`` queued and give the hub ``status_changed.emit``."""
 
     status_changed = Signal(object)
 
@@ -175,7 +176,7 @@ class McpChoiceList(QTreeWidget):
         self.setHeaderHidden(True)
         self.setRootIsDecorated(True)
         self._filling = False
-        self._relay = _StatusRelay(self)
+        self._relay = HubStatusRelay(self)
         self._relay.status_changed.connect(self._on_status, Qt.ConnectionType.QueuedConnection)
         self._listening = False
         self.itemChanged.connect(self._on_item_changed)

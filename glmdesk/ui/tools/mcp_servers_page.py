@@ -17,7 +17,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from PySide6.QtCore import QObject, Qt, Signal, Slot
+from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -45,12 +45,7 @@ from glmdesk.chat.mcp.approvals import McpApprovals
 from glmdesk.chat.mcp.config import McpConfig, McpServerConfig, SecretStore, server_from_json
 from glmdesk.chat.mcp.hub import McpHub, ServerStatus
 from glmdesk.ui.session.background import Background
-
-
-class _StatusRelay(QObject):
-    """Carries the hub's status changes (its thread) to the GUI thread."""
-
-    status_changed = Signal(object)
+from glmdesk.ui.tools.mcp_choice import HubStatusRelay
 
 
 class ServerDialog(QDialog):
@@ -121,7 +116,7 @@ class McpServersPage(QWidget):
         super().__init__(parent)
         self.hub, self.approvals, self.path, self.secrets = hub, approvals, path, secrets
         self._background = Background("glmdesk-mcp-servers", self)  # start, restart, stop
-        self._relay = _StatusRelay(self)
+        self._relay = HubStatusRelay(self)
         self._relay.status_changed.connect(self._on_status, Qt.ConnectionType.QueuedConnection)
         hub.add_listener(self._relay.status_changed.emit)
         self._resources_of = ""  # the server whose resources are listed (or asked for)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QObject, Qt, Signal, Slot
+from PySide6.QtCore import QObject, Qt, Slot
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QToolButton, QVBoxLayout, QWidget
 
@@ -30,15 +30,9 @@ from glmdesk.ui.app.notice_bar import NoticeBar
 from glmdesk.ui.chat.input_box import InputBox
 from glmdesk.ui.chat.welcome import WelcomeWidget
 from glmdesk.ui.session.background import Background
-from glmdesk.ui.tools.mcp_choice import ChatMcp, McpChoiceList
+from glmdesk.ui.tools.mcp_choice import ChatMcp, HubStatusRelay, McpChoiceList
 from glmdesk.ui.tools.mcp_servers_page import McpServersPage
 from glmdesk.ui.tools.tools_panel import ToolsPanel
-
-
-class _StatusRelay(QObject):
-    """Hub status changes (on the hub's thread) to the GUI thread."""
-
-    status_changed = Signal(object)
 
 
 def attached_text(label: str, text: str) -> str:
@@ -98,7 +92,7 @@ class McpServersWindow(QObject):
         panel.add_servers_button(self.button)
         self._prompts = Background("glmdesk-mcp-prompts", self)
         self._prompts_asked = 0  # the newest read of the prompts; older answers are dropped
-        self._relay = _StatusRelay(self)
+        self._relay = HubStatusRelay(self)
         self._relay.status_changed.connect(self._on_status, Qt.ConnectionType.QueuedConnection)
         self._listening = False
         mcp_list.choice_changed.connect(self._read_prompts)
