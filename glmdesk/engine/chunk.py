@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from glmdesk.core.errors import ErrorInfo
 from glmdesk.core.messages import FINISH_REASONS  # noqa: F401 (the one list; chunks name it)
-from glmdesk.core.parts import ReplyPart, text_of
+from glmdesk.core.parts import ReplyPart, ToolCallPart, text_of
 from glmdesk.core.tools import ToolCall
 
 
@@ -50,13 +50,6 @@ class GenerationChunk:
         cache: KV-cache accounting after this step.
         dropped_messages: Indices (into the request's message list) of messages left
             out of the prompt to fit the context window.
-        tool_pending: While a tool call's text streams (held back, not in ``text``):
-            the tool's name (``interpreter`` for code), so the UI can show a card.
-        tool_text: While ``tool_pending`` is set: the call's text written so far (a
-            string of characters, the whole text each time, not a delta; it grows from
-            chunk to chunk): what the model wrote after the metadata line (ChatGLM3's
-            fenced ``tool_call(...)``, GLM-4's JSON arguments, the interpreter's fenced
-            code), or a remote server's ``function.arguments`` so far. ``""`` otherwise.
         tool_call: On the final chunk with ``finish_reason == "tool_calls"``: the call
             (the first of :attr:`tool_calls`).
         tool_calls: On that chunk: every call of the reply, in the order written
@@ -93,8 +86,6 @@ class GenerationChunk:
     error: ErrorInfo | None = None
     cache: CacheStats = CacheStats()
     dropped_messages: tuple[int, ...] = ()
-    tool_pending: str | None = None
-    tool_text: str = ""
     tool_call: ToolCall | None = None
     tool_calls: tuple[ToolCall, ...] = ()
     notice: ErrorInfo | None = None
@@ -104,6 +95,27 @@ class GenerationChunk:
     parts: tuple[ReplyPart, ...] = ()
     answer_ttft_s: float = 0.0
     reasoning_tokens: int = 0
+
+    @property
+    def tool_pending(self) -> str | None:
+        """While a tool call's text streams (held back, not in :attr:`text`): the tool's
+        name (``interpreter`` for code), read from the step's unfinished
+        :class:`~glmdesk.core.parts.ToolCallPart`; ``None`` otherwise and on the final chunk."""
+        call = self._pending_call()
+        return call.name if call is not None else None
+
+    @property
+    def tool_text(self) -> str:
+        """While :attr:`tool_pending` is set: the call's text written so far (the part's
+        ``arguments_so_far``: the whole text each time, not a delta); ``""`` otherwise."""
+        call = self._pending_call()
+        return call.arguments_so_far if call is not None else ""
+
+    def _pending_call(self) -> ToolCallPart | None:
+        if self.finish_reason is not None:
+            return None
+        calls = [p for p in self.parts if isinstance(p, ToolCallPart) and not p.done]
+        return calls[-1] if calls else None
 
     @property
     def text(self) -> str:

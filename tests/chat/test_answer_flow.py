@@ -47,9 +47,7 @@ def text(piece: str, n: int, **fields) -> GenerationChunk:
 
 
 def pending(name: str, so_far: str, n: int) -> GenerationChunk:
-    return GenerationChunk(
-        tool_pending=name, tool_text=so_far, parts=(ToolCallPart(name, so_far),), n_generated=n
-    )
+    return GenerationChunk(parts=(ToolCallPart(name, so_far),), n_generated=n)
 
 
 def called(*calls: ToolCall, n: int) -> GenerationChunk:

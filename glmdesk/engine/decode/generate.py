@@ -165,6 +165,11 @@ class _Answer:
             calls = ()  # a call cut off by length, Stop or an error is not run
             parts = [p for p in parts if not (isinstance(p, ToolCallPart) and p.done)]
         note = self.shown.notice if finish is not None else None
+        pending = self.shown.pending if finish is None else None
+        if pending is not None and not any(isinstance(p, ToolCallPart) and not p.done for p in parts):
+            # a step that added nothing shown (a character held back) still carries the
+            # call being written: a chunk's parts say all there is to show
+            parts = [*parts, ToolCallPart(pending, self.shown.call_text)]
         parts = merged(parts)
         self._time_answer(parts)
         return GenerationChunk(
@@ -177,8 +182,6 @@ class _Answer:
             error=error,
             cache=self.stats,
             dropped_messages=self.dropped,
-            tool_pending=self.shown.pending if finish is None else None,
-            tool_text=self.shown.call_text if finish is None else "",
             tool_call=calls[0] if calls else None,
             tool_calls=calls,
             notice=None if note is None else tool_notice(note, self.shown.unreadable),

@@ -32,13 +32,10 @@ def chunks() -> list[GenerationChunk]:
     ]
     out = []
     for i, step in enumerate(parts):
-        call = isinstance(step[0], ToolCallPart)
         out.append(
             GenerationChunk(
                 parts=step,
                 n_generated=i + 1,
-                tool_pending="get_weather" if call else None,
-                tool_text=step[0].arguments_so_far if call else "",
                 ttft_s=0.1,
                 answer_ttft_s=0.3 if i >= 2 else 0.0,
                 reasoning_tokens=2 if i >= 2 else 0,

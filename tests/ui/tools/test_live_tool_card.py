@@ -29,10 +29,7 @@ MS = 10_000
 
 
 def pending(texts: Sequence[str], name: str = "get_weather") -> list[GenerationChunk]:
-    return [
-        GenerationChunk(tool_pending=name, tool_text=t, n_generated=i + 1, parts=(ToolCallPart(name, t),))
-        for i, t in enumerate(texts)
-    ]
+    return [GenerationChunk(n_generated=i + 1, parts=(ToolCallPart(name, t),)) for i, t in enumerate(texts)]
 
 
 def said(text: str, **fields) -> GenerationChunk:

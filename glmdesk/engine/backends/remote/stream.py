@@ -97,8 +97,6 @@ class RemoteAnswer:
             tokens_per_s=self.clock.tokens_per_s(self.n_generated),
             finish_reason=finish,
             error=error,
-            tool_pending=self.calls.pending if finish is None else None,
-            tool_text=self.calls.call_text if finish is None else "",
             **more,
         )
 
