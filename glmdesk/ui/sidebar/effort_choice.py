@@ -12,7 +12,7 @@ from __future__ import annotations
 from PySide6.QtCore import Signal, Slot
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
-from glmdesk.ui.sidebar.slider_spin import caption
+from glmdesk.ui.sidebar.slider_spin import ReasonLine
 
 #: The template value this choice sets.
 EFFORT = "reasoning_effort"
@@ -32,7 +32,7 @@ class EffortChoice(QWidget):
         self.box = QComboBox()
         self.box.setObjectName("reasoning_effort")
         self.label = QLabel(self.tr("Reasoning effort"))
-        self.reason = caption("")
+        self.reason = ReasonLine("")
         self.reason.setObjectName("effort_reason")
         row = QHBoxLayout()
         row.setContentsMargins(0, 0, 0, 0)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from PySide6.QtCore import Signal, Slot
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
-from glmdesk.ui.sidebar.slider_spin import caption
+from glmdesk.ui.sidebar.slider_spin import ReasonLine
 
 #: The template value this choice sets (``True``: drop earlier thinking).
 CLEAR_THINKING = "clear_thinking"
@@ -42,7 +42,7 @@ class KeepThinkingChoice(QWidget):
         self.box = QComboBox()
         self.box.setObjectName("keep_thinking")
         self.label = QLabel(self.tr("Earlier thinking"))
-        self.reason = caption("")
+        self.reason = ReasonLine("")
         self.reason.setObjectName("keep_thinking_reason")
         row = QHBoxLayout()
         row.setContentsMargins(0, 0, 0, 0)

@@ -1,10 +1,10 @@
-"""A slider paired with a spin box for one float setting, and the sidebar's caption label."""
+"""A slider paired with a spin box for one float setting, and the sidebar's caption labels."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Slot
-from PySide6.QtGui import QPalette
-from PySide6.QtWidgets import QDoubleSpinBox, QHBoxLayout, QLabel, QSlider, QWidget
+from PySide6.QtCore import QSize, Qt, Slot
+from PySide6.QtGui import QPainter, QPaintEvent, QPalette
+from PySide6.QtWidgets import QDoubleSpinBox, QHBoxLayout, QLabel, QSizePolicy, QSlider, QWidget
 
 
 def caption(text: str) -> QLabel:
@@ -16,6 +16,40 @@ def caption(text: str) -> QLabel:
     font.setPointSizeF(max(6.0, font.pointSizeF() * 0.9))
     label.setFont(font)
     return label
+
+
+class ReasonLine(QLabel):
+    """A quiet caption kept to one line under a greyed control: its text elided to the
+    width, whole in its tooltip (``text()`` stays whole)."""
+
+    def __init__(self, text: str = "") -> None:
+        super().__init__(text)
+        self.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+        font = self.font()
+        font.setPointSizeF(max(6.0, font.pointSizeF() * 0.9))
+        self.setFont(font)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        self.setToolTip(text)
+
+    def setText(self, text: str) -> None:  # noqa: N802 (Qt's name)
+        super().setText(text)
+        self.setToolTip(text)
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 (Qt's name)
+        return QSize(0, super().minimumSizeHint().height())
+
+    def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 (Qt's name)
+        shown = self.fontMetrics().elidedText(self.text(), Qt.TextElideMode.ElideRight, self.width())
+        painter = QPainter(self)
+        self.style().drawItemText(
+            painter,
+            self.rect(),
+            int(self.alignment()),
+            self.palette(),
+            self.isEnabled(),
+            shown,
+            self.foregroundRole(),
+        )
 
 
 class SliderSpin(QWidget):

@@ -14,7 +14,7 @@ from __future__ import annotations
 from PySide6.QtCore import Signal, Slot
 from PySide6.QtWidgets import QCheckBox, QVBoxLayout, QWidget
 
-from glmdesk.ui.sidebar.slider_spin import caption
+from glmdesk.ui.sidebar.slider_spin import ReasonLine
 
 
 class ThinkingSwitch(QWidget):
@@ -30,7 +30,7 @@ class ThinkingSwitch(QWidget):
         super().__init__(parent)
         self.box = QCheckBox(self.tr("Thinking"))
         self.box.setChecked(True)
-        self.reason = caption("")
+        self.reason = ReasonLine("")
         self.reason.setObjectName("thinking_reason")
         column = QVBoxLayout(self)
         column.setContentsMargins(0, 0, 0, 0)

@@ -43,3 +43,21 @@ def test_a_model_without_levels_greys_the_choice_with_the_reason(qtbot, make_win
     assert not effort.box.isEnabled() and effort.value() is None
     assert "has no reasoning effort levels" in effort.box.toolTip()
     assert effort.reason.isVisibleTo(window) and "GLM-5.2" in effort.reason.text()
+
+
+def test_a_greyed_boxs_reason_takes_one_line_and_its_tooltip_says_it_whole(qtbot) -> None:
+    """At 1024x700 in Chinese the three thinking captions wrapped into each other; a reason
+    is now one line, cut with an ellipsis, whole in its tooltip."""
+    from glmdesk.ui.sidebar.effort_choice import EffortChoice
+
+    reason = "SmolLM2-135M-Instruct has no reasoning effort levels (GLM-5.2 and 5.3 have them). " * 2
+    choice = EffortChoice()
+    qtbot.addWidget(choice)
+    choice.resize(220, 80)
+    choice.set_levels((), reason)
+    choice.show()
+    qtbot.waitExposed(choice)
+    line = choice.reason
+    assert line.text() == reason and line.toolTip() == reason and not line.isHidden()
+    assert line.height() < 2 * line.fontMetrics().lineSpacing()
+    assert line.fontMetrics().horizontalAdvance(reason) > line.width()  # it is cut, not wrapped
