@@ -1789,7 +1789,6 @@ Each one is saved as you chat; right-click one to rename, export or delete it.</
     <name>McpChoiceList</name>
     <message>
         <source>Start an MCP server?</source>
-        <extracomment>The per-chat setting&apos;s key.</extracomment>
         <translation>启动 MCP 服务器？</translation>
     </message>
     <message>
@@ -1935,6 +1934,7 @@ Run it?</source>
     </message>
     <message>
         <source>Start an MCP server?</source>
+        <extracomment>The per-chat setting&apos;s key.</extracomment>
         <translation>启动 MCP 服务器？</translation>
     </message>
     <message>

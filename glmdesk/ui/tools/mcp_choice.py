@@ -23,7 +23,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from PySide6.QtCore import QObject, Qt, Signal, Slot
+from PySide6.QtCore import QCoreApplication, QObject, Qt, Signal, Slot
 from PySide6.QtWidgets import QMessageBox, QTreeWidget, QTreeWidgetItem, QWidget
 
 from glmdesk.chat.mcp.approvals import McpApprovals
@@ -149,6 +149,25 @@ class ChatMcp:
             hub.close()
 
 
+def agree_to_start(parent: QWidget, approvals: McpApprovals, server: McpServerConfig) -> bool:
+    """Ask once (over ``parent``) whether ``server``'s command may run, showing the command;
+    a yes is kept in ``approvals``. True when agreed, now or before."""
+    if approvals.agreed(server):
+        return True
+    answer = QMessageBox.question(
+        parent,
+        QCoreApplication.translate("McpServersPage", "Start an MCP server?"),
+        QCoreApplication.translate(
+            "McpServersPage",
+            "glmdesk will run this command for the MCP server {name}:\n\n{command}\n\nRun it?",
+        ).format(name=server.name, command=server.command_line()),
+    )
+    if answer != QMessageBox.StandardButton.Yes:
+        return False
+    approvals.agree(server)
+    return True
+
+
 class HubStatusRelay(QObject):
     """Carries the MCP hub's status changes (told on the hub's thread) to the GUI thread:
     connect ``status_changed`` queued and give the hub ``status_changed.emit``."""
@@ -268,8 +287,7 @@ class McpChoiceList(QTreeWidget):
 
     def _agreed(self, server: McpServerConfig) -> bool:
         """Whether the user agrees to run ``server``'s command (asked once, then kept)."""
-        if self.mcp.approvals.agreed(server):
-            return True
+        return agree_to_start(self, self.mcp.approvals, server)
         answer = QMessageBox.question(
             self,
             self.tr("Start an MCP server?"),

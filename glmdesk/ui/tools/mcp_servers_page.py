@@ -45,7 +45,7 @@ from glmdesk.chat.mcp.approvals import McpApprovals
 from glmdesk.chat.mcp.config import McpConfig, McpServerConfig, SecretStore, server_from_json
 from glmdesk.chat.mcp.hub import McpHub, ServerStatus
 from glmdesk.ui.session.background import Background
-from glmdesk.ui.tools.mcp_choice import HubStatusRelay
+from glmdesk.ui.tools.mcp_choice import HubStatusRelay, agree_to_start
 
 
 class ServerDialog(QDialog):
@@ -391,8 +391,7 @@ class McpServersPage(QWidget):
     # --- running ----------------------------------------------------------------
     def agree(self, server: McpServerConfig) -> bool:
         """Ask once whether ``server``'s command may run (kept); True when agreed."""
-        if self.approvals.agreed(server):
-            return True
+        return agree_to_start(self, self.approvals, server)
         answer = QMessageBox.question(
             self,
             self.tr("Start an MCP server?"),
